@@ -1,0 +1,32 @@
+# The two entry points of the README. Both install what is missing first.
+#   make run    build, then run the demo on the embedded SQLite store
+#   make test   build, then run every test (and the unit tests under ASan+UBSan)
+
+JOBS ?= $(shell nproc)
+
+.PHONY: all setup build run test test-fast test-asan bench clean
+
+all: build
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@cmake --preset default >/dev/null
+	@cmake --build --preset default -j $(JOBS)
+
+run: build
+	@scripts/demo.sh
+
+test-fast: build
+	ctest --preset default -j $(JOBS)
+
+test-asan: setup
+	@cmake --preset asan >/dev/null
+	@cmake --build --preset asan -j $(JOBS) --target unit_tests conformance_tests sim_tests
+	ctest --preset asan -j $(JOBS) -L unit
+
+test: test-fast test-asan
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,103 @@
+// Clock: the only way leasehold code learns the time.
+//
+// Two kinds of time are kept apart by type. WallTime is what other machines
+// and humans read (lease expiry written to the store); MonoTime is a local
+// monotonic clock for intervals and deadlines (how long this holder may still
+// trust its lease). The compiler refuses to mix them.
+//
+// RealClock is the one class that reads the system clocks. SimulatedClock is
+// advanced by hand in tests and simulations; OffsetClock wraps another clock
+// to model a machine whose wall clock is skewed. All implementations are safe
+// for concurrent use.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+
+namespace leasehold {
+
+using Duration = std::chrono::nanoseconds;
+using WallTime = std::chrono::system_clock::time_point;
+using MonoTime = std::chrono::steady_clock::time_point;
+
+// Milliseconds since the Unix epoch: the representation written to stores.
+inline int64_t to_unix_ms(WallTime t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+inline WallTime from_unix_ms(int64_t ms) {
+  return WallTime(std::chrono::duration_cast<WallTime::duration>(std::chrono::milliseconds(ms)));
+}
+inline int64_t to_ms(Duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual WallTime wall_now() = 0;
+  virtual MonoTime mono_now() = 0;
+};
+
+// Reads std::chrono::system_clock and steady_clock.
+class RealClock final : public Clock {
+ public:
+  WallTime wall_now() override { return std::chrono::system_clock::now(); }
+  MonoTime mono_now() override { return std::chrono::steady_clock::now(); }
+};
+
+// Time that moves only when advance() is called. Starts at a fixed wall time
+// so that runs are reproducible.
+class SimulatedClock final : public Clock {
+ public:
+  explicit SimulatedClock(int64_t start_unix_ms = 1'700'000'000'000)
+      : wall_(from_unix_ms(start_unix_ms)), mono_(std::chrono::hours(1)) {}
+
+  WallTime wall_now() override {
+    std::lock_guard lock(mu_);
+    return wall_;
+  }
+  MonoTime mono_now() override {
+    std::lock_guard lock(mu_);
+    return mono_;
+  }
+
+  // REQUIRES: d >= 0. Moves both clocks forward by d.
+  void advance(Duration d) {
+    std::lock_guard lock(mu_);
+    wall_ += std::chrono::duration_cast<WallTime::duration>(d);
+    mono_ += d;
+  }
+
+  // Steps the wall clock alone (an NTP correction); monotonic time is unmoved.
+  void step_wall(Duration d) {
+    std::lock_guard lock(mu_);
+    wall_ += std::chrono::duration_cast<WallTime::duration>(d);
+  }
+
+ private:
+  std::mutex mu_;
+  WallTime wall_;
+  MonoTime mono_;
+};
+
+// A view of `base` whose wall clock is off by `wall_offset` and whose
+// monotonic clock starts at a different origin, as on another machine.
+// REQUIRES: base outlives this object.
+class OffsetClock final : public Clock {
+ public:
+  OffsetClock(Clock& base, Duration wall_offset, Duration mono_offset = Duration::zero())
+      : base_(base), wall_offset_(wall_offset), mono_offset_(mono_offset) {}
+
+  WallTime wall_now() override {
+    return base_.wall_now() + std::chrono::duration_cast<WallTime::duration>(wall_offset_);
+  }
+  MonoTime mono_now() override { return base_.mono_now() + mono_offset_; }
+
+ private:
+  Clock& base_;
+  Duration wall_offset_;
+  Duration mono_offset_;
+};
+
+}  // namespace leasehold

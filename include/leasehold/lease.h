@@ -1,0 +1,177 @@
+// Leases with fencing on top of the item store.
+//
+// A lease lives in a *slot* of an item: attributes sharing a prefix. Slot
+// "lease" uses lease_owner, lease_token, lease_epoch, lease_acquired_at_ms,
+// lease_heartbeat_at_ms, lease_expires_at_ms and lease_holder, which are the
+// stream-fleet schema's names; slot "tracing" uses tracing_owner, and so on.
+//
+// Every operation is one conditional write:
+//   acquire  not_exists(owner) or expires_at < now_wall; epoch += 1
+//   renew    token = mine and expires_at > now_wall
+//   release  token = mine (mode expire: expires_at = 0; mode clear: remove
+//            the slot's fields except epoch)
+//   replace  token(from) = mine and slot `to` acquirable, ending one lease
+//            and starting another on the same item in one write
+//   fenced   any update conditioned on token = mine
+//
+// Holder-side validity: a holder trusts its lease until
+//   mono time the request was sent + ttl - max_clock_skew - safety_margin.
+// Past that the lease is lost for good; no renewal brings it back. Wall
+// clocks only decide when a taker may take over.
+//
+// A LeaseManager is safe for concurrent use; Lease values are plain data.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "leasehold/clock.h"
+#include "leasehold/random.h"
+#include "leasehold/status.h"
+#include "leasehold/store.h"
+
+namespace leasehold {
+
+inline constexpr std::string_view kDefaultSlot = "lease";
+inline constexpr size_t kOwnerBytesMax = 256;
+inline constexpr size_t kHolderBytesMax = 1024;
+
+struct LeaseConfig {
+  std::string table = "leases";
+  // The largest difference between any two wall clocks of the fleet.
+  Duration max_clock_skew = std::chrono::milliseconds(500);
+  // Slack for the time between checking validity and acting on it.
+  Duration safety_margin = std::chrono::milliseconds(100);
+  // Consistent reads tried to resolve a write whose outcome is unknown.
+  int read_back_attempts_max = 3;
+};
+
+// The attribute names of one slot.
+struct SlotNames {
+  explicit SlotNames(std::string_view slot);
+  std::string owner, token, epoch, acquired_at_ms, heartbeat_at_ms, expires_at_ms, holder;
+};
+
+// A lease this process holds.
+struct Lease {
+  Key key;
+  std::string slot;
+  std::string owner;
+  std::string holder;
+  std::string token;  // 32 hex digits; the lease ID / job ID
+  int64_t epoch = 0;  // the fencing token: +1 on every acquisition
+  int64_t acquired_at_ms = 0;
+  int64_t expires_at_ms = 0;  // wall time, as written to the store
+  Duration ttl{};
+  MonoTime valid_until{};  // local deadline; see the file comment
+
+  bool valid_at(MonoTime now) const { return now < valid_until; }
+};
+
+// What the store says about a slot (for `lease show` and for takers).
+struct LeaseView {
+  Key key;
+  std::string slot;
+  std::string owner;
+  std::string holder;
+  std::string token;
+  int64_t epoch = 0;
+  int64_t acquired_at_ms = 0;
+  int64_t heartbeat_at_ms = 0;
+  int64_t expires_at_ms = 0;
+  bool held = false;  // an owner whose expiry is after the reader's wall clock
+};
+
+// Names a lease by what a separate process can know of it (CLI renew/release).
+struct LeaseRef {
+  Key key;
+  std::string slot = std::string(kDefaultSlot);
+  std::string token;
+};
+
+struct AcquireOptions {
+  std::string owner;
+  Duration ttl = std::chrono::seconds(20);
+  std::string slot = std::string(kDefaultSlot);
+  std::string holder;
+  // Joined into the same conditional write (e.g. "status = ready").
+  Condition extra_condition;
+  Update extra_update;
+};
+
+enum class ReleaseMode { kExpire, kClear };
+
+class LeaseManager {
+ public:
+  // REQUIRES: store, clock and random outlive the manager.
+  LeaseManager(ItemStore& store, Clock& clock, Random& random, LeaseConfig config = {});
+
+  // Refuses a ttl that leaves no room for the skew and margin, and a renew
+  // period that does not fit at least twice into the validity window.
+  Status check_timing(Duration ttl, Duration renew_every) const;
+  // The renew period used when none is given: a third of the validity window.
+  Duration default_renew_every(Duration ttl) const;
+  // The part of ttl the holder may trust: ttl - max_clock_skew - safety_margin.
+  Duration validity(Duration ttl) const;
+
+  // kAlreadyExists if another holder's lease is live (or `extra_condition`
+  // failed); kUnavailable if the store could not be reached.
+  Result<Lease> acquire(const Key& key, const AcquireOptions& options);
+
+  // Extends the lease by its ttl (or `ttl`). kFailedPrecondition if the lease
+  // is lost: past its local deadline, expired, or taken by another token.
+  Result<Lease> renew(const Lease& lease, std::optional<Duration> ttl = std::nullopt);
+  // The same for a lease held by another process that knows only its token.
+  Result<Lease> renew(const LeaseRef& ref, Duration ttl);
+
+  // Renews many leases; results[i] belongs to leases[i]. One round trip per
+  // store batch where the backend supports it.
+  std::vector<Result<Lease>> renew_each(std::span<const Lease> leases);
+
+  // kFailedPrecondition if the token is no longer the slot's.
+  Status release(const LeaseRef& ref, ReleaseMode mode);
+  Status release(const Lease& lease, ReleaseMode mode);
+
+  // Ends `from` and starts a lease in `to.slot` of the same item in one
+  // write. `from` must still be valid locally.
+  Result<Lease> replace(const Lease& from, const AcquireOptions& to);
+
+  // Applies `update` to the lease's item if the token is still ours (and
+  // `extra_condition` holds). kFailedPrecondition if the lease is lost or
+  // past its local deadline; the write is then not sent.
+  Result<Item> fenced_write(const Lease& lease, const Update& update,
+                            const Condition& extra_condition = {});
+
+  // The slot as stored now. kNotFound if the item has no such slot.
+  Result<LeaseView> inspect(const Key& key, std::string_view slot = kDefaultSlot);
+  // Reads a slot out of an item already fetched.
+  LeaseView view_of(const Item& item, const Key& key, std::string_view slot);
+
+  ItemStore& store() { return store_; }
+  Clock& clock() { return clock_; }
+  const LeaseConfig& config() const { return config_; }
+
+ private:
+  struct RenewPlan;
+  RenewPlan plan_renewal(const Key& key, std::string_view slot, std::string_view token,
+                         Duration ttl);
+  Result<Lease> finish_renewal(const RenewPlan& plan, Result<Item> written);
+  Result<Lease> resolve_acquire(const Key& key, const Lease& attempt);
+  Result<Item> read_back(const Key& key);
+
+  ItemStore& store_;
+  Clock& clock_;
+  Random& random_;
+  LeaseConfig config_;
+};
+
+// The table the CLI's leases live in: key attribute "pk", and an index over
+// every item's lease expiry (hash attribute "kind" = "lease") for listing.
+TableSpec lease_table_spec(std::string name = "leases");
+inline constexpr std::string_view kLeaseIndex = "kind-lease_expires_at_ms-index";
+inline constexpr std::string_view kLeaseKindAttr = "kind";
+
+}  // namespace leasehold

@@ -1,0 +1,105 @@
+// Renewer: keeps many leases alive from one scheduler.
+//
+// Leases are renewed every `renew_every` (with jitter, so that thousands of
+// leases acquired together do not renew together), in batches through
+// LeaseManager::renew_each, so that the cost per heartbeat falls as the
+// number of leases grows. A failed renewal is retried with backoff until the
+// lease's local deadline; a renewal refused by the store (another token, or
+// expired) means the lease is lost at once.
+//
+// Loss is reported through the callback given to add(). It fires no later
+// than `loss_lead` before the lease's local deadline (valid_until), from a
+// watchdog that never waits on the store, so a stalled store cannot delay it;
+// the lease is then forgotten. Holders must still check Lease::valid_at()
+// before acting: a callback cannot reach a process that was paused.
+//
+// Thread-safe. Either call start() for background threads, or drive it by
+// hand with poll() (tests and the deterministic simulation); not both.
+// Callbacks run on a renewer thread (or inside poll()) without any renewer
+// lock held; they may call remove().
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "leasehold/lease.h"
+
+namespace leasehold {
+
+struct RenewerOptions {
+  // Zero: LeaseManager::default_renew_every(ttl) of each lease.
+  Duration renew_every{};
+  // Each renewal is scheduled within +-jitter_fraction of renew_every.
+  double jitter_fraction = 0.1;
+  // Renewals due within this window of each other go in one batch.
+  Duration batch_window = std::chrono::milliseconds(50);
+  size_t batch_max = 500;
+  // The first retry after a failed renewal; doubles up to renew_every.
+  Duration retry_backoff = std::chrono::milliseconds(100);
+  // How long before the local deadline a lease is declared lost.
+  Duration loss_lead = std::chrono::milliseconds(50);
+};
+
+class Renewer {
+ public:
+  using Id = uint64_t;
+  using LossCallback = std::function<void(const Lease& lease, const Status& why)>;
+
+  // REQUIRES: manager, clock and random outlive the renewer.
+  Renewer(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options = {});
+  ~Renewer();  // stops the threads; pending leases are not released
+
+  // Starts renewing `lease`. `on_lost` fires at most once.
+  Id add(Lease lease, LossCallback on_lost);
+  // Stops renewing; returns the latest lease (to release it), or nullopt if
+  // it was lost or unknown.
+  std::optional<Lease> remove(Id id);
+  // The latest renewed form of the lease, or nullopt if lost or unknown.
+  std::optional<Lease> get(Id id) const;
+  size_t size() const;
+
+  // Does everything due now (loss reports, then renewals) and returns when
+  // something will next be due.
+  MonoTime poll();
+
+  void start();
+  void stop();
+
+ private:
+  struct Entry {
+    Lease lease;
+    LossCallback on_lost;
+    Duration renew_every{};
+    MonoTime next_renew_at{};
+    Duration backoff{};
+    bool in_flight = false;
+  };
+
+  MonoTime schedule(Duration renew_every);
+  void fire_losses(MonoTime now);
+  void lose(Id id, const Status& why);
+  bool renew_batch(MonoTime now);
+  void apply_result(Id id, const Lease& sent, const Result<Lease>& result, MonoTime now);
+  MonoTime next_due() const;  // REQUIRES: mu_ held
+  void renew_loop();
+  void watchdog_loop();
+
+  LeaseManager& manager_;
+  Clock& clock_;
+  Random& random_;
+  const RenewerOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::map<Id, Entry> entries_;
+  Id next_id_ = 1;
+  bool stopping_ = false;
+  std::thread renew_thread_;
+  std::thread watchdog_thread_;
+};
+
+}  // namespace leasehold

@@ -1,0 +1,253 @@
+// The item store: DynamoDB's data model as the common denominator of every
+// backend (SQLite, DynamoDB, PostgreSQL, and an in-memory store for tests).
+//
+// A table holds items keyed by a partition key and an optional sort key, both
+// strings. Attributes are typed: string, int64 or bool. Writes may carry a
+// Condition; a write whose condition is false fails with kConditionFailed and
+// changes nothing. Atomicity is per item: there are no multi-item
+// transactions.
+//
+// Errors every backend reports the same way:
+//   kConditionFailed  the condition was false; nothing was written
+//   kNotFound         get() of a missing item, or a table that does not exist
+//   kInvalidArgument  a malformed key, attribute, update or limit
+//   kUnavailable      the store could not be reached; nothing was applied
+//   kUnknownOutcome   a write was sent and no reply came; it may have applied
+//
+// An ItemStore is safe for concurrent use by many threads. Backends built for
+// many processes (SQLite, DynamoDB, PostgreSQL) are also safe across processes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "leasehold/status.h"
+
+namespace leasehold {
+
+// ---------------------------------------------------------------- values
+
+enum class AttrType { kString, kInt, kBool };
+
+// Index 0 string, 1 int64, 2 bool (the same order as AttrType).
+using Value = std::variant<std::string, int64_t, bool>;
+
+inline AttrType type_of(const Value& v) { return static_cast<AttrType>(v.index()); }
+std::string_view type_name(AttrType type);
+// A short human form: "abc" (quoted), 42, true.
+std::string describe(const Value& v);
+
+// An item: attribute name -> value. Key attributes are ordinary attributes.
+using Item = std::map<std::string, Value, std::less<>>;
+
+// A string attribute of `item`, or nullptr if absent or of another type.
+const std::string* get_string(const Item& item, std::string_view attr);
+// An int attribute of `item`, or nullptr if absent or of another type.
+const int64_t* get_int(const Item& item, std::string_view attr);
+
+struct Key {
+  std::string pk;
+  std::string sk;  // empty for tables without a sort key
+  bool operator==(const Key&) const = default;
+};
+
+// Limits shared by all backends (DynamoDB's, so that every backend accepts
+// exactly the same items).
+inline constexpr size_t kPartitionKeyBytesMax = 2048;
+inline constexpr size_t kSortKeyBytesMax = 1024;
+inline constexpr size_t kAttrNameBytesMax = 255;
+inline constexpr size_t kItemBytesMax = 400 * 1024;
+inline constexpr int kQueryLimitMax = 1000;
+
+// ---------------------------------------------------------------- schema
+
+struct IndexSpec {
+  std::string name;        // e.g. "desired_state-lease_expires_at_ms-index"
+  std::string hash_attr;   // string attribute
+  std::string range_attr;  // attribute the index is sorted by
+  AttrType range_type = AttrType::kInt;
+};
+
+struct TableSpec {
+  std::string name;
+  std::string pk_attr = "pk";
+  std::string sk_attr;  // empty: the table has no sort key
+  std::vector<IndexSpec> indexes;
+};
+
+// ---------------------------------------------------------------- conditions
+
+enum class CompareOp { kEq, kNe, kLt, kLe, kGt, kGe };
+std::string_view op_symbol(CompareOp op);
+
+// A small typed AST. The default-constructed Condition is always true.
+//
+// Semantics (DynamoDB's): a comparison with an absent attribute, or with an
+// attribute of another type, is false, except `<>` which is then true.
+// Strings compare by their UTF-8 bytes, ints numerically; `<` on bools is
+// always false. A missing item has no attributes.
+struct Condition {
+  enum class Kind { kTrue, kExists, kNotExists, kCompare, kAnd, kOr, kNot };
+  Kind kind = Kind::kTrue;
+  std::string attr;
+  CompareOp op = CompareOp::kEq;
+  Value value;
+  std::vector<Condition> children;
+
+  bool is_true() const { return kind == Kind::kTrue; }
+  std::string to_string() const;
+};
+
+namespace cond {
+Condition exists(std::string attr);
+Condition not_exists(std::string attr);
+Condition compare(std::string attr, CompareOp op, Value v);
+inline Condition eq(std::string a, Value v) { return compare(std::move(a), CompareOp::kEq, std::move(v)); }
+inline Condition ne(std::string a, Value v) { return compare(std::move(a), CompareOp::kNe, std::move(v)); }
+inline Condition lt(std::string a, Value v) { return compare(std::move(a), CompareOp::kLt, std::move(v)); }
+inline Condition le(std::string a, Value v) { return compare(std::move(a), CompareOp::kLe, std::move(v)); }
+inline Condition gt(std::string a, Value v) { return compare(std::move(a), CompareOp::kGt, std::move(v)); }
+inline Condition ge(std::string a, Value v) { return compare(std::move(a), CompareOp::kGe, std::move(v)); }
+}  // namespace cond
+
+// `a && b` where a true operand is dropped, so conditions compose cheaply.
+Condition operator&&(Condition a, Condition b);
+Condition operator||(Condition a, Condition b);
+Condition operator!(Condition a);
+
+// ---------------------------------------------------------------- updates
+
+struct UpdateAction {
+  enum class Kind { kSet, kSetIfAbsent, kAdd, kRemove };
+  Kind kind;
+  std::string attr;
+  Value value;  // kAdd: an int64 delta; kRemove: unused
+};
+
+// A list of actions applied to one item. Each attribute may appear at most
+// once; key attributes may not appear at all. `add` treats an absent
+// attribute as 0 and fails with kInvalidArgument on a non-int one.
+class Update {
+ public:
+  Update& set(std::string attr, Value v);
+  Update& set_if_absent(std::string attr, Value v);
+  Update& add(std::string attr, int64_t delta);
+  Update& remove(std::string attr);
+  Update& append(const Update& other);
+
+  const std::vector<UpdateAction>& actions() const { return actions_; }
+  bool empty() const { return actions_.empty(); }
+  std::string to_string() const;
+
+ private:
+  std::vector<UpdateAction> actions_;
+};
+
+// ---------------------------------------------------------------- queries
+
+// A condition on a sort key (query) or on an index's range attribute.
+struct KeyRange {
+  enum class Kind { kAll, kEq, kLt, kLe, kGt, kGe, kBetween, kBeginsWith };
+  Kind kind = Kind::kAll;
+  Value lo;  // the operand; for kBetween the lower bound (inclusive)
+  Value hi;  // kBetween only: the upper bound (inclusive)
+
+  static KeyRange all() { return {}; }
+  static KeyRange eq(Value v) { return {Kind::kEq, std::move(v), {}}; }
+  static KeyRange lt(Value v) { return {Kind::kLt, std::move(v), {}}; }
+  static KeyRange le(Value v) { return {Kind::kLe, std::move(v), {}}; }
+  static KeyRange gt(Value v) { return {Kind::kGt, std::move(v), {}}; }
+  static KeyRange ge(Value v) { return {Kind::kGe, std::move(v), {}}; }
+  static KeyRange between(Value lo, Value hi) {
+    return {Kind::kBetween, std::move(lo), std::move(hi)};
+  }
+  // Strings only.
+  static KeyRange begins_with(std::string prefix) { return {Kind::kBeginsWith, std::move(prefix), {}}; }
+};
+
+struct QueryOptions {
+  int limit = 100;      // 1..kQueryLimitMax items per page
+  std::string cursor;   // from a previous Page; empty for the first page
+  bool consistent = false;  // table queries only; index queries are eventual
+};
+
+struct Page {
+  std::vector<Item> items;
+  std::string next_cursor;  // empty when there are no more items
+};
+
+// One write of update_each(). Each runs with its own condition.
+struct UpdateRequest {
+  Key key;
+  Update update;
+  Condition condition;
+};
+
+// ---------------------------------------------------------------- the store
+
+class ItemStore {
+ public:
+  virtual ~ItemStore() = default;
+
+  // Creates the table and its indexes if missing; idempotent. A table that
+  // exists with another key schema is kInvalidArgument.
+  virtual Status ensure_table(const TableSpec& spec) = 0;
+
+  // The item, or kNotFound. `consistent` asks for a strongly consistent read
+  // (always so on SQLite and PostgreSQL).
+  virtual Result<Item> get(std::string_view table, const Key& key, bool consistent) = 0;
+
+  // The items that exist among `keys`, in the order of `keys`; missing keys
+  // are skipped. Consistent reads. Any number of keys: backends chunk.
+  virtual Result<std::vector<Item>> batch_get(std::string_view table,
+                                              std::span<const Key> keys) = 0;
+
+  // Writes `item` whole (it must contain the key attributes) if `condition`
+  // holds on the current item (absent attributes if there is none).
+  virtual Status put(std::string_view table, const Item& item, const Condition& condition) = 0;
+
+  // Applies `update` to the item at `key` (creating it if absent) if
+  // `condition` holds, and returns the item after the write.
+  virtual Result<Item> update(std::string_view table, const Key& key, const Update& update,
+                              const Condition& condition) = 0;
+
+  // Deletes the item if `condition` holds. Deleting a missing item whose
+  // condition holds succeeds.
+  virtual Status remove(std::string_view table, const Key& key, const Condition& condition) = 0;
+
+  // Items with partition key `pk` whose sort key is in `range`, by sort key.
+  virtual Result<Page> query(std::string_view table, std::string_view pk, const KeyRange& range,
+                             const QueryOptions& options) = 0;
+
+  // Items whose index hash attribute equals `hash_value` and whose range
+  // attribute is in `range`, ordered by the range attribute. Items lacking
+  // either attribute are not in the index.
+  virtual Result<Page> query_index(std::string_view table, std::string_view index,
+                                   std::string_view hash_value, const KeyRange& range,
+                                   const QueryOptions& options) = 0;
+
+  // Several independent conditional updates; NOT a transaction: each succeeds
+  // or fails on its own, and results[i] belongs to requests[i]. Backends that
+  // can amortise a commit over many writes (SQLite) override this; the
+  // default issues them one by one. Heartbeats of many leases go through here.
+  virtual std::vector<Result<Item>> update_each(std::string_view table,
+                                                std::span<const UpdateRequest> requests);
+
+  // A name for messages and benchmarks: "sqlite", "memory", "dynamodb", ...
+  virtual std::string_view backend_name() const = 0;
+};
+
+// Opens a store from a URI:
+//   sqlite:PATH        (sqlite::memory: is refused: it cannot be shared)
+//   memory:            an in-process store for tests
+// A malformed URI or unknown scheme is kInvalidArgument (nothing is created);
+// a store that cannot be opened is kUnavailable.
+Result<std::unique_ptr<ItemStore>> open_store(std::string_view uri);
+
+}  // namespace leasehold

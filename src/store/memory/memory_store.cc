@@ -1,0 +1,231 @@
+#include "store/memory/memory_store.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "store/eval.h"
+#include "store/item_json.h"
+
+namespace leasehold::store {
+namespace {
+
+using KeyTuple = std::pair<std::string, std::string>;
+
+struct Table {
+  TableSpec spec;
+  std::map<KeyTuple, Item> items;
+};
+
+// A cursor is the last returned item's position, encoded as a small item so
+// that it survives concurrent writes (an offset would not).
+std::string make_cursor(const Value* range, const Key& key) {
+  Item c{{"pk", key.pk}, {"sk", key.sk}};
+  if (range) c.emplace("r", *range);
+  return encode_item(c);
+}
+
+class MemoryStore final : public ItemStore {
+ public:
+  Status ensure_table(const TableSpec& spec) override {
+    RETURN_IF_ERROR(validate_table_spec(spec));
+    std::lock_guard lock(mu_);
+    auto [it, inserted] = tables_.try_emplace(spec.name, Table{spec, {}});
+    if (!inserted && (it->second.spec.pk_attr != spec.pk_attr ||
+                      it->second.spec.sk_attr != spec.sk_attr)) {
+      return invalid_argument("table " + spec.name + " exists with another key schema");
+    }
+    for (const auto& index : spec.indexes) {
+      auto& have = it->second.spec.indexes;
+      if (std::none_of(have.begin(), have.end(), [&](auto& i) { return i.name == index.name; })) {
+        have.push_back(index);
+      }
+    }
+    return {};
+  }
+
+  Result<Item> get(std::string_view table, const Key& key, bool) override {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(Table * t, find_table(table));
+    RETURN_IF_ERROR(validate_key(t->spec, key));
+    const auto it = t->items.find({key.pk, key.sk});
+    if (it == t->items.end()) return not_found("no item " + key.pk);
+    return it->second;
+  }
+
+  Result<std::vector<Item>> batch_get(std::string_view table, std::span<const Key> keys) override {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(Table * t, find_table(table));
+    for (const auto& key : keys) RETURN_IF_ERROR(validate_key(t->spec, key));
+    std::vector<Item> out;
+    for (const auto& key : keys) {
+      const auto it = t->items.find({key.pk, key.sk});
+      if (it != t->items.end()) out.push_back(it->second);
+    }
+    return out;
+  }
+
+  Status put(std::string_view table, const Item& item, const Condition& condition) override {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(Table * t, find_table(table));
+    RETURN_IF_ERROR(validate_item(t->spec, item));
+    RETURN_IF_ERROR(validate_condition(condition));
+    const Key key = key_of(t->spec, item);
+    auto it = t->items.find({key.pk, key.sk});
+    if (!evaluate(condition, it == t->items.end() ? nullptr : &it->second)) {
+      return condition_failed("condition " + condition.to_string() + " is false");
+    }
+    t->items.insert_or_assign({key.pk, key.sk}, item);
+    return {};
+  }
+
+  Result<Item> update(std::string_view table, const Key& key, const Update& update,
+                      const Condition& condition) override {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(Table * t, find_table(table));
+    return update_locked(*t, key, update, condition);
+  }
+
+  std::vector<Result<Item>> update_each(std::string_view table,
+                                        std::span<const UpdateRequest> requests) override {
+    std::lock_guard lock(mu_);
+    std::vector<Result<Item>> out;
+    auto t = find_table(table);
+    for (const auto& r : requests) {
+      out.push_back(t.ok() ? update_locked(**t, r.key, r.update, r.condition) : Result<Item>(t.status()));
+    }
+    return out;
+  }
+
+  Status remove(std::string_view table, const Key& key, const Condition& condition) override {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(Table * t, find_table(table));
+    RETURN_IF_ERROR(validate_key(t->spec, key));
+    RETURN_IF_ERROR(validate_condition(condition));
+    auto it = t->items.find({key.pk, key.sk});
+    if (!evaluate(condition, it == t->items.end() ? nullptr : &it->second)) {
+      return condition_failed("condition " + condition.to_string() + " is false");
+    }
+    if (it != t->items.end()) t->items.erase(it);
+    return {};
+  }
+
+  Result<Page> query(std::string_view table, std::string_view pk, const KeyRange& range,
+                     const QueryOptions& options) override {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(Table * t, find_table(table));
+    RETURN_IF_ERROR(validate_query_options(options));
+    RETURN_IF_ERROR(validate_key(t->spec, {std::string(pk), t->spec.sk_attr.empty() ? "" : "x"}));
+    if (t->spec.sk_attr.empty() && range.kind != KeyRange::Kind::kAll) {
+      return invalid_argument("table " + t->spec.name + " has no sort key to range over");
+    }
+    RETURN_IF_ERROR(validate_range(range, AttrType::kString));
+    std::string after;
+    bool has_after = false;
+    if (!options.cursor.empty()) {
+      ASSIGN_OR_RETURN(Item c, decode_cursor(options.cursor));
+      after = std::get<std::string>(c["sk"]);
+      has_after = true;
+    }
+    Page page;
+    for (auto it = t->items.lower_bound({std::string(pk), after});
+         it != t->items.end() && it->first.first == pk; ++it) {
+      if (has_after && it->first.second <= after) continue;
+      if (!in_range(Value(it->first.second), range)) continue;
+      if (static_cast<int>(page.items.size()) == options.limit) {
+        page.next_cursor = make_cursor(nullptr, key_of(t->spec, page.items.back()));
+        break;
+      }
+      page.items.push_back(it->second);
+    }
+    return page;
+  }
+
+  Result<Page> query_index(std::string_view table, std::string_view index,
+                           std::string_view hash_value, const KeyRange& range,
+                           const QueryOptions& options) override {
+    std::lock_guard lock(mu_);
+    ASSIGN_OR_RETURN(Table * t, find_table(table));
+    RETURN_IF_ERROR(validate_query_options(options));
+    const auto& indexes = t->spec.indexes;
+    const auto spec = std::find_if(indexes.begin(), indexes.end(), [&](auto& i) { return i.name == index; });
+    if (spec == indexes.end()) return not_found("table " + t->spec.name + " has no index " + std::string(index));
+    RETURN_IF_ERROR(validate_range(range, spec->range_type));
+
+    // Index order: (range value, pk, sk), as an ordered set of pointers.
+    using Entry = std::tuple<Value, KeyTuple, const Item*>;
+    std::vector<Entry> entries;
+    for (const auto& [k, item] : t->items) {
+      const auto* h = get_string(item, spec->hash_attr);
+      const auto r = item.find(spec->range_attr);
+      if (!h || *h != hash_value || r == item.end() || type_of(r->second) != spec->range_type) continue;
+      if (in_range(r->second, range)) entries.emplace_back(r->second, k, &item);
+    }
+    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+      if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) < std::get<0>(b);
+      return std::get<1>(a) < std::get<1>(b);
+    });
+    auto begin = entries.begin();
+    if (!options.cursor.empty()) {
+      ASSIGN_OR_RETURN(Item c, decode_cursor(options.cursor));
+      const auto pos = std::make_pair(c["r"], KeyTuple(std::get<std::string>(c["pk"]), std::get<std::string>(c["sk"])));
+      begin = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) {
+        return std::make_pair(std::get<0>(e), std::get<1>(e)) > pos;
+      });
+    }
+    Page page;
+    for (auto it = begin; it != entries.end(); ++it) {
+      if (static_cast<int>(page.items.size()) == options.limit) {
+        const Item& last = page.items.back();
+        page.next_cursor = make_cursor(&last.at(spec->range_attr), key_of(t->spec, last));
+        break;
+      }
+      page.items.push_back(*std::get<2>(*it));
+    }
+    return page;
+  }
+
+  std::string_view backend_name() const override { return "memory"; }
+
+ private:
+  Result<Table*> find_table(std::string_view name) {
+    const auto it = tables_.find(name);
+    if (it == tables_.end()) return not_found("no table " + std::string(name));
+    return &it->second;
+  }
+
+  static Result<Item> decode_cursor(const std::string& cursor) {
+    auto c = decode_item(cursor);
+    if (!c.ok() || !get_string(*c, "pk") || !get_string(*c, "sk")) {
+      return invalid_argument("malformed query cursor");
+    }
+    return c;
+  }
+
+  Result<Item> update_locked(Table& t, const Key& key, const Update& update,
+                             const Condition& condition) {
+    RETURN_IF_ERROR(validate_key(t.spec, key));
+    RETURN_IF_ERROR(validate_update(t.spec, update));
+    RETURN_IF_ERROR(validate_condition(condition));
+    auto it = t.items.find({key.pk, key.sk});
+    const Item* current = it == t.items.end() ? nullptr : &it->second;
+    if (!evaluate(condition, current)) {
+      return condition_failed("condition " + condition.to_string() + " is false");
+    }
+    Item next = current ? *current : Item{};
+    set_key(t.spec, key, next);
+    RETURN_IF_ERROR(apply_update(update, next));
+    if (item_bytes(next) > kItemBytesMax) return invalid_argument("item larger than 400 KiB");
+    t.items.insert_or_assign({key.pk, key.sk}, next);
+    return next;
+  }
+
+  std::mutex mu_;
+  std::map<std::string, Table, std::less<>> tables_;
+};
+
+}  // namespace
+
+std::unique_ptr<ItemStore> make_memory_store() { return std::make_unique<MemoryStore>(); }
+
+}  // namespace leasehold::store
