@@ -1,1 +1,412 @@
-// placeholder
+#include "leasehold/lease.h"
+
+#include <cassert>
+
+namespace leasehold {
+namespace {
+
+using std::chrono::milliseconds;
+
+// The shortest validity window worth holding a lease for: enough for a few
+// renewals to be tried before the holder must stop.
+constexpr Duration kValidityMin = milliseconds(300);
+
+Status validate_text(std::string_view what, std::string_view text, size_t bytes_max,
+                     bool may_be_empty) {
+  if (text.empty() && !may_be_empty) return invalid_argument(std::string(what) + " is empty");
+  if (text.size() > bytes_max) {
+    return invalid_argument(std::string(what) + " is longer than " + std::to_string(bytes_max) +
+                            " bytes");
+  }
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      return invalid_argument(std::string(what) + " contains a control character");
+    }
+  }
+  return {};
+}
+
+Status validate_slot(std::string_view slot) {
+  const bool ok = !slot.empty() && slot.size() <= 32 && slot[0] >= 'a' && slot[0] <= 'z' &&
+                  slot.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") ==
+                      std::string_view::npos;
+  if (!ok) return invalid_argument("slot '" + std::string(slot) + "' must match [a-z][a-z0-9_]{0,31}");
+  return {};
+}
+
+Status validate_token(std::string_view token) {
+  if (!is_well_formed_token(token)) {
+    return invalid_argument("malformed token (expected 32 lowercase hex digits)");
+  }
+  return {};
+}
+
+int64_t int_or_zero(const Item& item, std::string_view attr) {
+  const int64_t* v = get_int(item, attr);
+  return v ? *v : 0;
+}
+
+std::string string_or_empty(const Item& item, std::string_view attr) {
+  const std::string* v = get_string(item, attr);
+  return v ? *v : std::string();
+}
+
+std::string describe_key(const Key& key, std::string_view slot) {
+  return "'" + key.pk + (key.sk.empty() ? "" : "/" + key.sk) + "' (slot " + std::string(slot) + ")";
+}
+
+// The condition under which slot `names` may be taken at wall time `now_ms`:
+// nobody holds it, or the holder's lease has expired (a released lease has
+// expires_at 0).
+Condition acquirable(const SlotNames& names, int64_t now_ms) {
+  return cond::not_exists(names.owner) || cond::lt(names.expires_at_ms, now_ms);
+}
+
+// Removes every field of the slot but its epoch, which must never go back.
+void clear_slot(const SlotNames& n, Update& update) {
+  for (const std::string* attr : {&n.owner, &n.token, &n.acquired_at_ms, &n.heartbeat_at_ms,
+                                  &n.expires_at_ms, &n.holder}) {
+    update.remove(*attr);
+  }
+}
+
+}  // namespace
+
+SlotNames::SlotNames(std::string_view slot)
+    : owner(std::string(slot) + "_owner"),
+      token(std::string(slot) + "_token"),
+      epoch(std::string(slot) + "_epoch"),
+      acquired_at_ms(std::string(slot) + "_acquired_at_ms"),
+      heartbeat_at_ms(std::string(slot) + "_heartbeat_at_ms"),
+      expires_at_ms(std::string(slot) + "_expires_at_ms"),
+      holder(std::string(slot) + "_holder") {}
+
+TableSpec lease_table_spec(std::string name) {
+  const SlotNames names(kDefaultSlot);
+  return TableSpec{std::move(name),
+                   "pk",
+                   "",
+                   {IndexSpec{std::string(kLeaseIndex), std::string(kLeaseKindAttr),
+                              names.expires_at_ms, AttrType::kInt}}};
+}
+
+LeaseManager::LeaseManager(ItemStore& store, Clock& clock, Random& random, LeaseConfig config)
+    : store_(store), clock_(clock), random_(random), config_(std::move(config)) {
+  assert(config_.max_clock_skew >= Duration::zero());
+  assert(config_.safety_margin >= Duration::zero());
+}
+
+Duration LeaseManager::validity(Duration ttl) const {
+  return ttl - config_.max_clock_skew - config_.safety_margin;
+}
+
+Duration LeaseManager::default_renew_every(Duration ttl) const { return validity(ttl) / 3; }
+
+Status LeaseManager::check_timing(Duration ttl, Duration renew_every) const {
+  const Duration window = validity(ttl);
+  if (window < kValidityMin) {
+    const auto min_ttl = kValidityMin + config_.max_clock_skew + config_.safety_margin;
+    return invalid_argument("ttl " + std::to_string(to_ms(ttl)) + "ms is too short: after the " +
+                            std::to_string(to_ms(config_.max_clock_skew)) +
+                            "ms clock-skew allowance and " +
+                            std::to_string(to_ms(config_.safety_margin)) +
+                            "ms margin the holder could trust it for " +
+                            std::to_string(to_ms(window)) + "ms; use a ttl of at least " +
+                            std::to_string(to_ms(min_ttl)) + "ms");
+  }
+  if (renew_every <= Duration::zero() || renew_every * 2 > window) {
+    return invalid_argument("renew period " + std::to_string(to_ms(renew_every)) +
+                            "ms must fit at least twice into the " + std::to_string(to_ms(window)) +
+                            "ms validity window of a " + std::to_string(to_ms(ttl)) + "ms ttl");
+  }
+  return {};
+}
+
+Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
+  RETURN_IF_ERROR(validate_slot(o.slot));
+  RETURN_IF_ERROR(validate_text("owner", o.owner, kOwnerBytesMax, false));
+  RETURN_IF_ERROR(validate_text("holder", o.holder, kHolderBytesMax, true));
+  RETURN_IF_ERROR(check_timing(o.ttl, default_renew_every(o.ttl)));
+
+  const SlotNames n(o.slot);
+  Lease lease{key, o.slot, o.owner, o.holder, random_token(random_), 0, 0, 0, o.ttl, {}};
+  const MonoTime sent = clock_.mono_now();
+  lease.acquired_at_ms = to_unix_ms(clock_.wall_now());
+  lease.expires_at_ms = lease.acquired_at_ms + to_ms(o.ttl);
+  lease.valid_until = sent + validity(o.ttl);
+
+  Update update;
+  update.set(n.owner, o.owner)
+      .set(n.token, lease.token)
+      .set(n.acquired_at_ms, lease.acquired_at_ms)
+      .set(n.heartbeat_at_ms, lease.acquired_at_ms)
+      .set(n.expires_at_ms, lease.expires_at_ms)
+      .add(n.epoch, 1);
+  if (o.holder.empty()) update.remove(n.holder);
+  else update.set(n.holder, o.holder);
+  update.append(o.extra_update);
+  const Condition condition = acquirable(n, lease.acquired_at_ms) && o.extra_condition;
+
+  Result<Item> written = store_.update(config_.table, key, update, condition);
+  if (written.ok()) {
+    lease.epoch = int_or_zero(*written, n.epoch);
+    assert(lease.epoch >= 1);
+    return lease;
+  }
+  switch (written.status().code()) {
+    case Code::kConditionFailed:
+      return already_exists("lease on " + describe_key(key, o.slot) + " is held by another owner");
+    case Code::kUnknownOutcome: return resolve_acquire(key, lease);
+    default: return written.status().with_context("acquire " + describe_key(key, o.slot));
+  }
+}
+
+// The acquire write may or may not have applied: our fresh token in the slot
+// says it did. If the read-back fails too, the lease is reported unavailable;
+// should the write have applied, the lease simply expires unused.
+Result<Lease> LeaseManager::resolve_acquire(const Key& key, const Lease& attempt) {
+  Result<Item> item = read_back(key);
+  if (!item.ok()) {
+    if (item.status().code() == Code::kNotFound) {
+      return already_exists("acquire of " + describe_key(key, attempt.slot) + " did not apply");
+    }
+    return unavailable("acquire of " + describe_key(key, attempt.slot) +
+                       " has an unknown outcome: " + item.status().message());
+  }
+  const SlotNames n(attempt.slot);
+  if (string_or_empty(*item, n.token) != attempt.token) {
+    return already_exists("lease on " + describe_key(key, attempt.slot) + " is held by another owner");
+  }
+  Lease lease = attempt;
+  lease.epoch = int_or_zero(*item, n.epoch);
+  assert(lease.epoch >= 1);
+  return lease;
+}
+
+Result<Item> LeaseManager::read_back(const Key& key) {
+  Result<Item> item = not_found("");
+  for (int i = 0; i < config_.read_back_attempts_max; ++i) {
+    item = store_.get(config_.table, key, /*consistent=*/true);
+    if (item.ok() || item.status().code() == Code::kNotFound) return item;
+  }
+  return item;
+}
+
+struct LeaseManager::RenewPlan {
+  Key key;
+  std::string slot;
+  std::string token;
+  Duration ttl{};
+  MonoTime sent{};
+  std::optional<MonoTime> deadline;  // the old local deadline, when known
+  int64_t expires_at_ms = 0;
+  Update update;
+  Condition condition;
+};
+
+LeaseManager::RenewPlan LeaseManager::plan_renewal(const Key& key, std::string_view slot,
+                                                   std::string_view token, Duration ttl) {
+  const SlotNames n(slot);
+  RenewPlan p;
+  p.key = key;
+  p.slot = std::string(slot);
+  p.token = std::string(token);
+  p.ttl = ttl;
+  p.sent = clock_.mono_now();
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  p.expires_at_ms = now_ms + to_ms(ttl);
+  p.update.set(n.heartbeat_at_ms, now_ms).set(n.expires_at_ms, p.expires_at_ms);
+  p.condition = cond::eq(n.token, p.token) && cond::gt(n.expires_at_ms, now_ms);
+  return p;
+}
+
+Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> written) {
+  const SlotNames n(p.slot);
+  const std::string what = "renew " + describe_key(p.key, p.slot);
+  if (!written.ok()) {
+    switch (written.status().code()) {
+      case Code::kConditionFailed:
+        return failed_precondition("lease on " + describe_key(p.key, p.slot) +
+                                   " is no longer yours (taken, released or expired)");
+      case Code::kUnknownOutcome: {
+        written = read_back(p.key);
+        if (!written.ok()) return unavailable(what + ": outcome unknown and the read-back failed");
+        if (string_or_empty(*written, n.token) != p.token) {
+          return failed_precondition("lease on " + describe_key(p.key, p.slot) + " is no longer yours");
+        }
+        if (int_or_zero(*written, n.expires_at_ms) != p.expires_at_ms) {
+          return unavailable(what + ": the renewal did not apply; retry");
+        }
+        break;
+      }
+      default: return written.status().with_context(what);
+    }
+  }
+  // A reply that comes back after the old deadline does not revive the lease.
+  if (p.deadline && clock_.mono_now() >= *p.deadline) {
+    return failed_precondition("lease on " + describe_key(p.key, p.slot) +
+                               " passed its local deadline while renewing");
+  }
+  const Item& item = *written;
+  assert(string_or_empty(item, n.token) == p.token);
+  Lease lease{p.key,
+              p.slot,
+              string_or_empty(item, n.owner),
+              string_or_empty(item, n.holder),
+              p.token,
+              int_or_zero(item, n.epoch),
+              int_or_zero(item, n.acquired_at_ms),
+              p.expires_at_ms,
+              p.ttl,
+              p.sent + validity(p.ttl)};
+  return lease;
+}
+
+Result<Lease> LeaseManager::renew(const Lease& lease, std::optional<Duration> ttl) {
+  const Duration t = ttl.value_or(lease.ttl);
+  RETURN_IF_ERROR(check_timing(t, default_renew_every(t)));
+  if (!lease.valid_at(clock_.mono_now())) {
+    return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
+                               " is past its local deadline");
+  }
+  RenewPlan plan = plan_renewal(lease.key, lease.slot, lease.token, t);
+  plan.deadline = lease.valid_until;
+  Result<Lease> renewed =
+      finish_renewal(plan, store_.update(config_.table, plan.key, plan.update, plan.condition));
+  if (renewed.ok()) assert(renewed->epoch == lease.epoch && "renewal never changes the epoch");
+  return renewed;
+}
+
+Result<Lease> LeaseManager::renew(const LeaseRef& ref, Duration ttl) {
+  RETURN_IF_ERROR(validate_slot(ref.slot));
+  RETURN_IF_ERROR(validate_token(ref.token));
+  RETURN_IF_ERROR(check_timing(ttl, default_renew_every(ttl)));
+  const RenewPlan plan = plan_renewal(ref.key, ref.slot, ref.token, ttl);
+  return finish_renewal(plan, store_.update(config_.table, plan.key, plan.update, plan.condition));
+}
+
+std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> leases) {
+  std::vector<Result<Lease>> results(leases.size(), Result<Lease>(internal_error("unset")));
+  std::vector<RenewPlan> plans;
+  std::vector<size_t> sent_index;
+  const MonoTime now = clock_.mono_now();
+  for (size_t i = 0; i < leases.size(); ++i) {
+    if (!leases[i].valid_at(now)) {
+      results[i] = failed_precondition("lease on " + describe_key(leases[i].key, leases[i].slot) +
+                                       " is past its local deadline");
+      continue;
+    }
+    plans.push_back(plan_renewal(leases[i].key, leases[i].slot, leases[i].token, leases[i].ttl));
+    plans.back().deadline = leases[i].valid_until;
+    sent_index.push_back(i);
+  }
+  std::vector<UpdateRequest> requests;
+  requests.reserve(plans.size());
+  for (const auto& p : plans) requests.push_back({p.key, p.update, p.condition});
+  std::vector<Result<Item>> written = store_.update_each(config_.table, requests);
+  assert(written.size() == plans.size());
+  for (size_t j = 0; j < plans.size(); ++j) {
+    results[sent_index[j]] = finish_renewal(plans[j], std::move(written[j]));
+  }
+  return results;
+}
+
+Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
+  RETURN_IF_ERROR(validate_slot(ref.slot));
+  RETURN_IF_ERROR(validate_token(ref.token));
+  const SlotNames n(ref.slot);
+  Update update;
+  if (mode == ReleaseMode::kExpire) {
+    update.set(n.expires_at_ms, int64_t{0}).set(n.heartbeat_at_ms, to_unix_ms(clock_.wall_now()));
+  } else {
+    clear_slot(n, update);
+  }
+  Result<Item> written = store_.update(config_.table, ref.key, update, cond::eq(n.token, ref.token));
+  if (written.ok()) return {};
+  switch (written.status().code()) {
+    case Code::kConditionFailed:
+      return failed_precondition("lease on " + describe_key(ref.key, ref.slot) + " is no longer yours");
+    case Code::kUnknownOutcome: {
+      Result<Item> item = read_back(ref.key);
+      if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
+      const bool still_live = string_or_empty(*item, n.token) == ref.token &&
+                              int_or_zero(*item, n.expires_at_ms) != 0;
+      if (still_live) return unavailable("release did not apply; retry");
+      return {};
+    }
+    default: return written.status().with_context("release " + describe_key(ref.key, ref.slot));
+  }
+}
+
+Status LeaseManager::release(const Lease& lease, ReleaseMode mode) {
+  return release(LeaseRef{lease.key, lease.slot, lease.token}, mode);
+}
+
+Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to) {
+  if (to.slot == from.slot) return invalid_argument("replace needs two different slots");
+  RETURN_IF_ERROR(validate_slot(to.slot));
+  if (!from.valid_at(clock_.mono_now())) {
+    return failed_precondition("lease on " + describe_key(from.key, from.slot) +
+                               " is past its local deadline");
+  }
+  const SlotNames f(from.slot);
+  Condition condition = cond::eq(f.token, from.token);
+  Update clear;
+  clear_slot(f, clear);
+  AcquireOptions options = to;
+  options.extra_condition = std::move(condition) && to.extra_condition;
+  options.extra_update = clear.append(to.extra_update);
+  Result<Lease> lease = acquire(from.key, options);
+  if (lease.ok() || lease.status().code() != Code::kAlreadyExists) return lease;
+  // Tell "the old lease is gone" apart from "the new slot is taken".
+  Result<Item> item = store_.get(config_.table, from.key, true);
+  if (item.ok() && string_or_empty(*item, f.token) != from.token) {
+    return failed_precondition("lease on " + describe_key(from.key, from.slot) + " is no longer yours");
+  }
+  return lease;
+}
+
+Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update,
+                                        const Condition& extra_condition) {
+  if (!lease.valid_at(clock_.mono_now())) {
+    return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
+                               " is past its local deadline; the write was not sent");
+  }
+  const SlotNames n(lease.slot);
+  Result<Item> written = store_.update(config_.table, lease.key, update,
+                                       cond::eq(n.token, lease.token) && extra_condition);
+  if (written.ok() || written.status().code() != Code::kConditionFailed) return written;
+  if (!extra_condition.is_true()) {
+    Result<Item> item = store_.get(config_.table, lease.key, true);
+    if (item.ok() && string_or_empty(*item, n.token) == lease.token) return written.status();
+  }
+  return failed_precondition("lease on " + describe_key(lease.key, lease.slot) + " is no longer yours");
+}
+
+LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_view slot) {
+  const SlotNames n(slot);
+  LeaseView v;
+  v.key = key;
+  v.slot = std::string(slot);
+  v.owner = string_or_empty(item, n.owner);
+  v.holder = string_or_empty(item, n.holder);
+  v.token = string_or_empty(item, n.token);
+  v.epoch = int_or_zero(item, n.epoch);
+  v.acquired_at_ms = int_or_zero(item, n.acquired_at_ms);
+  v.heartbeat_at_ms = int_or_zero(item, n.heartbeat_at_ms);
+  v.expires_at_ms = int_or_zero(item, n.expires_at_ms);
+  v.held = !v.owner.empty() && v.expires_at_ms > to_unix_ms(clock_.wall_now());
+  return v;
+}
+
+Result<LeaseView> LeaseManager::inspect(const Key& key, std::string_view slot) {
+  RETURN_IF_ERROR(validate_slot(slot));
+  ASSIGN_OR_RETURN(Item item, store_.get(config_.table, key, /*consistent=*/true));
+  const SlotNames n(slot);
+  if (!item.contains(n.owner) && !item.contains(n.epoch)) {
+    return not_found("no lease on " + describe_key(key, slot));
+  }
+  return view_of(item, key, slot);
+}
+
+}  // namespace leasehold
