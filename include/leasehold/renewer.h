@@ -44,6 +44,14 @@ struct RenewerOptions {
   Duration loss_lead = std::chrono::milliseconds(50);
 };
 
+// Counters since the renewer was made; for operators and benchmarks.
+struct RenewerStats {
+  uint64_t renewals = 0;        // renewals the store accepted
+  uint64_t failures = 0;        // attempts that failed and were retried
+  uint64_t lost = 0;            // loss reports
+  uint64_t batches = 0;         // calls to LeaseManager::renew_each
+};
+
 class Renewer {
  public:
   using Id = uint64_t;
@@ -61,6 +69,7 @@ class Renewer {
   // The latest renewed form of the lease, or nullopt if lost or unknown.
   std::optional<Lease> get(Id id) const;
   size_t size() const;
+  RenewerStats stats() const;
 
   // Does everything due now (loss reports, then renewals) and returns when
   // something will next be due.
@@ -97,6 +106,7 @@ class Renewer {
   std::condition_variable wake_;
   std::map<Id, Entry> entries_;
   Id next_id_ = 1;
+  RenewerStats stats_;
   bool stopping_ = false;
   std::thread renew_thread_;
   std::thread watchdog_thread_;

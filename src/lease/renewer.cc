@@ -70,6 +70,11 @@ std::optional<Lease> Renewer::get(Id id) const {
   return it->second.lease;
 }
 
+RenewerStats Renewer::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
 size_t Renewer::size() const {
   std::lock_guard lock(mu_);
   return entries_.size();
@@ -83,6 +88,7 @@ void Renewer::lose(Id id, const Status& why) {
     if (it == entries_.end()) return;  // removed or already reported
     entry = std::move(it->second);
     entries_.erase(it);
+    ++stats_.lost;
   }
   if (entry.on_lost) entry.on_lost(entry.lease, why);
 }
@@ -112,6 +118,7 @@ bool Renewer::renew_batch(MonoTime now) {
       }
     }
     if (due.empty()) return false;
+    ++stats_.batches;
     std::sort(due.begin(), due.end());
     if (due.size() > options_.batch_max) due.resize(options_.batch_max);
     for (const auto& [at, id] : due) {
@@ -139,6 +146,7 @@ void Renewer::apply_result(Id id, [[maybe_unused]] const Lease& sent, const Resu
       assert(result->epoch == sent.epoch && result->token == sent.token);
       assert(result->valid_until >= sent.valid_until || result->valid_until > now);
       e.lease = *result;
+      ++stats_.renewals;
       e.backoff = options_.retry_backoff;
       e.next_renew_at = schedule(e.renew_every);
       return;
@@ -146,6 +154,7 @@ void Renewer::apply_result(Id id, [[maybe_unused]] const Lease& sent, const Resu
     if (!means_lost(result.status().code())) {
       // The store is unavailable: retry soon, with backoff, until the
       // watchdog declares the lease lost at its deadline.
+      ++stats_.failures;
       e.next_renew_at = now + e.backoff;
       e.backoff = std::min<Duration>(e.backoff * 2, e.renew_every);
       return;

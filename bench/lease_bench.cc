@@ -1,0 +1,268 @@
+#include "bench/lease_bench.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <boost/json.hpp>
+#include <fstream>
+#include <thread>
+
+#include "bench/sqlite_raw.h"
+#include "leasehold/lease.h"
+#include "leasehold/renewer.h"
+
+namespace leasehold::bench {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kTable[] = "bench_leases";
+// Long enough that no lease expires while it waits for its turn to renew.
+constexpr Duration kBenchTtl = std::chrono::minutes(10);
+
+double per_second(int64_t n, Duration d) {
+  return d.count() > 0 ? static_cast<double>(n) / std::chrono::duration<double>(d).count() : 0;
+}
+
+double round2(double v) { return std::round(v * 100) / 100; }
+
+// Runs fn(thread_index) on `threads` threads and returns the wall time taken.
+template <typename Fn>
+Duration timed_on_threads(int64_t threads, Fn fn) {
+  RealClock clock;
+  const MonoTime start = clock.mono_now();
+  std::vector<std::thread> workers;
+  for (int64_t t = 0; t < threads; ++t) workers.emplace_back(fn, t);
+  for (auto& w : workers) w.join();
+  return clock.mono_now() - start;
+}
+
+struct Fleet {
+  std::unique_ptr<ItemStore> store;
+  RealClock clock;
+  SystemRandom random;
+  std::unique_ptr<LeaseManager> manager;
+  std::vector<Lease> leases;
+  std::string prefix;
+};
+
+Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Duration& took) {
+  f.leases.resize(count);
+  std::vector<Status> errors(threads);
+  took = timed_on_threads(threads, [&](int64_t t) {
+    for (int64_t i = t; i < count; i += threads) {
+      AcquireOptions o;
+      o.owner = "bench-" + std::to_string(t);
+      o.ttl = ttl;
+      auto lease = f.manager->acquire({f.prefix + std::to_string(i), ""}, o);
+      if (!lease.ok()) {
+        errors[t] = lease.status();
+        return;
+      }
+      f.leases[i] = *lease;
+    }
+  });
+  for (const auto& e : errors) RETURN_IF_ERROR(e);
+  return {};
+}
+
+// Library renewals for `duration`; appends latencies (ns) and counts failures.
+int64_t renew_round(Fleet& f, int64_t threads, Duration duration, std::vector<int64_t>& latencies_ns,
+                    int64_t& failures) {
+  std::vector<std::vector<int64_t>> lat(threads);
+  std::vector<int64_t> fails(threads, 0);
+  const MonoTime until = f.clock.mono_now() + duration;
+  timed_on_threads(threads, [&](int64_t t) {
+    lat[t].reserve(1 << 16);
+    for (size_t i = t; f.clock.mono_now() < until; i += threads) {
+      if (i >= f.leases.size()) i = t;
+      const MonoTime start = f.clock.mono_now();
+      auto renewed = f.manager->renew(f.leases[i]);
+      lat[t].push_back((f.clock.mono_now() - start).count());
+      if (renewed.ok()) f.leases[i] = *renewed;
+      else ++fails[t];
+    }
+  });
+  int64_t done = 0;
+  for (int64_t t = 0; t < threads; ++t) {
+    done += static_cast<int64_t>(lat[t].size());
+    failures += fails[t];
+    latencies_ns.insert(latencies_ns.end(), lat[t].begin(), lat[t].end());
+  }
+  return done;
+}
+
+double percentile_us(std::vector<int64_t>& v, double p) {
+  if (v.empty()) return 0;
+  const size_t k = std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
+  return static_cast<double>(v[k]) / 1000.0;
+}
+
+Status release_and_remove(Fleet& f, int64_t threads, Duration& took) {
+  std::vector<Status> errors(threads);
+  took = timed_on_threads(threads, [&](int64_t t) {
+    for (size_t i = t; i < f.leases.size(); i += threads) {
+      Status s = f.manager->release(f.leases[i], ReleaseMode::kClear);
+      if (!s.ok()) errors[t] = s;
+    }
+  });
+  // Leave the file as it was found: the benchmark's items are its own.
+  for (const auto& lease : f.leases) (void)f.store->remove(kTable, lease.key, {});
+  for (const auto& e : errors) RETURN_IF_ERROR(e);
+  return {};
+}
+
+Result<std::unique_ptr<Fleet>> open_fleet(const std::string& uri, LeaseConfig config) {
+  auto fleet = std::make_unique<Fleet>();
+  ASSIGN_OR_RETURN(fleet->store, open_store(uri));
+  RETURN_IF_ERROR(fleet->store->ensure_table(lease_table_spec(kTable)));
+  config.table = kTable;
+  fleet->manager =
+      std::make_unique<LeaseManager>(*fleet->store, fleet->clock, fleet->random, config);
+  fleet->prefix = "bench-" + random_token(fleet->random).substr(0, 8) + "-";
+  return fleet;
+}
+
+std::optional<std::string> sqlite_path(const std::string& uri) {
+  if (!uri.starts_with("sqlite:")) return std::nullopt;
+  return uri.substr(7, uri.find('?') == std::string::npos ? std::string::npos : uri.find('?') - 7);
+}
+
+}  // namespace
+
+Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
+  if (o.threads > o.leases) return invalid_argument("--threads may not exceed --leases");
+  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, {}));
+  LeaseBenchReport r;
+  r.backend = std::string(fleet->store->backend_name());
+  r.leases = o.leases;
+  r.threads = o.threads;
+  r.seconds = o.seconds;
+
+  Duration took{};
+  RETURN_IF_ERROR(acquire_all(*fleet, o.leases, o.threads, kBenchTtl, took));
+  r.acquire_per_s = round2(per_second(o.leases, took));
+
+  // Library and baseline alternate, two rounds each, over the same leases.
+  const auto path = sqlite_path(o.store_uri);
+  std::vector<RawLease> raw;
+  for (const auto& l : fleet->leases) raw.push_back({l.key.pk, l.token});
+  const Duration half = std::chrono::duration_cast<Duration>(seconds(o.seconds)) / 2;
+  std::vector<int64_t> latencies;
+  int64_t renewed = 0, raw_done = 0;
+  for (int round = 0; round < 2; ++round) {
+    renewed += renew_round(*fleet, o.threads, half, latencies, r.renew_failures);
+    if (path) {
+      ASSIGN_OR_RETURN(int64_t n, raw_sqlite_renewals(*path, kTable, raw, o.threads, half,
+                                                      to_ms(kBenchTtl)));
+      raw_done += n;
+    }
+  }
+  const Duration renew_time = half * 2;
+  r.renew_per_s = round2(per_second(renewed, renew_time));
+  r.renew_p50_us = round2(percentile_us(latencies, 0.50));
+  r.renew_p99_us = round2(percentile_us(latencies, 0.99));
+  if (path) {
+    r.raw_update_per_s = round2(per_second(raw_done, renew_time));
+    r.renew_vs_raw = std::round(r.renew_per_s / *r.raw_update_per_s * 1000) / 1000;
+  }
+  RETURN_IF_ERROR(release_and_remove(*fleet, o.threads, took));
+  r.release_per_s = round2(per_second(o.leases, took));
+  return r;
+}
+
+std::string to_json_line(const LeaseBenchReport& r) {
+  boost::json::object o{{"bench", "leases"},
+                        {"backend", r.backend},
+                        {"leases", r.leases},
+                        {"threads", r.threads},
+                        {"seconds", r.seconds},
+                        {"acquire_per_s", r.acquire_per_s},
+                        {"renew_per_s", r.renew_per_s},
+                        {"release_per_s", r.release_per_s},
+                        {"renew_p50_us", r.renew_p50_us},
+                        {"renew_p99_us", r.renew_p99_us},
+                        {"renew_failures", r.renew_failures}};
+  o["raw_update_per_s"] = r.raw_update_per_s ? boost::json::value(*r.raw_update_per_s) : nullptr;
+  o["renew_vs_raw"] = r.renew_vs_raw ? boost::json::value(*r.renew_vs_raw) : nullptr;
+  return boost::json::serialize(o);
+}
+
+namespace {
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double rss_mib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages_total = 0, pages_resident = 0;
+  statm >> pages_total >> pages_resident;
+  return static_cast<double>(pages_resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) /
+         (1024.0 * 1024.0);
+}
+
+double peak_rss_mib() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+}  // namespace
+
+Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
+  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, {}));
+  const LeaseConfig& config = fleet->manager->config();
+  // The ttl whose default renew period is exactly renew_every_s.
+  const Duration every = seconds(o.renew_every_s);
+  const Duration ttl = every * 3 + config.max_clock_skew + config.safety_margin;
+  Duration took{};
+  RETURN_IF_ERROR(acquire_all(*fleet, o.leases, 1, ttl, took));
+
+  RenewerOptions options;
+  options.renew_every = every;
+  Renewer renewer(*fleet->manager, fleet->clock, fleet->random, options);
+  for (const auto& lease : fleet->leases) renewer.add(lease, nullptr);
+  const double cpu_before = cpu_seconds();
+  const MonoTime start = fleet->clock.mono_now();
+  renewer.start();
+  std::this_thread::sleep_for(seconds(o.seconds));  // the measurement window itself
+  renewer.stop();
+  const double wall = std::chrono::duration<double>(fleet->clock.mono_now() - start).count();
+  const double cpu = cpu_seconds() - cpu_before;
+
+  RenewerBenchReport r;
+  r.backend = std::string(fleet->store->backend_name());
+  r.leases = o.leases;
+  r.renew_every_s = o.renew_every_s;
+  r.seconds = o.seconds;
+  r.renewals = static_cast<int64_t>(renewer.stats().renewals);
+  r.lost = static_cast<int64_t>(renewer.stats().lost);
+  r.cpu_core_percent = round2(100.0 * cpu / wall);
+  r.rss_mib = round2(rss_mib());
+  r.peak_rss_mib = round2(peak_rss_mib());
+  for (const auto& lease : fleet->leases) (void)fleet->store->remove(kTable, lease.key, {});
+  return r;
+}
+
+std::string to_json_line(const RenewerBenchReport& r) {
+  return boost::json::serialize(boost::json::object{{"bench", "renewer"},
+                                                    {"backend", r.backend},
+                                                    {"leases", r.leases},
+                                                    {"renew_every_s", r.renew_every_s},
+                                                    {"seconds", r.seconds},
+                                                    {"renewals", r.renewals},
+                                                    {"lost", r.lost},
+                                                    {"cpu_core_percent", r.cpu_core_percent},
+                                                    {"rss_mib", r.rss_mib},
+                                                    {"peak_rss_mib", r.peak_rss_mib}});
+}
+
+}  // namespace leasehold::bench
