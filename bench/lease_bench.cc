@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <boost/json.hpp>
+#include <fmt/format.h>
 #include <fstream>
 #include <thread>
 
@@ -26,8 +27,6 @@ constexpr Duration kBenchTtl = std::chrono::minutes(10);
 double per_second(int64_t n, Duration d) {
   return d.count() > 0 ? static_cast<double>(n) / std::chrono::duration<double>(d).count() : 0;
 }
-
-double round2(double v) { return std::round(v * 100) / 100; }
 
 // Runs fn(thread_index) on `threads` threads and returns the wall time taken.
 template <typename Fn>
@@ -145,7 +144,7 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
 
   Duration took{};
   RETURN_IF_ERROR(acquire_all(*fleet, o.leases, o.threads, kBenchTtl, took));
-  r.acquire_per_s = round2(per_second(o.leases, took));
+  r.acquire_per_s = (per_second(o.leases, took));
 
   // Library and baseline alternate, two rounds each, over the same leases.
   const auto path = sqlite_path(o.store_uri);
@@ -163,33 +162,34 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
     }
   }
   const Duration renew_time = half * 2;
-  r.renew_per_s = round2(per_second(renewed, renew_time));
-  r.renew_p50_us = round2(percentile_us(latencies, 0.50));
-  r.renew_p99_us = round2(percentile_us(latencies, 0.99));
+  r.renew_per_s = (per_second(renewed, renew_time));
+  r.renew_p50_us = (percentile_us(latencies, 0.50));
+  r.renew_p99_us = (percentile_us(latencies, 0.99));
   if (path) {
-    r.raw_update_per_s = round2(per_second(raw_done, renew_time));
-    r.renew_vs_raw = std::round(r.renew_per_s / *r.raw_update_per_s * 1000) / 1000;
+    r.raw_update_per_s = (per_second(raw_done, renew_time));
+    r.renew_vs_raw = r.renew_per_s / *r.raw_update_per_s;
   }
   RETURN_IF_ERROR(release_and_remove(*fleet, o.threads, took));
-  r.release_per_s = round2(per_second(o.leases, took));
+  r.release_per_s = (per_second(o.leases, took));
   return r;
 }
 
+// Rates as whole numbers, latencies and ratios with fixed decimals: easier
+// to read (and to grep out of docs) than a serialiser's exponent form.
+std::string optional_number(const std::optional<double>& v, int decimals) {
+  return v ? fmt::format("{:.{}f}", *v, decimals) : "null";
+}
+
 std::string to_json_line(const LeaseBenchReport& r) {
-  boost::json::object o{{"bench", "leases"},
-                        {"backend", r.backend},
-                        {"leases", r.leases},
-                        {"threads", r.threads},
-                        {"seconds", r.seconds},
-                        {"acquire_per_s", r.acquire_per_s},
-                        {"renew_per_s", r.renew_per_s},
-                        {"release_per_s", r.release_per_s},
-                        {"renew_p50_us", r.renew_p50_us},
-                        {"renew_p99_us", r.renew_p99_us},
-                        {"renew_failures", r.renew_failures}};
-  o["raw_update_per_s"] = r.raw_update_per_s ? boost::json::value(*r.raw_update_per_s) : nullptr;
-  o["renew_vs_raw"] = r.renew_vs_raw ? boost::json::value(*r.renew_vs_raw) : nullptr;
-  return boost::json::serialize(o);
+  return fmt::format(
+      R"({{"bench":"leases","backend":{},"leases":{},"threads":{},"seconds":{},)"
+      R"("acquire_per_s":{:.0f},"renew_per_s":{:.0f},"release_per_s":{:.0f},)"
+      R"("renew_p50_us":{:.1f},"renew_p99_us":{:.1f},"raw_update_per_s":{},)"
+      R"("renew_vs_raw":{},"renew_failures":{}}})",
+      boost::json::serialize(boost::json::string(r.backend)), r.leases, r.threads, r.seconds,
+      r.acquire_per_s, r.renew_per_s, r.release_per_s, r.renew_p50_us, r.renew_p99_us,
+      optional_number(r.raw_update_per_s, 0), optional_number(r.renew_vs_raw, 3),
+      r.renew_failures);
 }
 
 namespace {
@@ -220,8 +220,8 @@ double peak_rss_mib() {
 Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
   ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, {}));
   const LeaseConfig& config = fleet->manager->config();
-  // The ttl whose default renew period is exactly renew_every_s.
-  const Duration every = seconds(o.renew_every_s);
+  // The ttl whose default renew period is exactly renew_every.
+  const Duration every = o.renew_every;
   const Duration ttl = every * 3 + config.max_clock_skew + config.safety_margin;
   Duration took{};
   RETURN_IF_ERROR(acquire_all(*fleet, o.leases, 1, ttl, took));
@@ -241,28 +241,24 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
   RenewerBenchReport r;
   r.backend = std::string(fleet->store->backend_name());
   r.leases = o.leases;
-  r.renew_every_s = o.renew_every_s;
+  r.renew_every_ms = to_ms(o.renew_every);
   r.seconds = o.seconds;
   r.renewals = static_cast<int64_t>(renewer.stats().renewals);
   r.lost = static_cast<int64_t>(renewer.stats().lost);
-  r.cpu_core_percent = round2(100.0 * cpu / wall);
-  r.rss_mib = round2(rss_mib());
-  r.peak_rss_mib = round2(peak_rss_mib());
+  r.cpu_core_percent = (100.0 * cpu / wall);
+  r.rss_mib = (rss_mib());
+  r.peak_rss_mib = (peak_rss_mib());
   for (const auto& lease : fleet->leases) (void)fleet->store->remove(kTable, lease.key, {});
   return r;
 }
 
 std::string to_json_line(const RenewerBenchReport& r) {
-  return boost::json::serialize(boost::json::object{{"bench", "renewer"},
-                                                    {"backend", r.backend},
-                                                    {"leases", r.leases},
-                                                    {"renew_every_s", r.renew_every_s},
-                                                    {"seconds", r.seconds},
-                                                    {"renewals", r.renewals},
-                                                    {"lost", r.lost},
-                                                    {"cpu_core_percent", r.cpu_core_percent},
-                                                    {"rss_mib", r.rss_mib},
-                                                    {"peak_rss_mib", r.peak_rss_mib}});
+  return fmt::format(
+      R"({{"bench":"renewer","backend":{},"leases":{},"renew_every_ms":{},"seconds":{},)"
+      R"("renewals":{},"lost":{},"cpu_core_percent":{:.2f},"rss_mib":{:.1f},)"
+      R"("peak_rss_mib":{:.1f}}})",
+      boost::json::serialize(boost::json::string(r.backend)), r.leases, r.renew_every_ms,
+      r.seconds, r.renewals, r.lost, r.cpu_core_percent, r.rss_mib, r.peak_rss_mib);
 }
 
 }  // namespace leasehold::bench

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 
+#include "leasehold/clock.h"
 #include "leasehold/status.h"
 
 namespace leasehold::bench {
@@ -42,13 +43,13 @@ std::string to_json_line(const LeaseBenchReport& report);
 struct RenewerBenchOptions {
   std::string store_uri;
   int64_t leases = 10'000;
-  int64_t renew_every_s = 5;
+  Duration renew_every = std::chrono::seconds(5);
   int64_t seconds = 60;
 };
 
 struct RenewerBenchReport {
   std::string backend;
-  int64_t leases = 0, renew_every_s = 0, seconds = 0;
+  int64_t leases = 0, renew_every_ms = 0, seconds = 0;
   int64_t renewals = 0;  // store writes that renewed a lease during the run
   int64_t lost = 0;      // must be 0
   double cpu_core_percent = 0;  // user+system CPU over wall time, while renewing

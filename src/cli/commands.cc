@@ -1,1 +1,214 @@
-// placeholder
+#include "cli/commands.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+
+#include "base/duration.h"
+#include "cli/bench_leases.h"
+#include "cli/common.h"
+#include "cli/hold.h"
+#include "cli/lease_commands.h"
+
+namespace leasehold::cli {
+namespace {
+
+constexpr const char* kDefaultStoreUri = "sqlite:leasehold.db";
+
+struct CliArgs {
+  std::string store_uri = kDefaultStoreUri;
+  bool verbose = false;
+  LeaseArgs lease;
+  BenchLeasesOptions bench;
+  BenchRenewerOptions bench_renewer;
+};
+
+struct Subcommands {
+  CLI::App* acquire = nullptr;
+  CLI::App* renew = nullptr;
+  CLI::App* release = nullptr;
+  CLI::App* show = nullptr;
+  CLI::App* list = nullptr;
+  CLI::App* hold = nullptr;
+  CLI::App* bench_leases = nullptr;
+  CLI::App* bench_renewer = nullptr;
+};
+
+void add_key(CLI::App* sub, LeaseArgs& a) {
+  sub->add_option("KEY", a.key, "The item the lease is on")->required();
+}
+void add_slot(CLI::App* sub, LeaseArgs& a) {
+  sub->add_option("--slot", a.slot, "The lease's slot within the item")->capture_default_str();
+}
+void add_ttl(CLI::App* sub, LeaseArgs& a) {
+  sub->add_option("--ttl", a.ttl, "How long the lease lasts without renewal (1500ms, 20s, 15m)")
+      ->capture_default_str();
+}
+void add_owner_and_holder(CLI::App* sub, LeaseArgs& a) {
+  sub->add_option("--owner", a.owner, "Who takes the lease (a worker name)")->required();
+  sub->add_option("--holder", a.holder, "Display data stored with the lease");
+}
+void add_token(CLI::App* sub, LeaseArgs& a) {
+  sub->add_option("--token", a.token, "The token `lease acquire` printed")->required();
+}
+
+void add_lease_commands(CLI::App& lease, CliArgs& args, Subcommands& subs) {
+  LeaseArgs& a = args.lease;
+  subs.acquire = lease.add_subcommand("acquire", "Take a lease if nobody holds it");
+  add_key(subs.acquire, a);
+  add_owner_and_holder(subs.acquire, a);
+  add_ttl(subs.acquire, a);
+  add_slot(subs.acquire, a);
+
+  subs.renew = lease.add_subcommand("renew", "Extend a lease you hold");
+  add_key(subs.renew, a);
+  add_token(subs.renew, a);
+  add_ttl(subs.renew, a);
+  add_slot(subs.renew, a);
+
+  subs.release = lease.add_subcommand("release", "Give up a lease you hold");
+  add_key(subs.release, a);
+  add_token(subs.release, a);
+  subs.release->add_option("--mode", a.mode, "expire (keep the owner for history) or clear")
+      ->capture_default_str();
+  add_slot(subs.release, a);
+
+  subs.show = lease.add_subcommand("show", "Print a lease as stored");
+  add_key(subs.show, a);
+  add_slot(subs.show, a);
+
+  subs.list = lease.add_subcommand("list", "Print every lease (slot 'lease'), by expiry");
+  auto* held = subs.list->add_flag("--held", a.held_only, "Only leases that are held now");
+  subs.list->add_flag("--expired", a.expired_only, "Only leases that have expired or were released")
+      ->excludes(held);
+
+  subs.hold = lease.add_subcommand("hold", "Run a command while holding a lease");
+  add_key(subs.hold, a);
+  add_owner_and_holder(subs.hold, a);
+  add_ttl(subs.hold, a);
+  add_slot(subs.hold, a);
+  subs.hold->add_option("--grace", a.grace, "How long a command may take to stop after SIGTERM")
+      ->capture_default_str();
+  subs.hold->add_option("COMMAND", a.command, "The command and its arguments, after --")
+      ->required();
+}
+
+void add_bench_commands(CLI::App& bench, CliArgs& args, Subcommands& subs) {
+  BenchLeasesOptions& b = args.bench;
+  subs.bench_leases = bench.add_subcommand("leases", "Keep many leases alive; report throughput");
+  subs.bench_leases->add_option("--leases", b.leases, "How many leases")->capture_default_str();
+  subs.bench_leases->add_option("--seconds", b.seconds, "How long to run")->capture_default_str();
+  subs.bench_leases->add_option("--threads", b.threads, "Client threads")->capture_default_str();
+
+  BenchRenewerOptions& r = args.bench_renewer;
+  subs.bench_renewer = bench.add_subcommand(
+      "renewer", "One process renews many leases with one Renewer; report its CPU and memory");
+  subs.bench_renewer->add_option("--leases", r.leases, "How many leases")->capture_default_str();
+  subs.bench_renewer->add_option("--every", r.every, "Renew period (1500ms, 5s)")
+      ->capture_default_str();
+  subs.bench_renewer->add_option("--seconds", r.seconds, "How long to measure")
+      ->capture_default_str();
+}
+
+Status check_bench(const BenchLeasesOptions& b) {
+  const auto check = [](std::string_view flag, int64_t v, int64_t max) {
+    if (v >= 1 && v <= max) return Status::ok_status();
+    return invalid_argument(std::string(flag) + " " + std::to_string(v) + ": must be 1.." +
+                            std::to_string(max));
+  };
+  RETURN_IF_ERROR(check("--leases", b.leases, kBenchLeasesMax));
+  RETURN_IF_ERROR(check("--seconds", b.seconds, kBenchSecondsMax));
+  RETURN_IF_ERROR(check("--threads", b.threads, kBenchThreadsMax));
+  if (b.threads > b.leases) return invalid_argument("--threads may not exceed --leases");
+  return {};
+}
+
+Status check_bench_renewer(const BenchRenewerOptions& b) {
+  if (b.leases < 1 || b.leases > kBenchLeasesMax) {
+    return invalid_argument("--leases must be 1.." + std::to_string(kBenchLeasesMax));
+  }
+  if (b.seconds < 1 || b.seconds > kBenchSecondsMax) {
+    return invalid_argument("--seconds must be 1.." + std::to_string(kBenchSecondsMax));
+  }
+  ASSIGN_OR_RETURN(const Duration every, parse_duration(b.every));
+  if (every < std::chrono::milliseconds(100)) return invalid_argument("--every must be at least 100ms");
+  return {};
+}
+
+// Validates, then opens the store, then runs: the order every command keeps.
+template <typename Request, typename Run>
+int with_session(const std::string& uri, const Result<Request>& request, Run run) {
+  if (!request.ok()) return report(request.status());
+  auto session = open_session(uri);
+  if (!session.ok()) return report(session.status());
+  return run(**session, *request);
+}
+
+int dispatch(const CliArgs& args, const Subcommands& subs) {
+  const std::string& uri = args.store_uri;
+  const LeaseArgs& a = args.lease;
+  if (subs.acquire->parsed()) return with_session(uri, make_acquire(a), run_acquire);
+  if (subs.renew->parsed()) return with_session(uri, make_renew(a), run_renew);
+  if (subs.release->parsed()) return with_session(uri, make_release(a), run_release);
+  if (subs.show->parsed()) return with_session(uri, make_show(a), run_show);
+  if (subs.list->parsed()) return with_session(uri, make_list(a), run_list);
+  if (subs.hold->parsed()) {
+    const auto request = make_hold(a);
+    if (!request.ok()) return report(request.status());
+    return run_hold(uri, *request);
+  }
+  if (subs.bench_leases->parsed()) {
+    if (const Status ok = check_bench(args.bench); !ok.ok()) return report(ok);
+    BenchLeasesOptions options = args.bench;
+    options.store_uri = uri;
+    return run_bench_leases(options);
+  }
+  if (subs.bench_renewer->parsed()) {
+    if (const Status ok = check_bench_renewer(args.bench_renewer); !ok.ok()) return report(ok);
+    BenchRenewerOptions options = args.bench_renewer;
+    options.store_uri = uri;
+    return run_bench_renewer(options);
+  }
+  return report(invalid_argument("no command given; see --help"));
+}
+
+// Logs go to stderr so that stdout carries only the commands' JSON lines (and,
+// under `lease hold`, the command's own output).
+void configure_logging() {
+  auto logger = spdlog::stderr_logger_mt("leasehold");
+  logger->set_pattern("leasehold: %l: %v");
+  spdlog::set_default_logger(std::move(logger));
+  spdlog::set_level(spdlog::level::warn);
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  configure_logging();
+  CliArgs args;
+  Subcommands subs;
+  CLI::App app("leasehold: fenced leases on an item store", "leasehold");
+  app.fallthrough();  // global flags may follow the subcommand
+  app.require_subcommand(1);
+  app.add_option("--store", args.store_uri, "Store URI: sqlite:PATH or memory:")
+      ->envname("LEASEHOLD_STORE")
+      ->capture_default_str();
+  app.add_flag("-v,--verbose", args.verbose, "Log debug messages to stderr");
+  CLI::App* lease = app.add_subcommand("lease", "Acquire, renew, release and inspect leases");
+  lease->require_subcommand(1);
+  add_lease_commands(*lease, args, subs);
+  CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
+  bench->require_subcommand(1);
+  add_bench_commands(*bench, args, subs);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help (stdout) or the error (stderr)
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  spdlog::set_level(args.verbose ? spdlog::level::debug : spdlog::level::warn);
+  return dispatch(args, subs);
+}
+
+}  // namespace leasehold::cli

@@ -1,0 +1,73 @@
+// Shared pieces of the `leasehold` commands: exit codes, the store session,
+// and the JSON lines the commands print.
+//
+// Every command follows one shape: validate all of its input (exit 2 on the
+// first problem, before the store is even opened, so that a bad flag never
+// creates a database file), open the store, do one thing, print JSON lines
+// on stdout, and map the outcome onto the exit codes below. Messages for
+// humans go to stderr. Nothing here is shared between threads except where
+// noted.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "leasehold/clock.h"
+#include "leasehold/lease.h"
+#include "leasehold/random.h"
+#include "leasehold/status.h"
+#include "leasehold/store.h"
+
+namespace leasehold::cli {
+
+// The exit codes of every command (docs/cli.md).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitStoreFailed = 1;  // the store failed; message on stderr
+inline constexpr int kExitUsage = 2;        // bad usage or input; nothing was written
+inline constexpr int kExitNotYours = 3;     // held by someone else, or no longer yours
+
+// An open store with its lease table ensured, and the manager over it.
+// Members are declared in the order they must be built (the manager refers
+// to the store, clock and random).
+struct Session {
+  RealClock clock;
+  SystemRandom random;
+  std::unique_ptr<ItemStore> store;
+  std::unique_ptr<LeaseManager> manager;
+  TableSpec table = lease_table_spec();
+};
+
+// Opens the store at `uri` and ensures the lease table. kInvalidArgument for
+// a malformed URI (nothing created); kUnavailable and others otherwise.
+Result<std::unique_ptr<Session>> open_session(std::string_view uri);
+
+// The exit code for a failed operation: kAlreadyExists and
+// kFailedPrecondition are kExitNotYours, kInvalidArgument is kExitUsage, the
+// rest kExitStoreFailed.
+int exit_code_for(const Status& status);
+
+// Prints "leasehold: MESSAGE" on stderr and returns exit_code_for(status).
+// REQUIRES: !status.ok().
+int report(const Status& status);
+
+// A lease this process just acquired or renewed, as one JSON line:
+// key, slot, owner, token, epoch, acquired_at_ms, expires_at_ms[, holder].
+std::string lease_json(const Lease& lease);
+
+// What the store says about a slot: the fields of lease_json() plus
+// heartbeat_at_ms and held. `with_token` false leaves out the token (for
+// output shown to someone who does not hold the lease).
+std::string view_json(const LeaseView& view, bool with_token = true);
+
+// Writes `line` and a newline to stdout and flushes, so that a reader on a
+// pipe sees it before this process does anything else.
+void print_line(const std::string& line);
+
+// After an operation failed with `status`: if it says the lease belongs to
+// someone else (or to nobody any more), prints the slot's current holder on
+// stdout when one is known. Reports `status` on stderr and returns its exit
+// code.
+int report_not_yours(Session& session, const Key& key, std::string_view slot, const Status& status);
+
+}  // namespace leasehold::cli

@@ -1,0 +1,159 @@
+#include "cli/validate.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "base/duration.h"
+
+namespace leasehold::cli {
+namespace {
+
+// The well-formed UTF-8 sequences by their first byte (the Unicode
+// standard's table 3-7): the second byte's narrower range is what refuses
+// overlong forms, surrogates and values past U+10FFFF.
+struct Utf8Lead {
+  unsigned char first_lo, first_hi;
+  size_t bytes;
+  unsigned char second_lo, second_hi;
+};
+constexpr Utf8Lead kUtf8Leads[] = {
+    {0xC2, 0xDF, 2, 0x80, 0xBF}, {0xE0, 0xE0, 3, 0xA0, 0xBF}, {0xE1, 0xEC, 3, 0x80, 0xBF},
+    {0xED, 0xED, 3, 0x80, 0x9F}, {0xEE, 0xEF, 3, 0x80, 0xBF}, {0xF0, 0xF0, 4, 0x90, 0xBF},
+    {0xF1, 0xF3, 4, 0x80, 0xBF}, {0xF4, 0xF4, 4, 0x80, 0x8F},
+};
+
+// The length of the UTF-8 sequence starting at s[i], or 0 if it is not a
+// well-formed one.
+size_t utf8_sequence_bytes(std::string_view s, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  if (byte(i) < 0x80) return 1;
+  for (const Utf8Lead& lead : kUtf8Leads) {
+    if (byte(i) < lead.first_lo || byte(i) > lead.first_hi) continue;
+    if (i + lead.bytes > s.size()) return 0;
+    if (byte(i + 1) < lead.second_lo || byte(i + 1) > lead.second_hi) return 0;
+    for (size_t k = 2; k < lead.bytes; ++k) {
+      if (byte(i + k) < 0x80 || byte(i + k) > 0xBF) return 0;
+    }
+    return lead.bytes;
+  }
+  return 0;
+}
+
+// Checks the rules shared by keys, owners and holders.
+Status check_text(std::string_view what, std::string_view text, size_t bytes_max,
+                  bool allow_empty) {
+  if (text.empty() && !allow_empty) return invalid_argument(std::string(what) + " is empty");
+  if (text.size() > bytes_max) {
+    return invalid_argument(std::string(what) + " is " + std::to_string(text.size()) +
+                            " bytes long; at most " + std::to_string(bytes_max) + " are allowed");
+  }
+  for (size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7F) {
+      return invalid_argument(std::string(what) + " contains a control character at byte " +
+                              std::to_string(i));
+    }
+    const size_t n = utf8_sequence_bytes(text, i);
+    if (n == 0) {
+      return invalid_argument(std::string(what) + " is not valid UTF-8 at byte " +
+                              std::to_string(i));
+    }
+    i += n;
+  }
+  return Status::ok_status();
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+}
+
+}  // namespace
+
+Status check_key(std::string_view key) { return check_text("KEY", key, kKeyBytesMax, false); }
+
+Status check_owner(std::string_view owner) {
+  return check_text("--owner", owner, kOwnerBytesMax, false);
+}
+
+Status check_holder(std::string_view holder) {
+  return check_text("--holder", holder, kHolderBytesMax, true);
+}
+
+Status check_token(std::string_view token) {
+  if (is_well_formed_token(token)) return Status::ok_status();
+  return invalid_argument("--token '" + std::string(token.substr(0, 64)) +
+                          "' is not a lease token (32 lowercase hex digits, as printed by "
+                          "`lease acquire`)");
+}
+
+Status check_slot(std::string_view slot) {
+  const auto bad = [&] {
+    return invalid_argument("--slot '" + std::string(slot.substr(0, 64)) +
+                            "' is not a slot name ([a-z][a-z0-9_]{0,31}, e.g. lease)");
+  };
+  if (slot.empty() || slot.size() > kSlotBytesMax) return bad();
+  if (slot[0] < 'a' || slot[0] > 'z') return bad();
+  for (const char c : slot) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return bad();
+  }
+  return Status::ok_status();
+}
+
+Result<Duration> parse_ttl(std::string_view text) {
+  auto ttl = parse_duration(text);
+  if (!ttl.ok()) return ttl.status().with_context("--ttl");
+  // check_timing() depends only on the manager's configuration, so a manager
+  // over a throwaway in-process store answers it without touching the real one.
+  auto scratch = open_store("memory:");
+  if (!scratch.ok()) return scratch.status();
+  RealClock clock;
+  SystemRandom random;
+  const LeaseManager manager(**scratch, clock, random);
+  const Status timing = manager.check_timing(*ttl, manager.default_renew_every(*ttl));
+  if (!timing.ok()) return invalid_argument("--ttl: " + timing.message());
+  return ttl;
+}
+
+Result<Duration> parse_grace(std::string_view text) {
+  auto grace = parse_duration(text);
+  if (!grace.ok()) return grace.status().with_context("--grace");
+  if (*grace <= Duration::zero() || *grace > kGraceMax) {
+    return invalid_argument("--grace " + std::string(text) + ": must be more than 0 and at most " +
+                            format_duration(kGraceMax));
+  }
+  return grace;
+}
+
+Result<ReleaseMode> parse_mode(std::string_view text) {
+  if (text == "expire") return ReleaseMode::kExpire;
+  if (text == "clear") return ReleaseMode::kClear;
+  return invalid_argument("--mode '" + std::string(text.substr(0, 64)) +
+                          "' is not a release mode (expire or clear)");
+}
+
+Status check_command(const std::vector<std::string>& command) {
+  const std::string& name = command.at(0);
+  if (name.empty()) return invalid_argument("COMMAND is empty");
+  if (name.find('/') != std::string::npos) {
+    if (is_executable_file(name)) return Status::ok_status();
+    return invalid_argument("COMMAND '" + name + "' is not an executable file");
+  }
+  const char* path = std::getenv("PATH");
+  std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  while (true) {
+    const size_t colon = dirs.find(':');
+    std::string dir(dirs.substr(0, colon));
+    if (dir.empty()) dir = ".";
+    const std::string candidate = dir + "/" + name;
+    if (is_executable_file(candidate)) return Status::ok_status();
+    if (colon == std::string_view::npos) break;
+    dirs.remove_prefix(colon + 1);
+  }
+  return invalid_argument("COMMAND '" + name + "' was not found in $PATH");
+}
+
+}  // namespace leasehold::cli

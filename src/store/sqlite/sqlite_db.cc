@@ -1,0 +1,182 @@
+// Connections, the statement cache, the pool and error mapping of the SQLite
+// backend (see sqlite_db.h).
+#include "store/sqlite/sqlite_db.h"
+
+#include <algorithm>
+#include <climits>
+
+#include "store/sqlite/sqlite_functions.h"
+
+namespace leasehold::store::sqlite {
+namespace {
+
+int busy_timeout_ms(const SqliteOptions& options) {
+  const int64_t ms = to_ms(options.busy_timeout);
+  return static_cast<int>(std::clamp<int64_t>(ms, 0, INT_MAX));
+}
+
+std::string describe_path(const SqliteOptions& options) {
+  return "SQLite database '" + options.path + "'";
+}
+
+}  // namespace
+
+Status error_status(sqlite3* db, int rc, std::string_view what) {
+  std::string message(what);
+  message += ": ";
+  message += db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      return unavailable(message + " (another connection held the lock past the busy timeout)");
+    case SQLITE_IOERR:
+    case SQLITE_FULL:
+    case SQLITE_CANTOPEN:
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_NOLFS:
+    case SQLITE_PROTOCOL:
+    case SQLITE_NOMEM:
+    case SQLITE_AUTH:
+      return unavailable(message);
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+      return internal_error(message + " (the database file is corrupt)");
+    default:
+      return internal_error(message);
+  }
+}
+
+Result<std::unique_ptr<Connection>> Connection::open(const SqliteOptions& options) {
+  sqlite3* db = nullptr;
+  const int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
+  const int rc = sqlite3_open_v2(options.path.c_str(), &db, flags, nullptr);
+  // The handle must be closed even when opening failed.
+  std::unique_ptr<Connection> c(new Connection(db));
+  if (db == nullptr)
+    return unavailable("cannot open " + describe_path(options) + ": out of memory");
+  if (rc != SQLITE_OK) {
+    return unavailable("cannot open " + describe_path(options) + " (does its directory exist " +
+                       "and is it writable?): " + sqlite3_errmsg(db));
+  }
+  // SQLite silently falls back to read-only when the file is not writable.
+  if (sqlite3_db_readonly(db, "main") != 0) {
+    return unavailable(describe_path(options) + " is not writable");
+  }
+  Status configured = c->configure(options);
+  if (!configured.ok()) return configured.with_context("cannot open " + describe_path(options));
+  return c;
+}
+
+Status Connection::configure(const SqliteOptions& options) {
+  sqlite3_busy_timeout(db_, busy_timeout_ms(options));
+  RETURN_IF_ERROR(switch_to_wal(options));
+  RETURN_IF_ERROR(
+      exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+  return register_functions(db_);
+}
+
+// Switching a fresh file to WAL needs a moment of exclusive access, and
+// SQLite reports a concurrent switch as SQLITE_BUSY without calling the busy
+// handler, so processes starting together on a new file retry here (for as
+// long as the busy timeout, counted in time slept).
+Status Connection::switch_to_wal(const SqliteOptions& options) {
+  ASSIGN_OR_RETURN(sqlite3_stmt * wal, prepare("PRAGMA journal_mode=WAL"));
+  const int slept_ms_max = busy_timeout_ms(options);
+  for (int slept_ms = 0, delay_ms = 1;;
+       slept_ms += delay_ms, delay_ms = std::min(delay_ms * 2, 50)) {
+    StatementReset reset(wal);
+    const int rc = sqlite3_step(wal);
+    if (rc == SQLITE_ROW) {
+      // The answer is the mode now in force; a file system that cannot host
+      // the WAL's shared memory answers something else.
+      const auto* mode = reinterpret_cast<const char*>(sqlite3_column_text(wal, 0));
+      if (mode == nullptr || std::string_view(mode) != "wal") {
+        return unavailable("the file system does not support WAL mode");
+      }
+      return {};
+    }
+    const int primary = rc & 0xff;
+    if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED) || slept_ms >= slept_ms_max) {
+      return error_status(db_, rc, "switching to WAL mode");
+    }
+    sqlite3_sleep(delay_ms);
+  }
+}
+
+Connection::~Connection() {
+  for (auto& [sql, s] : statements_) sqlite3_finalize(s);
+  sqlite3_close_v2(db_);
+}
+
+Status Connection::exec(const std::string& sql) {
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error);
+  sqlite3_free(error);  // sqlite3_errmsg() still has it
+  if (rc != SQLITE_OK) return error_status(db_, rc, "running SQL");
+  return {};
+}
+
+Result<sqlite3_stmt*> Connection::prepare(const std::string& sql) {
+  const auto it = statements_.find(sql);
+  if (it != statements_.end()) return it->second;
+  if (statements_.size() >= kStatementsMax) {
+    for (auto& [text, s] : statements_) sqlite3_finalize(s);
+    statements_.clear();
+  }
+  sqlite3_stmt* s = nullptr;
+  const int rc = sqlite3_prepare_v3(db_, sql.data(), static_cast<int>(sql.size()),
+                                    SQLITE_PREPARE_PERSISTENT, &s, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(s);
+    return error_status(db_, rc, "preparing a statement");
+  }
+  statements_.emplace(sql, s);
+  return s;
+}
+
+void Connection::abandon_transaction() {
+  if (sqlite3_get_autocommit(db_) == 0) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+ConnectionPool::ConnectionPool(SqliteOptions options, std::unique_ptr<Connection> first)
+    : options_(std::move(options)) {
+  idle_.push_back(std::move(first));
+  open_ = 1;
+}
+
+Result<ConnectionPool::Handle> ConnectionPool::acquire() {
+  std::unique_lock lock(mu_);
+  const auto available = [&] { return !idle_.empty() || open_ < options_.connections_max; };
+  if (!freed_.wait_for(lock, options_.busy_timeout, available)) {
+    return unavailable("all " + std::to_string(options_.connections_max) +
+                       " SQLite connections stayed busy past the busy timeout");
+  }
+  if (!idle_.empty()) {
+    std::unique_ptr<Connection> c = std::move(idle_.back());
+    idle_.pop_back();
+    return Handle(this, std::move(c));
+  }
+  ++open_;
+  lock.unlock();
+  auto opened = Connection::open(options_);
+  if (!opened.ok()) {
+    lock.lock();
+    --open_;
+    freed_.notify_one();
+    return opened.status();
+  }
+  return Handle(this, std::move(opened).value());
+}
+
+void ConnectionPool::release(std::unique_ptr<Connection> c) {
+  c->abandon_transaction();
+  std::lock_guard lock(mu_);
+  idle_.push_back(std::move(c));
+  freed_.notify_one();
+}
+
+}  // namespace leasehold::store::sqlite

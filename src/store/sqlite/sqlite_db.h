@@ -1,0 +1,122 @@
+// Thin RAII over the SQLite C API for the SQLite backend: one Connection per
+// sqlite3 handle with its own cache of prepared statements, a bounded
+// ConnectionPool that hands each connection to one thread at a time, and the
+// mapping of SQLite result codes onto leasehold's Status codes.
+//
+// A Connection is not thread-safe (it is opened with SQLITE_OPEN_NOMUTEX);
+// the pool guarantees that only one caller uses it at a time. The pool itself
+// is safe for concurrent use.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "store/sqlite/sqlite_store.h"
+
+namespace leasehold::store::sqlite {
+
+// Prepared statements kept per connection; past this the cache is emptied,
+// which only costs re-preparing.
+inline constexpr size_t kStatementsMax = 256;
+
+// Maps a SQLite result code to a Status. Busy/locked (after the busy
+// timeout), I/O errors, a full disk, a file that cannot be opened or written
+// are kUnavailable: SQLite commits atomically, so nothing was applied.
+// Corruption and everything unexpected are kInternal. The message carries
+// `what` and sqlite3_errmsg(db), never item values.
+Status error_status(sqlite3* db, int rc, std::string_view what);
+
+class Connection {
+ public:
+  // Opens `options.path` read-write (creating it if missing), in WAL mode,
+  // with the busy timeout and synchronous level of `options`, and with the
+  // leasehold SQL functions registered. kUnavailable names the path.
+  static Result<std::unique_ptr<Connection>> open(const SqliteOptions& options);
+
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  sqlite3* db() const { return db_; }
+
+  // Runs SQL that takes no parameters and returns no rows (DDL, BEGIN, ...).
+  Status exec(const std::string& sql);
+
+  // The cached prepared statement for `sql`, prepared on first use. The
+  // statement is owned by the connection. REQUIRES: reset before reuse (see
+  // StatementReset).
+  Result<sqlite3_stmt*> prepare(const std::string& sql);
+
+  // Rolls back a transaction that an error left open, so that the next
+  // caller starts clean.
+  void abandon_transaction();
+
+ private:
+  explicit Connection(sqlite3* db) : db_(db) {}
+  Status configure(const SqliteOptions& options);
+  Status switch_to_wal(const SqliteOptions& options);
+
+  sqlite3* db_;
+  std::unordered_map<std::string, sqlite3_stmt*> statements_;
+};
+
+// Resets a statement (and clears its bindings, which may point at the
+// caller's stack) when it leaves scope, so that a cached statement never
+// holds a read snapshot or a dangling pointer.
+class StatementReset {
+ public:
+  explicit StatementReset(sqlite3_stmt* s) : s_(s) {}
+  ~StatementReset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
+  StatementReset(const StatementReset&) = delete;
+  StatementReset& operator=(const StatementReset&) = delete;
+
+ private:
+  sqlite3_stmt* s_;
+};
+
+// At most `options.connections_max` connections, opened on demand. A caller
+// waits up to the busy timeout for a free one, then gets kUnavailable.
+class ConnectionPool {
+ public:
+  // A connection borrowed from the pool; returned when destroyed.
+  class Handle {
+   public:
+    Handle(ConnectionPool* pool, std::unique_ptr<Connection> c) : pool_(pool), c_(std::move(c)) {}
+    Handle(Handle&&) = default;
+    Handle& operator=(Handle&&) = delete;
+    ~Handle() {
+      if (c_) pool_->release(std::move(c_));
+    }
+    Connection& operator*() const { return *c_; }
+    Connection* operator->() const { return c_.get(); }
+
+   private:
+    ConnectionPool* pool_;
+    std::unique_ptr<Connection> c_;
+  };
+
+  ConnectionPool(SqliteOptions options, std::unique_ptr<Connection> first);
+
+  Result<Handle> acquire();
+
+ private:
+  void release(std::unique_ptr<Connection> c);
+
+  const SqliteOptions options_;
+  std::mutex mu_;
+  std::condition_variable freed_;
+  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
+  int open_ = 0;                                   // guarded by mu_
+};
+
+}  // namespace leasehold::store::sqlite

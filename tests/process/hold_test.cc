@@ -1,0 +1,173 @@
+// `lease hold`: the command runs under the lease, its exit code comes back,
+// the lease is released afterwards, and a lost lease stops the command.
+#include <signal.h>
+
+#include "process_util.h"
+
+namespace leasehold::process_test {
+namespace {
+
+constexpr milliseconds kEventTimeout{15'000};
+
+std::string str(const boost::json::object& o, const char* field) {
+  return std::string(o.at(field).as_string());
+}
+
+class HoldTest : public ProcessTest {
+ protected:
+  // Waits for the command to write its pid to `pid_file` and returns it.
+  pid_t wait_for_pid(const std::filesystem::path& pid_file) const {
+    std::string text;
+    const bool written = wait_until(
+        [&] {
+          text = read_file(pid_file);
+          return !text.empty() && text.back() == '\n';
+        },
+        kEventTimeout);
+    EXPECT_TRUE(written) << "the command never started";
+    return written ? static_cast<pid_t>(std::stol(text)) : -1;
+  }
+
+  static bool process_gone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+
+  // A command that records its pid and then sleeps; the test ends it.
+  std::vector<std::string> sleeper(const std::string& pid_file, const std::string& prefix = "") {
+    return {"sh", "-c", prefix + "echo $$ > '" + (dir() / pid_file).string() + "'; exec sleep 60"};
+  }
+};
+
+TEST_F(HoldTest, RunsTheCommandUnderTheLeaseAndReleasesAfterwards) {
+  const std::string env_file = (dir() / "env.txt").string();
+  const std::string stop_file = (dir() / "stop").string();
+  auto hold = start_lh({"lease", "hold", "job", "--owner", "a", "--", "sh", "-c",
+                        "echo \"$LEASEHOLD_TOKEN $LEASEHOLD_EPOCH\" > " + env_file + ".tmp && mv " +
+                            env_file + ".tmp " + env_file + "; while [ ! -e " + stop_file +
+                            " ]; do sleep 0.05; done; echo finished"});
+  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(env_file); }, kEventTimeout))
+      << hold->err_so_far();
+  const auto shown = show("job");
+  ASSERT_TRUE(shown);
+  EXPECT_EQ(read_file(env_file),
+            str(*shown, "token") + " " + std::to_string(shown->at("epoch").as_int64()) + "\n");
+  EXPECT_EQ(shown->at("held"), true);
+  EXPECT_EQ(str(*shown, "owner"), "a");
+
+  const RunResult second = lh({"lease", "acquire", "job", "--owner", "b"});
+  EXPECT_EQ(second.exit_code, 3) << second.err;
+  EXPECT_EQ(str(parse_object(second.out), "owner"), "a");
+
+  std::ofstream(stop_file).put('\n');
+  ASSERT_TRUE(hold->wait_for(kEventTimeout));
+  const RunResult r = hold->result();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "finished\n");  // the command's stdout, inherited
+  EXPECT_EQ(show("job")->at("held"), false);
+  EXPECT_EQ(acquire("job", "b").at("epoch").as_int64(), shown->at("epoch").as_int64() + 1);
+}
+
+TEST_F(HoldTest, ReturnsTheCommandsExitCode) {
+  RunResult r = lh({"lease", "hold", "job", "--owner", "a", "--", "sh", "-c", "exit 7"});
+  EXPECT_EQ(r.exit_code, 7) << r.err;
+  EXPECT_EQ(show("job")->at("held"), false);
+  r = lh({"lease", "hold", "job", "--owner", "a", "--", "sh", "-c", "kill -TERM $$"});
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.err;
+  EXPECT_EQ(show("job")->at("held"), false);
+  r = lh({"lease", "hold", "job", "--owner", "a", "--", "true"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST_F(HoldTest, AHeldLeaseExitsThreeWithoutRunningTheCommand) {
+  acquire("job", "b");
+  const std::string ran = (dir() / "ran").string();
+  const RunResult r = lh({"lease", "hold", "job", "--owner", "a", "--", "touch", ran});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(str(parse_object(r.out), "owner"), "b");
+  EXPECT_FALSE(std::filesystem::exists(ran));
+}
+
+TEST_F(HoldTest, SigtermToHoldIsForwardedAndTheLeaseReleased) {
+  std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--"};
+  for (const std::string& a : sleeper("pid")) args.push_back(a);
+  auto hold = start_lh(args);
+  const pid_t child = wait_for_pid(dir() / "pid");
+  ASSERT_EQ(kill(hold->pid(), SIGTERM), 0);
+  ASSERT_TRUE(hold->wait_for(kEventTimeout));
+  EXPECT_EQ(hold->result().exit_code, 128 + SIGTERM) << hold->result().err;
+  EXPECT_TRUE(process_gone(child));
+  EXPECT_EQ(show("job")->at("held"), false);
+}
+
+TEST_F(HoldTest, AStolenLeaseStopsTheCommandAndExitsThree) {
+  std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--ttl", "1500ms", "--"};
+  for (const std::string& a : sleeper("pid")) args.push_back(a);
+  auto hold = start_lh(args);
+  const pid_t child = wait_for_pid(dir() / "pid");
+  const auto shown = show("job");
+  ASSERT_TRUE(shown);
+  // Another process ends the lease behind the holder's back and takes it.
+  ASSERT_EQ(
+      lh({"lease", "release", "job", "--token", str(*shown, "token"), "--mode", "clear"}).exit_code,
+      0);
+  const auto thief = acquire("job", "thief");
+  ASSERT_TRUE(hold->wait_for(kEventTimeout)) << "hold did not notice the loss";
+  const RunResult r = hold->result();
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("lost"), std::string::npos) << r.err;
+  EXPECT_TRUE(process_gone(child));
+  const auto now = show("job");
+  EXPECT_EQ(str(*now, "owner"), "thief");
+  EXPECT_EQ(now->at("token"), thief.at("token"));
+}
+
+TEST_F(HoldTest, ACommandThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
+  std::vector<std::string> args = {"lease", "hold",   "job",     "--owner", "a",
+                                   "--ttl", "1500ms", "--grace", "300ms",   "--"};
+  for (const std::string& a : sleeper("pid", "trap '' TERM; ")) args.push_back(a);
+  auto hold = start_lh(args);
+  const pid_t child = wait_for_pid(dir() / "pid");
+  const auto shown = show("job");
+  ASSERT_TRUE(shown);
+  ASSERT_EQ(
+      lh({"lease", "release", "job", "--token", str(*shown, "token"), "--mode", "clear"}).exit_code,
+      0);
+  ASSERT_TRUE(hold->wait_for(kEventTimeout));
+  const RunResult r = hold->result();
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("SIGKILL"), std::string::npos) << r.err;
+  EXPECT_TRUE(process_gone(child));
+}
+
+// A holder paused (SIGSTOP) past its ttl loses the lease to another process
+// and, once resumed, notices and exits 3 instead of carrying on.
+TEST_F(HoldTest, APausedHolderNoticesTheLossWhenResumed) {
+  std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--ttl", "2s", "--"};
+  for (const std::string& a : sleeper("pid")) args.push_back(a);
+  auto hold = start_lh(args);
+  const pid_t child = wait_for_pid(dir() / "pid");
+  ASSERT_EQ(kill(hold->pid(), SIGSTOP), 0);
+  ASSERT_EQ(kill(child, SIGSTOP), 0);
+  std::optional<boost::json::object> taken;
+  const bool took = wait_until(
+      [&] {
+        const RunResult r = lh({"lease", "acquire", "job", "--owner", "b", "--ttl", "60s"});
+        if (r.exit_code == 0) taken = parse_object(r.out);
+        EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+        return r.exit_code == 0;
+      },
+      kEventTimeout);
+  ASSERT_TRUE(took) << "the paused holder's lease never expired";
+  ASSERT_EQ(kill(child, SIGCONT), 0);
+  ASSERT_EQ(kill(hold->pid(), SIGCONT), 0);
+  ASSERT_TRUE(hold->wait_for(kEventTimeout)) << "the resumed holder did not notice the loss";
+  const RunResult r = hold->result();
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_TRUE(process_gone(child));
+  const auto now = show("job");
+  ASSERT_TRUE(now);
+  EXPECT_EQ(str(*now, "owner"), "b");
+  EXPECT_EQ(now->at("held"), true);
+  EXPECT_EQ(now->at("token"), taken->at("token"));
+}
+
+}  // namespace
+}  // namespace leasehold::process_test

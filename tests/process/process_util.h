@@ -1,0 +1,113 @@
+// Helpers for the multi-process tests: start real processes (the leasehold
+// binary above all), wait for them with deadlines, and read what they wrote.
+//
+// Each started process writes its stdout and stderr to files in the test's
+// own temporary directory, so a grandchild that keeps a descriptor open can
+// never make a test wait for end-of-file. Waiting uses a pidfd and poll(),
+// and every wait has a deadline. Not thread-safe; one test, one thread.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+
+#include <boost/json.hpp>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace leasehold::process_test {
+
+using std::chrono::milliseconds;
+
+// The path of the binary under test (a compile definition).
+std::string leasehold_bin();
+
+struct RunResult {
+  int exit_code = -1;  // the exit code, or 128+N if signal N killed it
+  std::string out;
+  std::string err;
+};
+
+// A started process. Destroying it kills the process if it is still running.
+class Process {
+ public:
+  // Starts argv[0] (looked up in $PATH) with stdin from /dev/null and stdout
+  // and stderr to files under `dir`. Fails the test (and aborts the start)
+  // if it cannot.
+  Process(const std::vector<std::string>& argv, const std::filesystem::path& dir);
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  ~Process();
+
+  pid_t pid() const { return pid_; }
+  // Waits up to `timeout` for the process to exit; true if it did.
+  bool wait_for(milliseconds timeout);
+  bool exited() const { return exit_code_.has_value(); }
+  // REQUIRES: exited().
+  RunResult result() const;
+  // What it has written to stderr so far.
+  std::string err_so_far() const;
+
+ private:
+  pid_t pid_ = -1;
+  int pidfd_ = -1;
+  std::optional<int> exit_code_;
+  std::filesystem::path out_path_, err_path_;
+};
+
+std::string read_file(const std::filesystem::path& path);
+
+// Polls `condition` until it holds or `timeout` passes; true if it held.
+bool wait_until(const std::function<bool()>& condition, milliseconds timeout);
+
+// The JSON object on one line; fails the test if it is not one.
+boost::json::object parse_object(const std::string& line);
+// Every non-empty line of `text`.
+std::vector<std::string> lines_of(const std::string& text);
+
+// A fresh temporary directory, removed with everything in it at the end.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A test with its own directory and SQLite file, and shorthands for running
+// `leasehold --store sqlite:DIR/leases.db ...`.
+class ProcessTest : public ::testing::Test {
+ protected:
+  static constexpr milliseconds kRunTimeout{30'000};
+
+  const std::filesystem::path& dir() const { return tmp_.path(); }
+  std::filesystem::path db_path() const { return dir() / "leases.db"; }
+  std::string store_uri() const { return "sqlite:" + db_path().string(); }
+
+  // The argv of `leasehold --store URI args...`.
+  std::vector<std::string> cli(const std::vector<std::string>& args) const;
+  // Runs the binary to completion (fails the test if it takes longer than
+  // kRunTimeout).
+  RunResult lh(const std::vector<std::string>& args) const;
+  // Runs any command to completion under the same deadline.
+  RunResult run(const std::vector<std::string>& argv) const;
+  std::unique_ptr<Process> start_lh(const std::vector<std::string>& args) const;
+
+  // `lease acquire KEY --owner OWNER --ttl TTL`, which must succeed; its JSON.
+  boost::json::object acquire(const std::string& key, const std::string& owner,
+                              const std::string& ttl = "20s") const;
+  // `lease show KEY` as JSON, or nullopt if it did not exit 0.
+  std::optional<boost::json::object> show(const std::string& key) const;
+
+ private:
+  TempDir tmp_;
+};
+
+}  // namespace leasehold::process_test
