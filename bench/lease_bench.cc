@@ -230,21 +230,25 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
   options.renew_every = every;
   Renewer renewer(*fleet->manager, fleet->clock, fleet->random, options);
   for (const auto& lease : fleet->leases) renewer.add(lease, nullptr);
+  renewer.start();
+  // Measure the steady state: from the end of the first renewal round on.
+  std::this_thread::sleep_for(every * 6 / 5);
+  const RenewerStats before = renewer.stats();
   const double cpu_before = cpu_seconds();
   const MonoTime start = fleet->clock.mono_now();
-  renewer.start();
   std::this_thread::sleep_for(seconds(o.seconds));  // the measurement window itself
-  renewer.stop();
   const double wall = std::chrono::duration<double>(fleet->clock.mono_now() - start).count();
   const double cpu = cpu_seconds() - cpu_before;
+  const RenewerStats after = renewer.stats();
+  renewer.stop();
 
   RenewerBenchReport r;
   r.backend = std::string(fleet->store->backend_name());
   r.leases = o.leases;
   r.renew_every_ms = to_ms(o.renew_every);
   r.seconds = o.seconds;
-  r.renewals = static_cast<int64_t>(renewer.stats().renewals);
-  r.lost = static_cast<int64_t>(renewer.stats().lost);
+  r.renewals = static_cast<int64_t>(after.renewals - before.renewals);
+  r.lost = static_cast<int64_t>(after.lost);
   r.cpu_core_percent = (100.0 * cpu / wall);
   r.rss_mib = (rss_mib());
   r.peak_rss_mib = (peak_rss_mib());

@@ -7,8 +7,9 @@
 // the SQLite C API (sqlite backends only). Renew and baseline alternate in
 // two rounds each, so that drift in a shared machine's speed hits both alike.
 //
-// bench renewer: one process keeps N leases alive with one Renewer for S
-// seconds; reports the CPU it used (share of one core) and its memory.
+// bench renewer: one process keeps N leases alive with one Renewer; after
+// the first renewal round, for S seconds, it measures the CPU the process
+// used (share of one core), the renewals done and its memory.
 #pragma once
 
 #include <cstdint>
@@ -50,7 +51,7 @@ struct RenewerBenchOptions {
 struct RenewerBenchReport {
   std::string backend;
   int64_t leases = 0, renew_every_ms = 0, seconds = 0;
-  int64_t renewals = 0;  // store writes that renewed a lease during the run
+  int64_t renewals = 0;  // renewals the store accepted in the measured window
   int64_t lost = 0;      // must be 0
   double cpu_core_percent = 0;  // user+system CPU over wall time, while renewing
   double rss_mib = 0, peak_rss_mib = 0;

@@ -24,6 +24,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <unordered_map>
 #include <thread>
 
 #include "leasehold/lease.h"
@@ -35,9 +37,12 @@ struct RenewerOptions {
   Duration renew_every{};
   // Each renewal is scheduled within +-jitter_fraction of renew_every.
   double jitter_fraction = 0.1;
-  // Renewals due within this window of each other go in one batch.
-  Duration batch_window = std::chrono::milliseconds(50);
-  size_t batch_max = 500;
+  // Renewals due within this window of each other go in one batch: a lease
+  // may be renewed up to this early (never more than a tenth of its renew
+  // period). One batch is one store round trip (one SQLite transaction) for
+  // many leases: that is what keeps heartbeats cheap as leases multiply.
+  Duration batch_window = std::chrono::milliseconds(250);
+  size_t batch_max = 1000;
   // The first retry after a failed renewal; doubles up to renew_every.
   Duration retry_backoff = std::chrono::milliseconds(100);
   // How long before the local deadline a lease is declared lost.
@@ -83,28 +88,38 @@ class Renewer {
     Lease lease;
     LossCallback on_lost;
     Duration renew_every{};
-    MonoTime next_renew_at{};
+    MonoTime next_renew_at{};  // its key in renew_queue_, unless in flight
+    MonoTime lost_at{};        // its key in loss_queue_: valid_until - loss_lead
     Duration backoff{};
     bool in_flight = false;
   };
+  // (time, id) pairs in time order: the next renewal or loss is at begin(),
+  // so a batch of k renewals among n leases costs O(k log n), not O(n).
+  using Queue = std::set<std::pair<MonoTime, Id>>;
 
   MonoTime schedule(Duration renew_every);
   void fire_losses(MonoTime now);
   void lose(Id id, const Status& why);
+  void forget(std::unordered_map<Id, Entry>::iterator it);  // REQUIRES: mu_ held
   bool renew_batch(MonoTime now);
-  void apply_result(Id id, const Lease& sent, const Result<Lease>& result, MonoTime now);
-  MonoTime next_due() const;  // REQUIRES: mu_ held
+  void apply_result(Id id, const Result<Lease>& result, MonoTime now);
+  MonoTime next_renewal() const;  // REQUIRES: mu_ held
+  MonoTime next_loss() const;     // REQUIRES: mu_ held
   void renew_loop();
   void watchdog_loop();
 
   LeaseManager& manager_;
   Clock& clock_;
-  Random& random_;
   const RenewerOptions options_;
+  // Jitter needs no CSPRNG; drawing it from one costs more than a renewal's
+  // own bookkeeping. Seeded from the Random given, so simulations replay.
+  SeededRandom jitter_;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::map<Id, Entry> entries_;
+  std::unordered_map<Id, Entry> entries_;
+  Queue renew_queue_;  // entries not in flight, by next_renew_at
+  Queue loss_queue_;   // every entry, by lost_at
   Id next_id_ = 1;
   RenewerStats stats_;
   bool stopping_ = false;

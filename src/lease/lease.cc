@@ -302,7 +302,8 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
   }
   std::vector<UpdateRequest> requests;
   requests.reserve(plans.size());
-  for (const auto& p : plans) requests.push_back({p.key, p.update, p.condition});
+  // finish_renewal() needs neither the update nor the condition: move them.
+  for (auto& p : plans) requests.push_back({p.key, std::move(p.update), std::move(p.condition)});
   std::vector<Result<Item>> written = store_.update_each(config_.table, requests);
   assert(written.size() == plans.size());
   for (size_t j = 0; j < plans.size(); ++j) {

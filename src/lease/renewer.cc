@@ -19,20 +19,22 @@ bool means_lost(Code code) {
 }  // namespace
 
 Renewer::Renewer(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options)
-    : manager_(manager), clock_(clock), random_(random), options_(options) {
+    : manager_(manager), clock_(clock), options_(options), jitter_(random.next_u64()) {
   assert(options_.batch_max >= 1);
   assert(options_.jitter_fraction >= 0 && options_.jitter_fraction < 0.5);
 }
 
 Renewer::~Renewer() { stop(); }
 
-// Renewal times are rounded up to a multiple of batch_window, so that leases
-// due close together share one batch instead of trickling out one by one.
+// Renewal times are rounded up to a multiple of the batch window (at most a
+// tenth of the period), so that leases due close together share one batch
+// instead of trickling out one by one.
 MonoTime Renewer::schedule(Duration renew_every) {
-  const double jitter = (random_.uniform01() * 2 - 1) * options_.jitter_fraction;
+  const double jitter = (jitter_.uniform01() * 2 - 1) * options_.jitter_fraction;
   const auto offset = std::chrono::duration_cast<Duration>(renew_every * (1.0 + jitter));
   const Duration at = (clock_.mono_now() + offset).time_since_epoch();
-  const Duration quantum = std::max<Duration>(options_.batch_window, Duration(1));
+  const Duration quantum =
+      std::max<Duration>(std::min<Duration>(options_.batch_window, renew_every / 10), Duration(1));
   return MonoTime((at + quantum - Duration(1)) / quantum * quantum);
 }
 
@@ -46,12 +48,22 @@ Renewer::Id Renewer::add(Lease lease, LossCallback on_lost) {
   {
     std::lock_guard lock(mu_);
     id = next_id_++;
-    Entry entry{std::move(lease), std::move(on_lost), every, schedule(every),
+    const MonoTime lost_at = lease.valid_until - options_.loss_lead;
+    Entry entry{std::move(lease), std::move(on_lost), every, schedule(every), lost_at,
                 options_.retry_backoff};
+    renew_queue_.emplace(entry.next_renew_at, id);
+    loss_queue_.emplace(entry.lost_at, id);
     entries_.emplace(id, std::move(entry));
   }
   wake_.notify_all();
   return id;
+}
+
+void Renewer::forget(std::unordered_map<Id, Entry>::iterator it) {
+  const Entry& e = it->second;
+  if (!e.in_flight) renew_queue_.erase({e.next_renew_at, it->first});
+  loss_queue_.erase({e.lost_at, it->first});
+  entries_.erase(it);
 }
 
 std::optional<Lease> Renewer::remove(Id id) {
@@ -59,7 +71,7 @@ std::optional<Lease> Renewer::remove(Id id) {
   const auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
   Lease lease = std::move(it->second.lease);
-  entries_.erase(it);
+  forget(it);
   return lease;
 }
 
@@ -81,24 +93,26 @@ size_t Renewer::size() const {
 }
 
 void Renewer::lose(Id id, const Status& why) {
-  Entry entry;
+  Lease lease;
+  LossCallback on_lost;
   {
     std::lock_guard lock(mu_);
     const auto it = entries_.find(id);
     if (it == entries_.end()) return;  // removed or already reported
-    entry = std::move(it->second);
-    entries_.erase(it);
+    lease = std::move(it->second.lease);
+    on_lost = std::move(it->second.on_lost);
+    forget(it);
     ++stats_.lost;
   }
-  if (entry.on_lost) entry.on_lost(entry.lease, why);
+  if (on_lost) on_lost(lease, why);
 }
 
 void Renewer::fire_losses(MonoTime now) {
   std::vector<Id> due;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [id, e] : entries_) {
-      if (now + options_.loss_lead >= e.lease.valid_until) due.push_back(id);
+    for (auto it = loss_queue_.begin(); it != loss_queue_.end() && it->first <= now; ++it) {
+      due.push_back(it->second);
     }
   }
   for (Id id : due) {
@@ -111,31 +125,36 @@ bool Renewer::renew_batch(MonoTime now) {
   std::vector<Lease> leases;
   {
     std::lock_guard lock(mu_);
-    std::vector<std::pair<MonoTime, Id>> due;
-    for (const auto& [id, e] : entries_) {
-      if (!e.in_flight && e.next_renew_at <= now + options_.batch_window) {
-        due.emplace_back(e.next_renew_at, id);
+    const MonoTime horizon = now + options_.batch_window;
+    ids.reserve(options_.batch_max);
+    leases.reserve(options_.batch_max);
+    for (auto it = renew_queue_.begin();
+         it != renew_queue_.end() && it->first <= horizon && ids.size() < options_.batch_max;) {
+      Entry& e = entries_.at(it->second);
+      if (it->first > now + e.renew_every / 10) {  // too early for this lease
+        ++it;
+        continue;
       }
-    }
-    if (due.empty()) return false;
-    ++stats_.batches;
-    std::sort(due.begin(), due.end());
-    if (due.size() > options_.batch_max) due.resize(options_.batch_max);
-    for (const auto& [at, id] : due) {
-      Entry& e = entries_.at(id);
       e.in_flight = true;
-      ids.push_back(id);
+      ids.push_back(it->second);
       leases.push_back(e.lease);
+      it = renew_queue_.erase(it);
     }
+    if (ids.empty()) return false;
+    ++stats_.batches;
   }
   const std::vector<Result<Lease>> results = manager_.renew_each(leases);
   assert(results.size() == ids.size());
   const MonoTime done = clock_.mono_now();
-  for (size_t i = 0; i < ids.size(); ++i) apply_result(ids[i], leases[i], results[i], done);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    assert(!results[i].ok() || (results[i]->epoch == leases[i].epoch &&
+                                results[i]->token == leases[i].token));
+    apply_result(ids[i], results[i], done);
+  }
   return ids.size() == options_.batch_max;
 }
 
-void Renewer::apply_result(Id id, [[maybe_unused]] const Lease& sent, const Result<Lease>& result, MonoTime now) {
+void Renewer::apply_result(Id id, const Result<Lease>& result, MonoTime now) {
   {
     std::lock_guard lock(mu_);
     const auto it = entries_.find(id);
@@ -143,12 +162,14 @@ void Renewer::apply_result(Id id, [[maybe_unused]] const Lease& sent, const Resu
     Entry& e = it->second;
     e.in_flight = false;
     if (result.ok()) {
-      assert(result->epoch == sent.epoch && result->token == sent.token);
-      assert(result->valid_until >= sent.valid_until || result->valid_until > now);
       e.lease = *result;
       ++stats_.renewals;
       e.backoff = options_.retry_backoff;
+      loss_queue_.erase({e.lost_at, id});
+      e.lost_at = e.lease.valid_until - options_.loss_lead;
+      loss_queue_.emplace(e.lost_at, id);
       e.next_renew_at = schedule(e.renew_every);
+      renew_queue_.emplace(e.next_renew_at, id);
       return;
     }
     if (!means_lost(result.status().code())) {
@@ -157,19 +178,19 @@ void Renewer::apply_result(Id id, [[maybe_unused]] const Lease& sent, const Resu
       ++stats_.failures;
       e.next_renew_at = now + e.backoff;
       e.backoff = std::min<Duration>(e.backoff * 2, e.renew_every);
+      renew_queue_.emplace(e.next_renew_at, id);
       return;
     }
   }
   lose(id, result.status());
 }
 
-MonoTime Renewer::next_due() const {
-  MonoTime next = MonoTime::max();
-  for (const auto& [id, e] : entries_) {
-    if (!e.in_flight) next = std::min(next, e.next_renew_at);
-    next = std::min(next, e.lease.valid_until - options_.loss_lead);
-  }
-  return next;
+MonoTime Renewer::next_renewal() const {
+  return renew_queue_.empty() ? MonoTime::max() : renew_queue_.begin()->first;
+}
+
+MonoTime Renewer::next_loss() const {
+  return loss_queue_.empty() ? MonoTime::max() : loss_queue_.begin()->first;
 }
 
 MonoTime Renewer::poll() {
@@ -178,7 +199,7 @@ MonoTime Renewer::poll() {
   }
   fire_losses(clock_.mono_now());
   std::lock_guard lock(mu_);
-  return next_due();
+  return std::min(next_renewal(), next_loss());
 }
 
 void Renewer::start() {
@@ -206,11 +227,7 @@ void Renewer::renew_loop() {
     while (renew_batch(clock_.mono_now())) {
     }
     lock.lock();
-    MonoTime next = MonoTime::max();
-    for (const auto& [id, e] : entries_) {
-      if (!e.in_flight) next = std::min(next, e.next_renew_at);
-    }
-    const Duration wait = std::min<Duration>(next - clock_.mono_now(), kPollMax);
+    const Duration wait = std::min<Duration>(next_renewal() - clock_.mono_now(), kPollMax);
     if (wait > Duration::zero()) wake_.wait_for(lock, wait);
   }
 }
@@ -223,9 +240,7 @@ void Renewer::watchdog_loop() {
     lock.unlock();
     fire_losses(clock_.mono_now());
     lock.lock();
-    MonoTime next = MonoTime::max();
-    for (const auto& [id, e] : entries_) next = std::min(next, e.lease.valid_until - options_.loss_lead);
-    const Duration wait = std::min<Duration>(next - clock_.mono_now(), kPollMax);
+    const Duration wait = std::min<Duration>(next_loss() - clock_.mono_now(), kPollMax);
     if (wait > Duration::zero()) wake_.wait_for(lock, wait);
   }
 }

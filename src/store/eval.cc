@@ -5,6 +5,47 @@
 namespace leasehold::store {
 namespace {
 
+// Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF.
+// Every backend must hand strings back exactly (SQLite's JSON and DynamoDB
+// both require UTF-8), so anything else is refused at the door.
+bool is_utf8(std::string_view s) {
+  static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t n;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    if ((c & 0xe0) == 0xc0)
+      n = 1, cp = c & 0x1f;
+    else if ((c & 0xf0) == 0xe0)
+      n = 2, cp = c & 0x0f;
+    else if ((c & 0xf8) == 0xf0)
+      n = 3, cp = c & 0x07;
+    else
+      return false;
+    if (s.size() - i <= n) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto d = static_cast<unsigned char>(s[i + k]);
+      if ((d & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (d & 0x3f);
+    }
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+Status validate_string_value(std::string_view attr, const Value& v) {
+  const auto* s = std::get_if<std::string>(&v);
+  if (s != nullptr && !is_utf8(*s))
+    return invalid_argument("value of " + std::string(attr) + " is not valid UTF-8");
+  return {};
+}
+
 // Compares two values of the same type: <0, 0, >0. Bools only know equality.
 int compare_same_type(const Value& a, const Value& b) {
   switch (type_of(a)) {
@@ -16,7 +57,8 @@ int compare_same_type(const Value& a, const Value& b) {
       const int64_t x = std::get<int64_t>(a), y = std::get<int64_t>(b);
       return x < y ? -1 : (x > y ? 1 : 0);
     }
-    case AttrType::kBool: return std::get<bool>(a) == std::get<bool>(b) ? 0 : 2;
+    case AttrType::kBool:
+      return std::get<bool>(a) == std::get<bool>(b) ? 0 : 2;
   }
   return 2;
 }
@@ -26,12 +68,18 @@ bool compare(const Value* actual, CompareOp op, const Value& expected) {
   const int c = compare_same_type(*actual, expected);
   const bool ordered = type_of(expected) != AttrType::kBool;
   switch (op) {
-    case CompareOp::kEq: return c == 0;
-    case CompareOp::kNe: return c != 0;
-    case CompareOp::kLt: return ordered && c < 0;
-    case CompareOp::kLe: return ordered && c <= 0;
-    case CompareOp::kGt: return ordered && c > 0;
-    case CompareOp::kGe: return ordered && c >= 0;
+    case CompareOp::kEq:
+      return c == 0;
+    case CompareOp::kNe:
+      return c != 0;
+    case CompareOp::kLt:
+      return ordered && c < 0;
+    case CompareOp::kLe:
+      return ordered && c <= 0;
+    case CompareOp::kGt:
+      return ordered && c > 0;
+    case CompareOp::kGe:
+      return ordered && c >= 0;
   }
   return false;
 }
@@ -46,10 +94,14 @@ Status validate_condition_at(const Condition& c, int depth, size_t& nodes) {
   if (depth > kConditionDepthMax) return invalid_argument("condition nested too deeply");
   if (++nodes > kConditionNodesMax) return invalid_argument("condition has too many terms");
   switch (c.kind) {
-    case Condition::Kind::kTrue: return {};
+    case Condition::Kind::kTrue:
+      return {};
     case Condition::Kind::kExists:
     case Condition::Kind::kNotExists:
-    case Condition::Kind::kCompare: return validate_attr_name(c.attr);
+    case Condition::Kind::kCompare:
+      RETURN_IF_ERROR(validate_attr_name(c.attr));
+      return c.kind == Condition::Kind::kCompare ? validate_string_value(c.attr, c.value)
+                                                 : Status();
     case Condition::Kind::kNot:
       if (c.children.size() != 1) return invalid_argument("'not' takes one condition");
       return validate_condition_at(c.children[0], depth + 1, nodes);
@@ -72,11 +124,16 @@ bool is_key_attr(const TableSpec& spec, std::string_view attr) {
 
 bool evaluate(const Condition& c, const Item* item) {
   switch (c.kind) {
-    case Condition::Kind::kTrue: return true;
-    case Condition::Kind::kExists: return find(item, c.attr) != nullptr;
-    case Condition::Kind::kNotExists: return find(item, c.attr) == nullptr;
-    case Condition::Kind::kCompare: return compare(find(item, c.attr), c.op, c.value);
-    case Condition::Kind::kNot: return !evaluate(c.children.at(0), item);
+    case Condition::Kind::kTrue:
+      return true;
+    case Condition::Kind::kExists:
+      return find(item, c.attr) != nullptr;
+    case Condition::Kind::kNotExists:
+      return find(item, c.attr) == nullptr;
+    case Condition::Kind::kCompare:
+      return compare(find(item, c.attr), c.op, c.value);
+    case Condition::Kind::kNot:
+      return !evaluate(c.children.at(0), item);
     case Condition::Kind::kAnd:
       for (const auto& child : c.children) {
         if (!evaluate(child, item)) return false;
@@ -94,9 +151,15 @@ bool evaluate(const Condition& c, const Item* item) {
 Status apply_update(const Update& update, Item& item) {
   for (const auto& a : update.actions()) {
     switch (a.kind) {
-      case UpdateAction::Kind::kSet: item.insert_or_assign(a.attr, a.value); break;
-      case UpdateAction::Kind::kSetIfAbsent: item.try_emplace(a.attr, a.value); break;
-      case UpdateAction::Kind::kRemove: item.erase(a.attr); break;
+      case UpdateAction::Kind::kSet:
+        item.insert_or_assign(a.attr, a.value);
+        break;
+      case UpdateAction::Kind::kSetIfAbsent:
+        item.try_emplace(a.attr, a.value);
+        break;
+      case UpdateAction::Kind::kRemove:
+        item.erase(a.attr);
+        break;
       case UpdateAction::Kind::kAdd: {
         auto [it, inserted] = item.try_emplace(a.attr, int64_t{0});
         auto* current = std::get_if<int64_t>(&it->second);
@@ -117,12 +180,18 @@ Status apply_update(const Update& update, Item& item) {
 
 bool in_range(const Value& v, const KeyRange& r) {
   switch (r.kind) {
-    case KeyRange::Kind::kAll: return true;
-    case KeyRange::Kind::kEq: return compare(&v, CompareOp::kEq, r.lo);
-    case KeyRange::Kind::kLt: return compare(&v, CompareOp::kLt, r.lo);
-    case KeyRange::Kind::kLe: return compare(&v, CompareOp::kLe, r.lo);
-    case KeyRange::Kind::kGt: return compare(&v, CompareOp::kGt, r.lo);
-    case KeyRange::Kind::kGe: return compare(&v, CompareOp::kGe, r.lo);
+    case KeyRange::Kind::kAll:
+      return true;
+    case KeyRange::Kind::kEq:
+      return compare(&v, CompareOp::kEq, r.lo);
+    case KeyRange::Kind::kLt:
+      return compare(&v, CompareOp::kLt, r.lo);
+    case KeyRange::Kind::kLe:
+      return compare(&v, CompareOp::kLe, r.lo);
+    case KeyRange::Kind::kGt:
+      return compare(&v, CompareOp::kGt, r.lo);
+    case KeyRange::Kind::kGe:
+      return compare(&v, CompareOp::kGe, r.lo);
     case KeyRange::Kind::kBetween:
       return compare(&v, CompareOp::kGe, r.lo) && compare(&v, CompareOp::kLe, r.hi);
     case KeyRange::Kind::kBeginsWith: {
@@ -137,8 +206,10 @@ size_t item_bytes(const Item& item) {
   size_t n = 0;
   for (const auto& [name, value] : item) {
     n += name.size();
-    if (const auto* s = std::get_if<std::string>(&value)) n += s->size();
-    else n += 8;
+    if (const auto* s = std::get_if<std::string>(&value))
+      n += s->size();
+    else
+      n += 8;
   }
   return n;
 }
@@ -152,6 +223,7 @@ Status validate_attr_name(std::string_view name) {
   for (unsigned char c : name) {
     if (c < 0x20 || c == 0x7f) return invalid_argument("attribute name has a control character");
   }
+  if (!is_utf8(name)) return invalid_argument("attribute name is not valid UTF-8");
   return {};
 }
 
@@ -162,7 +234,9 @@ Status validate_table_spec(const TableSpec& spec) {
   for (char c : spec.name) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '-' || c == '.';
-    if (!ok) return invalid_argument("table name '" + spec.name + "' has characters outside [A-Za-z0-9_.-]");
+    if (!ok)
+      return invalid_argument("table name '" + spec.name +
+                              "' has characters outside [A-Za-z0-9_.-]");
   }
   RETURN_IF_ERROR(validate_attr_name(spec.pk_attr));
   if (!spec.sk_attr.empty()) RETURN_IF_ERROR(validate_attr_name(spec.sk_attr));
@@ -172,13 +246,15 @@ Status validate_table_spec(const TableSpec& spec) {
     if (index.name.empty()) return invalid_argument("index name is empty");
     RETURN_IF_ERROR(validate_attr_name(index.hash_attr));
     RETURN_IF_ERROR(validate_attr_name(index.range_attr));
-    if (index.range_type == AttrType::kBool) return invalid_argument("an index cannot range over bools");
+    if (index.range_type == AttrType::kBool)
+      return invalid_argument("an index cannot range over bools");
   }
   return {};
 }
 
 Status validate_key(const TableSpec& spec, const Key& key) {
   if (key.pk.empty()) return invalid_argument("partition key is empty");
+  if (!is_utf8(key.pk) || !is_utf8(key.sk)) return invalid_argument("key is not valid UTF-8");
   if (key.pk.size() > kPartitionKeyBytesMax) {
     return invalid_argument("partition key longer than " + std::to_string(kPartitionKeyBytesMax) +
                             " bytes");
@@ -200,12 +276,15 @@ Status validate_condition(const Condition& condition) {
 }
 
 Status validate_update(const TableSpec& spec, const Update& update) {
-  if (update.actions().size() > kUpdateActionsMax) return invalid_argument("update has too many actions");
+  if (update.actions().size() > kUpdateActionsMax)
+    return invalid_argument("update has too many actions");
   std::set<std::string_view> seen;
   for (const auto& a : update.actions()) {
     RETURN_IF_ERROR(validate_attr_name(a.attr));
-    if (is_key_attr(spec, a.attr)) return invalid_argument("update may not change key attribute " + a.attr);
+    if (is_key_attr(spec, a.attr))
+      return invalid_argument("update may not change key attribute " + a.attr);
     if (!seen.insert(a.attr).second) return invalid_argument("update names " + a.attr + " twice");
+    RETURN_IF_ERROR(validate_string_value(a.attr, a.value));
     if (a.kind == UpdateAction::Kind::kAdd && type_of(a.value) != AttrType::kInt) {
       return invalid_argument("add(" + a.attr + ") needs an int delta");
     }
@@ -224,7 +303,10 @@ Status validate_item(const TableSpec& spec, const Item& item) {
     key.sk = *sk;
   }
   RETURN_IF_ERROR(validate_key(spec, key));
-  for (const auto& [name, value] : item) RETURN_IF_ERROR(validate_attr_name(name));
+  for (const auto& [name, value] : item) {
+    RETURN_IF_ERROR(validate_attr_name(name));
+    RETURN_IF_ERROR(validate_string_value(name, value));
+  }
   if (item_bytes(item) > kItemBytesMax) return invalid_argument("item larger than 400 KiB");
   return {};
 }
@@ -238,16 +320,19 @@ Status validate_range(const KeyRange& range, AttrType type) {
     return {};
   };
   switch (range.kind) {
-    case KeyRange::Kind::kAll: return {};
+    case KeyRange::Kind::kAll:
+      return {};
     case KeyRange::Kind::kBetween:
       RETURN_IF_ERROR(check(range.lo));
       RETURN_IF_ERROR(check(range.hi));
-      if (compare_same_type(range.lo, range.hi) > 0) return invalid_argument("between: lower bound above upper bound");
+      if (compare_same_type(range.lo, range.hi) > 0)
+        return invalid_argument("between: lower bound above upper bound");
       return {};
     case KeyRange::Kind::kBeginsWith:
       if (type != AttrType::kString) return invalid_argument("begins_with needs a string key");
       return check(range.lo);
-    default: return check(range.lo);
+    default:
+      return check(range.lo);
   }
 }
 

@@ -982,6 +982,28 @@ TEST_P(StoreConformance, BadAttributeNamesInItemsAreRefused) {
   EXPECT_EQ(MUST(store().get(kItems, key("a"), true)).size(), 2u);
 }
 
+// Strings must come back exactly, and SQLite's JSON and DynamoDB only carry
+// UTF-8: every backend refuses anything else, and changes nothing.
+TEST_P(StoreConformance, InvalidUtf8IsRefusedEverywhere) {
+  ASSERT_OK(store().put(kItems, {{"id", "a"}, {"v", "ok"}}, {}));
+  const Item before = MUST(store().get(kItems, key("a"), true));
+  for (const std::string& bad : {std::string("\xff\xfe"), std::string("\xc0\xaf"),
+                                std::string("\xed\xa0\x80"), std::string("abc\xe2\x82")}) {
+    EXPECT_CODE(Code::kInvalidArgument, store().put(kItems, {{"id", "a"}, {"v", bad}}, {}));
+    EXPECT_CODE(Code::kInvalidArgument, store().put(kItems, {{"id", bad}}, {}));
+    EXPECT_CODE(Code::kInvalidArgument, store().update(kItems, key("a"), Update().set("v", bad), {}));
+    EXPECT_CODE(Code::kInvalidArgument,
+                store().update(kItems, key("a"), Update().set(bad, 1), {}));
+    EXPECT_CODE(Code::kInvalidArgument,
+                store().update(kItems, key("a"), Update().set("w", 1), cond::eq("v", bad)));
+  }
+  EXPECT_EQ(MUST(store().get(kItems, key("a"), true)), before);
+  // Four-byte characters, and the largest code point, are fine.
+  ASSERT_OK(store().put(kItems, {{"id", "a"}, {"v", "\xf0\x9f\x94\x92 \xf4\x8f\xbf\xbf"}}, {}));
+  EXPECT_EQ(MUST(store().get(kItems, key("a"), true)).at("v"),
+            Value(std::string("\xf0\x9f\x94\x92 \xf4\x8f\xbf\xbf")));
+}
+
 // ---------------------------------------------------------------- threads
 
 // Read-modify-write loops from several threads, each write conditional on

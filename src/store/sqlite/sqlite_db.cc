@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <mutex>
 
 #include "store/sqlite/sqlite_functions.h"
 
@@ -48,6 +49,11 @@ Status error_status(sqlite3* db, int rc, std::string_view what) {
 }
 
 Result<std::unique_ptr<Connection>> Connection::open(const SqliteOptions& options) {
+  // Memory statistics put a process-wide mutex on every SQLite allocation;
+  // nothing here reads them. Possible only before SQLite initialises, so a
+  // process that already uses SQLite keeps its own setting.
+  static std::once_flag memstatus_off;
+  std::call_once(memstatus_off, [] { sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
   sqlite3* db = nullptr;
   const int flags =
       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_EXRESCODE;
