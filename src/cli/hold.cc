@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <spdlog/spdlog.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -131,25 +131,49 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
   return out;
 }
 
+// In the child, between fork and exec: only async-signal-safe calls. If this
+// process dies (even by SIGKILL), the kernel kills the command: nobody would
+// renew its lease any more, and it must not outlive it. Reports a failed
+// exec's errno through `report_fd` (close-on-exec, so success says nothing).
+[[noreturn]] void exec_child(char** argv, char** envp, pid_t parent, int report_fd) {
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
+  sigset_t empty;
+  sigemptyset(&empty);
+  const sigset_t defaults = handled_signals();
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sigismember(&defaults, sig) == 1) signal(sig, SIG_DFL);
+  }
+  sigprocmask(SIG_SETMASK, &empty, nullptr);
+  execvpe(argv[0], argv, envp);
+  const int err = errno;
+  (void)!write(report_fd, &err, sizeof err);
+  _exit(127);
+}
+
 // Starts the command with stdio inherited, an empty signal mask and default
 // dispositions (this process blocks signals; the command must not inherit
-// that).
+// that), tied to this process's life.
 Result<pid_t> spawn_child(std::vector<std::string> command, const Lease& lease) {
   std::vector<std::string> env = child_environment(lease);
   std::vector<char*> argv = c_strings(command);
   std::vector<char*> envp = c_strings(env);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t empty;
-  sigemptyset(&empty);
-  const sigset_t defaults = handled_signals();
-  posix_spawnattr_setsigmask(&attr, &empty);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  pid_t pid = -1;
-  const int err = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
-  posix_spawnattr_destroy(&attr);
-  if (err != 0) return internal_error("cannot run '" + command[0] + "': " + errno_text(err));
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return internal_error("pipe: " + errno_text(errno));
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) exec_child(argv.data(), envp.data(), parent, report[1]);
+  close(report[1]);
+  int err = 0;
+  ssize_t n;
+  do {
+    n = read(report[0], &err, sizeof err);
+  } while (n < 0 && errno == EINTR);
+  close(report[0]);
+  if (pid < 0) return internal_error("cannot fork: " + errno_text(errno));
+  if (n == sizeof err) {
+    waitpid(pid, nullptr, 0);
+    return internal_error("cannot run '" + command[0] + "': " + errno_text(err));
+  }
   return pid;
 }
 

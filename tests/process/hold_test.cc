@@ -137,6 +137,32 @@ TEST_F(HoldTest, ACommandThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   EXPECT_TRUE(process_gone(child));
 }
 
+// A holder killed outright takes its command with it (nobody would renew
+// the lease any more), and the lease passes to the next taker once expired,
+// with a higher epoch.
+TEST_F(HoldTest, AKilledHolderTakesItsCommandAlongAndTheLeaseExpires) {
+  std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--ttl", "1500ms", "--"};
+  for (const std::string& a : sleeper("pid")) args.push_back(a);
+  auto hold = start_lh(args);
+  const pid_t child = wait_for_pid(dir() / "pid");
+  const auto before = show("job");
+  ASSERT_TRUE(before);
+  ASSERT_EQ(kill(hold->pid(), SIGKILL), 0);
+  ASSERT_TRUE(hold->wait_for(kEventTimeout));
+  EXPECT_TRUE(wait_until([&] { return process_gone(child); }, kEventTimeout))
+      << "the command outlived its holder";
+  std::optional<boost::json::object> taken;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const RunResult r = lh({"lease", "acquire", "job", "--owner", "b", "--ttl", "20s"});
+        if (r.exit_code == 0) taken = parse_object(r.out);
+        return r.exit_code == 0;
+      },
+      kEventTimeout))
+      << "the dead holder's lease never expired";
+  EXPECT_GT(taken->at("epoch").as_int64(), before->at("epoch").as_int64());
+}
+
 // A holder paused (SIGSTOP) past its ttl loses the lease to another process
 // and, once resumed, notices and exits 3 instead of carrying on.
 TEST_F(HoldTest, APausedHolderNoticesTheLossWhenResumed) {
