@@ -28,20 +28,26 @@ Result<AcquireRequest> make_acquire(const LeaseArgs& args) {
   return request;
 }
 
-Result<RenewRequest> make_renew(const LeaseArgs& args) {
+namespace {
+// The lease named by KEY, --token and --slot (renew and release).
+Result<LeaseRef> make_ref(const LeaseArgs& args) {
   RETURN_IF_ERROR(check_key(args.key));
   RETURN_IF_ERROR(check_token(args.token));
   RETURN_IF_ERROR(check_slot(args.slot));
+  return LeaseRef{Key{args.key, ""}, args.slot, args.token};
+}
+}  // namespace
+
+Result<RenewRequest> make_renew(const LeaseArgs& args) {
+  ASSIGN_OR_RETURN(LeaseRef ref, make_ref(args));
   ASSIGN_OR_RETURN(const Duration ttl, parse_ttl(args.ttl));
-  return RenewRequest{LeaseRef{Key{args.key, ""}, args.slot, args.token}, ttl};
+  return RenewRequest{std::move(ref), ttl};
 }
 
 Result<ReleaseRequest> make_release(const LeaseArgs& args) {
-  RETURN_IF_ERROR(check_key(args.key));
-  RETURN_IF_ERROR(check_token(args.token));
-  RETURN_IF_ERROR(check_slot(args.slot));
+  ASSIGN_OR_RETURN(LeaseRef ref, make_ref(args));
   ASSIGN_OR_RETURN(const ReleaseMode mode, parse_mode(args.mode));
-  return ReleaseRequest{LeaseRef{Key{args.key, ""}, args.slot, args.token}, mode};
+  return ReleaseRequest{std::move(ref), mode};
 }
 
 Result<ShowRequest> make_show(const LeaseArgs& args) {
