@@ -23,6 +23,9 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -161,11 +164,17 @@ class LeaseManager {
   Result<Lease> finish_renewal(const RenewPlan& plan, Result<Item> written);
   Result<Lease> resolve_acquire(const Key& key, const Lease& attempt);
   Result<Item> read_back(const Key& key);
+  // The attribute names of `slot`, built once: they are on every write's path.
+  std::shared_ptr<const SlotNames> names(std::string_view slot);
+
+  static constexpr size_t kSlotNamesCachedMax = 64;
 
   ItemStore& store_;
   Clock& clock_;
   Random& random_;
   LeaseConfig config_;
+  std::mutex names_mu_;
+  std::map<std::string, std::shared_ptr<const SlotNames>, std::less<>> names_;  // by names_mu_
 };
 
 // The table the CLI's leases live in: key attribute "pk", and an index over

@@ -96,6 +96,18 @@ LeaseManager::LeaseManager(ItemStore& store, Clock& clock, Random& random, Lease
   assert(config_.safety_margin >= Duration::zero());
 }
 
+std::shared_ptr<const SlotNames> LeaseManager::names(std::string_view slot) {
+  std::lock_guard lock(names_mu_);
+  auto it = names_.find(slot);
+  if (it == names_.end()) {
+    // Slots are few (a service names them in code); the bound guards against
+    // a caller that makes them up. Callers keep their own reference.
+    if (names_.size() >= kSlotNamesCachedMax) names_.clear();
+    it = names_.emplace(std::string(slot), std::make_shared<const SlotNames>(slot)).first;
+  }
+  return it->second;
+}
+
 Duration LeaseManager::validity(Duration ttl) const {
   return ttl - config_.max_clock_skew - config_.safety_margin;
 }
@@ -128,7 +140,8 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
   RETURN_IF_ERROR(validate_text("holder", o.holder, kHolderBytesMax, true));
   RETURN_IF_ERROR(check_timing(o.ttl, default_renew_every(o.ttl)));
 
-  const SlotNames n(o.slot);
+  const auto names_n = names(o.slot);
+  const SlotNames& n = *names_n;
   Lease lease{key, o.slot, o.owner, o.holder, random_token(random_), 0, 0, 0, o.ttl, {}};
   const MonoTime sent = clock_.mono_now();
   lease.acquired_at_ms = to_unix_ms(clock_.wall_now());
@@ -173,7 +186,8 @@ Result<Lease> LeaseManager::resolve_acquire(const Key& key, const Lease& attempt
     return unavailable("acquire of " + describe_key(key, attempt.slot) +
                        " has an unknown outcome: " + item.status().message());
   }
-  const SlotNames n(attempt.slot);
+  const auto names_n = names(attempt.slot);
+  const SlotNames& n = *names_n;
   if (string_or_empty(*item, n.token) != attempt.token) {
     return already_exists("lease on " + describe_key(key, attempt.slot) + " is held by another owner");
   }
@@ -206,7 +220,8 @@ struct LeaseManager::RenewPlan {
 
 LeaseManager::RenewPlan LeaseManager::plan_renewal(const Key& key, std::string_view slot,
                                                    std::string_view token, Duration ttl) {
-  const SlotNames n(slot);
+  const auto names_n = names(slot);
+  const SlotNames& n = *names_n;
   RenewPlan p;
   p.key = key;
   p.slot = std::string(slot);
@@ -221,7 +236,8 @@ LeaseManager::RenewPlan LeaseManager::plan_renewal(const Key& key, std::string_v
 }
 
 Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> written) {
-  const SlotNames n(p.slot);
+  const auto names_n = names(p.slot);
+  const SlotNames& n = *names_n;
   const std::string what = "renew " + describe_key(p.key, p.slot);
   if (!written.ok()) {
     switch (written.status().code()) {
@@ -315,7 +331,8 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
 Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
   RETURN_IF_ERROR(validate_slot(ref.slot));
   RETURN_IF_ERROR(validate_token(ref.token));
-  const SlotNames n(ref.slot);
+  const auto names_n = names(ref.slot);
+  const SlotNames& n = *names_n;
   Update update;
   if (mode == ReleaseMode::kExpire) {
     update.set(n.expires_at_ms, int64_t{0}).set(n.heartbeat_at_ms, to_unix_ms(clock_.wall_now()));
@@ -350,7 +367,8 @@ Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to)
     return failed_precondition("lease on " + describe_key(from.key, from.slot) +
                                " is past its local deadline");
   }
-  const SlotNames f(from.slot);
+  const auto names_f = names(from.slot);
+  const SlotNames& f = *names_f;
   Condition condition = cond::eq(f.token, from.token);
   Update clear;
   clear_slot(f, clear);
@@ -373,7 +391,8 @@ Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update
     return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
                                " is past its local deadline; the write was not sent");
   }
-  const SlotNames n(lease.slot);
+  const auto names_n = names(lease.slot);
+  const SlotNames& n = *names_n;
   Result<Item> written = store_.update(config_.table, lease.key, update,
                                        cond::eq(n.token, lease.token) && extra_condition);
   if (written.ok() || written.status().code() != Code::kConditionFailed) return written;
@@ -385,7 +404,8 @@ Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update
 }
 
 LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_view slot) {
-  const SlotNames n(slot);
+  const auto names_n = names(slot);
+  const SlotNames& n = *names_n;
   LeaseView v;
   v.key = key;
   v.slot = std::string(slot);
@@ -403,7 +423,8 @@ LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_vi
 Result<LeaseView> LeaseManager::inspect(const Key& key, std::string_view slot) {
   RETURN_IF_ERROR(validate_slot(slot));
   ASSIGN_OR_RETURN(Item item, store_.get(config_.table, key, /*consistent=*/true));
-  const SlotNames n(slot);
+  const auto names_n = names(slot);
+  const SlotNames& n = *names_n;
   if (!item.contains(n.owner) && !item.contains(n.epoch)) {
     return not_found("no lease on " + describe_key(key, slot));
   }

@@ -18,8 +18,12 @@ std::string encode_item(const Item& item) {
 }
 
 Result<Item> decode_item(std::string_view json) {
+  // The parsed tree lives only until it is copied into the Item: a stack
+  // buffer spares it a heap allocation per node (this is on every write).
+  unsigned char buffer[4096];
+  boost::json::monotonic_resource resource(buffer, sizeof buffer);
   boost::system::error_code ec;
-  const boost::json::value parsed = boost::json::parse(json, ec);
+  const boost::json::value parsed = boost::json::parse(json, ec, &resource);
   if (ec || !parsed.is_object()) return internal_error("stored item is not a JSON object");
   Item item;
   for (const auto& [name, v] : parsed.get_object()) {
