@@ -162,7 +162,12 @@ void Renewer::apply_result(Id id, const Result<Lease>& result, MonoTime now) {
     Entry& e = it->second;
     e.in_flight = false;
     if (result.ok()) {
-      e.lease = *result;
+      // A renewal moves only the expiry; copying the whole lease would
+      // allocate its strings again on every heartbeat.
+      assert(result->token == e.lease.token && result->epoch == e.lease.epoch);
+      e.lease.expires_at_ms = result->expires_at_ms;
+      e.lease.valid_until = result->valid_until;
+      e.lease.ttl = result->ttl;
       ++stats_.renewals;
       e.backoff = options_.retry_backoff;
       loss_queue_.erase({e.lost_at, id});

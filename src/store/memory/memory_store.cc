@@ -216,7 +216,11 @@ class MemoryStore final : public ItemStore {
     set_key(t.spec, key, next);
     RETURN_IF_ERROR(apply_update(update, next));
     if (item_bytes(next) > kItemBytesMax) return invalid_argument("item larger than 400 KiB");
-    t.items.insert_or_assign({key.pk, key.sk}, next);
+    if (it != t.items.end()) {
+      it->second = next;
+    } else {
+      t.items.emplace(KeyTuple{key.pk, key.sk}, next);
+    }
     return next;
   }
 
