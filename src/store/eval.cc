@@ -343,6 +343,15 @@ Status validate_query_options(const QueryOptions& options) {
   return {};
 }
 
+Status check_same_index(const IndexSpec& existing, const IndexSpec& requested) {
+  if (existing.hash_attr == requested.hash_attr && existing.range_attr == requested.range_attr &&
+      existing.range_type == requested.range_type) {
+    return {};
+  }
+  return invalid_argument("index " + existing.name + " exists over other attributes (" +
+                          existing.hash_attr + ", " + existing.range_attr + ")");
+}
+
 Key key_of(const TableSpec& spec, const Item& item) {
   Key key{*get_string(item, spec.pk_attr), {}};
   if (!spec.sk_attr.empty()) key.sk = *get_string(item, spec.sk_attr);

@@ -40,6 +40,9 @@ Status validate_update(const TableSpec& spec, const Update& update);
 Status validate_item(const TableSpec& spec, const Item& item);
 Status validate_range(const KeyRange& range, AttrType type);
 Status validate_query_options(const QueryOptions& options);
+// An index that exists keeps its definition: asking for the same name over
+// other attributes is kInvalidArgument, not a silent no-op.
+Status check_same_index(const IndexSpec& existing, const IndexSpec& requested);
 
 // The key of a whole item. REQUIRES: validate_item(spec, item).ok().
 Key key_of(const TableSpec& spec, const Item& item);

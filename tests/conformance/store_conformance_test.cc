@@ -134,6 +134,20 @@ TEST_P(StoreConformance, EnsureTableRefusesAnotherKeySchema) {
   EXPECT_CODE(Code::kInvalidArgument, store().get(kSorted, key("a"), true));
 }
 
+TEST_P(StoreConformance, EnsureTableRefusesRedefiningAnIndex) {
+  TableSpec spec = items_spec();
+  for (auto& index : spec.indexes) {
+    if (index.name == kByState) index.range_attr = "other";
+  }
+  spec.indexes.push_back({"brand-new-index", "state", "n", AttrType::kInt});
+  EXPECT_CODE(Code::kInvalidArgument, store().ensure_table(spec));
+  // Nothing changed: not even the new index of the refused call was added.
+  EXPECT_CODE(Code::kNotFound,
+              store().query_index(kItems, "brand-new-index", "s", KeyRange::all(), {}));
+  ASSERT_OK(store().put(kItems, {{"id", "a"}, {"state", "s"}, {"n", int64_t{1}}}, {}));
+  EXPECT_EQ(MUST(store().query_index(kItems, kByState, "s", KeyRange::all(), {})).items.size(), 1u);
+}
+
 TEST_P(StoreConformance, EnsureTableRefusesMalformedSpecs) {
   for (const char* name : {"", "has space", "quo\"te", "semi;colon", "slash/"}) {
     EXPECT_CODE(Code::kInvalidArgument, store().ensure_table({name, "k", "", {}})) << name;

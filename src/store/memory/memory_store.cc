@@ -30,17 +30,24 @@ class MemoryStore final : public ItemStore {
   Status ensure_table(const TableSpec& spec) override {
     RETURN_IF_ERROR(validate_table_spec(spec));
     std::lock_guard lock(mu_);
-    auto [it, inserted] = tables_.try_emplace(spec.name, Table{spec, {}});
-    if (!inserted && (it->second.spec.pk_attr != spec.pk_attr ||
-                      it->second.spec.sk_attr != spec.sk_attr)) {
+    const auto found = tables_.find(spec.name);
+    if (found == tables_.end()) {
+      tables_.emplace(spec.name, Table{spec, {}});
+      return {};
+    }
+    TableSpec& have = found->second.spec;
+    if (have.pk_attr != spec.pk_attr || have.sk_attr != spec.sk_attr) {
       return invalid_argument("table " + spec.name + " exists with another key schema");
     }
+    // Check every index first, so that a refused call changes nothing.
+    std::vector<IndexSpec> added;
     for (const auto& index : spec.indexes) {
-      auto& have = it->second.spec.indexes;
-      if (std::none_of(have.begin(), have.end(), [&](auto& i) { return i.name == index.name; })) {
-        have.push_back(index);
-      }
+      const auto same = std::find_if(have.indexes.begin(), have.indexes.end(),
+                                     [&](auto& i) { return i.name == index.name; });
+      if (same == have.indexes.end()) added.push_back(index);
+      else RETURN_IF_ERROR(check_same_index(*same, index));
     }
+    have.indexes.insert(have.indexes.end(), added.begin(), added.end());
     return {};
   }
 
@@ -168,7 +175,11 @@ class MemoryStore final : public ItemStore {
     auto begin = entries.begin();
     if (!options.cursor.empty()) {
       ASSIGN_OR_RETURN(Item c, decode_cursor(options.cursor));
-      const auto pos = std::make_pair(c["r"], KeyTuple(std::get<std::string>(c["pk"]), std::get<std::string>(c["sk"])));
+      const auto r = c.find("r");
+      if (r == c.end() || type_of(r->second) != spec->range_type) {
+        return invalid_argument("malformed query cursor");
+      }
+      const auto pos = std::make_pair(r->second, KeyTuple(std::get<std::string>(c["pk"]), std::get<std::string>(c["sk"])));
       begin = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) {
         return std::make_pair(std::get<0>(e), std::get<1>(e)) > pos;
       });

@@ -252,7 +252,11 @@ Result<TableSpec> SqliteStore::ensure_table_in_transaction(Connection& c, const 
   if (changed) RETURN_IF_ERROR(c.exec(sqlite::create_items_ddl(stored)));
   for (const auto& index : spec.indexes) {
     const auto same_name = [&](const IndexSpec& i) { return i.name == index.name; };
-    if (std::any_of(stored.indexes.begin(), stored.indexes.end(), same_name)) continue;
+    const auto existing = std::find_if(stored.indexes.begin(), stored.indexes.end(), same_name);
+    if (existing != stored.indexes.end()) {
+      RETURN_IF_ERROR(check_same_index(*existing, index));
+      continue;
+    }
     stored.indexes.push_back(index);
     for (const auto& ddl : sqlite::add_index_ddl(stored, stored.indexes.size() - 1)) {
       RETURN_IF_ERROR(c.exec(ddl));
