@@ -10,6 +10,7 @@ packages=(
   libsqlite3-dev sqlite3 libssl-dev
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libfaketime
 )
 
 missing=()
