@@ -21,7 +21,6 @@
 
 #include <condition_variable>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -62,7 +61,8 @@ class Renewer {
   using Id = uint64_t;
   using LossCallback = std::function<void(const Lease& lease, const Status& why)>;
 
-  // REQUIRES: manager, clock and random outlive the renewer.
+  // REQUIRES: manager and clock outlive the renewer. `random` only seeds the
+  // jitter of renewal times.
   Renewer(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options = {});
   ~Renewer();  // stops the threads; pending leases are not released
 

@@ -8,8 +8,10 @@ namespace leasehold {
 namespace {
 
 // Threads re-check the clock at least this often, so that a SimulatedClock
-// advanced by a test is noticed without a wake-up call.
-constexpr auto kPollMax = std::chrono::milliseconds(100);
+// advanced by hand is noticed without a wake-up call. With a real clock they
+// sleep until the next renewal or deadline; each idle wake-up costs CPU
+// across a fleet, so this is not short.
+constexpr auto kPollMax = std::chrono::seconds(1);
 
 bool means_lost(Code code) {
   return code == Code::kFailedPrecondition || code == Code::kConditionFailed ||
