@@ -1,12 +1,12 @@
 #include "bench/lease_bench.h"
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <boost/json.hpp>
-#include <fmt/format.h>
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -69,8 +69,8 @@ Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Durat
 }
 
 // Library renewals for `duration`; appends latencies (ns) and counts failures.
-int64_t renew_round(Fleet& f, int64_t threads, Duration duration, std::vector<int64_t>& latencies_ns,
-                    int64_t& failures) {
+int64_t renew_round(Fleet& f, int64_t threads, Duration duration,
+                    std::vector<int64_t>& latencies_ns, int64_t& failures) {
   std::vector<std::vector<int64_t>> lat(threads);
   std::vector<int64_t> fails(threads, 0);
   const MonoTime until = f.clock.mono_now() + duration;
@@ -81,8 +81,10 @@ int64_t renew_round(Fleet& f, int64_t threads, Duration duration, std::vector<in
       const MonoTime start = f.clock.mono_now();
       auto renewed = f.manager->renew(f.leases[i]);
       lat[t].push_back((f.clock.mono_now() - start).count());
-      if (renewed.ok()) f.leases[i] = *renewed;
-      else ++fails[t];
+      if (renewed.ok())
+        f.leases[i] = *renewed;
+      else
+        ++fails[t];
     }
   });
   int64_t done = 0;
@@ -156,8 +158,8 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
   for (int round = 0; round < 2; ++round) {
     renewed += renew_round(*fleet, o.threads, half, latencies, r.renew_failures);
     if (path) {
-      ASSIGN_OR_RETURN(int64_t n, raw_sqlite_renewals(*path, kTable, raw, o.threads, half,
-                                                      to_ms(kBenchTtl)));
+      ASSIGN_OR_RETURN(int64_t n,
+                       raw_sqlite_renewals(*path, kTable, raw, o.threads, half, to_ms(kBenchTtl)));
       raw_done += n;
     }
   }
@@ -181,15 +183,14 @@ std::string optional_number(const std::optional<double>& v, int decimals) {
 }
 
 std::string to_json_line(const LeaseBenchReport& r) {
-  return fmt::format(
-      R"({{"bench":"leases","backend":{},"leases":{},"threads":{},"seconds":{},)"
-      R"("acquire_per_s":{:.0f},"renew_per_s":{:.0f},"release_per_s":{:.0f},)"
-      R"("renew_p50_us":{:.1f},"renew_p99_us":{:.1f},"raw_update_per_s":{},)"
-      R"("renew_vs_raw":{},"renew_failures":{}}})",
-      boost::json::serialize(boost::json::string(r.backend)), r.leases, r.threads, r.seconds,
-      r.acquire_per_s, r.renew_per_s, r.release_per_s, r.renew_p50_us, r.renew_p99_us,
-      optional_number(r.raw_update_per_s, 0), optional_number(r.renew_vs_raw, 3),
-      r.renew_failures);
+  return fmt::format(R"({{"bench":"leases","backend":{},"leases":{},"threads":{},"seconds":{},)"
+                     R"("acquire_per_s":{:.0f},"renew_per_s":{:.0f},"release_per_s":{:.0f},)"
+                     R"("renew_p50_us":{:.1f},"renew_p99_us":{:.1f},"raw_update_per_s":{},)"
+                     R"("renew_vs_raw":{},"renew_failures":{}}})",
+                     boost::json::serialize(boost::json::string(r.backend)), r.leases, r.threads,
+                     r.seconds, r.acquire_per_s, r.renew_per_s, r.release_per_s, r.renew_p50_us,
+                     r.renew_p99_us, optional_number(r.raw_update_per_s, 0),
+                     optional_number(r.renew_vs_raw, 3), r.renew_failures);
 }
 
 namespace {
@@ -261,8 +262,8 @@ std::string to_json_line(const RenewerBenchReport& r) {
       R"({{"bench":"renewer","backend":{},"leases":{},"renew_every_ms":{},"seconds":{},)"
       R"("renewals":{},"lost":{},"cpu_core_percent":{:.2f},"rss_mib":{:.1f},)"
       R"("peak_rss_mib":{:.1f}}})",
-      boost::json::serialize(boost::json::string(r.backend)), r.leases, r.renew_every_ms,
-      r.seconds, r.renewals, r.lost, r.cpu_core_percent, r.rss_mib, r.peak_rss_mib);
+      boost::json::serialize(boost::json::string(r.backend)), r.leases, r.renew_every_ms, r.seconds,
+      r.renewals, r.lost, r.cpu_core_percent, r.rss_mib, r.peak_rss_mib);
 }
 
 }  // namespace leasehold::bench

@@ -51,8 +51,8 @@ struct RenewerBenchOptions {
 struct RenewerBenchReport {
   std::string backend;
   int64_t leases = 0, renew_every_ms = 0, seconds = 0;
-  int64_t renewals = 0;  // renewals the store accepted in the measured window
-  int64_t lost = 0;      // must be 0
+  int64_t renewals = 0;         // renewals the store accepted in the measured window
+  int64_t lost = 0;             // must be 0
   double cpu_core_percent = 0;  // user+system CPU over wall time, while renewing
   double rss_mib = 0, peak_rss_mib = 0;
 };

@@ -27,16 +27,18 @@ struct Outcome {
   std::string error;
 };
 
-void renew_loop(const std::string& path, const std::string& sql, const std::vector<RawLease>& leases,
-                size_t first, size_t stride, MonoTime until, int64_t ttl_ms, Outcome& out) {
+void renew_loop(const std::string& path, const std::string& sql,
+                const std::vector<RawLease>& leases, size_t first, size_t stride, MonoTime until,
+                int64_t ttl_ms, Outcome& out) {
   sqlite3* raw_db = nullptr;
   sqlite3_open_v2(path.c_str(), &raw_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   std::unique_ptr<sqlite3, Closer> db(raw_db);
   sqlite3_busy_timeout(db.get(), 5000);
-  sqlite3_exec(db.get(), "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", nullptr, nullptr, nullptr);
+  sqlite3_exec(db.get(), "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL", nullptr, nullptr,
+               nullptr);
   sqlite3_stmt* raw_stmt = nullptr;
-  if (sqlite3_prepare_v3(db.get(), sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &raw_stmt, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_prepare_v3(db.get(), sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &raw_stmt,
+                         nullptr) != SQLITE_OK) {
     out.error = sqlite3_errmsg(db.get());
     return;
   }
@@ -48,13 +50,15 @@ void renew_loop(const std::string& path, const std::string& sql, const std::vect
     const int64_t now_ms = to_unix_ms(clock.wall_now());
     sqlite3_bind_int64(stmt.get(), 1, now_ms);
     sqlite3_bind_int64(stmt.get(), 2, now_ms + ttl_ms);
-    sqlite3_bind_text(stmt.get(), 3, lease.pk.data(), static_cast<int>(lease.pk.size()), SQLITE_STATIC);
+    sqlite3_bind_text(stmt.get(), 3, lease.pk.data(), static_cast<int>(lease.pk.size()),
+                      SQLITE_STATIC);
     sqlite3_bind_text(stmt.get(), 4, lease.token.data(), static_cast<int>(lease.token.size()),
                       SQLITE_STATIC);
     const int rc = sqlite3_step(stmt.get());
     sqlite3_reset(stmt.get());
     if (rc != SQLITE_DONE || sqlite3_changes(db.get()) != 1) {
-      out.error = rc != SQLITE_DONE ? sqlite3_errmsg(db.get()) : "a renewal's condition did not hold";
+      out.error =
+          rc != SQLITE_DONE ? sqlite3_errmsg(db.get()) : "a renewal's condition did not hold";
       return;
     }
     ++out.done;

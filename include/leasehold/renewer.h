@@ -24,8 +24,8 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <unordered_map>
 #include <thread>
+#include <unordered_map>
 
 #include "leasehold/lease.h"
 
@@ -50,10 +50,10 @@ struct RenewerOptions {
 
 // Counters since the renewer was made; for operators and benchmarks.
 struct RenewerStats {
-  uint64_t renewals = 0;        // renewals the store accepted
-  uint64_t failures = 0;        // attempts that failed and were retried
-  uint64_t lost = 0;            // loss reports
-  uint64_t batches = 0;         // calls to LeaseManager::renew_each
+  uint64_t renewals = 0;  // renewals the store accepted
+  uint64_t failures = 0;  // attempts that failed and were retried
+  uint64_t lost = 0;      // loss reports
+  uint64_t batches = 0;   // calls to LeaseManager::renew_each
 };
 
 class Renewer {

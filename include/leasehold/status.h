@@ -67,16 +67,14 @@ inline Status failed_precondition(std::string m) {
 inline Status condition_failed(std::string m) { return {Code::kConditionFailed, std::move(m)}; }
 inline Status unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
 inline Status unknown_outcome(std::string m) { return {Code::kUnknownOutcome, std::move(m)}; }
-inline Status deadline_exceeded(std::string m) {
-  return {Code::kDeadlineExceeded, std::move(m)};
-}
+inline Status deadline_exceeded(std::string m) { return {Code::kDeadlineExceeded, std::move(m)}; }
 inline Status internal_error(std::string m) { return {Code::kInternal, std::move(m)}; }
 
 // Either a value of type T or a non-OK Status.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     assert(!status_.ok() && "a Result built from a Status must carry an error");
   }
@@ -113,10 +111,10 @@ class [[nodiscard]] Result {
 #define LEASEHOLD_CONCAT(a, b) LEASEHOLD_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` yields a non-OK Status.
-#define RETURN_IF_ERROR(expr)                             \
-  do {                                                    \
-    ::leasehold::Status lh_status_ = (expr);              \
-    if (!lh_status_.ok()) return lh_status_;              \
+#define RETURN_IF_ERROR(expr)                \
+  do {                                       \
+    ::leasehold::Status lh_status_ = (expr); \
+    if (!lh_status_.ok()) return lh_status_; \
   } while (false)
 
 // `ASSIGN_OR_RETURN(auto x, f());` assigns the value of a Result or returns

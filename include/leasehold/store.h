@@ -108,12 +108,24 @@ namespace cond {
 Condition exists(std::string attr);
 Condition not_exists(std::string attr);
 Condition compare(std::string attr, CompareOp op, Value v);
-inline Condition eq(std::string a, Value v) { return compare(std::move(a), CompareOp::kEq, std::move(v)); }
-inline Condition ne(std::string a, Value v) { return compare(std::move(a), CompareOp::kNe, std::move(v)); }
-inline Condition lt(std::string a, Value v) { return compare(std::move(a), CompareOp::kLt, std::move(v)); }
-inline Condition le(std::string a, Value v) { return compare(std::move(a), CompareOp::kLe, std::move(v)); }
-inline Condition gt(std::string a, Value v) { return compare(std::move(a), CompareOp::kGt, std::move(v)); }
-inline Condition ge(std::string a, Value v) { return compare(std::move(a), CompareOp::kGe, std::move(v)); }
+inline Condition eq(std::string a, Value v) {
+  return compare(std::move(a), CompareOp::kEq, std::move(v));
+}
+inline Condition ne(std::string a, Value v) {
+  return compare(std::move(a), CompareOp::kNe, std::move(v));
+}
+inline Condition lt(std::string a, Value v) {
+  return compare(std::move(a), CompareOp::kLt, std::move(v));
+}
+inline Condition le(std::string a, Value v) {
+  return compare(std::move(a), CompareOp::kLe, std::move(v));
+}
+inline Condition gt(std::string a, Value v) {
+  return compare(std::move(a), CompareOp::kGt, std::move(v));
+}
+inline Condition ge(std::string a, Value v) {
+  return compare(std::move(a), CompareOp::kGe, std::move(v));
+}
 }  // namespace cond
 
 // `a && b` where a true operand is dropped, so conditions compose cheaply.
@@ -168,12 +180,14 @@ struct KeyRange {
     return {Kind::kBetween, std::move(lo), std::move(hi)};
   }
   // Strings only.
-  static KeyRange begins_with(std::string prefix) { return {Kind::kBeginsWith, std::move(prefix), {}}; }
+  static KeyRange begins_with(std::string prefix) {
+    return {Kind::kBeginsWith, std::move(prefix), {}};
+  }
 };
 
 struct QueryOptions {
-  int limit = 100;      // 1..kQueryLimitMax items per page
-  std::string cursor;   // from a previous Page; empty for the first page
+  int limit = 100;          // 1..kQueryLimitMax items per page
+  std::string cursor;       // from a previous Page; empty for the first page
   bool consistent = false;  // table queries only; index queries are eventual
 };
 

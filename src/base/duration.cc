@@ -18,12 +18,18 @@ Result<Duration> parse_duration(std::string_view text) {
   if (ec != std::errc() || ptr != text.data() + digits) return bad("number out of range");
   const std::string_view unit = text.substr(digits);
   int64_t ms_per_unit = 0;
-  if (unit == "ms") ms_per_unit = 1;
-  else if (unit == "s") ms_per_unit = 1000;
-  else if (unit == "m") ms_per_unit = 60'000;
-  else if (unit == "h") ms_per_unit = 3'600'000;
-  else if (unit.empty()) return bad("missing unit");
-  else return bad("unknown unit '" + std::string(unit) + "'");
+  if (unit == "ms")
+    ms_per_unit = 1;
+  else if (unit == "s")
+    ms_per_unit = 1000;
+  else if (unit == "m")
+    ms_per_unit = 60'000;
+  else if (unit == "h")
+    ms_per_unit = 3'600'000;
+  else if (unit.empty())
+    return bad("missing unit");
+  else
+    return bad("unknown unit '" + std::string(unit) + "'");
   // Cap at 1000 days: far past any sensible lease, far from overflow.
   constexpr int64_t kMaxMs = int64_t{1000} * 24 * 3'600'000;
   if (n > kMaxMs / ms_per_unit) return bad("longer than 1000 days");

@@ -33,8 +33,7 @@ int64_t Random::uniform(int64_t lo, int64_t hi) {
 double Random::uniform01() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
 
 void SystemRandom::fill(std::span<std::byte> out) {
-  if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(out.size())) !=
-      1) {
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(out.size())) != 1) {
     std::fputs("leasehold: the system CSPRNG failed; refusing to continue\n", stderr);
     std::abort();
   }

@@ -4,16 +4,26 @@ namespace leasehold {
 
 std::string_view code_name(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kAlreadyExists: return "AlreadyExists";
-    case Code::kFailedPrecondition: return "FailedPrecondition";
-    case Code::kConditionFailed: return "ConditionFailed";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kUnknownOutcome: return "UnknownOutcome";
-    case Code::kDeadlineExceeded: return "DeadlineExceeded";
-    case Code::kInternal: return "Internal";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kAlreadyExists:
+      return "AlreadyExists";
+    case Code::kFailedPrecondition:
+      return "FailedPrecondition";
+    case Code::kConditionFailed:
+      return "ConditionFailed";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kUnknownOutcome:
+      return "UnknownOutcome";
+    case Code::kDeadlineExceeded:
+      return "DeadlineExceeded";
+    case Code::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

@@ -26,9 +26,9 @@ int run_bench_leases(const BenchLeasesOptions& options);
 
 struct BenchRenewerOptions {
   std::string store_uri;
-  int64_t leases = 10'000;  // 1..kBenchLeasesMax
+  int64_t leases = 10'000;   // 1..kBenchLeasesMax
   std::string every = "5s";  // the renew period, a duration
-  int64_t seconds = 60;     // 1..kBenchSecondsMax
+  int64_t seconds = 60;      // 1..kBenchSecondsMax
 };
 
 int run_bench_renewer(const BenchRenewerOptions& options);

@@ -132,7 +132,8 @@ Status check_bench_renewer(const BenchRenewerOptions& b) {
     return invalid_argument("--seconds must be 1.." + std::to_string(kBenchSecondsMax));
   }
   ASSIGN_OR_RETURN(const Duration every, parse_duration(b.every));
-  if (every < std::chrono::milliseconds(100)) return invalid_argument("--every must be at least 100ms");
+  if (every < std::chrono::milliseconds(100))
+    return invalid_argument("--every must be at least 100ms");
   return {};
 }
 

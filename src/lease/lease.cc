@@ -27,10 +27,11 @@ Status validate_text(std::string_view what, std::string_view text, size_t bytes_
 }
 
 Status validate_slot(std::string_view slot) {
-  const bool ok = !slot.empty() && slot.size() <= 32 && slot[0] >= 'a' && slot[0] <= 'z' &&
-                  slot.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") ==
-                      std::string_view::npos;
-  if (!ok) return invalid_argument("slot '" + std::string(slot) + "' must match [a-z][a-z0-9_]{0,31}");
+  const bool ok =
+      !slot.empty() && slot.size() <= 32 && slot[0] >= 'a' && slot[0] <= 'z' &&
+      slot.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string_view::npos;
+  if (!ok)
+    return invalid_argument("slot '" + std::string(slot) + "' must match [a-z][a-z0-9_]{0,31}");
   return {};
 }
 
@@ -64,8 +65,8 @@ Condition acquirable(const SlotNames& names, int64_t now_ms) {
 
 // Removes every field of the slot but its epoch, which must never go back.
 void clear_slot(const SlotNames& n, Update& update) {
-  for (const std::string* attr : {&n.owner, &n.token, &n.acquired_at_ms, &n.heartbeat_at_ms,
-                                  &n.expires_at_ms, &n.holder}) {
+  for (const std::string* attr :
+       {&n.owner, &n.token, &n.acquired_at_ms, &n.heartbeat_at_ms, &n.expires_at_ms, &n.holder}) {
     update.remove(*attr);
   }
 }
@@ -118,13 +119,12 @@ Status LeaseManager::check_timing(Duration ttl, Duration renew_every) const {
   const Duration window = validity(ttl);
   if (window < kValidityMin) {
     const auto min_ttl = kValidityMin + config_.max_clock_skew + config_.safety_margin;
-    return invalid_argument("ttl " + std::to_string(to_ms(ttl)) + "ms is too short: after the " +
-                            std::to_string(to_ms(config_.max_clock_skew)) +
-                            "ms clock-skew allowance and " +
-                            std::to_string(to_ms(config_.safety_margin)) +
-                            "ms margin the holder could trust it for " +
-                            std::to_string(to_ms(window)) + "ms; use a ttl of at least " +
-                            std::to_string(to_ms(min_ttl)) + "ms");
+    return invalid_argument(
+        "ttl " + std::to_string(to_ms(ttl)) + "ms is too short: after the " +
+        std::to_string(to_ms(config_.max_clock_skew)) + "ms clock-skew allowance and " +
+        std::to_string(to_ms(config_.safety_margin)) + "ms margin the holder could trust it for " +
+        std::to_string(to_ms(window)) + "ms; use a ttl of at least " +
+        std::to_string(to_ms(min_ttl)) + "ms");
   }
   if (renew_every <= Duration::zero() || renew_every * 2 > window) {
     return invalid_argument("renew period " + std::to_string(to_ms(renew_every)) +
@@ -155,8 +155,10 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
       .set(n.heartbeat_at_ms, lease.acquired_at_ms)
       .set(n.expires_at_ms, lease.expires_at_ms)
       .add(n.epoch, 1);
-  if (o.holder.empty()) update.remove(n.holder);
-  else update.set(n.holder, o.holder);
+  if (o.holder.empty())
+    update.remove(n.holder);
+  else
+    update.set(n.holder, o.holder);
   update.append(o.extra_update);
   const Condition condition = acquirable(n, lease.acquired_at_ms) && o.extra_condition;
 
@@ -169,8 +171,10 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
   switch (written.status().code()) {
     case Code::kConditionFailed:
       return already_exists("lease on " + describe_key(key, o.slot) + " is held by another owner");
-    case Code::kUnknownOutcome: return resolve_acquire(key, lease);
-    default: return written.status().with_context("acquire " + describe_key(key, o.slot));
+    case Code::kUnknownOutcome:
+      return resolve_acquire(key, lease);
+    default:
+      return written.status().with_context("acquire " + describe_key(key, o.slot));
   }
 }
 
@@ -189,7 +193,8 @@ Result<Lease> LeaseManager::resolve_acquire(const Key& key, const Lease& attempt
   const auto names_n = names(attempt.slot);
   const SlotNames& n = *names_n;
   if (string_or_empty(*item, n.token) != attempt.token) {
-    return already_exists("lease on " + describe_key(key, attempt.slot) + " is held by another owner");
+    return already_exists("lease on " + describe_key(key, attempt.slot) +
+                          " is held by another owner");
   }
   Lease lease = attempt;
   lease.epoch = int_or_zero(*item, n.epoch);
@@ -248,14 +253,16 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
         written = read_back(p.key);
         if (!written.ok()) return unavailable(what + ": outcome unknown and the read-back failed");
         if (string_or_empty(*written, n.token) != p.token) {
-          return failed_precondition("lease on " + describe_key(p.key, p.slot) + " is no longer yours");
+          return failed_precondition("lease on " + describe_key(p.key, p.slot) +
+                                     " is no longer yours");
         }
         if (int_or_zero(*written, n.expires_at_ms) != p.expires_at_ms) {
           return unavailable(what + ": the renewal did not apply; retry");
         }
         break;
       }
-      default: return written.status().with_context(what);
+      default:
+        return written.status().with_context(what);
     }
   }
   // A reply that comes back after the old deadline does not revive the lease.
@@ -339,20 +346,23 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
   } else {
     clear_slot(n, update);
   }
-  Result<Item> written = store_.update(config_.table, ref.key, update, cond::eq(n.token, ref.token));
+  Result<Item> written =
+      store_.update(config_.table, ref.key, update, cond::eq(n.token, ref.token));
   if (written.ok()) return {};
   switch (written.status().code()) {
     case Code::kConditionFailed:
-      return failed_precondition("lease on " + describe_key(ref.key, ref.slot) + " is no longer yours");
+      return failed_precondition("lease on " + describe_key(ref.key, ref.slot) +
+                                 " is no longer yours");
     case Code::kUnknownOutcome: {
       Result<Item> item = read_back(ref.key);
       if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
-      const bool still_live = string_or_empty(*item, n.token) == ref.token &&
-                              int_or_zero(*item, n.expires_at_ms) != 0;
+      const bool still_live =
+          string_or_empty(*item, n.token) == ref.token && int_or_zero(*item, n.expires_at_ms) != 0;
       if (still_live) return unavailable("release did not apply; retry");
       return {};
     }
-    default: return written.status().with_context("release " + describe_key(ref.key, ref.slot));
+    default:
+      return written.status().with_context("release " + describe_key(ref.key, ref.slot));
   }
 }
 
@@ -380,7 +390,8 @@ Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to)
   // Tell "the old lease is gone" apart from "the new slot is taken".
   Result<Item> item = store_.get(config_.table, from.key, true);
   if (item.ok() && string_or_empty(*item, f.token) != from.token) {
-    return failed_precondition("lease on " + describe_key(from.key, from.slot) + " is no longer yours");
+    return failed_precondition("lease on " + describe_key(from.key, from.slot) +
+                               " is no longer yours");
   }
   return lease;
 }
@@ -400,7 +411,8 @@ Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update
     Result<Item> item = store_.get(config_.table, lease.key, true);
     if (item.ok() && string_or_empty(*item, n.token) == lease.token) return written.status();
   }
-  return failed_precondition("lease on " + describe_key(lease.key, lease.slot) + " is no longer yours");
+  return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
+                             " is no longer yours");
 }
 
 LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_view slot) {

@@ -194,7 +194,8 @@ TEST_F(LeaseTest, UnknownOutcomesAreResolvedByReadingBack) {
 
   // Applied but unreported, and the read-back fails every time: unavailable,
   // never a lease the caller believes it has without proof.
-  for (int i = 0; i < 4; ++i) faulty_.inject_next(i == 0 ? store::Fault::kDropReply : store::Fault::kUnavailable);
+  for (int i = 0; i < 4; ++i)
+    faulty_.inject_next(i == 0 ? store::Fault::kDropReply : store::Fault::kUnavailable);
   EXPECT_EQ(leases_.acquire({"third", ""}, as("c")).status().code(), Code::kUnavailable);
 }
 

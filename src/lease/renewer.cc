@@ -51,8 +51,8 @@ Renewer::Id Renewer::add(Lease lease, LossCallback on_lost) {
     std::lock_guard lock(mu_);
     id = next_id_++;
     const MonoTime lost_at = lease.valid_until - options_.loss_lead;
-    Entry entry{std::move(lease), std::move(on_lost), every, schedule(every), lost_at,
-                options_.retry_backoff};
+    Entry entry{std::move(lease), std::move(on_lost),    every, schedule(every),
+                lost_at,          options_.retry_backoff};
     renew_queue_.emplace(entry.next_renew_at, id);
     loss_queue_.emplace(entry.lost_at, id);
     entries_.emplace(id, std::move(entry));
@@ -149,8 +149,8 @@ bool Renewer::renew_batch(MonoTime now) {
   assert(results.size() == ids.size());
   const MonoTime done = clock_.mono_now();
   for (size_t i = 0; i < ids.size(); ++i) {
-    assert(!results[i].ok() || (results[i]->epoch == leases[i].epoch &&
-                                results[i]->token == leases[i].token));
+    assert(!results[i].ok() ||
+           (results[i]->epoch == leases[i].epoch && results[i]->token == leases[i].token));
     apply_result(ids[i], results[i], done);
   }
   return ids.size() == options_.batch_max;

@@ -19,15 +19,22 @@ class CountingStore final : public ItemStore {
  public:
   explicit CountingStore(ItemStore& inner) : inner_(inner) {}
   Status ensure_table(const TableSpec& s) override { return inner_.ensure_table(s); }
-  Result<Item> get(std::string_view t, const Key& k, bool c) override { return inner_.get(t, k, c); }
+  Result<Item> get(std::string_view t, const Key& k, bool c) override {
+    return inner_.get(t, k, c);
+  }
   Result<std::vector<Item>> batch_get(std::string_view t, std::span<const Key> k) override {
     return inner_.batch_get(t, k);
   }
-  Status put(std::string_view t, const Item& i, const Condition& c) override { return inner_.put(t, i, c); }
-  Result<Item> update(std::string_view t, const Key& k, const Update& u, const Condition& c) override {
+  Status put(std::string_view t, const Item& i, const Condition& c) override {
+    return inner_.put(t, i, c);
+  }
+  Result<Item> update(std::string_view t, const Key& k, const Update& u,
+                      const Condition& c) override {
     return inner_.update(t, k, u, c);
   }
-  Status remove(std::string_view t, const Key& k, const Condition& c) override { return inner_.remove(t, k, c); }
+  Status remove(std::string_view t, const Key& k, const Condition& c) override {
+    return inner_.remove(t, k, c);
+  }
   Result<Page> query(std::string_view t, std::string_view pk, const KeyRange& r,
                      const QueryOptions& o) override {
     return inner_.query(t, pk, r, o);
@@ -36,7 +43,8 @@ class CountingStore final : public ItemStore {
                            const KeyRange& r, const QueryOptions& o) override {
     return inner_.query_index(t, i, h, r, o);
   }
-  std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> r) override {
+  std::vector<Result<Item>> update_each(std::string_view t,
+                                        std::span<const UpdateRequest> r) override {
     ++batches;
     writes += r.size();
     return inner_.update_each(t, r);

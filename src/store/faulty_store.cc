@@ -42,7 +42,8 @@ Result<Item> FaultyStore::get(std::string_view table, const Key& key, bool consi
   return run<Result<Item>>(false, [&] { return inner_.get(table, key, consistent); });
 }
 
-Result<std::vector<Item>> FaultyStore::batch_get(std::string_view table, std::span<const Key> keys) {
+Result<std::vector<Item>> FaultyStore::batch_get(std::string_view table,
+                                                 std::span<const Key> keys) {
   return run<Result<std::vector<Item>>>(false, [&] { return inner_.batch_get(table, keys); });
 }
 

@@ -7,18 +7,24 @@ namespace leasehold {
 
 std::string_view type_name(AttrType type) {
   switch (type) {
-    case AttrType::kString: return "string";
-    case AttrType::kInt: return "int";
-    case AttrType::kBool: return "bool";
+    case AttrType::kString:
+      return "string";
+    case AttrType::kInt:
+      return "int";
+    case AttrType::kBool:
+      return "bool";
   }
   return "?";
 }
 
 std::string describe(const Value& v) {
   switch (type_of(v)) {
-    case AttrType::kString: return "\"" + std::get<std::string>(v) + "\"";
-    case AttrType::kInt: return std::to_string(std::get<int64_t>(v));
-    case AttrType::kBool: return std::get<bool>(v) ? "true" : "false";
+    case AttrType::kString:
+      return "\"" + std::get<std::string>(v) + "\"";
+    case AttrType::kInt:
+      return std::to_string(std::get<int64_t>(v));
+    case AttrType::kBool:
+      return std::get<bool>(v) ? "true" : "false";
   }
   return "?";
 }
@@ -35,24 +41,34 @@ const int64_t* get_int(const Item& item, std::string_view attr) {
 
 std::string_view op_symbol(CompareOp op) {
   switch (op) {
-    case CompareOp::kEq: return "=";
-    case CompareOp::kNe: return "<>";
-    case CompareOp::kLt: return "<";
-    case CompareOp::kLe: return "<=";
-    case CompareOp::kGt: return ">";
-    case CompareOp::kGe: return ">=";
+    case CompareOp::kEq:
+      return "=";
+    case CompareOp::kNe:
+      return "<>";
+    case CompareOp::kLt:
+      return "<";
+    case CompareOp::kLe:
+      return "<=";
+    case CompareOp::kGt:
+      return ">";
+    case CompareOp::kGe:
+      return ">=";
   }
   return "?";
 }
 
 std::string Condition::to_string() const {
   switch (kind) {
-    case Kind::kTrue: return "true";
-    case Kind::kExists: return "exists(" + attr + ")";
-    case Kind::kNotExists: return "not_exists(" + attr + ")";
+    case Kind::kTrue:
+      return "true";
+    case Kind::kExists:
+      return "exists(" + attr + ")";
+    case Kind::kNotExists:
+      return "not_exists(" + attr + ")";
     case Kind::kCompare:
       return attr + " " + std::string(op_symbol(op)) + " " + describe(value);
-    case Kind::kNot: return "not (" + children.at(0).to_string() + ")";
+    case Kind::kNot:
+      return "not (" + children.at(0).to_string() + ")";
     case Kind::kAnd:
     case Kind::kOr: {
       std::string out = "(";
@@ -149,12 +165,18 @@ std::string Update::to_string() const {
   for (const auto& a : actions_) {
     if (!out.empty()) out += ", ";
     switch (a.kind) {
-      case UpdateAction::Kind::kSet: out += "set(" + a.attr + ", " + describe(a.value) + ")"; break;
+      case UpdateAction::Kind::kSet:
+        out += "set(" + a.attr + ", " + describe(a.value) + ")";
+        break;
       case UpdateAction::Kind::kSetIfAbsent:
         out += "set_if_absent(" + a.attr + ", " + describe(a.value) + ")";
         break;
-      case UpdateAction::Kind::kAdd: out += "add(" + a.attr + ", " + describe(a.value) + ")"; break;
-      case UpdateAction::Kind::kRemove: out += "remove(" + a.attr + ")"; break;
+      case UpdateAction::Kind::kAdd:
+        out += "add(" + a.attr + ", " + describe(a.value) + ")";
+        break;
+      case UpdateAction::Kind::kRemove:
+        out += "remove(" + a.attr + ")";
+        break;
     }
   }
   return out;

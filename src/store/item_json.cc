@@ -9,9 +9,15 @@ std::string encode_item(const Item& item) {
   object.reserve(item.size());
   for (const auto& [name, value] : item) {
     switch (type_of(value)) {
-      case AttrType::kString: object.emplace(name, std::get<std::string>(value)); break;
-      case AttrType::kInt: object.emplace(name, std::get<int64_t>(value)); break;
-      case AttrType::kBool: object.emplace(name, std::get<bool>(value)); break;
+      case AttrType::kString:
+        object.emplace(name, std::get<std::string>(value));
+        break;
+      case AttrType::kInt:
+        object.emplace(name, std::get<int64_t>(value));
+        break;
+      case AttrType::kBool:
+        object.emplace(name, std::get<bool>(value));
+        break;
     }
   }
   return boost::json::serialize(object);

@@ -1002,12 +1002,12 @@ TEST_P(StoreConformance, InvalidUtf8IsRefusedEverywhere) {
   ASSERT_OK(store().put(kItems, {{"id", "a"}, {"v", "ok"}}, {}));
   const Item before = MUST(store().get(kItems, key("a"), true));
   for (const std::string& bad : {std::string("\xff\xfe"), std::string("\xc0\xaf"),
-                                std::string("\xed\xa0\x80"), std::string("abc\xe2\x82")}) {
+                                 std::string("\xed\xa0\x80"), std::string("abc\xe2\x82")}) {
     EXPECT_CODE(Code::kInvalidArgument, store().put(kItems, {{"id", "a"}, {"v", bad}}, {}));
     EXPECT_CODE(Code::kInvalidArgument, store().put(kItems, {{"id", bad}}, {}));
-    EXPECT_CODE(Code::kInvalidArgument, store().update(kItems, key("a"), Update().set("v", bad), {}));
     EXPECT_CODE(Code::kInvalidArgument,
-                store().update(kItems, key("a"), Update().set(bad, 1), {}));
+                store().update(kItems, key("a"), Update().set("v", bad), {}));
+    EXPECT_CODE(Code::kInvalidArgument, store().update(kItems, key("a"), Update().set(bad, 1), {}));
     EXPECT_CODE(Code::kInvalidArgument,
                 store().update(kItems, key("a"), Update().set("w", 1), cond::eq("v", bad)));
   }

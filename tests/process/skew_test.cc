@@ -57,15 +57,15 @@ TEST_F(SkewTest, AHolderBehindGivesUpBeforeATakerAheadMayTakeOver) {
   // renewal now waits, and none can succeed within the holder's validity.
   Process locker({"sh", "-c",
                   "(echo 'BEGIN EXCLUSIVE;'; echo \"SELECT 'locked';\"; sleep 6; echo 'COMMIT;') "
-                  "| sqlite3 '" + db_path().string() + "' 1>&2"},
+                  "| sqlite3 '" +
+                      db_path().string() + "' 1>&2"},
                  dir());
   ASSERT_TRUE(wait_until([&] { return locker.err_so_far().find("locked") != std::string::npos; },
                          kEventTimeout));
   // It logs the loss right after sending its command SIGTERM; it may exit
   // only later, once the renewal stuck behind the lock returns.
   ASSERT_TRUE(wait_until(
-      [&] { return hold.err_so_far().find("lost the lease") != std::string::npos; },
-      kEventTimeout))
+      [&] { return hold.err_so_far().find("lost the lease") != std::string::npos; }, kEventTimeout))
       << "the stalled holder never gave up";
   const int64_t gave_up_ms = now_ms();  // true time, at or after the moment it gave up
   ASSERT_TRUE(hold.wait_for(kEventTimeout));
@@ -86,8 +86,8 @@ TEST_F(SkewTest, AHolderBehindGivesUpBeforeATakerAheadMayTakeOver) {
   std::optional<boost::json::object> taken;
   ASSERT_TRUE(wait_until(
       [&] {
-        Process taker(skewed("+0.1", {"lease", "acquire", "job", "--owner", "ahead", "--ttl", "20s"}),
-                      dir());
+        Process taker(
+            skewed("+0.1", {"lease", "acquire", "job", "--owner", "ahead", "--ttl", "20s"}), dir());
         if (!taker.wait_for(kRunTimeout) || taker.result().exit_code != 0) return false;
         taken = parse_object(taker.result().out);
         return true;

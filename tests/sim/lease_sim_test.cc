@@ -159,7 +159,8 @@ class Simulation {
     Result<Lease> lease = w.leases->acquire({"key" + std::to_string(key), ""}, o);
     if (!lease.ok()) return;
     ++acquisitions_;
-    note(o.owner + " acquired key" + std::to_string(key) + " epoch " + std::to_string(lease->epoch));
+    note(o.owner + " acquired key" + std::to_string(key) + " epoch " +
+         std::to_string(lease->epoch));
     int64_t& seen = epoch_seen_[key];
     if (lease->epoch <= seen) {
       fail("epoch " + std::to_string(lease->epoch) + " on key" + std::to_string(key) +

@@ -44,8 +44,10 @@ class MemoryStore final : public ItemStore {
     for (const auto& index : spec.indexes) {
       const auto same = std::find_if(have.indexes.begin(), have.indexes.end(),
                                      [&](auto& i) { return i.name == index.name; });
-      if (same == have.indexes.end()) added.push_back(index);
-      else RETURN_IF_ERROR(check_same_index(*same, index));
+      if (same == have.indexes.end())
+        added.push_back(index);
+      else
+        RETURN_IF_ERROR(check_same_index(*same, index));
     }
     have.indexes.insert(have.indexes.end(), added.begin(), added.end());
     return {};
@@ -99,7 +101,8 @@ class MemoryStore final : public ItemStore {
     std::vector<Result<Item>> out;
     auto t = find_table(table);
     for (const auto& r : requests) {
-      out.push_back(t.ok() ? update_locked(**t, r.key, r.update, r.condition) : Result<Item>(t.status()));
+      out.push_back(t.ok() ? update_locked(**t, r.key, r.update, r.condition)
+                           : Result<Item>(t.status()));
     }
     return out;
   }
@@ -155,8 +158,10 @@ class MemoryStore final : public ItemStore {
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     RETURN_IF_ERROR(validate_query_options(options));
     const auto& indexes = t->spec.indexes;
-    const auto spec = std::find_if(indexes.begin(), indexes.end(), [&](auto& i) { return i.name == index; });
-    if (spec == indexes.end()) return not_found("table " + t->spec.name + " has no index " + std::string(index));
+    const auto spec =
+        std::find_if(indexes.begin(), indexes.end(), [&](auto& i) { return i.name == index; });
+    if (spec == indexes.end())
+      return not_found("table " + t->spec.name + " has no index " + std::string(index));
     RETURN_IF_ERROR(validate_range(range, spec->range_type));
 
     // Index order: (range value, pk, sk), as an ordered set of pointers.
@@ -165,7 +170,8 @@ class MemoryStore final : public ItemStore {
     for (const auto& [k, item] : t->items) {
       const auto* h = get_string(item, spec->hash_attr);
       const auto r = item.find(spec->range_attr);
-      if (!h || *h != hash_value || r == item.end() || type_of(r->second) != spec->range_type) continue;
+      if (!h || *h != hash_value || r == item.end() || type_of(r->second) != spec->range_type)
+        continue;
       if (in_range(r->second, range)) entries.emplace_back(r->second, k, &item);
     }
     std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
@@ -179,7 +185,8 @@ class MemoryStore final : public ItemStore {
       if (r == c.end() || type_of(r->second) != spec->range_type) {
         return invalid_argument("malformed query cursor");
       }
-      const auto pos = std::make_pair(r->second, KeyTuple(std::get<std::string>(c["pk"]), std::get<std::string>(c["sk"])));
+      const auto pos = std::make_pair(
+          r->second, KeyTuple(std::get<std::string>(c["pk"]), std::get<std::string>(c["sk"])));
       begin = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) {
         return std::make_pair(std::get<0>(e), std::get<1>(e)) > pos;
       });
