@@ -1,5 +1,4 @@
 // Value helpers and the Condition / Update builders of leasehold/store.h.
-#include <cstdio>
 
 #include "leasehold/store.h"
 
