@@ -11,7 +11,13 @@ packages=(
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libfaketime
+  python3-botocore
 )
+
+# Node.js and npm run dynalite; most machines have them already.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -26,4 +32,14 @@ if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# dynalite (a local DynamoDB for the tests), pinned in package-lock.json.
+# npm records what it installed in node_modules/.package-lock.json; reinstall
+# only when that is missing or older than the lock file.
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ ! -f "$repo_root/node_modules/.package-lock.json" ||
+      "$repo_root/package-lock.json" -nt "$repo_root/node_modules/.package-lock.json" ]]; then
+  echo "setup: installing node_modules (npm ci)"
+  (cd "$repo_root" && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -1,0 +1,453 @@
+// HttpClient over Boost.Beast. Each pooled connection owns its io_context,
+// so a caller drives its own connection's asynchronous operations on its own
+// thread; every operation carries the request's deadline (tcp_stream expiry,
+// or a timer for name resolution).
+#include "store/dynamodb/http_client.h"
+
+#include <sys/socket.h>
+
+// GCC 12 reports a false -Wmaybe-uninitialized inside Beast's parser
+// (boost::optional in content_length) when building with sanitizers.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#pragma GCC diagnostic pop
+#include <strings.h>
+
+#include <cerrno>
+#include <charconv>
+#include <condition_variable>
+#include <mutex>
+
+namespace leasehold::store::dynamodb {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using SteadyClock = std::chrono::steady_clock;
+
+constexpr uint32_t kHeaderBytesMax = 64 * 1024;
+
+struct Connection {
+  net::io_context ioc;
+  std::unique_ptr<beast::tcp_stream> plain;
+  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  beast::flat_buffer buffer;
+  bool connected = false;
+  bool reused = false;
+  MonoTime idle_since{};
+
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+
+  // Runs the queued operations to completion; each one has a deadline.
+  void run() {
+    ioc.restart();
+    ioc.run();
+  }
+
+  // True when the peer closed the idle connection or sent something
+  // unsolicited; either way it must not carry a request.
+  bool stale() {
+    char byte;
+    ssize_t n = ::recv(lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
+  }
+};
+
+// Idle connections and the count of open ones, bounded by connections_max.
+class Pool {
+ public:
+  explicit Pool(size_t connections_max, Duration idle_max)
+      : connections_max_(connections_max), idle_max_(idle_max) {}
+
+  // A connection for one request: a reused idle one when `fresh` is false
+  // and one is usable, else a new unconnected one. Waits until `deadline`.
+  Result<std::unique_ptr<Connection>> acquire(MonoTime deadline, bool fresh) {
+    std::vector<std::unique_ptr<Connection>> dropped;  // closed outside the lock
+    std::unique_lock lock(mu_);
+    for (;;) {
+      while (!idle_.empty()) {
+        std::unique_ptr<Connection> c = std::move(idle_.back());
+        idle_.pop_back();
+        if (fresh || SteadyClock::now() - c->idle_since > idle_max_ || c->stale()) {
+          dropped.push_back(std::move(c));
+          --open_;
+          continue;
+        }
+        c->reused = true;
+        return c;
+      }
+      if (open_ < connections_max_) {
+        ++open_;
+        return std::make_unique<Connection>();
+      }
+      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+          open_ >= connections_max_) {
+        return unavailable("all " + std::to_string(connections_max_) +
+                           " connections stayed busy until the deadline");
+      }
+    }
+  }
+
+  // Returns a connection; it is kept for reuse only when `keep` is true.
+  void release(std::unique_ptr<Connection> c, bool keep) {
+    {
+      std::lock_guard lock(mu_);
+      if (keep) {
+        c->idle_since = SteadyClock::now();
+        idle_.push_back(std::move(c));
+      } else {
+        --open_;
+      }
+    }
+    cv_.notify_one();
+    // A connection not kept is closed here, outside the lock.
+  }
+
+ private:
+  const size_t connections_max_;
+  const Duration idle_max_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<Connection>> idle_;
+  size_t open_ = 0;
+};
+
+// What one attempt on one connection produced.
+struct Exchange {
+  Result<HttpResponse> response = internal_error("no attempt");
+  bool keep_alive = false;
+  bool retry_on_fresh = false;  // nothing reached the server; safe to resend
+};
+
+bool is_ip_literal(const std::string& host) {
+  boost::system::error_code ec;
+  net::ip::make_address(host, ec);
+  return !ec;
+}
+
+std::string ms_text(Duration d) { return std::to_string(to_ms(d)) + " ms"; }
+
+class BeastHttpClient final : public HttpClient {
+ public:
+  BeastHttpClient(HttpClientOptions options, std::unique_ptr<ssl::context> tls_context)
+      : options_(std::move(options)),
+        tls_context_(std::move(tls_context)),
+        pool_(options_.connections_max, options_.idle_max) {
+    const HttpEndpoint& e = options_.endpoint;
+    bool default_port =
+        (e.scheme == "http" && e.port == 80) || (e.scheme == "https" && e.port == 443);
+    std::string host = e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host;
+    host_header_ = default_port ? host : host + ":" + std::to_string(e.port);
+    where_ = e.scheme + "://" + host + ":" + std::to_string(e.port);
+  }
+
+  Result<HttpResponse> send(const HttpRequest& request, Duration timeout) override;
+  const std::string& host_header() const override { return host_header_; }
+
+ private:
+  Result<http::request<http::string_body>> build(const HttpRequest& request) const;
+  Status connect(Connection& c, MonoTime deadline) const;
+  Status resolve(Connection& c, MonoTime deadline, tcp::resolver::results_type& results) const;
+  Status handshake(Connection& c, MonoTime deadline) const;
+  Exchange exchange(Connection& c, http::request<http::string_body>& req, MonoTime deadline,
+                    Duration timeout) const;
+  Exchange read_response(Connection& c, MonoTime deadline, Duration timeout) const;
+
+  // Calls `f` with whichever stream (plain or TLS) the connection uses.
+  template <typename F>
+  static void with_stream(Connection& c, F&& f) {
+    if (c.tls) {
+      f(*c.tls);
+    } else {
+      f(*c.plain);
+    }
+  }
+
+  const HttpClientOptions options_;
+  const std::unique_ptr<ssl::context> tls_context_;  // null for plain HTTP
+  Pool pool_;
+  std::string host_header_;
+  std::string where_;  // for error messages: scheme://host:port
+};
+
+Result<HttpResponse> BeastHttpClient::send(const HttpRequest& request, Duration timeout) {
+  const MonoTime deadline = SteadyClock::now() + timeout;
+  ASSIGN_OR_RETURN(auto req, build(request));
+  for (int attempt = 0;; ++attempt) {
+    ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, pool_.acquire(deadline, attempt > 0));
+    Exchange ex = exchange(*conn, req, deadline, timeout);
+    pool_.release(std::move(conn), ex.keep_alive);
+    if (ex.retry_on_fresh && attempt == 0) continue;
+    return std::move(ex.response);
+  }
+}
+
+Result<http::request<http::string_body>> BeastHttpClient::build(const HttpRequest& request) const {
+  http::verb verb = http::string_to_verb(request.method);
+  if (verb == http::verb::unknown) return invalid_argument("unknown HTTP method");
+  if (request.target.empty() || request.target.front() != '/' ||
+      request.target.find_first_of("\r\n ") != std::string::npos) {
+    return invalid_argument("HTTP target must be a path starting with '/'");
+  }
+  http::request<http::string_body> req{verb, request.target, 11};
+  bool has_host = false;
+  for (const auto& [name, value] : request.headers) {
+    // Never echo the header itself: it may be a credential.
+    if (name.empty() || name.find_first_of(":\r\n ") != std::string::npos ||
+        value.find_first_of("\r\n") != std::string::npos) {
+      return invalid_argument("malformed HTTP header");
+    }
+    has_host = has_host || strcasecmp(name.c_str(), "host") == 0;
+    req.insert(name, value);
+  }
+  if (!has_host) req.set(http::field::host, host_header_);
+  req.keep_alive(true);
+  req.body() = request.body;
+  req.prepare_payload();
+  return req;
+}
+
+Status BeastHttpClient::resolve(Connection& c, MonoTime deadline,
+                                tcp::resolver::results_type& results) const {
+  tcp::resolver resolver(c.ioc);
+  net::steady_timer timer(c.ioc, deadline);
+  boost::system::error_code ec;
+  bool timed_out = false;
+  resolver.async_resolve(options_.endpoint.host, std::to_string(options_.endpoint.port),
+                         [&](boost::system::error_code e, tcp::resolver::results_type r) {
+                           ec = e;
+                           results = std::move(r);
+                           timer.cancel();
+                         });
+  timer.async_wait([&](boost::system::error_code e) {
+    if (!e) {
+      timed_out = true;
+      resolver.cancel();
+    }
+  });
+  c.run();
+  if (timed_out) return unavailable("resolving " + where_ + ": timed out");
+  if (ec) return unavailable("resolving " + where_ + ": " + ec.message());
+  return Status::ok_status();
+}
+
+Status BeastHttpClient::connect(Connection& c, MonoTime deadline) const {
+  if (tls_context_) {
+    c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, *tls_context_);
+  } else {
+    c.plain = std::make_unique<beast::tcp_stream>(c.ioc);
+  }
+  tcp::resolver::results_type results;
+  RETURN_IF_ERROR(resolve(c, deadline, results));
+  boost::system::error_code ec;
+  c.lowest().expires_at(deadline);
+  c.lowest().async_connect(results,
+                           [&](boost::system::error_code e, const tcp::endpoint&) { ec = e; });
+  c.run();
+  if (ec == beast::error::timeout) return unavailable("connecting to " + where_ + ": timed out");
+  if (ec) return unavailable("connecting to " + where_ + ": " + ec.message());
+  c.lowest().socket().set_option(tcp::no_delay(true), ec);
+  if (c.tls) RETURN_IF_ERROR(handshake(c, deadline));
+  c.connected = true;
+  return Status::ok_status();
+}
+
+Status BeastHttpClient::handshake(Connection& c, MonoTime deadline) const {
+  const std::string& host = options_.endpoint.host;
+  // SNI is for names only; an IP literal is matched against the certificate.
+  if (!is_ip_literal(host) && !SSL_set_tlsext_host_name(c.tls->native_handle(), host.c_str())) {
+    return unavailable("TLS to " + where_ + ": cannot set SNI");
+  }
+  boost::system::error_code ec;
+  c.tls->set_verify_callback(ssl::host_name_verification(host), ec);
+  if (ec) return unavailable("TLS to " + where_ + ": " + ec.message());
+  c.lowest().expires_at(deadline);
+  c.tls->async_handshake(ssl::stream_base::client, [&](boost::system::error_code e) { ec = e; });
+  c.run();
+  if (ec == beast::error::timeout)
+    return unavailable("TLS handshake with " + where_ + ": timed out");
+  if (ec) return unavailable("TLS handshake with " + where_ + " failed: " + ec.message());
+  return Status::ok_status();
+}
+
+Exchange BeastHttpClient::exchange(Connection& c, http::request<http::string_body>& req,
+                                   MonoTime deadline, Duration timeout) const {
+  Exchange ex;
+  if (!c.connected) {
+    Status s = connect(c, deadline);
+    if (!s.ok()) {
+      ex.response = s;
+      return ex;
+    }
+  }
+  boost::system::error_code ec;
+  size_t written = 0;
+  c.lowest().expires_at(deadline);
+  with_stream(c, [&](auto& stream) {
+    http::async_write(stream, req, [&](boost::system::error_code e, size_t n) {
+      ec = e;
+      written = n;
+    });
+  });
+  c.run();
+  if (ec && written == 0) {
+    // The kernel took no byte of the request, so the server cannot act on it.
+    ex.retry_on_fresh = c.reused && ec != beast::error::timeout;
+    ex.response = unavailable("sending to " + where_ + ": " +
+                              (ec == beast::error::timeout ? "timed out" : ec.message()));
+    return ex;
+  }
+  if (ec) {
+    ex.response = unknown_outcome("sending to " + where_ + " failed part-way (" + ec.message() +
+                                  "); the request may have been applied");
+    return ex;
+  }
+  return read_response(c, deadline, timeout);
+}
+
+Exchange BeastHttpClient::read_response(Connection& c, MonoTime deadline, Duration timeout) const {
+  Exchange ex;
+  http::response_parser<http::string_body> parser;
+  parser.header_limit(kHeaderBytesMax);
+  parser.body_limit(options_.response_bytes_max);
+  boost::system::error_code ec;
+  c.lowest().expires_at(deadline);
+  with_stream(c, [&](auto& stream) {
+    http::async_read(stream, c.buffer, parser,
+                     [&](boost::system::error_code e, size_t) { ec = e; });
+  });
+  c.run();
+  if (ec == http::error::body_limit || ec == http::error::buffer_overflow ||
+      ec == http::error::header_limit) {
+    ex.response = internal_error("response from " + where_ + " exceeds " +
+                                 std::to_string(options_.response_bytes_max) + " bytes");
+    return ex;
+  }
+  if (ec == beast::error::timeout) {
+    ex.response = unknown_outcome("no response from " + where_ + " within " + ms_text(timeout) +
+                                  "; the request may have been applied");
+    return ex;
+  }
+  if (ec) {
+    ex.response = unknown_outcome("reading the response from " + where_ + ": " + ec.message() +
+                                  "; the request may have been applied");
+    return ex;
+  }
+  http::response<http::string_body> msg = parser.release();
+  HttpResponse response;
+  response.status = static_cast<int>(msg.result_int());
+  for (const auto& field : msg) {
+    response.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
+  }
+  response.body = std::move(msg.body());
+  ex.keep_alive = msg.keep_alive() && c.buffer.size() == 0;
+  ex.response = std::move(response);
+  return ex;
+}
+
+Result<std::unique_ptr<ssl::context>> make_tls_context(const std::string& ca_file) {
+  auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
+  boost::system::error_code ec;
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                           ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
+                           ssl::context::no_tlsv1_1,
+                       ec);
+  if (ca_file.empty()) {
+    context->set_default_verify_paths(ec);
+  } else {
+    context->load_verify_file(ca_file, ec);
+  }
+  if (ec) return invalid_argument("cannot load trusted certificates: " + ec.message());
+  context->set_verify_mode(ssl::verify_peer, ec);
+  if (ec) return invalid_argument("cannot enable certificate verification: " + ec.message());
+  return context;
+}
+
+}  // namespace
+
+std::optional<std::string_view> HttpResponse::header(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (n.size() == name.size() && strncasecmp(n.data(), name.data(), n.size()) == 0) return v;
+  }
+  return std::nullopt;
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (host.size() == 9 && strncasecmp(host.data(), "localhost", 9) == 0) return true;
+  boost::system::error_code ec;
+  net::ip::address address = net::ip::make_address(std::string(host), ec);
+  return !ec && address.is_loopback();
+}
+
+Result<HttpEndpoint> parse_http_endpoint(std::string_view url) {
+  HttpEndpoint e;
+  size_t sep = url.find("://");
+  if (sep == std::string_view::npos)
+    return invalid_argument("endpoint must be http:// or https://");
+  e.scheme = std::string(url.substr(0, sep));
+  if (e.scheme != "http" && e.scheme != "https") {
+    return invalid_argument("endpoint scheme must be http or https");
+  }
+  std::string_view rest = url.substr(sep + 3);
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.empty() || rest.find_first_of("/?#@ ") != std::string_view::npos) {
+    return invalid_argument("endpoint must be scheme://host[:port] without path or user info");
+  }
+  std::string_view port_text;
+  if (rest.front() == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) return invalid_argument("endpoint has an unclosed '['");
+    e.host = std::string(rest.substr(1, close - 1));
+    rest.remove_prefix(close + 1);
+    if (!rest.empty() && rest.front() != ':') return invalid_argument("endpoint: junk after ']'");
+    if (!rest.empty()) port_text = rest.substr(1);
+  } else {
+    size_t colon = rest.find(':');
+    e.host = std::string(rest.substr(0, colon));
+    if (colon != std::string_view::npos) port_text = rest.substr(colon + 1);
+  }
+  if (e.host.empty()) return invalid_argument("endpoint has no host");
+  e.port = e.scheme == "https" ? 443 : 80;
+  if (!port_text.empty() || rest.find(':') != std::string_view::npos) {
+    unsigned port = 0;
+    auto [end, err] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+    if (err != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
+        port > 65535) {
+      return invalid_argument("endpoint port must be 1..65535");
+    }
+    e.port = static_cast<uint16_t>(port);
+  }
+  return e;
+}
+
+Result<std::unique_ptr<HttpClient>> HttpClient::open(HttpClientOptions options) {
+  const HttpEndpoint& e = options.endpoint;
+  if (e.scheme != "http" && e.scheme != "https") {
+    return invalid_argument("endpoint scheme must be http or https");
+  }
+  if (e.host.empty() || e.port == 0) return invalid_argument("endpoint needs a host and a port");
+  if (e.scheme == "http" && !is_loopback_host(e.host)) {
+    return invalid_argument("plain http:// is allowed only for loopback hosts (got " + e.host +
+                            "); use https://");
+  }
+  if (options.connections_max == 0) return invalid_argument("connections_max must be at least 1");
+  std::unique_ptr<ssl::context> tls_context;
+  if (e.scheme == "https") {
+    ASSIGN_OR_RETURN(tls_context, make_tls_context(options.ca_file));
+  }
+  return std::unique_ptr<HttpClient>(
+      std::make_unique<BeastHttpClient>(std::move(options), std::move(tls_context)));
+}
+
+}  // namespace leasehold::store::dynamodb

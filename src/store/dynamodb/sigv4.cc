@@ -1,0 +1,291 @@
+#include "store/dynamodb/sigv4.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace leasehold::store::dynamodb {
+namespace {
+
+constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
+constexpr std::string_view kTerminator = "aws4_request";
+constexpr size_t kSha256Bytes = 32;
+
+// Headers botocore never signs: proxies and SDK layers rewrite them.
+constexpr std::array<std::string_view, 3> kUnsignedHeaders = {"expect", "user-agent",
+                                                              "x-amzn-trace-id"};
+// Headers the signer writes itself; a caller who sets them is confused.
+constexpr std::array<std::string_view, 4> kReservedHeaders = {"authorization", "host", "x-amz-date",
+                                                              "x-amz-security-token"};
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+bool is_unreserved(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '.' || c == '_' || c == '~';
+}
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string to_upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return out;
+}
+
+std::string to_hex(const unsigned char* bytes, size_t n) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(2 * n, '\0');
+  for (size_t i = 0; i < n; ++i) {
+    out[2 * i] = kDigits[bytes[i] >> 4];
+    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
+  }
+  return out;
+}
+
+// OpenSSL fails here only when it cannot allocate; there is no sane way on.
+[[noreturn]] void openssl_failed(const char* what) {
+  std::fprintf(stderr, "leasehold: OpenSSL %s failed\n", what);
+  std::abort();
+}
+
+// Raw 32-byte HMAC-SHA256 of `message` under `key`.
+std::string hmac_sha256(std::string_view key, std::string_view message) {
+  std::string out(kSha256Bytes, '\0');
+  unsigned int out_len = 0;
+  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+           reinterpret_cast<const unsigned char*>(message.data()), message.size(),
+           reinterpret_cast<unsigned char*>(out.data()), &out_len) == nullptr ||
+      out_len != kSha256Bytes) {
+    openssl_failed("HMAC");
+  }
+  return out;
+}
+
+// Overwrites key material before the string's memory is released.
+void wipe(std::string& s) {
+  if (!s.empty()) OPENSSL_cleanse(s.data(), s.size());
+  s.clear();
+}
+
+// "YYYYMMDDTHHMMSSZ" for `now` truncated to the second, in UTC.
+Result<std::string> format_amz_date(WallTime now) {
+  using namespace std::chrono;
+  const auto secs = floor<seconds>(now);
+  const auto day = floor<days>(secs);
+  const year_month_day ymd(day);
+  const hh_mm_ss hms(secs - day);
+  const int y = static_cast<int>(ymd.year());
+  if (y < 1970 || y > 9999) return invalid_argument("sigv4: signing time outside 1970..9999");
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04d%02u%02uT%02d%02d%02dZ", y,
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                static_cast<int>(hms.seconds().count()));
+  return std::string(buf);
+}
+
+// A header name is an HTTP token: visible ASCII without separators we care
+// about. A value is visible ASCII, space or tab (no CR/LF: no injection).
+Status validate_header(const std::string& name, const std::string& value) {
+  if (name.empty()) return invalid_argument("sigv4: empty header name");
+  for (unsigned char c : name) {
+    if (c <= 0x20 || c >= 0x7f || c == ':') {
+      return invalid_argument("sigv4: bad character in header name '" + name + "'");
+    }
+  }
+  for (unsigned char c : value) {
+    if ((c < 0x20 && c != '\t') || c >= 0x7f) {
+      return invalid_argument("sigv4: header '" + name + "' has a non-printable or non-ASCII byte");
+    }
+  }
+  const std::string lower = to_lower(name);
+  if (std::find(kReservedHeaders.begin(), kReservedHeaders.end(), lower) !=
+      kReservedHeaders.end()) {
+    return invalid_argument("sigv4: header '" + name + "' is set by the signer");
+  }
+  return Status::ok_status();
+}
+
+Status validate_path(std::string_view path) {
+  if (path.empty() || path.front() != '/') return invalid_argument("sigv4: path must start with /");
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string_view::npos) end = path.size();
+    const std::string_view segment = path.substr(start, end - start);
+    const bool last = end == path.size();
+    if (segment == "." || segment == ".." || (segment.empty() && !last)) {
+      return invalid_argument("sigv4: path is not normalised (empty, '.' or '..' segment)");
+    }
+    start = end + 1;
+  }
+  return Status::ok_status();
+}
+
+Status validate(const HttpRequestToSign& request, const Credentials& credentials,
+                std::string_view region, std::string_view service) {
+  if (credentials.access_key_id.empty()) return invalid_argument("sigv4: no access key id");
+  if (credentials.secret_access_key.empty()) return invalid_argument("sigv4: no secret key");
+  if (region.empty()) return invalid_argument("sigv4: empty region");
+  if (service.empty()) return invalid_argument("sigv4: empty service");
+  if (request.host.empty()) return invalid_argument("sigv4: empty host");
+  if (request.method.empty()) return invalid_argument("sigv4: empty method");
+  RETURN_IF_ERROR(validate_path(request.path));
+  for (const auto& [name, value] : request.headers) RETURN_IF_ERROR(validate_header(name, value));
+  for (unsigned char c : request.host) {
+    if (c <= 0x20 || c >= 0x7f) return invalid_argument("sigv4: bad character in host");
+  }
+  for (unsigned char c : credentials.session_token) {
+    if (c < 0x20 || c >= 0x7f) return invalid_argument("sigv4: session token is not printable");
+  }
+  return Status::ok_status();
+}
+
+std::string canonical_query(const HeaderList& params) {
+  std::vector<std::pair<std::string, std::string>> encoded;
+  encoded.reserve(params.size());
+  for (const auto& [k, v] : params)
+    encoded.emplace_back(uri_encode(k, false), uri_encode(v, false));
+  // Sorted by encoded name, then by encoded value: pairs, not "k=v" strings,
+  // since '=' sorts after '-' and '.'.
+  std::sort(encoded.begin(), encoded.end());
+  std::string out;
+  for (const auto& [k, v] : encoded) {
+    if (!out.empty()) out += '&';
+    out += k + '=' + v;
+  }
+  return out;
+}
+
+struct CanonicalHeaders {
+  std::string block;  // "name:value\n" for each header, sorted
+  std::string names;  // "name;name;...", the SignedHeaders value
+};
+
+CanonicalHeaders canonical_headers(const HttpRequestToSign& request, const std::string& amz_date,
+                                   const std::string& session_token) {
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (const auto& [name, value] : request.headers) {
+    std::string lower = to_lower(name);
+    if (std::find(kUnsignedHeaders.begin(), kUnsignedHeaders.end(), lower) !=
+        kUnsignedHeaders.end()) {
+      continue;
+    }
+    lines.emplace_back(std::move(lower), trim_all(value));
+  }
+  lines.emplace_back("host", trim_all(request.host));
+  lines.emplace_back("x-amz-date", amz_date);
+  if (!session_token.empty()) lines.emplace_back("x-amz-security-token", trim_all(session_token));
+  // Stable by name only: repeated headers keep their order and join with ",".
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  CanonicalHeaders out;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const bool repeat = i > 0 && lines[i].first == lines[i - 1].first;
+    if (repeat) {
+      out.block.back() = ',';  // replace the previous line's '\n'
+    } else {
+      if (!out.names.empty()) out.names += ';';
+      out.names += lines[i].first;
+      out.block += lines[i].first + ':';
+    }
+    out.block += lines[i].second + '\n';
+  }
+  return out;
+}
+
+// The signature of `string_to_sign` under the key derived from the secret.
+std::string compute_signature(const std::string& secret, std::string_view date,
+                              std::string_view region, std::string_view service,
+                              std::string_view string_to_sign) {
+  std::string key = "AWS4" + secret;
+  std::string k_date = hmac_sha256(key, date);
+  std::string k_region = hmac_sha256(k_date, region);
+  std::string k_service = hmac_sha256(k_region, service);
+  std::string k_signing = hmac_sha256(k_service, kTerminator);
+  const std::string mac = hmac_sha256(k_signing, string_to_sign);
+  for (std::string* s : {&key, &k_date, &k_region, &k_service, &k_signing}) wipe(*s);
+  return to_hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+}
+
+}  // namespace
+
+std::string sha256_hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int md_len = 0;
+  if (EVP_Digest(data.data(), data.size(), md, &md_len, EVP_sha256(), nullptr) != 1) {
+    openssl_failed("EVP_Digest");
+  }
+  return to_hex(md, md_len);
+}
+
+std::string uri_encode(std::string_view raw, bool keep_slash) {
+  static constexpr char kDigits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(raw.size());
+  for (unsigned char c : raw) {
+    if (is_unreserved(c) || (keep_slash && c == '/')) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kDigits[c >> 4];
+      out += kDigits[c & 0xf];
+    }
+  }
+  return out;
+}
+
+std::string trim_all(std::string_view value) {
+  std::string out;
+  size_t i = 0;
+  while (i < value.size()) {
+    while (i < value.size() && is_space(value[i])) ++i;
+    if (i == value.size()) break;
+    if (!out.empty()) out += ' ';
+    while (i < value.size() && !is_space(value[i])) out += value[i++];
+  }
+  return out;
+}
+
+Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials& credentials,
+                            std::string_view region, std::string_view service, WallTime now) {
+  RETURN_IF_ERROR(validate(request, credentials, region, service));
+  SigV4Result out;
+  ASSIGN_OR_RETURN(out.amz_date, format_amz_date(now));
+  const std::string date = out.amz_date.substr(0, 8);
+  const CanonicalHeaders headers =
+      canonical_headers(request, out.amz_date, credentials.session_token);
+
+  out.canonical_request = to_upper(request.method) + '\n' + uri_encode(request.path, true) + '\n' +
+                          canonical_query(request.query_params) + '\n' + headers.block + '\n' +
+                          headers.names + '\n' + sha256_hex(request.body);
+  const std::string scope = date + '/' + std::string(region) + '/' + std::string(service) + '/' +
+                            std::string(kTerminator);
+  out.string_to_sign = std::string(kAlgorithm) + '\n' + out.amz_date + '\n' + scope + '\n' +
+                       sha256_hex(out.canonical_request);
+  out.signature =
+      compute_signature(credentials.secret_access_key, date, region, service, out.string_to_sign);
+  out.authorization = std::string(kAlgorithm) + " Credential=" + credentials.access_key_id + '/' +
+                      scope + ", SignedHeaders=" + headers.names + ", Signature=" + out.signature;
+  out.security_token = credentials.session_token;
+  return out;
+}
+
+}  // namespace leasehold::store::dynamodb

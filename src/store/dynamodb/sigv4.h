@@ -1,0 +1,87 @@
+// AWS Signature Version 4: the signature every DynamoDB request carries.
+//
+// sign_v4() turns one HTTP request, a set of credentials, a region, a service
+// and a wall time into the headers that authenticate it: `Authorization`,
+// `X-Amz-Date` and, with temporary credentials, `X-Amz-Security-Token`. It
+// follows botocore's SigV4Auth byte for byte for the requests leasehold sends
+// (tests/dynamodb/ checks that on generated DynamoDB requests), including its
+// choices where the specification leaves room: `user-agent`, `expect` and
+// `x-amzn-trace-id` are never signed, repeated headers are joined with ",",
+// and the payload is always hashed (never UNSIGNED-PAYLOAD).
+//
+// The secret key and the session token never appear in a Status message.
+// All functions are pure and thread-safe; the time is passed in, never read.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "leasehold/clock.h"
+#include "leasehold/status.h"
+
+namespace leasehold::store::dynamodb {
+
+struct Credentials {
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;  // empty for long-term credentials
+};
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// One request as it will go on the wire.
+struct HttpRequestToSign {
+  std::string method = "POST";
+  // The Host header value, with ":port" when the port is not the default one.
+  std::string host;
+  // As written on the request line (so already percent-encoded); the signer
+  // encodes it once more, as SigV4 requires for every service but S3. Must be
+  // normalised: starts with "/", no ".", ".." or empty ("//") segments.
+  // DynamoDB always uses "/".
+  std::string path = "/";
+  // Decoded names and values, in any order; the signer encodes and sorts them.
+  HeaderList query_params;
+  // Any order, any case. Must not contain Host, X-Amz-Date, Authorization or
+  // X-Amz-Security-Token: the signer adds those.
+  HeaderList headers;
+  std::string body;
+};
+
+struct SigV4Result {
+  // The headers to add to the request.
+  std::string authorization;
+  std::string amz_date;        // X-Amz-Date, "YYYYMMDD'T'HHMMSS'Z'"
+  std::string security_token;  // X-Amz-Security-Token; empty means "do not send"
+
+  // The intermediate steps, for tests and for debugging a rejected signature.
+  // None holds the secret key; canonical_request holds the session token (as
+  // the request on the wire does), so it must not be logged as is.
+  std::string canonical_request;
+  std::string string_to_sign;
+  std::string signature;  // lowercase hex
+};
+
+// Signs `request` at time `now` (truncated to the second). Fails with
+// kInvalidArgument, naming the offending field but never a secret, when the
+// credentials are missing, region or service is empty, the path is not
+// normalised, a reserved header is present, or `now` is outside the years
+// 1970..9999.
+Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials& credentials,
+                            std::string_view region, std::string_view service, WallTime now);
+
+// Building blocks, exposed for tests.
+
+// SHA-256 of `data`, as 64 lowercase hex digits.
+std::string sha256_hex(std::string_view data);
+
+// RFC 3986 percent-encoding as SigV4 wants it: every byte except A-Z a-z 0-9
+// "-._~" becomes %XY (uppercase hex); "/" is kept too when `keep_slash`.
+std::string uri_encode(std::string_view raw, bool keep_slash);
+
+// "Trimall": drops leading and trailing whitespace and turns every run of
+// inner whitespace into one space.
+std::string trim_all(std::string_view value);
+
+}  // namespace leasehold::store::dynamodb

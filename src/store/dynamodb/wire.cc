@@ -1,0 +1,128 @@
+#include "store/dynamodb/wire.h"
+
+#include <charconv>
+
+namespace leasehold::store::dynamodb {
+namespace {
+
+Status unsupported(std::string_view attr, std::string_view why) {
+  return internal_error("attribute " + std::string(attr) + " " + std::string(why) +
+                        " (leasehold stores strings, integers and booleans)");
+}
+
+std::string op_text(CompareOp op) { return std::string(op_symbol(op)); }
+
+}  // namespace
+
+boost::json::object encode_value(const Value& value) {
+  switch (type_of(value)) {
+    case AttrType::kString: return {{"S", std::get<std::string>(value)}};
+    case AttrType::kInt: return {{"N", std::to_string(std::get<int64_t>(value))}};
+    case AttrType::kBool: return {{"BOOL", std::get<bool>(value)}};
+  }
+  return {};
+}
+
+Result<Value> decode_value(std::string_view attr, const boost::json::value& value) {
+  const auto* object = value.if_object();
+  if (object == nullptr || object->size() != 1) return unsupported(attr, "is not an AttributeValue");
+  const auto& [type, body] = *object->begin();
+  if (type == "S" && body.is_string()) return Value(std::string(body.get_string()));
+  if (type == "BOOL" && body.is_bool()) return Value(body.get_bool());
+  if (type == "N" && body.is_string()) {
+    const std::string_view text = body.get_string();
+    int64_t n = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      return unsupported(attr, "is a number that is not a 64-bit integer");
+    }
+    return Value(n);
+  }
+  return unsupported(attr, "has DynamoDB type " + std::string(type));
+}
+
+boost::json::object encode_item(const Item& item) {
+  boost::json::object out;
+  out.reserve(item.size());
+  for (const auto& [name, value] : item) out.emplace(name, encode_value(value));
+  return out;
+}
+
+Result<Item> decode_item(const boost::json::object& item) {
+  Item out;
+  for (const auto& [name, value] : item) {
+    ASSIGN_OR_RETURN(Value v, decode_value(name, value));
+    out.emplace(std::string(name), std::move(v));
+  }
+  return out;
+}
+
+boost::json::object encode_key(const TableSpec& spec, const Key& key) {
+  boost::json::object out{{spec.pk_attr, encode_value(key.pk)}};
+  if (!spec.sk_attr.empty()) out.emplace(spec.sk_attr, encode_value(key.sk));
+  return out;
+}
+
+std::string ExpressionBuilder::name(const std::string& attr) {
+  const auto it = name_of_.find(attr);
+  if (it != name_of_.end()) return it->second;
+  std::string placeholder = "#n" + std::to_string(name_of_.size());
+  name_of_.emplace(attr, placeholder);
+  names_.emplace(placeholder, attr);
+  return placeholder;
+}
+
+std::string ExpressionBuilder::value(const Value& v) {
+  std::string placeholder = ":v" + std::to_string(values_.size());
+  values_.emplace(placeholder, encode_value(v));
+  return placeholder;
+}
+
+std::string ExpressionBuilder::condition(const Condition& c) {
+  switch (c.kind) {
+    case Condition::Kind::kTrue: return "";
+    case Condition::Kind::kExists: return "attribute_exists(" + name(c.attr) + ")";
+    case Condition::Kind::kNotExists: return "attribute_not_exists(" + name(c.attr) + ")";
+    case Condition::Kind::kCompare: return name(c.attr) + " " + op_text(c.op) + " " + value(c.value);
+    case Condition::Kind::kNot: return "(NOT " + condition(c.children.at(0)) + ")";
+    case Condition::Kind::kAnd:
+    case Condition::Kind::kOr: {
+      std::string out = "(";
+      for (size_t i = 0; i < c.children.size(); ++i) {
+        if (i > 0) out += c.kind == Condition::Kind::kAnd ? " AND " : " OR ";
+        out += condition(c.children[i]);
+      }
+      return out + ")";
+    }
+  }
+  return "";
+}
+
+std::string ExpressionBuilder::update(const Update& update) {
+  std::string set, add, remove;
+  const auto append = [](std::string& clause, const std::string& part) {
+    clause += clause.empty() ? part : ", " + part;
+  };
+  for (const auto& a : update.actions()) {
+    const std::string n = name(a.attr);
+    switch (a.kind) {
+      case UpdateAction::Kind::kSet: append(set, n + " = " + value(a.value)); break;
+      case UpdateAction::Kind::kSetIfAbsent:
+        append(set, n + " = if_not_exists(" + n + ", " + value(a.value) + ")");
+        break;
+      case UpdateAction::Kind::kAdd: append(add, n + " " + value(a.value)); break;
+      case UpdateAction::Kind::kRemove: append(remove, n); break;
+    }
+  }
+  std::string out;
+  for (const auto& [keyword, clause] : {std::pair<const char*, std::string*>{"SET ", &set},
+                                        {"ADD ", &add},
+                                        {"REMOVE ", &remove}}) {
+    if (clause->empty()) continue;
+    if (!out.empty()) out += " ";
+    out += keyword + *clause;
+  }
+  return out;
+}
+
+}  // namespace leasehold::store::dynamodb

@@ -1,0 +1,60 @@
+// DynamoDB's JSON wire format for the item store's values, items, conditions
+// and updates.
+//
+// Values map one to one: string <-> {"S": ...}, int64 <-> {"N": "..."},
+// bool <-> {"BOOL": ...}. An item read back with any other type (a number
+// with a fraction, a list, a map, a set, NULL), as another program might
+// write, is refused with kInternal naming the attribute, never misread.
+//
+// Conditions and updates are rendered as ConditionExpression and
+// UpdateExpression text that refers to attributes and values only through
+// placeholders (#n0, :v0): no attribute name or value is ever spliced into
+// an expression, so none can change its meaning.
+//
+// Internal to the DynamoDB backend (it includes Boost.JSON). Pure functions;
+// an ExpressionBuilder is used by one request on one thread.
+#pragma once
+
+#include <boost/json.hpp>
+#include <map>
+#include <string>
+
+#include "leasehold/store.h"
+
+namespace leasehold::store::dynamodb {
+
+boost::json::object encode_value(const Value& value);
+// `attr` names the attribute in error messages.
+Result<Value> decode_value(std::string_view attr, const boost::json::value& value);
+
+boost::json::object encode_item(const Item& item);
+Result<Item> decode_item(const boost::json::object& item);
+
+// {"<pk_attr>": {"S": pk}[, "<sk_attr>": {"S": sk}]}
+boost::json::object encode_key(const TableSpec& spec, const Key& key);
+
+// Collects the placeholders of one request's expressions.
+class ExpressionBuilder {
+ public:
+  // "#n<i>"; the same attribute always gets the same placeholder.
+  std::string name(const std::string& attr);
+  // ":v<i>"; a new placeholder for every value.
+  std::string value(const Value& v);
+
+  // "" for an always-true condition (send no ConditionExpression then).
+  std::string condition(const Condition& condition);
+  // "SET #n0 = :v0, #n1 = if_not_exists(#n1, :v1) ADD #n2 :v2 REMOVE #n3".
+  // REQUIRES: !update.empty().
+  std::string update(const Update& update);
+
+  // ExpressionAttributeNames / ExpressionAttributeValues; omit when empty.
+  const boost::json::object& names() const { return names_; }
+  const boost::json::object& values() const { return values_; }
+
+ private:
+  std::map<std::string, std::string, std::less<>> name_of_;
+  boost::json::object names_;
+  boost::json::object values_;
+};
+
+}  // namespace leasehold::store::dynamodb
