@@ -3,6 +3,7 @@
 
 #include "base/duration.h"
 #include "leasehold/store.h"
+#include "store/dynamodb/dynamodb_store.h"
 #include "store/memory/memory_store.h"
 #include "store/sqlite/sqlite_store.h"
 
@@ -55,11 +56,14 @@ Result<std::unique_ptr<ItemStore>> open_store(std::string_view uri) {
   const size_t colon = uri.find(':');
   if (colon == std::string_view::npos) {
     return invalid_argument("malformed store URI '" + std::string(uri) +
-                            "' (expected sqlite:PATH or memory:)");
+                            "' (expected sqlite:PATH, dynamodb://REGION/PREFIX or memory:)");
   }
   const std::string_view scheme = uri.substr(0, colon);
   const std::string_view rest = uri.substr(colon + 1);
   if (scheme == "sqlite") return open_sqlite(rest);
+  // dynamodb://REGION/TABLE_PREFIX[?endpoint=URL]: region and prefix
+  // ([A-Za-z0-9_.-]) are required; the endpoint defaults to AWS's.
+  if (scheme == "dynamodb") return store::dynamodb::open_dynamodb_store_from_uri(rest);
   if (scheme == "memory") {
     if (!rest.empty()) return invalid_argument("memory: takes no path");
     return store::make_memory_store();

@@ -348,7 +348,7 @@ TEST(SqliteStore, OptionsThatCannotWorkAreRefused) {
   EXPECT_EQ(open_sqlite_store({.path = dir.file("x.db"), .connections_max = 0}).status().code(),
             Code::kInvalidArgument);
   EXPECT_FALSE(fs::exists(dir.file("x.db")));
-  EXPECT_EQ(open_store("sqlite:" + dir.file("y.db")).status().code(), Code::kOk);
+  EXPECT_EQ(open_sqlite_store({.path = dir.file("y.db")}).status().code(), Code::kOk);
 }
 
 TEST(SqliteStore, IndexAttributeNamesMustBeSqlSafe) {

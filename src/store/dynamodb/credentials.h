@@ -1,0 +1,41 @@
+// AWS credentials for the DynamoDB backend, found the way the AWS SDKs find
+// them: the environment variables AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and
+// AWS_SESSION_TOKEN first, then the shared credentials file
+// (AWS_SHARED_CREDENTIALS_FILE, or ~/.aws/credentials) with the profile named
+// by AWS_PROFILE (or "default"). The ECS/Fargate container endpoint is not
+// supported yet.
+//
+// Secrets never appear in a Status message: errors name the variable, the
+// file, the profile or the line number, never a value. The environment is
+// read through an injected lookup so that tests do not touch the process
+// environment. All functions are thread-safe if the lookup is.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "leasehold/status.h"
+#include "store/dynamodb/sigv4.h"
+
+namespace leasehold::store::dynamodb {
+
+// Returns the value of an environment variable, or nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// The process environment (std::getenv).
+EnvLookup process_env();
+
+// Credentials from the environment, else from the shared credentials file.
+// kUnavailable when neither has any (the message says where it looked);
+// kInvalidArgument for a half-set pair (an access key id without a secret)
+// or a malformed file.
+Result<Credentials> load_credentials(const EnvLookup& env);
+
+// The profile `profile` of a shared credentials file's text (INI:
+// "[name]" sections, "key = value" lines, "#" and ";" comments).
+// kNotFound when the profile or its keys are missing.
+Result<Credentials> parse_shared_credentials(std::string_view text, std::string_view profile);
+
+}  // namespace leasehold::store::dynamodb

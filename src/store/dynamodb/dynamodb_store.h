@@ -1,0 +1,65 @@
+// DynamoDbStore: the item store on Amazon DynamoDB (or dynalite), through
+// DynamoDB's JSON 1.0 HTTP API, every request signed with SigV4.
+//
+// A logical table "T" is the DynamoDB table PREFIX + "T", so several
+// deployments (or tests) share one account without seeing each other's
+// tables. Key attributes are strings (S); index range attributes are S or N.
+// Tables are created PAY_PER_REQUEST with every index a GSI projecting ALL.
+// The schema of a table this process did not create is read once with
+// DescribeTable and cached, so a table made by another process just works.
+//
+// Every input is validated with store/eval.h before anything is sent, so bad
+// input fails exactly as on the other backends. Throttling, 5xx answers and
+// requests that were never sent are retried with capped exponential backoff
+// and full jitter (a bounded number of attempts); ConditionalCheckFailed is
+// never retried, and a write whose reply never came is returned as
+// kUnknownOutcome, never resent. Error messages carry DynamoDB's exception
+// name and message, never credentials or item values.
+//
+// A DynamoDbStore is safe for concurrent use by many threads (the HTTP
+// client pools connections; the schema cache has its own mutex).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "leasehold/clock.h"
+#include "leasehold/random.h"
+#include "leasehold/store.h"
+#include "store/dynamodb/sigv4.h"
+
+namespace leasehold::store::dynamodb {
+
+struct DynamoDbOptions {
+  std::string region;        // e.g. "us-east-1"; required
+  std::string table_prefix;  // [A-Za-z0-9_.-]+, prepended to every table name
+  // "http://127.0.0.1:8000" (loopback only) or "https://..."; empty means
+  // https://dynamodb.REGION.amazonaws.com.
+  std::string endpoint;
+  Credentials credentials;
+
+  Duration request_timeout = std::chrono::seconds(10);
+  // How long ensure_table() waits for a new table or index to become ACTIVE.
+  Duration table_active_timeout = std::chrono::minutes(5);
+  int attempts_max = 5;  // per request, for retryable failures
+  Duration backoff_base = std::chrono::milliseconds(25);
+  Duration backoff_max = std::chrono::milliseconds(800);
+
+  // Injected services; null means RealClock / SystemRandom /
+  // std::this_thread::sleep_for. Not owned; must outlive the store.
+  Clock* clock = nullptr;
+  Random* random = nullptr;
+  std::function<void(Duration)> sleep;
+};
+
+// Fails with kInvalidArgument for a missing region, a malformed prefix or
+// endpoint, or missing credentials. Sends nothing: the first request finds
+// out whether DynamoDB is reachable.
+Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options);
+
+// "dynamodb://REGION/TABLE_PREFIX?endpoint=URL": `rest` is what follows
+// "dynamodb:". Credentials come from load_credentials(process_env()).
+Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest);
+
+}  // namespace leasehold::store::dynamodb
