@@ -240,8 +240,13 @@ class ItemStore {
                              const QueryOptions& options) = 0;
 
   // Items whose index hash attribute equals `hash_value` and whose range
-  // attribute is in `range`, ordered by the range attribute. Items lacking
-  // either attribute are not in the index.
+  // attribute is in `range`, ordered by the range attribute; items with equal
+  // range values come in an order of the backend's choosing, each exactly
+  // once across pages. Items lacking either attribute are not in the index.
+  // Where an item has an index attribute, it must be of the index's type (a
+  // non-empty string for the hash, range_type for the range): a write that
+  // breaks this fails with kInvalidArgument and changes nothing, as on
+  // DynamoDB.
   virtual Result<Page> query_index(std::string_view table, std::string_view index,
                                    std::string_view hash_value, const KeyRange& range,
                                    const QueryOptions& options) = 0;
@@ -259,6 +264,9 @@ class ItemStore {
 
 // Opens a store from a URI:
 //   sqlite:PATH        (sqlite::memory: is refused: it cannot be shared)
+//   dynamodb://REGION/TABLE_PREFIX[?endpoint=URL]
+//                      Amazon DynamoDB (or a compatible endpoint); table T is
+//                      TABLE_PREFIX + T
 //   memory:            an in-process store for tests
 // A malformed URI or unknown scheme is kInvalidArgument (nothing is created);
 // a store that cannot be opened is kUnavailable.

@@ -311,6 +311,25 @@ Status validate_item(const TableSpec& spec, const Item& item) {
   return {};
 }
 
+Status validate_index_attrs(const TableSpec& spec, const Item& item) {
+  const auto check = [&](const IndexSpec& index, const std::string& attr, AttrType type) -> Status {
+    const auto it = item.find(attr);
+    if (it == item.end()) return {};
+    const auto* s = std::get_if<std::string>(&it->second);
+    if (type_of(it->second) != type || (s != nullptr && s->empty())) {
+      return invalid_argument("attribute " + attr + " is a key of index " + index.name +
+                              " and must be a" +
+                              (type == AttrType::kInt ? "n int" : " non-empty string"));
+    }
+    return {};
+  };
+  for (const auto& index : spec.indexes) {
+    RETURN_IF_ERROR(check(index, index.hash_attr, AttrType::kString));
+    RETURN_IF_ERROR(check(index, index.range_attr, index.range_type));
+  }
+  return {};
+}
+
 Status validate_range(const KeyRange& range, AttrType type) {
   const auto check = [&](const Value& v) -> Status {
     if (type_of(v) != type) {

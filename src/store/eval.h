@@ -38,6 +38,11 @@ Status validate_condition(const Condition& condition);
 Status validate_update(const TableSpec& spec, const Update& update);
 // The item must carry the key attributes as strings and fit kItemBytesMax.
 Status validate_item(const TableSpec& spec, const Item& item);
+// DynamoDB's rule for index keys: an item may lack an index's attributes
+// (it is then not in that index), but where it has them they must be of the
+// index's types, and strings must not be empty. Checked on every write's
+// resulting item, on every backend.
+Status validate_index_attrs(const TableSpec& spec, const Item& item);
 Status validate_range(const KeyRange& range, AttrType type);
 Status validate_query_options(const QueryOptions& options);
 // An index that exists keeps its definition: asking for the same name over

@@ -31,27 +31,13 @@ using namespace std::chrono_literals;
 using store::dynamodb::Credentials;
 using store::dynamodb::DynamoDbOptions;
 
-// Cases skipped on this backend, each with its reason. The first is a
-// dynalite limitation. The others are places where the shared suite asks for
-// more than DynamoDB itself does; they are open design questions (see the
-// DynamoDB backend issue), not dynalite bugs, and must not stay skipped
-// silently.
+// Cases skipped on this backend, each with its reason: only a limitation of
+// dynalite, the local stand-in, never a difference in meaning.
 const std::map<std::string, std::string>& skipped_cases() {
   static const std::map<std::string, std::string> kSkipped{
       {"EnsureTableAddsAnIndexCoveringExistingItems",
        "dynalite limitation: it accepts UpdateTable GlobalSecondaryIndexUpdates Create but never "
        "creates the index (actions/updateTable.js only handles throughput)"},
-      {"QueryIndexIsSparse",
-       "DynamoDB semantics: a write that gives a GSI key attribute another type than the index's "
-       "(n = \"3\" where n is the N range key) is refused with ValidationException, not left "
-       "out of the index"},
-      {"QueryIndexFollowsUpdates",
-       "DynamoDB semantics: set(n, \"ten\") on a GSI's N range key is refused with "
-       "ValidationException, not dropped from the index"},
-      {"QueryIndexPaginatesOverEveryItemOnce",
-       "DynamoDB semantics: a GSI returns items with equal range values in no particular order; "
-       "the backend sorts ties within a page but cannot across pages without reading whole tie "
-       "groups"},
   };
   return kSkipped;
 }

@@ -637,6 +637,7 @@ Result<std::vector<Item>> DynamoDbStore::batch_get(std::string_view table,
 Status DynamoDbStore::put(std::string_view table, const Item& item, const Condition& condition) {
   ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
   RETURN_IF_ERROR(validate_item(*spec, item));
+  RETURN_IF_ERROR(validate_index_attrs(*spec, item));
   RETURN_IF_ERROR(validate_condition(condition));
   ExpressionBuilder b;
   json::object body{{"TableName", physical(table)}, {"Item", encode_item(item)}};

@@ -16,16 +16,20 @@ std::string op_text(CompareOp op) { return std::string(op_symbol(op)); }
 
 boost::json::object encode_value(const Value& value) {
   switch (type_of(value)) {
-    case AttrType::kString: return {{"S", std::get<std::string>(value)}};
-    case AttrType::kInt: return {{"N", std::to_string(std::get<int64_t>(value))}};
-    case AttrType::kBool: return {{"BOOL", std::get<bool>(value)}};
+    case AttrType::kString:
+      return {{"S", std::get<std::string>(value)}};
+    case AttrType::kInt:
+      return {{"N", std::to_string(std::get<int64_t>(value))}};
+    case AttrType::kBool:
+      return {{"BOOL", std::get<bool>(value)}};
   }
   return {};
 }
 
 Result<Value> decode_value(std::string_view attr, const boost::json::value& value) {
   const auto* object = value.if_object();
-  if (object == nullptr || object->size() != 1) return unsupported(attr, "is not an AttributeValue");
+  if (object == nullptr || object->size() != 1)
+    return unsupported(attr, "is not an AttributeValue");
   const auto& [type, body] = *object->begin();
   if (type == "S" && body.is_string()) return Value(std::string(body.get_string()));
   if (type == "BOOL" && body.is_bool()) return Value(body.get_bool());
@@ -80,11 +84,16 @@ std::string ExpressionBuilder::value(const Value& v) {
 
 std::string ExpressionBuilder::condition(const Condition& c) {
   switch (c.kind) {
-    case Condition::Kind::kTrue: return "";
-    case Condition::Kind::kExists: return "attribute_exists(" + name(c.attr) + ")";
-    case Condition::Kind::kNotExists: return "attribute_not_exists(" + name(c.attr) + ")";
-    case Condition::Kind::kCompare: return name(c.attr) + " " + op_text(c.op) + " " + value(c.value);
-    case Condition::Kind::kNot: return "(NOT " + condition(c.children.at(0)) + ")";
+    case Condition::Kind::kTrue:
+      return "";
+    case Condition::Kind::kExists:
+      return "attribute_exists(" + name(c.attr) + ")";
+    case Condition::Kind::kNotExists:
+      return "attribute_not_exists(" + name(c.attr) + ")";
+    case Condition::Kind::kCompare:
+      return name(c.attr) + " " + op_text(c.op) + " " + value(c.value);
+    case Condition::Kind::kNot:
+      return "(NOT " + condition(c.children.at(0)) + ")";
     case Condition::Kind::kAnd:
     case Condition::Kind::kOr: {
       std::string out = "(";
@@ -106,18 +115,23 @@ std::string ExpressionBuilder::update(const Update& update) {
   for (const auto& a : update.actions()) {
     const std::string n = name(a.attr);
     switch (a.kind) {
-      case UpdateAction::Kind::kSet: append(set, n + " = " + value(a.value)); break;
+      case UpdateAction::Kind::kSet:
+        append(set, n + " = " + value(a.value));
+        break;
       case UpdateAction::Kind::kSetIfAbsent:
         append(set, n + " = if_not_exists(" + n + ", " + value(a.value) + ")");
         break;
-      case UpdateAction::Kind::kAdd: append(add, n + " " + value(a.value)); break;
-      case UpdateAction::Kind::kRemove: append(remove, n); break;
+      case UpdateAction::Kind::kAdd:
+        append(add, n + " " + value(a.value));
+        break;
+      case UpdateAction::Kind::kRemove:
+        append(remove, n);
+        break;
     }
   }
   std::string out;
-  for (const auto& [keyword, clause] : {std::pair<const char*, std::string*>{"SET ", &set},
-                                        {"ADD ", &add},
-                                        {"REMOVE ", &remove}}) {
+  for (const auto& [keyword, clause] :
+       {std::pair<const char*, std::string*>{"SET ", &set}, {"ADD ", &add}, {"REMOVE ", &remove}}) {
     if (clause->empty()) continue;
     if (!out.empty()) out += " ";
     out += keyword + *clause;

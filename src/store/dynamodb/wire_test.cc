@@ -6,9 +6,9 @@ namespace leasehold::store::dynamodb {
 namespace {
 
 TEST(Wire, ValuesRoundTripThroughAttributeValues) {
-  for (const Value& v : {Value(std::string("")), Value(std::string("h\xc3\xa9llo \"q\"")),
-                         Value(int64_t{0}), Value(INT64_MIN), Value(INT64_MAX), Value(true),
-                         Value(false)}) {
+  for (const Value& v :
+       {Value(std::string("")), Value(std::string("h\xc3\xa9llo \"q\"")), Value(int64_t{0}),
+        Value(INT64_MIN), Value(INT64_MAX), Value(true), Value(false)}) {
     const boost::json::value wire = encode_value(v);
     auto back = decode_value("a", wire);
     ASSERT_TRUE(back.ok()) << back.status().to_string();
@@ -40,9 +40,9 @@ TEST(Wire, KeysUseTheTablesAttributeNames) {
 
 TEST(Wire, ConditionsUsePlaceholdersOnly) {
   ExpressionBuilder b;
-  const std::string text =
-      b.condition((cond::not_exists("lease_owner") || cond::lt("lease_expires_at_ms", int64_t{5})) &&
-                  !cond::eq("a) OR (b", std::string(":v0")));
+  const std::string text = b.condition(
+      (cond::not_exists("lease_owner") || cond::lt("lease_expires_at_ms", int64_t{5})) &&
+      !cond::eq("a) OR (b", std::string(":v0")));
   EXPECT_EQ(text, "((attribute_not_exists(#n0) OR #n1 < :v0) AND (NOT #n2 = :v1))");
   EXPECT_EQ(boost::json::serialize(b.names()),
             R"({"#n0":"lease_owner","#n1":"lease_expires_at_ms","#n2":"a) OR (b"})");
@@ -59,8 +59,7 @@ TEST(Wire, UpdatesGroupActionsByClauseAndShareNamesWithConditions) {
                                         .set_if_absent("created", int64_t{7})
                                         .remove("lease_holder"));
   EXPECT_EQ(cond, "#n0 = :v0");
-  EXPECT_EQ(text,
-            "SET #n0 = :v1, #n2 = if_not_exists(#n2, :v3) ADD #n1 :v2 REMOVE #n3");
+  EXPECT_EQ(text, "SET #n0 = :v1, #n2 = if_not_exists(#n2, :v3) ADD #n1 :v2 REMOVE #n3");
   EXPECT_EQ(b.names().size(), 4u);
   EXPECT_EQ(b.values().size(), 4u);
 }

@@ -78,6 +78,7 @@ class MemoryStore final : public ItemStore {
     std::lock_guard lock(mu_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     RETURN_IF_ERROR(validate_item(t->spec, item));
+    RETURN_IF_ERROR(validate_index_attrs(t->spec, item));
     RETURN_IF_ERROR(validate_condition(condition));
     const Key key = key_of(t->spec, item);
     auto it = t->items.find({key.pk, key.sk});
@@ -234,6 +235,7 @@ class MemoryStore final : public ItemStore {
     set_key(t.spec, key, next);
     RETURN_IF_ERROR(apply_update(update, next));
     if (item_bytes(next) > kItemBytesMax) return invalid_argument("item larger than 400 KiB");
+    RETURN_IF_ERROR(validate_index_attrs(t.spec, next));
     if (it != t.items.end()) {
       it->second = next;
     } else {

@@ -70,6 +70,7 @@ void lh_apply(sqlite3_context* ctx, int, sqlite3_value** argv) {
   if (applied.ok() && item_bytes(item) > kItemBytesMax) {
     applied = invalid_argument("item larger than 400 KiB");
   }
+  if (applied.ok()) applied = validate_index_attrs(*op->spec, item);
   if (!applied.ok()) return fail(ctx, *op, std::move(applied));
   op->result_json = encode_item(item);
   op->result = std::move(item);

@@ -318,6 +318,7 @@ Status SqliteStore::put(std::string_view table_name, const Item& item, const Con
   ASSIGN_OR_RETURN(auto c, pool_.acquire());
   ASSIGN_OR_RETURN(Table t, table(*c, table_name));
   RETURN_IF_ERROR(validate_item(t->spec, item));
+  RETURN_IF_ERROR(validate_index_attrs(t->spec, item));
   RETURN_IF_ERROR(validate_condition(condition));
   const Key key = key_of(t->spec, item);
   const std::string json = encode_item(item);
@@ -358,15 +359,22 @@ Result<Item> SqliteStore::write_update(Connection& c, const TableSql& t, const K
   // The item a missing key would get depends on the request alone, so it is
   // built here; when the condition rules creation out (a renew), a plain
   // UPDATE runs instead of an upsert.
+  // A fresh item that would be refused (too big, or an index attribute of
+  // the wrong type) is not inserted; the refusal is reported only if there
+  // was no row to update instead.
   Item fresh;
   std::string fresh_json;
   bool may_create = evaluate(condition, nullptr);
-  bool fresh_too_big = false;
+  Status fresh_refused;
   if (may_create) {
     set_key(t.spec, key, fresh);
     RETURN_IF_ERROR(apply_update(update, fresh));
-    fresh_too_big = item_bytes(fresh) > kItemBytesMax;
-    may_create = !fresh_too_big;
+    if (item_bytes(fresh) > kItemBytesMax) {
+      fresh_refused = invalid_argument("item larger than 400 KiB");
+    } else {
+      fresh_refused = validate_index_attrs(t.spec, fresh);
+    }
+    may_create = fresh_refused.ok();
     if (may_create) fresh_json = encode_item(fresh);
   }
   ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(may_create ? t.update_upsert : t.update_update));
@@ -380,7 +388,7 @@ Result<Item> SqliteStore::write_update(Connection& c, const TableSql& t, const K
   // One row changed: lh_apply ran on the existing row and holds the item it
   // wrote, or it never ran and the fresh item was inserted.
   if (sqlite3_changes(c.db()) > 0) return op.applied ? std::move(op.result) : std::move(fresh);
-  if (fresh_too_big && !op.row_seen) return invalid_argument("item larger than 400 KiB");
+  if (!fresh_refused.ok() && !op.row_seen) return fresh_refused;
   return condition_false(condition);
 }
 
