@@ -1042,6 +1042,24 @@ TEST_P(StoreConformance, BadAttributeNamesInItemsAreRefused) {
   EXPECT_EQ(MUST(store().get(kItems, key("a"), true)).size(), 2u);
 }
 
+// The shapes of the lease layer's writes: an OR, an AND of an OR, a NOT,
+// each together with add() in the same update (an acquisition).
+TEST_P(StoreConformance, CompoundConditionsWithAddsInOneUpdate) {
+  using namespace cond;
+  const Key k = key("lease");
+  const Update acquire = Update().set("owner", "a").set("expires", int64_t{100}).add("epoch", 1);
+  ASSERT_OK(store().update(kItems, k, acquire, not_exists("owner") || lt("expires", int64_t{50})));
+  EXPECT_CODE(
+      Code::kConditionFailed,
+      store().update(kItems, k, acquire, not_exists("owner") || lt("expires", int64_t{50})));
+  ASSERT_OK(
+      store().update(kItems, k, acquire,
+                     (not_exists("owner") || lt("expires", int64_t{150})) && eq("owner", "a")));
+  ASSERT_OK(store().update(kItems, k, acquire, !(eq("owner", "b") || not_exists("epoch"))));
+  ASSERT_OK(store().update(kItems, k, Update().add("epoch", 1), eq("owner", "a")));
+  EXPECT_EQ(*get_int(MUST(store().get(kItems, k, true)), "epoch"), 4);
+}
+
 // Strings must come back exactly, and SQLite's JSON and DynamoDB only carry
 // UTF-8: every backend refuses anything else, and changes nothing.
 TEST_P(StoreConformance, InvalidUtf8IsRefusedEverywhere) {

@@ -673,10 +673,18 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
       {"TableName", physical(table)}, {"Key", encode_key(*spec, key)}, {"ReturnValues", "ALL_NEW"}};
   // With no UpdateExpression, UpdateItem still creates the item (key only).
   if (!update.empty()) body["UpdateExpression"] = b.update(update);
-  std::string expression = b.condition(portable(condition, spec->pk_attr));
+  // Each placeholder must be used exactly once: render the condition once,
+  // as a whole or as an operand of the AND with the overflow guards.
+  const Condition portable_condition = portable(condition, spec->pk_attr);
   const std::string guards = overflow_guards(update, b);
-  if (!guards.empty())
-    expression = expression.empty() ? guards : "(" + expression + ") AND " + guards;
+  std::string expression;
+  if (guards.empty()) {
+    expression = b.condition(portable_condition);
+  } else if (portable_condition.is_true()) {
+    expression = guards;
+  } else {
+    expression = b.condition_term(portable_condition) + " AND " + guards;
+  }
   if (!expression.empty()) body["ConditionExpression"] = expression;
   add_placeholders(body, b);
   Result<json::object> reply = call("UpdateItem", body, false);

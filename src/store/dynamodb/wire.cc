@@ -82,7 +82,19 @@ std::string ExpressionBuilder::value(const Value& v) {
   return placeholder;
 }
 
-std::string ExpressionBuilder::condition(const Condition& c) {
+std::string ExpressionBuilder::condition(const Condition& c) { return render(c, nullptr); }
+
+std::string ExpressionBuilder::condition_term(const Condition& c) {
+  Condition conjunction;
+  conjunction.kind = Condition::Kind::kAnd;
+  return render(c, &conjunction);
+}
+
+// DynamoDB refuses "redundant parentheses" (around the whole expression, or
+// around a term that needs none), so a term is parenthesised only where
+// precedence or the grammar demands it: an AND or OR inside another
+// operator, and any operand of NOT but a single comparison or function.
+std::string ExpressionBuilder::render(const Condition& c, const Condition* parent) {
   switch (c.kind) {
     case Condition::Kind::kTrue:
       return "";
@@ -92,16 +104,24 @@ std::string ExpressionBuilder::condition(const Condition& c) {
       return "attribute_not_exists(" + name(c.attr) + ")";
     case Condition::Kind::kCompare:
       return name(c.attr) + " " + op_text(c.op) + " " + value(c.value);
-    case Condition::Kind::kNot:
-      return "(NOT " + condition(c.children.at(0)) + ")";
+    case Condition::Kind::kNot: {
+      // The grammar wants a parenthesised operand after NOT unless it is a
+      // single comparison or function.
+      const Condition& operand = c.children.at(0);
+      const bool simple = operand.kind == Condition::Kind::kCompare ||
+                          operand.kind == Condition::Kind::kExists ||
+                          operand.kind == Condition::Kind::kNotExists;
+      return simple ? "NOT " + render(operand, &c) : "NOT (" + render(operand, nullptr) + ")";
+    }
     case Condition::Kind::kAnd:
     case Condition::Kind::kOr: {
-      std::string out = "(";
+      std::string out;
       for (size_t i = 0; i < c.children.size(); ++i) {
         if (i > 0) out += c.kind == Condition::Kind::kAnd ? " AND " : " OR ";
-        out += condition(c.children[i]);
+        out += render(c.children[i], &c);
       }
-      return out + ")";
+      const bool nested = parent != nullptr && parent->kind != c.kind;
+      return nested ? "(" + out + ")" : out;
     }
   }
   return "";

@@ -43,6 +43,9 @@ class ExpressionBuilder {
 
   // "" for an always-true condition (send no ConditionExpression then).
   std::string condition(const Condition& condition);
+  // The same, to be one operand of an AND the caller writes (parenthesised
+  // only if it is an OR).
+  std::string condition_term(const Condition& condition);
   // "SET #n0 = :v0, #n1 = if_not_exists(#n1, :v1) ADD #n2 :v2 REMOVE #n3".
   // REQUIRES: !update.empty().
   std::string update(const Update& update);
@@ -52,6 +55,8 @@ class ExpressionBuilder {
   const boost::json::object& values() const { return values_; }
 
  private:
+  std::string render(const Condition& condition, const Condition* parent);
+
   std::map<std::string, std::string, std::less<>> name_of_;
   boost::json::object names_;
   boost::json::object values_;

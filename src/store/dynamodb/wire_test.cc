@@ -43,11 +43,22 @@ TEST(Wire, ConditionsUsePlaceholdersOnly) {
   const std::string text = b.condition(
       (cond::not_exists("lease_owner") || cond::lt("lease_expires_at_ms", int64_t{5})) &&
       !cond::eq("a) OR (b", std::string(":v0")));
-  EXPECT_EQ(text, "((attribute_not_exists(#n0) OR #n1 < :v0) AND (NOT #n2 = :v1))");
+  EXPECT_EQ(text, "(attribute_not_exists(#n0) OR #n1 < :v0) AND NOT #n2 = :v1");
   EXPECT_EQ(boost::json::serialize(b.names()),
             R"({"#n0":"lease_owner","#n1":"lease_expires_at_ms","#n2":"a) OR (b"})");
   EXPECT_EQ(boost::json::serialize(b.values()), R"({":v0":{"N":"5"},":v1":{"S":":v0"}})");
   EXPECT_EQ(ExpressionBuilder().condition(Condition()), "");
+  // No parentheses DynamoDB would call redundant: none around the whole
+  // expression, none around terms that bind tighter anyway.
+  ExpressionBuilder c;
+  EXPECT_EQ(c.condition(cond::not_exists("a") || cond::lt("b", int64_t{1})),
+            "attribute_not_exists(#n0) OR #n1 < :v0");
+  EXPECT_EQ(c.condition(!(cond::exists("a") && cond::exists("b"))),
+            "NOT (attribute_exists(#n0) AND attribute_exists(#n1))");
+  EXPECT_EQ(c.condition_term(cond::exists("a") || cond::exists("b")),
+            "(attribute_exists(#n0) OR attribute_exists(#n1))");
+  EXPECT_EQ(c.condition_term(cond::exists("a")), "attribute_exists(#n0)");
+  EXPECT_EQ(c.condition(!!cond::exists("a")), "NOT (NOT attribute_exists(#n0))");
 }
 
 TEST(Wire, UpdatesGroupActionsByClauseAndShareNamesWithConditions) {
