@@ -89,7 +89,8 @@ class ProcessTest : public ::testing::Test {
 
   const std::filesystem::path& dir() const { return tmp_.path(); }
   std::filesystem::path db_path() const { return dir() / "leases.db"; }
-  std::string store_uri() const { return "sqlite:" + db_path().string(); }
+  // The store every `lh()` call uses; a fixture may point it elsewhere.
+  virtual std::string store_uri() const { return "sqlite:" + db_path().string(); }
 
   // The argv of `leasehold --store URI args...`.
   std::vector<std::string> cli(const std::vector<std::string>& args) const;

@@ -1,8 +1,10 @@
 // Mutual exclusion across real processes: many `lease acquire` at once on
 // one SQLite file; exactly one wins each round, and epochs only go up.
+#include <cstdlib>
 #include <memory>
 
 #include "process_util.h"
+#include "tests/dynamodb/dynalite_fixture.h"
 
 namespace leasehold::process_test {
 namespace {
@@ -10,9 +12,37 @@ namespace {
 constexpr int kRounds = 30;
 constexpr int kRacers = 8;
 
-class RaceTest : public ProcessTest {};
+class RaceTest : public ProcessTest {
+ protected:
+  void race();
+};
 
-TEST_F(RaceTest, ExactlyOneProcessWinsEachRoundAndEpochsRise) {
+TEST_F(RaceTest, ExactlyOneProcessWinsEachRoundAndEpochsRise) { race(); }
+
+// The same race with every process on DynamoDB (dynalite on loopback).
+class DynamoDbRaceTest : public RaceTest {
+ protected:
+  void SetUp() override {
+    static std::unique_ptr<testing::Dynalite> dynalite = [] {
+      auto started = testing::Dynalite::start();
+      EXPECT_TRUE(started.ok()) << started.status().to_string();
+      return started.ok() ? std::move(started).value() : nullptr;
+    }();
+    ASSERT_TRUE(dynalite);
+    endpoint_ = dynalite->endpoint();
+    // dynalite checks that requests are signed, not by whom.
+    setenv("AWS_ACCESS_KEY_ID", "AKIDRACE", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "race-secret", 1);
+  }
+  std::string store_uri() const override {
+    return "dynamodb://us-east-1/race_?endpoint=" + endpoint_;
+  }
+  std::string endpoint_;
+};
+
+TEST_F(DynamoDbRaceTest, ExactlyOneProcessWinsEachRoundAndEpochsRise) { race(); }
+
+void RaceTest::race() {
   int64_t previous_epoch = 0;
   for (int round = 0; round < kRounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
