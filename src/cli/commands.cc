@@ -10,6 +10,7 @@
 #include "cli/common.h"
 #include "cli/hold.h"
 #include "cli/lease_commands.h"
+#include "cli/store_commands.h"
 
 namespace leasehold::cli {
 namespace {
@@ -33,6 +34,7 @@ struct Subcommands {
   CLI::App* hold = nullptr;
   CLI::App* bench_leases = nullptr;
   CLI::App* bench_renewer = nullptr;
+  CLI::App* store_init = nullptr;
 };
 
 void add_key(CLI::App* sub, LeaseArgs& a) {
@@ -165,6 +167,7 @@ int dispatch(const CliArgs& args, const Subcommands& subs) {
     options.store_uri = uri;
     return run_bench_leases(options);
   }
+  if (subs.store_init->parsed()) return run_store_init(uri);
   if (subs.bench_renewer->parsed()) {
     if (const Status ok = check_bench_renewer(args.bench_renewer); !ok.ok()) return report(ok);
     BenchRenewerOptions options = args.bench_renewer;
@@ -192,13 +195,18 @@ int run_cli(int argc, char** argv) {
   CLI::App app("leasehold: fenced leases on an item store", "leasehold");
   app.fallthrough();  // global flags may follow the subcommand
   app.require_subcommand(1);
-  app.add_option("--store", args.store_uri, "Store URI: sqlite:PATH or memory:")
+  app.add_option("--store", args.store_uri,
+                 "Store URI: sqlite:PATH, dynamodb://REGION/PREFIX[?endpoint=URL] or memory:")
       ->envname("LEASEHOLD_STORE")
       ->capture_default_str();
   app.add_flag("-v,--verbose", args.verbose, "Log debug messages to stderr");
   CLI::App* lease = app.add_subcommand("lease", "Acquire, renew, release and inspect leases");
   lease->require_subcommand(1);
   add_lease_commands(*lease, args, subs);
+  CLI::App* store = app.add_subcommand("store", "Manage the store itself");
+  store->require_subcommand(1);
+  subs.store_init = store->add_subcommand(
+      "init", "Create every table and index leasehold uses, if missing; wait until ready");
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   add_bench_commands(*bench, args, subs);

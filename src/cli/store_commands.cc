@@ -1,0 +1,26 @@
+#include "cli/store_commands.h"
+
+#include <boost/json.hpp>
+
+#include "cli/common.h"
+#include "fleet/schema.h"
+#include "leasehold/lease.h"
+
+namespace leasehold::cli {
+
+int run_store_init(const std::string& store_uri) {
+  auto store = open_store(store_uri);
+  if (!store.ok()) {
+    return report(store.status().with_context("cannot open store '" + store_uri + "'"));
+  }
+  for (const TableSpec& spec : {lease_table_spec(), fleet::connections_table_spec()}) {
+    const Status ensured = (*store)->ensure_table(spec);
+    if (!ensured.ok())
+      return report(ensured.with_context("cannot create table '" + spec.name + "'"));
+    print_line(boost::json::serialize(boost::json::object{
+        {"table", spec.name}, {"indexes", spec.indexes.size()}, {"status", "ready"}}));
+  }
+  return kExitOk;
+}
+
+}  // namespace leasehold::cli

@@ -1,0 +1,13 @@
+// `leasehold store init`: creates every table leasehold uses, with its
+// indexes, if missing, and waits until they can be used. Idempotent.
+#pragma once
+
+#include <string>
+
+namespace leasehold::cli {
+
+// Prints one JSON line per table ({"table":..., "status":"ready"}) and
+// returns the process exit code (cli/common.h).
+int run_store_init(const std::string& store_uri);
+
+}  // namespace leasehold::cli

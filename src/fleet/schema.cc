@@ -1,0 +1,13 @@
+#include "fleet/schema.h"
+
+namespace leasehold::fleet {
+
+TableSpec connections_table_spec() {
+  return TableSpec{
+      kConnectionsTable,
+      "Pk",
+      "",
+      {IndexSpec{kOrphanIndex, "desired_state", "lease_expires_at_ms", AttrType::kInt}}};
+}
+
+}  // namespace leasehold::fleet

@@ -1,0 +1,27 @@
+// The stream fleet's table: one item per upstream connection, in the
+// reference pattern's schema so that DynamoDB items are exactly the ones it
+// describes (docs/schema.md).
+//
+//   Pk                   string  "CONN#<id>" (partition key)
+//   desired_state        string  STARTED | STOPPED
+//   ws_url               string  the upstream URL
+//   lease_owner, lease_token, lease_epoch, lease_expires_at_ms, ...
+//                                the default lease slot (include/leasehold/lease.h)
+//   last_seq             int     the last checkpointed sequence number
+//
+// The index desired_state-lease_expires_at_ms-index finds STARTED
+// connections whose lease has expired (the orphans a worker may take).
+#pragma once
+
+#include <string>
+
+#include "leasehold/store.h"
+
+namespace leasehold::fleet {
+
+inline constexpr char kConnectionsTable[] = "connections";
+inline constexpr char kOrphanIndex[] = "desired_state-lease_expires_at_ms-index";
+
+TableSpec connections_table_spec();
+
+}  // namespace leasehold::fleet
