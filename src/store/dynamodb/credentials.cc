@@ -1,8 +1,15 @@
 #include "store/dynamodb/credentials.h"
 
+#include <boost/json.hpp>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
+#include <iterator>
+#include <mutex>
 #include <sstream>
+
+#include "store/dynamodb/http_client.h"
 
 namespace leasehold::store::dynamodb {
 namespace {
@@ -96,6 +103,152 @@ Result<Credentials> load_credentials(const EnvLookup& env) {
     return unavailable(where + path + ": " + parsed.status().message());
   }
   return invalid_argument(path + ": " + parsed.status().message());
+}
+
+}  // namespace leasehold::store::dynamodb
+
+// ---------------------------------------------------------------- sources
+
+namespace leasehold::store::dynamodb {
+namespace {
+
+class StaticSource final : public CredentialsSource {
+ public:
+  explicit StaticSource(Credentials c) : credentials_(std::move(c)) {}
+  Result<Credentials> get() override { return credentials_; }
+
+ private:
+  const Credentials credentials_;
+};
+
+// "2026-11-29T21:00:00Z" (what the endpoint sends) as wall time.
+std::optional<WallTime> parse_iso8601_utc(std::string_view text) {
+  std::tm tm{};
+  char zone = 0;
+  if (std::sscanf(std::string(text).c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%c", &tm.tm_year, &tm.tm_mon,
+                  &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &zone) != 7 ||
+      zone != 'Z') {
+    return std::nullopt;
+  }
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  const time_t t = timegm(&tm);
+  if (t == static_cast<time_t>(-1)) return std::nullopt;
+  return WallTime(std::chrono::seconds(t));
+}
+
+bool container_host_allowed(const HttpEndpoint& e) {
+  return e.scheme == "https" || is_loopback_host(e.host) || e.host == "169.254.170.2" ||
+         e.host == "169.254.170.23";
+}
+
+class ContainerSource final : public CredentialsSource {
+ public:
+  ContainerSource(std::unique_ptr<HttpClient> http, std::string target, EnvLookup env, Clock* clock,
+                  Duration refresh_before)
+      : http_(std::move(http)),
+        target_(std::move(target)),
+        env_(std::move(env)),
+        clock_(clock != nullptr ? *clock : real_clock_),
+        refresh_before_(refresh_before) {}
+
+  Result<Credentials> get() override {
+    std::lock_guard lock(mu_);
+    const WallTime now = clock_.wall_now();
+    if (cached_ && now + refresh_before_ < expires_) return *cached_;
+    Result<Credentials> fresh = fetch();
+    if (fresh.ok()) return *cached_;
+    if (cached_ && now < expires_) return *cached_;  // the old ones still work
+    return fresh.status();
+  }
+
+ private:
+  // REQUIRES: mu_ held. On success, fills cached_ and expires_.
+  Result<Credentials> fetch() {
+    HttpRequest request;
+    request.method = "GET";
+    request.target = target_;
+    ASSIGN_OR_RETURN(std::string token, authorization_token());
+    if (!token.empty()) request.headers.emplace_back("Authorization", token);
+    Result<HttpResponse> response = http_->send(request, std::chrono::seconds(5));
+    const std::string what = "container credentials endpoint";
+    if (!response.ok()) return unavailable(what + ": " + response.status().message());
+    if (response->status != 200) {
+      return unavailable(what + " answered HTTP " + std::to_string(response->status));
+    }
+    boost::system::error_code ec;
+    const boost::json::value body = boost::json::parse(response->body, ec);
+    const auto* o = ec ? nullptr : body.if_object();
+    const auto text = [&](const char* field) -> std::string {
+      const auto* v = o ? o->if_contains(field) : nullptr;
+      return v && v->is_string() ? std::string(v->get_string()) : std::string();
+    };
+    Credentials c{text("AccessKeyId"), text("SecretAccessKey"), text("Token")};
+    const auto expires = parse_iso8601_utc(text("Expiration"));
+    if (c.access_key_id.empty() || c.secret_access_key.empty() || !expires) {
+      return unavailable(what + " sent no usable credentials");
+    }
+    cached_ = std::move(c);
+    expires_ = *expires;
+    return *cached_;
+  }
+
+  // The token is re-read on every fetch: the agent may rotate the file.
+  Result<std::string> authorization_token() {
+    const std::string file = env_("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE").value_or("");
+    if (file.empty()) return env_("AWS_CONTAINER_AUTHORIZATION_TOKEN").value_or("");
+    std::ifstream in(file, std::ios::binary);
+    if (!in) return unavailable("cannot read AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE " + file);
+    std::string token((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
+    return token;
+  }
+
+  const std::unique_ptr<HttpClient> http_;
+  const std::string target_;
+  const EnvLookup env_;
+  RealClock real_clock_;
+  Clock& clock_;
+  const Duration refresh_before_;
+  std::mutex mu_;
+  std::optional<Credentials> cached_;  // guarded by mu_
+  WallTime expires_{};                 // guarded by mu_
+};
+
+}  // namespace
+
+Result<std::optional<std::shared_ptr<CredentialsSource>>> container_credentials(
+    const EnvLookup& env, Clock* clock, Duration refresh_before) {
+  const std::string relative = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").value_or("");
+  const std::string full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI").value_or("");
+  if (relative.empty() && full.empty()) return std::optional<std::shared_ptr<CredentialsSource>>();
+  const std::string url = !relative.empty() ? "http://169.254.170.2" + relative : full;
+  const size_t scheme_end = url.find("://");
+  const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
+  HttpClientOptions http;
+  ASSIGN_OR_RETURN(http.endpoint, parse_http_endpoint(url.substr(0, path_start)));
+  if (!container_host_allowed(http.endpoint)) {
+    return invalid_argument(
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI must be https, loopback, "
+        "169.254.170.2 or 169.254.170.23 (got " +
+        http.endpoint.host + ")");
+  }
+  http.allow_plain_http = true;
+  http.connections_max = 1;
+  ASSIGN_OR_RETURN(std::unique_ptr<HttpClient> client, HttpClient::open(std::move(http)));
+  const std::string target = path_start == std::string::npos ? "/" : url.substr(path_start);
+  return std::optional<std::shared_ptr<CredentialsSource>>(
+      std::make_shared<ContainerSource>(std::move(client), target, env, clock, refresh_before));
+}
+
+Result<std::shared_ptr<CredentialsSource>> default_credentials(const EnvLookup& env) {
+  Result<Credentials> loaded = load_credentials(env);
+  if (loaded.ok())
+    return std::shared_ptr<CredentialsSource>(std::make_shared<StaticSource>(*loaded));
+  if (loaded.status().code() != Code::kUnavailable) return loaded.status();
+  ASSIGN_OR_RETURN(auto container, container_credentials(env));
+  if (container) return *container;
+  return loaded.status();
 }
 
 }  // namespace leasehold::store::dynamodb

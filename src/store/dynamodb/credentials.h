@@ -11,11 +11,14 @@
 // environment. All functions are thread-safe if the lookup is.
 #pragma once
 
+#include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "leasehold/clock.h"
 #include "leasehold/status.h"
 #include "store/dynamodb/sigv4.h"
 
@@ -37,5 +40,30 @@ Result<Credentials> load_credentials(const EnvLookup& env);
 // "[name]" sections, "key = value" lines, "#" and ";" comments).
 // kNotFound when the profile or its keys are missing.
 Result<Credentials> parse_shared_credentials(std::string_view text, std::string_view profile);
+
+// Where a store gets the credentials for each request. Thread-safe.
+class CredentialsSource {
+ public:
+  virtual ~CredentialsSource() = default;
+  // Credentials valid now, or kUnavailable. Never puts a secret in a Status.
+  virtual Result<Credentials> get() = 0;
+};
+
+// The container credentials endpoint of ECS, Fargate and EKS Pod Identity:
+// AWS_CONTAINER_CREDENTIALS_RELATIVE_URI (on http://169.254.170.2) or
+// AWS_CONTAINER_CREDENTIALS_FULL_URI (plain HTTP only to loopback,
+// 169.254.170.2 or 169.254.170.23), with the token in
+// AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE or AWS_CONTAINER_AUTHORIZATION_TOKEN
+// sent as Authorization. Credentials are fetched on first use and again
+// `refresh_before` ahead of their Expiration; if a refresh fails, the old
+// ones serve until they expire. nullopt if neither variable is set.
+// `clock` null means the system clock; else it must outlive the source.
+Result<std::optional<std::shared_ptr<CredentialsSource>>> container_credentials(
+    const EnvLookup& env, Clock* clock = nullptr,
+    Duration refresh_before = std::chrono::minutes(5));
+
+// The order of the AWS SDKs: environment variables, the shared credentials
+// file and profile, then the container endpoint.
+Result<std::shared_ptr<CredentialsSource>> default_credentials(const EnvLookup& env);
 
 }  // namespace leasehold::store::dynamodb

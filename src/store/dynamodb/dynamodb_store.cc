@@ -354,8 +354,13 @@ Result<HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string
   to_sign.headers = {{"Content-Type", std::string(kContentType)},
                      {"X-Amz-Target", "DynamoDB_20120810." + std::string(op)}};
   to_sign.body = std::move(body);
-  ASSIGN_OR_RETURN(SigV4Result signature, sign_v4(to_sign, options_.credentials, options_.region,
-                                                  "dynamodb", options_.clock->wall_now()));
+  Credentials fetched;
+  if (options_.credentials_source) {
+    ASSIGN_OR_RETURN(fetched, options_.credentials_source->get());
+  }
+  const Credentials& credentials = options_.credentials_source ? fetched : options_.credentials;
+  ASSIGN_OR_RETURN(SigV4Result signature, sign_v4(to_sign, credentials, options_.region, "dynamodb",
+                                                  options_.clock->wall_now()));
   HttpRequest request;
   request.method = "POST";
   request.target = "/";
@@ -832,7 +837,8 @@ Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options) 
       !std::all_of(options.table_prefix.begin(), options.table_prefix.end(), is_name_char)) {
     return invalid_argument("DynamoDB table prefix must be non-empty [A-Za-z0-9_.-]");
   }
-  if (options.credentials.access_key_id.empty() || options.credentials.secret_access_key.empty()) {
+  if (!options.credentials_source && (options.credentials.access_key_id.empty() ||
+                                      options.credentials.secret_access_key.empty())) {
     return invalid_argument("DynamoDB needs credentials (an access key id and a secret key)");
   }
   if (options.endpoint.empty()) {
@@ -869,7 +875,8 @@ Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view
   // reported as such even on a machine without credentials.
   options.credentials = {"unchecked", "unchecked", ""};
   RETURN_IF_ERROR(open_dynamodb_store(options).status());
-  ASSIGN_OR_RETURN(options.credentials, load_credentials(process_env()));
+  options.credentials = {};
+  ASSIGN_OR_RETURN(options.credentials_source, default_credentials(process_env()));
   return open_dynamodb_store(std::move(options));
 }
 

@@ -27,6 +27,7 @@
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
 #include "leasehold/store.h"
+#include "store/dynamodb/credentials.h"
 #include "store/dynamodb/sigv4.h"
 
 namespace leasehold::store::dynamodb {
@@ -37,7 +38,9 @@ struct DynamoDbOptions {
   // "http://127.0.0.1:8000" (loopback only) or "https://..."; empty means
   // https://dynamodb.REGION.amazonaws.com.
   std::string endpoint;
+  // Static credentials, or (when set) a source asked before every request.
   Credentials credentials;
+  std::shared_ptr<CredentialsSource> credentials_source;
 
   Duration request_timeout = std::chrono::seconds(10);
   // How long ensure_table() waits for a new table or index to become ACTIVE.
@@ -59,7 +62,8 @@ struct DynamoDbOptions {
 Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options);
 
 // "dynamodb://REGION/TABLE_PREFIX?endpoint=URL": `rest` is what follows
-// "dynamodb:". Credentials come from load_credentials(process_env()).
+// "dynamodb:". Credentials come from default_credentials(process_env()):
+// the environment, the shared file, then the container endpoint.
 Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest);
 
 }  // namespace leasehold::store::dynamodb

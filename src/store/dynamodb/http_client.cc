@@ -437,7 +437,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::open(HttpClientOptions options) 
     return invalid_argument("endpoint scheme must be http or https");
   }
   if (e.host.empty() || e.port == 0) return invalid_argument("endpoint needs a host and a port");
-  if (e.scheme == "http" && !is_loopback_host(e.host)) {
+  if (e.scheme == "http" && !is_loopback_host(e.host) && !options.allow_plain_http) {
     return invalid_argument("plain http:// is allowed only for loopback hosts (got " + e.host +
                             "); use https://");
   }

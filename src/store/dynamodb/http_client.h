@@ -73,6 +73,10 @@ struct HttpClientOptions {
   Duration idle_max = std::chrono::seconds(4);
   // PEM file of trusted CAs used instead of the system store (tests only).
   std::string ca_file;
+  // Plain http:// to a host that is not loopback. Only for endpoints that
+  // are plain HTTP by design on a link-local address (the container
+  // credentials endpoint); never for DynamoDB itself.
+  bool allow_plain_http = false;
 };
 
 class HttpClient {
