@@ -221,13 +221,14 @@ struct LeaseManager::RenewPlan {
   int64_t expires_at_ms = 0;
   Update update;
   Condition condition;
+  std::shared_ptr<const SlotNames> names;  // looked up once per renewal
 };
 
 LeaseManager::RenewPlan LeaseManager::plan_renewal(const Key& key, std::string_view slot,
                                                    std::string_view token, Duration ttl) {
-  const auto names_n = names(slot);
-  const SlotNames& n = *names_n;
   RenewPlan p;
+  p.names = names(slot);
+  const SlotNames& n = *p.names;
   p.key = key;
   p.slot = std::string(slot);
   p.token = std::string(token);
@@ -241,10 +242,10 @@ LeaseManager::RenewPlan LeaseManager::plan_renewal(const Key& key, std::string_v
 }
 
 Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> written) {
-  const auto names_n = names(p.slot);
-  const SlotNames& n = *names_n;
-  const std::string what = "renew " + describe_key(p.key, p.slot);
+  const SlotNames& n = *p.names;
   if (!written.ok()) {
+    // Built only on failure: a successful renewal allocates no message.
+    const std::string what = "renew " + describe_key(p.key, p.slot);
     switch (written.status().code()) {
       case Code::kConditionFailed:
         return failed_precondition("lease on " + describe_key(p.key, p.slot) +
