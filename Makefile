@@ -1,6 +1,7 @@
 # The two entry points of the README. Both install what is missing first.
 #   make run    build, then run the demo on the embedded SQLite store
 #   make test   build, then run every test (and the unit tests under ASan+UBSan)
+#   make bench  build, then run the lease benchmarks on SQLite and dynalite
 
 JOBS ?= $(shell nproc)
 
@@ -27,6 +28,9 @@ test-asan: setup
 	ctest --preset asan -j $(JOBS) -L unit
 
 test: test-fast test-asan
+
+bench: build
+	@scripts/bench.sh
 
 clean:
 	rm -rf build build-asan

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "bench/dynamodb_baselines.h"
 #include "bench/sqlite_raw.h"
 #include "leasehold/lease.h"
 #include "leasehold/renewer.h"
@@ -148,13 +149,20 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
   RETURN_IF_ERROR(acquire_all(*fleet, o.leases, o.threads, kBenchTtl, took));
   r.acquire_per_s = (per_second(o.leases, took));
 
-  // Library and baseline alternate, two rounds each, over the same leases.
+  // Library and baselines alternate, two rounds each, over the same leases,
+  // so that drift in a shared machine's speed hits them all alike.
   const auto path = sqlite_path(o.store_uri);
+  ASSIGN_OR_RETURN(const auto dynamodb, dynamodb_target(o.store_uri, kTable));
+  if (!o.sdk_script.empty() && !dynamodb) {
+    return invalid_argument("--sdk-baseline needs a dynamodb:// store");
+  }
+  const bool bare = dynamodb && !dynamodb->endpoint.starts_with("https:") &&
+                    !dynamodb->endpoint.empty();
   std::vector<RawLease> raw;
   for (const auto& l : fleet->leases) raw.push_back({l.key.pk, l.token});
   const Duration half = std::chrono::duration_cast<Duration>(seconds(o.seconds)) / 2;
   std::vector<int64_t> latencies;
-  int64_t renewed = 0, raw_done = 0;
+  int64_t renewed = 0, raw_done = 0, sdk_done = 0;
   for (int round = 0; round < 2; ++round) {
     renewed += renew_round(*fleet, o.threads, half, latencies, r.renew_failures);
     if (path) {
@@ -162,14 +170,29 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
                        raw_sqlite_renewals(*path, kTable, raw, o.threads, half, to_ms(kBenchTtl)));
       raw_done += n;
     }
+    if (bare) {
+      ASSIGN_OR_RETURN(int64_t n,
+                       bare_http_renewals(*dynamodb, raw, o.threads, half, to_ms(kBenchTtl)));
+      raw_done += n;
+    }
+    if (!o.sdk_script.empty()) {
+      ASSIGN_OR_RETURN(int64_t n, sdk_renewals(o.sdk_script, *dynamodb, raw, o.threads, half,
+                                               to_ms(kBenchTtl)));
+      sdk_done += n;
+    }
   }
   const Duration renew_time = half * 2;
   r.renew_per_s = (per_second(renewed, renew_time));
   r.renew_p50_us = (percentile_us(latencies, 0.50));
   r.renew_p99_us = (percentile_us(latencies, 0.99));
-  if (path) {
+  if (path || bare) {
     r.raw_update_per_s = (per_second(raw_done, renew_time));
     r.renew_vs_raw = r.renew_per_s / *r.raw_update_per_s;
+  }
+  if (!o.sdk_script.empty()) {
+    r.sdk_update_per_s = per_second(sdk_done, renew_time);
+    r.renew_vs_sdk = r.renew_per_s / *r.sdk_update_per_s;
+    if (r.raw_update_per_s) r.raw_vs_sdk = *r.raw_update_per_s / *r.sdk_update_per_s;
   }
   RETURN_IF_ERROR(release_and_remove(*fleet, o.threads, took));
   r.release_per_s = (per_second(o.leases, took));
@@ -186,11 +209,14 @@ std::string to_json_line(const LeaseBenchReport& r) {
   return fmt::format(R"({{"bench":"leases","backend":{},"leases":{},"threads":{},"seconds":{},)"
                      R"("acquire_per_s":{:.0f},"renew_per_s":{:.0f},"release_per_s":{:.0f},)"
                      R"("renew_p50_us":{:.1f},"renew_p99_us":{:.1f},"raw_update_per_s":{},)"
-                     R"("renew_vs_raw":{},"renew_failures":{}}})",
+                     R"("renew_vs_raw":{},"sdk_update_per_s":{},"renew_vs_sdk":{},)"
+                     R"("raw_vs_sdk":{},"renew_failures":{}}})",
                      boost::json::serialize(boost::json::string(r.backend)), r.leases, r.threads,
                      r.seconds, r.acquire_per_s, r.renew_per_s, r.release_per_s, r.renew_p50_us,
                      r.renew_p99_us, optional_number(r.raw_update_per_s, 0),
-                     optional_number(r.renew_vs_raw, 3), r.renew_failures);
+                     optional_number(r.renew_vs_raw, 3), optional_number(r.sdk_update_per_s, 0),
+                     optional_number(r.renew_vs_sdk, 3), optional_number(r.raw_vs_sdk, 3),
+                     r.renew_failures);
 }
 
 namespace {

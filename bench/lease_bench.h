@@ -2,10 +2,12 @@
 // `leasehold bench renewer`.
 //
 // bench leases: acquire N leases, renew them round-robin from T threads for
-// S seconds, release them; and, in the same run, on the same file and
-// settings, the baseline: the same conditional UPDATE issued straight through
-// the SQLite C API (sqlite backends only). Renew and baseline alternate in
-// two rounds each, so that drift in a shared machine's speed hits both alike.
+// S seconds, release them; and, in the same run, on the same items, the
+// baselines: on SQLite the same conditional UPDATE issued straight through
+// the SQLite C API; on DynamoDB the same UpdateItem as bare pre-signed HTTP
+// requests and, optionally, through the AWS SDK for JavaScript
+// (bench/dynamodb_baselines.h). Renew and baselines alternate in two rounds
+// each, so that drift in a shared machine's speed hits them all alike.
 //
 // bench renewer: one process keeps N leases alive with one Renewer; after
 // the first renewal round, for S seconds, it measures the CPU the process
@@ -26,6 +28,9 @@ struct LeaseBenchOptions {
   int64_t leases = 1000;
   int64_t seconds = 5;
   int64_t threads = 1;
+  // DynamoDB only: bench/sdk_renew_loop.mjs, to measure the AWS SDK for
+  // JavaScript as a second baseline (run with `node`); empty skips it.
+  std::string sdk_script;
 };
 
 struct LeaseBenchReport {
@@ -33,8 +38,12 @@ struct LeaseBenchReport {
   int64_t leases = 0, threads = 0, seconds = 0;
   double acquire_per_s = 0, renew_per_s = 0, release_per_s = 0;
   double renew_p50_us = 0, renew_p99_us = 0;
-  std::optional<double> raw_update_per_s;  // sqlite only
+  // The store's bare protocol in the same run: the SQLite C API, or
+  // pre-signed HTTP requests on keep-alive sockets (DynamoDB over http://).
+  std::optional<double> raw_update_per_s;
   std::optional<double> renew_vs_raw;
+  std::optional<double> sdk_update_per_s;  // with sdk_script
+  std::optional<double> renew_vs_sdk, raw_vs_sdk;
   int64_t renew_failures = 0;  // must be 0: every renewal's condition holds
 };
 

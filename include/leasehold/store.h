@@ -213,6 +213,14 @@ class ItemStore {
   // exists with another key schema is kInvalidArgument.
   virtual Status ensure_table(const TableSpec& spec) = 0;
 
+  // Makes sure the table is there, ready, with the spec's keys and indexes,
+  // for a process that only uses it. Stores whose tables are local and cost
+  // nothing (memory, SQLite) create what is missing, as ensure_table() does;
+  // a remote store whose tables are provisioned resources (DynamoDB) never
+  // creates anything here: a missing table or index is kNotFound, so that
+  // provisioning stays a deliberate step (`leasehold store init`).
+  virtual Status require_table(const TableSpec& spec) { return ensure_table(spec); }
+
   // The item, or kNotFound. `consistent` asks for a strongly consistent read
   // (always so on SQLite and PostgreSQL).
   virtual Result<Item> get(std::string_view table, const Key& key, bool consistent) = 0;

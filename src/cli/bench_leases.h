@@ -20,6 +20,7 @@ struct BenchLeasesOptions {
   int64_t leases = 1000;  // 1..kBenchLeasesMax
   int64_t seconds = 5;    // 1..kBenchSecondsMax
   int64_t threads = 1;    // 1..kBenchThreadsMax, at most `leases`
+  std::string sdk_script;  // an existing file, with a dynamodb:// store; or empty
 };
 
 int run_bench_leases(const BenchLeasesOptions& options);

@@ -102,6 +102,11 @@ void add_bench_commands(CLI::App& bench, CliArgs& args, Subcommands& subs) {
   subs.bench_leases->add_option("--leases", b.leases, "How many leases")->capture_default_str();
   subs.bench_leases->add_option("--seconds", b.seconds, "How long to run")->capture_default_str();
   subs.bench_leases->add_option("--threads", b.threads, "Client threads")->capture_default_str();
+  subs.bench_leases
+      ->add_option("--sdk-baseline", b.sdk_script,
+                   "DynamoDB only: also measure the AWS SDK for JavaScript with this script "
+                   "(bench/sdk_renew_loop.mjs; needs node)")
+      ->check(CLI::ExistingFile);
 
   BenchRenewerOptions& r = args.bench_renewer;
   subs.bench_renewer = bench.add_subcommand(
@@ -165,6 +170,9 @@ int dispatch(const CliArgs& args, const Subcommands& subs) {
     if (const Status ok = check_bench(args.bench); !ok.ok()) return report(ok);
     BenchLeasesOptions options = args.bench;
     options.store_uri = uri;
+    if (!options.sdk_script.empty() && !uri.starts_with("dynamodb:")) {
+      return report(invalid_argument("--sdk-baseline needs a dynamodb:// store"));
+    }
     return run_bench_leases(options);
   }
   if (subs.store_init->parsed()) return run_store_init(uri);

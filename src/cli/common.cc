@@ -13,10 +13,15 @@ Result<std::unique_ptr<Session>> open_session(std::string_view uri) {
     return store.status().with_context("cannot open store '" + std::string(uri) + "'");
   }
   session->store = std::move(store).value();
-  const Status ensured = session->store->ensure_table(session->table);
-  if (!ensured.ok()) {
-    return ensured.with_context("cannot prepare table '" + session->table.name + "' in '" +
-                                std::string(uri) + "'");
+  const Status ready = session->store->require_table(session->table);
+  if (ready.code() == Code::kNotFound) {
+    return Status(Code::kNotFound, ready.message() + " in '" + std::string(uri) +
+                                       "': create the tables with `leasehold store init` (once, " +
+                                       "with the same --store)");
+  }
+  if (!ready.ok()) {
+    return ready.with_context("cannot use table '" + session->table.name + "' in '" +
+                              std::string(uri) + "'");
   }
   session->manager =
       std::make_unique<LeaseManager>(*session->store, session->clock, session->random);

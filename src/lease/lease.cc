@@ -180,21 +180,26 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
 
 // The acquire write may or may not have applied: our fresh token in the slot
 // says it did. If the read-back fails too, the lease is reported unavailable;
-// should the write have applied, the lease simply expires unused.
+// should the write have applied, the lease simply expires unused. A write
+// that did not apply is "held by another owner" only when another owner's
+// lease is there and live; otherwise the store lost the request, and the
+// caller may try again.
 Result<Lease> LeaseManager::resolve_acquire(const Key& key, const Lease& attempt) {
   Result<Item> item = read_back(key);
-  if (!item.ok()) {
-    if (item.status().code() == Code::kNotFound) {
-      return already_exists("acquire of " + describe_key(key, attempt.slot) + " did not apply");
-    }
-    return unavailable("acquire of " + describe_key(key, attempt.slot) +
-                       " has an unknown outcome: " + item.status().message());
+  const std::string what = "acquire of " + describe_key(key, attempt.slot);
+  if (!item.ok() && item.status().code() != Code::kNotFound) {
+    return unavailable(what + " has an unknown outcome: " + item.status().message());
   }
   const auto names_n = names(attempt.slot);
   const SlotNames& n = *names_n;
-  if (string_or_empty(*item, n.token) != attempt.token) {
-    return already_exists("lease on " + describe_key(key, attempt.slot) +
-                          " is held by another owner");
+  if (!item.ok() || string_or_empty(*item, n.token) != attempt.token) {
+    const bool held = item.ok() && !string_or_empty(*item, n.token).empty() &&
+                      int_or_zero(*item, n.expires_at_ms) > to_unix_ms(clock_.wall_now());
+    if (held) {
+      return already_exists("lease on " + describe_key(key, attempt.slot) +
+                            " is held by another owner");
+    }
+    return unavailable(what + " did not reach the store; retry");
   }
   Lease lease = attempt;
   lease.epoch = int_or_zero(*item, n.epoch);

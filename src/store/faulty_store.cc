@@ -15,8 +15,12 @@ Fault FaultyStore::next_fault(bool is_write) {
     fault = Fault::kUnavailable;
   } else if (is_write && random_.chance(options_.drop_reply_probability)) {
     fault = Fault::kDropReply;
+  } else if (is_write && random_.chance(options_.lose_request_probability)) {
+    fault = Fault::kLoseRequest;
   }
-  if (fault == Fault::kDropReply && !is_write) fault = Fault::kUnavailable;
+  if (fault != Fault::kNone && fault != Fault::kUnavailable && !is_write) {
+    fault = Fault::kUnavailable;
+  }
   if (fault != Fault::kNone) ++faults_injected_;
   return fault;
 }
@@ -32,6 +36,7 @@ T FaultyStore::run(bool is_write, Op op) {
   const Fault fault = next_fault(is_write);
   maybe_delay();
   if (fault == Fault::kUnavailable) return T(unavailable("injected fault: store unavailable"));
+  if (fault == Fault::kLoseRequest) return T(unknown_outcome("injected fault: request lost"));
   T result = op();
   maybe_delay();
   if (fault == Fault::kDropReply) return T(unknown_outcome("injected fault: reply lost"));

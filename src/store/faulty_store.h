@@ -3,6 +3,8 @@
 //
 //   kUnavailable  the request fails before reaching the store: nothing applied
 //   kDropReply    the write applies, then the reply is lost: kUnknownOutcome
+//   kLoseRequest  the write is lost on its way (the connection dropped after
+//                 it was sent): nothing applied, yet kUnknownOutcome
 //   delays        time passes before the request applies and before the reply
 //                 returns (through an `advance` callback that moves a
 //                 SimulatedClock), so holders see their requests take time
@@ -22,13 +24,14 @@
 
 namespace leasehold::store {
 
-enum class Fault { kNone, kUnavailable, kDropReply };
+enum class Fault { kNone, kUnavailable, kDropReply, kLoseRequest };
 
 struct FaultOptions {
   double unavailable_probability = 0;  // per call
   double drop_reply_probability = 0;   // per write
   double delay_probability = 0;        // per call, before and after applying
   Duration delay_max{};
+  double lose_request_probability = 0;  // per write
 };
 
 class FaultyStore final : public ItemStore {
@@ -42,6 +45,7 @@ class FaultyStore final : public ItemStore {
   void set_options(const FaultOptions& options) { options_ = options; }
 
   Status ensure_table(const TableSpec& spec) override { return inner_.ensure_table(spec); }
+  Status require_table(const TableSpec& spec) override { return inner_.require_table(spec); }
   Result<Item> get(std::string_view table, const Key& key, bool consistent) override;
   Result<std::vector<Item>> batch_get(std::string_view table, std::span<const Key> keys) override;
   Status put(std::string_view table, const Item& item, const Condition& condition) override;

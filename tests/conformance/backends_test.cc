@@ -1,4 +1,4 @@
-// The backends that run the conformance suite: one INSTANTIATE line each.
+// The backends that run the conformance suites: one INSTANTIATE line each.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -79,6 +79,16 @@ Result<std::unique_ptr<ItemStore>> make_sqlite() {
 INSTANTIATE_TEST_SUITE_P(Memory, StoreConformance,
                          ::testing::Values(StoreFactory{"memory", make_memory}), factory_name);
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreConformance,
+                         ::testing::Values(StoreFactory{"sqlite", make_sqlite}), factory_name);
+
+// The lease layer (lease_conformance_test.cc) on the same backends.
+INSTANTIATE_TEST_SUITE_P(Memory, LeaseConformance,
+                         ::testing::Values(StoreFactory{"memory", make_memory}), factory_name);
+INSTANTIATE_TEST_SUITE_P(Sqlite, LeaseConformance,
+                         ::testing::Values(StoreFactory{"sqlite", make_sqlite}), factory_name);
+INSTANTIATE_TEST_SUITE_P(Memory, RenewerConformance,
+                         ::testing::Values(StoreFactory{"memory", make_memory}), factory_name);
+INSTANTIATE_TEST_SUITE_P(Sqlite, RenewerConformance,
                          ::testing::Values(StoreFactory{"sqlite", make_sqlite}), factory_name);
 
 }  // namespace leasehold::conformance

@@ -12,6 +12,10 @@
 // isolated from every other test's store; whatever it creates (files, remote
 // tables) must go away when the store is destroyed. Each test uses its store
 // from one or several threads of its own.
+//
+// The same factories run the lease layer (lease_conformance_test.cc) through
+// the fixtures LeaseConformance and RenewerConformance: one more INSTANTIATE
+// line each per backend.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -21,7 +25,9 @@
 #include <ostream>
 #include <string>
 
+#include "leasehold/renewer.h"
 #include "leasehold/store.h"
+#include "store/faulty_store.h"
 
 namespace leasehold::conformance {
 
@@ -58,6 +64,48 @@ class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
   static TableSpec sorted_spec();
 
   std::unique_ptr<ItemStore> store_;
+};
+
+// The lease layer on the factory's store, wrapped in a FaultyStore whose
+// delays move the SimulatedClock. `inner_` is the unwrapped store, to read
+// what was really written; the table "leases" exists.
+class LeaseConformance : public ::testing::TestWithParam<StoreFactory> {
+ protected:
+  void SetUp() override;
+
+  AcquireOptions as(std::string owner, Duration ttl = std::chrono::seconds(10));
+  // The stored lease item at `pk`, read through the unwrapped store.
+  Item stored(const std::string& pk);
+
+  SimulatedClock clock_;
+  SeededRandom random_{1};
+  std::unique_ptr<ItemStore> inner_;
+  std::unique_ptr<store::FaultyStore> faulty_;
+  std::unique_ptr<LeaseManager> leases_;
+  const Key key_{"k", ""};
+};
+
+// Counts the batches (update_each calls) and the writes in them
+// (lease_conformance_test.cc).
+class CountingStore;
+
+// The Renewer, on the factory's store wrapped in a FaultyStore (without
+// delays) and a CountingStore, to see heartbeats batched.
+class RenewerConformance : public ::testing::TestWithParam<StoreFactory> {
+ protected:
+  ~RenewerConformance() override;  // where CountingStore is complete
+  void SetUp() override;
+
+  Lease acquire(const std::string& key, Duration ttl = std::chrono::seconds(10));
+  // Advances simulated time in small steps, polling as a renewer thread would.
+  void run_for(Renewer& renewer, Duration total, Duration step = std::chrono::milliseconds(10));
+
+  SimulatedClock clock_;
+  SeededRandom random_{3};
+  std::unique_ptr<ItemStore> inner_;
+  std::unique_ptr<store::FaultyStore> faulty_;
+  std::unique_ptr<CountingStore> counting_;
+  std::unique_ptr<LeaseManager> leases_;
 };
 
 }  // namespace leasehold::conformance

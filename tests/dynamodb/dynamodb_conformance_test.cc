@@ -83,6 +83,10 @@ Result<std::unique_ptr<ItemStore>> make_dynamodb() {
 
 INSTANTIATE_TEST_SUITE_P(DynamoDb, StoreConformance,
                          ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDb, LeaseConformance,
+                         ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDb, RenewerConformance,
+                         ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
 
 namespace {
 

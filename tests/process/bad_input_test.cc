@@ -72,6 +72,9 @@ std::vector<BadCase> bad_cases() {
       {"BenchLeasesTooMany", {"bench", "leases", "--leases", "2000000"}},
       {"BenchThreadsNegative", {"bench", "leases", "--threads=-1"}},
       {"BenchSecondsNotANumber", {"bench", "leases", "--seconds", "abc"}},
+      {"BenchSdkBaselineMissingFile", {"bench", "leases", "--sdk-baseline", "/no/such.mjs"}},
+      {"BenchSdkBaselineNotDynamoDb",
+       {"bench", "leases", "--sdk-baseline", LEASEHOLD_SOURCE_DIR "/bench/sdk_renew_loop.mjs"}},
   };
   return cases;
 }

@@ -36,7 +36,7 @@ struct SimOptions {
   Duration ttl = std::chrono::seconds(2);
   Duration config_skew = milliseconds(500);  // what the lease layer is told
   Duration actual_skew = milliseconds(500);  // how far clocks really spread
-  store::FaultOptions faults{0.05, 0.05, 0.2, milliseconds(250)};
+  store::FaultOptions faults{0.05, 0.05, 0.2, milliseconds(250), 0.03};
 };
 
 // A machine's clock: true time plus a wall offset that NTP may move.

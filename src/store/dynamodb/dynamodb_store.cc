@@ -295,6 +295,7 @@ class DynamoDbStore final : public ItemStore {
   }
 
   Status ensure_table(const TableSpec& spec) override;
+  Status require_table(const TableSpec& spec) override;
   Result<Item> get(std::string_view table, const Key& key, bool consistent) override;
   Result<std::vector<Item>> batch_get(std::string_view table, std::span<const Key> keys) override;
   Status put(std::string_view table, const Item& item, const Condition& condition) override;
@@ -566,6 +567,34 @@ Status DynamoDbStore::ensure_table(const TableSpec& spec) {
   if (!table.ok()) return table.status();
   if (!is_active(*table, {})) RETURN_IF_ERROR(wait_active(spec.name, {}));
   return reconcile(spec, spec_from_description(spec.name, *table));
+}
+
+// Like ensure_table(), but creates nothing: what is missing is kNotFound,
+// naming the physical table (what the user sees in the AWS console).
+Status DynamoDbStore::require_table(const TableSpec& spec) {
+  RETURN_IF_ERROR(validate_table_spec(spec));
+  Result<json::object> table = describe(spec.name);
+  if (!table.ok() && table.status().code() == Code::kNotFound) {
+    return not_found("table " + physical(spec.name) + " does not exist");
+  }
+  if (!table.ok()) return table.status();
+  const TableSpec have = spec_from_description(spec.name, *table);
+  if (have.pk_attr != spec.pk_attr || have.sk_attr != spec.sk_attr) {
+    return invalid_argument("table " + physical(spec.name) + " exists with another key schema");
+  }
+  std::vector<std::string> names;
+  for (const auto& index : spec.indexes) {
+    const auto same = std::find_if(have.indexes.begin(), have.indexes.end(),
+                                   [&](const IndexSpec& i) { return i.name == index.name; });
+    if (same == have.indexes.end()) {
+      return not_found("table " + physical(spec.name) + " has no index " + index.name);
+    }
+    RETURN_IF_ERROR(check_same_index(*same, index));
+    names.push_back(index.name);
+  }
+  if (!is_active(*table, names)) RETURN_IF_ERROR(wait_active(spec.name, names));
+  cache(have);
+  return {};
 }
 
 // ---------------------------------------------------------------- items
@@ -851,7 +880,7 @@ Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options) 
       std::make_unique<DynamoDbStore>(std::move(options), std::move(client)));
 }
 
-Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest) {
+Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest) {
   const Status malformed = invalid_argument(
       "malformed DynamoDB URI (expected dynamodb://REGION/TABLE_PREFIX[?endpoint=URL])");
   if (!rest.starts_with("//")) return malformed;
@@ -871,6 +900,11 @@ Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view
     options.endpoint = std::string(query.substr(9));
     RETURN_IF_ERROR(parse_http_endpoint(options.endpoint).status());
   }
+  return options;
+}
+
+Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest) {
+  ASSIGN_OR_RETURN(DynamoDbOptions options, parse_dynamodb_uri(rest));
   // Check everything but the credentials first, so that a malformed URI is
   // reported as such even on a machine without credentials.
   options.credentials = {"unchecked", "unchecked", ""};

@@ -61,6 +61,11 @@ struct DynamoDbOptions {
 // out whether DynamoDB is reachable.
 Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options);
 
+// The region, table prefix and endpoint of "dynamodb://REGION/TABLE_PREFIX
+// ?endpoint=URL" (`rest` is what follows "dynamodb:"); nothing else is set.
+// Only the URI's form is checked: open_dynamodb_store() checks the rest.
+Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest);
+
 // "dynamodb://REGION/TABLE_PREFIX?endpoint=URL": `rest` is what follows
 // "dynamodb:". Credentials come from default_credentials(process_env()):
 // the environment, the shared file, then the container endpoint.

@@ -39,6 +39,10 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr uint32_t kHeaderBytesMax = 64 * 1024;
 
 struct Connection {
+  // Room for a typical reply, so that it is read with one system call.
+  static constexpr size_t kBufferBytes = 16 * 1024;
+  Connection() { buffer.reserve(kBufferBytes); }
+
   net::io_context ioc;
   std::unique_ptr<beast::tcp_stream> plain;
   std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
@@ -162,7 +166,7 @@ class BeastHttpClient final : public HttpClient {
   Status handshake(Connection& c, MonoTime deadline) const;
   Exchange exchange(Connection& c, http::request<http::string_body>& req, MonoTime deadline,
                     Duration timeout) const;
-  Exchange read_response(Connection& c, MonoTime deadline, Duration timeout) const;
+  Exchange read_response(Connection& c, Duration timeout) const;
 
   // Calls `f` with whichever stream (plain or TLS) the connection uses.
   template <typename F>
@@ -313,16 +317,17 @@ Exchange BeastHttpClient::exchange(Connection& c, http::request<http::string_bod
                                   "); the request may have been applied");
     return ex;
   }
-  return read_response(c, deadline, timeout);
+  return read_response(c, timeout);
 }
 
-Exchange BeastHttpClient::read_response(Connection& c, MonoTime deadline, Duration timeout) const {
+Exchange BeastHttpClient::read_response(Connection& c, Duration timeout) const {
   Exchange ex;
   http::response_parser<http::string_body> parser;
   parser.header_limit(kHeaderBytesMax);
   parser.body_limit(options_.response_bytes_max);
   boost::system::error_code ec;
-  c.lowest().expires_at(deadline);
+  // The deadline set for the write still holds: Beast's stream timeout covers
+  // every operation until it is set again.
   with_stream(c, [&](auto& stream) {
     http::async_read(stream, c.buffer, parser,
                      [&](boost::system::error_code e, size_t) { ec = e; });

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make bench: the `bench leases` figures of docs/benchmarks.md, each against
+# the baselines measured in the same run:
+#   - SQLite, on a file in a temporary directory (baseline: the SQLite C API);
+#   - DynamoDB, against dynalite started here on a free loopback port
+#     (baselines: bare pre-signed HTTP requests, and the AWS SDK for
+#     JavaScript running bench/sdk_renew_loop.mjs).
+# Every JSON line goes to stdout; BENCH_SECONDS (default 10) sets the length.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bin=build/bin/leasehold
+seconds="${BENCH_SECONDS:-10}"
+work="$(mktemp -d)"
+dynalite_pid=""
+cleanup() {
+  if [[ -n "$dynalite_pid" ]]; then kill "$dynalite_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+echo "leasehold: bench leases on SQLite" >&2
+"$bin" --store "sqlite:$work/leases.db" bench leases --leases 1000 --seconds "$seconds"
+
+echo "leasehold: bench leases on DynamoDB (dynalite)" >&2
+node -e '
+const dynalite = require(process.argv[1]);
+const server = dynalite({createTableMs: 0, updateTableMs: 0, deleteTableMs: 0});
+server.listen(0, "127.0.0.1", () => process.stdout.write(server.address().port + "\n"));
+' "$PWD/node_modules/dynalite" >"$work/port" &
+dynalite_pid=$!
+for _ in $(seq 300); do  # up to 30 s for node to start listening
+  [[ -s "$work/port" ]] && break
+  kill -0 "$dynalite_pid" 2>/dev/null || { echo "leasehold: dynalite did not start" >&2; exit 1; }
+  sleep 0.1
+done
+[[ -s "$work/port" ]] || { echo "leasehold: dynalite did not listen within 30 s" >&2; exit 1; }
+
+# dynalite wants requests signed, by anyone: never send real credentials to it.
+export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench
+unset AWS_SESSION_TOKEN AWS_PROFILE
+"$bin" --store "dynamodb://us-east-1/bench_?endpoint=http://127.0.0.1:$(cat "$work/port")" \
+  bench leases --leases 1000 --seconds "$seconds" --sdk-baseline bench/sdk_renew_loop.mjs

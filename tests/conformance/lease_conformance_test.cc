@@ -1,0 +1,441 @@
+// The lease layer on every backend (see store_conformance.h): LeaseManager
+// and Renewer must mean the same on any store, so these cases run on each
+// backend's factory. Time is simulated (SimulatedClock, moved by the test and
+// by FaultyStore delays) except in RenewsOnRealTime.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <optional>
+#include <thread>
+
+#include "leasehold/lease.h"
+#include "leasehold/renewer.h"
+#include "store/faulty_store.h"
+#include "tests/conformance/store_conformance.h"
+
+namespace leasehold::conformance {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Counts update_each calls, to see heartbeats batched.
+class CountingStore final : public ItemStore {
+ public:
+  explicit CountingStore(ItemStore& inner) : inner_(inner) {}
+  Status ensure_table(const TableSpec& s) override { return inner_.ensure_table(s); }
+  Status require_table(const TableSpec& s) override { return inner_.require_table(s); }
+  Result<Item> get(std::string_view t, const Key& k, bool c) override {
+    return inner_.get(t, k, c);
+  }
+  Result<std::vector<Item>> batch_get(std::string_view t, std::span<const Key> k) override {
+    return inner_.batch_get(t, k);
+  }
+  Status put(std::string_view t, const Item& i, const Condition& c) override {
+    return inner_.put(t, i, c);
+  }
+  Result<Item> update(std::string_view t, const Key& k, const Update& u,
+                      const Condition& c) override {
+    return inner_.update(t, k, u, c);
+  }
+  Status remove(std::string_view t, const Key& k, const Condition& c) override {
+    return inner_.remove(t, k, c);
+  }
+  Result<Page> query(std::string_view t, std::string_view pk, const KeyRange& r,
+                     const QueryOptions& o) override {
+    return inner_.query(t, pk, r, o);
+  }
+  Result<Page> query_index(std::string_view t, std::string_view i, std::string_view h,
+                           const KeyRange& r, const QueryOptions& o) override {
+    return inner_.query_index(t, i, h, r, o);
+  }
+  std::vector<Result<Item>> update_each(std::string_view t,
+                                        std::span<const UpdateRequest> r) override {
+    ++batches;
+    writes += r.size();
+    return inner_.update_each(t, r);
+  }
+  std::string_view backend_name() const override { return "counting"; }
+  std::atomic<int> batches{0};
+  std::atomic<size_t> writes{0};
+
+ private:
+  ItemStore& inner_;
+};
+
+// ---------------------------------------------------------------- LeaseManager
+
+void LeaseConformance::SetUp() {
+  Result<std::unique_ptr<ItemStore>> made = GetParam().make();
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  inner_ = std::move(made).value();
+  faulty_ = std::make_unique<store::FaultyStore>(*inner_, random_, store::FaultOptions{},
+                                                 [this](Duration d) { clock_.advance(d); });
+  leases_ = std::make_unique<LeaseManager>(*faulty_, clock_, random_);
+  ASSERT_TRUE(faulty_->ensure_table(lease_table_spec()).ok());
+}
+
+AcquireOptions LeaseConformance::as(std::string owner, Duration ttl) {
+  AcquireOptions o;
+  o.owner = std::move(owner);
+  o.ttl = ttl;
+  return o;
+}
+
+Item LeaseConformance::stored(const std::string& pk) {
+  Result<Item> item = inner_->get("leases", {pk, ""}, true);
+  EXPECT_TRUE(item.ok()) << pk << ": " << item.status().to_string();
+  return item.ok() ? std::move(item).value() : Item{};
+}
+
+namespace {
+
+TEST_P(LeaseConformance, OneHolderUntilExpiryThenEpochGoesUp) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ(a->epoch, 1);
+  EXPECT_TRUE(is_well_formed_token(a->token));
+
+  auto b = leases_->acquire(key_, as("b"));
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), Code::kAlreadyExists);
+
+  clock_.advance(seconds(10) + milliseconds(1));
+  EXPECT_FALSE(a->valid_at(clock_.mono_now()));
+  b = leases_->acquire(key_, as("b"));
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ(b->epoch, 2);
+  EXPECT_NE(b->token, a->token);
+}
+
+TEST_P(LeaseConformance, ValidityIsTtlLessSkewAndMarginFromTheSendTime) {
+  // The store takes 300 ms to apply the write: validity still counts from the send.
+  faulty_->set_options({0, 0, 1.0, milliseconds(300)});
+  const MonoTime sent = clock_.mono_now();
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->valid_until, sent + seconds(10) - milliseconds(500) - milliseconds(100));
+  EXPECT_GT(clock_.mono_now(), sent);
+}
+
+TEST_P(LeaseConformance, RenewExtendsAndKeepsEpoch) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  clock_.advance(seconds(3));
+  auto r = leases_->renew(*a);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->epoch, a->epoch);
+  EXPECT_EQ(r->expires_at_ms, a->expires_at_ms + 3000);
+  EXPECT_GT(r->valid_until, a->valid_until);
+  EXPECT_EQ(*get_int(stored("k"), "lease_expires_at_ms"), r->expires_at_ms);
+}
+
+TEST_P(LeaseConformance, NoRenewalPastTheLocalDeadline) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  const Item before = stored("k");
+  clock_.advance(seconds(10) - milliseconds(600));  // exactly the validity window
+  auto r = leases_->renew(*a);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(stored("k"), before) << "a lease past its deadline must not even send a renewal";
+}
+
+TEST_P(LeaseConformance, RenewByTokenRefusesAnExpiredLease) {
+  auto a = leases_->acquire(key_, as("a", seconds(2)));
+  ASSERT_TRUE(a.ok());
+  clock_.advance(seconds(2) + milliseconds(1));
+  auto r = leases_->renew(LeaseRef{key_, "lease", a->token}, seconds(2));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+}
+
+TEST_P(LeaseConformance, ReleaseModes) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(leases_->release(*a, ReleaseMode::kExpire).ok());
+  auto v = leases_->inspect(key_);
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->held);
+  EXPECT_EQ(v->owner, "a") << "expire mode keeps the owner for history";
+  EXPECT_EQ(v->expires_at_ms, 0);
+
+  auto b = leases_->acquire(key_, as("b"));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->epoch, 2);
+  ASSERT_TRUE(leases_->release(*b, ReleaseMode::kClear).ok());
+  const Item item = stored("k");
+  EXPECT_FALSE(item.contains("lease_owner"));
+  EXPECT_FALSE(item.contains("lease_token"));
+  EXPECT_EQ(*get_int(item, "lease_epoch"), 2) << "clear mode never resets the epoch";
+
+  auto c = leases_->acquire(key_, as("c"));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->epoch, 3);
+}
+
+TEST_P(LeaseConformance, StaleTokensAreRefused) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(leases_->release(*a, ReleaseMode::kExpire).ok());
+  auto b = leases_->acquire(key_, as("b"));
+  ASSERT_TRUE(b.ok());
+  const Item before = stored("k");
+  EXPECT_EQ(leases_->release(*a, ReleaseMode::kClear).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(leases_->renew(*a).status().code(), Code::kFailedPrecondition);
+  auto w = leases_->fenced_write(*a, Update().set("data", std::string("stale")));
+  EXPECT_EQ(w.status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(stored("k"), before);
+
+  w = leases_->fenced_write(*b, Update().set("data", std::string("fresh")));
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(*get_string(*w, "data"), "fresh");
+}
+
+TEST_P(LeaseConformance, FencedWriteIsNotSentPastTheDeadline) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  clock_.advance(seconds(9) + milliseconds(400));
+  auto w = leases_->fenced_write(*a, Update().set("data", std::string("late")));
+  EXPECT_EQ(w.status().code(), Code::kFailedPrecondition);
+  EXPECT_FALSE(stored("k").contains("data"));
+}
+
+TEST_P(LeaseConformance, ReplaceEndsOneSlotAndStartsAnother) {
+  AcquireOptions analysis = as("alice");
+  analysis.slot = "analysis";
+  auto a = leases_->acquire(key_, analysis);
+  ASSERT_TRUE(a.ok());
+  AcquireOptions tracing = as("worker");
+  tracing.slot = "tracing";
+  tracing.extra_update.set("status", std::string("tracing"));
+  auto t = leases_->replace(*a, tracing);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  EXPECT_EQ(t->epoch, 1);
+  const Item item = stored("k");
+  EXPECT_FALSE(item.contains("analysis_token"));
+  EXPECT_EQ(*get_int(item, "analysis_epoch"), 1);
+  EXPECT_EQ(*get_string(item, "status"), "tracing");
+  EXPECT_EQ(*get_string(item, "tracing_token"), t->token);
+
+  // The analysis lease is gone: replacing it again fails as "not yours".
+  auto again = leases_->replace(*a, tracing);
+  EXPECT_EQ(again.status().code(), Code::kFailedPrecondition);
+}
+
+TEST_P(LeaseConformance, ExtraConditionJoinsTheAcquireWrite) {
+  AcquireOptions o = as("a");
+  o.extra_condition = cond::eq("status", std::string("ready"));
+  EXPECT_EQ(leases_->acquire(key_, o).status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(inner_->get("leases", key_, true).status().code(), Code::kNotFound);
+}
+
+TEST_P(LeaseConformance, UnknownOutcomesAreResolvedByReadingBack) {
+  faulty_->inject_next(store::Fault::kDropReply);
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ(*get_string(stored("k"), "lease_token"), a->token);
+
+  faulty_->inject_next(store::Fault::kDropReply);
+  auto r = leases_->renew(*a);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+
+  // The acquire write was lost before applying: the read-back says so.
+  faulty_->inject_next(store::Fault::kUnavailable);
+  EXPECT_EQ(leases_->acquire({"other", ""}, as("b")).status().code(), Code::kUnavailable);
+  EXPECT_EQ(inner_->get("leases", {"other", ""}, true).status().code(), Code::kNotFound);
+
+  // Applied but unreported, and the read-back fails every time: unavailable,
+  // never a lease the caller believes it has without proof.
+  for (int i = 0; i < 4; ++i)
+    faulty_->inject_next(i == 0 ? store::Fault::kDropReply : store::Fault::kUnavailable);
+  EXPECT_EQ(leases_->acquire({"third", ""}, as("c")).status().code(), Code::kUnavailable);
+}
+
+// The acquire write was lost on its way, yet reported as an unknown outcome
+// (a connection dropped after sending): "held by another owner" only when
+// another owner's live lease is there; otherwise unavailable, and a retry
+// takes the lease.
+TEST_P(LeaseConformance, AnAcquireLostOnItsWayIsNeverReportedAsHeld) {
+  faulty_->inject_next(store::Fault::kLoseRequest);
+  EXPECT_EQ(leases_->acquire(key_, as("a")).status().code(), Code::kUnavailable);
+  EXPECT_EQ(inner_->get("leases", key_, true).status().code(), Code::kNotFound);
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ(a->epoch, 1);
+
+  faulty_->inject_next(store::Fault::kLoseRequest);
+  EXPECT_EQ(leases_->acquire(key_, as("b")).status().code(), Code::kAlreadyExists);
+
+  clock_.advance(seconds(10) + milliseconds(1));  // a's lease has expired
+  faulty_->inject_next(store::Fault::kLoseRequest);
+  EXPECT_EQ(leases_->acquire(key_, as("b")).status().code(), Code::kUnavailable);
+  EXPECT_EQ(*get_string(stored("k"), "lease_token"), a->token);
+  auto b = leases_->acquire(key_, as("b"));
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ(b->epoch, 2);
+}
+
+TEST_P(LeaseConformance, TimingChecks) {
+  EXPECT_EQ(leases_->acquire(key_, as("a", milliseconds(800))).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_TRUE(leases_->check_timing(milliseconds(1500), milliseconds(400)).ok());
+  EXPECT_FALSE(leases_->check_timing(milliseconds(1500), milliseconds(500)).ok());
+  EXPECT_TRUE(leases_->check_timing(seconds(20), leases_->default_renew_every(seconds(20))).ok());
+}
+
+TEST_P(LeaseConformance, BadInputChangesNothing) {
+  AcquireOptions o = as("");
+  EXPECT_EQ(leases_->acquire(key_, o).status().code(), Code::kInvalidArgument);
+  o = as("a");
+  o.slot = "Bad-Slot";
+  EXPECT_EQ(leases_->acquire(key_, o).status().code(), Code::kInvalidArgument);
+  o = as(std::string("a\nb"));
+  EXPECT_EQ(leases_->acquire(key_, o).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(leases_->release(LeaseRef{key_, "lease", "zz"}, ReleaseMode::kClear).code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(leases_->acquire({"", ""}, as("a")).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(inner_->get("leases", key_, true).status().code(), Code::kNotFound);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- Renewer
+
+RenewerConformance::~RenewerConformance() = default;
+
+void RenewerConformance::SetUp() {
+  Result<std::unique_ptr<ItemStore>> made = GetParam().make();
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  inner_ = std::move(made).value();
+  faulty_ = std::make_unique<store::FaultyStore>(*inner_, random_);
+  counting_ = std::make_unique<CountingStore>(*faulty_);
+  leases_ = std::make_unique<LeaseManager>(*counting_, clock_, random_);
+  ASSERT_TRUE(counting_->ensure_table(lease_table_spec()).ok());
+}
+
+Lease RenewerConformance::acquire(const std::string& key, Duration ttl) {
+  AcquireOptions o;
+  o.owner = "me";
+  o.ttl = ttl;
+  auto lease = leases_->acquire({key, ""}, o);
+  EXPECT_TRUE(lease.ok()) << lease.status().to_string();
+  return *lease;
+}
+
+void RenewerConformance::run_for(Renewer& renewer, Duration total, Duration step) {
+  for (Duration t{}; t < total; t += step) {
+    clock_.advance(step);
+    renewer.poll();
+  }
+}
+
+namespace {
+
+TEST_P(RenewerConformance, KeepsManyLeasesAliveInFewBatches) {
+  // Enough leases that one write per store call would far exceed the batch
+  // bound below, few enough for a remote store (one round trip per write
+  // through FaultyStore) to stay quick.
+  constexpr int kLeases = 200;
+  Renewer renewer(*leases_, clock_, random_);
+  int lost = 0;
+  std::vector<Renewer::Id> ids;
+  for (int i = 0; i < kLeases; ++i) {
+    ids.push_back(renewer.add(acquire("k" + std::to_string(i)), [&](auto&, auto&) { ++lost; }));
+  }
+  run_for(renewer, seconds(60));
+  EXPECT_EQ(lost, 0);
+  for (Renewer::Id id : ids) {
+    auto lease = renewer.get(id);
+    ASSERT_TRUE(lease.has_value());
+    ASSERT_TRUE(lease->valid_at(clock_.mono_now()));
+    const Item item = *inner_->get("leases", lease->key, true);
+    ASSERT_GT(*get_int(item, "lease_expires_at_ms"), to_unix_ms(clock_.wall_now()));
+  }
+  // About 60 s / 3.1 s = 19 renewals per lease, yet at most one batch per
+  // batch window, however many leases there are.
+  EXPECT_GE(counting_->writes.load(), size_t{kLeases} * 17);
+  const auto window_ms = to_ms(RenewerOptions{}.batch_window);
+  EXPECT_LE(counting_->batches.load(), 60'000 / window_ms + 10);
+}
+
+TEST_P(RenewerConformance, ReportsATakenLeaseAtOnce) {
+  Renewer renewer(*leases_, clock_, random_);
+  Lease mine = acquire("k");
+  std::optional<Status> why;
+  const Renewer::Id id = renewer.add(mine, [&](const Lease&, const Status& s) { why = s; });
+  ASSERT_TRUE(leases_->release(mine, ReleaseMode::kClear).ok());
+  acquire("k");  // someone else
+  run_for(renewer, seconds(4));
+  ASSERT_TRUE(why.has_value());
+  EXPECT_EQ(why->code(), Code::kFailedPrecondition);
+  EXPECT_FALSE(renewer.get(id).has_value());
+  EXPECT_EQ(renewer.size(), 0u);
+}
+
+TEST_P(RenewerConformance, ReportsLossBeforeTheDeadlineWhenTheStoreIsDown) {
+  Renewer renewer(*leases_, clock_, random_);
+  const Lease mine = acquire("k");
+  std::optional<MonoTime> reported_at;
+  renewer.add(mine, [&](const Lease& lease, const Status& s) {
+    reported_at = clock_.mono_now();
+    EXPECT_EQ(s.code(), Code::kDeadlineExceeded);
+    EXPECT_LT(clock_.mono_now(), lease.valid_until) << "the callback must come before the deadline";
+  });
+  faulty_->set_options({1.0, 0, 0, {}});
+  run_for(renewer, seconds(12));
+  ASSERT_TRUE(reported_at.has_value());
+  EXPECT_LT(*reported_at, mine.valid_until);
+}
+
+TEST_P(RenewerConformance, RetriesThroughABriefOutage) {
+  Renewer renewer(*leases_, clock_, random_);
+  int lost = 0;
+  const Renewer::Id id = renewer.add(acquire("k"), [&](auto&, auto&) { ++lost; });
+  faulty_->set_options({1.0, 0, 0, {}});
+  run_for(renewer, seconds(4));
+  faulty_->set_options({});
+  run_for(renewer, seconds(20));
+  EXPECT_EQ(lost, 0);
+  EXPECT_TRUE(renewer.get(id).has_value());
+}
+
+TEST_P(RenewerConformance, RemoveReturnsTheLatestLease) {
+  Renewer renewer(*leases_, clock_, random_);
+  const Lease first = acquire("k");
+  const Renewer::Id id = renewer.add(first, nullptr);
+  run_for(renewer, seconds(5));
+  auto latest = renewer.remove(id);
+  ASSERT_TRUE(latest.has_value());
+  EXPECT_GT(latest->expires_at_ms, first.expires_at_ms);
+  EXPECT_FALSE(renewer.remove(id).has_value());
+}
+
+// Real threads and the real clock, straight on the factory's store: about a
+// second of wall time.
+TEST_P(RenewerConformance, RenewsOnRealTime) {
+  RealClock clock;
+  SystemRandom random;
+  LeaseManager leases(*inner_, clock, random);
+  AcquireOptions o;
+  o.owner = "me";
+  o.ttl = milliseconds(1500);
+  auto lease = leases.acquire({"k", ""}, o);
+  ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+  Renewer renewer(leases, clock, random);
+  renewer.start();
+  const Renewer::Id id = renewer.add(*lease, nullptr);
+  // Wait (with a deadline) until the lease has been renewed past its first expiry.
+  const auto deadline = std::chrono::steady_clock::now() + seconds(10);
+  bool renewed_twice = false;
+  while (std::chrono::steady_clock::now() < deadline && !renewed_twice) {
+    auto now = renewer.get(id);
+    ASSERT_TRUE(now.has_value()) << "lease lost";
+    renewed_twice = now->expires_at_ms > lease->expires_at_ms + 500;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  EXPECT_TRUE(renewed_twice);
+  renewer.stop();
+}
+
+}  // namespace
+}  // namespace leasehold::conformance
