@@ -12,6 +12,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -143,6 +144,7 @@ int exchange(int fd, const std::string& request, std::string& buffer) {
 
 struct Outcome {
   int64_t done = 0;
+  Duration cpu{};
   std::string error;
 };
 
@@ -159,6 +161,7 @@ void bare_loop(const store::dynamodb::HttpEndpoint& endpoint,
   }
   std::string buffer;
   buffer.reserve(1 << 14);
+  const ThreadCpuTimer timer;
   RealClock clock;
   const size_t leases = requests.size() / 2;
   size_t pass = 0;
@@ -177,6 +180,7 @@ void bare_loop(const store::dynamodb::HttpEndpoint& endpoint,
     }
     ++out.done;
   }
+  out.cpu = timer.elapsed();
 }
 
 // Runs argv (argv[0] looked up in $PATH) and returns what it wrote to stdout.
@@ -220,9 +224,15 @@ Result<std::optional<DynamoDbTarget>> dynamodb_target(const std::string& uri,
       DynamoDbTarget{options.region, options.endpoint, options.table_prefix + table});
 }
 
+Duration ThreadCpuTimer::now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
 Result<int64_t> bare_http_renewals(const DynamoDbTarget& target,
                                    const std::vector<RawLease>& leases, int64_t threads,
-                                   Duration duration, int64_t ttl_ms) {
+                                   Duration duration, int64_t ttl_ms, Duration& cpu) {
   if (target.endpoint.empty()) return failed_precondition("the bare baseline needs http://");
   ASSIGN_OR_RETURN(auto endpoint, store::dynamodb::parse_http_endpoint(target.endpoint));
   if (endpoint.scheme != "http") return failed_precondition("the bare baseline needs http://");
@@ -259,6 +269,7 @@ Result<int64_t> bare_http_renewals(const DynamoDbTarget& target,
   for (const Outcome& o : outcomes) {
     if (!o.error.empty()) return unavailable("bare HTTP baseline: " + o.error);
     done += o.done;
+    cpu += o.cpu;
   }
   return done;
 }

@@ -69,13 +69,16 @@ Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Durat
   return {};
 }
 
-// Library renewals for `duration`; appends latencies (ns) and counts failures.
+// Library renewals for `duration`; appends latencies (ns), counts failures
+// and adds the CPU time the renewing threads used.
 int64_t renew_round(Fleet& f, int64_t threads, Duration duration,
-                    std::vector<int64_t>& latencies_ns, int64_t& failures) {
+                    std::vector<int64_t>& latencies_ns, int64_t& failures, Duration& cpu) {
   std::vector<std::vector<int64_t>> lat(threads);
   std::vector<int64_t> fails(threads, 0);
+  std::vector<Duration> cpus(threads);
   const MonoTime until = f.clock.mono_now() + duration;
   timed_on_threads(threads, [&](int64_t t) {
+    const ThreadCpuTimer timer;
     lat[t].reserve(1 << 16);
     for (size_t i = t; f.clock.mono_now() < until; i += threads) {
       if (i >= f.leases.size()) i = t;
@@ -87,9 +90,11 @@ int64_t renew_round(Fleet& f, int64_t threads, Duration duration,
       else
         ++fails[t];
     }
+    cpus[t] = timer.elapsed();
   });
   int64_t done = 0;
   for (int64_t t = 0; t < threads; ++t) {
+    cpu += cpus[t];
     done += static_cast<int64_t>(lat[t].size());
     failures += fails[t];
     latencies_ns.insert(latencies_ns.end(), lat[t].begin(), lat[t].end());
@@ -163,16 +168,17 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
   const Duration half = std::chrono::duration_cast<Duration>(seconds(o.seconds)) / 2;
   std::vector<int64_t> latencies;
   int64_t renewed = 0, raw_done = 0, sdk_done = 0;
+  Duration renew_cpu{}, bare_cpu{};
   for (int round = 0; round < 2; ++round) {
-    renewed += renew_round(*fleet, o.threads, half, latencies, r.renew_failures);
+    renewed += renew_round(*fleet, o.threads, half, latencies, r.renew_failures, renew_cpu);
     if (path) {
       ASSIGN_OR_RETURN(int64_t n,
                        raw_sqlite_renewals(*path, kTable, raw, o.threads, half, to_ms(kBenchTtl)));
       raw_done += n;
     }
     if (bare) {
-      ASSIGN_OR_RETURN(int64_t n,
-                       bare_http_renewals(*dynamodb, raw, o.threads, half, to_ms(kBenchTtl)));
+      ASSIGN_OR_RETURN(int64_t n, bare_http_renewals(*dynamodb, raw, o.threads, half,
+                                                     to_ms(kBenchTtl), bare_cpu));
       raw_done += n;
     }
     if (!o.sdk_script.empty()) {
@@ -185,6 +191,12 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
   r.renew_per_s = (per_second(renewed, renew_time));
   r.renew_p50_us = (percentile_us(latencies, 0.50));
   r.renew_p99_us = (percentile_us(latencies, 0.99));
+  const auto cpu_us_per = [](Duration cpu, int64_t n) {
+    return n > 0 ? std::chrono::duration<double, std::micro>(cpu).count() / static_cast<double>(n)
+                 : 0.0;
+  };
+  r.renew_cpu_us = cpu_us_per(renew_cpu, renewed);
+  if (bare) r.raw_cpu_us = cpu_us_per(bare_cpu, raw_done);
   if (path || bare) {
     r.raw_update_per_s = (per_second(raw_done, renew_time));
     r.renew_vs_raw = r.renew_per_s / *r.raw_update_per_s;
@@ -208,12 +220,14 @@ std::string optional_number(const std::optional<double>& v, int decimals) {
 std::string to_json_line(const LeaseBenchReport& r) {
   return fmt::format(R"({{"bench":"leases","backend":{},"leases":{},"threads":{},"seconds":{},)"
                      R"("acquire_per_s":{:.0f},"renew_per_s":{:.0f},"release_per_s":{:.0f},)"
-                     R"("renew_p50_us":{:.1f},"renew_p99_us":{:.1f},"raw_update_per_s":{},)"
+                     R"("renew_p50_us":{:.1f},"renew_p99_us":{:.1f},"renew_cpu_us":{:.1f},)"
+                     R"("raw_update_per_s":{},"raw_cpu_us":{},)"
                      R"("renew_vs_raw":{},"sdk_update_per_s":{},"renew_vs_sdk":{},)"
                      R"("raw_vs_sdk":{},"renew_failures":{}}})",
                      boost::json::serialize(boost::json::string(r.backend)), r.leases, r.threads,
                      r.seconds, r.acquire_per_s, r.renew_per_s, r.release_per_s, r.renew_p50_us,
-                     r.renew_p99_us, optional_number(r.raw_update_per_s, 0),
+                     r.renew_p99_us, r.renew_cpu_us, optional_number(r.raw_update_per_s, 0),
+                     optional_number(r.raw_cpu_us, 1),
                      optional_number(r.renew_vs_raw, 3), optional_number(r.sdk_update_per_s, 0),
                      optional_number(r.renew_vs_sdk, 3), optional_number(r.raw_vs_sdk, 3),
                      r.renew_failures);

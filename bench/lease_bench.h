@@ -38,6 +38,11 @@ struct LeaseBenchReport {
   int64_t leases = 0, threads = 0, seconds = 0;
   double acquire_per_s = 0, renew_per_s = 0, release_per_s = 0;
   double renew_p50_us = 0, renew_p99_us = 0;
+  // CPU time of the renewing threads (user + system) per renewal: what the
+  // client itself costs, which a shared machine's noise moves far less than
+  // the rates.
+  double renew_cpu_us = 0;
+  std::optional<double> raw_cpu_us;  // the same for the bare HTTP baseline
   // The store's bare protocol in the same run: the SQLite C API, or
   // pre-signed HTTP requests on keep-alive sockets (DynamoDB over http://).
   std::optional<double> raw_update_per_s;

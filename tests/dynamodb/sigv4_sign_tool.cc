@@ -7,7 +7,10 @@
 //    "unix_seconds"}
 // and writes one JSON object per line on stdout: {"authorization",
 // "canonical_request", "string_to_sign"} or {"error"}. Exits 1 on a line that
-// is not such an object. Single-threaded; a test tool, not a product.
+// is not such an object. Every line is signed through one SigningKeyCache, as
+// the DynamoDB store signs, so the comparison covers the cached key as it
+// changes with the secret, day, region and service from line to line.
+// Single-threaded; a test tool, not a product.
 #include <boost/json.hpp>
 #include <iostream>
 #include <string>
@@ -31,7 +34,8 @@ HeaderList pairs_of(const json::value& v) {
 }
 
 // Throws (boost::system::system_error) on a malformed line.
-json::object sign_line(const std::string& line) {
+json::object sign_line(const std::string& line,
+                       leasehold::store::dynamodb::SigningKeyCache& cache) {
   const json::object in = json::parse(line).as_object();
   const auto str = [&](const char* key) { return json::value_to<std::string>(in.at(key)); };
   HttpRequestToSign request;
@@ -44,7 +48,8 @@ json::object sign_line(const std::string& line) {
   const Credentials credentials{str("access_key"), str("secret_key"), str("token")};
   const leasehold::WallTime now{std::chrono::seconds(in.at("unix_seconds").to_number<int64_t>())};
   auto signed_request =
-      leasehold::store::dynamodb::sign_v4(request, credentials, str("region"), str("service"), now);
+      leasehold::store::dynamodb::sign_v4(request, credentials, str("region"), str("service"), now,
+                                          &cache);
   json::object out;
   if (!signed_request.ok()) {
     out["error"] = signed_request.status().to_string();
@@ -59,10 +64,11 @@ json::object sign_line(const std::string& line) {
 }  // namespace
 
 int main() {
+  leasehold::store::dynamodb::SigningKeyCache cache;
   std::string line;
   while (std::getline(std::cin, line)) {
     try {
-      std::cout << json::serialize(sign_line(line)) << '\n';
+      std::cout << json::serialize(sign_line(line, cache)) << '\n';
     } catch (const std::exception& e) {
       std::cerr << "sigv4_sign_tool: bad input line: " << e.what() << '\n';
       return 1;

@@ -339,6 +339,7 @@ class DynamoDbStore final : public ItemStore {
 
   DynamoDbOptions options_;
   std::unique_ptr<HttpClient> http_;
+  SigningKeyCache signing_keys_;
   RealClock real_clock_;
   SystemRandom system_random_;
   std::mutex random_mu_;
@@ -361,7 +362,7 @@ Result<HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string
   }
   const Credentials& credentials = options_.credentials_source ? fetched : options_.credentials;
   ASSIGN_OR_RETURN(SigV4Result signature, sign_v4(to_sign, credentials, options_.region, "dynamodb",
-                                                  options_.clock->wall_now()));
+                                                  options_.clock->wall_now(), &signing_keys_));
   HttpRequest request;
   request.method = "POST";
   request.target = "/";

@@ -2,13 +2,15 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 namespace leasehold::store::dynamodb {
 namespace {
@@ -65,13 +67,37 @@ std::string to_hex(const unsigned char* bytes, size_t n) {
   std::abort();
 }
 
+// SHA-256 and HMAC, fetched from OpenSSL's default provider once: an
+// implicit fetch on every call (EVP_sha256(), HMAC()) costs more than hashing
+// a request.
+const EVP_MD* sha256_md() {
+  static EVP_MD* const md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  if (md == nullptr) openssl_failed("EVP_MD_fetch(SHA256)");
+  return md;
+}
+
+EVP_MAC* hmac_mac() {
+  static EVP_MAC* const mac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+  if (mac == nullptr) openssl_failed("EVP_MAC_fetch(HMAC)");
+  return mac;
+}
+
 // Raw 32-byte HMAC-SHA256 of `message` under `key`.
 std::string hmac_sha256(std::string_view key, std::string_view message) {
+  std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_new(hmac_mac()),
+                                                                 EVP_MAC_CTX_free);
+  char digest[] = "SHA256";
+  const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", digest, 0),
+                               OSSL_PARAM_construct_end()};
   std::string out(kSha256Bytes, '\0');
-  unsigned int out_len = 0;
-  if (HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-           reinterpret_cast<const unsigned char*>(message.data()), message.size(),
-           reinterpret_cast<unsigned char*>(out.data()), &out_len) == nullptr ||
+  size_t out_len = 0;
+  if (ctx == nullptr ||
+      EVP_MAC_init(ctx.get(), reinterpret_cast<const unsigned char*>(key.data()), key.size(),
+                   params) != 1 ||
+      EVP_MAC_update(ctx.get(), reinterpret_cast<const unsigned char*>(message.data()),
+                     message.size()) != 1 ||
+      EVP_MAC_final(ctx.get(), reinterpret_cast<unsigned char*>(out.data()), &out_len,
+                    out.size()) != 1 ||
       out_len != kSha256Bytes) {
     openssl_failed("HMAC");
   }
@@ -211,18 +237,17 @@ CanonicalHeaders canonical_headers(const HttpRequestToSign& request, const std::
   return out;
 }
 
-// The signature of `string_to_sign` under the key derived from the secret.
-std::string compute_signature(const std::string& secret, std::string_view date,
-                              std::string_view region, std::string_view service,
-                              std::string_view string_to_sign) {
+// The signing key: the secret, through the date, region, service and
+// terminator.
+std::string derive_signing_key(const std::string& secret, std::string_view date,
+                               std::string_view region, std::string_view service) {
   std::string key = "AWS4" + secret;
   std::string k_date = hmac_sha256(key, date);
   std::string k_region = hmac_sha256(k_date, region);
   std::string k_service = hmac_sha256(k_region, service);
   std::string k_signing = hmac_sha256(k_service, kTerminator);
-  const std::string mac = hmac_sha256(k_signing, string_to_sign);
-  for (std::string* s : {&key, &k_date, &k_region, &k_service, &k_signing}) wipe(*s);
-  return to_hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+  for (std::string* s : {&key, &k_date, &k_region, &k_service}) wipe(*s);
+  return k_signing;
 }
 
 }  // namespace
@@ -230,7 +255,7 @@ std::string compute_signature(const std::string& secret, std::string_view date,
 std::string sha256_hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int md_len = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &md_len, EVP_sha256(), nullptr) != 1) {
+  if (EVP_Digest(data.data(), data.size(), md, &md_len, sha256_md(), nullptr) != 1) {
     openssl_failed("EVP_Digest");
   }
   return to_hex(md, md_len);
@@ -264,8 +289,34 @@ std::string trim_all(std::string_view value) {
   return out;
 }
 
+SigningKeyCache::~SigningKeyCache() {
+  wipe(secret_);
+  wipe(key_);
+}
+
+std::string SigningKeyCache::get(const std::string& secret, std::string_view date,
+                                 std::string_view region, std::string_view service) {
+  std::string scope = std::string(date) + '/' + std::string(region) + '/' + std::string(service);
+  std::lock_guard lock(mu_);
+  if (key_.empty() || secret_ != secret || scope_ != scope) {
+    wipe(key_);
+    wipe(secret_);
+    key_ = derive_signing_key(secret, date, region, service);
+    secret_ = secret;
+    scope_ = std::move(scope);
+    ++derivations_;
+  }
+  return key_;
+}
+
+uint64_t SigningKeyCache::derivations() const {
+  std::lock_guard lock(mu_);
+  return derivations_;
+}
+
 Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials& credentials,
-                            std::string_view region, std::string_view service, WallTime now) {
+                            std::string_view region, std::string_view service, WallTime now,
+                            SigningKeyCache* cache) {
   RETURN_IF_ERROR(validate(request, credentials, region, service));
   SigV4Result out;
   ASSIGN_OR_RETURN(out.amz_date, format_amz_date(now));
@@ -280,8 +331,12 @@ Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials&
                             std::string(kTerminator);
   out.string_to_sign = std::string(kAlgorithm) + '\n' + out.amz_date + '\n' + scope + '\n' +
                        sha256_hex(out.canonical_request);
-  out.signature =
-      compute_signature(credentials.secret_access_key, date, region, service, out.string_to_sign);
+  std::string key =
+      cache != nullptr ? cache->get(credentials.secret_access_key, date, region, service)
+                       : derive_signing_key(credentials.secret_access_key, date, region, service);
+  const std::string mac = hmac_sha256(key, out.string_to_sign);
+  wipe(key);
+  out.signature = to_hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
   out.authorization = std::string(kAlgorithm) + " Credential=" + credentials.access_key_id + '/' +
                       scope + ", SignedHeaders=" + headers.names + ", Signature=" + out.signature;
   out.security_token = credentials.session_token;

@@ -13,6 +13,8 @@
 // All functions are pure and thread-safe; the time is passed in, never read.
 #pragma once
 
+#include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -68,8 +70,35 @@ struct SigV4Result {
 // credentials are missing, region or service is empty, the path is not
 // normalised, a reserved header is present, or `now` is outside the years
 // 1970..9999.
+//
+// The signing key derived from the secret (four HMACs) changes once a day per
+// region and service; a SigningKeyCache, when given, keeps the last one, so
+// that a client signing many requests derives it once a day. The result is
+// byte for byte the same with or without it.
+class SigningKeyCache;
 Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials& credentials,
-                            std::string_view region, std::string_view service, WallTime now);
+                            std::string_view region, std::string_view service, WallTime now,
+                            SigningKeyCache* cache = nullptr);
+
+// The last derived signing key, for one secret, day, region and service.
+// Thread-safe. The key material is wiped when replaced and on destruction.
+class SigningKeyCache {
+ public:
+  SigningKeyCache() = default;
+  SigningKeyCache(const SigningKeyCache&) = delete;
+  SigningKeyCache& operator=(const SigningKeyCache&) = delete;
+  ~SigningKeyCache();
+
+  // The raw 32-byte key for (secret, date "YYYYMMDD", region, service).
+  std::string get(const std::string& secret, std::string_view date, std::string_view region,
+                  std::string_view service);
+  uint64_t derivations() const;  // how many times a key was derived
+
+ private:
+  mutable std::mutex mu_;
+  std::string secret_, scope_, key_;  // scope_: "date/region/service"
+  uint64_t derivations_ = 0;
+};
 
 // Building blocks, exposed for tests.
 

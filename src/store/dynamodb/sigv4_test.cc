@@ -273,5 +273,44 @@ TEST(SigV4Test, EveryInputChangesTheSignature) {
   }
 }
 
+
+// The cache changes nothing but the work: every request signs the same with
+// and without it, and the key is derived again exactly when the secret, the
+// day, the region or the service changes.
+TEST(SigV4Test, SigningKeyCacheSignsTheSameAndDerivesOncePerScope) {
+  SigningKeyCache cache;
+  struct Step {
+    Credentials credentials;
+    std::string region, service;
+    WallTime time;
+    bool derives;
+  };
+  const Credentials c = example_credentials();
+  Credentials other_secret = c;
+  other_secret.secret_access_key += "x";
+  const WallTime t = example_time();
+  const std::vector<Step> steps = {
+      {c, "us-east-1", "iam", t, true},
+      {c, "us-east-1", "iam", t + std::chrono::hours(1), false},  // same day
+      {c, "us-east-1", "iam", t + std::chrono::hours(24), true},  // next day
+      {c, "eu-west-1", "iam", t + std::chrono::hours(24), true},
+      {c, "eu-west-1", "dynamodb", t + std::chrono::hours(24), true},
+      {other_secret, "eu-west-1", "dynamodb", t + std::chrono::hours(24), true},
+      {other_secret, "eu-west-1", "dynamodb", t + std::chrono::hours(25), false},
+  };
+  uint64_t derivations = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    auto plain = sign_v4(list_users_request(), step.credentials, step.region, step.service,
+                         step.time);
+    auto cached = sign_v4(list_users_request(), step.credentials, step.region, step.service,
+                          step.time, &cache);
+    ASSERT_TRUE(plain.ok() && cached.ok()) << i;
+    EXPECT_EQ(cached->authorization, plain->authorization) << i;
+    if (step.derives) ++derivations;
+    EXPECT_EQ(cache.derivations(), derivations) << i;
+  }
+}
+
 }  // namespace
 }  // namespace leasehold::store::dynamodb
