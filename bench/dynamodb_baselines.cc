@@ -36,7 +36,7 @@ std::string renewal_body(const std::string& table, const RawLease& lease, int64_
   return json::serialize(json::object{
       {"TableName", table},
       {"Key", {{"pk", {{"S", lease.pk}}}}},
-      {"ReturnValues", "ALL_NEW"},
+      {"ReturnValues", "UPDATED_NEW"},
       {"UpdateExpression", "SET #n0 = :v0, #n1 = :v1"},
       {"ConditionExpression", "#n2 = :v2 AND #n1 > :v3"},
       {"ExpressionAttributeNames",

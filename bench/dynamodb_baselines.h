@@ -2,7 +2,7 @@
 // endpoint and the same items as the library:
 //
 //  - bare: each lease's renewal (the very UpdateItem leasehold sends: same
-//    expressions, ReturnValues ALL_NEW) is rendered and signed before the
+//    expressions, ReturnValues UPDATED_NEW) is rendered and signed before the
 //    clock starts; the loop only writes those bytes on one keep-alive
 //    connection per thread (plain sockets) and reads each reply. What the
 //    server can take from one client; plain-http endpoints only.

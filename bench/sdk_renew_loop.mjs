@@ -24,7 +24,7 @@ function renewal(lease) {
   return new UpdateItemCommand({
     TableName: config.table,
     Key: { pk: { S: lease.pk } },
-    ReturnValues: 'ALL_NEW',
+    ReturnValues: 'UPDATED_NEW',
     UpdateExpression: 'SET #n0 = :v0, #n1 = :v1',
     ConditionExpression: '#n2 = :v2 AND #n1 > :v3',
     ExpressionAttributeNames: {

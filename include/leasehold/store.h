@@ -153,12 +153,22 @@ class Update {
   Update& remove(std::string attr);
   Update& append(const Update& other);
 
+  // Asks update() to return only the key and the attributes this update
+  // sets or adds, when the caller knows the rest: a store that talks to a
+  // server then sends and decodes less. Stores may return the whole item.
+  Update& returning_updated_only() {
+    updated_only_ = true;
+    return *this;
+  }
+  bool returns_updated_only() const { return updated_only_; }
+
   const std::vector<UpdateAction>& actions() const { return actions_; }
   bool empty() const { return actions_.empty(); }
   std::string to_string() const;
 
  private:
   std::vector<UpdateAction> actions_;
+  bool updated_only_ = false;
 };
 
 // ---------------------------------------------------------------- queries
@@ -235,7 +245,8 @@ class ItemStore {
   virtual Status put(std::string_view table, const Item& item, const Condition& condition) = 0;
 
   // Applies `update` to the item at `key` (creating it if absent) if
-  // `condition` holds, and returns the item after the write.
+  // `condition` holds, and returns the item after the write (at least its
+  // key and the updated attributes, if update.returns_updated_only()).
   virtual Result<Item> update(std::string_view table, const Key& key, const Update& update,
                               const Condition& condition) = 0;
 

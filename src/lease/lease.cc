@@ -223,6 +223,10 @@ struct LeaseManager::RenewPlan {
   Duration ttl{};
   MonoTime sent{};
   std::optional<MonoTime> deadline;  // the old local deadline, when known
+  // The lease being renewed, when the caller has it: its owner, holder, epoch
+  // and acquisition time cannot change while its token holds, so the store
+  // need only return what the renewal sets.
+  const Lease* base = nullptr;
   int64_t expires_at_ms = 0;
   Update update;
   Condition condition;
@@ -277,7 +281,15 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
                                " passed its local deadline while renewing");
   }
   const Item& item = *written;
-  assert(string_or_empty(item, n.token) == p.token);
+  assert((p.base != nullptr || string_or_empty(item, n.token) == p.token) &&
+         "a renewal applies only under the renewer's token");
+  if (p.base != nullptr) {
+    Lease lease = *p.base;
+    lease.ttl = p.ttl;
+    lease.expires_at_ms = p.expires_at_ms;
+    lease.valid_until = p.sent + validity(p.ttl);
+    return lease;
+  }
   Lease lease{p.key,
               p.slot,
               string_or_empty(item, n.owner),
@@ -300,6 +312,8 @@ Result<Lease> LeaseManager::renew(const Lease& lease, std::optional<Duration> tt
   }
   RenewPlan plan = plan_renewal(lease.key, lease.slot, lease.token, t);
   plan.deadline = lease.valid_until;
+  plan.base = &lease;
+  plan.update.returning_updated_only();
   Result<Lease> renewed =
       finish_renewal(plan, store_.update(config_.table, plan.key, plan.update, plan.condition));
   if (renewed.ok()) assert(renewed->epoch == lease.epoch && "renewal never changes the epoch");
@@ -327,6 +341,8 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
     }
     plans.push_back(plan_renewal(leases[i].key, leases[i].slot, leases[i].token, leases[i].ttl));
     plans.back().deadline = leases[i].valid_until;
+    plans.back().base = &leases[i];
+    plans.back().update.returning_updated_only();
     sent_index.push_back(i);
   }
   std::vector<UpdateRequest> requests;

@@ -118,12 +118,27 @@ TEST_P(LeaseConformance, ValidityIsTtlLessSkewAndMarginFromTheSendTime) {
 }
 
 TEST_P(LeaseConformance, RenewExtendsAndKeepsEpoch) {
-  auto a = leases_->acquire(key_, as("a"));
+  AcquireOptions o = as("a");
+  o.holder = "pod-7";
+  auto a = leases_->acquire(key_, o);
   ASSERT_TRUE(a.ok());
   clock_.advance(seconds(3));
   auto r = leases_->renew(*a);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->epoch, a->epoch);
+  EXPECT_EQ(r->owner, "a");
+  EXPECT_EQ(r->holder, "pod-7");
+  EXPECT_EQ(r->token, a->token);
+  EXPECT_EQ(r->acquired_at_ms, a->acquired_at_ms);
+  // Renewed by token alone, the lease is read from the store, to the same effect.
+  auto by_token = leases_->renew(LeaseRef{key_, "lease", a->token}, seconds(10));
+  ASSERT_TRUE(by_token.ok()) << by_token.status().to_string();
+  EXPECT_EQ(by_token->owner, "a");
+  EXPECT_EQ(by_token->holder, "pod-7");
+  EXPECT_EQ(by_token->epoch, a->epoch);
+  EXPECT_EQ(by_token->acquired_at_ms, a->acquired_at_ms);
+  r = leases_->renew(*r);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->expires_at_ms, a->expires_at_ms + 3000);
   EXPECT_GT(r->valid_until, a->valid_until);
   EXPECT_EQ(*get_int(stored("k"), "lease_expires_at_ms"), r->expires_at_ms);

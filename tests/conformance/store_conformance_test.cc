@@ -414,6 +414,30 @@ TEST_P(StoreConformance, UpdateReturnsTheItemAfterTheWrite) {
             Value(int64_t{44}));
 }
 
+// Returning the updated attributes only: at least the key and what the
+// update set or added, with their new values; the write itself is whole.
+TEST_P(StoreConformance, UpdateReturningUpdatedOnlyStillWritesEverything) {
+  ASSERT_OK(store().put(kItems, {{"id", "a"}, {"keep", "k"}, {"n", int64_t{1}}}, {}));
+  const Item after = MUST(store().update(
+      kItems, key("a"), Update().set("s", "x").add("n", 41).returning_updated_only(),
+      cond::eq("n", 1)));
+  EXPECT_EQ(after.at("id"), Value("a"));
+  EXPECT_EQ(after.at("s"), Value("x"));
+  EXPECT_EQ(after.at("n"), Value(int64_t{42}));
+  if (after.contains("keep")) {
+    EXPECT_EQ(after.at("keep"), Value("k"));  // allowed, not required
+  }
+  EXPECT_EQ(MUST(store().get(kItems, key("a"), true)),
+            (Item{{"id", "a"}, {"keep", "k"}, {"n", int64_t{42}}, {"s", "x"}}));
+  // On the sorted table the returned key has both parts.
+  const Item sorted = MUST(store().update(kSorted, {"p1", "s1"},
+                                          Update().set("v", int64_t{7}).returning_updated_only(),
+                                          {}));
+  EXPECT_EQ(sorted.at("p"), Value("p1"));
+  EXPECT_EQ(sorted.at("s"), Value("s1"));
+  EXPECT_EQ(sorted.at("v"), Value(int64_t{7}));
+}
+
 TEST_P(StoreConformance, SetAndSetIfAbsent) {
   ASSERT_OK(store().put(kItems, {{"id", "a"}, {"x", int64_t{1}}, {"y", "old"}}, {}));
   const Item after = MUST(store().update(

@@ -317,9 +317,13 @@ class DynamoDbStore final : public ItemStore {
     return options_.table_prefix + std::string(logical);
   }
 
-  Result<json::object> call(std::string_view op, const json::object& body, bool idempotent);
+  // The reply's JSON lives in `storage` (the default heap unless given): a
+  // caller that decodes the reply at once passes a stack arena.
+  Result<json::object> call(std::string_view op, const json::object& body, bool idempotent,
+                            json::storage_ptr storage = {});
   Result<HttpRequest> make_request(std::string_view op, std::string body);
-  Result<json::object> interpret(std::string_view op, const HttpResponse& response, bool* retry);
+  Result<json::object> interpret(std::string_view op, const HttpResponse& response, bool* retry,
+                                 json::storage_ptr storage);
   void backoff(int attempt);
 
   Result<json::object> describe(std::string_view logical);
@@ -377,9 +381,9 @@ Result<HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string
 }
 
 Result<json::object> DynamoDbStore::interpret(std::string_view op, const HttpResponse& response,
-                                              bool* retry) {
+                                              bool* retry, json::storage_ptr storage) {
   boost::system::error_code ec;
-  json::value parsed = json::parse(response.body, ec);
+  json::value parsed = json::parse(response.body, ec, std::move(storage));
   if (response.status == 200) {
     *retry = false;
     if (ec || !parsed.is_object())
@@ -410,7 +414,7 @@ void DynamoDbStore::backoff(int attempt) {
 // Sends one request, retrying what is safe to retry: throttling, 5xx, and
 // requests that were never sent; a read whose reply was lost is re-sent too.
 Result<json::object> DynamoDbStore::call(std::string_view op, const json::object& body,
-                                         bool idempotent) {
+                                         bool idempotent, json::storage_ptr storage) {
   const std::string text = json::serialize(body);
   Status last;
   for (int attempt = 0; attempt < std::max(options_.attempts_max, 1); ++attempt) {
@@ -427,7 +431,7 @@ Result<json::object> DynamoDbStore::call(std::string_view op, const json::object
       continue;
     }
     bool retry = false;
-    Result<json::object> out = interpret(op, *response, &retry);
+    Result<json::object> out = interpret(op, *response, &retry, storage);
     if (!retry) return out;
     last = out.status();
   }
@@ -606,7 +610,9 @@ Result<Item> DynamoDbStore::get(std::string_view table, const Key& key, bool con
   const json::object body{{"TableName", physical(table)},
                           {"Key", encode_key(*spec, key)},
                           {"ConsistentRead", consistent}};
-  ASSIGN_OR_RETURN(json::object reply, call("GetItem", body, true));
+  unsigned char arena[8192];
+  json::monotonic_resource reply_memory(arena, sizeof(arena));
+  ASSIGN_OR_RETURN(json::object reply, call("GetItem", body, true, &reply_memory));
   const json::object* item = object_of(reply, "Item");
   if (item == nullptr) return not_found("no item with that key in table " + std::string(table));
   return decode_item(*item);
@@ -704,8 +710,9 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
   RETURN_IF_ERROR(validate_update(*spec, update));
   RETURN_IF_ERROR(validate_condition(condition));
   ExpressionBuilder b;
-  json::object body{
-      {"TableName", physical(table)}, {"Key", encode_key(*spec, key)}, {"ReturnValues", "ALL_NEW"}};
+  json::object body{{"TableName", physical(table)},
+                    {"Key", encode_key(*spec, key)},
+                    {"ReturnValues", update.returns_updated_only() ? "UPDATED_NEW" : "ALL_NEW"}};
   // With no UpdateExpression, UpdateItem still creates the item (key only).
   if (!update.empty()) body["UpdateExpression"] = b.update(update);
   // Each placeholder must be used exactly once: render the condition once,
@@ -722,7 +729,10 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
   }
   if (!expression.empty()) body["ConditionExpression"] = expression;
   add_placeholders(body, b);
-  Result<json::object> reply = call("UpdateItem", body, false);
+  // The reply is decoded into an Item right here: parse it on the stack.
+  unsigned char arena[8192];
+  json::monotonic_resource reply_memory(arena, sizeof(arena));
+  Result<json::object> reply = call("UpdateItem", body, false, &reply_memory);
   if (!reply.ok()) {
     if (reply.status().code() == Code::kConditionFailed && !guards.empty()) {
       return explain_failed_update(table, *spec, key, update, condition);
@@ -735,7 +745,9 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
     set_key(*spec, key, bare);
     return bare;
   }
-  return decode_item(*attributes);
+  Result<Item> item = decode_item(*attributes);
+  if (item.ok() && update.returns_updated_only()) set_key(*spec, key, *item);  // UPDATED_NEW omits it
+  return item;
 }
 
 Status DynamoDbStore::remove(std::string_view table, const Key& key, const Condition& condition) {
