@@ -97,11 +97,29 @@ TEST(DynamoDbUri, MalformedUrisAreInvalidArgument) {
                           "dynamodb://us-east-1/", "dynamodb:///prefix", "dynamodb://US EAST/p",
                           "dynamodb://us-east-1/bad prefix", "dynamodb://us-east-1/p/q",
                           "dynamodb://us-east-1/p?endpoint=", "dynamodb://us-east-1/p?other=1",
+                          "dynamodb://us-east-1/p?", "dynamodb://us-east-1/p?table_wait=5",
+                          "dynamodb://us-east-1/p?table_wait=",
+                          "dynamodb://us-east-1/p?table_wait=1m&table_wait=2m",
+                          "dynamodb://us-east-1/p?endpoint=http://127.0.0.1:1&endpoint=http://127.0.0.1:2",
                           "dynamodb://us-east-1/p?endpoint=ftp://x",
                           "dynamodb://us-east-1/p?endpoint=http://10.1.2.3:8000",
                           "dynamodb://us-east-1/p?endpoint=http://127.0.0.1:1/path"}) {
     EXPECT_EQ(open_store(uri).status().code(), Code::kInvalidArgument) << uri;
   }
+}
+
+TEST(DynamoDbUri, ParametersAreParsed) {
+  auto options = store::dynamodb::parse_dynamodb_uri(
+      "//eu-west-1/prod_?endpoint=http://127.0.0.1:8000&table_wait=90s");
+  ASSERT_TRUE(options.ok()) << options.status().to_string();
+  EXPECT_EQ(options->region, "eu-west-1");
+  EXPECT_EQ(options->table_prefix, "prod_");
+  EXPECT_EQ(options->endpoint, "http://127.0.0.1:8000");
+  EXPECT_EQ(options->table_active_timeout, Duration(std::chrono::seconds(90)));
+  options = store::dynamodb::parse_dynamodb_uri("//eu-west-1/prod_?table_wait=20m");
+  ASSERT_TRUE(options.ok()) << options.status().to_string();
+  EXPECT_EQ(options->endpoint, "");
+  EXPECT_EQ(options->table_active_timeout, Duration(std::chrono::minutes(20)));
 }
 
 TEST(DynamoDbUri, WellFormedUriOpensAndTalksToDynalite) {

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include "base/duration.h"
 #include "store/dynamodb/credentials.h"
 #include "store/dynamodb/http_client.h"
 #include "store/dynamodb/wire.h"
@@ -895,7 +896,8 @@ Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options) 
 
 Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest) {
   const Status malformed = invalid_argument(
-      "malformed DynamoDB URI (expected dynamodb://REGION/TABLE_PREFIX[?endpoint=URL])");
+      "malformed DynamoDB URI (expected "
+      "dynamodb://REGION/TABLE_PREFIX[?endpoint=URL][&table_wait=DURATION])");
   if (!rest.starts_with("//")) return malformed;
   rest.remove_prefix(2);
   const size_t q = rest.find('?');
@@ -905,13 +907,28 @@ Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest) {
   DynamoDbOptions options;
   options.region = std::string(path.substr(0, slash));
   options.table_prefix = std::string(path.substr(slash + 1));
-  if (q != std::string_view::npos) {
-    const std::string_view query = rest.substr(q + 1);
-    if (!query.starts_with("endpoint=") || query.size() == 9 || query.find('&') != query.npos) {
-      return invalid_argument("unknown or malformed DynamoDB URI parameter (known: endpoint=URL)");
+  std::string_view query = q == std::string_view::npos ? "" : rest.substr(q + 1);
+  if (q != std::string_view::npos && query.empty()) return malformed;
+  std::set<std::string_view> seen;
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view param = query.substr(0, amp);
+    query = amp == std::string_view::npos ? "" : query.substr(amp + 1);
+    const size_t eq = param.find('=');
+    const std::string_view name = param.substr(0, eq);
+    const std::string_view value = eq == std::string_view::npos ? "" : param.substr(eq + 1);
+    if (value.empty() || !seen.insert(name).second ||
+        (name != "endpoint" && name != "table_wait")) {
+      return invalid_argument(
+          "unknown, repeated or empty DynamoDB URI parameter '" + std::string(param) +
+          "' (known: endpoint=URL, table_wait=DURATION)");
     }
-    options.endpoint = std::string(query.substr(9));
-    RETURN_IF_ERROR(parse_http_endpoint(options.endpoint).status());
+    if (name == "endpoint") {
+      options.endpoint = std::string(value);
+      RETURN_IF_ERROR(parse_http_endpoint(options.endpoint).status());
+    } else {
+      ASSIGN_OR_RETURN(options.table_active_timeout, parse_duration(value));
+    }
   }
   return options;
 }
