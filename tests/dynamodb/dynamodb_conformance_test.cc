@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <deque>
 #include <filesystem>
@@ -221,6 +222,18 @@ class ScriptedServer {
     return targets_;
   }
 
+  // From now on, each request's reply waits until `count` requests have been
+  // in flight at once, or until `max_wait` after the first such request.
+  void hold_replies_until_in_flight(size_t count, Duration max_wait) {
+    std::lock_guard lock(mu_);
+    hold_count_ = count;
+    hold_max_wait_ = max_wait;
+  }
+  size_t most_in_flight() {
+    std::lock_guard lock(mu_);
+    return most_in_flight_;
+  }
+
  private:
   // Reads one request; returns its X-Amz-Target, or nullopt at EOF.
   static std::optional<std::string> read_request(int fd, std::string& pending) {
@@ -252,12 +265,19 @@ class ScriptedServer {
     while (auto target = read_request(fd, pending)) {
       Reply reply;
       {
-        std::lock_guard lock(mu_);
+        std::unique_lock lock(mu_);
         targets_.push_back(*target);
         if (!script_.empty()) {
           reply = script_.front();
           script_.pop_front();
         }
+        most_in_flight_ = std::max(most_in_flight_, ++in_flight_);
+        if (hold_count_ > 0) {
+          if (!hold_deadline_) hold_deadline_ = std::chrono::steady_clock::now() + hold_max_wait_;
+          held_.notify_all();
+          held_.wait_until(lock, *hold_deadline_, [&] { return most_in_flight_ >= hold_count_; });
+        }
+        --in_flight_;
       }
       if (reply.drop) break;
       const std::string response =
@@ -270,6 +290,10 @@ class ScriptedServer {
   }
 
   std::mutex mu_;
+  std::condition_variable held_;
+  size_t in_flight_ = 0, most_in_flight_ = 0, hold_count_ = 0;
+  Duration hold_max_wait_{};
+  std::optional<std::chrono::steady_clock::time_point> hold_deadline_;
   std::deque<Reply> script_;
   std::vector<std::string> targets_;
   std::vector<int> fds_;
@@ -347,6 +371,30 @@ TEST(DynamoDbFaults, AWriteWhoseReplyIsLostIsUnknownAndNotResent) {
   const Status status = store->update("t", {"a", ""}, Update().add("n", 1), {}).status();
   EXPECT_EQ(status.code(), Code::kUnknownOutcome) << status.to_string();
   EXPECT_EQ(server.targets(), (std::vector<std::string>{"describetable", "updateitem"}));
+}
+
+// DynamoDB has no conditional batch write: update_each() overlaps its
+// writes, so a heartbeat round costs a few round trips, not one per lease.
+// The server holds every reply until four writes are in flight at once; one
+// write at a time would never get there (and would wait out the deadline).
+TEST(DynamoDbStore, UpdateEachSendsItsWritesConcurrently) {
+  ScriptedServer server({{200, kDescribed}});
+  std::vector<Duration> pauses;
+  auto store = store_for(server, &pauses);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->get("t", {"warm", ""}, true).status().code() == Code::kNotFound);
+  server.hold_replies_until_in_flight(4, std::chrono::seconds(10));
+  std::vector<UpdateRequest> requests;
+  for (int i = 0; i < 8; ++i) {
+    requests.push_back({{"k" + std::to_string(i), ""}, Update().set("n", int64_t{i}), {}});
+  }
+  const std::vector<Result<Item>> results = store->update_each("t", requests);
+  ASSERT_EQ(results.size(), requests.size());
+  for (size_t i = 0; i < results.size(); ++i) {
+    ASSERT_TRUE(results[i].ok()) << i << ": " << results[i].status().to_string();
+    EXPECT_EQ(results[i]->at("k"), Value("k" + std::to_string(i))) << "results keep their order";
+  }
+  EXPECT_GE(server.most_in_flight(), 4u);
 }
 
 TEST(DynamoDbFaults, RefusedCredentialsAreUnavailableAndSecretFree) {

@@ -1,6 +1,7 @@
 #include "store/dynamodb/dynamodb_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -308,6 +309,8 @@ class DynamoDbStore final : public ItemStore {
   Result<Page> query_index(std::string_view table, std::string_view index,
                            std::string_view hash_value, const KeyRange& range,
                            const QueryOptions& options) override;
+  std::vector<Result<Item>> update_each(std::string_view table,
+                                        std::span<const UpdateRequest> requests) override;
   std::string_view backend_name() const override { return "dynamodb"; }
 
  private:
@@ -749,6 +752,33 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
   Result<Item> item = decode_item(*attributes);
   if (item.ok() && update.returns_updated_only()) set_key(*spec, key, *item);  // UPDATED_NEW omits it
   return item;
+}
+
+// Each write is its own conditional UpdateItem; they run on up to
+// parallel_writes threads at once, each on a connection of the pool.
+std::vector<Result<Item>> DynamoDbStore::update_each(std::string_view table,
+                                                     std::span<const UpdateRequest> requests) {
+  std::vector<Result<Item>> results(requests.size(), Result<Item>(internal_error("not run")));
+  const auto run = [&](size_t i) {
+    results[i] = update(table, requests[i].key, requests[i].update, requests[i].condition);
+  };
+  const size_t workers =
+      std::min(requests.size(), static_cast<size_t>(std::max(options_.parallel_writes, 1)));
+  if (workers <= 1) {
+    for (size_t i = 0; i < requests.size(); ++i) run(i);
+    return results;
+  }
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < requests.size();) run(i);
+  };
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(workers - 1);
+    for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
+    work();  // this thread is one of the workers
+  }
+  return results;
 }
 
 Status DynamoDbStore::remove(std::string_view table, const Key& key, const Condition& condition) {

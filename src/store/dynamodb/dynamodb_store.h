@@ -46,6 +46,10 @@ struct DynamoDbOptions {
   // How long ensure_table() waits for a new table or index to become ACTIVE.
   Duration table_active_timeout = std::chrono::minutes(5);
   int attempts_max = 5;  // per request, for retryable failures
+  // update_each() runs up to this many writes at once (DynamoDB has no
+  // conditional batch write): a heartbeat round of N leases then takes about
+  // N / parallel_writes round trips instead of N.
+  int parallel_writes = 16;
   Duration backoff_base = std::chrono::milliseconds(25);
   Duration backoff_max = std::chrono::milliseconds(800);
 

@@ -342,8 +342,10 @@ Exchange BeastHttpClient::read_response(Connection& c, Duration timeout) const {
   c.run();
   if (ec == http::error::body_limit || ec == http::error::buffer_overflow ||
       ec == http::error::header_limit) {
-    ex.response = internal_error("response from " + where_ + " exceeds " +
-                                 std::to_string(options_.response_bytes_max) + " bytes");
+    // The server received the request and answered: a write may have applied.
+    ex.response = unknown_outcome("response from " + where_ + " exceeds " +
+                                  std::to_string(options_.response_bytes_max) +
+                                  " bytes; the request may have been applied");
     return ex;
   }
   if (ec == beast::error::timeout) {

@@ -91,8 +91,8 @@ class HttpClient {
   // (waiting for a free connection counts). Any HTTP status is a success;
   // the caller interprets it. Failures: kInvalidArgument (bad method or
   // header), kUnavailable (nothing was sent), kUnknownOutcome (the request
-  // was sent, at least in part, and no complete reply came back), kInternal
-  // (the reply exceeded response_bytes_max).
+  // was sent, at least in part, and no complete reply came back, or the
+  // reply exceeded response_bytes_max: either way the server may have acted).
   virtual Result<HttpResponse> send(const HttpRequest& request, Duration timeout) = 0;
 
   // The Host header value the client sends ("host" or "host:port" when the
