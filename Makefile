@@ -1,6 +1,6 @@
 # The two entry points of the README. Both install what is missing first.
 #   make run    build, then run the demo on the embedded SQLite store
-#   make test   build, then run every test (and the unit tests under ASan+UBSan)
+#   make test   build, then run every test (and the in-process ones under ASan+UBSan)
 #   make bench  build, then run the lease benchmarks on SQLite and dynalite
 
 JOBS ?= $(shell nproc)
@@ -22,10 +22,12 @@ run: build
 test-fast: build
 	ctest --preset default -j $(JOBS)
 
+# The in-process tests under ASan+UBSan: the unit, conformance and simulation
+# tests, and the DynamoDB store and HTTP client against dynalite.
 test-asan: setup
 	@cmake --preset asan >/dev/null
-	@cmake --build --preset asan -j $(JOBS) --target unit_tests conformance_tests sim_tests
-	ctest --preset asan -j $(JOBS) -L unit
+	@cmake --build --preset asan -j $(JOBS) --target unit_tests conformance_tests sim_tests dynamodb_tests
+	ctest --preset asan -j $(JOBS) -L 'unit|dynamodb' -E 'sigv4_matches_botocore|dynamodb_sdk_interop'
 
 test: test-fast test-asan
 
