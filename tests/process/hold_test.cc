@@ -13,7 +13,7 @@ std::string str(const boost::json::object& o, const char* field) {
   return std::string(o.at(field).as_string());
 }
 
-class HoldTest : public ProcessTest {
+class HoldTest : public BackendTest {
  protected:
   // Waits for the command to write its pid to `pid_file` and returns it.
   pid_t wait_for_pid(const std::filesystem::path& pid_file) const {
@@ -36,7 +36,7 @@ class HoldTest : public ProcessTest {
   }
 };
 
-TEST_F(HoldTest, RunsTheCommandUnderTheLeaseAndReleasesAfterwards) {
+TEST_P(HoldTest, RunsTheCommandUnderTheLeaseAndReleasesAfterwards) {
   const std::string env_file = (dir() / "env.txt").string();
   const std::string stop_file = (dir() / "stop").string();
   auto hold = start_lh({"lease", "hold", "job", "--owner", "a", "--", "sh", "-c",
@@ -65,7 +65,7 @@ TEST_F(HoldTest, RunsTheCommandUnderTheLeaseAndReleasesAfterwards) {
   EXPECT_EQ(acquire("job", "b").at("epoch").as_int64(), shown->at("epoch").as_int64() + 1);
 }
 
-TEST_F(HoldTest, ReturnsTheCommandsExitCode) {
+TEST_P(HoldTest, ReturnsTheCommandsExitCode) {
   RunResult r = lh({"lease", "hold", "job", "--owner", "a", "--", "sh", "-c", "exit 7"});
   EXPECT_EQ(r.exit_code, 7) << r.err;
   EXPECT_EQ(show("job")->at("held"), false);
@@ -76,7 +76,7 @@ TEST_F(HoldTest, ReturnsTheCommandsExitCode) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
-TEST_F(HoldTest, AHeldLeaseExitsThreeWithoutRunningTheCommand) {
+TEST_P(HoldTest, AHeldLeaseExitsThreeWithoutRunningTheCommand) {
   acquire("job", "b");
   const std::string ran = (dir() / "ran").string();
   const RunResult r = lh({"lease", "hold", "job", "--owner", "a", "--", "touch", ran});
@@ -85,7 +85,7 @@ TEST_F(HoldTest, AHeldLeaseExitsThreeWithoutRunningTheCommand) {
   EXPECT_FALSE(std::filesystem::exists(ran));
 }
 
-TEST_F(HoldTest, SigtermToHoldIsForwardedAndTheLeaseReleased) {
+TEST_P(HoldTest, SigtermToHoldIsForwardedAndTheLeaseReleased) {
   std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--"};
   for (const std::string& a : sleeper("pid")) args.push_back(a);
   auto hold = start_lh(args);
@@ -97,7 +97,7 @@ TEST_F(HoldTest, SigtermToHoldIsForwardedAndTheLeaseReleased) {
   EXPECT_EQ(show("job")->at("held"), false);
 }
 
-TEST_F(HoldTest, AStolenLeaseStopsTheCommandAndExitsThree) {
+TEST_P(HoldTest, AStolenLeaseStopsTheCommandAndExitsThree) {
   std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--ttl", "1500ms", "--"};
   for (const std::string& a : sleeper("pid")) args.push_back(a);
   auto hold = start_lh(args);
@@ -119,7 +119,7 @@ TEST_F(HoldTest, AStolenLeaseStopsTheCommandAndExitsThree) {
   EXPECT_EQ(now->at("token"), thief.at("token"));
 }
 
-TEST_F(HoldTest, ACommandThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
+TEST_P(HoldTest, ACommandThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   std::vector<std::string> args = {"lease", "hold",   "job",     "--owner", "a",
                                    "--ttl", "1500ms", "--grace", "300ms",   "--"};
   for (const std::string& a : sleeper("pid", "trap '' TERM; ")) args.push_back(a);
@@ -140,7 +140,7 @@ TEST_F(HoldTest, ACommandThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
 // A holder killed outright takes its command with it (nobody would renew
 // the lease any more), and the lease passes to the next taker once expired,
 // with a higher epoch.
-TEST_F(HoldTest, AKilledHolderTakesItsCommandAlongAndTheLeaseExpires) {
+TEST_P(HoldTest, AKilledHolderTakesItsCommandAlongAndTheLeaseExpires) {
   std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--ttl", "1500ms", "--"};
   for (const std::string& a : sleeper("pid")) args.push_back(a);
   auto hold = start_lh(args);
@@ -165,7 +165,7 @@ TEST_F(HoldTest, AKilledHolderTakesItsCommandAlongAndTheLeaseExpires) {
 
 // A holder paused (SIGSTOP) past its ttl loses the lease to another process
 // and, once resumed, notices and exits 3 instead of carrying on.
-TEST_F(HoldTest, APausedHolderNoticesTheLossWhenResumed) {
+TEST_P(HoldTest, APausedHolderNoticesTheLossWhenResumed) {
   std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--ttl", "2s", "--"};
   for (const std::string& a : sleeper("pid")) args.push_back(a);
   auto hold = start_lh(args);
@@ -194,6 +194,9 @@ TEST_F(HoldTest, APausedHolderNoticesTheLossWhenResumed) {
   EXPECT_EQ(now->at("held"), true);
   EXPECT_EQ(now->at("token"), taken->at("token"));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, HoldTest,
+                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb), backend_name);
 
 }  // namespace
 }  // namespace leasehold::process_test

@@ -12,9 +12,9 @@ std::string str(const boost::json::object& o, const char* field) {
   return std::string(o.at(field).as_string());
 }
 
-class LeaseCommandsTest : public ProcessTest {};
+class LeaseCommandsTest : public BackendTest {};
 
-TEST_F(LeaseCommandsTest, AcquirePrintsTheLease) {
+TEST_P(LeaseCommandsTest, AcquirePrintsTheLease) {
   const RunResult r =
       lh({"lease", "acquire", "k", "--owner", "a", "--ttl", "20s", "--holder", "Ann"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -28,7 +28,7 @@ TEST_F(LeaseCommandsTest, AcquirePrintsTheLease) {
   EXPECT_EQ(lease.at("expires_at_ms").as_int64() - lease.at("acquired_at_ms").as_int64(), 20'000);
 }
 
-TEST_F(LeaseCommandsTest, RenewWithTheTokenExtendsTheLease) {
+TEST_P(LeaseCommandsTest, RenewWithTheTokenExtendsTheLease) {
   const auto lease = acquire("k", "a", "20s");
   const RunResult r = lh({"lease", "renew", "k", "--token", str(lease, "token"), "--ttl", "60s"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -39,7 +39,7 @@ TEST_F(LeaseCommandsTest, RenewWithTheTokenExtendsTheLease) {
   EXPECT_EQ(show("k")->at("expires_at_ms"), renewed.at("expires_at_ms"));
 }
 
-TEST_F(LeaseCommandsTest, WrongTokenExitsThreeWithTheHolder) {
+TEST_P(LeaseCommandsTest, WrongTokenExitsThreeWithTheHolder) {
   const auto lease = acquire("k", "a");
   for (const auto& args : std::vector<std::vector<std::string>>{
            {"lease", "renew", "k", "--token", kWrongToken},
@@ -55,7 +55,7 @@ TEST_F(LeaseCommandsTest, WrongTokenExitsThreeWithTheHolder) {
   EXPECT_EQ(show("k")->at("held"), true);
 }
 
-TEST_F(LeaseCommandsTest, ReleaseExpireEndsTheLeaseAndTheNextAcquireGetsEpochPlusOne) {
+TEST_P(LeaseCommandsTest, ReleaseExpireEndsTheLeaseAndTheNextAcquireGetsEpochPlusOne) {
   const auto first = acquire("k", "a");
   ASSERT_EQ(
       lh({"lease", "release", "k", "--token", str(first, "token"), "--mode", "expire"}).exit_code,
@@ -70,7 +70,7 @@ TEST_F(LeaseCommandsTest, ReleaseExpireEndsTheLeaseAndTheNextAcquireGetsEpochPlu
   EXPECT_EQ(second.at("epoch").as_int64(), first.at("epoch").as_int64() + 1);
 }
 
-TEST_F(LeaseCommandsTest, ReleaseClearLeavesNoLeaseToShow) {
+TEST_P(LeaseCommandsTest, ReleaseClearLeavesNoLeaseToShow) {
   const auto first = acquire("k", "a");
   ASSERT_EQ(
       lh({"lease", "release", "k", "--token", str(first, "token"), "--mode", "clear"}).exit_code,
@@ -82,14 +82,14 @@ TEST_F(LeaseCommandsTest, ReleaseClearLeavesNoLeaseToShow) {
   EXPECT_EQ(acquire("k", "b").at("epoch").as_int64(), first.at("epoch").as_int64() + 1);
 }
 
-TEST_F(LeaseCommandsTest, ShowOfAKeyNeverLeasedExitsThree) {
+TEST_P(LeaseCommandsTest, ShowOfAKeyNeverLeasedExitsThree) {
   const RunResult r = lh({"lease", "show", "never"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("no lease"), std::string::npos) << r.err;
 }
 
-TEST_F(LeaseCommandsTest, SlotsAreIndependent) {
+TEST_P(LeaseCommandsTest, SlotsAreIndependent) {
   acquire("k", "a");
   const RunResult r = lh({"lease", "acquire", "k", "--owner", "b", "--slot", "tracing"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -99,7 +99,7 @@ TEST_F(LeaseCommandsTest, SlotsAreIndependent) {
   EXPECT_EQ(str(*show("k"), "owner"), "a");
 }
 
-TEST_F(LeaseCommandsTest, KeysUpToTheLimitAndUnicodeAreAccepted) {
+TEST_P(LeaseCommandsTest, KeysUpToTheLimitAndUnicodeAreAccepted) {
   const std::string key(1024, 'k');
   EXPECT_EQ(str(acquire(key, "a"), "key"), key);
   EXPECT_EQ(str(acquire("fil/é/ü", "ø"), "owner"), "ø");
@@ -112,7 +112,7 @@ std::set<std::string> keys_listed(const RunResult& r) {
   return keys;
 }
 
-TEST_F(LeaseCommandsTest, ListSplitsHeldFromExpired) {
+TEST_P(LeaseCommandsTest, ListSplitsHeldFromExpired) {
   acquire("held-1", "a");
   acquire("held-2", "b");
   const auto released = acquire("released", "c");
@@ -131,7 +131,7 @@ TEST_F(LeaseCommandsTest, ListSplitsHeldFromExpired) {
   }
 }
 
-TEST_F(LeaseCommandsTest, ListPrintsEveryLeaseOnItsOwnLine) {
+TEST_P(LeaseCommandsTest, ListPrintsEveryLeaseOnItsOwnLine) {
   // Paging itself (more than kQueryLimitMax items) is left to the store's
   // conformance suite: creating a thousand leases one process at a time
   // would make this test slow for little gain.
@@ -143,13 +143,16 @@ TEST_F(LeaseCommandsTest, ListPrintsEveryLeaseOnItsOwnLine) {
   EXPECT_EQ(keys_listed(lh({"lease", "list"})), expected);
 }
 
-TEST_F(LeaseCommandsTest, StoreComesFromTheEnvironment) {
+TEST_P(LeaseCommandsTest, StoreComesFromTheEnvironment) {
   const std::string uri = store_uri();
   const RunResult r = run({"env", "LEASEHOLD_STORE=" + uri, leasehold_bin(), "lease", "acquire",
                            "env-key", "--owner", "a"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(str(*show("env-key"), "owner"), "a");
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, LeaseCommandsTest,
+                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb), backend_name);
 
 }  // namespace
 }  // namespace leasehold::process_test

@@ -15,6 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/dynamodb/dynalite_fixture.h"
+
 extern char** environ;
 
 namespace leasehold::process_test {
@@ -178,6 +180,32 @@ std::optional<boost::json::object> ProcessTest::show(const std::string& key) con
   const RunResult r = lh({"lease", "show", key});
   if (r.exit_code != 0) return std::nullopt;
   return parse_object(r.out);
+}
+
+std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
+  return info.param == Backend::kSqlite ? "sqlite" : "dynamodb";
+}
+
+void BackendTest::SetUp() {
+  if (GetParam() != Backend::kDynamoDb) return;
+  static const std::unique_ptr<testing::Dynalite> dynalite = [] {
+    auto started = testing::Dynalite::start();
+    EXPECT_TRUE(started.ok()) << started.status().to_string();
+    return started.ok() ? std::move(started).value() : nullptr;
+  }();
+  ASSERT_TRUE(dynalite) << "dynalite did not start";
+  // dynalite checks that requests are signed, not by whom.
+  setenv("AWS_ACCESS_KEY_ID", "AKIDCLITEST", 1);
+  setenv("AWS_SECRET_ACCESS_KEY", "cli-test-secret", 1);
+  static int next_prefix = 0;
+  dynamodb_uri_ = "dynamodb://us-east-1/cli" + std::to_string(next_prefix++) +
+                  "_?endpoint=" + dynalite->endpoint();
+  const RunResult init = lh({"store", "init"});
+  ASSERT_EQ(init.exit_code, 0) << init.err;
+}
+
+std::string BackendTest::store_uri() const {
+  return GetParam() == Backend::kDynamoDb ? dynamodb_uri_ : ProcessTest::store_uri();
 }
 
 }  // namespace leasehold::process_test

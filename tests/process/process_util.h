@@ -111,4 +111,20 @@ class ProcessTest : public ::testing::Test {
   TempDir tmp_;
 };
 
+// The stores the CLI tests run against: an SQLite file in the test's
+// directory, or DynamoDB (one dynalite per test binary, started on first use,
+// a fresh table prefix per test, `store init` already run).
+enum class Backend { kSqlite, kDynamoDb };
+
+std::string backend_name(const ::testing::TestParamInfo<Backend>& info);
+
+class BackendTest : public ProcessTest, public ::testing::WithParamInterface<Backend> {
+ protected:
+  void SetUp() override;
+  std::string store_uri() const override;
+
+ private:
+  std::string dynamodb_uri_;
+};
+
 }  // namespace leasehold::process_test

@@ -1,10 +1,10 @@
 // Mutual exclusion across real processes: many `lease acquire` at once on
-// one SQLite file; exactly one wins each round, and epochs only go up.
+// one store (an SQLite file, or DynamoDB); exactly one wins each round, and
+// epochs only go up.
 #include <cstdlib>
 #include <memory>
 
 #include "process_util.h"
-#include "tests/dynamodb/dynalite_fixture.h"
 
 namespace leasehold::process_test {
 namespace {
@@ -12,38 +12,15 @@ namespace {
 constexpr int kRounds = 30;
 constexpr int kRacers = 8;
 
-class RaceTest : public ProcessTest {
+class RaceTest : public BackendTest {
  protected:
   void race();
 };
 
-TEST_F(RaceTest, ExactlyOneProcessWinsEachRoundAndEpochsRise) { race(); }
+TEST_P(RaceTest, ExactlyOneProcessWinsEachRoundAndEpochsRise) { race(); }
 
-// The same race with every process on DynamoDB (dynalite on loopback).
-class DynamoDbRaceTest : public RaceTest {
- protected:
-  void SetUp() override {
-    static std::unique_ptr<testing::Dynalite> dynalite = [] {
-      auto started = testing::Dynalite::start();
-      EXPECT_TRUE(started.ok()) << started.status().to_string();
-      return started.ok() ? std::move(started).value() : nullptr;
-    }();
-    ASSERT_TRUE(dynalite);
-    endpoint_ = dynalite->endpoint();
-    // dynalite checks that requests are signed, not by whom.
-    setenv("AWS_ACCESS_KEY_ID", "AKIDRACE", 1);
-    setenv("AWS_SECRET_ACCESS_KEY", "race-secret", 1);
-    // On DynamoDB the lease commands never create tables.
-    const RunResult init = lh({"store", "init"});
-    ASSERT_EQ(init.exit_code, 0) << init.err;
-  }
-  std::string store_uri() const override {
-    return "dynamodb://us-east-1/race_?endpoint=" + endpoint_;
-  }
-  std::string endpoint_;
-};
-
-TEST_F(DynamoDbRaceTest, ExactlyOneProcessWinsEachRoundAndEpochsRise) { race(); }
+INSTANTIATE_TEST_SUITE_P(Backends, RaceTest,
+                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb), backend_name);
 
 void RaceTest::race() {
   int64_t previous_epoch = 0;
