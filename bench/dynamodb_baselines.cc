@@ -12,11 +12,11 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "bench/cpu_time.h"
 #include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "store/dynamodb/http_client.h"
@@ -222,12 +222,6 @@ Result<std::optional<DynamoDbTarget>> dynamodb_target(const std::string& uri,
   ASSIGN_OR_RETURN(auto options, store::dynamodb::parse_dynamodb_uri(uri.substr(9)));
   return std::optional<DynamoDbTarget>(
       DynamoDbTarget{options.region, options.endpoint, options.table_prefix + table});
-}
-
-Duration ThreadCpuTimer::now() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
 Result<int64_t> bare_http_renewals(const DynamoDbTarget& target,

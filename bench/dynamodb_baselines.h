@@ -41,17 +41,6 @@ Result<int64_t> bare_http_renewals(const DynamoDbTarget& target,
                                    const std::vector<RawLease>& leases, int64_t threads,
                                    Duration duration, int64_t ttl_ms, Duration& cpu);
 
-// The CPU time (user + system) the calling thread has used since construction.
-class ThreadCpuTimer {
- public:
-  ThreadCpuTimer() : start_(now()) {}
-  Duration elapsed() const { return now() - start_; }
-
- private:
-  static Duration now();
-  Duration start_;
-};
-
 // Renewals done in `duration` by the SDK with `threads` requests in flight,
 // running `node script`.
 Result<int64_t> sdk_renewals(const std::string& script, const DynamoDbTarget& target,

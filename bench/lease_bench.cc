@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "bench/cpu_time.h"
 #include "bench/dynamodb_baselines.h"
 #include "bench/sqlite_raw.h"
 #include "leasehold/lease.h"
@@ -235,13 +236,6 @@ std::string to_json_line(const LeaseBenchReport& r) {
 
 namespace {
 
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
 double rss_mib() {
   std::ifstream statm("/proc/self/statm");
   long pages_total = 0, pages_resident = 0;
@@ -275,11 +269,11 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
   // Measure the steady state: from the end of the first renewal round on.
   std::this_thread::sleep_for(every * 6 / 5);
   const RenewerStats before = renewer.stats();
-  const double cpu_before = cpu_seconds();
+  const Duration cpu_before = process_cpu_time();
   const MonoTime start = fleet->clock.mono_now();
   std::this_thread::sleep_for(seconds(o.seconds));  // the measurement window itself
   const double wall = std::chrono::duration<double>(fleet->clock.mono_now() - start).count();
-  const double cpu = cpu_seconds() - cpu_before;
+  const double cpu = std::chrono::duration<double>(process_cpu_time() - cpu_before).count();
   const RenewerStats after = renewer.stats();
   renewer.stop();
 

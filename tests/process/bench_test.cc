@@ -2,11 +2,7 @@
 // figures and its baselines, measured in the same run on the same leases.
 // Figures are only checked for presence and sanity here; their values are
 // the business of docs/benchmarks.md.
-#include <cstdlib>
-#include <memory>
-
 #include "process_util.h"
-#include "tests/dynamodb/dynalite_fixture.h"
 
 namespace leasehold::process_test {
 namespace {
@@ -32,22 +28,12 @@ TEST_F(ProcessTest, BenchLeasesOnSqliteReportsTheCApiBaseline) {
   EXPECT_EQ(lh({"lease", "list"}).out, "");
 }
 
-class DynamoDbBenchTest : public ProcessTest {
- protected:
-  void SetUp() override {
-    auto started = testing::Dynalite::start();
-    ASSERT_TRUE(started.ok()) << started.status().to_string();
-    dynalite_ = std::move(started).value();
-    setenv("AWS_ACCESS_KEY_ID", "AKIDBENCH", 1);
-    setenv("AWS_SECRET_ACCESS_KEY", "bench-secret", 1);
-  }
-  std::string store_uri() const override {
-    return "dynamodb://us-east-1/bench_?endpoint=" + dynalite_->endpoint();
-  }
-  std::unique_ptr<testing::Dynalite> dynalite_;
-};
+class DynamoDbBenchTest : public BackendTest {};
 
-TEST_F(DynamoDbBenchTest, ReportsTheBareHttpAndSdkBaselines) {
+INSTANTIATE_TEST_SUITE_P(Backends, DynamoDbBenchTest, ::testing::Values(Backend::kDynamoDb),
+                         backend_name);
+
+TEST_P(DynamoDbBenchTest, ReportsTheBareHttpAndSdkBaselines) {
   const RunResult r = lh({"bench", "leases", "--leases", "20", "--seconds", "2", "--sdk-baseline",
                           LEASEHOLD_SOURCE_DIR "/bench/sdk_renew_loop.mjs"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -60,7 +46,7 @@ TEST_F(DynamoDbBenchTest, ReportsTheBareHttpAndSdkBaselines) {
   }
 }
 
-TEST_F(DynamoDbBenchTest, WithoutTheSdkScriptOnlyTheBareBaselineRuns) {
+TEST_P(DynamoDbBenchTest, WithoutTheSdkScriptOnlyTheBareBaselineRuns) {
   const RunResult r = lh({"bench", "leases", "--leases", "5", "--seconds", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const boost::json::object report = parse_object(r.out);

@@ -30,9 +30,29 @@ class HoldTest : public BackendTest {
 
   static bool process_gone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
 
-  // A command that records its pid and then sleeps; the test ends it.
-  std::vector<std::string> sleeper(const std::string& pid_file, const std::string& prefix = "") {
-    return {"sh", "-c", prefix + "echo $$ > '" + (dir() / pid_file).string() + "'; exec sleep 60"};
+  // Starts `lease hold job --owner a FLAGS -- COMMAND`, where the command
+  // records its pid and then sleeps (after `prefix`, a shell snippet); waits
+  // until it runs and sets `child` to its pid.
+  std::unique_ptr<Process> hold_sleeper(const std::vector<std::string>& flags, pid_t& child,
+                                        const std::string& prefix = "") {
+    std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const std::string pid_file = (dir() / "pid").string();
+    args.insert(args.end(),
+                {"--", "sh", "-c", prefix + "echo $$ > '" + pid_file + "'; exec sleep 60"});
+    auto hold = start_lh(args);
+    child = wait_for_pid(pid_file);
+    return hold;
+  }
+
+  // Ends the holder's lease behind its back, with the token it stored.
+  void clear_behind_its_back() {
+    const auto shown = show("job");
+    ASSERT_TRUE(shown);
+    ASSERT_EQ(
+        lh({"lease", "release", "job", "--token", str(*shown, "token"), "--mode", "clear"})
+            .exit_code,
+        0);
   }
 };
 
@@ -86,10 +106,8 @@ TEST_P(HoldTest, AHeldLeaseExitsThreeWithoutRunningTheCommand) {
 }
 
 TEST_P(HoldTest, SigtermToHoldIsForwardedAndTheLeaseReleased) {
-  std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--"};
-  for (const std::string& a : sleeper("pid")) args.push_back(a);
-  auto hold = start_lh(args);
-  const pid_t child = wait_for_pid(dir() / "pid");
+  pid_t child = -1;
+  auto hold = hold_sleeper({}, child);
   ASSERT_EQ(kill(hold->pid(), SIGTERM), 0);
   ASSERT_TRUE(hold->wait_for(kEventTimeout));
   EXPECT_EQ(hold->result().exit_code, 128 + SIGTERM) << hold->result().err;
@@ -98,16 +116,10 @@ TEST_P(HoldTest, SigtermToHoldIsForwardedAndTheLeaseReleased) {
 }
 
 TEST_P(HoldTest, AStolenLeaseStopsTheCommandAndExitsThree) {
-  std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--ttl", "1500ms", "--"};
-  for (const std::string& a : sleeper("pid")) args.push_back(a);
-  auto hold = start_lh(args);
-  const pid_t child = wait_for_pid(dir() / "pid");
-  const auto shown = show("job");
-  ASSERT_TRUE(shown);
+  pid_t child = -1;
+  auto hold = hold_sleeper({"--ttl", "1500ms"}, child);
   // Another process ends the lease behind the holder's back and takes it.
-  ASSERT_EQ(
-      lh({"lease", "release", "job", "--token", str(*shown, "token"), "--mode", "clear"}).exit_code,
-      0);
+  ASSERT_NO_FATAL_FAILURE(clear_behind_its_back());
   const auto thief = acquire("job", "thief");
   ASSERT_TRUE(hold->wait_for(kEventTimeout)) << "hold did not notice the loss";
   const RunResult r = hold->result();
@@ -120,16 +132,9 @@ TEST_P(HoldTest, AStolenLeaseStopsTheCommandAndExitsThree) {
 }
 
 TEST_P(HoldTest, ACommandThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
-  std::vector<std::string> args = {"lease", "hold",   "job",     "--owner", "a",
-                                   "--ttl", "1500ms", "--grace", "300ms",   "--"};
-  for (const std::string& a : sleeper("pid", "trap '' TERM; ")) args.push_back(a);
-  auto hold = start_lh(args);
-  const pid_t child = wait_for_pid(dir() / "pid");
-  const auto shown = show("job");
-  ASSERT_TRUE(shown);
-  ASSERT_EQ(
-      lh({"lease", "release", "job", "--token", str(*shown, "token"), "--mode", "clear"}).exit_code,
-      0);
+  pid_t child = -1;
+  auto hold = hold_sleeper({"--ttl", "1500ms", "--grace", "300ms"}, child, "trap '' TERM; ");
+  ASSERT_NO_FATAL_FAILURE(clear_behind_its_back());
   ASSERT_TRUE(hold->wait_for(kEventTimeout));
   const RunResult r = hold->result();
   EXPECT_EQ(r.exit_code, 3) << r.err;
@@ -141,10 +146,8 @@ TEST_P(HoldTest, ACommandThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
 // the lease any more), and the lease passes to the next taker once expired,
 // with a higher epoch.
 TEST_P(HoldTest, AKilledHolderTakesItsCommandAlongAndTheLeaseExpires) {
-  std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--ttl", "1500ms", "--"};
-  for (const std::string& a : sleeper("pid")) args.push_back(a);
-  auto hold = start_lh(args);
-  const pid_t child = wait_for_pid(dir() / "pid");
+  pid_t child = -1;
+  auto hold = hold_sleeper({"--ttl", "1500ms"}, child);
   const auto before = show("job");
   ASSERT_TRUE(before);
   ASSERT_EQ(kill(hold->pid(), SIGKILL), 0);
@@ -166,10 +169,8 @@ TEST_P(HoldTest, AKilledHolderTakesItsCommandAlongAndTheLeaseExpires) {
 // A holder paused (SIGSTOP) past its ttl loses the lease to another process
 // and, once resumed, notices and exits 3 instead of carrying on.
 TEST_P(HoldTest, APausedHolderNoticesTheLossWhenResumed) {
-  std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a", "--ttl", "2s", "--"};
-  for (const std::string& a : sleeper("pid")) args.push_back(a);
-  auto hold = start_lh(args);
-  const pid_t child = wait_for_pid(dir() / "pid");
+  pid_t child = -1;
+  auto hold = hold_sleeper({"--ttl", "2s"}, child);
   ASSERT_EQ(kill(hold->pid(), SIGSTOP), 0);
   ASSERT_EQ(kill(child, SIGSTOP), 0);
   std::optional<boost::json::object> taken;

@@ -128,6 +128,26 @@ TableSpec spec_from_description(std::string_view logical, const json::object& ta
   return spec;
 }
 
+// The indexes `wanted` has and `have` lacks. kInvalidArgument, naming the
+// table as `shown`, if the keys differ or an index both have differs.
+Result<std::vector<IndexSpec>> missing_indexes(const TableSpec& wanted, const TableSpec& have,
+                                               const std::string& shown) {
+  if (have.pk_attr != wanted.pk_attr || have.sk_attr != wanted.sk_attr) {
+    return invalid_argument("table " + shown + " exists with another key schema");
+  }
+  std::vector<IndexSpec> missing;
+  for (const auto& index : wanted.indexes) {
+    const auto same = std::find_if(have.indexes.begin(), have.indexes.end(),
+                                   [&](const IndexSpec& i) { return i.name == index.name; });
+    if (same == have.indexes.end()) {
+      missing.push_back(index);
+    } else {
+      RETURN_IF_ERROR(check_same_index(*same, index));
+    }
+  }
+  return missing;
+}
+
 // True when the table and each index in `indexes` are ACTIVE.
 bool is_active(const json::object& table, const std::vector<std::string>& indexes) {
   if (str(table, "TableStatus") != "ACTIVE") return false;
@@ -528,20 +548,9 @@ Status DynamoDbStore::wait_active(std::string_view logical,
 
 Status DynamoDbStore::reconcile(const TableSpec& wanted, TableSpec have) {
   cache(have);
-  if (have.pk_attr != wanted.pk_attr || have.sk_attr != wanted.sk_attr) {
-    return invalid_argument("table " + wanted.name + " exists with another key schema");
-  }
   // Check every index first, so that a refused call changes nothing.
-  std::vector<IndexSpec> added;
-  for (const auto& index : wanted.indexes) {
-    const auto same = std::find_if(have.indexes.begin(), have.indexes.end(),
-                                   [&](const IndexSpec& i) { return i.name == index.name; });
-    if (same == have.indexes.end()) {
-      added.push_back(index);
-    } else {
-      RETURN_IF_ERROR(check_same_index(*same, index));
-    }
-  }
+  ASSIGN_OR_RETURN(const std::vector<IndexSpec> added,
+                   missing_indexes(wanted, have, wanted.name));
   TableSpec all = have;
   all.indexes.insert(all.indexes.end(), added.begin(), added.end());
   RETURN_IF_ERROR(attribute_definitions(all).status());
@@ -588,19 +597,13 @@ Status DynamoDbStore::require_table(const TableSpec& spec) {
   }
   if (!table.ok()) return table.status();
   const TableSpec have = spec_from_description(spec.name, *table);
-  if (have.pk_attr != spec.pk_attr || have.sk_attr != spec.sk_attr) {
-    return invalid_argument("table " + physical(spec.name) + " exists with another key schema");
+  ASSIGN_OR_RETURN(const std::vector<IndexSpec> missing,
+                   missing_indexes(spec, have, physical(spec.name)));
+  if (!missing.empty()) {
+    return not_found("table " + physical(spec.name) + " has no index " + missing.front().name);
   }
   std::vector<std::string> names;
-  for (const auto& index : spec.indexes) {
-    const auto same = std::find_if(have.indexes.begin(), have.indexes.end(),
-                                   [&](const IndexSpec& i) { return i.name == index.name; });
-    if (same == have.indexes.end()) {
-      return not_found("table " + physical(spec.name) + " has no index " + index.name);
-    }
-    RETURN_IF_ERROR(check_same_index(*same, index));
-    names.push_back(index.name);
-  }
+  for (const auto& index : spec.indexes) names.push_back(index.name);
   if (!is_active(*table, names)) RETURN_IF_ERROR(wait_active(spec.name, names));
   cache(have);
   return {};
