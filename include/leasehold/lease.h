@@ -131,8 +131,12 @@ class LeaseManager {
   Result<Lease> renew(const LeaseRef& ref, Duration ttl);
 
   // Renews many leases; results[i] belongs to leases[i]. One round trip per
-  // store batch where the backend supports it.
-  std::vector<Result<Lease>> renew_each(std::span<const Lease> leases);
+  // store batch where the backend supports it. The store call is bounded by
+  // `timeout` and by the earliest local deadline among the leases: a reply
+  // after that could not keep that lease anyway, and a caller stuck in the
+  // store is a caller that cannot try again.
+  std::vector<Result<Lease>> renew_each(std::span<const Lease> leases,
+                                        Duration timeout = kNoTimeout);
 
   // kFailedPrecondition if the token is no longer the slot's.
   Status release(const LeaseRef& ref, ReleaseMode mode);

@@ -27,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "leasehold/clock.h"
 #include "leasehold/status.h"
 
 namespace leasehold {
@@ -215,6 +216,9 @@ struct UpdateRequest {
 
 // ---------------------------------------------------------------- the store
 
+// A call with no bound of its own (the backend's own timeouts still apply).
+inline constexpr Duration kNoTimeout = Duration::max();
+
 class ItemStore {
  public:
   virtual ~ItemStore() = default;
@@ -274,8 +278,19 @@ class ItemStore {
   // or fails on its own, and results[i] belongs to requests[i]. Backends that
   // can amortise a commit over many writes (SQLite) override this; the
   // default issues them one by one. Heartbeats of many leases go through here.
+  //
+  // `timeout` bounds the whole call, retries and waits for locks included,
+  // because a heartbeat that returns after its lease's deadline is worthless
+  // and must not hold back the next attempt: once it has passed, a write not
+  // yet sent is kUnavailable and a write sent without a reply is
+  // kUnknownOutcome. Backends whose calls cannot block (memory) ignore it.
   virtual std::vector<Result<Item>> update_each(std::string_view table,
-                                                std::span<const UpdateRequest> requests);
+                                                std::span<const UpdateRequest> requests,
+                                                Duration timeout);
+  std::vector<Result<Item>> update_each(std::string_view table,
+                                        std::span<const UpdateRequest> requests) {
+    return update_each(table, requests, kNoTimeout);
+  }
 
   // A name for messages and benchmarks: "sqlite", "memory", "dynamodb", ...
   virtual std::string_view backend_name() const = 0;

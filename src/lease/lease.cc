@@ -328,7 +328,8 @@ Result<Lease> LeaseManager::renew(const LeaseRef& ref, Duration ttl) {
   return finish_renewal(plan, store_.update(config_.table, plan.key, plan.update, plan.condition));
 }
 
-std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> leases) {
+std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> leases,
+                                                    Duration timeout) {
   std::vector<Result<Lease>> results(leases.size(), Result<Lease>(internal_error("unset")));
   std::vector<RenewPlan> plans;
   std::vector<size_t> sent_index;
@@ -339,6 +340,7 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
                                        " is past its local deadline");
       continue;
     }
+    timeout = std::min(timeout, leases[i].valid_until - now);
     plans.push_back(plan_renewal(leases[i].key, leases[i].slot, leases[i].token, leases[i].ttl));
     plans.back().deadline = leases[i].valid_until;
     plans.back().base = &leases[i];
@@ -349,7 +351,7 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
   requests.reserve(plans.size());
   // finish_renewal() needs neither the update nor the condition: move them.
   for (auto& p : plans) requests.push_back({p.key, std::move(p.update), std::move(p.condition)});
-  std::vector<Result<Item>> written = store_.update_each(config_.table, requests);
+  std::vector<Result<Item>> written = store_.update_each(config_.table, requests, timeout);
   assert(written.size() == plans.size());
   for (size_t j = 0; j < plans.size(); ++j) {
     results[sent_index[j]] = finish_renewal(plans[j], std::move(written[j]));

@@ -181,8 +181,11 @@ std::string Update::to_string() const {
   return out;
 }
 
+// The writes go one by one, unbounded: a backend whose calls can block
+// overrides this and honours `timeout`.
 std::vector<Result<Item>> ItemStore::update_each(std::string_view table,
-                                                 std::span<const UpdateRequest> requests) {
+                                                 std::span<const UpdateRequest> requests,
+                                                 Duration /*timeout*/) {
   std::vector<Result<Item>> results;
   results.reserve(requests.size());
   for (const auto& r : requests) results.push_back(update(table, r.key, r.update, r.condition));

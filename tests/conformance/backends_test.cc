@@ -47,9 +47,9 @@ class TempDirStore final : public ItemStore {
                            const KeyRange& range, const QueryOptions& options) override {
     return inner_->query_index(t, index, hash, range, options);
   }
-  std::vector<Result<Item>> update_each(std::string_view t,
-                                        std::span<const UpdateRequest> requests) override {
-    return inner_->update_each(t, requests);
+  std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> requests,
+                                        Duration timeout) override {
+    return inner_->update_each(t, requests, timeout);
   }
   std::string_view backend_name() const override { return inner_->backend_name(); }
 

@@ -48,11 +48,11 @@ class CountingStore final : public ItemStore {
                            const KeyRange& r, const QueryOptions& o) override {
     return inner_.query_index(t, i, h, r, o);
   }
-  std::vector<Result<Item>> update_each(std::string_view t,
-                                        std::span<const UpdateRequest> r) override {
+  std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> r,
+                                        Duration timeout) override {
     ++batches;
     writes += r.size();
-    return inner_.update_each(t, r);
+    return inner_.update_each(t, r, timeout);
   }
   std::string_view backend_name() const override { return "counting"; }
   std::atomic<int> batches{0};

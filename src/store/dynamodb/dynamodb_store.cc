@@ -329,8 +329,10 @@ class DynamoDbStore final : public ItemStore {
   Result<Page> query_index(std::string_view table, std::string_view index,
                            std::string_view hash_value, const KeyRange& range,
                            const QueryOptions& options) override;
+  using ItemStore::update_each;
   std::vector<Result<Item>> update_each(std::string_view table,
-                                        std::span<const UpdateRequest> requests) override;
+                                        std::span<const UpdateRequest> requests,
+                                        Duration timeout) override;
   std::string_view backend_name() const override { return "dynamodb"; }
 
  private:
@@ -760,7 +762,8 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
 // Each write is its own conditional UpdateItem; they run on up to
 // parallel_writes threads at once, each on a connection of the pool.
 std::vector<Result<Item>> DynamoDbStore::update_each(std::string_view table,
-                                                     std::span<const UpdateRequest> requests) {
+                                                     std::span<const UpdateRequest> requests,
+                                                     Duration /*timeout*/) {
   std::vector<Result<Item>> results(requests.size(), Result<Item>(internal_error("not run")));
   const auto run = [&](size_t i) {
     results[i] = update(table, requests[i].key, requests[i].update, requests[i].condition);

@@ -96,8 +96,11 @@ class MemoryStore final : public ItemStore {
     return update_locked(*t, key, update, condition);
   }
 
+  using ItemStore::update_each;
+  // Nothing here blocks: the timeout cannot be reached.
   std::vector<Result<Item>> update_each(std::string_view table,
-                                        std::span<const UpdateRequest> requests) override {
+                                        std::span<const UpdateRequest> requests,
+                                        Duration /*timeout*/) override {
     std::lock_guard lock(mu_);
     std::vector<Result<Item>> out;
     auto t = find_table(table);

@@ -11,10 +11,13 @@
 namespace leasehold::store::sqlite {
 namespace {
 
-int busy_timeout_ms(const SqliteOptions& options) {
-  const int64_t ms = to_ms(options.busy_timeout);
+int timeout_ms(Duration timeout) {
+  if (timeout >= std::chrono::milliseconds(INT_MAX)) return INT_MAX;
+  const int64_t ms = to_ms(timeout + std::chrono::microseconds(999));  // rounded up
   return static_cast<int>(std::clamp<int64_t>(ms, 0, INT_MAX));
 }
+
+int busy_timeout_ms(const SqliteOptions& options) { return timeout_ms(options.busy_timeout); }
 
 std::string describe_path(const SqliteOptions& options) {
   return "SQLite database '" + options.path + "'";
@@ -46,6 +49,14 @@ Status error_status(sqlite3* db, int rc, std::string_view what) {
     default:
       return internal_error(message);
   }
+}
+
+Status commit_error_status(sqlite3* db, int rc, std::string_view what) {
+  if ((rc & 0xff) != SQLITE_IOERR) return error_status(db, rc, what);
+  std::string message(what);
+  message += ": ";
+  message += db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
+  return unknown_outcome(message + " (an I/O error while committing: the write may be durable)");
 }
 
 Result<std::unique_ptr<Connection>> Connection::open(const SqliteOptions& options) {
@@ -124,6 +135,16 @@ Status Connection::exec(const std::string& sql) {
   return {};
 }
 
+Status Connection::commit(std::string_view what) {
+  const int rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return commit_error_status(db_, rc, what);
+  return {};
+}
+
+void Connection::set_busy_timeout(Duration timeout) {
+  sqlite3_busy_timeout(db_, timeout_ms(timeout));
+}
+
 Result<sqlite3_stmt*> Connection::prepare(const std::string& sql) {
   const auto it = statements_.find(sql);
   if (it != statements_.end()) return it->second;
@@ -154,10 +175,10 @@ ConnectionPool::ConnectionPool(SqliteOptions options, std::unique_ptr<Connection
   open_ = 1;
 }
 
-Result<ConnectionPool::Handle> ConnectionPool::acquire() {
+Result<ConnectionPool::Handle> ConnectionPool::acquire(Duration wait_max) {
   std::unique_lock lock(mu_);
   const auto available = [&] { return !idle_.empty() || open_ < options_.connections_max; };
-  if (!freed_.wait_for(lock, options_.busy_timeout, available)) {
+  if (!freed_.wait_for(lock, std::min(options_.busy_timeout, wait_max), available)) {
     return unavailable("all " + std::to_string(options_.connections_max) +
                        " SQLite connections stayed busy past the busy timeout");
   }

@@ -33,6 +33,13 @@ inline constexpr size_t kStatementsMax = 256;
 // `what` and sqlite3_errmsg(db), never item values.
 Status error_status(sqlite3* db, int rc, std::string_view what);
 
+// The same for a statement that commits (COMMIT, or a write in autocommit
+// mode), where an I/O error is kUnknownOutcome instead: the commit's frames
+// may be in the WAL already (a failed fsync leaves them there), and the next
+// process to open the file recovers them. Busy, a full disk and the rest
+// still mean that nothing was committed.
+Status commit_error_status(sqlite3* db, int rc, std::string_view what);
+
 class Connection {
  public:
   // Opens `options.path` read-write (creating it if missing), in WAL mode,
@@ -48,6 +55,12 @@ class Connection {
 
   // Runs SQL that takes no parameters and returns no rows (DDL, BEGIN, ...).
   Status exec(const std::string& sql);
+  // Commits the open transaction; see commit_error_status().
+  Status commit(std::string_view what);
+
+  // How long a statement waits for another connection's lock (SQLite's busy
+  // timeout), rounded up to whole milliseconds.
+  void set_busy_timeout(Duration timeout);
 
   // The cached prepared statement for `sql`, prepared on first use. The
   // statement is owned by the connection. REQUIRES: reset before reuse (see
@@ -107,7 +120,9 @@ class ConnectionPool {
 
   ConnectionPool(SqliteOptions options, std::unique_ptr<Connection> first);
 
-  Result<Handle> acquire();
+  // Waits up to the busy timeout, or `wait_max` if shorter, for a free
+  // connection.
+  Result<Handle> acquire(Duration wait_max = Duration::max());
 
  private:
   void release(std::unique_ptr<Connection> c);

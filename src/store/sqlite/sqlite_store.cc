@@ -73,10 +73,11 @@ std::string_view column_text(sqlite3_stmt* s, int i) {
 }
 
 // The SQLite error of a write, unless one of our SQL functions failed it for
-// a reason of its own (a bad `add`, an oversized item).
+// a reason of its own (a bad `add`, an oversized item). A write outside a
+// transaction commits as it runs, so an I/O error leaves its outcome unknown.
 Status write_error(Connection& c, int rc, const WriteOp& op, std::string_view what) {
   if (!op.error.ok()) return op.error;
-  return sqlite::error_status(c.db(), rc, what);
+  return sqlite::commit_error_status(c.db(), rc, what);
 }
 
 Status condition_false(const Condition& condition) {
@@ -154,7 +155,7 @@ Status validate_request(const TableSpec& spec, const Key& key, const Update& upd
 class SqliteStore final : public ItemStore {
  public:
   SqliteStore(SqliteOptions options, std::unique_ptr<Connection> first)
-      : pool_(std::move(options), std::move(first)) {}
+      : busy_timeout_(options.busy_timeout), pool_(std::move(options), std::move(first)) {}
 
   Status ensure_table(const TableSpec& spec) override;
   Result<Item> get(std::string_view table, const Key& key, bool consistent) override;
@@ -168,8 +169,10 @@ class SqliteStore final : public ItemStore {
   Result<Page> query_index(std::string_view table, std::string_view index,
                            std::string_view hash_value, const KeyRange& range,
                            const QueryOptions& options) override;
+  using ItemStore::update_each;
   std::vector<Result<Item>> update_each(std::string_view table,
-                                        std::span<const UpdateRequest> requests) override;
+                                        std::span<const UpdateRequest> requests,
+                                        Duration timeout) override;
   std::string_view backend_name() const override { return "sqlite"; }
 
  private:
@@ -188,6 +191,8 @@ class SqliteStore final : public ItemStore {
   void update_chunk(Connection& c, const TableSql& t, std::span<const UpdateRequest> requests,
                     std::span<const size_t> chunk, std::vector<Result<Item>>& out);
 
+  const Duration busy_timeout_;
+  RealClock clock_;  // to share one timeout between the waits of a call
   ConnectionPool pool_;
   std::mutex tables_mu_;
   std::map<std::string, Table, std::less<>> tables_;  // guarded by tables_mu_
@@ -480,11 +485,40 @@ Result<Page> SqliteStore::query_index(std::string_view table_name, std::string_v
   return read_page(*c, s, t->spec, options.limit, &*index);
 }
 
+// Sets a connection's busy timeout for one call and restores the configured
+// one afterwards, so that the next borrower of the connection gets it back.
+class BusyTimeoutFor {
+ public:
+  BusyTimeoutFor(Connection& c, Duration call, Duration configured)
+      : c_(c), configured_(configured), changed_(call < configured) {
+    if (changed_) c_.set_busy_timeout(call);
+  }
+  ~BusyTimeoutFor() {
+    if (changed_) c_.set_busy_timeout(configured_);
+  }
+  BusyTimeoutFor(const BusyTimeoutFor&) = delete;
+  BusyTimeoutFor& operator=(const BusyTimeoutFor&) = delete;
+
+ private:
+  Connection& c_;
+  Duration configured_;
+  bool changed_;
+};
+
+// The waits of one call (for a free connection, then for the write lock)
+// share `timeout`: the lock wait gets what the connection wait left.
 std::vector<Result<Item>> SqliteStore::update_each(std::string_view table_name,
-                                                   std::span<const UpdateRequest> requests) {
+                                                   std::span<const UpdateRequest> requests,
+                                                   Duration timeout) {
   std::vector<Result<Item>> out(requests.size(), Result<Item>(internal_error("not attempted")));
   if (requests.empty()) return out;
-  auto c = pool_.acquire();
+  const MonoTime start = clock_.mono_now();
+  auto c = pool_.acquire(timeout);
+  std::optional<BusyTimeoutFor> busy;
+  if (c.ok() && timeout != kNoTimeout) {
+    const Duration left = std::max(timeout - (clock_.mono_now() - start), Duration(1));
+    busy.emplace(**c, left, busy_timeout_);
+  }
   auto t = c.ok() ? table(**c, table_name) : Result<Table>(c.status());
   if (!t.ok()) {
     std::fill(out.begin(), out.end(), Result<Item>(t.status()));
@@ -532,7 +566,7 @@ void SqliteStore::update_chunk(Connection& c, const TableSql& t,
       return;
     }
   }
-  const Status committed = c.exec("COMMIT").with_context("update_each");
+  const Status committed = c.commit("update_each");
   if (!committed.ok()) {
     c.abandon_transaction();
     for (size_t i : chunk) {
