@@ -84,7 +84,7 @@ lease=$("$bin" lease acquire nightly-report --owner worker-2)
 printf '$ leasehold lease acquire nightly-report --owner worker-2\n%s\n' "$lease"
 run lease list
 token=$(field token <<<"$lease")
-run lease release nightly-report --token "$token"
+run lease release nightly-report --owner worker-2 --token "$token"
 run lease list --expired
 
 step "6. a holder frozen past its ttl loses the lease, and stops its job when it wakes"

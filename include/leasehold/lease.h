@@ -5,19 +5,29 @@
 // lease_heartbeat_at_ms, lease_expires_at_ms and lease_holder, which are the
 // stream-fleet schema's names; slot "tracing" uses tracing_owner, and so on.
 //
-// Every operation is one conditional write:
+// Every operation is one conditional write; "mine" is owner = mine and
+// token = mine:
 //   acquire  not_exists(owner) or expires_at < now_wall; epoch += 1
-//   renew    token = mine and expires_at > now_wall
-//   release  token = mine (mode expire: expires_at = 0; mode clear: remove
-//            the slot's fields except epoch)
-//   replace  token(from) = mine and slot `to` acquirable, ending one lease
-//            and starting another on the same item in one write
-//   fenced   any update conditioned on token = mine
+//   renew    mine and expires_at > now_wall and heartbeat_at <= this
+//            renewal's heartbeat (a renewal delivered late never undoes a
+//            later one)
+//   release  mine (mode expire: expires_at = 0; mode clear: remove the
+//            slot's fields except epoch)
+//   replace  mine(from) and slot `to` acquirable, ending one lease and
+//            starting another on the same item in one write
+//   fenced   any update conditioned on mine
+//
+// The owner is in every holder-side condition, not only the token, because
+// writers that know nothing of tokens share these items: the stream fleet's
+// reference pattern takes an expired lease by setting only owner and
+// expires_at, which leaves the old holder's token in place. Owner names must
+// therefore be unique across the fleet.
 //
 // Holder-side validity: a holder trusts its lease until
 //   mono time the request was sent + ttl - max_clock_skew - safety_margin.
-// Past that the lease is lost for good; no renewal brings it back. Wall
-// clocks only decide when a taker may take over.
+// Past that the lease is lost for good; no renewal brings it back, and a
+// lease whose acquisition is answered after it is given back, not returned.
+// Wall clocks only decide when a taker may take over.
 //
 // A LeaseManager is safe for concurrent use; Lease values are plain data.
 #pragma once
@@ -67,7 +77,8 @@ struct Lease {
   std::string token;  // 32 hex digits; the lease ID / job ID
   int64_t epoch = 0;  // the fencing token: +1 on every acquisition
   int64_t acquired_at_ms = 0;
-  int64_t expires_at_ms = 0;  // wall time, as written to the store
+  int64_t heartbeat_at_ms = 0;  // the latest heartbeat this holder wrote
+  int64_t expires_at_ms = 0;    // wall time, as written to the store
   Duration ttl{};
   MonoTime valid_until{};  // local deadline; see the file comment
 
@@ -88,10 +99,13 @@ struct LeaseView {
   bool held = false;  // an owner whose expiry is after the reader's wall clock
 };
 
-// Names a lease by what a separate process can know of it (CLI renew/release).
+// Names a lease by what a separate process can know of it (CLI renew/release):
+// the owner as well as the token, since a token-less writer may have taken
+// the lease over and left the token in place.
 struct LeaseRef {
   Key key;
   std::string slot = std::string(kDefaultSlot);
+  std::string owner;
   std::string token;
 };
 
@@ -121,13 +135,20 @@ class LeaseManager {
   Duration validity(Duration ttl) const;
 
   // kAlreadyExists if another holder's lease is live (or `extra_condition`
-  // failed); kUnavailable if the store could not be reached.
+  // failed); kUnavailable if the store could not be reached, or if the
+  // outcome stayed unknown (should the write have applied, the lease expires
+  // unused). kDeadlineExceeded if the store answered only after the lease's
+  // local deadline: the lease is then given back at once (best effort; any
+  // `extra_update` stays applied) and never returned.
   Result<Lease> acquire(const Key& key, const AcquireOptions& options);
 
   // Extends the lease by its ttl (or `ttl`). kFailedPrecondition if the lease
-  // is lost: past its local deadline, expired, or taken by another token.
+  // is lost: past its local deadline, expired, taken over (another owner or
+  // token) or released. kUnavailable if the store failed; the lease stays
+  // valid until its deadline, so the caller may retry until then.
   Result<Lease> renew(const Lease& lease, std::optional<Duration> ttl = std::nullopt);
-  // The same for a lease held by another process that knows only its token.
+  // The same for a lease held by another process that knows only its owner
+  // and token.
   Result<Lease> renew(const LeaseRef& ref, Duration ttl);
 
   // Renews many leases; results[i] belongs to leases[i]. One round trip per
@@ -138,7 +159,8 @@ class LeaseManager {
   std::vector<Result<Lease>> renew_each(std::span<const Lease> leases,
                                         Duration timeout = kNoTimeout);
 
-  // kFailedPrecondition if the token is no longer the slot's.
+  // kFailedPrecondition if the lease is no longer the caller's (another
+  // owner or token in the slot).
   Status release(const LeaseRef& ref, ReleaseMode mode);
   Status release(const Lease& lease, ReleaseMode mode);
 
@@ -146,9 +168,15 @@ class LeaseManager {
   // write. `from` must still be valid locally.
   Result<Lease> replace(const Lease& from, const AcquireOptions& to);
 
-  // Applies `update` to the lease's item if the token is still ours (and
-  // `extra_condition` holds). kFailedPrecondition if the lease is lost or
-  // past its local deadline; the write is then not sent.
+  // Applies `update` to the lease's item if the lease is still ours (and
+  // `extra_condition` holds). kFailedPrecondition if the lease is lost (the
+  // write did not apply) or past its local deadline (the write was not
+  // sent); kConditionFailed if only `extra_condition` failed.
+  // kUnknownOutcome if the write was sent and no answer came, and a read
+  // shows the lease still ours: the update may or may not have applied, and
+  // re-sending it is safe only if it is idempotent (sets, not adds) or its
+  // `extra_condition` makes it so. A lease found lost by that read is
+  // kFailedPrecondition, the update having applied or not.
   Result<Item> fenced_write(const Lease& lease, const Update& update,
                             const Condition& extra_condition = {});
 
@@ -163,10 +191,11 @@ class LeaseManager {
 
  private:
   struct RenewPlan;
-  RenewPlan plan_renewal(const Key& key, std::string_view slot, std::string_view token,
-                         Duration ttl);
+  RenewPlan plan_renewal(const LeaseRef& ref, Duration ttl, int64_t heartbeat_floor_ms);
   Result<Lease> finish_renewal(const RenewPlan& plan, Result<Item> written);
+  Result<Lease> explain_refused_renewal(const RenewPlan& plan);
   Result<Lease> resolve_acquire(const Key& key, const Lease& attempt);
+  Result<Lease> check_acquired_in_time(Lease lease);
   Result<Item> read_back(const Key& key);
   // The attribute names of `slot`, built once: they are on every write's path.
   std::shared_ptr<const SlotNames> names(std::string_view slot);

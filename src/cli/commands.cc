@@ -51,7 +51,11 @@ void add_owner_and_holder(CLI::App* sub, LeaseArgs& a) {
   sub->add_option("--owner", a.owner, "Who takes the lease (a worker name)")->required();
   sub->add_option("--holder", a.holder, "Display data stored with the lease");
 }
-void add_token(CLI::App* sub, LeaseArgs& a) {
+// Renew and release name the lease by its owner as well as its token: a
+// writer that knows nothing of tokens may have taken it over and left the
+// old token in place.
+void add_owner_and_token(CLI::App* sub, LeaseArgs& a) {
+  sub->add_option("--owner", a.owner, "The owner the lease was acquired as")->required();
   sub->add_option("--token", a.token, "The token `lease acquire` printed")->required();
 }
 
@@ -65,13 +69,13 @@ void add_lease_commands(CLI::App& lease, CliArgs& args, Subcommands& subs) {
 
   subs.renew = lease.add_subcommand("renew", "Extend a lease you hold");
   add_key(subs.renew, a);
-  add_token(subs.renew, a);
+  add_owner_and_token(subs.renew, a);
   add_ttl(subs.renew, a);
   add_slot(subs.renew, a);
 
   subs.release = lease.add_subcommand("release", "Give up a lease you hold");
   add_key(subs.release, a);
-  add_token(subs.release, a);
+  add_owner_and_token(subs.release, a);
   subs.release->add_option("--mode", a.mode, "expire (keep the owner for history) or clear")
       ->capture_default_str();
   add_slot(subs.release, a);

@@ -29,12 +29,13 @@ Result<AcquireRequest> make_acquire(const LeaseArgs& args) {
 }
 
 namespace {
-// The lease named by KEY, --token and --slot (renew and release).
+// The lease named by KEY, --owner, --token and --slot (renew and release).
 Result<LeaseRef> make_ref(const LeaseArgs& args) {
   RETURN_IF_ERROR(check_key(args.key));
+  RETURN_IF_ERROR(check_owner(args.owner));
   RETURN_IF_ERROR(check_token(args.token));
   RETURN_IF_ERROR(check_slot(args.slot));
-  return LeaseRef{Key{args.key, ""}, args.slot, args.token};
+  return LeaseRef{Key{args.key, ""}, args.slot, args.owner, args.token};
 }
 }  // namespace
 

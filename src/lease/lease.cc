@@ -42,6 +42,12 @@ Status validate_token(std::string_view token) {
   return {};
 }
 
+Status validate_ref(const LeaseRef& ref) {
+  RETURN_IF_ERROR(validate_slot(ref.slot));
+  RETURN_IF_ERROR(validate_text("owner", ref.owner, kOwnerBytesMax, false));
+  return validate_token(ref.token);
+}
+
 int64_t int_or_zero(const Item& item, std::string_view attr) {
   const int64_t* v = get_int(item, attr);
   return v ? *v : 0;
@@ -61,6 +67,27 @@ std::string describe_key(const Key& key, std::string_view slot) {
 // expires_at 0).
 Condition acquirable(const SlotNames& names, int64_t now_ms) {
   return cond::not_exists(names.owner) || cond::lt(names.expires_at_ms, now_ms);
+}
+
+// The slot is still the holder's: its owner and its token. The owner is
+// checked because a token-less writer takes a lease by setting only the owner
+// and the expiry, leaving the old token in place.
+Condition still_mine(const SlotNames& n, const std::string& owner, const std::string& token) {
+  return cond::eq(n.owner, owner) && cond::eq(n.token, token);
+}
+
+bool is_mine(const Item& item, const SlotNames& n, std::string_view owner,
+             std::string_view token) {
+  const std::string* o = get_string(item, n.owner);
+  const std::string* t = get_string(item, n.token);
+  return o != nullptr && t != nullptr && *o == owner && *t == token;
+}
+
+LeaseRef ref_of(const Lease& lease) { return {lease.key, lease.slot, lease.owner, lease.token}; }
+
+Status no_longer_yours(const Key& key, std::string_view slot) {
+  return failed_precondition("lease on " + describe_key(key, slot) +
+                             " is no longer yours (taken over, released or expired)");
 }
 
 // Removes every field of the slot but its epoch, which must never go back.
@@ -142,9 +169,10 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
 
   const auto names_n = names(o.slot);
   const SlotNames& n = *names_n;
-  Lease lease{key, o.slot, o.owner, o.holder, random_token(random_), 0, 0, 0, o.ttl, {}};
+  Lease lease{key, o.slot, o.owner, o.holder, random_token(random_), 0, 0, 0, 0, o.ttl, {}};
   const MonoTime sent = clock_.mono_now();
   lease.acquired_at_ms = to_unix_ms(clock_.wall_now());
+  lease.heartbeat_at_ms = lease.acquired_at_ms;
   lease.expires_at_ms = lease.acquired_at_ms + to_ms(o.ttl);
   lease.valid_until = sent + validity(o.ttl);
 
@@ -166,16 +194,34 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
   if (written.ok()) {
     lease.epoch = int_or_zero(*written, n.epoch);
     assert(lease.epoch >= 1);
-    return lease;
+    return check_acquired_in_time(std::move(lease));
   }
   switch (written.status().code()) {
     case Code::kConditionFailed:
       return already_exists("lease on " + describe_key(key, o.slot) + " is held by another owner");
-    case Code::kUnknownOutcome:
-      return resolve_acquire(key, lease);
+    case Code::kUnknownOutcome: {
+      ASSIGN_OR_RETURN(Lease resolved, resolve_acquire(key, lease));
+      return check_acquired_in_time(std::move(resolved));
+    }
     default:
       return written.status().with_context("acquire " + describe_key(key, o.slot));
   }
+}
+
+// A store stuck behind a lock (or a slow network) can answer after the
+// lease's local deadline; by then its stored expiry may have passed and
+// another owner may hold it. Such a lease is never handed to the caller,
+// whatever it would do with it: it is given back, so that the next taker
+// need not wait for the expiry either.
+Result<Lease> LeaseManager::check_acquired_in_time(Lease lease) {
+  if (lease.valid_at(clock_.mono_now())) return lease;
+  const Status released = release(lease, ReleaseMode::kExpire);
+  return deadline_exceeded("acquire " + describe_key(lease.key, lease.slot) +
+                           ": the store answered after the lease's local deadline (" +
+                           std::to_string(to_ms(validity(lease.ttl))) + "ms after sending); " +
+                           (released.ok() ? "the lease was given back"
+                                          : "it expires unused at " +
+                                                std::to_string(lease.expires_at_ms) + " ms"));
 }
 
 // The acquire write may or may not have applied: our fresh token in the slot
@@ -192,8 +238,9 @@ Result<Lease> LeaseManager::resolve_acquire(const Key& key, const Lease& attempt
   }
   const auto names_n = names(attempt.slot);
   const SlotNames& n = *names_n;
-  if (!item.ok() || string_or_empty(*item, n.token) != attempt.token) {
-    const bool held = item.ok() && !string_or_empty(*item, n.token).empty() &&
+  if (!item.ok() || !is_mine(*item, n, attempt.owner, attempt.token)) {
+    // Any live owner counts, a token-less writer's included.
+    const bool held = item.ok() && !string_or_empty(*item, n.owner).empty() &&
                       int_or_zero(*item, n.expires_at_ms) > to_unix_ms(clock_.wall_now());
     if (held) {
       return already_exists("lease on " + describe_key(key, attempt.slot) +
@@ -217,9 +264,7 @@ Result<Item> LeaseManager::read_back(const Key& key) {
 }
 
 struct LeaseManager::RenewPlan {
-  Key key;
-  std::string slot;
-  std::string token;
+  LeaseRef ref;
   Duration ttl{};
   MonoTime sent{};
   std::optional<MonoTime> deadline;  // the old local deadline, when known
@@ -227,44 +272,66 @@ struct LeaseManager::RenewPlan {
   // and acquisition time cannot change while its token holds, so the store
   // need only return what the renewal sets.
   const Lease* base = nullptr;
+  int64_t now_ms = 0;
+  int64_t heartbeat_at_ms = 0;
   int64_t expires_at_ms = 0;
   Update update;
   Condition condition;
   std::shared_ptr<const SlotNames> names;  // looked up once per renewal
 };
 
-LeaseManager::RenewPlan LeaseManager::plan_renewal(const Key& key, std::string_view slot,
-                                                   std::string_view token, Duration ttl) {
+// The heartbeat never goes back (`heartbeat_floor_ms` is the last one this
+// holder wrote, in case its wall clock stepped back), and the condition
+// refuses a stored heartbeat later than this one: a renewal that reaches the
+// store late, after a later renewal of the same lease, must not shorten the
+// expiry that later renewal set, which its holder already trusts.
+LeaseManager::RenewPlan LeaseManager::plan_renewal(const LeaseRef& ref, Duration ttl,
+                                                   int64_t heartbeat_floor_ms) {
   RenewPlan p;
-  p.names = names(slot);
+  p.names = names(ref.slot);
   const SlotNames& n = *p.names;
-  p.key = key;
-  p.slot = std::string(slot);
-  p.token = std::string(token);
+  p.ref = ref;
   p.ttl = ttl;
   p.sent = clock_.mono_now();
-  const int64_t now_ms = to_unix_ms(clock_.wall_now());
-  p.expires_at_ms = now_ms + to_ms(ttl);
-  p.update.set(n.heartbeat_at_ms, now_ms).set(n.expires_at_ms, p.expires_at_ms);
-  p.condition = cond::eq(n.token, p.token) && cond::gt(n.expires_at_ms, now_ms);
+  p.now_ms = to_unix_ms(clock_.wall_now());
+  p.heartbeat_at_ms = std::max(p.now_ms, heartbeat_floor_ms);
+  p.expires_at_ms = p.now_ms + to_ms(ttl);
+  p.update.set(n.heartbeat_at_ms, p.heartbeat_at_ms).set(n.expires_at_ms, p.expires_at_ms);
+  p.condition = still_mine(n, ref.owner, ref.token) && cond::gt(n.expires_at_ms, p.now_ms) &&
+                cond::le(n.heartbeat_at_ms, p.heartbeat_at_ms);
   return p;
+}
+
+// A refused renewal usually means the lease is gone. The one exception is a
+// lease still ours and live whose stored heartbeat is ahead of this one (an
+// earlier renewal of ours was written by a clock ahead of this one, or this
+// clock stepped back): that is a failure to retry, not a loss.
+Result<Lease> LeaseManager::explain_refused_renewal(const RenewPlan& p) {
+  const SlotNames& n = *p.names;
+  Result<Item> item = read_back(p.ref.key);
+  if (item.ok() && is_mine(*item, n, p.ref.owner, p.ref.token) &&
+      int_or_zero(*item, n.expires_at_ms) > p.now_ms &&
+      int_or_zero(*item, n.heartbeat_at_ms) > p.heartbeat_at_ms) {
+    return unavailable("renew " + describe_key(p.ref.key, p.ref.slot) +
+                       ": a renewal with a later heartbeat is already stored (a wall clock " +
+                       "ahead of this one wrote it); retry");
+  }
+  return no_longer_yours(p.ref.key, p.ref.slot);
 }
 
 Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> written) {
   const SlotNames& n = *p.names;
   if (!written.ok()) {
     // Built only on failure: a successful renewal allocates no message.
-    const std::string what = "renew " + describe_key(p.key, p.slot);
+    const std::string what = "renew " + describe_key(p.ref.key, p.ref.slot);
     switch (written.status().code()) {
       case Code::kConditionFailed:
-        return failed_precondition("lease on " + describe_key(p.key, p.slot) +
-                                   " is no longer yours (taken, released or expired)");
+        return explain_refused_renewal(p);
       case Code::kUnknownOutcome: {
-        written = read_back(p.key);
+        written = read_back(p.ref.key);
         if (!written.ok()) return unavailable(what + ": outcome unknown and the read-back failed");
-        if (string_or_empty(*written, n.token) != p.token) {
-          return failed_precondition("lease on " + describe_key(p.key, p.slot) +
-                                     " is no longer yours");
+        if (!is_mine(*written, n, p.ref.owner, p.ref.token)) {
+          return no_longer_yours(p.ref.key, p.ref.slot);
         }
         if (int_or_zero(*written, n.expires_at_ms) != p.expires_at_ms) {
           return unavailable(what + ": the renewal did not apply; retry");
@@ -277,29 +344,28 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
   }
   // A reply that comes back after the old deadline does not revive the lease.
   if (p.deadline && clock_.mono_now() >= *p.deadline) {
-    return failed_precondition("lease on " + describe_key(p.key, p.slot) +
+    return failed_precondition("lease on " + describe_key(p.ref.key, p.ref.slot) +
                                " passed its local deadline while renewing");
   }
   const Item& item = *written;
-  assert((p.base != nullptr || string_or_empty(item, n.token) == p.token) &&
+  assert((p.base != nullptr || string_or_empty(item, n.token) == p.ref.token) &&
          "a renewal applies only under the renewer's token");
+  Lease lease;
   if (p.base != nullptr) {
-    Lease lease = *p.base;
-    lease.ttl = p.ttl;
-    lease.expires_at_ms = p.expires_at_ms;
-    lease.valid_until = p.sent + validity(p.ttl);
-    return lease;
+    lease = *p.base;
+  } else {
+    lease.key = p.ref.key;
+    lease.slot = p.ref.slot;
+    lease.owner = p.ref.owner;
+    lease.holder = string_or_empty(item, n.holder);
+    lease.token = p.ref.token;
+    lease.epoch = int_or_zero(item, n.epoch);
+    lease.acquired_at_ms = int_or_zero(item, n.acquired_at_ms);
   }
-  Lease lease{p.key,
-              p.slot,
-              string_or_empty(item, n.owner),
-              string_or_empty(item, n.holder),
-              p.token,
-              int_or_zero(item, n.epoch),
-              int_or_zero(item, n.acquired_at_ms),
-              p.expires_at_ms,
-              p.ttl,
-              p.sent + validity(p.ttl)};
+  lease.ttl = p.ttl;
+  lease.heartbeat_at_ms = p.heartbeat_at_ms;
+  lease.expires_at_ms = p.expires_at_ms;
+  lease.valid_until = p.sent + validity(p.ttl);
   return lease;
 }
 
@@ -310,22 +376,22 @@ Result<Lease> LeaseManager::renew(const Lease& lease, std::optional<Duration> tt
     return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
                                " is past its local deadline");
   }
-  RenewPlan plan = plan_renewal(lease.key, lease.slot, lease.token, t);
+  RenewPlan plan = plan_renewal(ref_of(lease), t, lease.heartbeat_at_ms);
   plan.deadline = lease.valid_until;
   plan.base = &lease;
   plan.update.returning_updated_only();
-  Result<Lease> renewed =
-      finish_renewal(plan, store_.update(config_.table, plan.key, plan.update, plan.condition));
+  Result<Lease> renewed = finish_renewal(
+      plan, store_.update(config_.table, plan.ref.key, plan.update, plan.condition));
   if (renewed.ok()) assert(renewed->epoch == lease.epoch && "renewal never changes the epoch");
   return renewed;
 }
 
 Result<Lease> LeaseManager::renew(const LeaseRef& ref, Duration ttl) {
-  RETURN_IF_ERROR(validate_slot(ref.slot));
-  RETURN_IF_ERROR(validate_token(ref.token));
+  RETURN_IF_ERROR(validate_ref(ref));
   RETURN_IF_ERROR(check_timing(ttl, default_renew_every(ttl)));
-  const RenewPlan plan = plan_renewal(ref.key, ref.slot, ref.token, ttl);
-  return finish_renewal(plan, store_.update(config_.table, plan.key, plan.update, plan.condition));
+  const RenewPlan plan = plan_renewal(ref, ttl, 0);
+  return finish_renewal(plan,
+                        store_.update(config_.table, plan.ref.key, plan.update, plan.condition));
 }
 
 std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> leases,
@@ -341,7 +407,7 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
       continue;
     }
     timeout = std::min(timeout, leases[i].valid_until - now);
-    plans.push_back(plan_renewal(leases[i].key, leases[i].slot, leases[i].token, leases[i].ttl));
+    plans.push_back(plan_renewal(ref_of(leases[i]), leases[i].ttl, leases[i].heartbeat_at_ms));
     plans.back().deadline = leases[i].valid_until;
     plans.back().base = &leases[i];
     plans.back().update.returning_updated_only();
@@ -350,7 +416,7 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
   std::vector<UpdateRequest> requests;
   requests.reserve(plans.size());
   // finish_renewal() needs neither the update nor the condition: move them.
-  for (auto& p : plans) requests.push_back({p.key, std::move(p.update), std::move(p.condition)});
+  for (auto& p : plans) requests.push_back({p.ref.key, std::move(p.update), std::move(p.condition)});
   std::vector<Result<Item>> written = store_.update_each(config_.table, requests, timeout);
   assert(written.size() == plans.size());
   for (size_t j = 0; j < plans.size(); ++j) {
@@ -360,8 +426,7 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
 }
 
 Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
-  RETURN_IF_ERROR(validate_slot(ref.slot));
-  RETURN_IF_ERROR(validate_token(ref.token));
+  RETURN_IF_ERROR(validate_ref(ref));
   const auto names_n = names(ref.slot);
   const SlotNames& n = *names_n;
   Update update;
@@ -371,17 +436,16 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
     clear_slot(n, update);
   }
   Result<Item> written =
-      store_.update(config_.table, ref.key, update, cond::eq(n.token, ref.token));
+      store_.update(config_.table, ref.key, update, still_mine(n, ref.owner, ref.token));
   if (written.ok()) return {};
   switch (written.status().code()) {
     case Code::kConditionFailed:
-      return failed_precondition("lease on " + describe_key(ref.key, ref.slot) +
-                                 " is no longer yours");
+      return no_longer_yours(ref.key, ref.slot);
     case Code::kUnknownOutcome: {
       Result<Item> item = read_back(ref.key);
       if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
-      const bool still_live =
-          string_or_empty(*item, n.token) == ref.token && int_or_zero(*item, n.expires_at_ms) != 0;
+      const bool still_live = is_mine(*item, n, ref.owner, ref.token) &&
+                              int_or_zero(*item, n.expires_at_ms) != 0;
       if (still_live) return unavailable("release did not apply; retry");
       return {};
     }
@@ -391,7 +455,7 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
 }
 
 Status LeaseManager::release(const Lease& lease, ReleaseMode mode) {
-  return release(LeaseRef{lease.key, lease.slot, lease.token}, mode);
+  return release(ref_of(lease), mode);
 }
 
 Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to) {
@@ -403,19 +467,17 @@ Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to)
   }
   const auto names_f = names(from.slot);
   const SlotNames& f = *names_f;
-  Condition condition = cond::eq(f.token, from.token);
   Update clear;
   clear_slot(f, clear);
   AcquireOptions options = to;
-  options.extra_condition = std::move(condition) && to.extra_condition;
+  options.extra_condition = still_mine(f, from.owner, from.token) && to.extra_condition;
   options.extra_update = clear.append(to.extra_update);
   Result<Lease> lease = acquire(from.key, options);
   if (lease.ok() || lease.status().code() != Code::kAlreadyExists) return lease;
   // Tell "the old lease is gone" apart from "the new slot is taken".
   Result<Item> item = store_.get(config_.table, from.key, true);
-  if (item.ok() && string_or_empty(*item, f.token) != from.token) {
-    return failed_precondition("lease on " + describe_key(from.key, from.slot) +
-                               " is no longer yours");
+  if (item.ok() && !is_mine(*item, f, from.owner, from.token)) {
+    return no_longer_yours(from.key, from.slot);
   }
   return lease;
 }
@@ -429,14 +491,22 @@ Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update
   const auto names_n = names(lease.slot);
   const SlotNames& n = *names_n;
   Result<Item> written = store_.update(config_.table, lease.key, update,
-                                       cond::eq(n.token, lease.token) && extra_condition);
-  if (written.ok() || written.status().code() != Code::kConditionFailed) return written;
-  if (!extra_condition.is_true()) {
-    Result<Item> item = store_.get(config_.table, lease.key, true);
-    if (item.ok() && string_or_empty(*item, n.token) == lease.token) return written.status();
+                                       still_mine(n, lease.owner, lease.token) && extra_condition);
+  if (written.ok()) return written;
+  const Code code = written.status().code();
+  if (code != Code::kConditionFailed && code != Code::kUnknownOutcome) return written;
+  // Whose lease is it now? Only a read can say which part failed, or whether
+  // a write without an answer could still have been ours to make.
+  const bool ask = code == Code::kUnknownOutcome || !extra_condition.is_true();
+  Result<Item> item = ask ? read_back(lease.key) : Result<Item>(not_found(""));
+  if (item.ok() && is_mine(*item, n, lease.owner, lease.token)) {
+    if (code == Code::kConditionFailed) return written.status();
+    return unknown_outcome("fenced write on " + describe_key(lease.key, lease.slot) +
+                           ": no answer came; the lease is still yours, the write may or may " +
+                           "not have applied");
   }
-  return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
-                             " is no longer yours");
+  if (code == Code::kUnknownOutcome && !item.ok()) return written.status();
+  return no_longer_yours(lease.key, lease.slot);
 }
 
 LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_view slot) {

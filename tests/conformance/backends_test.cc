@@ -5,6 +5,7 @@
 
 #include "store/memory/memory_store.h"
 #include "store/sqlite/sqlite_store.h"
+#include "store/store_wrapper.h"
 #include "tests/conformance/store_conformance.h"
 
 namespace leasehold::conformance {
@@ -12,46 +13,16 @@ namespace {
 
 // A store that owns a temporary directory and removes it (database, WAL and
 // all) after the store inside has been closed.
-class TempDirStore final : public ItemStore {
+class TempDirStore final : public store::StoreWrapper {
  public:
+  // The wrapper forwards to *inner, which it owns from here on.
   TempDirStore(std::filesystem::path dir, std::unique_ptr<ItemStore> inner)
-      : dir_(std::move(dir)), inner_(std::move(inner)) {}
+      : StoreWrapper(*inner), dir_(std::move(dir)), inner_(std::move(inner)) {}
   ~TempDirStore() override {
     inner_.reset();
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
-
-  Status ensure_table(const TableSpec& spec) override { return inner_->ensure_table(spec); }
-  Result<Item> get(std::string_view t, const Key& key, bool consistent) override {
-    return inner_->get(t, key, consistent);
-  }
-  Result<std::vector<Item>> batch_get(std::string_view t, std::span<const Key> keys) override {
-    return inner_->batch_get(t, keys);
-  }
-  Status put(std::string_view t, const Item& item, const Condition& c) override {
-    return inner_->put(t, item, c);
-  }
-  Result<Item> update(std::string_view t, const Key& key, const Update& u,
-                      const Condition& c) override {
-    return inner_->update(t, key, u, c);
-  }
-  Status remove(std::string_view t, const Key& key, const Condition& c) override {
-    return inner_->remove(t, key, c);
-  }
-  Result<Page> query(std::string_view t, std::string_view pk, const KeyRange& range,
-                     const QueryOptions& options) override {
-    return inner_->query(t, pk, range, options);
-  }
-  Result<Page> query_index(std::string_view t, std::string_view index, std::string_view hash,
-                           const KeyRange& range, const QueryOptions& options) override {
-    return inner_->query_index(t, index, hash, range, options);
-  }
-  std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> requests,
-                                        Duration timeout) override {
-    return inner_->update_each(t, requests, timeout);
-  }
-  std::string_view backend_name() const override { return inner_->backend_name(); }
 
  private:
   std::filesystem::path dir_;

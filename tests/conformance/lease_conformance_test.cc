@@ -19,47 +19,18 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 // Counts update_each calls, to see heartbeats batched.
-class CountingStore final : public ItemStore {
+class CountingStore final : public store::StoreWrapper {
  public:
-  explicit CountingStore(ItemStore& inner) : inner_(inner) {}
-  Status ensure_table(const TableSpec& s) override { return inner_.ensure_table(s); }
-  Status require_table(const TableSpec& s) override { return inner_.require_table(s); }
-  Result<Item> get(std::string_view t, const Key& k, bool c) override {
-    return inner_.get(t, k, c);
-  }
-  Result<std::vector<Item>> batch_get(std::string_view t, std::span<const Key> k) override {
-    return inner_.batch_get(t, k);
-  }
-  Status put(std::string_view t, const Item& i, const Condition& c) override {
-    return inner_.put(t, i, c);
-  }
-  Result<Item> update(std::string_view t, const Key& k, const Update& u,
-                      const Condition& c) override {
-    return inner_.update(t, k, u, c);
-  }
-  Status remove(std::string_view t, const Key& k, const Condition& c) override {
-    return inner_.remove(t, k, c);
-  }
-  Result<Page> query(std::string_view t, std::string_view pk, const KeyRange& r,
-                     const QueryOptions& o) override {
-    return inner_.query(t, pk, r, o);
-  }
-  Result<Page> query_index(std::string_view t, std::string_view i, std::string_view h,
-                           const KeyRange& r, const QueryOptions& o) override {
-    return inner_.query_index(t, i, h, r, o);
-  }
+  explicit CountingStore(ItemStore& inner) : StoreWrapper(inner) {}
+  using StoreWrapper::update_each;
   std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> r,
                                         Duration timeout) override {
     ++batches;
     writes += r.size();
-    return inner_.update_each(t, r, timeout);
+    return StoreWrapper::update_each(t, r, timeout);
   }
-  std::string_view backend_name() const override { return "counting"; }
   std::atomic<int> batches{0};
   std::atomic<size_t> writes{0};
-
- private:
-  ItemStore& inner_;
 };
 
 // ---------------------------------------------------------------- LeaseManager
@@ -131,7 +102,7 @@ TEST_P(LeaseConformance, RenewExtendsAndKeepsEpoch) {
   EXPECT_EQ(r->token, a->token);
   EXPECT_EQ(r->acquired_at_ms, a->acquired_at_ms);
   // Renewed by token alone, the lease is read from the store, to the same effect.
-  auto by_token = leases_->renew(LeaseRef{key_, "lease", a->token}, seconds(10));
+  auto by_token = leases_->renew(LeaseRef{key_, "lease", "a", a->token}, seconds(10));
   ASSERT_TRUE(by_token.ok()) << by_token.status().to_string();
   EXPECT_EQ(by_token->owner, "a");
   EXPECT_EQ(by_token->holder, "pod-7");
@@ -159,7 +130,7 @@ TEST_P(LeaseConformance, RenewByTokenRefusesAnExpiredLease) {
   auto a = leases_->acquire(key_, as("a", seconds(2)));
   ASSERT_TRUE(a.ok());
   clock_.advance(seconds(2) + milliseconds(1));
-  auto r = leases_->renew(LeaseRef{key_, "lease", a->token}, seconds(2));
+  auto r = leases_->renew(LeaseRef{key_, "lease", "a", a->token}, seconds(2));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
 }
@@ -290,6 +261,146 @@ TEST_P(LeaseConformance, AnAcquireLostOnItsWayIsNeverReportedAsHeld) {
   EXPECT_EQ(b->epoch, 2);
 }
 
+// The stream fleet's reference pattern, sharing the table: it takes an
+// expired (or released) lease by setting only the owner and the expiry, and
+// knows nothing of tokens or epochs.
+Status take_as_reference_worker(ItemStore& store, const Key& key, const std::string& worker,
+                                int64_t now_ms) {
+  return store
+      .update("leases", key,
+              Update().set("lease_owner", worker).set("lease_expires_at_ms", now_ms + 60'000),
+              cond::not_exists("lease_owner") || cond::lt("lease_expires_at_ms", now_ms))
+      .status();
+}
+
+// After such a takeover the old token is still in the slot. Every holder-side
+// write of the old holder must fail, even one sent while its lease was still
+// valid locally and delivered late (modelled by a lease whose local deadline
+// is pushed out): they all name the owner as well as the token.
+TEST_P(LeaseConformance, ATokenlessTakeoverDefeatsEveryWriteOfTheOldHolder) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  clock_.advance(seconds(10) + milliseconds(1));
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  ASSERT_TRUE(take_as_reference_worker(*inner_, key_, "F", now_ms).ok());
+  const Item taken = stored("k");
+  ASSERT_EQ(*get_string(taken, "lease_token"), a->token);
+
+  Lease in_flight = *a;
+  in_flight.valid_until = clock_.mono_now() + seconds(1);
+  const LeaseRef ref{key_, "lease", "a", a->token};
+  EXPECT_EQ(leases_->release(ref, ReleaseMode::kExpire).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(leases_->release(ref, ReleaseMode::kClear).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(leases_->renew(ref, seconds(10)).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(leases_->renew(in_flight).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(leases_->renew_each(std::span(&in_flight, 1))[0].status().code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(
+      leases_->fenced_write(in_flight, Update().set("data", std::string("stale"))).status().code(),
+      Code::kFailedPrecondition);
+  AcquireOptions tracing = as("a");
+  tracing.slot = "tracing";
+  EXPECT_EQ(leases_->replace(in_flight, tracing).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(stored("k"), taken) << "F's lease must be untouched";
+  EXPECT_EQ(leases_->acquire(key_, as("b")).status().code(), Code::kAlreadyExists);
+}
+
+// A write whose outcome is unknown is resolved by reading the slot back; a
+// live lease of a token-less writer there is "held", whatever token the slot
+// kept (here none: the last holder cleared it).
+TEST_P(LeaseConformance, AReadBackSeesATokenlessLeaseAsHeld) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(leases_->release(*a, ReleaseMode::kClear).ok());
+  ASSERT_TRUE(take_as_reference_worker(*inner_, key_, "F", to_unix_ms(clock_.wall_now())).ok());
+  faulty_->inject_next(store::Fault::kLoseRequest);
+  EXPECT_EQ(leases_->acquire(key_, as("b")).status().code(), Code::kAlreadyExists);
+  // And an acquire of ours that applied is ours only with our owner and token.
+  clock_.advance(seconds(61));
+  faulty_->inject_next(store::Fault::kDropReply);
+  auto b = leases_->acquire(key_, as("b"));
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ(b->epoch, 2) << "the token-less takeover did not raise the epoch";
+}
+
+// A renewal held on its way (a request the client gave up on, which the
+// server applies later) reaches the store after a later renewal of the same
+// lease. It must not move the expiry back under the later one, which the
+// holder already trusts.
+TEST_P(LeaseConformance, ARenewalDeliveredLateNeverShortensALaterOne) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  clock_.advance(seconds(3));
+  faulty_->inject_next(store::Fault::kDeliverLate);
+  auto first = leases_->renew(*a);
+  ASSERT_FALSE(first.ok());
+  EXPECT_EQ(first.status().code(), Code::kUnavailable) << "not applied yet: retry";
+  clock_.advance(seconds(2));
+  auto second = leases_->renew(*a);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  ASSERT_EQ(faulty_->deliver_late(), 1u);
+  EXPECT_EQ(*get_int(stored("k"), "lease_expires_at_ms"), second->expires_at_ms);
+  EXPECT_EQ(*get_int(stored("k"), "lease_heartbeat_at_ms"), second->heartbeat_at_ms);
+}
+
+// A store that answers after the lease's local deadline: by then its expiry
+// may have passed. The lease is given back instead of returned, so that the
+// caller never acts on it and the next taker need not wait.
+TEST_P(LeaseConformance, AnAcquireAnsweredAfterItsDeadlineIsGivenBack) {
+  faulty_->delay_next(seconds(10) - milliseconds(600));
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), Code::kDeadlineExceeded) << a.status().to_string();
+  EXPECT_EQ(*get_int(stored("k"), "lease_expires_at_ms"), 0) << "given back";
+  auto b = leases_->acquire(key_, as("b"));
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ(b->epoch, 2);
+  // Just inside the deadline, it is returned as usual.
+  clock_.advance(seconds(11));
+  faulty_->delay_next(seconds(10) - milliseconds(601));
+  EXPECT_TRUE(leases_->acquire(key_, as("c")).ok());
+}
+
+// A fenced write without an answer: the read-back tells a lease still ours
+// (kUnknownOutcome: the write may or may not have applied) from a lease lost
+// meanwhile (kFailedPrecondition).
+TEST_P(LeaseConformance, FencedWritesWithoutAnAnswerAreResolvedAsFarAsTheyCanBe) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  faulty_->inject_next(store::Fault::kDropReply);
+  auto w = leases_->fenced_write(*a, Update().add("n", 1));
+  EXPECT_EQ(w.status().code(), Code::kUnknownOutcome);
+  EXPECT_EQ(*get_int(stored("k"), "n"), 1);
+  faulty_->inject_next(store::Fault::kLoseRequest);
+  w = leases_->fenced_write(*a, Update().add("n", 1));
+  EXPECT_EQ(w.status().code(), Code::kUnknownOutcome);
+  EXPECT_EQ(*get_int(stored("k"), "n"), 1);
+
+  Lease in_flight = *a;
+  clock_.advance(seconds(10) + milliseconds(1));
+  in_flight.valid_until = clock_.mono_now() + seconds(1);
+  ASSERT_TRUE(take_as_reference_worker(*inner_, key_, "F", to_unix_ms(clock_.wall_now())).ok());
+  faulty_->inject_next(store::Fault::kLoseRequest);
+  w = leases_->fenced_write(in_flight, Update().add("n", 1));
+  EXPECT_EQ(w.status().code(), Code::kFailedPrecondition);
+}
+
+// Two holders' wall clocks differ (within the allowed skew). A renewal from
+// a clock behind the last stored heartbeat is refused by the store, yet the
+// lease is still ours: that is a failure to retry, never a loss.
+TEST_P(LeaseConformance, ARenewalBehindTheStoredHeartbeatIsRetriedNotLost) {
+  OffsetClock ahead(clock_, milliseconds(300));
+  LeaseManager from_ahead(*faulty_, ahead, random_);
+  auto a = from_ahead.acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  auto r = leases_->renew(LeaseRef{key_, "lease", "a", a->token}, seconds(10));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().to_string();
+  clock_.advance(milliseconds(301));
+  r = leases_->renew(LeaseRef{key_, "lease", "a", a->token}, seconds(10));
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+}
+
 TEST_P(LeaseConformance, TimingChecks) {
   EXPECT_EQ(leases_->acquire(key_, as("a", milliseconds(800))).status().code(),
             Code::kInvalidArgument);
@@ -306,7 +417,7 @@ TEST_P(LeaseConformance, BadInputChangesNothing) {
   EXPECT_EQ(leases_->acquire(key_, o).status().code(), Code::kInvalidArgument);
   o = as(std::string("a\nb"));
   EXPECT_EQ(leases_->acquire(key_, o).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(leases_->release(LeaseRef{key_, "lease", "zz"}, ReleaseMode::kClear).code(),
+  EXPECT_EQ(leases_->release(LeaseRef{key_, "lease", "a", "zz"}, ReleaseMode::kClear).code(),
             Code::kInvalidArgument);
   EXPECT_EQ(leases_->acquire({"", ""}, as("a")).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(inner_->get("leases", key_, true).status().code(), Code::kNotFound);

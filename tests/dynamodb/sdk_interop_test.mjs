@@ -10,7 +10,9 @@ import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
 const dynalite = require('dynalite');
-const { DynamoDBClient, PutItemCommand, GetItemCommand } = require('@aws-sdk/client-dynamodb');
+const {
+  DynamoDBClient, PutItemCommand, GetItemCommand, UpdateItemCommand,
+} = require('@aws-sdk/client-dynamodb');
 
 const bin = process.argv[2];
 assert.ok(bin, 'usage: sdk_interop_test.mjs LEASEHOLD_BINARY');
@@ -80,7 +82,8 @@ await check('leasehold reads a lease the SDK wrote', async () => {
   assert.equal(view.held, true);
   // The SDK's lease is honoured: another owner is refused, the token renews it.
   assert.equal((await leasehold('lease', 'acquire', 'sdk-key', '--owner', 'other')).code, 3);
-  const renewed = await leasehold('lease', 'renew', 'sdk-key', '--token', token, '--ttl', '30s');
+  const renewed = await leasehold('lease', 'renew', 'sdk-key', '--owner', 'sdk-worker', '--token',
+    token, '--ttl', '30s');
   assert.equal(renewed.code, 0, renewed.err);
   assert.equal(JSON.parse(renewed.out).epoch, 7);
 });
@@ -101,6 +104,55 @@ await check('the SDK reads a lease leasehold wrote, with the documented types', 
   assert.deepEqual(item.lease_epoch, { N: String(lease.epoch) });
   assert.deepEqual(item.lease_acquired_at_ms, { N: String(lease.acquired_at_ms) });
   assert.deepEqual(item.lease_expires_at_ms, { N: String(lease.expires_at_ms) });
+});
+
+// The stream fleet's reference pattern, written with the SDK as its own code
+// writes it: it takes an expired lease by setting only lease_owner and
+// lease_expires_at_ms, so the previous holder's token stays in the item.
+async function referenceAcquire(key, worker, ttlMs) {
+  const now = Date.now();
+  await client.send(new UpdateItemCommand({
+    TableName: 'interop_leases',
+    Key: { pk: { S: key } },
+    ConditionExpression: 'attribute_not_exists(lease_owner) OR lease_expires_at_ms < :now',
+    UpdateExpression: 'SET lease_owner = :w, lease_expires_at_ms = :exp',
+    ExpressionAttributeValues: {
+      ':now': { N: String(now) }, ':w': { S: worker }, ':exp': { N: String(now + ttlMs) },
+    },
+  }));
+}
+
+await check('a token-less takeover by the reference pattern is never undone by the old token', async () => {
+  const r = await leasehold('lease', 'acquire', 'mixed-key', '--owner', 'lh-worker', '--ttl', '1s');
+  assert.equal(r.code, 0, r.err);
+  const old = JSON.parse(r.out);
+  // The reference worker tries until the 1 s lease has expired (10 s at most).
+  for (const deadline = Date.now() + 10_000; ;) {
+    try {
+      await referenceAcquire('mixed-key', 'ref-worker', 60_000);
+      break;
+    } catch (e) {
+      if (e.name !== 'ConditionalCheckFailedException' || Date.now() > deadline) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  const taken = await client.send(new GetItemCommand({
+    TableName: 'interop_leases', Key: { pk: { S: 'mixed-key' } }, ConsistentRead: true,
+  }));
+  assert.deepEqual(taken.Item.lease_token, { S: old.token }, 'the old token is still in place');
+  for (const args of [['renew', '--ttl', '20s'], ['release'], ['release', '--mode', 'clear']]) {
+    const [command, ...flags] = args;
+    const refused = await leasehold('lease', command, 'mixed-key', '--owner', 'lh-worker',
+      '--token', old.token, ...flags);
+    assert.equal(refused.code, 3, `${args.join(' ')}: ${refused.err}`);
+    assert.equal(JSON.parse(refused.out).owner, 'ref-worker');
+  }
+  const after = await client.send(new GetItemCommand({
+    TableName: 'interop_leases', Key: { pk: { S: 'mixed-key' } }, ConsistentRead: true,
+  }));
+  assert.deepEqual(after.Item, taken.Item, 'the reference worker\'s lease is untouched');
+  const contender = await leasehold('lease', 'acquire', 'mixed-key', '--owner', 'third');
+  assert.equal(contender.code, 3, contender.err);
 });
 
 await check('leasehold refuses an attribute type it does not store, rather than misread it', async () => {

@@ -304,7 +304,7 @@ TEST_F(DynamoDbFaultsTest, RenewWhoseReplyIsLostIsResolvedByReadBack) {
   const std::string token(lease.at("token").as_string());
   proxy_->add_rule(drop_rule("UpdateItem", FaultAction::kForwardThenDrop));
 
-  const RunResult r = via_proxy({"lease", "renew", "k", "--token", token, "--ttl", "60s"});
+  const RunResult r = via_proxy({"lease", "renew", "k", "--owner", "a", "--token", token, "--ttl", "60s"});
   ASSERT_EQ(r.exit_code, 0) << r.err << proxy_->log();
   const auto renewed = parse_object(r.out);
   EXPECT_EQ(proxy_->count("UpdateItem"), 1) << proxy_->log();
@@ -354,8 +354,8 @@ TEST_F(DynamoDbFaultsTest, LeaseCommandsOnATableNeverInitialisedAreExit1AndCreat
            std::vector<std::string>{"lease", "acquire", "k", "--owner", "a"},
            std::vector<std::string>{"lease", "show", "k"},
            std::vector<std::string>{"lease", "list"},
-           std::vector<std::string>{"lease", "renew", "k", "--token", token},
-           std::vector<std::string>{"lease", "release", "k", "--token", token},
+           std::vector<std::string>{"lease", "renew", "k", "--owner", "a", "--token", token},
+           std::vector<std::string>{"lease", "release", "k", "--owner", "a", "--token", token},
        }) {
     SCOPED_TRACE(args[0] + " " + args[1]);
     const RunResult r = via_proxy(args);

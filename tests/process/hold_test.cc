@@ -50,7 +50,8 @@ class HoldTest : public BackendTest {
     const auto shown = show("job");
     ASSERT_TRUE(shown);
     ASSERT_EQ(
-        lh({"lease", "release", "job", "--token", str(*shown, "token"), "--mode", "clear"})
+        lh({"lease", "release", "job", "--owner", "a", "--token", str(*shown, "token"), "--mode",
+            "clear"})
             .exit_code,
         0);
   }

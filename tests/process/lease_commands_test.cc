@@ -30,7 +30,8 @@ TEST_P(LeaseCommandsTest, AcquirePrintsTheLease) {
 
 TEST_P(LeaseCommandsTest, RenewWithTheTokenExtendsTheLease) {
   const auto lease = acquire("k", "a", "20s");
-  const RunResult r = lh({"lease", "renew", "k", "--token", str(lease, "token"), "--ttl", "60s"});
+  const RunResult r =
+      lh({"lease", "renew", "k", "--owner", "a", "--token", str(lease, "token"), "--ttl", "60s"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto renewed = parse_object(r.out);
   EXPECT_GT(renewed.at("expires_at_ms").as_int64(), lease.at("expires_at_ms").as_int64());
@@ -42,9 +43,11 @@ TEST_P(LeaseCommandsTest, RenewWithTheTokenExtendsTheLease) {
 TEST_P(LeaseCommandsTest, WrongTokenExitsThreeWithTheHolder) {
   const auto lease = acquire("k", "a");
   for (const auto& args : std::vector<std::vector<std::string>>{
-           {"lease", "renew", "k", "--token", kWrongToken},
-           {"lease", "release", "k", "--token", kWrongToken},
-           {"lease", "release", "k", "--token", kWrongToken, "--mode", "clear"}}) {
+           {"lease", "renew", "k", "--owner", "a", "--token", kWrongToken},
+           {"lease", "release", "k", "--owner", "a", "--token", kWrongToken},
+           {"lease", "release", "k", "--owner", "a", "--token", kWrongToken, "--mode", "clear"},
+           {"lease", "renew", "k", "--owner", "b", "--token", str(lease, "token")},
+           {"lease", "release", "k", "--owner", "b", "--token", str(lease, "token")}}) {
     const RunResult r = lh(args);
     EXPECT_EQ(r.exit_code, 3) << r.err;
     const auto holder = parse_object(r.out);
@@ -57,24 +60,27 @@ TEST_P(LeaseCommandsTest, WrongTokenExitsThreeWithTheHolder) {
 
 TEST_P(LeaseCommandsTest, ReleaseExpireEndsTheLeaseAndTheNextAcquireGetsEpochPlusOne) {
   const auto first = acquire("k", "a");
-  ASSERT_EQ(
-      lh({"lease", "release", "k", "--token", str(first, "token"), "--mode", "expire"}).exit_code,
-      0);
+  ASSERT_EQ(lh({"lease", "release", "k", "--owner", "a", "--token", str(first, "token"), "--mode",
+                "expire"})
+                .exit_code,
+            0);
   const auto shown = show("k");
   ASSERT_TRUE(shown);
   EXPECT_EQ(shown->at("held"), false);
   EXPECT_EQ(str(*shown, "owner"), "a");  // expire mode keeps the owner for history
   // A second release with the same token no longer finds it ours.
-  EXPECT_EQ(lh({"lease", "renew", "k", "--token", str(first, "token")}).exit_code, 3);
+  EXPECT_EQ(lh({"lease", "renew", "k", "--owner", "a", "--token", str(first, "token")}).exit_code,
+            3);
   const auto second = acquire("k", "b");
   EXPECT_EQ(second.at("epoch").as_int64(), first.at("epoch").as_int64() + 1);
 }
 
 TEST_P(LeaseCommandsTest, ReleaseClearLeavesNoLeaseToShow) {
   const auto first = acquire("k", "a");
-  ASSERT_EQ(
-      lh({"lease", "release", "k", "--token", str(first, "token"), "--mode", "clear"}).exit_code,
-      0);
+  ASSERT_EQ(lh({"lease", "release", "k", "--owner", "a", "--token", str(first, "token"), "--mode",
+                "clear"})
+                .exit_code,
+            0);
   const RunResult r = lh({"lease", "show", "k"});
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.out, "");
@@ -116,7 +122,9 @@ TEST_P(LeaseCommandsTest, ListSplitsHeldFromExpired) {
   acquire("held-1", "a");
   acquire("held-2", "b");
   const auto released = acquire("released", "c");
-  ASSERT_EQ(lh({"lease", "release", "released", "--token", str(released, "token")}).exit_code, 0);
+  ASSERT_EQ(lh({"lease", "release", "released", "--owner", "c", "--token", str(released, "token")})
+                .exit_code,
+            0);
   acquire("short", "d", "1500ms");
   ASSERT_TRUE(wait_until([&] { return show("short")->at("held") == false; }, milliseconds(10'000)));
 
@@ -149,6 +157,47 @@ TEST_P(LeaseCommandsTest, StoreComesFromTheEnvironment) {
                            "env-key", "--owner", "a"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(str(*show("env-key"), "owner"), "a");
+}
+
+// A writer of the stream fleet's reference pattern shares the SQLite file:
+// it takes an expired lease with one conditional UPDATE that sets only the
+// owner and the expiry, leaving the previous holder's token in the item (the
+// same writer on DynamoDB, with the AWS SDK, is in sdk_interop_test.mjs).
+// The old holder's token must then renew and release nothing.
+TEST_F(ProcessTest, ATokenlessTakeoverIsNeverUndoneByTheOldToken) {
+  const auto old = acquire("k", "a", "1s");
+  // SQLite 3.40's clock, in Unix milliseconds.
+  const std::string now_ms = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)";
+  const std::string take_over =
+      "UPDATE items_leases SET data = json_set(data, '$.lease_owner', 'F', "
+      "'$.lease_expires_at_ms', " +
+      now_ms +
+      " + 60000) WHERE pk = 'k' AND "
+      "(json_extract(data, '$.lease_owner') IS NULL OR "
+      "json_extract(data, '$.lease_expires_at_ms') < " +
+      now_ms + "); SELECT changes();";
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return run({"sqlite3", db_path().string(), take_over}).out == "1\n";
+      },
+      milliseconds(10'000)))
+      << "the reference writer never took the expired lease";
+  const auto taken = show("k");
+  ASSERT_TRUE(taken);
+  ASSERT_EQ(str(*taken, "owner"), "F");
+  ASSERT_EQ(str(*taken, "token"), str(old, "token")) << "the old token stays in place";
+
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"lease", "release", "k", "--owner", "a", "--token", str(old, "token")},
+           {"lease", "release", "k", "--owner", "a", "--token", str(old, "token"), "--mode",
+            "clear"},
+           {"lease", "renew", "k", "--owner", "a", "--token", str(old, "token")}}) {
+    const RunResult r = lh(args);
+    EXPECT_EQ(r.exit_code, 3) << args[1] << ": " << r.err;
+    EXPECT_EQ(str(parse_object(r.out), "owner"), "F") << args[1];
+  }
+  EXPECT_EQ(*show("k"), *taken) << "F's lease must be untouched";
+  EXPECT_EQ(lh({"lease", "acquire", "k", "--owner", "b"}).exit_code, 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LeaseCommandsTest,

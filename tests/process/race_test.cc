@@ -59,8 +59,9 @@ void RaceTest::race() {
       EXPECT_EQ(holder.at("held"), true);
     }
     const std::string mode = round % 2 == 0 ? "expire" : "clear";
-    const RunResult released = lh({"lease", "release", "race", "--token",
-                                   std::string(won.at("token").as_string()), "--mode", mode});
+    const RunResult released =
+        lh({"lease", "release", "race", "--owner", std::string(won.at("owner").as_string()),
+            "--token", std::string(won.at("token").as_string()), "--mode", mode});
     ASSERT_EQ(released.exit_code, 0) << released.err;
   }
 }

@@ -1,0 +1,60 @@
+// StoreWrapper: an ItemStore that forwards every call to another one, for
+// wrappers that change a few calls and pass the rest through (fault
+// injection, counting, observing what really reaches a store). LevelDB's
+// EnvWrapper is the model: derive from it and override only what differs.
+//
+// Thread-safety is the wrapped store's; a subclass that keeps state of its
+// own says how it is guarded.
+#pragma once
+
+#include "leasehold/store.h"
+
+namespace leasehold::store {
+
+class StoreWrapper : public ItemStore {
+ public:
+  // REQUIRES: inner outlives this object.
+  explicit StoreWrapper(ItemStore& inner) : inner_(inner) {}
+
+  ItemStore& inner() const { return inner_; }
+
+  Status ensure_table(const TableSpec& spec) override { return inner_.ensure_table(spec); }
+  Status require_table(const TableSpec& spec) override { return inner_.require_table(spec); }
+  Result<Item> get(std::string_view table, const Key& key, bool consistent) override {
+    return inner_.get(table, key, consistent);
+  }
+  Result<std::vector<Item>> batch_get(std::string_view table, std::span<const Key> keys) override {
+    return inner_.batch_get(table, keys);
+  }
+  Status put(std::string_view table, const Item& item, const Condition& condition) override {
+    return inner_.put(table, item, condition);
+  }
+  Result<Item> update(std::string_view table, const Key& key, const Update& update,
+                      const Condition& condition) override {
+    return inner_.update(table, key, update, condition);
+  }
+  Status remove(std::string_view table, const Key& key, const Condition& condition) override {
+    return inner_.remove(table, key, condition);
+  }
+  Result<Page> query(std::string_view table, std::string_view pk, const KeyRange& range,
+                     const QueryOptions& options) override {
+    return inner_.query(table, pk, range, options);
+  }
+  Result<Page> query_index(std::string_view table, std::string_view index,
+                           std::string_view hash_value, const KeyRange& range,
+                           const QueryOptions& options) override {
+    return inner_.query_index(table, index, hash_value, range, options);
+  }
+  using ItemStore::update_each;
+  std::vector<Result<Item>> update_each(std::string_view table,
+                                        std::span<const UpdateRequest> requests,
+                                        Duration timeout) override {
+    return inner_.update_each(table, requests, timeout);
+  }
+  std::string_view backend_name() const override { return inner_.backend_name(); }
+
+ private:
+  ItemStore& inner_;
+};
+
+}  // namespace leasehold::store
