@@ -2,27 +2,41 @@
 //
 // Several workers, each with its own skewed wall clock and monotonic origin,
 // race for a few keys through a store that fails requests, loses replies
-// after committing them and delays them. Workers acquire, keep leases alive
-// with a poll-driven Renewer, write fenced data, release, and pause for
-// longer than a ttl (a GC pause or SIGSTOP). After every step, and every
-// time simulated time moves inside a store call, the checker asserts:
-//   1. no two workers consider themselves valid holders of one key at once;
+// after committing them, answers 500 after applying them, delays them, and
+// holds some on their way to deliver them later, after newer writes. Most
+// workers use the lease layer: they acquire, keep leases alive with a
+// poll-driven Renewer, write fenced data, release, pause for longer than a
+// ttl (a GC pause or SIGSTOP), and now and then release a lease they have
+// already lost (a late cleanup, `lease release --token OLD`). Others are
+// writers of the stream fleet's reference pattern, sharing the table and
+// knowing nothing of tokens: they take an expired lease by setting only the
+// owner and the expiry, renew on `owner = me` and release by zeroing the
+// expiry. After every step, and every time simulated time moves inside a
+// store call, the checker asserts:
+//   1. no two workers, of either kind, consider themselves valid holders of
+//      one key at once;
 //   2. every acquisition's epoch is above every epoch seen before on its key,
 //      and the stored epoch never goes down;
-//   3. fenced writes land in epoch order: a stale holder's write never lands.
+// and, as each write reaches the store (an observer under the faults):
+//   3. a fenced write lands only under its writer's own lease (owner and
+//      token), in epoch order, and at most once.
 // Every choice comes from one seeded generator: a failing run prints its
 // seed, and LEASEHOLD_SIM_SEED=<seed> replays exactly that run.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <deque>
+#include <functional>
+#include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "leasehold/renewer.h"
 #include "store/faulty_store.h"
 #include "store/memory/memory_store.h"
+#include "store/store_wrapper.h"
 
 namespace leasehold {
 namespace {
@@ -31,12 +45,24 @@ using std::chrono::milliseconds;
 
 struct SimOptions {
   int workers = 5;
+  int foreign_workers = 1;  // of `workers`, how many run the reference pattern
   int keys = 2;
   int steps = 3000;
   Duration ttl = std::chrono::seconds(2);
   Duration config_skew = milliseconds(500);  // what the lease layer is told
   Duration actual_skew = milliseconds(500);  // how far clocks really spread
-  store::FaultOptions faults{0.05, 0.05, 0.2, milliseconds(250), 0.03};
+  store::FaultOptions faults{.unavailable_probability = 0.05,
+                             .drop_reply_probability = 0.05,
+                             .delay_probability = 0.2,
+                             .delay_max = milliseconds(250),
+                             .lose_request_probability = 0.03,
+                             .applied_then_failed_probability = 0.03,
+                             .deliver_late_probability = 0.03};
+  // Per step, the chance that each worker's oldest held write arrives.
+  double late_delivery_probability = 0.1;
+  // A planted bug: the lease layer's conditions lose every comparison on
+  // this attribute (none if empty).
+  std::string blind_to;
 };
 
 // A machine's clock: true time plus a wall offset that NTP may move.
@@ -56,13 +82,103 @@ class WorkerClock final : public Clock {
   Duration mono_offset_;
 };
 
+// The planted bugs of SimOptions::blind_to: drops every comparison on one
+// attribute from the conditions that pass through, as a lease layer that
+// forgot to check it would send them (`lease_owner`: only the token is
+// checked; `lease_heartbeat_at_ms`: a late renewal may undo a later one).
+class BlindStore final : public store::StoreWrapper {
+ public:
+  BlindStore(ItemStore& inner, std::string attr) : StoreWrapper(inner), attr_(std::move(attr)) {}
+  Result<Item> update(std::string_view table, const Key& key, const Update& update,
+                      const Condition& condition) override {
+    return StoreWrapper::update(table, key, update, blind(condition));
+  }
+  // One by one through update(), so that batched renewals are blinded too.
+  using StoreWrapper::update_each;
+  std::vector<Result<Item>> update_each(std::string_view table,
+                                        std::span<const UpdateRequest> requests,
+                                        Duration timeout) override {
+    return ItemStore::update_each(table, requests, timeout);
+  }
+
+ private:
+  Condition blind(const Condition& c) const {
+    if (c.kind == Condition::Kind::kCompare && c.attr == attr_) return {};
+    if (c.kind != Condition::Kind::kAnd) return c;
+    Condition out;
+    for (const Condition& child : c.children) out = std::move(out) && blind(child);
+    return out;
+  }
+
+  const std::string attr_;
+};
+
+// Sees every write that reaches the store, after all faults, and checks the
+// fenced ones (invariant 3 in the file comment).
+class Observer final : public store::StoreWrapper {
+ public:
+  Observer(ItemStore& inner, std::function<void(const std::string&)> fail)
+      : StoreWrapper(inner), fail_(std::move(fail)) {}
+
+  Result<Item> update(std::string_view table, const Key& key, const Update& update,
+                      const Condition& condition) override {
+    Result<Item> written = StoreWrapper::update(table, key, update, condition);
+    if (written.ok()) check_fenced(key, update, *written);
+    return written;
+  }
+
+ private:
+  static const Value* set_value(const Update& update, std::string_view attr) {
+    for (const UpdateAction& a : update.actions()) {
+      if (a.kind == UpdateAction::Kind::kSet && a.attr == attr) return &a.value;
+    }
+    return nullptr;
+  }
+
+  void check_fenced(const Key& key, const Update& update, const Item& after) {
+    const Value* id = set_value(update, "fence_id");
+    if (id == nullptr) return;
+    const auto& owner = std::get<std::string>(*set_value(update, "fence_owner"));
+    const auto& token = std::get<std::string>(*set_value(update, "fence_token"));
+    const int64_t epoch = std::get<int64_t>(*set_value(update, "fence_epoch"));
+    if (!applied_.insert(std::get<int64_t>(*id)).second) {
+      fail_("fenced write " + std::to_string(std::get<int64_t>(*id)) + " applied twice");
+    }
+    const std::string* stored_owner = get_string(after, "lease_owner");
+    const std::string* stored_token = get_string(after, "lease_token");
+    if (stored_owner == nullptr || *stored_owner != owner || stored_token == nullptr ||
+        *stored_token != token) {
+      fail_("a fenced write of " + owner + " landed on " + key.pk + " under the lease of " +
+            (stored_owner ? *stored_owner : std::string("nobody")));
+    }
+    int64_t& last = landed_epoch_[key.pk];
+    if (epoch < last) {
+      fail_("fenced write of epoch " + std::to_string(epoch) + " landed on " + key.pk +
+            " after epoch " + std::to_string(last));
+    }
+    last = std::max(last, epoch);
+  }
+
+  std::function<void(const std::string&)> fail_;
+  std::set<int64_t> applied_;
+  std::map<std::string, int64_t> landed_epoch_;
+};
+
+constexpr size_t kLostRememberedMax = 8;
+
 struct Worker {
+  std::string name;
+  bool foreign = false;  // runs the reference pattern instead of the lease layer
   std::unique_ptr<WorkerClock> clock;
   std::unique_ptr<store::FaultyStore> store;
+  std::unique_ptr<BlindStore> blind;
   std::unique_ptr<LeaseManager> leases;
   std::unique_ptr<Renewer> renewer;
-  std::map<int, Renewer::Id> held;  // key index -> renewer entry
-  MonoTime paused_until{};          // in true time
+  std::map<int, Renewer::Id> held;       // key index -> renewer entry
+  std::map<int, MonoTime> foreign_held;  // key index -> local deadline (foreign workers)
+  std::map<int, Lease> known;            // key index -> the lease as acquired
+  std::deque<Lease> lost;                // leases this worker no longer holds
+  MonoTime paused_until{};               // in true time
 };
 
 class Simulation {
@@ -70,18 +186,9 @@ class Simulation {
   Simulation(uint64_t seed, SimOptions options) : seed_(seed), o_(options), random_(seed) {
     memory_ = store::make_memory_store();
     EXPECT_TRUE(memory_->ensure_table(lease_table_spec()).ok());
-    LeaseConfig config;
-    config.max_clock_skew = o_.config_skew;
-    for (int i = 0; i < o_.workers; ++i) {
-      Worker w;
-      w.clock = std::make_unique<WorkerClock>(truth_, random_offset(),
-                                              Duration(random_.uniform(0, int64_t{1} << 40)));
-      w.store = std::make_unique<store::FaultyStore>(*memory_, random_, o_.faults,
-                                                     [this](Duration d) { advance(d); });
-      w.leases = std::make_unique<LeaseManager>(*w.store, *w.clock, random_, config);
-      w.renewer = std::make_unique<Renewer>(*w.leases, *w.clock, random_);
-      workers_.push_back(std::move(w));
-    }
+    observer_ =
+        std::make_unique<Observer>(*memory_, [this](const std::string& what) { fail(what); });
+    for (int i = 0; i < o_.workers; ++i) workers_.push_back(make_worker(i));
   }
 
   // Runs the whole simulation; returns the first violation, if any.
@@ -91,8 +198,9 @@ class Simulation {
       if (random_.chance(0.01)) {
         const int w = static_cast<int>(random_.uniform(0, o_.workers - 1));
         workers_[w].clock->set_wall_offset(random_offset());
-        note("w" + std::to_string(w) + " wall clock stepped");
+        note(workers_[w].name + " wall clock stepped");
       }
+      deliver_late_writes();
       act(static_cast<int>(random_.uniform(0, o_.workers - 1)));
       check();
     }
@@ -100,9 +208,36 @@ class Simulation {
   }
 
   int acquisitions() const { return acquisitions_; }
+  int foreign_acquisitions() const { return foreign_acquisitions_; }
   int fenced_writes() const { return fenced_writes_; }
+  int late_releases() const { return late_releases_; }
 
  private:
+  Worker make_worker(int i) {
+    Worker w;
+    w.foreign = i >= o_.workers - o_.foreign_workers;
+    w.name = (w.foreign ? "f" : "w") + std::to_string(i);
+    w.clock = std::make_unique<WorkerClock>(truth_, random_offset(),
+                                            Duration(random_.uniform(0, int64_t{1} << 40)));
+    store::FaultOptions faults = o_.faults;
+    // The reference pattern cannot survive its own writes arriving late: a
+    // release on `owner = me` held on its way would end a later lease of the
+    // same owner. That is its limit, not ours, so its writes are never held.
+    if (w.foreign) faults.deliver_late_probability = 0;
+    w.store = std::make_unique<store::FaultyStore>(*observer_, random_, faults,
+                                                   [this](Duration d) { advance(d); });
+    ItemStore* below = w.store.get();
+    if (!o_.blind_to.empty()) {
+      w.blind = std::make_unique<BlindStore>(*w.store, o_.blind_to);
+      below = w.blind.get();
+    }
+    LeaseConfig config;
+    config.max_clock_skew = o_.config_skew;
+    w.leases = std::make_unique<LeaseManager>(*below, *w.clock, random_, config);
+    w.renewer = std::make_unique<Renewer>(*w.leases, *w.clock, random_);
+    return w;
+  }
+
   Duration random_offset() {
     const int64_t half = o_.actual_skew.count() / 2;
     return Duration(random_.uniform(-half, half));
@@ -119,48 +254,76 @@ class Simulation {
     if (trace_.size() > 40) trace_.pop_front();
   }
 
+  static Key key_of(int key) { return {"key" + std::to_string(key), ""}; }
+
+  // Writes held on their way arrive, oldest first, long after they were sent.
+  void deliver_late_writes() {
+    for (Worker& w : workers_) {
+      if (w.store->late_writes() > 0 && random_.chance(o_.late_delivery_probability)) {
+        w.store->deliver_late(1);
+        note(w.name + ": a write held on its way arrived");
+      }
+    }
+  }
+
   // The lease a worker believes it holds and may act on, if any.
   std::optional<Lease> believed(Worker& w, int key) {
     const auto it = w.held.find(key);
     if (it == w.held.end()) return std::nullopt;
     auto lease = w.renewer->get(it->second);
-    if (!lease) {
-      w.held.erase(it);  // the renewer reported it lost
+    if (!lease || !lease->valid_at(w.clock->mono_now())) {
+      // Reported lost, or past its deadline: forget it, but remember it for
+      // a late release.
+      w.renewer->remove(it->second);
+      w.lost.push_back(w.known.at(key));
+      if (w.lost.size() > kLostRememberedMax) w.lost.pop_front();
+      w.known.erase(key);
+      w.held.erase(it);
       return std::nullopt;
     }
-    if (!lease->valid_at(w.clock->mono_now())) return std::nullopt;
     return lease;
+  }
+
+  bool foreign_valid(Worker& w, int key) {
+    const auto it = w.foreign_held.find(key);
+    return it != w.foreign_held.end() && w.clock->mono_now() < it->second;
   }
 
   void act(int wi) {
     Worker& w = workers_[wi];
     if (truth_.mono_now() < w.paused_until) return;  // a paused process does nothing
-    w.renewer->poll();
     const int key = static_cast<int>(random_.uniform(0, o_.keys - 1));
     const double roll = random_.uniform01();
-    const std::optional<Lease> mine = believed(w, key);
     if (roll < 0.02) {
       w.paused_until = truth_.mono_now() + Duration(random_.uniform(0, 3 * o_.ttl.count()));
-      note("w" + std::to_string(wi) + " paused");
-    } else if (!mine && !w.held.contains(key) && roll < 0.40) {
-      try_acquire(wi, key);
+      note(w.name + " paused");
+      return;
+    }
+    if (w.foreign) {
+      act_foreign(w, key, roll);
+      return;
+    }
+    w.renewer->poll();
+    const std::optional<Lease> mine = believed(w, key);
+    if (!mine && !w.held.contains(key) && roll < 0.40) {
+      try_acquire(w, key);
     } else if (mine && roll < 0.75) {
-      fenced_write(wi, key, *mine);
+      fenced_write(w, *mine);
     } else if (mine && roll < 0.80) {
-      release(wi, key);
+      release(w, key);
+    } else if (!w.lost.empty() && roll > 0.97) {
+      release_lost(w);
     }
   }
 
-  void try_acquire(int wi, int key) {
-    Worker& w = workers_[wi];
+  void try_acquire(Worker& w, int key) {
     AcquireOptions o;
-    o.owner = "w" + std::to_string(wi);
+    o.owner = w.name;
     o.ttl = o_.ttl;
-    Result<Lease> lease = w.leases->acquire({"key" + std::to_string(key), ""}, o);
+    Result<Lease> lease = w.leases->acquire(key_of(key), o);
     if (!lease.ok()) return;
     ++acquisitions_;
-    note(o.owner + " acquired key" + std::to_string(key) + " epoch " +
-         std::to_string(lease->epoch));
+    note(w.name + " acquired key" + std::to_string(key) + " epoch " + std::to_string(lease->epoch));
     int64_t& seen = epoch_seen_[key];
     if (lease->epoch <= seen) {
       fail("epoch " + std::to_string(lease->epoch) + " on key" + std::to_string(key) +
@@ -168,48 +331,99 @@ class Simulation {
     }
     seen = lease->epoch;
     w.held[key] = w.renewer->add(*lease, nullptr);
+    w.known[key] = *lease;
     check();
   }
 
-  void fenced_write(int wi, int key, const Lease& lease) {
-    Worker& w = workers_[wi];
-    Result<Item> item = w.leases->fenced_write(lease, Update().set("fence_epoch", lease.epoch));
-    if (!item.ok()) return;
-    ++fenced_writes_;
-    int64_t& last = fence_landed_[key];
-    if (lease.epoch < last) {
-      fail("fenced write of epoch " + std::to_string(lease.epoch) + " landed after epoch " +
-           std::to_string(last));
-    }
-    last = lease.epoch;
+  void fenced_write(Worker& w, const Lease& lease) {
+    Update update;
+    update.set("fence_epoch", lease.epoch)
+        .set("fence_id", int64_t{++fence_ids_})
+        .set("fence_owner", lease.owner)
+        .set("fence_token", lease.token)
+        .add("fence_count", 1);
+    if (w.leases->fenced_write(lease, update).ok()) ++fenced_writes_;
   }
 
-  void release(int wi, int key) {
-    Worker& w = workers_[wi];
+  void release(Worker& w, int key) {
     const auto lease = w.renewer->remove(w.held.at(key));
     w.held.erase(key);
+    w.known.erase(key);
     if (!lease) return;
     const auto mode = random_.chance(0.5) ? ReleaseMode::kExpire : ReleaseMode::kClear;
     (void)w.leases->release(*lease, mode);  // a failed release just lets it expire
-    note("w" + std::to_string(wi) + " released key" + std::to_string(key));
+    note(w.name + " released key" + std::to_string(key));
+  }
+
+  // A lease already lost, released late by its old owner: a cleanup that ran
+  // after a pause, or an operator's `lease release --owner W --token OLD`.
+  // By then another worker may hold the lease, a token-less one among them.
+  void release_lost(Worker& w) {
+    const Lease old = w.lost.front();
+    w.lost.pop_front();
+    const auto mode = random_.chance(0.5) ? ReleaseMode::kExpire : ReleaseMode::kClear;
+    const Status released = w.leases->release(old, mode);
+    ++late_releases_;
+    note(w.name + " released a lost lease on " + old.key.pk + ": " + released.to_string());
+  }
+
+  // The reference pattern: acquire with `attribute_not_exists(lease_owner) OR
+  // lease_expires_at_ms < :now`, setting only the owner and the expiry; renew
+  // and release on `lease_owner = :me`. It trusts its lease as the lease
+  // layer does (from the send time, less the skew and margin), so that the
+  // checker holds it to the same standard.
+  void act_foreign(Worker& w, int key, double roll) {
+    const bool valid = foreign_valid(w, key);
+    if (!valid) w.foreign_held.erase(key);
+    const MonoTime sent = w.clock->mono_now();
+    const int64_t now_ms = to_unix_ms(w.clock->wall_now());
+    const Key k = key_of(key);
+    Update take;
+    take.set("lease_owner", w.name).set("lease_expires_at_ms", now_ms + to_ms(o_.ttl));
+    if (!valid && roll < 0.40) {
+      const Condition free =
+          cond::not_exists("lease_owner") || cond::lt("lease_expires_at_ms", now_ms);
+      if (!w.store->update("leases", k, take, free).ok()) return;
+      ++foreign_acquisitions_;
+      note(w.name + " (token-less) took key" + std::to_string(key));
+    } else if (valid && roll < 0.80) {
+      const Status renewed =
+          w.store->update("leases", k, take, cond::eq("lease_owner", w.name)).status();
+      if (renewed.code() == Code::kConditionFailed) w.foreign_held.erase(key);
+      if (!renewed.ok()) return;
+    } else if (valid && roll < 0.85) {
+      w.foreign_held.erase(key);
+      (void)w.store->update("leases", k, Update().set("lease_expires_at_ms", int64_t{0}),
+                            cond::eq("lease_owner", w.name));
+      note(w.name + " (token-less) released key" + std::to_string(key));
+      return;
+    } else {
+      return;
+    }
+    w.foreign_held[key] = sent + w.leases->validity(o_.ttl);
+    check();
+  }
+
+  bool holds(Worker& w, int key) {
+    if (w.foreign) return foreign_valid(w, key);
+    const auto it = w.held.find(key);
+    if (it == w.held.end()) return false;
+    const auto lease = w.renewer->get(it->second);
+    return lease && lease->valid_at(w.clock->mono_now());
   }
 
   void check() {
     if (violation_) return;
     for (int key = 0; key < o_.keys; ++key) {
-      std::vector<int> holders;
-      for (int wi = 0; wi < o_.workers; ++wi) {
-        Worker& w = workers_[wi];
-        const auto it = w.held.find(key);
-        if (it == w.held.end()) continue;
-        const auto lease = w.renewer->get(it->second);
-        if (lease && lease->valid_at(w.clock->mono_now())) holders.push_back(wi);
+      std::vector<std::string> holders;
+      for (Worker& w : workers_) {
+        if (holds(w, key)) holders.push_back(w.name);
       }
       if (holders.size() > 1) {
-        fail("workers w" + std::to_string(holders[0]) + " and w" + std::to_string(holders[1]) +
+        fail("workers " + holders[0] + " and " + holders[1] +
              " both consider themselves holders of key" + std::to_string(key));
       }
-      auto item = memory_->get("leases", {"key" + std::to_string(key), ""}, true);
+      auto item = memory_->get("leases", key_of(key), true);
       if (item.ok()) {
         const int64_t* epoch = get_int(*item, "lease_epoch");
         if (epoch && *epoch < stored_epoch_[key]) fail("the stored epoch went down");
@@ -232,13 +446,17 @@ class Simulation {
   SeededRandom random_;
   SimulatedClock truth_;
   std::unique_ptr<ItemStore> memory_;
+  std::unique_ptr<Observer> observer_;
   std::vector<Worker> workers_;
-  std::map<int, int64_t> epoch_seen_, stored_epoch_, fence_landed_;
+  std::map<int, int64_t> epoch_seen_, stored_epoch_;
   std::deque<std::string> trace_;
   std::optional<std::string> violation_;
   int step_ = 0;
   int acquisitions_ = 0;
+  int foreign_acquisitions_ = 0;
   int fenced_writes_ = 0;
+  int late_releases_ = 0;
+  int64_t fence_ids_ = 0;
 };
 
 std::vector<uint64_t> seeds(int default_count) {
@@ -251,17 +469,23 @@ std::vector<uint64_t> seeds(int default_count) {
 }
 
 TEST(LeaseSimulation, MutualExclusionAndMonotonicEpochsUnderFaults) {
-  int acquisitions = 0, writes = 0;
+  int acquisitions = 0, foreign = 0, writes = 0, late_releases = 0;
   for (uint64_t seed : seeds(150)) {
     Simulation sim(seed, SimOptions{});
     const auto violation = sim.run();
     ASSERT_FALSE(violation.has_value()) << *violation;
     acquisitions += sim.acquisitions();
+    foreign += sim.foreign_acquisitions();
     writes += sim.fenced_writes();
+    late_releases += sim.late_releases();
   }
+  std::cout << "  " << acquisitions << " acquisitions, " << foreign << " token-less takeovers, "
+            << writes << " fenced writes, " << late_releases << " late releases\n";
   // The runs must have exercised contention, not idled.
   EXPECT_GT(acquisitions, 1000);
+  EXPECT_GT(foreign, 200);
   EXPECT_GT(writes, 10000);
+  EXPECT_GT(late_releases, 100);
 }
 
 TEST(LeaseSimulation, SameSeedSameRun) {
@@ -271,16 +495,48 @@ TEST(LeaseSimulation, SameSeedSameRun) {
   EXPECT_EQ(a.fenced_writes(), b.fenced_writes());
 }
 
-// The checker is not vacuous: clocks skewed far beyond what the lease layer
-// was told must produce overlapping holders in some run.
+// The checker is not vacuous: each planted fault below must produce a
+// violation in some run.
+// Runs seeds until one is caught, and prints what was caught.
+bool caught_in_some_run(const SimOptions& o, const std::vector<uint64_t>& seeds) {
+  for (uint64_t seed : seeds) {
+    const auto violation = Simulation(seed, o).run();
+    if (!violation) continue;
+    std::cout << "  caught: " << violation->substr(0, violation->find('\n')) << "\n";
+    return true;
+  }
+  return false;
+}
+
+// Clocks skewed far beyond what the lease layer was told.
 TEST(LeaseSimulation, CheckerCatchesSkewBeyondTheConfiguredBound) {
   SimOptions o;
   o.actual_skew = std::chrono::seconds(4);
-  int caught = 0;
-  for (uint64_t seed = 1; seed <= 20; ++seed) {
-    if (Simulation(seed, o).run()) ++caught;
-  }
-  EXPECT_GT(caught, 0);
+  EXPECT_TRUE(caught_in_some_run(o, seeds(20)));
+}
+
+// The owner left out of the holder-side conditions: a lost lease's late
+// release (or a late renewal) lands on a token-less writer's lease.
+TEST(LeaseSimulation, CheckerCatchesTheOwnerLeftOutOfTheConditions) {
+  SimOptions o;
+  o.blind_to = "lease_owner";
+  EXPECT_TRUE(caught_in_some_run(o, seeds(20)));
+}
+
+// Renewals without the heartbeat guard: a renewal held on its way lands
+// after a later one and moves the expiry back under what the holder trusts.
+TEST(LeaseSimulation, CheckerCatchesALateRenewalUndoingALaterOne) {
+  SimOptions o;
+  o.blind_to = "lease_heartbeat_at_ms";
+  EXPECT_TRUE(caught_in_some_run(o, seeds(150)));
+}
+
+// A backend that re-sends a write answered 500 after it had applied: a
+// fenced write applies twice.
+TEST(LeaseSimulation, CheckerCatchesAWriteResentAfterAServerError) {
+  SimOptions o;
+  o.faults.resend_after_server_error = true;
+  EXPECT_TRUE(caught_in_some_run(o, seeds(20)));
 }
 
 }  // namespace
