@@ -393,6 +393,105 @@ TEST(SqliteStore, LockHeldPastTheBusyTimeoutIsUnavailableAndAppliesNothing) {
   EXPECT_EQ(store->get("t", {"b", ""}, true).status().code(), Code::kNotFound);
 }
 
+// The waits of update_each (for a connection, then for the write lock) end
+// at its timeout, not at the store's busy timeout, and the connection's own
+// busy timeout is back afterwards. The bounds are far apart (a 50 ms timeout
+// against a 1 s busy timeout), so a loaded machine cannot blur them.
+TEST(SqliteStore, UpdateEachWaitsForTheLockOnlyUntilItsTimeout) {
+  TempDir dir;
+  auto store = open_or_die(dir.file("t.db"), std::chrono::seconds(1));
+  ASSERT_TRUE(store && store->ensure_table({"t", "pk", "", {}}).ok());
+  RawDb raw(dir.file("t.db"));
+  ASSERT_EQ(raw.exec("BEGIN IMMEDIATE"), SQLITE_OK);
+  const std::vector<UpdateRequest> requests{{{"a", ""}, Update().set("v", 1), {}}};
+  const auto elapsed_ms = [](auto&& call) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    return to_ms(std::chrono::steady_clock::now() - start);
+  };
+  const int64_t bounded_ms = elapsed_ms([&] {
+    for (const auto& r : store->update_each("t", requests, std::chrono::milliseconds(50))) {
+      EXPECT_EQ(r.status().code(), Code::kUnavailable) << r.status().to_string();
+    }
+  });
+  EXPECT_LT(bounded_ms, 500);
+  const int64_t unbounded_ms = elapsed_ms([&] {
+    EXPECT_EQ(store->update("t", {"a", ""}, Update().set("v", 2), {}).status().code(),
+              Code::kUnavailable);
+  });
+  EXPECT_GE(unbounded_ms, 500) << "the connection kept the call's shorter busy timeout";
+  ASSERT_EQ(raw.exec("ROLLBACK"), SQLITE_OK);
+}
+
+// A VFS over the default one whose next fsync of a WAL file fails, once
+// armed: the commit's frames are then in the WAL, unsynced, and SQLite
+// reports an I/O error. Installed as the default VFS for one test.
+class FailingWalSyncVfs {
+ public:
+  FailingWalSyncVfs() : real_(sqlite3_vfs_find(nullptr)) {
+    vfs_ = *real_;
+    vfs_.zName = "leasehold-failing-wal-sync";
+    vfs_.pAppData = this;
+    vfs_.xOpen = &open;
+    EXPECT_EQ(sqlite3_vfs_register(&vfs_, /*makeDflt=*/1), SQLITE_OK);
+  }
+  ~FailingWalSyncVfs() {
+    sqlite3_vfs_unregister(&vfs_);
+    sqlite3_vfs_register(real_, 1);
+  }
+  void fail_next_wal_sync() { armed_ = true; }
+
+ private:
+  // Opens the real file in place, then gives WAL files a copy of its methods
+  // whose xSync can fail; every other method is the real one.
+  static int open(sqlite3_vfs* vfs, sqlite3_filename name, sqlite3_file* file, int flags,
+                  int* out_flags) {
+    auto* self = static_cast<FailingWalSyncVfs*>(vfs->pAppData);
+    const int rc = self->real_->xOpen(self->real_, name, file, flags, out_flags);
+    if (rc != SQLITE_OK || (flags & SQLITE_OPEN_WAL) == 0 || file->pMethods == nullptr) return rc;
+    self->real_methods_ = file->pMethods;
+    self->methods_ = *file->pMethods;
+    self->methods_.xSync = &sync;
+    file->pMethods = &self->methods_;
+    instance_ = self;
+    return rc;
+  }
+  static int sync(sqlite3_file* file, int flags) {
+    if (instance_->armed_.exchange(false)) return SQLITE_IOERR_FSYNC;
+    return instance_->real_methods_->xSync(file, flags);
+  }
+
+  static inline FailingWalSyncVfs* instance_ = nullptr;
+  sqlite3_vfs* real_;
+  sqlite3_vfs vfs_{};
+  const sqlite3_io_methods* real_methods_ = nullptr;
+  sqlite3_io_methods methods_{};
+  std::atomic<bool> armed_{false};
+};
+
+// With synchronous=FULL every commit syncs the WAL. An I/O error there
+// leaves the commit's frames in the WAL, where the next opener may recover
+// them: the honest answer is "unknown outcome", never "nothing applied".
+TEST(SqliteStore, AnIoErrorWhileCommittingIsAnUnknownOutcome) {
+  FailingWalSyncVfs vfs;
+  TempDir dir;
+  SqliteOptions options;
+  options.path = dir.file("io.db");
+  options.synchronous_full = true;
+  auto opened = open_sqlite_store(options);
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  ItemStore& store = **opened;
+  ASSERT_TRUE(store.ensure_table({"t", "pk", "", {}}).ok());
+  vfs.fail_next_wal_sync();
+  const Result<Item> one = store.update("t", {"a", ""}, Update().add("n", 1), {});
+  EXPECT_EQ(one.status().code(), Code::kUnknownOutcome) << one.status().to_string();
+  vfs.fail_next_wal_sync();
+  const std::vector<UpdateRequest> requests{{{"b", ""}, Update().add("n", 1), {}}};
+  for (const auto& r : store.update_each("t", requests)) {
+    EXPECT_EQ(r.status().code(), Code::kUnknownOutcome) << r.status().to_string();
+  }
+}
+
 TEST(SqliteStore, CorruptItemsAreInternalErrors) {
   TempDir dir;
   auto store = open_or_die(dir.file("c.db"));
