@@ -29,31 +29,37 @@ namespace json = boost::json;
 using store::dynamodb::Credentials;
 
 // The body of leasehold's renewal (LeaseManager::renew on DynamoDB), for one
-// lease, with the times fixed at `now_ms`.
+// lease, with the times fixed at `now_ms`. The requests are rendered once
+// and sent again and again, between rounds of the library that store later
+// heartbeats, so the heartbeat they compare against is an hour ahead: the
+// same comparison, one that never holds them back.
 std::string renewal_body(const std::string& table, const RawLease& lease, int64_t now_ms,
                          int64_t ttl_ms) {
+  constexpr int64_t kHeartbeatAheadMs = 3'600'000;
   const auto number = [](int64_t n) { return json::object{{"N", std::to_string(n)}}; };
-  return json::serialize(json::object{
-      {"TableName", table},
-      {"Key", {{"pk", {{"S", lease.pk}}}}},
-      {"ReturnValues", "UPDATED_NEW"},
-      {"UpdateExpression", "SET #n0 = :v0, #n1 = :v1"},
-      {"ConditionExpression", "#n2 = :v2 AND #n1 > :v3"},
-      {"ExpressionAttributeNames",
-       {{"#n0", "lease_heartbeat_at_ms"},
-        {"#n1", "lease_expires_at_ms"},
-        {"#n2", "lease_token"}}},
-      {"ExpressionAttributeValues",
-       {{":v0", number(now_ms)},
-        {":v1", number(now_ms + ttl_ms)},
-        {":v2", {{"S", lease.token}}},
-        {":v3", number(now_ms)}}}});
+  return json::serialize(
+      json::object{{"TableName", table},
+                   {"Key", {{"pk", {{"S", lease.pk}}}}},
+                   {"ReturnValues", "UPDATED_NEW"},
+                   {"UpdateExpression", "SET #n0 = :v0, #n1 = :v1"},
+                   {"ConditionExpression", "#n2 = :v2 AND #n3 = :v3 AND #n1 > :v4 AND #n0 <= :v5"},
+                   {"ExpressionAttributeNames",
+                    {{"#n0", "lease_heartbeat_at_ms"},
+                     {"#n1", "lease_expires_at_ms"},
+                     {"#n2", "lease_owner"},
+                     {"#n3", "lease_token"}}},
+                   {"ExpressionAttributeValues",
+                    {{":v0", number(now_ms)},
+                     {":v1", number(now_ms + ttl_ms)},
+                     {":v2", {{"S", lease.owner}}},
+                     {":v3", {{"S", lease.token}}},
+                     {":v4", number(now_ms)},
+                     {":v5", number(now_ms + kHeartbeatAheadMs)}}}});
 }
 
 // The whole HTTP/1.1 request, signed.
 Result<std::string> signed_request(const DynamoDbTarget& target, const std::string& host_header,
-                                   const Credentials& credentials, std::string body,
-                                   WallTime now) {
+                                   const Credentials& credentials, std::string body, WallTime now) {
   store::dynamodb::HttpRequestToSign to_sign;
   to_sign.host = host_header;
   to_sign.headers = {{"Content-Type", "application/x-amz-json-1.0"},
@@ -230,7 +236,8 @@ Result<int64_t> bare_http_renewals(const DynamoDbTarget& target,
   if (target.endpoint.empty()) return failed_precondition("the bare baseline needs http://");
   ASSIGN_OR_RETURN(auto endpoint, store::dynamodb::parse_http_endpoint(target.endpoint));
   if (endpoint.scheme != "http") return failed_precondition("the bare baseline needs http://");
-  ASSIGN_OR_RETURN(auto source, store::dynamodb::default_credentials(store::dynamodb::process_env()));
+  ASSIGN_OR_RETURN(auto source,
+                   store::dynamodb::default_credentials(store::dynamodb::process_env()));
   ASSIGN_OR_RETURN(Credentials credentials, source->get());
   const std::string host_header =
       endpoint.port == 80 ? endpoint.host : endpoint.host + ":" + std::to_string(endpoint.port);
@@ -241,11 +248,10 @@ Result<int64_t> bare_http_renewals(const DynamoDbTarget& target,
   requests.reserve(2 * leases.size());
   for (const RawLease& lease : leases) {
     for (int64_t pass = 0; pass < 2; ++pass) {
-      ASSIGN_OR_RETURN(std::string request,
-                       signed_request(target, host_header, credentials,
-                                      renewal_body(target.table, lease, to_unix_ms(now) + pass,
-                                                   ttl_ms),
-                                      now));
+      ASSIGN_OR_RETURN(
+          std::string request,
+          signed_request(target, host_header, credentials,
+                         renewal_body(target.table, lease, to_unix_ms(now) + pass, ttl_ms), now));
       requests.push_back(std::move(request));
     }
   }
@@ -272,7 +278,8 @@ Result<int64_t> sdk_renewals(const std::string& script, const DynamoDbTarget& ta
                              const std::vector<RawLease>& leases, int64_t threads,
                              Duration duration, int64_t ttl_ms) {
   json::array lease_list;
-  for (const RawLease& lease : leases) lease_list.push_back({{"pk", lease.pk}, {"token", lease.token}});
+  for (const RawLease& lease : leases)
+    lease_list.push_back({{"pk", lease.pk}, {"owner", lease.owner}, {"token", lease.token}});
   const json::object config{{"region", target.region},
                             {"endpoint", target.endpoint},
                             {"table", target.table},

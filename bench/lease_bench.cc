@@ -162,10 +162,10 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
   if (!o.sdk_script.empty() && !dynamodb) {
     return invalid_argument("--sdk-baseline needs a dynamodb:// store");
   }
-  const bool bare = dynamodb && !dynamodb->endpoint.starts_with("https:") &&
-                    !dynamodb->endpoint.empty();
+  const bool bare =
+      dynamodb && !dynamodb->endpoint.starts_with("https:") && !dynamodb->endpoint.empty();
   std::vector<RawLease> raw;
-  for (const auto& l : fleet->leases) raw.push_back({l.key.pk, l.token});
+  for (const auto& l : fleet->leases) raw.push_back({l.key.pk, l.owner, l.token});
   const Duration half = std::chrono::duration_cast<Duration>(seconds(o.seconds)) / 2;
   std::vector<int64_t> latencies;
   int64_t renewed = 0, raw_done = 0, sdk_done = 0;
@@ -183,8 +183,8 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
       raw_done += n;
     }
     if (!o.sdk_script.empty()) {
-      ASSIGN_OR_RETURN(int64_t n, sdk_renewals(o.sdk_script, *dynamodb, raw, o.threads, half,
-                                               to_ms(kBenchTtl)));
+      ASSIGN_OR_RETURN(
+          int64_t n, sdk_renewals(o.sdk_script, *dynamodb, raw, o.threads, half, to_ms(kBenchTtl)));
       sdk_done += n;
     }
   }
@@ -228,10 +228,9 @@ std::string to_json_line(const LeaseBenchReport& r) {
                      boost::json::serialize(boost::json::string(r.backend)), r.leases, r.threads,
                      r.seconds, r.acquire_per_s, r.renew_per_s, r.release_per_s, r.renew_p50_us,
                      r.renew_p99_us, r.renew_cpu_us, optional_number(r.raw_update_per_s, 0),
-                     optional_number(r.raw_cpu_us, 1),
-                     optional_number(r.renew_vs_raw, 3), optional_number(r.sdk_update_per_s, 0),
-                     optional_number(r.renew_vs_sdk, 3), optional_number(r.raw_vs_sdk, 3),
-                     r.renew_failures);
+                     optional_number(r.raw_cpu_us, 1), optional_number(r.renew_vs_raw, 3),
+                     optional_number(r.sdk_update_per_s, 0), optional_number(r.renew_vs_sdk, 3),
+                     optional_number(r.raw_vs_sdk, 3), r.renew_failures);
 }
 
 namespace {

@@ -26,17 +26,20 @@ function renewal(lease) {
     Key: { pk: { S: lease.pk } },
     ReturnValues: 'UPDATED_NEW',
     UpdateExpression: 'SET #n0 = :v0, #n1 = :v1',
-    ConditionExpression: '#n2 = :v2 AND #n1 > :v3',
+    ConditionExpression: '#n2 = :v2 AND #n3 = :v3 AND #n1 > :v4 AND #n0 <= :v5',
     ExpressionAttributeNames: {
       '#n0': 'lease_heartbeat_at_ms',
       '#n1': 'lease_expires_at_ms',
-      '#n2': 'lease_token',
+      '#n2': 'lease_owner',
+      '#n3': 'lease_token',
     },
     ExpressionAttributeValues: {
       ':v0': { N: String(now) },
       ':v1': { N: String(now + config.ttl_ms) },
-      ':v2': { S: lease.token },
-      ':v3': { N: String(now) },
+      ':v2': { S: lease.owner },
+      ':v3': { S: lease.token },
+      ':v4': { N: String(now) },
+      ':v5': { N: String(now) },
     },
   });
 }

@@ -10,12 +10,15 @@ namespace leasehold::bench {
 namespace {
 
 // What a lease renewal means, written by hand: extend the expiry if the
-// token is still ours and the lease has not expired.
+// owner and token are still ours, the lease has not expired, and no later
+// heartbeat is stored.
 constexpr char kRenewSql[] =
     "UPDATE \"items_%s\" SET data = json_set(data, '$.lease_heartbeat_at_ms', ?1, "
     "'$.lease_expires_at_ms', ?2) WHERE pk = ?3 AND sk = '' "
+    "AND json_extract(data, '$.lease_owner') = ?5 "
     "AND json_extract(data, '$.lease_token') = ?4 "
-    "AND json_extract(data, '$.lease_expires_at_ms') > ?1";
+    "AND json_extract(data, '$.lease_expires_at_ms') > ?1 "
+    "AND json_extract(data, '$.lease_heartbeat_at_ms') <= ?1";
 
 struct Closer {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
@@ -53,6 +56,8 @@ void renew_loop(const std::string& path, const std::string& sql,
     sqlite3_bind_text(stmt.get(), 3, lease.pk.data(), static_cast<int>(lease.pk.size()),
                       SQLITE_STATIC);
     sqlite3_bind_text(stmt.get(), 4, lease.token.data(), static_cast<int>(lease.token.size()),
+                      SQLITE_STATIC);
+    sqlite3_bind_text(stmt.get(), 5, lease.owner.data(), static_cast<int>(lease.owner.size()),
                       SQLITE_STATIC);
     const int rc = sqlite3_step(stmt.get());
     sqlite3_reset(stmt.get());

@@ -14,6 +14,7 @@ namespace leasehold::bench {
 
 struct RawLease {
   std::string pk;
+  std::string owner;
   std::string token;
 };
 

@@ -10,8 +10,10 @@
 //
 //   UPDATE "items_leases" SET data = json_set(data, '$.lease_expires_at_ms', ?,
 //       '$.lease_heartbeat_at_ms', ?) WHERE pk = ? AND sk = ''
+//       AND json_extract(data, '$.lease_owner') = ?
 //       AND json_extract(data, '$.lease_token') = ?
 //       AND json_extract(data, '$.lease_expires_at_ms') > ?
+//       AND json_extract(data, '$.lease_heartbeat_at_ms') <= ?
 //
 // Every write is one SQL statement (sqlite_functions.h runs the shared
 // evaluator inside it), so it is atomic across processes; inputs are checked
