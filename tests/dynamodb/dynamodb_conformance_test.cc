@@ -21,6 +21,8 @@
 #include <thread>
 #include <vector>
 
+#include "leasehold/clock.h"
+#include "leasehold/random.h"
 #include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "tests/conformance/store_conformance.h"
@@ -179,13 +181,15 @@ TEST(DynamoDbStore, ServerDownIsUnavailable) {
 
 // A loopback HTTP server that answers from a script: each request takes the
 // next reply, or has its connection dropped after it was read (the outcome
-// is unknown to the client). One thread per connection.
+// is unknown to the client), or gets no reply for as long as the server
+// lives. One thread per connection.
 class ScriptedServer {
  public:
   struct Reply {
     int status = 200;
     std::string body = "{}";
     bool drop = false;
+    bool hold = false;  // no reply until the server stops, then dropped
   };
 
   explicit ScriptedServer(std::deque<Reply> script) : script_(std::move(script)) {
@@ -212,8 +216,10 @@ class ScriptedServer {
     accept_thread_.join();
     {
       std::lock_guard lock(mu_);
+      stopping_ = true;
       for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
     }
+    held_.notify_all();
     for (auto& t : threads_) t.join();
     ::close(listen_fd_);
   }
@@ -279,9 +285,10 @@ class ScriptedServer {
           held_.notify_all();
           held_.wait_until(lock, *hold_deadline_, [&] { return most_in_flight_ >= hold_count_; });
         }
+        if (reply.hold) held_.wait(lock, [&] { return stopping_; });
         --in_flight_;
       }
-      if (reply.drop) break;
+      if (reply.drop || reply.hold) break;
       const std::string response =
           "HTTP/1.1 " + std::to_string(reply.status) +
           " X\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: " +
@@ -294,6 +301,7 @@ class ScriptedServer {
   std::mutex mu_;
   std::condition_variable held_;
   size_t in_flight_ = 0, most_in_flight_ = 0, hold_count_ = 0;
+  bool stopping_ = false;
   Duration hold_max_wait_{};
   std::optional<std::chrono::steady_clock::time_point> hold_deadline_;
   std::deque<Reply> script_;
@@ -533,6 +541,87 @@ TEST(DynamoDbStore, UpdateEachSendsItsWritesConcurrently) {
     EXPECT_EQ(results[i]->at("k"), Value("k" + std::to_string(i))) << "results keep their order";
   }
   EXPECT_GE(server.most_in_flight(), 4u);
+}
+
+// update_each() bounds the whole call by its timeout, because a heartbeat
+// that lands after its lease's deadline is worthless: a write sent without a
+// reply by then is kUnknownOutcome, and a write not yet sent stays unsent and
+// kUnavailable. The server holds every write's reply; two writers send the
+// first two writes. Without the bound each round of writes waited out the
+// whole request_timeout (5 s here).
+TEST(DynamoDbStore, UpdateEachReturnsByItsTimeoutWhenRepliesAreHeld) {
+  std::deque<ScriptedServer::Reply> script{{200, kDescribed}, {200, "{}"}};
+  for (int i = 0; i < 10; ++i) script.push_back({.hold = true});
+  ScriptedServer server(std::move(script));
+  std::vector<Duration> pauses;
+  DynamoDbOptions options = scripted_options(server, &pauses);
+  options.request_timeout = 5s;
+  options.parallel_writes = 2;
+  auto store = open_scripted(std::move(options));
+  ASSERT_NE(store, nullptr);
+  // Caches the table's schema, so that only writes meet the held replies.
+  ASSERT_EQ(store->get("t", {"warm", ""}, true).status().code(), Code::kNotFound);
+  std::vector<UpdateRequest> requests;
+  for (int i = 0; i < 5; ++i) {
+    requests.push_back({{"k" + std::to_string(i), ""}, Update().set("n", int64_t{i}), {}});
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<Result<Item>> results = store->update_each("t", requests, 300ms);
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, 3s) << "request_timeout is 5 s";
+  ASSERT_EQ(results.size(), requests.size());
+  size_t unknown = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Status& status = results[i].status();
+    if (status.code() == Code::kUnknownOutcome) ++unknown;
+    // The first write goes out at once; at most two are in flight, and
+    // neither is answered, so the last three are never sent.
+    if (i == 0 || i >= 2) {
+      EXPECT_EQ(code_name(status.code()),
+                code_name(i == 0 ? Code::kUnknownOutcome : Code::kUnavailable))
+          << i << ": " << status.to_string();
+    }
+    if (status.code() == Code::kUnavailable) {
+      EXPECT_NE(status.message().find("not sent before the deadline"), std::string::npos)
+          << status.to_string();
+    }
+  }
+  EXPECT_EQ(count_of(server.targets(), "updateitem"), unknown) << "only sent writes are unknown";
+}
+
+// Under endless throttling, update_each() gives up at its timeout, with
+// kUnavailable (nothing applied), instead of after attempts_max attempts: no
+// pause runs past the deadline. The store's clock moves only when it pauses.
+TEST(DynamoDbStore, UpdateEachUnderEndlessThrottlingIsUnavailableByItsTimeout) {
+  constexpr int kAttemptsMax = 100;
+  std::deque<ScriptedServer::Reply> script{{200, kDescribed}};
+  for (int i = 0; i < kAttemptsMax; ++i) script.push_back(error_reply(400, "ThrottlingException"));
+  ScriptedServer server(std::move(script));
+  SimulatedClock clock;
+  SeededRandom random(42);
+  std::vector<Duration> pauses;
+  DynamoDbOptions options = scripted_options(server, &pauses);
+  options.clock = &clock;
+  options.random = &random;
+  options.attempts_max = kAttemptsMax;
+  options.backoff_base = 50ms;
+  options.backoff_max = 200ms;
+  options.sleep = [&](Duration d) {
+    pauses.push_back(d);
+    clock.advance(d);
+  };
+  auto store = open_scripted(std::move(options));
+  ASSERT_NE(store, nullptr);
+  const std::vector<UpdateRequest> requests{{{"a", ""}, Update().set("n", int64_t{1}), {}}};
+  const std::vector<Result<Item>> results = store->update_each("t", requests, 300ms);
+  ASSERT_EQ(results.size(), 1u);
+  const Status& status = results[0].status();
+  EXPECT_EQ(code_name(status.code()), code_name(Code::kUnavailable)) << status.to_string();
+  EXPECT_NE(status.message().find("deadline"), std::string::npos) << status.to_string();
+  Duration paused{};
+  for (Duration d : pauses) paused += d;
+  EXPECT_LT(paused, Duration(300ms));
+  EXPECT_LT(count_of(server.targets(), "updateitem"), static_cast<size_t>(kAttemptsMax));
 }
 
 TEST(DynamoDbFaults, RefusedCredentialsAreUnavailableAndSecretFree) {

@@ -28,6 +28,8 @@ constexpr int kUnprocessedRoundsMax = 10;      // BatchGetItem rounds for Unproc
 constexpr size_t kTableNameBytesMax = 255;     // DynamoDB's table name limit
 constexpr size_t kErrorMessageBytesMax = 300;  // DynamoDB's own message, truncated
 constexpr std::string_view kContentType = "application/x-amz-json-1.0";
+// The deadline of a call that has none: only request_timeout bounds each attempt.
+constexpr MonoTime kNoDeadline = MonoTime::max();
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -427,18 +429,22 @@ class DynamoDbStore final : public ItemStore {
 
   // The reply's JSON lives in `storage` (the default heap unless given): a
   // caller that decodes the reply at once passes a stack arena. A request is
-  // `idempotent` when sending it twice does no harm (reads).
+  // `idempotent` when sending it twice does no harm (reads); no attempt is
+  // sent, and no pause taken, that would end past `deadline`.
   Result<json::object> call(std::string_view op, const json::object& body, bool idempotent,
-                            json::storage_ptr storage = {});
+                            json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline);
   Result<json::object> send_once(std::string_view op, const std::string& body, Duration timeout,
                                  json::storage_ptr storage, Verdict* verdict);
   Result<HttpRequest> make_request(std::string_view op, std::string body);
   Result<json::object> interpret(std::string_view op, const HttpResponse& response,
                                  Verdict* verdict, json::storage_ptr storage);
   Duration backoff_pause(int attempt);
+  // The time left until `deadline`; Duration::max() for kNoDeadline.
+  Duration time_left(MonoTime deadline) const;
+  MonoTime deadline_after(Duration timeout) const;
 
-  Result<json::object> describe(std::string_view logical);
-  Result<SpecPtr> spec_of(std::string_view logical);
+  Result<json::object> describe(std::string_view logical, MonoTime deadline = kNoDeadline);
+  Result<SpecPtr> spec_of(std::string_view logical, MonoTime deadline = kNoDeadline);
   void cache(const TableSpec& spec);
   Status create_table(const TableSpec& spec);
   Status add_index(TableSpec& have, const IndexSpec& index);
@@ -447,8 +453,13 @@ class DynamoDbStore final : public ItemStore {
 
   Status batch_get_chunk(const TableSpec& spec, std::span<const Key> keys,
                          std::map<KeyTuple, Item>& found);
+  Result<Item> get_until(std::string_view table, const Key& key, bool consistent,
+                         MonoTime deadline);
+  Result<Item> update_until(std::string_view table, const Key& key, const Update& update,
+                            const Condition& condition, MonoTime deadline);
   Result<Item> explain_failed_update(std::string_view table, const TableSpec& spec, const Key& key,
-                                     const Update& update, const Condition& condition);
+                                     const Update& update, const Condition& condition,
+                                     MonoTime deadline);
   Result<Page> run_query(json::object body, const CursorShape& shape, const QueryOptions& options,
                          const TableSpec& spec, const IndexSpec* index);
 
@@ -525,6 +536,18 @@ Duration DynamoDbStore::backoff_pause(int attempt) {
   return Duration(options_.random->uniform(0, std::max<int64_t>(cap, 0)));
 }
 
+Duration DynamoDbStore::time_left(MonoTime deadline) const {
+  if (deadline == kNoDeadline) return Duration::max();
+  return deadline - options_.clock->mono_now();
+}
+
+MonoTime DynamoDbStore::deadline_after(Duration timeout) const {
+  const MonoTime now = options_.clock->mono_now();
+  // kNoTimeout, and any timeout too long to add to the clock, is no bound.
+  if (timeout >= kNoDeadline - now) return kNoDeadline;
+  return now + timeout;
+}
+
 Result<json::object> DynamoDbStore::send_once(std::string_view op, const std::string& body,
                                               Duration timeout, json::storage_ptr storage,
                                               Verdict* verdict) {
@@ -536,17 +559,33 @@ Result<json::object> DynamoDbStore::send_once(std::string_view op, const std::st
   return response.status().with_context(op);
 }
 
+// Why call() stopped sending: the attempts ran out, or the deadline came.
+// Either way every attempt applied nothing, or the request is a read.
+Status gave_up(std::string_view op, int attempts, const Status& last, bool at_deadline) {
+  if (attempts == 0) return unavailable(std::string(op) + ": not sent before the deadline");
+  return unavailable(std::string(op) + ": gave up " + (at_deadline ? "at the deadline " : "") +
+                     "after " + std::to_string(attempts) + " attempts: " + last.message());
+}
+
 // Sends one request, and sends it again (after a pause) when next_step()
-// says so, up to attempts_max times.
+// says so, up to attempts_max times and never past `deadline`.
 Result<json::object> DynamoDbStore::call(std::string_view op, const json::object& body,
-                                         bool idempotent, json::storage_ptr storage) {
+                                         bool idempotent, json::storage_ptr storage,
+                                         MonoTime deadline) {
   const std::string text = json::serialize(body);
   const int attempts_max = std::max(options_.attempts_max, 1);
   Status last;
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
-    if (attempt > 0) options_.sleep(backoff_pause(attempt));
+    if (attempt > 0) {
+      const Duration pause = backoff_pause(attempt);
+      if (pause >= time_left(deadline)) return gave_up(op, attempt, last, true);
+      options_.sleep(pause);
+    }
+    const Duration left = time_left(deadline);
+    if (left <= Duration::zero()) return gave_up(op, attempt, last, true);
     Verdict verdict;
-    Result<json::object> reply = send_once(op, text, options_.request_timeout, storage, &verdict);
+    Result<json::object> reply =
+        send_once(op, text, std::min(options_.request_timeout, left), storage, &verdict);
     switch (next_step(verdict, idempotent)) {
       case Next::kReturn:
         return reply;
@@ -560,31 +599,29 @@ Result<json::object> DynamoDbStore::call(std::string_view op, const json::object
            "a write that may have applied is never sent again");
     last = reply.status();
   }
-  // Every attempt applied nothing, or the request is a read.
-  return unavailable(std::string(op) + ": gave up after " + std::to_string(attempts_max) +
-                     " attempts: " + last.message());
+  return gave_up(op, attempts_max, last, false);
 }
 
 // ---------------------------------------------------------------- tables
 
-Result<json::object> DynamoDbStore::describe(std::string_view logical) {
+Result<json::object> DynamoDbStore::describe(std::string_view logical, MonoTime deadline) {
   if (!valid_table_name(physical(logical))) {
     return not_found("no table " + std::string(logical));
   }
   ASSIGN_OR_RETURN(json::object reply,
-                   call("DescribeTable", {{"TableName", physical(logical)}}, true));
+                   call("DescribeTable", {{"TableName", physical(logical)}}, true, {}, deadline));
   const json::object* table = object_of(reply, "Table");
   if (table == nullptr) return internal_error("DescribeTable: reply without Table");
   return *table;
 }
 
-Result<DynamoDbStore::SpecPtr> DynamoDbStore::spec_of(std::string_view logical) {
+Result<DynamoDbStore::SpecPtr> DynamoDbStore::spec_of(std::string_view logical, MonoTime deadline) {
   {
     std::lock_guard lock(mu_);
     const auto it = specs_.find(logical);
     if (it != specs_.end()) return it->second;
   }
-  Result<json::object> table = describe(logical);
+  Result<json::object> table = describe(logical, deadline);
   if (!table.ok()) {
     if (table.status().code() == Code::kNotFound)
       return not_found("no table " + std::string(logical));
@@ -715,14 +752,19 @@ Status DynamoDbStore::require_table(const TableSpec& spec) {
 // ---------------------------------------------------------------- items
 
 Result<Item> DynamoDbStore::get(std::string_view table, const Key& key, bool consistent) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
+  return get_until(table, key, consistent, kNoDeadline);
+}
+
+Result<Item> DynamoDbStore::get_until(std::string_view table, const Key& key, bool consistent,
+                                      MonoTime deadline) {
+  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table, deadline));
   RETURN_IF_ERROR(validate_key(*spec, key));
   const json::object body{{"TableName", physical(table)},
                           {"Key", encode_key(*spec, key)},
                           {"ConsistentRead", consistent}};
   unsigned char arena[8192];
   json::monotonic_resource reply_memory(arena, sizeof(arena));
-  ASSIGN_OR_RETURN(json::object reply, call("GetItem", body, true, &reply_memory));
+  ASSIGN_OR_RETURN(json::object reply, call("GetItem", body, true, &reply_memory, deadline));
   const json::object* item = object_of(reply, "Item");
   if (item == nullptr) return not_found("no item with that key in table " + std::string(table));
   return decode_item(*item);
@@ -802,9 +844,9 @@ Status DynamoDbStore::put(std::string_view table, const Item& item, const Condit
 // false, or an add() would have overflowed. Reads the item back to tell.
 Result<Item> DynamoDbStore::explain_failed_update(std::string_view table, const TableSpec& spec,
                                                   const Key& key, const Update& update,
-                                                  const Condition& condition) {
+                                                  const Condition& condition, MonoTime deadline) {
   const Status failed = condition_failed("the condition is false");
-  Result<Item> current = get(table, key, true);
+  Result<Item> current = get_until(table, key, true, deadline);
   if (!current.ok() && current.status().code() != Code::kNotFound) return failed;
   if (!evaluate(condition, current.ok() ? &*current : nullptr)) return failed;
   Item next = current.ok() ? *current : Item{};
@@ -815,7 +857,13 @@ Result<Item> DynamoDbStore::explain_failed_update(std::string_view table, const 
 
 Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const Update& update,
                                    const Condition& condition) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
+  return update_until(table, key, update, condition, kNoDeadline);
+}
+
+Result<Item> DynamoDbStore::update_until(std::string_view table, const Key& key,
+                                         const Update& update, const Condition& condition,
+                                         MonoTime deadline) {
+  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table, deadline));
   RETURN_IF_ERROR(validate_key(*spec, key));
   RETURN_IF_ERROR(validate_update(*spec, update));
   RETURN_IF_ERROR(validate_condition(condition));
@@ -842,10 +890,10 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
   // The reply is decoded into an Item right here: parse it on the stack.
   unsigned char arena[8192];
   json::monotonic_resource reply_memory(arena, sizeof(arena));
-  Result<json::object> reply = call("UpdateItem", body, false, &reply_memory);
+  Result<json::object> reply = call("UpdateItem", body, false, &reply_memory, deadline);
   if (!reply.ok()) {
     if (reply.status().code() == Code::kConditionFailed && !guards.empty()) {
-      return explain_failed_update(table, *spec, key, update, condition);
+      return explain_failed_update(table, *spec, key, update, condition, deadline);
     }
     return reply.status();
   }
@@ -862,29 +910,36 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
 }
 
 // Each write is its own conditional UpdateItem; they run on up to
-// parallel_writes threads at once, each on a connection of the pool.
+// parallel_writes threads at once, each on a connection of the pool. Once the
+// deadline has passed a writer takes no new request, which stays unsent and
+// kUnavailable: a heartbeat that would land after its lease's deadline is
+// worthless, and must not hold back the next round.
 std::vector<Result<Item>> DynamoDbStore::update_each(std::string_view table,
                                                      std::span<const UpdateRequest> requests,
-                                                     Duration /*timeout*/) {
+                                                     Duration timeout) {
+  const MonoTime deadline = deadline_after(timeout);
   std::vector<Result<Item>> results(requests.size(), Result<Item>(internal_error("not run")));
+  const auto in_time = [&] { return time_left(deadline) > Duration::zero(); };
   const auto run = [&](size_t i) {
-    results[i] = update(table, requests[i].key, requests[i].update, requests[i].condition);
+    const UpdateRequest& r = requests[i];
+    results[i] = update_until(table, r.key, r.update, r.condition, deadline);
   };
   const size_t workers =
       std::min(requests.size(), static_cast<size_t>(std::max(options_.parallel_writes, 1)));
-  if (workers <= 1) {
-    for (size_t i = 0; i < requests.size(); ++i) run(i);
-    return results;
-  }
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0};  // the next request to take; requests are taken in order
   const auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < requests.size();) run(i);
+    for (size_t i; in_time() && (i = next.fetch_add(1)) < requests.size();) run(i);
   };
-  {
+  if (workers <= 1) {
+    work();
+  } else {
     std::vector<std::jthread> threads;
     threads.reserve(workers - 1);
     for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
     work();  // this thread is one of the workers
+  }
+  for (size_t i = std::min(next.load(), requests.size()); i < requests.size(); ++i) {
+    results[i] = gave_up("UpdateItem", 0, {}, true);
   }
   return results;
 }

@@ -17,9 +17,11 @@
 // answered with a 5xx may have applied, so such a write, like one whose reply
 // never came or whose error is unknown, is kUnknownOutcome and never resent;
 // a write that gives up is kUnavailable, as none of its attempts applied.
-// ConditionalCheckFailed and refused credentials are never retried. Error
-// messages carry DynamoDB's exception name and message, never credentials or
-// item values.
+// ConditionalCheckFailed and refused credentials are never retried.
+// update_each() honours its timeout (update() and the rest have none): each
+// attempt waits at most the time left, no pause runs past it, and no write is
+// sent after it. Error messages carry DynamoDB's exception name and message,
+// never credentials or item values.
 //
 // A DynamoDbStore is safe for concurrent use by many threads (the HTTP
 // client pools connections; the schema cache has its own mutex).
@@ -47,6 +49,7 @@ struct DynamoDbOptions {
   Credentials credentials;
   std::shared_ptr<CredentialsSource> credentials_source;
 
+  // Each attempt's bound (and less when update_each() has less time left).
   Duration request_timeout = std::chrono::seconds(10);
   // How long ensure_table() waits for a new table or index to become ACTIVE.
   Duration table_active_timeout = std::chrono::minutes(5);
