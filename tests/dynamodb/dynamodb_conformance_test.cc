@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -20,10 +21,13 @@
 #include <thread>
 #include <vector>
 
+#include "leasehold/clock.h"
+#include "leasehold/random.h"
 #include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "tests/conformance/store_conformance.h"
 #include "tests/dynamodb/dynalite_fixture.h"
+#include "tests/dynamodb/fault_proxy.h"
 
 namespace leasehold::conformance {
 namespace {
@@ -94,17 +98,17 @@ namespace {
 // ---------------------------------------------------------------- URIs
 
 TEST(DynamoDbUri, MalformedUrisAreInvalidArgument) {
-  for (const char* uri : {"dynamodb:", "dynamodb:us-east-1/p", "dynamodb://us-east-1",
-                          "dynamodb://us-east-1/", "dynamodb:///prefix", "dynamodb://US EAST/p",
-                          "dynamodb://us-east-1/bad prefix", "dynamodb://us-east-1/p/q",
-                          "dynamodb://us-east-1/p?endpoint=", "dynamodb://us-east-1/p?other=1",
-                          "dynamodb://us-east-1/p?", "dynamodb://us-east-1/p?table_wait=5",
-                          "dynamodb://us-east-1/p?table_wait=",
-                          "dynamodb://us-east-1/p?table_wait=1m&table_wait=2m",
-                          "dynamodb://us-east-1/p?endpoint=http://127.0.0.1:1&endpoint=http://127.0.0.1:2",
-                          "dynamodb://us-east-1/p?endpoint=ftp://x",
-                          "dynamodb://us-east-1/p?endpoint=http://10.1.2.3:8000",
-                          "dynamodb://us-east-1/p?endpoint=http://127.0.0.1:1/path"}) {
+  for (const char* uri :
+       {"dynamodb:", "dynamodb:us-east-1/p", "dynamodb://us-east-1", "dynamodb://us-east-1/",
+        "dynamodb:///prefix", "dynamodb://US EAST/p", "dynamodb://us-east-1/bad prefix",
+        "dynamodb://us-east-1/p/q",
+        "dynamodb://us-east-1/p?endpoint=", "dynamodb://us-east-1/p?other=1",
+        "dynamodb://us-east-1/p?", "dynamodb://us-east-1/p?table_wait=5",
+        "dynamodb://us-east-1/p?table_wait=", "dynamodb://us-east-1/p?table_wait=1m&table_wait=2m",
+        "dynamodb://us-east-1/p?endpoint=http://127.0.0.1:1&endpoint=http://127.0.0.1:2",
+        "dynamodb://us-east-1/p?endpoint=ftp://x",
+        "dynamodb://us-east-1/p?endpoint=http://10.1.2.3:8000",
+        "dynamodb://us-east-1/p?endpoint=http://127.0.0.1:1/path"}) {
     EXPECT_EQ(open_store(uri).status().code(), Code::kInvalidArgument) << uri;
   }
 }
@@ -177,13 +181,15 @@ TEST(DynamoDbStore, ServerDownIsUnavailable) {
 
 // A loopback HTTP server that answers from a script: each request takes the
 // next reply, or has its connection dropped after it was read (the outcome
-// is unknown to the client). One thread per connection.
+// is unknown to the client), or gets no reply for as long as the server
+// lives. One thread per connection.
 class ScriptedServer {
  public:
   struct Reply {
     int status = 200;
     std::string body = "{}";
     bool drop = false;
+    bool hold = false;  // no reply until the server stops, then dropped
   };
 
   explicit ScriptedServer(std::deque<Reply> script) : script_(std::move(script)) {
@@ -210,8 +216,10 @@ class ScriptedServer {
     accept_thread_.join();
     {
       std::lock_guard lock(mu_);
+      stopping_ = true;
       for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
     }
+    held_.notify_all();
     for (auto& t : threads_) t.join();
     ::close(listen_fd_);
   }
@@ -277,9 +285,10 @@ class ScriptedServer {
           held_.notify_all();
           held_.wait_until(lock, *hold_deadline_, [&] { return most_in_flight_ >= hold_count_; });
         }
+        if (reply.hold) held_.wait(lock, [&] { return stopping_; });
         --in_flight_;
       }
-      if (reply.drop) break;
+      if (reply.drop || reply.hold) break;
       const std::string response =
           "HTTP/1.1 " + std::to_string(reply.status) +
           " X\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: " +
@@ -292,6 +301,7 @@ class ScriptedServer {
   std::mutex mu_;
   std::condition_variable held_;
   size_t in_flight_ = 0, most_in_flight_ = 0, hold_count_ = 0;
+  bool stopping_ = false;
   Duration hold_max_wait_{};
   std::optional<std::chrono::steady_clock::time_point> hold_deadline_;
   std::deque<Reply> script_;
@@ -312,16 +322,28 @@ ScriptedServer::Reply error_reply(int status, const std::string& type) {
           R"({"__type":"com.amazonaws.dynamodb.v20120810#)" + type + R"(","message":"scripted"})"};
 }
 
-std::unique_ptr<ItemStore> store_for(const ScriptedServer& server, std::vector<Duration>* pauses) {
+DynamoDbOptions scripted_options(const ScriptedServer& server, std::vector<Duration>* pauses) {
   DynamoDbOptions options;
   options.region = "us-east-1";
   options.table_prefix = "f_";
   options.endpoint = server.endpoint();
   options.credentials = {"AKID", "secret-never-shown", ""};
   options.sleep = [pauses](Duration d) { pauses->push_back(d); };  // tests never sleep
-  auto store = store::dynamodb::open_dynamodb_store(options);
+  return options;
+}
+
+std::unique_ptr<ItemStore> open_scripted(DynamoDbOptions options) {
+  auto store = store::dynamodb::open_dynamodb_store(std::move(options));
   EXPECT_TRUE(store.ok()) << store.status().to_string();
   return store.ok() ? std::move(store).value() : nullptr;
+}
+
+std::unique_ptr<ItemStore> store_for(const ScriptedServer& server, std::vector<Duration>* pauses) {
+  return open_scripted(scripted_options(server, pauses));
+}
+
+size_t count_of(const std::vector<std::string>& targets, std::string_view target) {
+  return static_cast<size_t>(std::count(targets.begin(), targets.end(), target));
 }
 
 TEST(DynamoDbFaults, ThrottlingAnd5xxAreRetriedWithCappedJitteredBackoff) {
@@ -342,15 +364,139 @@ TEST(DynamoDbFaults, ThrottlingAnd5xxAreRetriedWithCappedJitteredBackoff) {
   for (Duration d : pauses) EXPECT_LE(d, Duration(800ms));
 }
 
+// A read is sent again after a 5xx, a write only after throttling; either
+// way attempts_max bounds it, and giving up is kUnavailable. (Until writes
+// stopped being resent after a 5xx, this put was answered 503.)
 TEST(DynamoDbFaults, RetriesAreBoundedAndEndUnavailable) {
-  std::deque<ScriptedServer::Reply> script{{200, kDescribed}};
-  for (int i = 0; i < 10; ++i) script.push_back(error_reply(503, "ServiceUnavailable"));
-  ScriptedServer server(std::move(script));
+  for (const bool write : {false, true}) {
+    SCOPED_TRACE(write ? "PutItem throttled" : "GetItem answered 503");
+    std::deque<ScriptedServer::Reply> script{{200, kDescribed}};
+    for (int i = 0; i < 10; ++i) {
+      script.push_back(write ? error_reply(400, "ProvisionedThroughputExceededException")
+                             : error_reply(503, "ServiceUnavailable"));
+    }
+    ScriptedServer server(std::move(script));
+    std::vector<Duration> pauses;
+    auto store = store_for(server, &pauses);
+    ASSERT_NE(store, nullptr);
+    const Status status =
+        write ? store->put("t", {{"k", "a"}}, {}) : store->get("t", {"a", ""}, true).status();
+    EXPECT_EQ(status.code(), Code::kUnavailable) << status.to_string();
+    EXPECT_NE(status.message().find("5 attempts"), std::string::npos) << status.to_string();
+    EXPECT_EQ(server.targets().size(), 1u + 5u);  // DescribeTable + attempts_max
+  }
+}
+
+// Every row of the store's error table, seen from outside: for one error
+// reply, what a read (GetItem) and a write (UpdateItem) return, and whether
+// it was sent again (attempts_max is 2 and the second attempt succeeds, so
+// kOk means "sent again"). A write is sent again only when the reply
+// promises that nothing was applied; after an answer that may have followed
+// the write, or one the store does not know, it is kUnknownOutcome.
+struct ErrorRow {
+  int status;
+  std::string type;  // "" sends a body that is not JSON
+  Code read;
+  Code write;
+};
+
+const std::vector<ErrorRow>& error_rows() {
+  using C = Code;
+  static const std::vector<ErrorRow> kRows = {
+      {400, "ConditionalCheckFailedException", C::kConditionFailed, C::kConditionFailed},
+      {400, "ResourceNotFoundException", C::kNotFound, C::kNotFound},
+      {400, "ValidationException", C::kInvalidArgument, C::kInvalidArgument},
+      {400, "SerializationException", C::kInvalidArgument, C::kInvalidArgument},
+      {400, "ResourceInUseException", C::kAlreadyExists, C::kAlreadyExists},
+      {400, "UnrecognizedClientException", C::kUnavailable, C::kUnavailable},
+      {403, "InvalidSignatureException", C::kUnavailable, C::kUnavailable},
+      {403, "MissingAuthenticationToken", C::kUnavailable, C::kUnavailable},
+      {403, "MissingAuthenticationTokenException", C::kUnavailable, C::kUnavailable},
+      {400, "AccessDeniedException", C::kUnavailable, C::kUnavailable},
+      {400, "ExpiredTokenException", C::kUnavailable, C::kUnavailable},
+      {403, "IncompleteSignatureException", C::kUnavailable, C::kUnavailable},
+      {403, "InvalidClientTokenId", C::kUnavailable, C::kUnavailable},
+      {403, "SignatureDoesNotMatch", C::kUnavailable, C::kUnavailable},
+      {400, "ProvisionedThroughputExceededException", C::kOk, C::kOk},
+      {400, "ThrottlingException", C::kOk, C::kOk},
+      {400, "RequestLimitExceeded", C::kOk, C::kOk},
+      {400, "LimitExceededException", C::kOk, C::kOk},
+      {500, "InternalServerError", C::kOk, C::kUnknownOutcome},
+      {503, "ServiceUnavailable", C::kOk, C::kUnknownOutcome},
+      {502, "", C::kOk, C::kUnknownOutcome},  // a load balancer's page
+      {504, "NewServerSideException", C::kOk, C::kUnknownOutcome},
+      {400, "NewClientSideException", C::kInvalidArgument, C::kUnknownOutcome},
+      {413, "", C::kInvalidArgument, C::kUnknownOutcome},
+      {200, "", C::kInternal, C::kUnknownOutcome},  // a success whose body is not JSON
+  };
+  return kRows;
+}
+
+// The code a read or write got after `error` then a success, and how many
+// times it was sent.
+std::pair<Code, size_t> outcome_after(const ScriptedServer::Reply& error, bool write) {
+  const ScriptedServer::Reply success{200, write ? "{}" : R"({"Item":{"k":{"S":"a"}}})"};
+  ScriptedServer server({{200, kDescribed}, error, success});
   std::vector<Duration> pauses;
-  auto store = store_for(server, &pauses);
-  ASSERT_NE(store, nullptr);
-  EXPECT_EQ(store->put("t", {{"k", "a"}}, {}).code(), Code::kUnavailable);
-  EXPECT_EQ(server.targets().size(), 1u + 5u);  // DescribeTable + attempts_max
+  DynamoDbOptions options = scripted_options(server, &pauses);
+  options.attempts_max = 2;
+  auto store = open_scripted(std::move(options));
+  if (store == nullptr) return {Code::kInternal, 0};
+  const Status status =
+      write ? store->update("t", {"a", ""}, Update().set("n", int64_t{1}), {}).status()
+            : store->get("t", {"a", ""}, true).status();
+  return {status.code(), count_of(server.targets(), write ? "updateitem" : "getitem")};
+}
+
+TEST(DynamoDbFaults, EveryErrorReplyIsRetriedOrReturnedAsTheErrorTableSays) {
+  for (const ErrorRow& row : error_rows()) {
+    SCOPED_TRACE(std::to_string(row.status) + " " + (row.type.empty() ? "(not JSON)" : row.type));
+    const ScriptedServer::Reply error = row.type.empty()
+                                            ? ScriptedServer::Reply{row.status, "<html>busy</html>"}
+                                            : error_reply(row.status, row.type);
+    const auto [read, reads_sent] = outcome_after(error, false);
+    EXPECT_EQ(code_name(read), code_name(row.read)) << "GetItem";
+    EXPECT_EQ(reads_sent, row.read == Code::kOk ? 2u : 1u) << "GetItem";
+    const auto [write, writes_sent] = outcome_after(error, true);
+    EXPECT_EQ(code_name(write), code_name(row.write)) << "UpdateItem";
+    EXPECT_EQ(writes_sent, row.write == Code::kOk ? 2u : 1u) << "UpdateItem";
+  }
+}
+
+// A write that applied and was then answered 5xx is kUnknownOutcome, applied
+// once: sent again, as it used to be, an add() counts twice.
+TEST(DynamoDbFaults, AnAddAppliedThenAnswered5xxIsUnknownAndCountsOnce) {
+  const testing::Dynalite* dynalite = shared_dynalite();
+  ASSERT_NE(dynalite, nullptr);
+  auto proxy = testing::FaultProxy::start(dynalite->port());
+  ASSERT_TRUE(proxy.ok()) << proxy.status().to_string();
+  DynamoDbOptions options = dynalite_options(*dynalite);
+  options.endpoint = (*proxy)->endpoint();
+  auto store = store::dynamodb::open_dynamodb_store(options);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  ItemStore& s = **store;
+  ASSERT_TRUE(s.ensure_table({"counters", "k", "", {}}).ok());
+  ASSERT_TRUE(s.update("counters", {"a", ""}, Update().add("n", 1), {}).ok());
+  for (const auto& [status, type] : std::vector<std::pair<int, std::string>>{
+           {500, "InternalServerError"}, {503, "ServiceUnavailable"}, {503, ""}}) {
+    SCOPED_TRACE(std::to_string(status) + " " + type);
+    const Result<Item> before = s.get("counters", {"a", ""}, true);
+    ASSERT_TRUE(before.ok()) << before.status().to_string();
+    testing::FaultRule rule;
+    rule.operation = "UpdateItem";
+    rule.action = testing::FaultAction::kForwardThenError;
+    rule.status = status;
+    rule.error_type = type;
+    (*proxy)->clear_log();
+    (*proxy)->add_rule(rule);
+    const Result<Item> added = s.update("counters", {"a", ""}, Update().add("n", 1), {});
+    EXPECT_EQ(code_name(added.status().code()), code_name(Code::kUnknownOutcome))
+        << added.status().to_string();
+    EXPECT_EQ((*proxy)->count("UpdateItem"), 1) << (*proxy)->log();
+    const Result<Item> after = s.get("counters", {"a", ""}, true);
+    ASSERT_TRUE(after.ok()) << after.status().to_string();
+    EXPECT_EQ(std::get<int64_t>(after->at("n")), std::get<int64_t>(before->at("n")) + 1);
+  }
 }
 
 TEST(DynamoDbFaults, ConditionFailureIsNeverRetried) {
@@ -395,6 +541,87 @@ TEST(DynamoDbStore, UpdateEachSendsItsWritesConcurrently) {
     EXPECT_EQ(results[i]->at("k"), Value("k" + std::to_string(i))) << "results keep their order";
   }
   EXPECT_GE(server.most_in_flight(), 4u);
+}
+
+// update_each() bounds the whole call by its timeout, because a heartbeat
+// that lands after its lease's deadline is worthless: a write sent without a
+// reply by then is kUnknownOutcome, and a write not yet sent stays unsent and
+// kUnavailable. The server holds every write's reply; two writers send the
+// first two writes. Without the bound each round of writes waited out the
+// whole request_timeout (5 s here).
+TEST(DynamoDbStore, UpdateEachReturnsByItsTimeoutWhenRepliesAreHeld) {
+  std::deque<ScriptedServer::Reply> script{{200, kDescribed}, {200, "{}"}};
+  for (int i = 0; i < 10; ++i) script.push_back({.hold = true});
+  ScriptedServer server(std::move(script));
+  std::vector<Duration> pauses;
+  DynamoDbOptions options = scripted_options(server, &pauses);
+  options.request_timeout = 5s;
+  options.parallel_writes = 2;
+  auto store = open_scripted(std::move(options));
+  ASSERT_NE(store, nullptr);
+  // Caches the table's schema, so that only writes meet the held replies.
+  ASSERT_EQ(store->get("t", {"warm", ""}, true).status().code(), Code::kNotFound);
+  std::vector<UpdateRequest> requests;
+  for (int i = 0; i < 5; ++i) {
+    requests.push_back({{"k" + std::to_string(i), ""}, Update().set("n", int64_t{i}), {}});
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<Result<Item>> results = store->update_each("t", requests, 300ms);
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, 3s) << "request_timeout is 5 s";
+  ASSERT_EQ(results.size(), requests.size());
+  size_t unknown = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const Status& status = results[i].status();
+    if (status.code() == Code::kUnknownOutcome) ++unknown;
+    // The first write goes out at once; at most two are in flight, and
+    // neither is answered, so the last three are never sent.
+    if (i == 0 || i >= 2) {
+      EXPECT_EQ(code_name(status.code()),
+                code_name(i == 0 ? Code::kUnknownOutcome : Code::kUnavailable))
+          << i << ": " << status.to_string();
+    }
+    if (status.code() == Code::kUnavailable) {
+      EXPECT_NE(status.message().find("not sent before the deadline"), std::string::npos)
+          << status.to_string();
+    }
+  }
+  EXPECT_EQ(count_of(server.targets(), "updateitem"), unknown) << "only sent writes are unknown";
+}
+
+// Under endless throttling, update_each() gives up at its timeout, with
+// kUnavailable (nothing applied), instead of after attempts_max attempts: no
+// pause runs past the deadline. The store's clock moves only when it pauses.
+TEST(DynamoDbStore, UpdateEachUnderEndlessThrottlingIsUnavailableByItsTimeout) {
+  constexpr int kAttemptsMax = 100;
+  std::deque<ScriptedServer::Reply> script{{200, kDescribed}};
+  for (int i = 0; i < kAttemptsMax; ++i) script.push_back(error_reply(400, "ThrottlingException"));
+  ScriptedServer server(std::move(script));
+  SimulatedClock clock;
+  SeededRandom random(42);
+  std::vector<Duration> pauses;
+  DynamoDbOptions options = scripted_options(server, &pauses);
+  options.clock = &clock;
+  options.random = &random;
+  options.attempts_max = kAttemptsMax;
+  options.backoff_base = 50ms;
+  options.backoff_max = 200ms;
+  options.sleep = [&](Duration d) {
+    pauses.push_back(d);
+    clock.advance(d);
+  };
+  auto store = open_scripted(std::move(options));
+  ASSERT_NE(store, nullptr);
+  const std::vector<UpdateRequest> requests{{{"a", ""}, Update().set("n", int64_t{1}), {}}};
+  const std::vector<Result<Item>> results = store->update_each("t", requests, 300ms);
+  ASSERT_EQ(results.size(), 1u);
+  const Status& status = results[0].status();
+  EXPECT_EQ(code_name(status.code()), code_name(Code::kUnavailable)) << status.to_string();
+  EXPECT_NE(status.message().find("deadline"), std::string::npos) << status.to_string();
+  Duration paused{};
+  for (Duration d : pauses) paused += d;
+  EXPECT_LT(paused, Duration(300ms));
+  EXPECT_LT(count_of(server.targets(), "updateitem"), static_cast<size_t>(kAttemptsMax));
 }
 
 TEST(DynamoDbFaults, RefusedCredentialsAreUnavailableAndSecretFree) {

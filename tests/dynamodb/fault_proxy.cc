@@ -139,6 +139,8 @@ std::string_view action_name(FaultAction action) {
       return "forward";
     case FaultAction::kReply:
       return "reply";
+    case FaultAction::kForwardThenError:
+      return "forward-then-error";
     case FaultAction::kForwardThenDrop:
       return "forward-then-drop";
     case FaultAction::kDropUnforwarded:
@@ -254,6 +256,8 @@ void FaultProxy::serve(int client_fd) {
       ::close(upstream);
     }
     if (rule.action == FaultAction::kForwardThenDrop) break;
+    // The server applied the request; the client gets the rule's error instead.
+    if (rule.action == FaultAction::kForwardThenError) reply = error_reply(rule);
     if (!write_all(client_fd, reply)) break;
   }
   close_tracked(client_fd);

@@ -7,8 +7,10 @@
 // came, byte for byte, on an upstream connection of its own. Rules decide,
 // per request, by the operation named in X-Amz-Target: the next `times`
 // matching requests get a scripted error reply without being forwarded, or
-// are forwarded (so the server applies them) and then the client connection
-// is closed without a reply, or the connection is closed without forwarding.
+// are forwarded (so the server applies them) and then get the scripted error
+// instead of the server's reply, or are forwarded and then the client
+// connection is closed without a reply, or the connection is closed without
+// forwarding.
 // Every request is recorded with what was done to it, for assertions.
 //
 // A FaultProxy is safe for concurrent use: rules may be changed and the log
@@ -31,10 +33,11 @@
 namespace leasehold::testing {
 
 enum class FaultAction {
-  kForward,          // relayed to the server and its reply relayed back
-  kReply,            // answered with the rule's error; the server never sees it
-  kForwardThenDrop,  // relayed (so applied), then the client connection closed, no reply
-  kDropUnforwarded,  // the client connection closed; the server never sees it
+  kForward,           // relayed to the server and its reply relayed back
+  kReply,             // answered with the rule's error; the server never sees it
+  kForwardThenError,  // relayed (so applied), then answered with the rule's error instead
+  kForwardThenDrop,   // relayed (so applied), then the client connection closed, no reply
+  kDropUnforwarded,   // the client connection closed; the server never sees it
 };
 
 std::string_view action_name(FaultAction action);
@@ -45,9 +48,9 @@ struct FaultRule {
   FaultAction action = FaultAction::kReply;
   // How many matching requests the rule applies to; negative means all.
   int times = 1;
-  // For kReply: the HTTP status and the DynamoDB exception name (the part
-  // after '#' of __type); an empty type sends a body that is not JSON, as a
-  // load balancer in front of DynamoDB might.
+  // For kReply and kForwardThenError: the HTTP status and the DynamoDB
+  // exception name (the part after '#' of __type); an empty type sends a body
+  // that is not JSON, as a load balancer in front of DynamoDB might.
   int status = 400;
   std::string error_type = "ProvisionedThroughputExceededException";
 };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -27,6 +28,8 @@ constexpr int kUnprocessedRoundsMax = 10;      // BatchGetItem rounds for Unproc
 constexpr size_t kTableNameBytesMax = 255;     // DynamoDB's table name limit
 constexpr size_t kErrorMessageBytesMax = 300;  // DynamoDB's own message, truncated
 constexpr std::string_view kContentType = "application/x-amz-json-1.0";
+// The deadline of a call that has none: only request_timeout bounds each attempt.
+constexpr MonoTime kNoDeadline = MonoTime::max();
 
 bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -272,39 +275,120 @@ std::string exception_name(std::string_view type) {
   return std::string(hash == std::string_view::npos ? type : type.substr(hash + 1));
 }
 
-// Maps a non-200 reply to a Status; sets `retry` for throttling and 5xx.
-Status classify(std::string_view op, int http_status, const std::string& type, std::string message,
-                bool* retry) {
+// ---------------------------------------------------------------- errors
+
+// What one attempt at a request says about the request's effect. DynamoDB
+// documents that a request answered with a 500 may have been applied all the
+// same; only throttling promises that nothing was.
+enum class Verdict {
+  kAnswered,        // a definite answer: success, a false condition, bad input, a refusal
+  kNothingApplied,  // throttled, or never sent
+  kMayHaveApplied,  // a 5xx, or a reply that never came: the server may have acted
+  kUnrecognised,    // an answer leasehold does not know, so cannot say what it means
+};
+
+// What call() does after an attempt, for a read (any request that may be
+// repeated without harm) and for a write:
+//
+//   verdict            read         write
+//   kAnswered          return it    return it
+//   kNothingApplied    send again   send again
+//   kMayHaveApplied    send again   kUnknownOutcome: never sent again
+//   kUnrecognised      return it    kUnknownOutcome: it may have applied for all we know
+//
+// So a write is sent again only after attempts that applied nothing, and a
+// write that gives up is kUnavailable truthfully. The lease layer resolves a
+// kUnknownOutcome by reading the item back.
+enum class Next { kReturn, kSendAgain, kUnknownOutcome };
+
+Next next_step(Verdict verdict, bool idempotent) {
+  switch (verdict) {
+    case Verdict::kAnswered:
+      return Next::kReturn;
+    case Verdict::kNothingApplied:
+      return Next::kSendAgain;
+    case Verdict::kMayHaveApplied:
+      return idempotent ? Next::kSendAgain : Next::kUnknownOutcome;
+    case Verdict::kUnrecognised:
+      return idempotent ? Next::kReturn : Next::kUnknownOutcome;
+  }
+  return Next::kUnknownOutcome;
+}
+
+struct ErrorRule {
+  std::string_view type;  // DynamoDB's exception name (after '#' in __type)
+  Verdict verdict;
+  Code code;                   // of the Status returned (or the last one, on giving up)
+  std::string_view note = "";  // added to the message
+};
+
+constexpr std::string_view kRefused = " (DynamoDB refused the credentials)";
+
+// Every exception leasehold tells apart. Any other one, and a reply that is
+// not DynamoDB's JSON (a load balancer's page), is judged by its HTTP status
+// alone: kMayHaveApplied from 500 up, else kUnrecognised (kInvalidArgument).
+constexpr ErrorRule kErrorRules[] = {
+    {"ConditionalCheckFailedException", Verdict::kAnswered, Code::kConditionFailed},
+    {"ResourceNotFoundException", Verdict::kAnswered, Code::kNotFound},
+    {"ValidationException", Verdict::kAnswered, Code::kInvalidArgument},
+    {"SerializationException", Verdict::kAnswered, Code::kInvalidArgument},
+    {"ResourceInUseException", Verdict::kAnswered, Code::kAlreadyExists},
+    // Refused credentials: nothing was applied, and sending again cannot help.
+    {"UnrecognizedClientException", Verdict::kAnswered, Code::kUnavailable, kRefused},
+    {"InvalidSignatureException", Verdict::kAnswered, Code::kUnavailable, kRefused},
+    {"MissingAuthenticationToken", Verdict::kAnswered, Code::kUnavailable, kRefused},
+    {"MissingAuthenticationTokenException", Verdict::kAnswered, Code::kUnavailable, kRefused},
+    {"AccessDeniedException", Verdict::kAnswered, Code::kUnavailable, kRefused},
+    {"ExpiredTokenException", Verdict::kAnswered, Code::kUnavailable, kRefused},
+    {"IncompleteSignatureException", Verdict::kAnswered, Code::kUnavailable, kRefused},
+    {"InvalidClientTokenId", Verdict::kAnswered, Code::kUnavailable, kRefused},
+    {"SignatureDoesNotMatch", Verdict::kAnswered, Code::kUnavailable, kRefused},
+    // Throttling: refused before it had any effect.
+    {"ProvisionedThroughputExceededException", Verdict::kNothingApplied, Code::kUnavailable},
+    {"ThrottlingException", Verdict::kNothingApplied, Code::kUnavailable},
+    {"RequestLimitExceeded", Verdict::kNothingApplied, Code::kUnavailable},
+    {"LimitExceededException", Verdict::kNothingApplied, Code::kUnavailable},
+    // The server failed while handling the request, perhaps after applying it.
+    {"InternalServerError", Verdict::kMayHaveApplied, Code::kUnavailable},
+    {"ServiceUnavailable", Verdict::kMayHaveApplied, Code::kUnavailable},
+};
+
+struct Judged {
+  Status status;
+  Verdict verdict;
+};
+
+// Judges a non-200 reply by kErrorRules; `type` is empty when the body is not
+// DynamoDB's JSON.
+Judged classify(std::string_view op, int http_status, std::string_view type, std::string message) {
   if (message.size() > kErrorMessageBytesMax) message.resize(kErrorMessageBytesMax);
-  const std::string what = std::string(op) + ": " +
-                           (type.empty() ? "HTTP " + std::to_string(http_status) : type) +
-                           (message.empty() ? "" : ": " + message);
-  static const std::set<std::string, std::less<>> kThrottles{
-      "ProvisionedThroughputExceededException",
-      "ThrottlingException",
-      "RequestLimitExceeded",
-      "InternalServerError",
-      "ServiceUnavailable",
-      "LimitExceededException"};
-  static const std::set<std::string, std::less<>> kAuth{
-      "UnrecognizedClientException",  "InvalidSignatureException",
-      "MissingAuthenticationToken",   "MissingAuthenticationTokenException",
-      "AccessDeniedException",        "ExpiredTokenException",
-      "IncompleteSignatureException", "InvalidClientTokenId",
-      "SignatureDoesNotMatch"};
-  *retry = false;
-  if (type == "ConditionalCheckFailedException") return condition_failed("the condition is false");
-  if (type == "ResourceNotFoundException") return not_found(what);
-  if (type == "ValidationException" || type == "SerializationException") {
-    return invalid_argument(what);
+  const std::string what =
+      std::string(op) + ": " +
+      (type.empty() ? "HTTP " + std::to_string(http_status) : std::string(type)) +
+      (message.empty() ? "" : ": " + message);
+  const auto rule = std::find_if(std::begin(kErrorRules), std::end(kErrorRules),
+                                 [&](const ErrorRule& r) { return r.type == type; });
+  if (rule == std::end(kErrorRules)) {
+    if (http_status >= 500) return {unavailable(what), Verdict::kMayHaveApplied};
+    return {invalid_argument(what), Verdict::kUnrecognised};
   }
-  if (type == "ResourceInUseException") return already_exists(what);
-  if (kAuth.contains(type)) return unavailable(what + " (DynamoDB refused the credentials)");
-  if (kThrottles.contains(type) || http_status >= 500) {
-    *retry = true;
-    return unavailable(what);
+  if (rule->code == Code::kConditionFailed) {
+    return {condition_failed("the condition is false"), rule->verdict};
   }
-  return invalid_argument(what);
+  return {Status(rule->code, what + std::string(rule->note)), rule->verdict};
+}
+
+// The HTTP client says whether any byte of a request it could not complete
+// was sent: nothing sent applied nothing.
+Verdict judge_send_failure(Code code) {
+  switch (code) {
+    case Code::kUnavailable:
+      return Verdict::kNothingApplied;
+    case Code::kUnknownOutcome:
+      return Verdict::kMayHaveApplied;
+    default:
+      return Verdict::kAnswered;
+  }
 }
 
 class DynamoDbStore final : public ItemStore {
@@ -344,16 +428,23 @@ class DynamoDbStore final : public ItemStore {
   }
 
   // The reply's JSON lives in `storage` (the default heap unless given): a
-  // caller that decodes the reply at once passes a stack arena.
+  // caller that decodes the reply at once passes a stack arena. A request is
+  // `idempotent` when sending it twice does no harm (reads); no attempt is
+  // sent, and no pause taken, that would end past `deadline`.
   Result<json::object> call(std::string_view op, const json::object& body, bool idempotent,
-                            json::storage_ptr storage = {});
+                            json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline);
+  Result<json::object> send_once(std::string_view op, const std::string& body, Duration timeout,
+                                 json::storage_ptr storage, Verdict* verdict);
   Result<HttpRequest> make_request(std::string_view op, std::string body);
-  Result<json::object> interpret(std::string_view op, const HttpResponse& response, bool* retry,
-                                 json::storage_ptr storage);
-  void backoff(int attempt);
+  Result<json::object> interpret(std::string_view op, const HttpResponse& response,
+                                 Verdict* verdict, json::storage_ptr storage);
+  Duration backoff_pause(int attempt);
+  // The time left until `deadline`; Duration::max() for kNoDeadline.
+  Duration time_left(MonoTime deadline) const;
+  MonoTime deadline_after(Duration timeout) const;
 
-  Result<json::object> describe(std::string_view logical);
-  Result<SpecPtr> spec_of(std::string_view logical);
+  Result<json::object> describe(std::string_view logical, MonoTime deadline = kNoDeadline);
+  Result<SpecPtr> spec_of(std::string_view logical, MonoTime deadline = kNoDeadline);
   void cache(const TableSpec& spec);
   Status create_table(const TableSpec& spec);
   Status add_index(TableSpec& have, const IndexSpec& index);
@@ -362,8 +453,13 @@ class DynamoDbStore final : public ItemStore {
 
   Status batch_get_chunk(const TableSpec& spec, std::span<const Key> keys,
                          std::map<KeyTuple, Item>& found);
+  Result<Item> get_until(std::string_view table, const Key& key, bool consistent,
+                         MonoTime deadline);
+  Result<Item> update_until(std::string_view table, const Key& key, const Update& update,
+                            const Condition& condition, MonoTime deadline);
   Result<Item> explain_failed_update(std::string_view table, const TableSpec& spec, const Key& key,
-                                     const Update& update, const Condition& condition);
+                                     const Update& update, const Condition& condition,
+                                     MonoTime deadline);
   Result<Page> run_query(json::object body, const CursorShape& shape, const QueryOptions& options,
                          const TableSpec& spec, const IndexSpec* index);
 
@@ -407,14 +503,18 @@ Result<HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string
 }
 
 Result<json::object> DynamoDbStore::interpret(std::string_view op, const HttpResponse& response,
-                                              bool* retry, json::storage_ptr storage) {
+                                              Verdict* verdict, json::storage_ptr storage) {
   boost::system::error_code ec;
   json::value parsed = json::parse(response.body, ec, std::move(storage));
   if (response.status == 200) {
-    *retry = false;
-    if (ec || !parsed.is_object())
-      return internal_error(std::string(op) + ": malformed JSON reply");
-    return std::move(parsed.get_object());
+    if (!ec && parsed.is_object()) {
+      *verdict = Verdict::kAnswered;
+      return std::move(parsed.get_object());
+    }
+    // A write answered 200 has applied, but a reply that cannot be read tells
+    // the caller no more than a lost one.
+    *verdict = Verdict::kUnrecognised;
+    return internal_error(std::string(op) + ": malformed JSON reply");
   }
   std::string type, message;
   if (!ec && parsed.is_object()) {
@@ -422,69 +522,106 @@ Result<json::object> DynamoDbStore::interpret(std::string_view op, const HttpRes
     message = str(parsed.get_object(), "message");
     if (message.empty()) message = str(parsed.get_object(), "Message");
   }
-  return classify(op, response.status, type, std::move(message), retry);
+  Judged judged = classify(op, response.status, type, std::move(message));
+  *verdict = judged.verdict;
+  return std::move(judged.status);
 }
 
-void DynamoDbStore::backoff(int attempt) {
+// Capped exponential backoff with full jitter, before attempt `attempt` >= 1.
+Duration DynamoDbStore::backoff_pause(int attempt) {
   const int64_t base = options_.backoff_base.count();
   const int64_t cap =
       std::min<int64_t>(options_.backoff_max.count(), base << std::min(attempt - 1, 20));
-  int64_t pause = 0;
-  {
-    std::lock_guard lock(random_mu_);
-    pause = options_.random->uniform(0, std::max<int64_t>(cap, 0));
-  }
-  options_.sleep(Duration(pause));
+  std::lock_guard lock(random_mu_);
+  return Duration(options_.random->uniform(0, std::max<int64_t>(cap, 0)));
 }
 
-// Sends one request, retrying what is safe to retry: throttling, 5xx, and
-// requests that were never sent; a read whose reply was lost is re-sent too.
+Duration DynamoDbStore::time_left(MonoTime deadline) const {
+  if (deadline == kNoDeadline) return Duration::max();
+  return deadline - options_.clock->mono_now();
+}
+
+MonoTime DynamoDbStore::deadline_after(Duration timeout) const {
+  const MonoTime now = options_.clock->mono_now();
+  // kNoTimeout, and any timeout too long to add to the clock, is no bound.
+  if (timeout >= kNoDeadline - now) return kNoDeadline;
+  return now + timeout;
+}
+
+Result<json::object> DynamoDbStore::send_once(std::string_view op, const std::string& body,
+                                              Duration timeout, json::storage_ptr storage,
+                                              Verdict* verdict) {
+  *verdict = Verdict::kAnswered;
+  ASSIGN_OR_RETURN(HttpRequest request, make_request(op, body));
+  Result<HttpResponse> response = http_->send(request, timeout);
+  if (response.ok()) return interpret(op, *response, verdict, std::move(storage));
+  *verdict = judge_send_failure(response.status().code());
+  return response.status().with_context(op);
+}
+
+// Why call() stopped sending: the attempts ran out, or the deadline came.
+// Either way every attempt applied nothing, or the request is a read.
+Status gave_up(std::string_view op, int attempts, const Status& last, bool at_deadline) {
+  if (attempts == 0) return unavailable(std::string(op) + ": not sent before the deadline");
+  return unavailable(std::string(op) + ": gave up " + (at_deadline ? "at the deadline " : "") +
+                     "after " + std::to_string(attempts) + " attempts: " + last.message());
+}
+
+// Sends one request, and sends it again (after a pause) when next_step()
+// says so, up to attempts_max times and never past `deadline`.
 Result<json::object> DynamoDbStore::call(std::string_view op, const json::object& body,
-                                         bool idempotent, json::storage_ptr storage) {
+                                         bool idempotent, json::storage_ptr storage,
+                                         MonoTime deadline) {
   const std::string text = json::serialize(body);
+  const int attempts_max = std::max(options_.attempts_max, 1);
   Status last;
-  for (int attempt = 0; attempt < std::max(options_.attempts_max, 1); ++attempt) {
-    if (attempt > 0) backoff(attempt);
-    ASSIGN_OR_RETURN(HttpRequest request, make_request(op, text));
-    Result<HttpResponse> response = http_->send(request, options_.request_timeout);
-    if (!response.ok()) {
-      const Code code = response.status().code();
-      if (code == Code::kUnknownOutcome && !idempotent) return response.status().with_context(op);
-      if (code != Code::kUnavailable && code != Code::kUnknownOutcome) {
-        return response.status().with_context(op);
-      }
-      last = response.status();
-      continue;
+  for (int attempt = 0; attempt < attempts_max; ++attempt) {
+    if (attempt > 0) {
+      const Duration pause = backoff_pause(attempt);
+      if (pause >= time_left(deadline)) return gave_up(op, attempt, last, true);
+      options_.sleep(pause);
     }
-    bool retry = false;
-    Result<json::object> out = interpret(op, *response, &retry, storage);
-    if (!retry) return out;
-    last = out.status();
+    const Duration left = time_left(deadline);
+    if (left <= Duration::zero()) return gave_up(op, attempt, last, true);
+    Verdict verdict;
+    Result<json::object> reply =
+        send_once(op, text, std::min(options_.request_timeout, left), storage, &verdict);
+    switch (next_step(verdict, idempotent)) {
+      case Next::kReturn:
+        return reply;
+      case Next::kUnknownOutcome:
+        if (reply.status().code() == Code::kUnknownOutcome) return reply.status();
+        return unknown_outcome(reply.status().message() + "; the write may have been applied");
+      case Next::kSendAgain:
+        break;
+    }
+    assert((idempotent || verdict == Verdict::kNothingApplied) &&
+           "a write that may have applied is never sent again");
+    last = reply.status();
   }
-  return unavailable(std::string(op) + ": gave up after " + std::to_string(options_.attempts_max) +
-                     " attempts: " + last.message());
+  return gave_up(op, attempts_max, last, false);
 }
 
 // ---------------------------------------------------------------- tables
 
-Result<json::object> DynamoDbStore::describe(std::string_view logical) {
+Result<json::object> DynamoDbStore::describe(std::string_view logical, MonoTime deadline) {
   if (!valid_table_name(physical(logical))) {
     return not_found("no table " + std::string(logical));
   }
   ASSIGN_OR_RETURN(json::object reply,
-                   call("DescribeTable", {{"TableName", physical(logical)}}, true));
+                   call("DescribeTable", {{"TableName", physical(logical)}}, true, {}, deadline));
   const json::object* table = object_of(reply, "Table");
   if (table == nullptr) return internal_error("DescribeTable: reply without Table");
   return *table;
 }
 
-Result<DynamoDbStore::SpecPtr> DynamoDbStore::spec_of(std::string_view logical) {
+Result<DynamoDbStore::SpecPtr> DynamoDbStore::spec_of(std::string_view logical, MonoTime deadline) {
   {
     std::lock_guard lock(mu_);
     const auto it = specs_.find(logical);
     if (it != specs_.end()) return it->second;
   }
-  Result<json::object> table = describe(logical);
+  Result<json::object> table = describe(logical, deadline);
   if (!table.ok()) {
     if (table.status().code() == Code::kNotFound)
       return not_found("no table " + std::string(logical));
@@ -512,7 +649,9 @@ Status DynamoDbStore::create_table(const TableSpec& spec) {
     for (const auto& index : spec.indexes) gsis.push_back(gsi_json(index));
     body["GlobalSecondaryIndexes"] = std::move(gsis);
   }
-  return call("CreateTable", body, false).status();
+  // Safe to send again: a CreateTable that had applied is then refused with
+  // ResourceInUseException, which ensure_table() takes as "created".
+  return call("CreateTable", body, true).status();
 }
 
 Status DynamoDbStore::add_index(TableSpec& have, const IndexSpec& index) {
@@ -551,8 +690,7 @@ Status DynamoDbStore::wait_active(std::string_view logical,
 Status DynamoDbStore::reconcile(const TableSpec& wanted, TableSpec have) {
   cache(have);
   // Check every index first, so that a refused call changes nothing.
-  ASSIGN_OR_RETURN(const std::vector<IndexSpec> added,
-                   missing_indexes(wanted, have, wanted.name));
+  ASSIGN_OR_RETURN(const std::vector<IndexSpec> added, missing_indexes(wanted, have, wanted.name));
   TableSpec all = have;
   all.indexes.insert(all.indexes.end(), added.begin(), added.end());
   RETURN_IF_ERROR(attribute_definitions(all).status());
@@ -614,14 +752,19 @@ Status DynamoDbStore::require_table(const TableSpec& spec) {
 // ---------------------------------------------------------------- items
 
 Result<Item> DynamoDbStore::get(std::string_view table, const Key& key, bool consistent) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
+  return get_until(table, key, consistent, kNoDeadline);
+}
+
+Result<Item> DynamoDbStore::get_until(std::string_view table, const Key& key, bool consistent,
+                                      MonoTime deadline) {
+  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table, deadline));
   RETURN_IF_ERROR(validate_key(*spec, key));
   const json::object body{{"TableName", physical(table)},
                           {"Key", encode_key(*spec, key)},
                           {"ConsistentRead", consistent}};
   unsigned char arena[8192];
   json::monotonic_resource reply_memory(arena, sizeof(arena));
-  ASSIGN_OR_RETURN(json::object reply, call("GetItem", body, true, &reply_memory));
+  ASSIGN_OR_RETURN(json::object reply, call("GetItem", body, true, &reply_memory, deadline));
   const json::object* item = object_of(reply, "Item");
   if (item == nullptr) return not_found("no item with that key in table " + std::string(table));
   return decode_item(*item);
@@ -637,7 +780,7 @@ Status DynamoDbStore::batch_get_chunk(const TableSpec& spec, std::span<const Key
       return unavailable("BatchGetItem: keys still unprocessed after " +
                          std::to_string(kUnprocessedRoundsMax) + " rounds");
     }
-    if (round > 0) backoff(round);
+    if (round > 0) options_.sleep(backoff_pause(round));
     json::object request;
     request[name] = json::object{{"Keys", std::move(pending)}, {"ConsistentRead", true}};
     ASSIGN_OR_RETURN(json::object reply,
@@ -701,9 +844,9 @@ Status DynamoDbStore::put(std::string_view table, const Item& item, const Condit
 // false, or an add() would have overflowed. Reads the item back to tell.
 Result<Item> DynamoDbStore::explain_failed_update(std::string_view table, const TableSpec& spec,
                                                   const Key& key, const Update& update,
-                                                  const Condition& condition) {
+                                                  const Condition& condition, MonoTime deadline) {
   const Status failed = condition_failed("the condition is false");
-  Result<Item> current = get(table, key, true);
+  Result<Item> current = get_until(table, key, true, deadline);
   if (!current.ok() && current.status().code() != Code::kNotFound) return failed;
   if (!evaluate(condition, current.ok() ? &*current : nullptr)) return failed;
   Item next = current.ok() ? *current : Item{};
@@ -714,7 +857,13 @@ Result<Item> DynamoDbStore::explain_failed_update(std::string_view table, const 
 
 Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const Update& update,
                                    const Condition& condition) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
+  return update_until(table, key, update, condition, kNoDeadline);
+}
+
+Result<Item> DynamoDbStore::update_until(std::string_view table, const Key& key,
+                                         const Update& update, const Condition& condition,
+                                         MonoTime deadline) {
+  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table, deadline));
   RETURN_IF_ERROR(validate_key(*spec, key));
   RETURN_IF_ERROR(validate_update(*spec, update));
   RETURN_IF_ERROR(validate_condition(condition));
@@ -741,10 +890,10 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
   // The reply is decoded into an Item right here: parse it on the stack.
   unsigned char arena[8192];
   json::monotonic_resource reply_memory(arena, sizeof(arena));
-  Result<json::object> reply = call("UpdateItem", body, false, &reply_memory);
+  Result<json::object> reply = call("UpdateItem", body, false, &reply_memory, deadline);
   if (!reply.ok()) {
     if (reply.status().code() == Code::kConditionFailed && !guards.empty()) {
-      return explain_failed_update(table, *spec, key, update, condition);
+      return explain_failed_update(table, *spec, key, update, condition, deadline);
     }
     return reply.status();
   }
@@ -755,34 +904,42 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
     return bare;
   }
   Result<Item> item = decode_item(*attributes);
-  if (item.ok() && update.returns_updated_only()) set_key(*spec, key, *item);  // UPDATED_NEW omits it
+  // UPDATED_NEW omits the key.
+  if (item.ok() && update.returns_updated_only()) set_key(*spec, key, *item);
   return item;
 }
 
 // Each write is its own conditional UpdateItem; they run on up to
-// parallel_writes threads at once, each on a connection of the pool.
+// parallel_writes threads at once, each on a connection of the pool. Once the
+// deadline has passed a writer takes no new request, which stays unsent and
+// kUnavailable: a heartbeat that would land after its lease's deadline is
+// worthless, and must not hold back the next round.
 std::vector<Result<Item>> DynamoDbStore::update_each(std::string_view table,
                                                      std::span<const UpdateRequest> requests,
-                                                     Duration /*timeout*/) {
+                                                     Duration timeout) {
+  const MonoTime deadline = deadline_after(timeout);
   std::vector<Result<Item>> results(requests.size(), Result<Item>(internal_error("not run")));
+  const auto in_time = [&] { return time_left(deadline) > Duration::zero(); };
   const auto run = [&](size_t i) {
-    results[i] = update(table, requests[i].key, requests[i].update, requests[i].condition);
+    const UpdateRequest& r = requests[i];
+    results[i] = update_until(table, r.key, r.update, r.condition, deadline);
   };
   const size_t workers =
       std::min(requests.size(), static_cast<size_t>(std::max(options_.parallel_writes, 1)));
-  if (workers <= 1) {
-    for (size_t i = 0; i < requests.size(); ++i) run(i);
-    return results;
-  }
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0};  // the next request to take; requests are taken in order
   const auto work = [&] {
-    for (size_t i; (i = next.fetch_add(1)) < requests.size();) run(i);
+    for (size_t i; in_time() && (i = next.fetch_add(1)) < requests.size();) run(i);
   };
-  {
+  if (workers <= 1) {
+    work();
+  } else {
     std::vector<std::jthread> threads;
     threads.reserve(workers - 1);
     for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
     work();  // this thread is one of the workers
+  }
+  for (size_t i = std::min(next.load(), requests.size()); i < requests.size(); ++i) {
+    results[i] = gave_up("UpdateItem", 0, {}, true);
   }
   return results;
 }
@@ -955,9 +1112,8 @@ Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest) {
     const std::string_view value = eq == std::string_view::npos ? "" : param.substr(eq + 1);
     if (value.empty() || !seen.insert(name).second ||
         (name != "endpoint" && name != "table_wait")) {
-      return invalid_argument(
-          "unknown, repeated or empty DynamoDB URI parameter '" + std::string(param) +
-          "' (known: endpoint=URL, table_wait=DURATION)");
+      return invalid_argument("unknown, repeated or empty DynamoDB URI parameter '" +
+                              std::string(param) + "' (known: endpoint=URL, table_wait=DURATION)");
     }
     if (name == "endpoint") {
       options.endpoint = std::string(value);

@@ -9,12 +9,19 @@
 // DescribeTable and cached, so a table made by another process just works.
 //
 // Every input is validated with store/eval.h before anything is sent, so bad
-// input fails exactly as on the other backends. Throttling, 5xx answers and
-// requests that were never sent are retried with capped exponential backoff
-// and full jitter (a bounded number of attempts); ConditionalCheckFailed is
-// never retried, and a write whose reply never came is returned as
-// kUnknownOutcome, never resent. Error messages carry DynamoDB's exception
-// name and message, never credentials or item values.
+// input fails exactly as on the other backends. A request is sent again
+// (after a capped exponential pause with full jitter, attempts_max times at
+// most) only when that cannot apply it twice: a read after throttling, a 5xx
+// or a lost reply; a write (PutItem, UpdateItem, DeleteItem) only after
+// throttling or when it was never sent. DynamoDB documents that a write
+// answered with a 5xx may have applied, so such a write, like one whose reply
+// never came or whose error is unknown, is kUnknownOutcome and never resent;
+// a write that gives up is kUnavailable, as none of its attempts applied.
+// ConditionalCheckFailed and refused credentials are never retried.
+// update_each() honours its timeout (update() and the rest have none): each
+// attempt waits at most the time left, no pause runs past it, and no write is
+// sent after it. Error messages carry DynamoDB's exception name and message,
+// never credentials or item values.
 //
 // A DynamoDbStore is safe for concurrent use by many threads (the HTTP
 // client pools connections; the schema cache has its own mutex).
@@ -42,10 +49,11 @@ struct DynamoDbOptions {
   Credentials credentials;
   std::shared_ptr<CredentialsSource> credentials_source;
 
+  // Each attempt's bound (and less when update_each() has less time left).
   Duration request_timeout = std::chrono::seconds(10);
   // How long ensure_table() waits for a new table or index to become ACTIVE.
   Duration table_active_timeout = std::chrono::minutes(5);
-  int attempts_max = 5;  // per request, for retryable failures
+  int attempts_max = 5;  // per request, for failures that are safe to retry
   // update_each() runs up to this many writes at once (DynamoDB has no
   // conditional batch write): a heartbeat round of N leases then takes about
   // N / parallel_writes round trips instead of N.
