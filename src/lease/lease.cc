@@ -321,7 +321,11 @@ Result<Lease> LeaseManager::explain_refused_renewal(const RenewPlan& p) {
 
 Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> written) {
   const SlotNames& n = *p.names;
-  if (!written.ok()) {
+  // Past the deadline nothing can save the lease, so a failed renewal is not
+  // worth the reads that would explain it (they could block a heartbeat
+  // round well past its bound).
+  const bool past_deadline = p.deadline && clock_.mono_now() >= *p.deadline;
+  if (!written.ok() && !past_deadline) {
     // Built only on failure: a successful renewal allocates no message.
     const std::string what = "renew " + describe_key(p.ref.key, p.ref.slot);
     switch (written.status().code()) {
@@ -343,7 +347,7 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
     }
   }
   // A reply that comes back after the old deadline does not revive the lease.
-  if (p.deadline && clock_.mono_now() >= *p.deadline) {
+  if (past_deadline || (p.deadline && clock_.mono_now() >= *p.deadline)) {
     return failed_precondition("lease on " + describe_key(p.ref.key, p.ref.slot) +
                                " passed its local deadline while renewing");
   }
