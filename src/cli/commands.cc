@@ -94,8 +94,9 @@ void add_lease_commands(CLI::App& lease, CliArgs& args, Subcommands& subs) {
   add_owner_and_holder(subs.hold, a);
   add_ttl(subs.hold, a);
   add_slot(subs.hold, a);
-  subs.hold->add_option("--grace", a.grace, "How long a command may take to stop after SIGTERM")
-      ->capture_default_str();
+  subs.hold->add_option("--grace", a.grace,
+                        "How long a command may take to stop after SIGTERM once the lease is "
+                        "lost (default 5s, or less if the ttl leaves less room)");
   subs.hold->add_option("COMMAND", a.command, "The command and its arguments, after --")
       ->required();
 }

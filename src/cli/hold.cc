@@ -6,15 +6,21 @@
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 
 #include "base/duration.h"
+#include "cli/group_guard.h"
 #include "cli/validate.h"
 #include "leasehold/renewer.h"
 
@@ -26,9 +32,13 @@ namespace {
 // Signals passed on to the command; SIGCHLD is read as well.
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
-// The longest single wait of the main loop: it re-checks the lease's local
-// deadline at least this often even if no event arrives.
+// The longest single wait of the main loop: it re-checks the lease at least
+// this often (or every half renew period, if shorter) even if no event
+// arrives, which is also how soon a renewal moves the guard's deadline.
 constexpr auto kLoopWaitMax = std::chrono::milliseconds(1000);
+
+// What the command's process reads, before it execs, to go ahead.
+constexpr char kGo = 'G';
 
 std::string errno_text(int err) { return std::strerror(err); }
 
@@ -38,10 +48,12 @@ class UniqueFd {
   explicit UniqueFd(int fd = -1) : fd_(fd) {}
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() {
-    if (fd_ >= 0) close(fd_);
-  }
+  ~UniqueFd() { reset(); }
   int get() const { return fd_; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = fd;
+  }
 
  private:
   int fd_;
@@ -133,48 +145,76 @@ std::vector<char*> c_strings(std::vector<std::string>& strings) {
 
 // In the child, between fork and exec: only async-signal-safe calls. If this
 // process dies (even by SIGKILL), the kernel kills the command: nobody would
-// renew its lease any more, and it must not outlive it. Reports a failed
-// exec's errno through `report_fd` (close-on-exec, so success says nothing).
-[[noreturn]] void exec_child(char** argv, char** envp, pid_t parent, int report_fd) {
+// renew its lease any more, and it must not outlive it (the guard takes care
+// of the rest of its group). Execs only once `start_fd` says to go; reports a
+// failed exec's errno through it (close-on-exec, so success says nothing).
+[[noreturn]] void exec_child(char** argv, char** envp, pid_t parent, int start_fd) {
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(127);
-  sigset_t empty;
-  sigemptyset(&empty);
+  // A group of its own, so that every signal reaches what the command starts
+  // too. The parent sets it as well; whichever runs first wins the race.
+  if (setpgid(0, 0) != 0) _exit(127);
   const sigset_t defaults = handled_signals();
   for (int sig = 1; sig < NSIG; ++sig) {
     if (sigismember(&defaults, sig) == 1) signal(sig, SIG_DFL);
   }
+  char go = 0;
+  ssize_t n;
+  do {
+    n = read(start_fd, &go, 1);
+  } while (n < 0 && errno == EINTR);
+  if (n != 1 || go != kGo) _exit(127);
+  sigset_t empty;
+  sigemptyset(&empty);
   sigprocmask(SIG_SETMASK, &empty, nullptr);
   execvpe(argv[0], argv, envp);
   const int err = errno;
-  (void)!write(report_fd, &err, sizeof err);
+  (void)!write(start_fd, &err, sizeof err);
   _exit(127);
 }
 
-// Starts the command with stdio inherited, an empty signal mask and default
-// dispositions (this process blocks signals; the command must not inherit
-// that), tied to this process's life.
-Result<pid_t> spawn_child(std::vector<std::string> command, const Lease& lease) {
+// Forks the command's process, the leader of a new process group, with stdio
+// inherited, the lease in its environment, and (once it execs) an empty
+// signal mask and default dispositions: this process blocks signals, the
+// command must not inherit that. It waits for let_exec() on `start`.
+Result<pid_t> fork_command(std::vector<std::string> command, const Lease& lease, UniqueFd& start) {
   std::vector<std::string> env = child_environment(lease);
   std::vector<char*> argv = c_strings(command);
   std::vector<char*> envp = c_strings(env);
-  int report[2];
-  if (pipe2(report, O_CLOEXEC) != 0) return internal_error("pipe: " + errno_text(errno));
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
+    return internal_error("socketpair: " + errno_text(errno));
+  }
   const pid_t parent = getpid();
   const pid_t pid = fork();
-  if (pid == 0) exec_child(argv.data(), envp.data(), parent, report[1]);
-  close(report[1]);
+  if (pid == 0) {
+    close(ends[0]);  // or it would never see end-of-file if this process died
+    exec_child(argv.data(), envp.data(), parent, ends[1]);
+  }
+  const int fork_errno = errno;
+  close(ends[1]);
+  start.reset(ends[0]);
+  if (pid < 0) return internal_error("cannot fork: " + errno_text(fork_errno));
+  if (setpgid(pid, pid) != 0) {
+    const int err = errno;
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    return internal_error("cannot give the command a process group: " + errno_text(err));
+  }
+  return pid;
+}
+
+// Lets the forked command exec; fails if it could not.
+Status let_exec(const UniqueFd& start, const std::string& name) {
+  if (send(start.get(), &kGo, 1, MSG_NOSIGNAL) != 1) {
+    return internal_error("cannot start '" + name + "': " + errno_text(errno));
+  }
   int err = 0;
   ssize_t n;
   do {
-    n = read(report[0], &err, sizeof err);
+    n = read(start.get(), &err, sizeof err);
   } while (n < 0 && errno == EINTR);
-  close(report[0]);
-  if (pid < 0) return internal_error("cannot fork: " + errno_text(errno));
-  if (n == sizeof err) {
-    waitpid(pid, nullptr, 0);
-    return internal_error("cannot run '" + command[0] + "': " + errno_text(err));
-  }
-  return pid;
+  if (n == sizeof err) return internal_error("cannot run '" + name + "': " + errno_text(err));
+  return Status::ok_status();
 }
 
 // The shell's convention: the exit code, or 128+N for death by signal N.
@@ -184,6 +224,29 @@ int exit_code_of(int wait_status) {
   return kExitStoreFailed;
 }
 
+// How many processes other than `pgid` itself are alive in process group
+// `pgid`, from /proc; zombies run no code and do not count.
+int others_alive_in_group(pid_t pgid) {
+  int alive = 0;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (name == std::to_string(pgid)) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    // "pid (comm) state ppid pgrp ...", where comm may hold anything.
+    const size_t comm_end = stat.rfind(')');
+    if (comm_end == std::string::npos) continue;
+    char state = 0;
+    int ppid = 0, pgrp = 0;
+    const int fields = std::sscanf(stat.c_str() + comm_end + 1, " %c %d %d", &state, &ppid, &pgrp);
+    if (fields == 3 && pgrp == pgid && state != 'Z' && state != 'X') ++alive;
+  }
+  return alive;
+}
+
 // What the main loop works with.
 struct Held {
   Session& session;
@@ -191,42 +254,129 @@ struct Held {
   Renewer::Id id;
   LossFlag& loss;
   int signal_fd;
-  pid_t child;
-  int wait_status = 0;
-  bool exited = false;
+  Duration grace;
+  Duration wait_max;     // the longest single wait of the main loop
+  MonoTime valid_until;  // of the latest lease seen
+  pid_t child = -1;      // the command; also the id of its process group
+  std::unique_ptr<GroupGuard> guard = nullptr;
+  bool exited = false;    // the command has exited; it is reaped by end_group()
+  siginfo_t exit_info{};  // how, once exited
+  int wait_status = 0;    // once reaped
 };
 
-// Reads every pending signal: forwards the forwardable ones to the command
-// and reaps it if it has exited.
+// When the command gets SIGTERM: early enough that SIGKILL, `grace` later,
+// still lands kKillLead before the lease's local deadline.
+MonoTime loss_point(const Held& h) { return h.valid_until - h.grace - kKillLead; }
+
+// When the command's group must be dead, by this process's hand or the guard's.
+MonoTime kill_deadline(const Held& h) { return h.valid_until - kKillLead; }
+
+// Takes in the latest form of the lease: a renewal moves the guard's deadline.
+void note_lease(Held& h, const Lease& lease) {
+  if (lease.valid_until == h.valid_until) return;
+  assert(lease.valid_until > h.valid_until && "a renewal never shortens the lease");
+  h.valid_until = lease.valid_until;
+  if (h.guard) h.guard->move_deadline(kill_deadline(h));
+}
+
+// SIGKILL to everything in the command's group, then the guard is disarmed,
+// then the command reaped. In that order: until the command is reaped its
+// group's id cannot be reused, so neither signal can reach a stranger.
+void end_group(Held& h) {
+  kill(-h.child, SIGKILL);
+  if (h.guard) h.guard->disarm();
+  while (waitpid(h.child, &h.wait_status, 0) < 0 && errno == EINTR) {
+  }
+  h.exited = true;
+}
+
+// Whether the lease still leaves the command its whole grace period. The
+// store may have answered late (it was locked, or slow), or this process
+// been paused since.
+bool room_to_start(Held& h) {
+  const std::optional<Lease> lease = h.renewer.get(h.id);
+  if (lease) note_lease(h, *lease);
+  return lease && !h.loss.raised() && h.session.clock.mono_now() < loss_point(h);
+}
+
+// Why the command was not started: room_to_start() said no.
+Status too_late_to_start(Held& h, const Lease& lease) {
+  const Duration left = h.valid_until - h.session.clock.mono_now();
+  const std::string when = left <= Duration::zero()
+                               ? "was already past its local deadline"
+                               : "had " + std::to_string(to_ms(left)) +
+                                     "ms left before its local deadline, less than the " +
+                                     std::to_string(to_ms(h.grace + kKillLead)) +
+                                     "ms needed to stop the command in time";
+  return failed_precondition("the lease on '" + lease.key.pk + "' (epoch " +
+                             std::to_string(lease.epoch) + ") " + when +
+                             " (the store answered late, or this process was paused); the "
+                             "command was not started");
+}
+
+// Starts the command in a process group of its own, watched by a guard, if
+// the lease still has room for it. On failure nothing of it is left running.
+Status start_command(Held& h, const std::vector<std::string>& command, const Lease& lease) {
+  UniqueFd start;
+  auto child = fork_command(command, lease, start);
+  if (!child.ok()) return child.status();
+  h.child = *child;
+  auto guard = GroupGuard::start(h.child, kill_deadline(h));
+  if (guard.ok()) h.guard = std::move(guard).value();
+  Status status = guard.status();
+  if (status.ok() && !room_to_start(h)) status = too_late_to_start(h, lease);
+  if (status.ok()) status = let_exec(start, command[0]);
+  if (!status.ok()) end_group(h);
+  return status;
+}
+
+// Reads every pending signal and forwards the forwardable ones to the
+// command's group; notes (without reaping) whether the command has exited.
 void drain_signals(Held& h) {
   signalfd_siginfo info;
   while (read(h.signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
     const int sig = static_cast<int>(info.ssi_signo);
     if (sig != SIGCHLD && !h.exited) {
-      spdlog::debug("forwarding signal {} to the command (pid {})", sig, h.child);
-      kill(h.child, sig);
+      spdlog::debug("forwarding signal {} to the command's process group {}", sig, h.child);
+      kill(-h.child, sig);
     }
   }
-  if (!h.exited && waitpid(h.child, &h.wait_status, WNOHANG) == h.child) h.exited = true;
+  if (!h.exited && waitid(P_PID, h.child, &h.exit_info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      h.exit_info.si_pid == h.child) {
+    h.exited = true;
+  }
+}
+
+// Waits for signals until `deadline`, or until the command exits.
+void wait_exit_until(Held& h, MonoTime deadline) {
+  while (true) {
+    drain_signals(h);
+    if (h.exited) return;
+    const MonoTime now = h.session.clock.mono_now();
+    if (now >= deadline) return;
+    pollfd fd = {h.signal_fd, POLLIN, 0};
+    const int wait_ms = static_cast<int>(to_ms(deadline - now + std::chrono::microseconds(999)));
+    poll(&fd, 1, std::max(wait_ms, 1));
+  }
 }
 
 // Waits until the command exits (true) or the lease is lost (false).
 bool wait_child_or_loss(Held& h) {
   while (true) {
     const std::optional<Lease> lease = h.renewer.get(h.id);
+    if (lease) note_lease(h, *lease);
     const MonoTime now = h.session.clock.mono_now();
-    // The Renewer reports loss before the deadline; this check is a second
+    // The Renewer reports loss at the same point; this check is a second
     // line that does not depend on its threads having run.
     if (!lease) h.loss.raise(failed_precondition("the renewer gave the lease up"));
-    if (lease && !lease->valid_at(now)) {
-      h.loss.raise(deadline_exceeded("the lease passed its local deadline"));
+    if (now >= loss_point(h)) {
+      h.loss.raise(deadline_exceeded("the lease was not renewed in time to keep the command"));
     }
     if (h.loss.raised()) return false;
     if (h.exited) return true;
-    const Duration wait =
-        std::clamp<Duration>(lease->valid_until - now, Duration::zero(), kLoopWaitMax);
+    const Duration wait = std::clamp<Duration>(loss_point(h) - now, Duration::zero(), h.wait_max);
     pollfd fds[2] = {{h.signal_fd, POLLIN, 0}, {h.loss.read_fd(), POLLIN, 0}};
-    // Rounded up, so that the deadline has passed when poll() times out.
+    // Rounded up, so that the loss point has passed when poll() times out.
     const int wait_ms = static_cast<int>(to_ms(wait + std::chrono::microseconds(999)));
     if (poll(fds, 2, wait_ms) < 0 && errno != EINTR) {
       spdlog::warn("poll: {}", errno_text(errno));
@@ -235,36 +385,49 @@ bool wait_child_or_loss(Held& h) {
   }
 }
 
-// After a loss: SIGTERM at once (and SIGCONT, since a stopped command must
-// run to act on it).
-void terminate_child(Held& h) {
-  if (h.exited) return;
-  kill(h.child, SIGTERM);
-  kill(h.child, SIGCONT);
+// After a loss: SIGTERM to the command's group at once (and SIGCONT, since a
+// stopped command must run to act on it), SIGKILL when the grace period ends
+// or kKillLead before the lease's deadline, whichever comes first. If that
+// has passed already (this process was paused), SIGKILL at once.
+void stop_after_loss(Held& h, const Lease& lease) {
+  const std::string lost =
+      fmt::format("lost the lease on '{}' (epoch {}): {}", lease.key.pk, lease.epoch, h.loss.why());
+  const MonoTime now = h.session.clock.mono_now();
+  const MonoTime kill_at = std::min(now + h.grace, kill_deadline(h));
+  if (h.exited) {
+    const bool killed = h.exit_info.si_code == CLD_KILLED || h.exit_info.si_code == CLD_DUMPED;
+    spdlog::error("{}; the command (pid {}) had already {} {}", lost, h.child,
+                  killed ? "been killed by signal" : "exited with", h.exit_info.si_status);
+  } else if (now >= kill_at) {
+    spdlog::error(
+        "{}; too late for a grace period: sending SIGKILL to the command (pid {}) "
+        "and its process group",
+        lost, h.child);
+  } else {
+    kill(-h.child, SIGTERM);
+    kill(-h.child, SIGCONT);
+    spdlog::error("{}; sent SIGTERM to the command (pid {}) and its process group", lost, h.child);
+    wait_exit_until(h, kill_at);
+    if (!h.exited) {
+      spdlog::error(
+          "the command (pid {}) was still running {} after SIGTERM (grace {}); "
+          "sending SIGKILL to its process group",
+          h.child, format_duration(kill_at - now), format_duration(h.grace));
+    }
+  }
+  end_group(h);
 }
 
-// Waits up to `grace` for the command to exit, then sends SIGKILL; reaps it.
-void reap_within(Held& h, Duration grace) {
-  const MonoTime deadline = h.session.clock.mono_now() + grace;
-  while (true) {
-    drain_signals(h);
-    if (h.exited) return;
-    const MonoTime now = h.session.clock.mono_now();
-    if (now >= deadline) break;
-    pollfd fd = {h.signal_fd, POLLIN, 0};
-    const int wait_ms = static_cast<int>(to_ms(deadline - now + std::chrono::microseconds(999)));
-    poll(&fd, 1, std::max(wait_ms, 1));
-  }
-  spdlog::error("the command (pid {}) outlived the {} grace period; sending SIGKILL", h.child,
-                format_duration(grace));
-  kill(h.child, SIGKILL);
-  while (waitpid(h.child, &h.wait_status, 0) < 0 && errno == EINTR) {
-  }
-  h.exited = true;
-}
-
-// After the command exited with the lease still ours: releases it.
+// After the command exited with the lease still ours: kills what it left
+// running in its group (it would run on unprotected), then releases.
 int finish(Held& h) {
+  const int leftovers = others_alive_in_group(h.child);
+  end_group(h);
+  if (leftovers > 0) {
+    spdlog::warn(
+        "killed {} process(es) that the command (pid {}) left running in its process group",
+        leftovers, h.child);
+  }
   const int code = exit_code_of(h.wait_status);
   const std::optional<Lease> latest = h.renewer.remove(h.id);
   h.renewer.stop();
@@ -285,11 +448,26 @@ int finish(Held& h) {
   return code;
 }
 
+// The Renewer declares the lease lost when SIGTERM is due (loss_point()).
+RenewerOptions renewer_options(Duration grace) {
+  RenewerOptions options;
+  options.loss_lead = grace + kKillLead;
+  return options;
+}
+
+// Gives up a lease the command never ran under: best effort, since it is not
+// needed any more and expires by itself.
+void release_unused(Held& h, const Lease& acquired) {
+  const std::optional<Lease> latest = h.renewer.remove(h.id);
+  h.renewer.stop();
+  (void)h.session.manager->release(latest.value_or(acquired), ReleaseMode::kExpire);
+}
+
 }  // namespace
 
 Result<HoldRequest> make_hold(const LeaseArgs& args) {
   ASSIGN_OR_RETURN(AcquireRequest acquire, make_acquire(args));
-  ASSIGN_OR_RETURN(const Duration grace, parse_grace(args.grace));
+  ASSIGN_OR_RETURN(const Duration grace, parse_grace(args.grace, acquire.options.ttl));
   if (args.command.empty()) return invalid_argument("COMMAND is missing (after --)");
   RETURN_IF_ERROR(check_command(args.command));
   return HoldRequest{std::move(acquire), grace, args.command};
@@ -309,25 +487,28 @@ int run_hold(const std::string& store_uri, const HoldRequest& request) {
   auto lease = s.manager->acquire(key, request.acquire.options);
   if (!lease.ok()) return report_not_yours(s, key, request.acquire.options.slot, lease.status());
   spdlog::debug("acquired the lease on '{}' (epoch {})", key.pk, lease->epoch);
+  const Duration renew_every = s.manager->default_renew_every(lease->ttl);
+  assert(request.grace + kKillLead <= s.manager->validity(lease->ttl) - 2 * renew_every &&
+         "make_hold() lets only a grace period through that fits the ttl");
 
-  Renewer renewer(*s.manager, s.clock, s.random);
+  Renewer renewer(*s.manager, s.clock, s.random, renewer_options(request.grace));
   const Renewer::Id id =
       renewer.add(*lease, [&loss](const Lease&, const Status& why) { loss.raise(why); });
   renewer.start();
-  auto child = spawn_child(request.command, *lease);
-  if (!child.ok()) {
-    renewer.remove(id);
-    renewer.stop();
-    (void)s.manager->release(*lease, ReleaseMode::kExpire);
-    return report(child.status());
+  Held held{s,
+            renewer,
+            id,
+            loss,
+            *signal_fd,
+            request.grace,
+            std::min<Duration>(kLoopWaitMax, renew_every / 2),
+            lease->valid_until};
+  if (const Status started = start_command(held, request.command, *lease); !started.ok()) {
+    release_unused(held, *lease);
+    return report(started);
   }
-  Held held{s, renewer, id, loss, *signal_fd, *child};
   if (!wait_child_or_loss(held)) {
-    terminate_child(held);
-    spdlog::error(
-        "lost the lease on '{}' (epoch {}): {}; {} (pid {})", key.pk, lease->epoch, loss.why(),
-        held.exited ? "the command had already exited" : "sent SIGTERM to the command", held.child);
-    reap_within(held, request.grace);
+    stop_after_loss(held, *lease);
     renewer.stop();
     return kExitNotYours;
   }

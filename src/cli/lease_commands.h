@@ -7,6 +7,7 @@
 // JSON object per line; messages go to stderr.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,7 @@ struct LeaseArgs {
   std::string slot = std::string(kDefaultSlot);
   std::string ttl = "20s";
   std::string mode = "expire";
-  std::string grace = "5s";
+  std::optional<std::string> grace;  // nullopt: not given (lease hold picks one)
   bool held_only = false;
   bool expired_only = false;
   std::vector<std::string> command;

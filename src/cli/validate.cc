@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "base/duration.h"
@@ -103,29 +104,87 @@ Status check_slot(std::string_view slot) {
   return Status::ok_status();
 }
 
-Result<Duration> parse_ttl(std::string_view text) {
-  auto ttl = parse_duration(text);
-  if (!ttl.ok()) return ttl.status().with_context("--ttl");
-  // check_timing() depends only on the manager's configuration, so a manager
-  // over a throwaway in-process store answers it without touching the real one.
+namespace {
+
+// What the CLI's LeaseManager (default configuration) says about a ttl. It
+// depends only on that configuration, so a manager over a throwaway
+// in-process store answers it without touching the real one.
+struct TtlTiming {
+  Duration validity{};
+  Duration renew_every{};
+  Status check;  // check_timing() at renew_every
+};
+
+Result<TtlTiming> timing_of(Duration ttl) {
   auto scratch = open_store("memory:");
   if (!scratch.ok()) return scratch.status();
   RealClock clock;
   SystemRandom random;
   const LeaseManager manager(**scratch, clock, random);
-  const Status timing = manager.check_timing(*ttl, manager.default_renew_every(*ttl));
-  if (!timing.ok()) return invalid_argument("--ttl: " + timing.message());
-  return ttl;
+  const Duration renew_every = manager.default_renew_every(ttl);
+  return TtlTiming{manager.validity(ttl), renew_every, manager.check_timing(ttl, renew_every)};
 }
 
-Result<Duration> parse_grace(std::string_view text) {
+// The longest grace period that fits: the command gets SIGTERM grace +
+// kKillLead before the local deadline, and that moment must leave room for
+// the first renewal and one retry (two renew periods), rounded down to whole
+// milliseconds. Zero or less for a ttl too short to hold a command under.
+Duration grace_max_of(const TtlTiming& timing) {
+  return std::chrono::floor<std::chrono::milliseconds>(timing.validity - 2 * timing.renew_every -
+                                                       kKillLead);
+}
+
+// The shortest ttl under which `grace` fits: a validity window of
+// 3 * (grace + kKillLead), so that its renew period (a third) leaves exactly
+// grace + kKillLead, plus the same allowances as `ttl` has.
+Duration ttl_needed_for(Duration grace, Duration ttl, const TtlTiming& timing) {
+  return 3 * (grace + kKillLead) + (ttl - timing.validity);
+}
+
+// Parses an explicit `--grace` and checks it against kGraceMax.
+Result<Duration> parse_grace_text(const std::string& text) {
   auto grace = parse_duration(text);
   if (!grace.ok()) return grace.status().with_context("--grace");
   if (*grace <= Duration::zero() || *grace > kGraceMax) {
-    return invalid_argument("--grace " + std::string(text) + ": must be more than 0 and at most " +
+    return invalid_argument("--grace " + text + ": must be more than 0 and at most " +
                             format_duration(kGraceMax));
   }
   return grace;
+}
+
+}  // namespace
+
+Result<Duration> parse_ttl(std::string_view text) {
+  auto ttl = parse_duration(text);
+  if (!ttl.ok()) return ttl.status().with_context("--ttl");
+  ASSIGN_OR_RETURN(const TtlTiming timing, timing_of(*ttl));
+  if (!timing.check.ok()) return invalid_argument("--ttl: " + timing.check.message());
+  return ttl;
+}
+
+Result<Duration> parse_grace(const std::optional<std::string>& text, Duration ttl) {
+  ASSIGN_OR_RETURN(const TtlTiming timing, timing_of(ttl));
+  const Duration fits = grace_max_of(timing);
+  const std::string ttl_text = format_duration(ttl);
+  if (!text) {
+    if (fits > Duration::zero()) return std::min(kGraceDefault, fits);
+    const Duration needed = ttl_needed_for(std::chrono::milliseconds(1), ttl, timing);
+    return invalid_argument("--ttl " + ttl_text +
+                            " leaves the command no time to stop once the lease is lost; "
+                            "`lease hold` needs a ttl of at least " +
+                            format_duration(needed));
+  }
+  ASSIGN_OR_RETURN(const Duration grace, parse_grace_text(*text));
+  if (grace <= fits) return grace;
+  const std::string allowed =
+      fits > Duration::zero() ? "a grace of at most " + format_duration(fits) : "no grace at all";
+  return invalid_argument("--grace " + *text + " does not fit --ttl " + ttl_text +
+                          ": the command gets SIGTERM grace + " + format_duration(kKillLead) +
+                          " before the lease's local deadline, which must leave room for a "
+                          "renewal and a retry; a " +
+                          ttl_text + " ttl allows " + allowed + ", and a " +
+                          format_duration(grace) + " grace needs a ttl of at least " +
+                          format_duration(ttl_needed_for(grace, ttl, timing)));
 }
 
 Result<ReleaseMode> parse_mode(std::string_view text) {

@@ -4,6 +4,7 @@
 // and says what is wrong and what is accepted. Pure functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,11 @@ inline constexpr size_t kSlotBytesMax = 32;
 // Bounds on `lease hold --grace`: long enough for any orderly shutdown, short
 // enough that a lost lease is never outlived by much.
 inline constexpr Duration kGraceMax = std::chrono::minutes(10);
+// `--grace` when none is given, unless the ttl leaves less room (below).
+inline constexpr Duration kGraceDefault = std::chrono::seconds(5);
+// How long before the lease's local deadline `lease hold` must have killed its
+// command: slack for the SIGKILL to land and for the guard to wake.
+inline constexpr Duration kKillLead = std::chrono::milliseconds(100);
 
 // Non-empty, at most kKeyBytesMax bytes of UTF-8, no control characters.
 Status check_key(std::string_view key);
@@ -34,8 +40,13 @@ Status check_slot(std::string_view slot);
 // Parses a lease ttl and checks it with LeaseManager::check_timing() at the
 // default renew period, without opening any store.
 Result<Duration> parse_ttl(std::string_view text);
-// Parses `--grace`: a duration in (0, kGraceMax].
-Result<Duration> parse_grace(std::string_view text);
+// Parses `--grace` (nullopt: not given) for `lease hold` with a lease of
+// `ttl`: a duration in (0, kGraceMax] that fits the ttl. The command gets
+// SIGTERM grace + kKillLead before the lease's local deadline, and that must
+// leave room for the first renewal and one retry: grace is at most
+// validity(ttl) - 2 * default_renew_every(ttl) - kKillLead, in whole ms. Not
+// given, it is kGraceDefault or that maximum, whichever is shorter.
+Result<Duration> parse_grace(const std::optional<std::string>& text, Duration ttl);
 // "expire" or "clear".
 Result<ReleaseMode> parse_mode(std::string_view text);
 

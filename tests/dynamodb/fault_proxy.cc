@@ -173,6 +173,7 @@ FaultProxy::~FaultProxy() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
+    stopping_cv_.notify_all();
     // Wakes every thread blocked on a client or on the server.
     for (int fd : open_fds_) ::shutdown(fd, SHUT_RDWR);
     threads.swap(threads_);
@@ -236,8 +237,9 @@ void FaultProxy::serve(int client_fd) {
     const std::string operation = operation_of(*request);
     const FaultRule rule = decide(operation);
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       seen_.push_back({operation, rule.action, request->body});
+      if (stopping_cv_.wait_for(lock, rule.delay, [&] { return stopping_; })) break;
     }
     if (rule.action == FaultAction::kDropUnforwarded) break;
     if (rule.action == FaultAction::kReply) {

@@ -12,12 +12,15 @@
 // connection is closed without a reply, or the connection is closed without
 // forwarding.
 // Every request is recorded with what was done to it, for assertions.
+// A rule may also hold its requests back for a while before any of that.
 //
 // A FaultProxy is safe for concurrent use: rules may be changed and the log
 // read from any thread while requests flow. The destructor closes every
 // socket and joins every thread; it never waits on a client.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -45,6 +48,9 @@ std::string_view action_name(FaultAction action);
 struct FaultRule {
   // "UpdateItem", "GetItem", ...; empty matches every operation.
   std::string operation;
+  // How long the proxy holds a matching request before acting on it: a slow
+  // network or server, as the client sees it.
+  std::chrono::milliseconds delay{0};
   FaultAction action = FaultAction::kReply;
   // How many matching requests the rule applies to; negative means all.
   int times = 1;
@@ -107,6 +113,7 @@ class FaultProxy {
 
   mutable std::mutex mu_;  // guards everything below
   bool stopping_ = false;
+  std::condition_variable stopping_cv_;  // notified when stopping_ is set
   std::vector<FaultRule> rules_;
   std::vector<SeenRequest> seen_;
   std::set<int> open_fds_;

@@ -8,12 +8,15 @@
 // table prefix, so tests never see each other's leases.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -485,7 +488,7 @@ TEST_F(DynamoDbFaultsTest, HoldWhoseRenewalsAreAllThrottledStopsItsCommandBefore
   init_tables();
   // The command writes the wall-clock ms at which it is told to stop.
   const std::string stopped_file = (dir() / "stopped_at_ms").string();
-  auto hold = start_lh({"lease", "hold", "k", "--owner", "a", "--ttl", "3s", "--grace", "1s", "--",
+  auto hold = start_lh({"lease", "hold", "k", "--owner", "a", "--ttl", "4s", "--grace", "1s", "--",
                         "sh", "-c",
                         "trap 'date +%s%3N > " + stopped_file +
                             "; kill $!; exit 143' TERM; "
@@ -530,6 +533,39 @@ TEST_F(DynamoDbFaultsTest, HoldWhoseRenewalsAreAllThrottledStopsItsCommandBefore
   EXPECT_EQ(taken.at("epoch").as_int64(), 2);
   EXPECT_GE(taken.at("acquired_at_ms").as_int64(), expires_at_ms)
       << "the contender got the lease before the first holder's stored expiry";
+}
+
+// The store answers the acquisition only after the lease's local deadline
+// has passed (and its stored expiry too): the command must not be started at
+// all. Whether it was is read from the kernel (inotify sees its executable
+// opened by exec), not only from its work: a command started that late may be
+// stopped before it can do any. (On SQLite a locked store stalls opening the
+// session as well as the acquisition, so it cannot make only the lease late.)
+TEST_F(DynamoDbFaultsTest, HoldDoesNotStartItsCommandUnderALeaseThatArrivedTooLate) {
+  init_tables();
+  const std::filesystem::path command = dir() / "command";
+  const std::string marker = (dir() / "marker").string();
+  { std::ofstream(command) << "#!/bin/sh\ntouch '" << marker << "'\n"; }
+  std::filesystem::permissions(command, std::filesystem::perms::owner_all);
+  const int exec_watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  ASSERT_GE(exec_watch, 0);
+  EXPECT_GE(inotify_add_watch(exec_watch, command.c_str(), IN_OPEN), 0);
+  FaultRule slow;
+  slow.operation = "UpdateItem";
+  slow.action = FaultAction::kForward;
+  slow.delay = std::chrono::milliseconds(1500);  // the lease's validity window is 400 ms
+  proxy_->add_rule(slow);
+
+  const RunResult r =
+      via_proxy({"lease", "hold", "k", "--owner", "a", "--ttl", "1s", "--", command.string()});
+  EXPECT_TRUE(r.exit_code == 1 || r.exit_code == 3) << "exit " << r.exit_code << ": " << r.err;
+  char events[4096];
+  EXPECT_LT(read(exec_watch, events, sizeof events), 0)
+      << "the command was started under a lease already lost; " << r.err;
+  close(exec_watch);
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the command ran under a lease already lost";
+  EXPECT_EQ(proxy_->count("UpdateItem", FaultAction::kForward), proxy_->count("UpdateItem"))
+      << proxy_->log();
 }
 
 }  // namespace

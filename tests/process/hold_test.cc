@@ -28,21 +28,82 @@ class HoldTest : public BackendTest {
     return written ? static_cast<pid_t>(std::stol(text)) : -1;
   }
 
-  static bool process_gone(pid_t pid) { return pid > 0 && kill(pid, 0) != 0 && errno == ESRCH; }
+  // Gone, or dead and waiting to be reaped: a zombie runs no code, and
+  // whether anyone reaps it (its parent may be stopped on purpose) is beside
+  // the point.
+  static bool process_gone(pid_t pid) {
+    if (pid <= 0) return false;
+    const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+    const size_t comm_end = stat.rfind(')');
+    if (stat.empty() || comm_end == std::string::npos) return kill(pid, 0) != 0 && errno == ESRCH;
+    const char state = stat.size() > comm_end + 2 ? stat[comm_end + 2] : '?';
+    return state == 'Z' || state == 'X';
+  }
+
+  // Kills what a failed test may have left running (a grandchild the holder
+  // did not stop), so that it does not outlive the test.
+  static void kill_if_running(pid_t pid) {
+    if (pid > 0 && !process_gone(pid)) kill(pid, SIGKILL);
+  }
+
+  std::string path(const std::string& name) const { return (dir() / name).string(); }
+
+  // Starts `lease hold job --owner a FLAGS -- sh -c SCRIPT`.
+  std::unique_ptr<Process> hold_script(const std::vector<std::string>& flags,
+                                       const std::string& script) const {
+    std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), {"--", "sh", "-c", script});
+    return start_lh(args);
+  }
 
   // Starts `lease hold job --owner a FLAGS -- COMMAND`, where the command
   // records its pid and then sleeps (after `prefix`, a shell snippet); waits
   // until it runs and sets `child` to its pid.
   std::unique_ptr<Process> hold_sleeper(const std::vector<std::string>& flags, pid_t& child,
                                         const std::string& prefix = "") {
-    std::vector<std::string> args = {"lease", "hold", "job", "--owner", "a"};
-    args.insert(args.end(), flags.begin(), flags.end());
-    const std::string pid_file = (dir() / "pid").string();
-    args.insert(args.end(),
-                {"--", "sh", "-c", prefix + "echo $$ > '" + pid_file + "'; exec sleep 60"});
-    auto hold = start_lh(args);
+    const std::string pid_file = path("pid");
+    auto hold = hold_script(flags, prefix + "echo $$ > '" + pid_file + "'; exec sleep 60");
     child = wait_for_pid(pid_file);
     return hold;
+  }
+
+  // A shell snippet that starts `sleep 1000` in the background (in the
+  // command's process group) and records its pid in `grandchild_file`.
+  static std::string start_grandchild(const std::string& grandchild_file) {
+    return "sleep 1000 & echo $! > '" + grandchild_file + "'; ";
+  }
+
+  // Takes SQLite's write lock from another process and keeps it while the
+  // shell snippet `keep_while` runs; returns once the lock is held.
+  std::unique_ptr<Process> lock_store(const std::string& keep_while) const {
+    auto locker = std::make_unique<Process>(
+        std::vector<std::string>{
+            "sh", "-c",
+            "(echo '.timeout 5000'; echo 'BEGIN EXCLUSIVE;'; echo \"SELECT 'locked';\"; " +
+                keep_while + "; echo 'COMMIT;') | sqlite3 '" + db_path().string() + "' 1>&2"},
+        dir());
+    EXPECT_TRUE(wait_until([&] { return locker->err_so_far().find("locked") != std::string::npos; },
+                           kEventTimeout))
+        << "the store was never locked";
+    return locker;
+  }
+
+  // Tries `lease acquire job --owner b` until it succeeds; returns whether
+  // `precondition` held before the attempt that succeeded.
+  bool take_over(const std::function<bool()>& precondition) const {
+    bool held_before_success = false;
+    const bool took = wait_until(
+        [&] {
+          const bool held = precondition();
+          const RunResult r = lh({"lease", "acquire", "job", "--owner", "b", "--ttl", "60s"});
+          EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 3) << r.err;
+          held_before_success = held;
+          return r.exit_code == 0;
+        },
+        kEventTimeout);
+    EXPECT_TRUE(took) << "the holder's lease never expired";
+    return took && held_before_success;
   }
 
   // Ends the holder's lease behind its back, with the token it stored.
@@ -134,7 +195,7 @@ TEST_P(HoldTest, AStolenLeaseStopsTheCommandAndExitsThree) {
 
 TEST_P(HoldTest, ACommandThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   pid_t child = -1;
-  auto hold = hold_sleeper({"--ttl", "1500ms", "--grace", "300ms"}, child, "trap '' TERM; ");
+  auto hold = hold_sleeper({"--ttl", "2s", "--grace", "300ms"}, child, "trap '' TERM; ");
   ASSERT_NO_FATAL_FAILURE(clear_behind_its_back());
   ASSERT_TRUE(hold->wait_for(kEventTimeout));
   const RunResult r = hold->result();
@@ -197,8 +258,137 @@ TEST_P(HoldTest, APausedHolderNoticesTheLossWhenResumed) {
   EXPECT_EQ(now->at("token"), taken->at("token"));
 }
 
+// The scenario: the command's own children are stopped with it. The
+// holder is paused until another owner has taken the lease, then resumed.
+TEST_P(HoldTest, APausedHoldersCommandIsStoppedWithEverythingItStarted) {
+  const std::string grandchild_file = path("grandchild");
+  auto hold = hold_script({"--ttl", "2s"}, start_grandchild(grandchild_file) + "wait");
+  const pid_t grandchild = wait_for_pid(grandchild_file);
+  ASSERT_EQ(kill(hold->pid(), SIGSTOP), 0);
+  EXPECT_TRUE(take_over([] { return true; }));
+  ASSERT_EQ(kill(hold->pid(), SIGCONT), 0);
+  ASSERT_TRUE(hold->wait_for(kEventTimeout)) << "the resumed holder did not notice the loss";
+  EXPECT_EQ(hold->result().exit_code, 3) << hold->result().err;
+  EXPECT_TRUE(wait_until([&] { return process_gone(grandchild); }, kEventTimeout))
+      << "the command's child outlived the lease";
+  kill_if_running(grandchild);
+}
+
+TEST_P(HoldTest, AKilledHolderTakesTheCommandsChildrenAlong) {
+  const std::string grandchild_file = path("grandchild");
+  auto hold = hold_script({"--ttl", "2s"}, start_grandchild(grandchild_file) + "wait");
+  const pid_t grandchild = wait_for_pid(grandchild_file);
+  ASSERT_EQ(kill(hold->pid(), SIGKILL), 0);
+  ASSERT_TRUE(hold->wait_for(kEventTimeout));
+  EXPECT_TRUE(wait_until([&] { return process_gone(grandchild); }, kEventTimeout))
+      << "the command's child outlived its holder";
+  kill_if_running(grandchild);
+}
+
+// A holder frozen for good cannot stop its command; its guard process does,
+// by the lease's local deadline: before anyone else can take the lease, and
+// even though the command ignores SIGTERM.
+TEST_P(HoldTest, AFrozenHoldersCommandIsKilledBeforeAnotherOwnerCanTakeTheLease) {
+  const std::string grandchild_file = path("grandchild");
+  pid_t child = -1;
+  auto hold =
+      hold_sleeper({"--ttl", "2s"}, child, "trap '' TERM; " + start_grandchild(grandchild_file));
+  const pid_t grandchild = wait_for_pid(grandchild_file);
+  ASSERT_EQ(kill(hold->pid(), SIGSTOP), 0);
+  // The holder stays stopped until the lease has changed hands.
+  EXPECT_TRUE(take_over([&] { return process_gone(child) && process_gone(grandchild); }))
+      << "the command (pid " << child << ") or its child (pid " << grandchild
+      << ") was still running when another owner took the lease";
+  ASSERT_EQ(kill(hold->pid(), SIGCONT), 0);
+  ASSERT_TRUE(hold->wait_for(kEventTimeout));
+  EXPECT_EQ(hold->result().exit_code, 3) << hold->result().err;
+  kill_if_running(child);
+  kill_if_running(grandchild);
+}
+
+TEST_P(HoldTest, AGraceThatDoesNotFitTheTtlIsRefusedBeforeAnythingIsAcquired) {
+  const std::string ran = path("ran");
+  RunResult r = lh(
+      {"lease", "hold", "job", "--owner", "a", "--ttl", "2s", "--grace", "5s", "--", "touch", ran});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  // It names the ttl, the longest grace that fits it, and the ttl that the
+  // requested grace would need.
+  EXPECT_NE(r.err.find("--grace 5s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("2s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("366ms"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("15900ms"), std::string::npos) << r.err;
+  EXPECT_FALSE(show("job")) << "a refused hold acquired the lease";
+  EXPECT_FALSE(std::filesystem::exists(ran));
+
+  // Without --grace, the default shrinks to fit.
+  r = lh({"lease", "hold", "job", "--owner", "a", "--ttl", "2s", "--", "touch", ran});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(ran));
+}
+
+// What the command leaves running when it exits is killed before the lease is
+// released: the leftover polls the lease and records if it ever sees it
+// released, which it cannot if it dies first.
+TEST_P(HoldTest, LeftoversOfACommandAreKilledBeforeTheLeaseIsReleased) {
+  std::string show_command;
+  for (const std::string& arg : cli({"lease", "show", "job"})) show_command += " '" + arg + "'";
+  const std::string grandchild_file = path("grandchild");
+  const std::string polled = path("polled");
+  const std::string saw_released = path("saw_released");
+  const std::string poller = "while true; do" + show_command +
+                             " | grep -q '\"held\":false' && touch '" + saw_released +
+                             "'; touch '" + polled + "'; done";
+  const RunResult r = lh({"lease", "hold", "job", "--owner", "a", "--", "sh", "-c",
+                          "(" + poller + ") & echo $! > '" + grandchild_file + "'; while [ ! -e '" +
+                              polled + "' ]; do sleep 0.01; done; exit 5"});
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  EXPECT_NE(r.err.find("left running"), std::string::npos) << r.err;
+  const pid_t grandchild = wait_for_pid(grandchild_file);
+  EXPECT_TRUE(wait_until([&] { return process_gone(grandchild); }, kEventTimeout))
+      << "the command's leftover outlived the lease";
+  kill_if_running(grandchild);
+  EXPECT_EQ(show("job")->at("held"), false);
+  EXPECT_FALSE(std::filesystem::exists(saw_released))
+      << "the leftover was still running after the lease was released";
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, HoldTest,
                          ::testing::Values(Backend::kSqlite, Backend::kDynamoDb), backend_name);
+
+// Scenarios that need a store that stops answering: another process holds
+// SQLite's write lock.
+class HoldStuckStoreTest : public HoldTest {};
+
+int64_t wall_now_ms() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Renewals stall; the command ignores SIGTERM. It is killed before the expiry
+// stored with the lease, so it never runs while another owner could hold it.
+// (The grace period fits the ttl; killing only `grace` after the loss was
+// declared would overshoot the expiry.)
+TEST_P(HoldStuckStoreTest, ATermIgnoringCommandIsKilledBeforeTheStoredExpiry) {
+  pid_t child = -1;
+  auto hold = hold_sleeper({"--ttl", "6s", "--grace", "1500ms"}, child, "trap '' TERM; ");
+  const std::string unlock = path("unlock");
+  auto locker = lock_store("while [ ! -e '" + unlock + "' ]; do sleep 0.05; done");
+  ASSERT_TRUE(wait_until([&] { return process_gone(child); }, kEventTimeout))
+      << "the command was never stopped";
+  const int64_t dead_by_ms = wall_now_ms();
+  std::ofstream(unlock).put('\n');
+  ASSERT_TRUE(hold->wait_for(kEventTimeout));
+  EXPECT_EQ(hold->result().exit_code, 3) << hold->result().err;
+  ASSERT_TRUE(locker->wait_for(kEventTimeout));
+  const auto last = show("job");
+  ASSERT_TRUE(last);
+  EXPECT_LT(dead_by_ms, last->at("expires_at_ms").as_int64())
+      << "the command ran past the lease's stored expiry; " << hold->result().err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, HoldStuckStoreTest, ::testing::Values(Backend::kSqlite),
+                         backend_name);
 
 }  // namespace
 }  // namespace leasehold::process_test
