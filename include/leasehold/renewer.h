@@ -1,4 +1,4 @@
-// Renewer: keeps many leases alive from one scheduler.
+// Renewer: keeps many leases alive from a few threads.
 //
 // Leases are renewed every `renew_every` (with jitter, so that thousands of
 // leases acquired together do not renew together), in batches through
@@ -7,16 +7,33 @@
 // lease's local deadline; a renewal refused by the store (another token, or
 // expired) means the lease is lost at once.
 //
+// One slow store call must not cost a process its leases. So:
+//   - each batch's store call is bounded by half the time left until the
+//     batch's earliest loss point, so that a call that uses up its bound
+//     still leaves time for another attempt;
+//   - start() runs `renew_threads` renewal threads. The first takes each
+//     batch as it falls due; the others take only batches overdue by a tenth
+//     of their period, that is when the first is stuck in the store or cannot
+//     keep up. A batch stuck in the store holds back only its own thread,
+//     and the other leases keep renewing;
+//   - the next renewal is scheduled a period after the batch was sent, not
+//     after its reply came back (a reply later than that is followed at
+//     once), and a retry's backoff never carries it past the loss point
+//     while another attempt still fits before it.
+//
 // Loss is reported through the callback given to add(). It fires no later
 // than `loss_lead` before the lease's local deadline (valid_until), from a
-// watchdog that never waits on the store, so a stalled store cannot delay it;
-// the lease is then forgotten. Holders must still check Lease::valid_at()
-// before acting: a callback cannot reach a process that was paused.
+// watchdog thread that never waits on the store, so a stalled store cannot
+// delay it; the lease is then forgotten. A renewal that lands while the
+// watchdog is getting to a lease wins: that lease is not reported. Holders
+// must still check Lease::valid_at() before acting: a callback cannot reach
+// a process that was paused.
 //
-// Thread-safe. Either call start() for background threads, or drive it by
-// hand with poll() (tests and the deterministic simulation); not both.
-// Callbacks run on a renewer thread (or inside poll()) without any renewer
-// lock held; they may call remove().
+// Thread-safe. Either call start() for background threads (renew_threads
+// plus one watchdog, never more), or drive it by hand with poll() (tests and
+// the deterministic simulation: one thread, deterministic, and a stuck store
+// call holds poll() up); not both. Callbacks run on a renewer thread (or
+// inside poll()) without any renewer lock held; they may call remove().
 #pragma once
 
 #include <condition_variable>
@@ -26,10 +43,14 @@
 #include <set>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "leasehold/lease.h"
 
 namespace leasehold {
+
+// The most renewal threads a Renewer may be given.
+inline constexpr size_t kRenewThreadsMax = 64;
 
 struct RenewerOptions {
   // Zero: LeaseManager::default_renew_every(ttl) of each lease.
@@ -42,10 +63,14 @@ struct RenewerOptions {
   // many leases: that is what keeps heartbeats cheap as leases multiply.
   Duration batch_window = std::chrono::milliseconds(250);
   size_t batch_max = 1000;
-  // The first retry after a failed renewal; doubles up to renew_every.
+  // The first retry after a failed renewal; doubles up to renew_every, but
+  // shrinks to half the time left before the loss point, never below this.
   Duration retry_backoff = std::chrono::milliseconds(100);
   // How long before the local deadline a lease is declared lost.
   Duration loss_lead = std::chrono::milliseconds(50);
+  // Renewal threads started by start(), 1 to kRenewThreadsMax: as many
+  // batches can be stuck in the store at once before others must wait.
+  size_t renew_threads = 4;
 };
 
 // Counters since the renewer was made; for operators and benchmarks.
@@ -93,19 +118,47 @@ class Renewer {
     Duration backoff{};
     bool in_flight = false;
   };
+  using Entries = std::unordered_map<Id, Entry>;
   // (time, id) pairs in time order: the next renewal or loss is at begin(),
   // so a batch of k renewals among n leases costs O(k log n), not O(n).
   using Queue = std::set<std::pair<MonoTime, Id>>;
+  // Leases taken from renew_queue_ for one store call.
+  struct Batch {
+    std::vector<Id> ids;
+    std::vector<Lease> leases;
+    MonoTime sent{};
+    MonoTime lost_at_min = MonoTime::max();
+  };
+  // What a loss report needs once the entry is forgotten.
+  struct Loss {
+    Lease lease;
+    LossCallback on_lost;
+    void report(const Status& why) const {
+      if (on_lost) on_lost(lease, why);
+    }
+  };
 
-  MonoTime schedule(Duration renew_every);
+  MonoTime schedule(MonoTime from, Duration renew_every);  // REQUIRES: mu_ held
   void fire_losses(MonoTime now);
-  void lose(Id id, const Status& why);
-  void forget(std::unordered_map<Id, Entry>::iterator it);  // REQUIRES: mu_ held
-  bool renew_batch(MonoTime now);
-  void apply_result(Id id, const Result<Lease>& result, MonoTime now);
-  MonoTime next_renewal() const;  // REQUIRES: mu_ held
-  MonoTime next_loss() const;     // REQUIRES: mu_ held
-  void renew_loop();
+  // Reports `id` lost if it is still due at `now`: a renewal may have landed
+  // since the watchdog saw it due, and then it wins.
+  void lose_if_due(Id id, MonoTime now, const Status& why);
+  Loss take_lost(Entries::iterator it);  // REQUIRES: mu_ held
+  void forget(Entries::iterator it);     // REQUIRES: mu_ held
+  // Which renewals a thread takes. The first renewal thread (and poll())
+  // takes them on time, up to a tenth of their period early. The others take
+  // only those a tenth of their period late, which happens only when the
+  // first is stuck in the store or cannot keep up: so a healthy store sees
+  // one call at a time from one thread (one SQLite connection, one cache).
+  enum class Turn { kOnTime, kLate };
+  Batch take_batch(MonoTime now, Turn turn);
+  bool renew_batch(MonoTime now, Turn turn);
+  void apply_result(Id id, const Result<Lease>& result, MonoTime sent, MonoTime done);
+  void renewed(Id id, Entry& e, const Lease& lease, MonoTime sent);  // REQUIRES: mu_ held
+  void retry_later(Id id, Entry& e, MonoTime done);                  // REQUIRES: mu_ held
+  MonoTime next_renewal(Turn turn) const;                            // REQUIRES: mu_ held
+  MonoTime next_loss() const;                                        // REQUIRES: mu_ held
+  void renew_loop(Turn turn);
   void watchdog_loop();
 
   LeaseManager& manager_;
@@ -117,13 +170,13 @@ class Renewer {
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::unordered_map<Id, Entry> entries_;
+  Entries entries_;
   Queue renew_queue_;  // entries not in flight, by next_renew_at
   Queue loss_queue_;   // every entry, by lost_at
   Id next_id_ = 1;
   RenewerStats stats_;
   bool stopping_ = false;
-  std::thread renew_thread_;
+  std::vector<std::thread> renew_threads_;
   std::thread watchdog_thread_;
 };
 

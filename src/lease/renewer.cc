@@ -24,6 +24,8 @@ Renewer::Renewer(LeaseManager& manager, Clock& clock, Random& random, RenewerOpt
     : manager_(manager), clock_(clock), options_(options), jitter_(random.next_u64()) {
   assert(options_.batch_max >= 1);
   assert(options_.jitter_fraction >= 0 && options_.jitter_fraction < 0.5);
+  assert(options_.renew_threads >= 1 && options_.renew_threads <= kRenewThreadsMax);
+  assert(options_.retry_backoff > Duration::zero());
 }
 
 Renewer::~Renewer() { stop(); }
@@ -31,10 +33,10 @@ Renewer::~Renewer() { stop(); }
 // Renewal times are rounded up to a multiple of the batch window (at most a
 // tenth of the period), so that leases due close together share one batch
 // instead of trickling out one by one.
-MonoTime Renewer::schedule(Duration renew_every) {
+MonoTime Renewer::schedule(MonoTime from, Duration renew_every) {
   const double jitter = (jitter_.uniform01() * 2 - 1) * options_.jitter_fraction;
   const auto offset = std::chrono::duration_cast<Duration>(renew_every * (1.0 + jitter));
-  const Duration at = (clock_.mono_now() + offset).time_since_epoch();
+  const Duration at = (from + offset).time_since_epoch();
   const Duration quantum =
       std::max<Duration>(std::min<Duration>(options_.batch_window, renew_every / 10), Duration(1));
   return MonoTime((at + quantum - Duration(1)) / quantum * quantum);
@@ -51,7 +53,7 @@ Renewer::Id Renewer::add(Lease lease, LossCallback on_lost) {
     std::lock_guard lock(mu_);
     id = next_id_++;
     const MonoTime lost_at = lease.valid_until - options_.loss_lead;
-    Entry entry{std::move(lease), std::move(on_lost),    every, schedule(every),
+    Entry entry{std::move(lease), std::move(on_lost),    every, schedule(clock_.mono_now(), every),
                 lost_at,          options_.retry_backoff};
     renew_queue_.emplace(entry.next_renew_at, id);
     loss_queue_.emplace(entry.lost_at, id);
@@ -61,7 +63,7 @@ Renewer::Id Renewer::add(Lease lease, LossCallback on_lost) {
   return id;
 }
 
-void Renewer::forget(std::unordered_map<Id, Entry>::iterator it) {
+void Renewer::forget(Entries::iterator it) {
   const Entry& e = it->second;
   if (!e.in_flight) renew_queue_.erase({e.next_renew_at, it->first});
   loss_queue_.erase({e.lost_at, it->first});
@@ -94,21 +96,27 @@ size_t Renewer::size() const {
   return entries_.size();
 }
 
-void Renewer::lose(Id id, const Status& why) {
-  Lease lease;
-  LossCallback on_lost;
+Renewer::Loss Renewer::take_lost(Entries::iterator it) {
+  Loss loss{std::move(it->second.lease), std::move(it->second.on_lost)};
+  forget(it);
+  ++stats_.lost;
+  return loss;
+}
+
+void Renewer::lose_if_due(Id id, MonoTime now, const Status& why) {
+  Loss loss;
   {
     std::lock_guard lock(mu_);
     const auto it = entries_.find(id);
-    if (it == entries_.end()) return;  // removed or already reported
-    lease = std::move(it->second.lease);
-    on_lost = std::move(it->second.on_lost);
-    forget(it);
-    ++stats_.lost;
+    if (it == entries_.end()) return;      // removed or already reported
+    if (it->second.lost_at > now) return;  // renewed since it was seen due
+    loss = take_lost(it);
   }
-  if (on_lost) on_lost(lease, why);
+  loss.report(why);
 }
 
+// Collects the due ids under the lock, then reports each without it, so that
+// a callback may call back into the renewer. lose_if_due() looks again.
 void Renewer::fire_losses(MonoTime now) {
   std::vector<Id> due;
   {
@@ -117,83 +125,119 @@ void Renewer::fire_losses(MonoTime now) {
       due.push_back(it->second);
     }
   }
-  for (Id id : due) {
-    lose(id, deadline_exceeded("lease was not renewed before its local deadline"));
-  }
+  if (due.empty()) return;
+  const Status why = deadline_exceeded("lease was not renewed before its local deadline");
+  for (Id id : due) lose_if_due(id, now, why);
 }
 
-bool Renewer::renew_batch(MonoTime now) {
-  std::vector<Id> ids;
-  std::vector<Lease> leases;
-  {
-    std::lock_guard lock(mu_);
-    const MonoTime horizon = now + options_.batch_window;
-    ids.reserve(options_.batch_max);
-    leases.reserve(options_.batch_max);
-    for (auto it = renew_queue_.begin();
-         it != renew_queue_.end() && it->first <= horizon && ids.size() < options_.batch_max;) {
-      Entry& e = entries_.at(it->second);
-      if (it->first > now + e.renew_every / 10) {  // too early for this lease
-        ++it;
-        continue;
-      }
-      e.in_flight = true;
-      ids.push_back(it->second);
-      leases.push_back(e.lease);
-      it = renew_queue_.erase(it);
+Renewer::Batch Renewer::take_batch(MonoTime now, Turn turn) {
+  Batch batch;
+  batch.sent = now;
+  std::lock_guard lock(mu_);
+  const MonoTime horizon = turn == Turn::kOnTime ? now + options_.batch_window : now;
+  for (auto it = renew_queue_.begin();
+       it != renew_queue_.end() && it->first <= horizon && batch.ids.size() < options_.batch_max;) {
+    Entry& e = entries_.at(it->second);
+    const Duration slack = e.renew_every / 10;
+    if (turn == Turn::kOnTime ? it->first > now + slack : it->first + slack > now) {
+      ++it;  // too early for this lease, or not late enough for this turn
+      continue;
     }
-    if (ids.empty()) return false;
-    ++stats_.batches;
+    if (batch.ids.empty()) {  // reserved only now: most wake-ups find nothing due
+      const size_t expected = std::min(options_.batch_max, renew_queue_.size());
+      batch.ids.reserve(expected);
+      batch.leases.reserve(expected);
+    }
+    assert(!e.in_flight);
+    e.in_flight = true;
+    batch.ids.push_back(it->second);
+    batch.leases.push_back(e.lease);
+    batch.lost_at_min = std::min(batch.lost_at_min, e.lost_at);
+    it = renew_queue_.erase(it);
   }
-  const std::vector<Result<Lease>> results = manager_.renew_each(leases);
-  assert(results.size() == ids.size());
-  const MonoTime done = clock_.mono_now();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    assert(!results[i].ok() ||
-           (results[i]->epoch == leases[i].epoch && results[i]->token == leases[i].token));
-    apply_result(ids[i], results[i], done);
-  }
-  return ids.size() == options_.batch_max;
+  if (!batch.ids.empty()) ++stats_.batches;
+  return batch;
 }
 
-void Renewer::apply_result(Id id, const Result<Lease>& result, MonoTime now) {
+bool Renewer::renew_batch(MonoTime now, Turn turn) {
+  const Batch batch = take_batch(now, turn);
+  if (batch.ids.empty()) return false;
+  // Half the time left before the earliest loss point: a call that uses up
+  // its bound (a store retrying inside it, a lock held elsewhere) returns
+  // with as much time again for another attempt.
+  const Duration timeout = std::max((batch.lost_at_min - now) / 2, Duration::zero());
+  const std::vector<Result<Lease>> results = manager_.renew_each(batch.leases, timeout);
+  assert(results.size() == batch.ids.size());
+  const MonoTime done = clock_.mono_now();
+  assert(done >= batch.sent);
+  for (size_t i = 0; i < batch.ids.size(); ++i) {
+    const Lease& sent = batch.leases[i];
+    assert(!results[i].ok() ||
+           (results[i]->epoch == sent.epoch && results[i]->token == sent.token));
+    apply_result(batch.ids[i], results[i], batch.sent, done);
+  }
+  return batch.ids.size() == options_.batch_max;
+}
+
+void Renewer::apply_result(Id id, const Result<Lease>& result, MonoTime sent, MonoTime done) {
+  Loss loss;
   {
     std::lock_guard lock(mu_);
     const auto it = entries_.find(id);
     if (it == entries_.end()) return;  // removed, or lost, while in flight
     Entry& e = it->second;
-    e.in_flight = false;
+    assert(e.in_flight);
     if (result.ok()) {
-      // A renewal moves only the expiry; copying the whole lease would
-      // allocate its strings again on every heartbeat.
-      assert(result->token == e.lease.token && result->epoch == e.lease.epoch);
-      e.lease.expires_at_ms = result->expires_at_ms;
-      e.lease.valid_until = result->valid_until;
-      e.lease.ttl = result->ttl;
-      ++stats_.renewals;
-      e.backoff = options_.retry_backoff;
-      loss_queue_.erase({e.lost_at, id});
-      e.lost_at = e.lease.valid_until - options_.loss_lead;
-      loss_queue_.emplace(e.lost_at, id);
-      e.next_renew_at = schedule(e.renew_every);
-      renew_queue_.emplace(e.next_renew_at, id);
+      renewed(id, e, *result, sent);
       return;
     }
     if (!means_lost(result.status().code())) {
-      // The store is unavailable: retry soon, with backoff, until the
-      // watchdog declares the lease lost at its deadline.
-      ++stats_.failures;
-      e.next_renew_at = now + e.backoff;
-      e.backoff = std::min<Duration>(e.backoff * 2, e.renew_every);
-      renew_queue_.emplace(e.next_renew_at, id);
+      retry_later(id, e, done);
       return;
     }
+    loss = take_lost(it);
   }
-  lose(id, result.status());
+  loss.report(result.status());
 }
 
-MonoTime Renewer::next_renewal() const {
-  return renew_queue_.empty() ? MonoTime::max() : renew_queue_.begin()->first;
+void Renewer::renewed(Id id, Entry& e, const Lease& lease, MonoTime sent) {
+  // A renewal moves only the expiry; copying the whole lease would allocate
+  // its strings again on every heartbeat.
+  assert(lease.token == e.lease.token && lease.epoch == e.lease.epoch);
+  assert(lease.valid_until >= e.lease.valid_until && "a renewal never moves the deadline back");
+  e.in_flight = false;
+  e.lease.expires_at_ms = lease.expires_at_ms;
+  e.lease.valid_until = lease.valid_until;
+  e.lease.ttl = lease.ttl;
+  ++stats_.renewals;
+  e.backoff = options_.retry_backoff;
+  loss_queue_.erase({e.lost_at, id});
+  e.lost_at = e.lease.valid_until - options_.loss_lead;
+  loss_queue_.emplace(e.lost_at, id);
+  // From the send, as the new deadline is: a slow reply must not push the
+  // next renewal towards the loss point. If that time has passed, the
+  // renewal is due at once.
+  e.next_renew_at = schedule(sent, e.renew_every);
+  renew_queue_.emplace(e.next_renew_at, id);
+}
+
+// The store is unavailable: retry, until the watchdog declares the lease lost
+// at its deadline. The backoff spares a struggling store, but must not carry
+// the next attempt past the loss point while one more still fits before it:
+// the gap shrinks to half the time left, though never below retry_backoff.
+void Renewer::retry_later(Id id, Entry& e, MonoTime done) {
+  ++stats_.failures;
+  e.in_flight = false;
+  const Duration half_left = (e.lost_at - done) / 2;
+  e.next_renew_at = done + std::min(e.backoff, std::max(options_.retry_backoff, half_left));
+  e.backoff = std::min<Duration>(e.backoff * 2, e.renew_every);
+  renew_queue_.emplace(e.next_renew_at, id);
+}
+
+MonoTime Renewer::next_renewal(Turn turn) const {
+  if (renew_queue_.empty()) return MonoTime::max();
+  const auto& [at, id] = *renew_queue_.begin();
+  return turn == Turn::kOnTime ? at : at + entries_.at(id).renew_every / 10;
 }
 
 MonoTime Renewer::next_loss() const {
@@ -202,18 +246,21 @@ MonoTime Renewer::next_loss() const {
 
 MonoTime Renewer::poll() {
   fire_losses(clock_.mono_now());
-  while (renew_batch(clock_.mono_now())) {
+  while (renew_batch(clock_.mono_now(), Turn::kOnTime)) {
   }
   fire_losses(clock_.mono_now());
   std::lock_guard lock(mu_);
-  return std::min(next_renewal(), next_loss());
+  return std::min(next_renewal(Turn::kOnTime), next_loss());
 }
 
 void Renewer::start() {
   std::lock_guard lock(mu_);
-  assert(!renew_thread_.joinable() && "start() called twice");
+  assert(renew_threads_.empty() && !watchdog_thread_.joinable() && "start() called twice");
   stopping_ = false;
-  renew_thread_ = std::thread([this] { renew_loop(); });
+  for (size_t i = 0; i < options_.renew_threads; ++i) {
+    const Turn turn = i == 0 ? Turn::kOnTime : Turn::kLate;
+    renew_threads_.emplace_back([this, turn] { renew_loop(turn); });
+  }
   watchdog_thread_ = std::thread([this] { watchdog_loop(); });
 }
 
@@ -223,18 +270,21 @@ void Renewer::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (renew_thread_.joinable()) renew_thread_.join();
+  for (std::thread& t : renew_threads_) t.join();
+  renew_threads_.clear();
   if (watchdog_thread_.joinable()) watchdog_thread_.join();
 }
 
-void Renewer::renew_loop() {
+// Each renewal thread takes the next batch due in its turn, so one stuck in
+// the store holds back only the thread that sent it.
+void Renewer::renew_loop(Turn turn) {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     lock.unlock();
-    while (renew_batch(clock_.mono_now())) {
+    while (renew_batch(clock_.mono_now(), turn)) {
     }
     lock.lock();
-    const Duration wait = std::min<Duration>(next_renewal() - clock_.mono_now(), kPollMax);
+    const Duration wait = std::min<Duration>(next_renewal(turn) - clock_.mono_now(), kPollMax);
     if (wait > Duration::zero()) wake_.wait_for(lock, wait);
   }
 }
