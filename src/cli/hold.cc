@@ -449,9 +449,12 @@ int finish(Held& h) {
 }
 
 // The Renewer declares the lease lost when SIGTERM is due (loss_point()).
+// One lease is never in two store calls at once, so one renewal thread is
+// all it can use.
 RenewerOptions renewer_options(Duration grace) {
   RenewerOptions options;
   options.loss_lead = grace + kKillLead;
+  options.renew_threads = 1;
   return options;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "store/memory/memory_store.h"
+#include "store/store_wrapper.h"
 
 namespace leasehold {
 namespace {
@@ -52,9 +53,9 @@ struct StoreCall {
 // A memory store whose update_each (the call every heartbeat goes through)
 // the test can hold, slow down or fail, and which records each call.
 // Thread-safe: the renewer's threads call it while the test steers it.
-class HookedStore final : public ItemStore {
+class HookedStore final : public store::StoreWrapper {
  public:
-  explicit HookedStore(Clock& clock) : clock_(clock) {}
+  explicit HookedStore(Clock& clock) : HookedStore(clock, store::make_memory_store()) {}
 
   // Runs inside each update_each before the writes apply, given the call's
   // timeout (it may advance the clock); a status other than OK fails every
@@ -102,40 +103,18 @@ class HookedStore final : public ItemStore {
       const Status status = hook(timeout);
       if (!status.ok()) return std::vector<Result<Item>>(r.size(), Result<Item>(status));
     }
-    return inner_->update_each(t, r, timeout);
+    return StoreWrapper::update_each(t, r, timeout);
   }
 
-  Status ensure_table(const TableSpec& s) override { return inner_->ensure_table(s); }
-  Status require_table(const TableSpec& s) override { return inner_->require_table(s); }
-  Result<Item> get(std::string_view t, const Key& k, bool c) override {
-    return inner_->get(t, k, c);
-  }
-  Result<std::vector<Item>> batch_get(std::string_view t, std::span<const Key> k) override {
-    return inner_->batch_get(t, k);
-  }
-  Status put(std::string_view t, const Item& i, const Condition& c) override {
-    return inner_->put(t, i, c);
-  }
-  Result<Item> update(std::string_view t, const Key& k, const Update& u,
-                      const Condition& c) override {
-    return inner_->update(t, k, u, c);
-  }
-  Status remove(std::string_view t, const Key& k, const Condition& c) override {
-    return inner_->remove(t, k, c);
-  }
-  Result<Page> query(std::string_view t, std::string_view pk, const KeyRange& r,
-                     const QueryOptions& o) override {
-    return inner_->query(t, pk, r, o);
-  }
-  Result<Page> query_index(std::string_view t, std::string_view i, std::string_view h,
-                           const KeyRange& r, const QueryOptions& o) override {
-    return inner_->query_index(t, i, h, r, o);
-  }
   std::string_view backend_name() const override { return "hooked"; }
 
  private:
+  // The wrapper forwards to *memory, which it owns from here on.
+  HookedStore(Clock& clock, std::unique_ptr<ItemStore> memory)
+      : StoreWrapper(*memory), clock_(clock), memory_(std::move(memory)) {}
+
   Clock& clock_;
-  std::unique_ptr<ItemStore> inner_ = store::make_memory_store();
+  std::unique_ptr<ItemStore> memory_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
   bool block_next_ = false;
