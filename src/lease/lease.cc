@@ -76,8 +76,7 @@ Condition still_mine(const SlotNames& n, const std::string& owner, const std::st
   return cond::eq(n.owner, owner) && cond::eq(n.token, token);
 }
 
-bool is_mine(const Item& item, const SlotNames& n, std::string_view owner,
-             std::string_view token) {
+bool is_mine(const Item& item, const SlotNames& n, std::string_view owner, std::string_view token) {
   const std::string* o = get_string(item, n.owner);
   const std::string* t = get_string(item, n.token);
   return o != nullptr && t != nullptr && *o == owner && *t == token;
@@ -216,12 +215,12 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
 Result<Lease> LeaseManager::check_acquired_in_time(Lease lease) {
   if (lease.valid_at(clock_.mono_now())) return lease;
   const Status released = release(lease, ReleaseMode::kExpire);
-  return deadline_exceeded("acquire " + describe_key(lease.key, lease.slot) +
-                           ": the store answered after the lease's local deadline (" +
-                           std::to_string(to_ms(validity(lease.ttl))) + "ms after sending); " +
-                           (released.ok() ? "the lease was given back"
-                                          : "it expires unused at " +
-                                                std::to_string(lease.expires_at_ms) + " ms"));
+  return deadline_exceeded(
+      "acquire " + describe_key(lease.key, lease.slot) +
+      ": the store answered after the lease's local deadline (" +
+      std::to_string(to_ms(validity(lease.ttl))) + "ms after sending); " +
+      (released.ok() ? "the lease was given back"
+                     : "it expires unused at " + std::to_string(lease.expires_at_ms) + " ms"));
 }
 
 // The acquire write may or may not have applied: our fresh token in the slot
@@ -297,8 +296,15 @@ LeaseManager::RenewPlan LeaseManager::plan_renewal(const LeaseRef& ref, Duration
   p.heartbeat_at_ms = std::max(p.now_ms, heartbeat_floor_ms);
   p.expires_at_ms = p.now_ms + to_ms(ttl);
   p.update.set(n.heartbeat_at_ms, p.heartbeat_at_ms).set(n.expires_at_ms, p.expires_at_ms);
-  p.condition = still_mine(n, ref.owner, ref.token) && cond::gt(n.expires_at_ms, p.now_ms) &&
-                cond::le(n.heartbeat_at_ms, p.heartbeat_at_ms);
+  // still_mine() && ... without the copies of chained &&: this runs on
+  // every heartbeat.
+  p.condition.kind = Condition::Kind::kAnd;
+  auto& terms = p.condition.children;
+  terms.reserve(4);
+  terms.push_back(cond::eq(n.owner, ref.owner));
+  terms.push_back(cond::eq(n.token, ref.token));
+  terms.push_back(cond::gt(n.expires_at_ms, p.now_ms));
+  terms.push_back(cond::le(n.heartbeat_at_ms, p.heartbeat_at_ms));
   return p;
 }
 
@@ -384,8 +390,8 @@ Result<Lease> LeaseManager::renew(const Lease& lease, std::optional<Duration> tt
   plan.deadline = lease.valid_until;
   plan.base = &lease;
   plan.update.returning_updated_only();
-  Result<Lease> renewed = finish_renewal(
-      plan, store_.update(config_.table, plan.ref.key, plan.update, plan.condition));
+  Result<Lease> renewed =
+      finish_renewal(plan, store_.update(config_.table, plan.ref.key, plan.update, plan.condition));
   if (renewed.ok()) assert(renewed->epoch == lease.epoch && "renewal never changes the epoch");
   return renewed;
 }
@@ -420,7 +426,8 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
   std::vector<UpdateRequest> requests;
   requests.reserve(plans.size());
   // finish_renewal() needs neither the update nor the condition: move them.
-  for (auto& p : plans) requests.push_back({p.ref.key, std::move(p.update), std::move(p.condition)});
+  for (auto& p : plans)
+    requests.push_back({p.ref.key, std::move(p.update), std::move(p.condition)});
   std::vector<Result<Item>> written = store_.update_each(config_.table, requests, timeout);
   assert(written.size() == plans.size());
   for (size_t j = 0; j < plans.size(); ++j) {
@@ -448,8 +455,8 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
     case Code::kUnknownOutcome: {
       Result<Item> item = read_back(ref.key);
       if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
-      const bool still_live = is_mine(*item, n, ref.owner, ref.token) &&
-                              int_or_zero(*item, n.expires_at_ms) != 0;
+      const bool still_live =
+          is_mine(*item, n, ref.owner, ref.token) && int_or_zero(*item, n.expires_at_ms) != 0;
       if (still_live) return unavailable("release did not apply; retry");
       return {};
     }

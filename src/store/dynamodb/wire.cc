@@ -10,8 +10,6 @@ Status unsupported(std::string_view attr, std::string_view why) {
                         " (leasehold stores strings, integers and booleans)");
 }
 
-std::string op_text(CompareOp op) { return std::string(op_symbol(op)); }
-
 }  // namespace
 
 boost::json::object encode_value(const Value& value) {
@@ -68,42 +66,70 @@ boost::json::object encode_key(const TableSpec& spec, const Key& key) {
 }
 
 std::string ExpressionBuilder::name(const std::string& attr) {
-  const auto it = name_of_.find(attr);
-  if (it != name_of_.end()) return it->second;
-  std::string placeholder = "#n" + std::to_string(name_of_.size());
-  name_of_.emplace(attr, placeholder);
-  names_.emplace(placeholder, attr);
-  return placeholder;
+  std::string out;
+  append_name(attr, out);
+  return out;
 }
 
 std::string ExpressionBuilder::value(const Value& v) {
-  std::string placeholder = ":v" + std::to_string(values_.size());
-  values_.emplace(placeholder, encode_value(v));
-  return placeholder;
+  std::string out;
+  append_value(v, out);
+  return out;
 }
 
-std::string ExpressionBuilder::condition(const Condition& c) { return render(c, nullptr); }
+void ExpressionBuilder::append_name(const std::string& attr, std::string& out) {
+  const auto it = name_of_.find(attr);
+  if (it != name_of_.end()) {
+    out += it->second;
+    return;
+  }
+  std::string placeholder = "#n" + std::to_string(name_of_.size());
+  out += placeholder;
+  names_.emplace(placeholder, attr);
+  name_of_.emplace(attr, std::move(placeholder));
+}
+
+void ExpressionBuilder::append_value(const Value& v, std::string& out) {
+  std::string placeholder = ":v" + std::to_string(values_.size());
+  out += placeholder;
+  values_.emplace(std::move(placeholder), encode_value(v));
+}
+
+std::string ExpressionBuilder::condition(const Condition& c) {
+  std::string out;
+  render(c, nullptr, out);
+  return out;
+}
 
 std::string ExpressionBuilder::condition_term(const Condition& c) {
   Condition conjunction;
   conjunction.kind = Condition::Kind::kAnd;
-  return render(c, &conjunction);
+  std::string out;
+  render(c, &conjunction, out);
+  return out;
 }
 
 // DynamoDB refuses "redundant parentheses" (around the whole expression, or
 // around a term that needs none), so a term is parenthesised only where
 // precedence or the grammar demands it: an AND or OR inside another
 // operator, and any operand of NOT but a single comparison or function.
-std::string ExpressionBuilder::render(const Condition& c, const Condition* parent) {
+void ExpressionBuilder::render(const Condition& c, const Condition* parent, std::string& out) {
   switch (c.kind) {
     case Condition::Kind::kTrue:
-      return "";
+      return;
     case Condition::Kind::kExists:
-      return "attribute_exists(" + name(c.attr) + ")";
     case Condition::Kind::kNotExists:
-      return "attribute_not_exists(" + name(c.attr) + ")";
+      out += c.kind == Condition::Kind::kExists ? "attribute_exists(" : "attribute_not_exists(";
+      append_name(c.attr, out);
+      out += ')';
+      return;
     case Condition::Kind::kCompare:
-      return name(c.attr) + " " + op_text(c.op) + " " + value(c.value);
+      append_name(c.attr, out);
+      out += ' ';
+      out += op_symbol(c.op);
+      out += ' ';
+      append_value(c.value, out);
+      return;
     case Condition::Kind::kNot: {
       // The grammar wants a parenthesised operand after NOT unless it is a
       // single comparison or function.
@@ -111,20 +137,23 @@ std::string ExpressionBuilder::render(const Condition& c, const Condition* paren
       const bool simple = operand.kind == Condition::Kind::kCompare ||
                           operand.kind == Condition::Kind::kExists ||
                           operand.kind == Condition::Kind::kNotExists;
-      return simple ? "NOT " + render(operand, &c) : "NOT (" + render(operand, nullptr) + ")";
+      out += simple ? "NOT " : "NOT (";
+      render(operand, simple ? &c : nullptr, out);
+      if (!simple) out += ')';
+      return;
     }
     case Condition::Kind::kAnd:
     case Condition::Kind::kOr: {
-      std::string out;
+      const bool nested = parent != nullptr && parent->kind != c.kind;
+      if (nested) out += '(';
       for (size_t i = 0; i < c.children.size(); ++i) {
         if (i > 0) out += c.kind == Condition::Kind::kAnd ? " AND " : " OR ";
-        out += render(c.children[i], &c);
+        render(c.children[i], &c, out);
       }
-      const bool nested = parent != nullptr && parent->kind != c.kind;
-      return nested ? "(" + out + ")" : out;
+      if (nested) out += ')';
+      return;
     }
   }
-  return "";
 }
 
 std::string ExpressionBuilder::update(const Update& update) {

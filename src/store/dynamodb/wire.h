@@ -55,7 +55,10 @@ class ExpressionBuilder {
   const boost::json::object& values() const { return values_; }
 
  private:
-  std::string render(const Condition& condition, const Condition* parent);
+  // Appends to `out`: one string grows instead of one per term.
+  void render(const Condition& condition, const Condition* parent, std::string& out);
+  void append_name(const std::string& attr, std::string& out);
+  void append_value(const Value& v, std::string& out);
 
   std::map<std::string, std::string, std::less<>> name_of_;
   boost::json::object names_;
