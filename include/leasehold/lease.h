@@ -191,7 +191,7 @@ class LeaseManager {
 
  private:
   struct RenewPlan;
-  RenewPlan plan_renewal(const LeaseRef& ref, Duration ttl, int64_t heartbeat_floor_ms);
+  RenewPlan plan_renewal(LeaseRef ref, Duration ttl, int64_t heartbeat_floor_ms);
   Result<Lease> finish_renewal(const RenewPlan& plan, Result<Item> written);
   Result<Lease> explain_refused_renewal(const RenewPlan& plan);
   Result<Lease> resolve_acquire(const Key& key, const Lease& attempt);

@@ -284,12 +284,12 @@ struct LeaseManager::RenewPlan {
 // refuses a stored heartbeat later than this one: a renewal that reaches the
 // store late, after a later renewal of the same lease, must not shorten the
 // expiry that later renewal set, which its holder already trusts.
-LeaseManager::RenewPlan LeaseManager::plan_renewal(const LeaseRef& ref, Duration ttl,
+LeaseManager::RenewPlan LeaseManager::plan_renewal(LeaseRef ref, Duration ttl,
                                                    int64_t heartbeat_floor_ms) {
   RenewPlan p;
   p.names = names(ref.slot);
   const SlotNames& n = *p.names;
-  p.ref = ref;
+  p.ref = std::move(ref);
   p.ttl = ttl;
   p.sent = clock_.mono_now();
   p.now_ms = to_unix_ms(clock_.wall_now());
@@ -301,8 +301,8 @@ LeaseManager::RenewPlan LeaseManager::plan_renewal(const LeaseRef& ref, Duration
   p.condition.kind = Condition::Kind::kAnd;
   auto& terms = p.condition.children;
   terms.reserve(4);
-  terms.push_back(cond::eq(n.owner, ref.owner));
-  terms.push_back(cond::eq(n.token, ref.token));
+  terms.push_back(cond::eq(n.owner, p.ref.owner));
+  terms.push_back(cond::eq(n.token, p.ref.token));
   terms.push_back(cond::gt(n.expires_at_ms, p.now_ms));
   terms.push_back(cond::le(n.heartbeat_at_ms, p.heartbeat_at_ms));
   return p;

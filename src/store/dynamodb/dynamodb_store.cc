@@ -165,15 +165,38 @@ bool is_active(const json::object& table, const std::vector<std::string>& indexe
 }
 
 // DynamoDB refuses `<` and friends on a BOOL operand, where the item store
-// says they are false: such comparisons become an always-false condition.
-Condition portable(const Condition& c, const std::string& pk_attr) {
-  if (c.kind == Condition::Kind::kCompare && type_of(c.value) == AttrType::kBool &&
-      c.op != CompareOp::kEq && c.op != CompareOp::kNe) {
-    return cond::exists(pk_attr) && cond::not_exists(pk_attr);
+// says they are false.
+bool is_bool_inequality(const Condition& c) {
+  return c.kind == Condition::Kind::kCompare && type_of(c.value) == AttrType::kBool &&
+         c.op != CompareOp::kEq && c.op != CompareOp::kNe;
+}
+
+bool has_bool_inequality(const Condition& c) {
+  if (is_bool_inequality(c)) return true;
+  return std::any_of(c.children.begin(), c.children.end(), has_bool_inequality);
+}
+
+Condition rewrite_bool_inequalities(const Condition& c, const std::string& pk_attr) {
+  if (is_bool_inequality(c)) return cond::exists(pk_attr) && cond::not_exists(pk_attr);
+  Condition out;
+  out.kind = c.kind;
+  out.attr = c.attr;
+  out.op = c.op;
+  out.value = c.value;
+  out.children.reserve(c.children.size());
+  for (const auto& child : c.children) {
+    out.children.push_back(rewrite_bool_inequalities(child, pk_attr));
   }
-  Condition out = c;
-  for (auto& child : out.children) child = portable(child, pk_attr);
   return out;
+}
+
+// `c` as DynamoDB takes it: such comparisons become an always-false
+// condition. Nearly every condition has none, and is returned as it is; one
+// that has is rewritten into `storage`.
+const Condition& portable(const Condition& c, const std::string& pk_attr, Condition& storage) {
+  if (!has_bool_inequality(c)) return c;
+  storage = rewrite_bool_inequalities(c, pk_attr);
+  return storage;
 }
 
 // DynamoDB numbers hold 38 digits, so an ADD past int64 would succeed there
@@ -196,9 +219,10 @@ std::string overflow_guards(const Update& update, ExpressionBuilder& b) {
   return out;
 }
 
-void add_placeholders(json::object& body, const ExpressionBuilder& b) {
-  if (!b.names().empty()) body["ExpressionAttributeNames"] = b.names();
-  if (!b.values().empty()) body["ExpressionAttributeValues"] = b.values();
+// Moves the builder's placeholders into the request: it is done with them.
+void add_placeholders(json::object& body, ExpressionBuilder& b) {
+  if (!b.names().empty()) body["ExpressionAttributeNames"] = b.take_names();
+  if (!b.values().empty()) body["ExpressionAttributeValues"] = b.take_values();
 }
 
 bool empty_string(const Value& v) {
@@ -834,7 +858,8 @@ Status DynamoDbStore::put(std::string_view table, const Item& item, const Condit
   RETURN_IF_ERROR(validate_condition(condition));
   ExpressionBuilder b;
   json::object body{{"TableName", physical(table)}, {"Item", encode_item(item)}};
-  const std::string expression = b.condition(portable(condition, spec->pk_attr));
+  Condition rewritten;
+  const std::string expression = b.condition(portable(condition, spec->pk_attr, rewritten));
   if (!expression.empty()) body["ConditionExpression"] = expression;
   add_placeholders(body, b);
   return call("PutItem", body, false).status();
@@ -867,15 +892,23 @@ Result<Item> DynamoDbStore::update_until(std::string_view table, const Key& key,
   RETURN_IF_ERROR(validate_key(*spec, key));
   RETURN_IF_ERROR(validate_update(*spec, update));
   RETURN_IF_ERROR(validate_condition(condition));
-  ExpressionBuilder b;
-  json::object body{{"TableName", physical(table)},
-                    {"Key", encode_key(*spec, key)},
-                    {"ReturnValues", update.returns_updated_only() ? "UPDATED_NEW" : "ALL_NEW"}};
+  // The request is built, serialised and dropped right here, on every
+  // heartbeat: its JSON lives on a stack arena.
+  unsigned char request_arena[4096];
+  json::monotonic_resource request_memory(request_arena, sizeof(request_arena));
+  const json::storage_ptr storage(&request_memory);
+  ExpressionBuilder b(storage);
+  json::object body(storage);
+  body.reserve(8);
+  body.emplace("TableName", physical(table));
+  body.emplace("Key", encode_key(*spec, key, storage));
+  body.emplace("ReturnValues", update.returns_updated_only() ? "UPDATED_NEW" : "ALL_NEW");
   // With no UpdateExpression, UpdateItem still creates the item (key only).
   if (!update.empty()) body["UpdateExpression"] = b.update(update);
   // Each placeholder must be used exactly once: render the condition once,
   // as a whole or as an operand of the AND with the overflow guards.
-  const Condition portable_condition = portable(condition, spec->pk_attr);
+  Condition rewritten;
+  const Condition& portable_condition = portable(condition, spec->pk_attr, rewritten);
   const std::string guards = overflow_guards(update, b);
   std::string expression;
   if (guards.empty()) {
@@ -950,7 +983,8 @@ Status DynamoDbStore::remove(std::string_view table, const Key& key, const Condi
   RETURN_IF_ERROR(validate_condition(condition));
   ExpressionBuilder b;
   json::object body{{"TableName", physical(table)}, {"Key", encode_key(*spec, key)}};
-  const std::string expression = b.condition(portable(condition, spec->pk_attr));
+  Condition rewritten;
+  const std::string expression = b.condition(portable(condition, spec->pk_attr, rewritten));
   if (!expression.empty()) body["ConditionExpression"] = expression;
   add_placeholders(body, b);
   return call("DeleteItem", body, false).status();

@@ -12,16 +12,23 @@ Status unsupported(std::string_view attr, std::string_view why) {
 
 }  // namespace
 
-boost::json::object encode_value(const Value& value) {
+boost::json::object encode_value(const Value& value, boost::json::storage_ptr storage) {
+  boost::json::object out(std::move(storage));
   switch (type_of(value)) {
     case AttrType::kString:
-      return {{"S", std::get<std::string>(value)}};
-    case AttrType::kInt:
-      return {{"N", std::to_string(std::get<int64_t>(value))}};
+      out.emplace("S", std::get<std::string>(value));
+      break;
+    case AttrType::kInt: {
+      char digits[24];  // an int64 in decimal, with its sign
+      const auto end = std::to_chars(digits, digits + sizeof digits, std::get<int64_t>(value)).ptr;
+      out.emplace("N", std::string_view(digits, static_cast<size_t>(end - digits)));
+      break;
+    }
     case AttrType::kBool:
-      return {{"BOOL", std::get<bool>(value)}};
+      out.emplace("BOOL", std::get<bool>(value));
+      break;
   }
-  return {};
+  return out;
 }
 
 Result<Value> decode_value(std::string_view attr, const boost::json::value& value) {
@@ -59,9 +66,11 @@ Result<Item> decode_item(const boost::json::object& item) {
   return out;
 }
 
-boost::json::object encode_key(const TableSpec& spec, const Key& key) {
-  boost::json::object out{{spec.pk_attr, encode_value(key.pk)}};
-  if (!spec.sk_attr.empty()) out.emplace(spec.sk_attr, encode_value(key.sk));
+boost::json::object encode_key(const TableSpec& spec, const Key& key,
+                               boost::json::storage_ptr storage) {
+  boost::json::object out(storage);
+  out.emplace(spec.pk_attr, encode_value(key.pk, storage));
+  if (!spec.sk_attr.empty()) out.emplace(spec.sk_attr, encode_value(key.sk, storage));
   return out;
 }
 
@@ -92,7 +101,7 @@ void ExpressionBuilder::append_name(const std::string& attr, std::string& out) {
 void ExpressionBuilder::append_value(const Value& v, std::string& out) {
   std::string placeholder = ":v" + std::to_string(values_.size());
   out += placeholder;
-  values_.emplace(std::move(placeholder), encode_value(v));
+  values_.emplace(std::move(placeholder), encode_value(v, values_.storage()));
 }
 
 std::string ExpressionBuilder::condition(const Condition& c) {

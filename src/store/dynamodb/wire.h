@@ -23,7 +23,9 @@
 
 namespace leasehold::store::dynamodb {
 
-boost::json::object encode_value(const Value& value);
+// The encoders allocate from `storage` (the default heap unless given): a
+// caller that serialises the result at once passes a stack arena.
+boost::json::object encode_value(const Value& value, boost::json::storage_ptr storage = {});
 // `attr` names the attribute in error messages.
 Result<Value> decode_value(std::string_view attr, const boost::json::value& value);
 
@@ -31,11 +33,16 @@ boost::json::object encode_item(const Item& item);
 Result<Item> decode_item(const boost::json::object& item);
 
 // {"<pk_attr>": {"S": pk}[, "<sk_attr>": {"S": sk}]}
-boost::json::object encode_key(const TableSpec& spec, const Key& key);
+boost::json::object encode_key(const TableSpec& spec, const Key& key,
+                               boost::json::storage_ptr storage = {});
 
 // Collects the placeholders of one request's expressions.
 class ExpressionBuilder {
  public:
+  // The placeholders' JSON lives in `storage` (see encode_value).
+  explicit ExpressionBuilder(boost::json::storage_ptr storage = {})
+      : names_(storage), values_(storage) {}
+
   // "#n<i>"; the same attribute always gets the same placeholder.
   std::string name(const std::string& attr);
   // ":v<i>"; a new placeholder for every value.
@@ -53,6 +60,9 @@ class ExpressionBuilder {
   // ExpressionAttributeNames / ExpressionAttributeValues; omit when empty.
   const boost::json::object& names() const { return names_; }
   const boost::json::object& values() const { return values_; }
+  // The same, moved out: the builder is done with them.
+  boost::json::object take_names() { return std::move(names_); }
+  boost::json::object take_values() { return std::move(values_); }
 
  private:
   // Appends to `out`: one string grows instead of one per term.
