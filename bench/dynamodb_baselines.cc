@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "bench/cpu_time.h"
+#include "net/endpoint.h"
 #include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store.h"
-#include "store/dynamodb/http_client.h"
 #include "store/dynamodb/sigv4.h"
 
 namespace leasehold::bench {
@@ -92,7 +92,7 @@ class Socket {
   int fd_;
 };
 
-Result<std::unique_ptr<Socket>> connect_to(const store::dynamodb::HttpEndpoint& endpoint) {
+Result<std::unique_ptr<Socket>> connect_to(const net::HttpEndpoint& endpoint) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
@@ -157,9 +157,8 @@ struct Outcome {
 // requests[2 * i + p] renews lease i on pass p (0 or 1): passes alternate
 // between two expiries, so that every write moves the item's expiry, and its
 // index entry, as a real renewal does.
-void bare_loop(const store::dynamodb::HttpEndpoint& endpoint,
-               const std::vector<std::string>& requests, size_t first, size_t stride,
-               MonoTime until, Outcome& out) {
+void bare_loop(const net::HttpEndpoint& endpoint, const std::vector<std::string>& requests,
+               size_t first, size_t stride, MonoTime until, Outcome& out) {
   auto socket = connect_to(endpoint);
   if (!socket.ok()) {
     out.error = socket.status().message();
@@ -234,7 +233,7 @@ Result<int64_t> bare_http_renewals(const DynamoDbTarget& target,
                                    const std::vector<RawLease>& leases, int64_t threads,
                                    Duration duration, int64_t ttl_ms, Duration& cpu) {
   if (target.endpoint.empty()) return failed_precondition("the bare baseline needs http://");
-  ASSIGN_OR_RETURN(auto endpoint, store::dynamodb::parse_http_endpoint(target.endpoint));
+  ASSIGN_OR_RETURN(auto endpoint, net::parse_http_endpoint(target.endpoint));
   if (endpoint.scheme != "http") return failed_precondition("the bare baseline needs http://");
   ASSIGN_OR_RETURN(auto source,
                    store::dynamodb::default_credentials(store::dynamodb::process_env()));

@@ -3,17 +3,17 @@
 // present and well-formed); the SigV4 signer is tested on its own.
 #include <gtest/gtest.h>
 
-#include "store/dynamodb/http_client.h"
+#include "net/http_client.h"
 #include "tests/dynamodb/dynalite_fixture.h"
 
 namespace leasehold::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using store::dynamodb::HttpClient;
-using store::dynamodb::HttpClientOptions;
-using store::dynamodb::HttpRequest;
-using store::dynamodb::HttpResponse;
+using net::HttpClient;
+using net::HttpClientOptions;
+using net::HttpRequest;
+using net::HttpResponse;
 
 HttpRequest dynamodb_request(const std::string& operation, std::string body) {
   HttpRequest request;
@@ -35,7 +35,7 @@ class DynaliteSmokeTest : public DynaliteTest {
  protected:
   void SetUp() override {
     HttpClientOptions options;
-    auto endpoint = store::dynamodb::parse_http_endpoint(dynalite().endpoint());
+    auto endpoint = net::parse_http_endpoint(dynalite().endpoint());
     ASSERT_TRUE(endpoint.ok()) << endpoint.status().to_string();
     options.endpoint = *endpoint;
     auto client = HttpClient::open(options);

@@ -9,7 +9,7 @@
 #include <mutex>
 #include <sstream>
 
-#include "store/dynamodb/http_client.h"
+#include "net/http_client.h"
 
 namespace leasehold::store::dynamodb {
 namespace {
@@ -137,15 +137,15 @@ std::optional<WallTime> parse_iso8601_utc(std::string_view text) {
   return WallTime(std::chrono::seconds(t));
 }
 
-bool container_host_allowed(const HttpEndpoint& e) {
-  return e.scheme == "https" || is_loopback_host(e.host) || e.host == "169.254.170.2" ||
+bool container_host_allowed(const net::HttpEndpoint& e) {
+  return e.scheme == "https" || net::is_loopback_host(e.host) || e.host == "169.254.170.2" ||
          e.host == "169.254.170.23";
 }
 
 class ContainerSource final : public CredentialsSource {
  public:
-  ContainerSource(std::unique_ptr<HttpClient> http, std::string target, EnvLookup env, Clock* clock,
-                  Duration refresh_before)
+  ContainerSource(std::unique_ptr<net::HttpClient> http, std::string target, EnvLookup env,
+                  Clock* clock, Duration refresh_before)
       : http_(std::move(http)),
         target_(std::move(target)),
         env_(std::move(env)),
@@ -165,12 +165,12 @@ class ContainerSource final : public CredentialsSource {
  private:
   // REQUIRES: mu_ held. On success, fills cached_ and expires_.
   Result<Credentials> fetch() {
-    HttpRequest request;
+    net::HttpRequest request;
     request.method = "GET";
     request.target = target_;
     ASSIGN_OR_RETURN(std::string token, authorization_token());
     if (!token.empty()) request.headers.emplace_back("Authorization", token);
-    Result<HttpResponse> response = http_->send(request, std::chrono::seconds(5));
+    Result<net::HttpResponse> response = http_->send(request, std::chrono::seconds(5));
     const std::string what = "container credentials endpoint";
     if (!response.ok()) return unavailable(what + ": " + response.status().message());
     if (response->status != 200) {
@@ -204,7 +204,7 @@ class ContainerSource final : public CredentialsSource {
     return token;
   }
 
-  const std::unique_ptr<HttpClient> http_;
+  const std::unique_ptr<net::HttpClient> http_;
   const std::string target_;
   const EnvLookup env_;
   RealClock real_clock_;
@@ -225,8 +225,8 @@ Result<std::optional<std::shared_ptr<CredentialsSource>>> container_credentials(
   const std::string url = !relative.empty() ? "http://169.254.170.2" + relative : full;
   const size_t scheme_end = url.find("://");
   const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
-  HttpClientOptions http;
-  ASSIGN_OR_RETURN(http.endpoint, parse_http_endpoint(url.substr(0, path_start)));
+  net::HttpClientOptions http;
+  ASSIGN_OR_RETURN(http.endpoint, net::parse_http_endpoint(url.substr(0, path_start)));
   if (!container_host_allowed(http.endpoint)) {
     return invalid_argument(
         "AWS_CONTAINER_CREDENTIALS_FULL_URI must be https, loopback, "
@@ -235,7 +235,7 @@ Result<std::optional<std::shared_ptr<CredentialsSource>>> container_credentials(
   }
   http.allow_plain_http = true;
   http.connections_max = 1;
-  ASSIGN_OR_RETURN(std::unique_ptr<HttpClient> client, HttpClient::open(std::move(http)));
+  ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client, net::HttpClient::open(std::move(http)));
   const std::string target = path_start == std::string::npos ? "/" : url.substr(path_start);
   return std::optional<std::shared_ptr<CredentialsSource>>(
       std::make_shared<ContainerSource>(std::move(client), target, env, clock, refresh_before));

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "base/duration.h"
+#include "net/http_client.h"
 #include "store/dynamodb/credentials.h"
-#include "store/dynamodb/http_client.h"
 #include "store/dynamodb/wire.h"
 #include "store/eval.h"
 #include "store/item_json.h"
@@ -417,7 +417,7 @@ Verdict judge_send_failure(Code code) {
 
 class DynamoDbStore final : public ItemStore {
  public:
-  DynamoDbStore(DynamoDbOptions options, std::unique_ptr<HttpClient> http)
+  DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpClient> http)
       : options_(std::move(options)), http_(std::move(http)) {
     if (options_.clock == nullptr) options_.clock = &real_clock_;
     if (options_.random == nullptr) options_.random = &system_random_;
@@ -459,8 +459,8 @@ class DynamoDbStore final : public ItemStore {
                             json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline);
   Result<json::object> send_once(std::string_view op, const std::string& body, Duration timeout,
                                  json::storage_ptr storage, Verdict* verdict);
-  Result<HttpRequest> make_request(std::string_view op, std::string body);
-  Result<json::object> interpret(std::string_view op, const HttpResponse& response,
+  Result<net::HttpRequest> make_request(std::string_view op, std::string body);
+  Result<json::object> interpret(std::string_view op, const net::HttpResponse& response,
                                  Verdict* verdict, json::storage_ptr storage);
   Duration backoff_pause(int attempt);
   // The time left until `deadline`; Duration::max() for kNoDeadline.
@@ -488,7 +488,7 @@ class DynamoDbStore final : public ItemStore {
                          const TableSpec& spec, const IndexSpec* index);
 
   DynamoDbOptions options_;
-  std::unique_ptr<HttpClient> http_;
+  std::unique_ptr<net::HttpClient> http_;
   SigningKeyCache signing_keys_;
   RealClock real_clock_;
   SystemRandom system_random_;
@@ -500,7 +500,7 @@ class DynamoDbStore final : public ItemStore {
 
 // ---------------------------------------------------------------- requests
 
-Result<HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string body) {
+Result<net::HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string body) {
   HttpRequestToSign to_sign;
   to_sign.host = http_->host_header();
   to_sign.headers = {{"Content-Type", std::string(kContentType)},
@@ -513,7 +513,7 @@ Result<HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string
   const Credentials& credentials = options_.credentials_source ? fetched : options_.credentials;
   ASSIGN_OR_RETURN(SigV4Result signature, sign_v4(to_sign, credentials, options_.region, "dynamodb",
                                                   options_.clock->wall_now(), &signing_keys_));
-  HttpRequest request;
+  net::HttpRequest request;
   request.method = "POST";
   request.target = "/";
   request.headers = std::move(to_sign.headers);
@@ -526,8 +526,9 @@ Result<HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string
   return request;
 }
 
-Result<json::object> DynamoDbStore::interpret(std::string_view op, const HttpResponse& response,
-                                              Verdict* verdict, json::storage_ptr storage) {
+Result<json::object> DynamoDbStore::interpret(std::string_view op,
+                                              const net::HttpResponse& response, Verdict* verdict,
+                                              json::storage_ptr storage) {
   boost::system::error_code ec;
   json::value parsed = json::parse(response.body, ec, std::move(storage));
   if (response.status == 200) {
@@ -576,8 +577,8 @@ Result<json::object> DynamoDbStore::send_once(std::string_view op, const std::st
                                               Duration timeout, json::storage_ptr storage,
                                               Verdict* verdict) {
   *verdict = Verdict::kAnswered;
-  ASSIGN_OR_RETURN(HttpRequest request, make_request(op, body));
-  Result<HttpResponse> response = http_->send(request, timeout);
+  ASSIGN_OR_RETURN(net::HttpRequest request, make_request(op, body));
+  Result<net::HttpResponse> response = http_->send(request, timeout);
   if (response.ok()) return interpret(op, *response, verdict, std::move(storage));
   *verdict = judge_send_failure(response.status().code());
   return response.status().with_context(op);
@@ -1114,9 +1115,9 @@ Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options) 
   if (options.endpoint.empty()) {
     options.endpoint = "https://dynamodb." + options.region + ".amazonaws.com";
   }
-  HttpClientOptions http;
-  ASSIGN_OR_RETURN(http.endpoint, parse_http_endpoint(options.endpoint));
-  ASSIGN_OR_RETURN(std::unique_ptr<HttpClient> client, HttpClient::open(std::move(http)));
+  net::HttpClientOptions http;
+  ASSIGN_OR_RETURN(http.endpoint, net::parse_http_endpoint(options.endpoint));
+  ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client, net::HttpClient::open(std::move(http)));
   return std::unique_ptr<ItemStore>(
       std::make_unique<DynamoDbStore>(std::move(options), std::move(client)));
 }
@@ -1151,7 +1152,7 @@ Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest) {
     }
     if (name == "endpoint") {
       options.endpoint = std::string(value);
-      RETURN_IF_ERROR(parse_http_endpoint(options.endpoint).status());
+      RETURN_IF_ERROR(net::parse_http_endpoint(options.endpoint).status());
     } else {
       ASSIGN_OR_RETURN(options.table_active_timeout, parse_duration(value));
     }

@@ -2,7 +2,7 @@
 // written with plain sockets, whose misbehaviours are chosen per test: close
 // after reading the request, never answer, send too much, drop idle
 // connections.
-#include "store/dynamodb/http_client.h"
+#include "net/http_client.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::net {
 namespace {
 
 using namespace std::chrono_literals;
@@ -308,24 +308,5 @@ TEST(HttpClientTest, HostHeaderOmitsDefaultPorts) {
   EXPECT_EQ((*HttpClient::open(options))->host_header(), "[::1]:8000");
 }
 
-TEST(HttpEndpointTest, Parses) {
-  auto e = parse_http_endpoint("http://127.0.0.1:8000");
-  ASSERT_TRUE(e.ok());
-  EXPECT_EQ(e->scheme, "http");
-  EXPECT_EQ(e->host, "127.0.0.1");
-  EXPECT_EQ(e->port, 8000);
-  e = parse_http_endpoint("https://dynamodb.eu-west-1.amazonaws.com/");
-  ASSERT_TRUE(e.ok());
-  EXPECT_EQ(e->port, 443);
-  e = parse_http_endpoint("http://[::1]:4567");
-  ASSERT_TRUE(e.ok());
-  EXPECT_EQ(e->host, "::1");
-  EXPECT_EQ(e->port, 4567);
-  for (const char* bad : {"127.0.0.1:8000", "ftp://x", "http://", "http://h:0", "http://h:70000",
-                          "http://h:", "http://h/path", "http://u@h", "http://[::1"}) {
-    EXPECT_EQ(parse_http_endpoint(bad).status().code(), Code::kInvalidArgument) << bad;
-  }
-}
-
 }  // namespace
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::net

@@ -2,38 +2,21 @@
 // so a caller drives its own connection's asynchronous operations on its own
 // thread; every operation carries the request's deadline (tcp_stream expiry,
 // or a timer for name resolution).
-#include "store/dynamodb/http_client.h"
+#include "net/http_client.h"
 
+#include <strings.h>
 #include <sys/socket.h>
 
-// GCC 12 reports a false -Wmaybe-uninitialized inside Beast's parser
-// (boost::optional in content_length) when building with sanitizers.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
-#pragma GCC diagnostic pop
-#include <strings.h>
-
 #include <cerrno>
-#include <charconv>
 #include <condition_variable>
 #include <mutex>
 
-namespace leasehold::store::dynamodb {
+#include "net/beast.h"
+#include "net/tls.h"
+
+namespace leasehold::net {
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-namespace ssl = net::ssl;
-using tcp = net::ip::tcp;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr uint32_t kHeaderBytesMax = 64 * 1024;
@@ -43,9 +26,9 @@ struct Connection {
   static constexpr size_t kBufferBytes = 16 * 1024;
   Connection() { buffer.reserve(kBufferBytes); }
 
-  net::io_context ioc;
+  asio::io_context ioc;
   std::unique_ptr<beast::tcp_stream> plain;
-  std::unique_ptr<beast::ssl_stream<beast::tcp_stream>> tls;
+  std::unique_ptr<TlsStream> tls;
   beast::flat_buffer buffer;
   bool connected = false;
   bool reused = false;
@@ -133,12 +116,6 @@ struct Exchange {
   bool keep_alive = false;
   bool retry_on_fresh = false;  // nothing reached the server; safe to resend
 };
-
-bool is_ip_literal(const std::string& host) {
-  boost::system::error_code ec;
-  net::ip::make_address(host, ec);
-  return !ec;
-}
 
 std::string ms_text(Duration d) { return std::to_string(to_ms(d)) + " ms"; }
 
@@ -232,7 +209,7 @@ Result<std::string> BeastHttpClient::build(const HttpRequest& request) const {
 Status BeastHttpClient::resolve(Connection& c, MonoTime deadline,
                                 tcp::resolver::results_type& results) const {
   tcp::resolver resolver(c.ioc);
-  net::steady_timer timer(c.ioc, deadline);
+  asio::steady_timer timer(c.ioc, deadline);
   boost::system::error_code ec;
   bool timed_out = false;
   resolver.async_resolve(options_.endpoint.host, std::to_string(options_.endpoint.port),
@@ -255,7 +232,7 @@ Status BeastHttpClient::resolve(Connection& c, MonoTime deadline,
 
 Status BeastHttpClient::connect(Connection& c, MonoTime deadline) const {
   if (tls_context_) {
-    c.tls = std::make_unique<beast::ssl_stream<beast::tcp_stream>>(c.ioc, *tls_context_);
+    c.tls = std::make_unique<TlsStream>(c.ioc, *tls_context_);
   } else {
     c.plain = std::make_unique<beast::tcp_stream>(c.ioc);
   }
@@ -275,14 +252,8 @@ Status BeastHttpClient::connect(Connection& c, MonoTime deadline) const {
 }
 
 Status BeastHttpClient::handshake(Connection& c, MonoTime deadline) const {
-  const std::string& host = options_.endpoint.host;
-  // SNI is for names only; an IP literal is matched against the certificate.
-  if (!is_ip_literal(host) && !SSL_set_tlsext_host_name(c.tls->native_handle(), host.c_str())) {
-    return unavailable("TLS to " + where_ + ": cannot set SNI");
-  }
+  RETURN_IF_ERROR(prepare_client_tls(*c.tls, options_.endpoint.host, where_));
   boost::system::error_code ec;
-  c.tls->set_verify_callback(ssl::host_name_verification(host), ec);
-  if (ec) return unavailable("TLS to " + where_ + ": " + ec.message());
   c.lowest().expires_at(deadline);
   c.tls->async_handshake(ssl::stream_base::client, [&](boost::system::error_code e) { ec = e; });
   c.run();
@@ -306,7 +277,7 @@ Exchange BeastHttpClient::exchange(Connection& c, const std::string& wire, MonoT
   size_t written = 0;
   c.lowest().expires_at(deadline);
   with_stream(c, [&](auto& stream) {
-    net::async_write(stream, net::buffer(wire), [&](boost::system::error_code e, size_t n) {
+    asio::async_write(stream, asio::buffer(wire), [&](boost::system::error_code e, size_t n) {
       ec = e;
       written = n;
     });
@@ -370,24 +341,6 @@ Exchange BeastHttpClient::read_response(Connection& c, Duration timeout) const {
   return ex;
 }
 
-Result<std::unique_ptr<ssl::context>> make_tls_context(const std::string& ca_file) {
-  auto context = std::make_unique<ssl::context>(ssl::context::tls_client);
-  boost::system::error_code ec;
-  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
-                           ssl::context::no_sslv3 | ssl::context::no_tlsv1 |
-                           ssl::context::no_tlsv1_1,
-                       ec);
-  if (ca_file.empty()) {
-    context->set_default_verify_paths(ec);
-  } else {
-    context->load_verify_file(ca_file, ec);
-  }
-  if (ec) return invalid_argument("cannot load trusted certificates: " + ec.message());
-  context->set_verify_mode(ssl::verify_peer, ec);
-  if (ec) return invalid_argument("cannot enable certificate verification: " + ec.message());
-  return context;
-}
-
 }  // namespace
 
 std::optional<std::string_view> HttpResponse::header(std::string_view name) const {
@@ -397,55 +350,7 @@ std::optional<std::string_view> HttpResponse::header(std::string_view name) cons
   return std::nullopt;
 }
 
-bool is_loopback_host(std::string_view host) {
-  if (host.size() == 9 && strncasecmp(host.data(), "localhost", 9) == 0) return true;
-  boost::system::error_code ec;
-  net::ip::address address = net::ip::make_address(std::string(host), ec);
-  return !ec && address.is_loopback();
-}
-
-Result<HttpEndpoint> parse_http_endpoint(std::string_view url) {
-  HttpEndpoint e;
-  size_t sep = url.find("://");
-  if (sep == std::string_view::npos)
-    return invalid_argument("endpoint must be http:// or https://");
-  e.scheme = std::string(url.substr(0, sep));
-  if (e.scheme != "http" && e.scheme != "https") {
-    return invalid_argument("endpoint scheme must be http or https");
-  }
-  std::string_view rest = url.substr(sep + 3);
-  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  if (rest.empty() || rest.find_first_of("/?#@ ") != std::string_view::npos) {
-    return invalid_argument("endpoint must be scheme://host[:port] without path or user info");
-  }
-  std::string_view port_text;
-  if (rest.front() == '[') {
-    size_t close = rest.find(']');
-    if (close == std::string_view::npos) return invalid_argument("endpoint has an unclosed '['");
-    e.host = std::string(rest.substr(1, close - 1));
-    rest.remove_prefix(close + 1);
-    if (!rest.empty() && rest.front() != ':') return invalid_argument("endpoint: junk after ']'");
-    if (!rest.empty()) port_text = rest.substr(1);
-  } else {
-    size_t colon = rest.find(':');
-    e.host = std::string(rest.substr(0, colon));
-    if (colon != std::string_view::npos) port_text = rest.substr(colon + 1);
-  }
-  if (e.host.empty()) return invalid_argument("endpoint has no host");
-  e.port = e.scheme == "https" ? 443 : 80;
-  if (!port_text.empty() || rest.find(':') != std::string_view::npos) {
-    unsigned port = 0;
-    auto [end, err] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (err != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
-        port > 65535) {
-      return invalid_argument("endpoint port must be 1..65535");
-    }
-    e.port = static_cast<uint16_t>(port);
-  }
-  return e;
-}
-
-Result<std::unique_ptr<HttpClient>> HttpClient::open(HttpClientOptions options) {
+Status validate_http_client_options(const HttpClientOptions& options) {
   const HttpEndpoint& e = options.endpoint;
   if (e.scheme != "http" && e.scheme != "https") {
     return invalid_argument("endpoint scheme must be http or https");
@@ -456,12 +361,17 @@ Result<std::unique_ptr<HttpClient>> HttpClient::open(HttpClientOptions options) 
                             "); use https://");
   }
   if (options.connections_max == 0) return invalid_argument("connections_max must be at least 1");
+  return Status::ok_status();
+}
+
+Result<std::unique_ptr<HttpClient>> HttpClient::open(HttpClientOptions options) {
+  RETURN_IF_ERROR(validate_http_client_options(options));
   std::unique_ptr<ssl::context> tls_context;
-  if (e.scheme == "https") {
-    ASSIGN_OR_RETURN(tls_context, make_tls_context(options.ca_file));
+  if (options.endpoint.scheme == "https") {
+    ASSIGN_OR_RETURN(tls_context, make_client_tls_context(options.ca_file));
   }
   return std::unique_ptr<HttpClient>(
       std::make_unique<BeastHttpClient>(std::move(options), std::move(tls_context)));
 }
 
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::net

@@ -1,5 +1,6 @@
 // HttpClient: synchronous HTTP/1.1 requests to one endpoint over a bounded
-// pool of keep-alive connections, for the DynamoDB backend.
+// pool of keep-alive connections, for the store backends that speak HTTP
+// (DynamoDB, the container credentials endpoint) and any other client.
 //
 // One client talks to one endpoint (scheme, host, port). HTTPS verifies the
 // server's certificate against the system trust store, with SNI and hostname
@@ -27,8 +28,9 @@
 
 #include "leasehold/clock.h"
 #include "leasehold/status.h"
+#include "net/endpoint.h"
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::net {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
@@ -49,20 +51,6 @@ struct HttpResponse {
   std::optional<std::string_view> header(std::string_view name) const;
 };
 
-struct HttpEndpoint {
-  std::string scheme;  // "http" or "https"
-  std::string host;    // a name or an IP literal, without brackets
-  uint16_t port = 0;
-};
-
-// Parses "http://127.0.0.1:8000" or "https://dynamodb.us-east-1.amazonaws.com"
-// (default ports 80/443; IPv6 literals in brackets; an optional trailing "/").
-// Paths, queries and user info are refused with kInvalidArgument.
-Result<HttpEndpoint> parse_http_endpoint(std::string_view url);
-
-// True for 127.0.0.0/8, ::1 and "localhost".
-bool is_loopback_host(std::string_view host);
-
 struct HttpClientOptions {
   HttpEndpoint endpoint;
   size_t connections_max = 16;
@@ -79,10 +67,16 @@ struct HttpClientOptions {
   bool allow_plain_http = false;
 };
 
+// The checks HttpClient::open() makes before it builds anything (all but
+// loading ca_file), for callers that validate a configuration without
+// opening it: kInvalidArgument for an unknown scheme, a missing host or port,
+// plain HTTP to a non-loopback host, or connections_max == 0.
+Status validate_http_client_options(const HttpClientOptions& options);
+
 class HttpClient {
  public:
-  // Fails with kInvalidArgument for an unknown scheme, plain HTTP to a
-  // non-loopback host, connections_max == 0, or an unreadable ca_file.
+  // Fails with kInvalidArgument as validate_http_client_options() does, or
+  // for an unreadable ca_file.
   static Result<std::unique_ptr<HttpClient>> open(HttpClientOptions options);
 
   virtual ~HttpClient() = default;
@@ -100,4 +94,4 @@ class HttpClient {
   virtual const std::string& host_header() const = 0;
 };
 
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::net

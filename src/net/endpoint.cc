@@ -1,0 +1,74 @@
+// HttpEndpoint parsing; Asio only to read IP literals.
+#include "net/endpoint.h"
+
+#include <strings.h>
+
+#include <charconv>
+
+#include "net/beast.h"
+
+namespace leasehold::net {
+namespace {
+
+// The port after "host:" (or "[v6]:"); the scheme's default when absent.
+Result<uint16_t> parse_port(std::string_view text, bool present, uint16_t default_port) {
+  if (!present) return default_port;
+  unsigned port = 0;
+  auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (err != std::errc() || end != text.data() + text.size() || port == 0 || port > 65535) {
+    return invalid_argument("endpoint port must be 1..65535");
+  }
+  return static_cast<uint16_t>(port);
+}
+
+}  // namespace
+
+bool is_loopback_host(std::string_view host) {
+  if (host.size() == 9 && strncasecmp(host.data(), "localhost", 9) == 0) return true;
+  boost::system::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(std::string(host), ec);
+  return !ec && address.is_loopback();
+}
+
+bool is_ip_literal(std::string_view host) {
+  boost::system::error_code ec;
+  asio::ip::make_address(std::string(host), ec);
+  return !ec;
+}
+
+Result<HttpEndpoint> parse_http_endpoint(std::string_view url) {
+  HttpEndpoint e;
+  size_t sep = url.find("://");
+  if (sep == std::string_view::npos)
+    return invalid_argument("endpoint must be http:// or https://");
+  e.scheme = std::string(url.substr(0, sep));
+  if (e.scheme != "http" && e.scheme != "https") {
+    return invalid_argument("endpoint scheme must be http or https");
+  }
+  std::string_view rest = url.substr(sep + 3);
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.empty() || rest.find_first_of("/?#@ ") != std::string_view::npos) {
+    return invalid_argument("endpoint must be scheme://host[:port] without path or user info");
+  }
+  std::string_view port_text;
+  bool has_port = false;
+  if (rest.front() == '[') {
+    size_t close = rest.find(']');
+    if (close == std::string_view::npos) return invalid_argument("endpoint has an unclosed '['");
+    e.host = std::string(rest.substr(1, close - 1));
+    rest.remove_prefix(close + 1);
+    if (!rest.empty() && rest.front() != ':') return invalid_argument("endpoint: junk after ']'");
+    has_port = !rest.empty();
+    if (has_port) port_text = rest.substr(1);
+  } else {
+    size_t colon = rest.find(':');
+    e.host = std::string(rest.substr(0, colon));
+    has_port = colon != std::string_view::npos;
+    if (has_port) port_text = rest.substr(colon + 1);
+  }
+  if (e.host.empty()) return invalid_argument("endpoint has no host");
+  ASSIGN_OR_RETURN(e.port, parse_port(port_text, has_port, e.scheme == "https" ? 443 : 80));
+  return e;
+}
+
+}  // namespace leasehold::net

@@ -1,0 +1,45 @@
+// Tests for parsing HTTP endpoints and telling loopback hosts and IP
+// literals apart.
+#include "net/endpoint.h"
+
+#include <gtest/gtest.h>
+
+namespace leasehold::net {
+namespace {
+
+TEST(HttpEndpointTest, Parses) {
+  auto e = parse_http_endpoint("http://127.0.0.1:8000");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->scheme, "http");
+  EXPECT_EQ(e->host, "127.0.0.1");
+  EXPECT_EQ(e->port, 8000);
+  e = parse_http_endpoint("https://dynamodb.eu-west-1.amazonaws.com/");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->port, 443);
+  e = parse_http_endpoint("http://[::1]:4567");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->host, "::1");
+  EXPECT_EQ(e->port, 4567);
+  for (const char* bad : {"127.0.0.1:8000", "ftp://x", "http://", "http://h:0", "http://h:70000",
+                          "http://h:", "http://h/path", "http://u@h", "http://[::1"}) {
+    EXPECT_EQ(parse_http_endpoint(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+}
+
+TEST(HttpEndpointTest, LoopbackHostsAndIpLiterals) {
+  for (const char* host : {"localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "::1"}) {
+    EXPECT_TRUE(is_loopback_host(host)) << host;
+  }
+  for (const char* host : {"example.com", "10.0.0.1", "::2", "localhost.example.com", ""}) {
+    EXPECT_FALSE(is_loopback_host(host)) << host;
+  }
+  for (const char* host : {"127.0.0.1", "10.0.0.1", "::1", "fe80::1"}) {
+    EXPECT_TRUE(is_ip_literal(host)) << host;
+  }
+  for (const char* host : {"localhost", "dynamodb.us-east-1.amazonaws.com", "[::1]", ""}) {
+    EXPECT_FALSE(is_ip_literal(host)) << host;
+  }
+}
+
+}  // namespace
+}  // namespace leasehold::net

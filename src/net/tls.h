@@ -1,0 +1,32 @@
+// TLS for the HTTP clients: a client context that verifies the server's
+// certificate (against the system trust store, or a CA file in tests), and
+// the per-connection setup that a verified connection needs: SNI and
+// hostname verification.
+//
+// Internal to net/ (and, later, server/): it includes net/beast.h. A context
+// is immutable once made and may be shared by every connection of a client;
+// a stream is used by one thread at a time.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "leasehold/status.h"
+#include "net/beast.h"
+
+namespace leasehold::net {
+
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// A TLS 1.2+ client context that requires a verified peer. `ca_file` is a PEM
+// file of trusted CAs used instead of the system store (empty: the system
+// store). kInvalidArgument if the certificates cannot be loaded.
+Result<std::unique_ptr<ssl::context>> make_client_tls_context(const std::string& ca_file);
+
+// Prepares `stream` to talk to `host` before its handshake: SNI for a name
+// (an IP literal is matched against the certificate without SNI) and
+// verification that the certificate names `host`. kUnavailable on failure,
+// with `where` (e.g. "https://host:443") in the message.
+Status prepare_client_tls(TlsStream& stream, const std::string& host, const std::string& where);
+
+}  // namespace leasehold::net
