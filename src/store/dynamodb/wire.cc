@@ -1,16 +1,80 @@
+// DynamoDB's JSON for values, items, keys, expressions, key ranges and
+// cursors. Pure; see wire.h.
 #include "store/dynamodb/wire.h"
 
+#include <algorithm>
 #include <charconv>
+#include <limits>
+
+#include "store/item_json.h"
 
 namespace leasehold::store::dynamodb {
 namespace {
+
+namespace json = boost::json;
 
 Status unsupported(std::string_view attr, std::string_view why) {
   return internal_error("attribute " + std::string(attr) + " " + std::string(why) +
                         " (leasehold stores strings, integers and booleans)");
 }
 
+// DynamoDB refuses `<` and friends on a BOOL operand, where the item store
+// says they are false.
+bool is_bool_inequality(const Condition& c) {
+  return c.kind == Condition::Kind::kCompare && type_of(c.value) == AttrType::kBool &&
+         c.op != CompareOp::kEq && c.op != CompareOp::kNe;
+}
+
+bool has_bool_inequality(const Condition& c) {
+  if (is_bool_inequality(c)) return true;
+  return std::any_of(c.children.begin(), c.children.end(), has_bool_inequality);
+}
+
+Condition rewrite_bool_inequalities(const Condition& c, const std::string& pk_attr) {
+  if (is_bool_inequality(c)) return cond::exists(pk_attr) && cond::not_exists(pk_attr);
+  Condition out;
+  out.kind = c.kind;
+  out.attr = c.attr;
+  out.op = c.op;
+  out.value = c.value;
+  out.children.reserve(c.children.size());
+  for (const auto& child : c.children) {
+    out.children.push_back(rewrite_bool_inequalities(child, pk_attr));
+  }
+  return out;
+}
+
+bool empty_string(const Value& v) {
+  const auto* s = std::get_if<std::string>(&v);
+  return s != nullptr && s->empty();
+}
+
 }  // namespace
+
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.';
+}
+
+bool valid_table_name(std::string_view name) {
+  return name.size() >= 3 && name.size() <= kTableNameBytesMax &&
+         std::all_of(name.begin(), name.end(), is_name_char);
+}
+
+std::string string_field(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->get_string()) : std::string();
+}
+
+const json::array* array_field(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_array() ? &v->get_array() : nullptr;
+}
+
+const json::object* object_field(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  return v && v->is_object() ? &v->get_object() : nullptr;
+}
 
 boost::json::object encode_value(const Value& value, boost::json::storage_ptr storage) {
   boost::json::object out(std::move(storage));
@@ -195,6 +259,86 @@ std::string ExpressionBuilder::update(const Update& update) {
     out += keyword + *clause;
   }
   return out;
+}
+
+const Condition& portable(const Condition& c, const std::string& pk_attr, Condition& storage) {
+  if (!has_bool_inequality(c)) return c;
+  storage = rewrite_bool_inequalities(c, pk_attr);
+  return storage;
+}
+
+std::string overflow_guards(const Update& update, ExpressionBuilder& b) {
+  std::string out;
+  for (const auto& a : update.actions()) {
+    if (a.kind != UpdateAction::Kind::kAdd) continue;
+    const int64_t delta = std::get<int64_t>(a.value);
+    if (delta == 0) continue;
+    const int64_t limit = delta > 0 ? std::numeric_limits<int64_t>::max() - delta
+                                    : std::numeric_limits<int64_t>::min() - delta;
+    const std::string n = b.name(a.attr);
+    out += out.empty() ? "" : " AND ";
+    out += "(attribute_not_exists(" + n + ") OR NOT attribute_type(" + n + ", " +
+           b.value(std::string("N")) + ") OR " + n + (delta > 0 ? " <= " : " >= ") +
+           b.value(limit) + ")";
+  }
+  return out;
+}
+
+void add_placeholders(json::object& body, ExpressionBuilder& b) {
+  if (!b.names().empty()) body["ExpressionAttributeNames"] = b.take_names();
+  if (!b.values().empty()) body["ExpressionAttributeValues"] = b.take_values();
+}
+
+RangeText range_text(ExpressionBuilder& b, const std::string& attr, const KeyRange& r) {
+  using K = KeyRange::Kind;
+  if (r.kind == K::kAll) return {};
+  if (empty_string(r.lo)) {
+    if (r.kind == K::kGt || r.kind == K::kGe || r.kind == K::kBeginsWith) return {};
+    if (r.kind == K::kBetween && !empty_string(r.hi))
+      return range_text(b, attr, KeyRange::le(r.hi));
+    return {true, ""};
+  }
+  const std::string n = b.name(attr);
+  switch (r.kind) {
+    case K::kEq:
+      return {false, n + " = " + b.value(r.lo)};
+    case K::kLt:
+      return {false, n + " < " + b.value(r.lo)};
+    case K::kLe:
+      return {false, n + " <= " + b.value(r.lo)};
+    case K::kGt:
+      return {false, n + " > " + b.value(r.lo)};
+    case K::kGe:
+      return {false, n + " >= " + b.value(r.lo)};
+    case K::kBetween: {
+      const std::string lo = b.value(r.lo);
+      return {false, n + " BETWEEN " + lo + " AND " + b.value(r.hi)};
+    }
+    case K::kBeginsWith:
+      return {false, "begins_with(" + n + ", " + b.value(r.lo) + ")"};
+    case K::kAll:
+      break;
+  }
+  return {};
+}
+
+CursorShape table_cursor_shape(const TableSpec& spec) {
+  CursorShape shape{{spec.pk_attr, AttrType::kString}};
+  if (!spec.sk_attr.empty()) shape.emplace(spec.sk_attr, AttrType::kString);
+  return shape;
+}
+
+Result<json::object> decode_cursor(const std::string& cursor, const CursorShape& shape) {
+  const Status malformed = invalid_argument("malformed query cursor");
+  Result<Item> item = store::decode_item(cursor);
+  if (!item.ok() || item->size() != shape.size()) return malformed;
+  for (const auto& [attr, type] : shape) {
+    const auto it = item->find(attr);
+    if (it == item->end() || type_of(it->second) != type || empty_string(it->second)) {
+      return malformed;
+    }
+  }
+  return encode_item(*item);
 }
 
 }  // namespace leasehold::store::dynamodb

@@ -1,5 +1,8 @@
-// DynamoDB's JSON wire format for the item store's values, items, conditions
-// and updates.
+// DynamoDB's JSON wire format: the item store's values, items, conditions,
+// updates, key ranges and query cursors (wire.cc); table schemas as
+// CreateTable takes them and DescribeTable shows them (wire_tables.cc); and
+// what a reply, or a failure to get one, means for a request: the error
+// table that decides what is sent again (wire_errors.cc).
 //
 // Values map one to one: string <-> {"S": ...}, int64 <-> {"N": "..."},
 // bool <-> {"BOOL": ...}. An item read back with any other type (a number
@@ -11,17 +14,41 @@
 // placeholders (#n0, :v0): no attribute name or value is ever spliced into
 // an expression, so none can change its meaning.
 //
-// Internal to the DynamoDB backend (it includes Boost.JSON). Pure functions;
-// an ExpressionBuilder is used by one request on one thread.
+// Internal to the DynamoDB backend (it includes Boost.JSON). Pure functions:
+// nothing here sends a request, reads a clock or keeps state between calls,
+// so all of it is tested without a server (wire_test.cc). An
+// ExpressionBuilder is used by one request on one thread.
 #pragma once
 
 #include <boost/json.hpp>
 #include <map>
+#include <span>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "leasehold/store.h"
 
 namespace leasehold::store::dynamodb {
+
+// ---------------------------------------------------------------- names
+
+inline constexpr size_t kTableNameBytesMax = 255;  // DynamoDB's table name limit
+
+// [A-Za-z0-9_.-]: the characters of table names and of leasehold's prefixes.
+bool is_name_char(char c);
+// 3..kTableNameBytesMax name characters.
+bool valid_table_name(std::string_view name);
+
+// ---------------------------------------------------------------- JSON fields
+
+// The field `key` of `o` if it has that type: "" or nullptr otherwise.
+std::string string_field(const boost::json::object& o, std::string_view key);
+const boost::json::array* array_field(const boost::json::object& o, std::string_view key);
+const boost::json::object* object_field(const boost::json::object& o, std::string_view key);
+
+// ---------------------------------------------------------------- values
 
 // The encoders allocate from `storage` (the default heap unless given): a
 // caller that serialises the result at once passes a stack arena.
@@ -35,6 +62,8 @@ Result<Item> decode_item(const boost::json::object& item);
 // {"<pk_attr>": {"S": pk}[, "<sk_attr>": {"S": sk}]}
 boost::json::object encode_key(const TableSpec& spec, const Key& key,
                                boost::json::storage_ptr storage = {});
+
+// ---------------------------------------------------------------- expressions
 
 // Collects the placeholders of one request's expressions.
 class ExpressionBuilder {
@@ -74,5 +103,142 @@ class ExpressionBuilder {
   boost::json::object names_;
   boost::json::object values_;
 };
+
+// `c` as DynamoDB takes it. DynamoDB refuses `<` and friends on a BOOL
+// operand, where the item store says they are false, so such comparisons
+// become an always-false condition on `pk_attr`. Nearly every condition has
+// none, and is returned as it is; one that has is rewritten into `storage`.
+const Condition& portable(const Condition& c, const std::string& pk_attr, Condition& storage);
+
+// DynamoDB numbers hold 38 digits, so an ADD past int64 would succeed there
+// and leave a number leasehold cannot read. Each add() gets a guard that
+// fails the write instead; "" when there are no adds.
+std::string overflow_guards(const Update& update, ExpressionBuilder& b);
+
+// Moves the builder's placeholders into the request: it is done with them.
+void add_placeholders(boost::json::object& body, ExpressionBuilder& b);
+
+// ---------------------------------------------------------------- queries
+
+// A key condition on one attribute; `none` when nothing can match (DynamoDB
+// refuses empty strings as key operands, and no key is empty).
+struct RangeText {
+  bool none = false;
+  std::string text;  // "" means no condition on the range attribute
+};
+
+// `r` on `attr` as KeyConditionExpression text, its placeholders in `b`.
+RangeText range_text(ExpressionBuilder& b, const std::string& attr, const KeyRange& r);
+
+// The attributes (and their types) of a LastEvaluatedKey, i.e. of a cursor.
+using CursorShape = std::map<std::string, AttrType, std::less<>>;
+
+// A table query's cursor: the table's key attributes, all strings.
+CursorShape table_cursor_shape(const TableSpec& spec);
+
+// A cursor is the LastEvaluatedKey as an item in item_json form: opaque to
+// callers, and checked against the expected shape when it comes back.
+// kInvalidArgument ("malformed query cursor") for any other text.
+Result<boost::json::object> decode_cursor(const std::string& cursor, const CursorShape& shape);
+
+// ---------------------------------------------------------------- tables
+
+// [{"AttributeName": hash, "KeyType": "HASH"}, (range, "RANGE")].
+boost::json::array key_schema_json(const std::string& hash, const std::string& range);
+
+// The AttributeDefinitions of every key attribute of `spec` (table and
+// indexes), sorted by name; an attribute used with two types is refused
+// with kInvalidArgument.
+Result<boost::json::array> attribute_definitions(const TableSpec& spec);
+
+// A GlobalSecondaryIndexes entry: `index`'s keys, projecting ALL.
+boost::json::object gsi_json(const IndexSpec& index);
+
+// The spec of a table as DescribeTable's "Table" shows it, named `logical`.
+// Parts that are missing or malformed are left empty, for the caller's
+// comparison with the spec it wants to fail on.
+TableSpec spec_from_description(std::string_view logical, const boost::json::object& table);
+
+// The indexes `wanted` has and `have` lacks. kInvalidArgument, naming the
+// table as `shown`, if the keys differ or an index both have differs.
+Result<std::vector<IndexSpec>> missing_indexes(const TableSpec& wanted, const TableSpec& have,
+                                               const std::string& shown);
+
+// True when the described table and each index in `indexes` are ACTIVE.
+bool is_active(const boost::json::object& table, const std::vector<std::string>& indexes);
+
+// ---------------------------------------------------------------- errors
+
+inline constexpr size_t kErrorMessageBytesMax = 300;  // DynamoDB's own message, truncated
+
+// What one attempt at a request says about the request's effect. DynamoDB
+// documents that a request answered with a 500 may have been applied all the
+// same; only throttling promises that nothing was.
+enum class Verdict {
+  kAnswered,        // a definite answer: success, a false condition, bad input, a refusal
+  kNothingApplied,  // throttled, or never sent
+  kMayHaveApplied,  // a 5xx, or a reply that never came: the server may have acted
+  kUnrecognised,    // an answer leasehold does not know, so cannot say what it means
+};
+
+// What the store does after an attempt, for a read (any request that may be
+// repeated without harm) and for a write:
+//
+//   verdict            read         write
+//   kAnswered          return it    return it
+//   kNothingApplied    send again   send again
+//   kMayHaveApplied    send again   kUnknownOutcome: never sent again
+//   kUnrecognised      return it    kUnknownOutcome: it may have applied for all we know
+//
+// So a write is sent again only after attempts that applied nothing, and a
+// write that gives up is kUnavailable truthfully. The lease layer resolves a
+// kUnknownOutcome by reading the item back.
+enum class Next { kReturn, kSendAgain, kUnknownOutcome };
+
+Next next_step(Verdict verdict, bool idempotent);
+
+// One row of the error table.
+struct ErrorRule {
+  std::string_view type;  // DynamoDB's exception name (after '#' in __type)
+  Verdict verdict;
+  Code code;                   // of the Status returned (or the last one, on giving up)
+  std::string_view note = "";  // added to the message
+};
+
+// The error table, for tests that check every row.
+std::span<const ErrorRule> error_rules();
+
+struct Judged {
+  Status status;
+  Verdict verdict;
+};
+
+// Judges a non-200 reply to `op` by the error table (wire_errors.cc): every
+// exception leasehold tells apart, by DynamoDB's exception name `type` (after
+// '#' in __type). Any other one, and a reply that is not DynamoDB's JSON
+// (`type` empty: a load balancer's page), is judged by its HTTP status alone:
+// kMayHaveApplied (kUnavailable) from 500 up, else kUnrecognised
+// (kInvalidArgument). `message` is DynamoDB's, cut to kErrorMessageBytesMax.
+Judged classify(std::string_view op, int http_status, std::string_view type, std::string message);
+
+// DynamoDB's exception name in a __type ("com.amazonaws...#Name" -> "Name").
+std::string exception_name(std::string_view type);
+
+// A whole reply to `op`: a 200 with a JSON object is that object (allocated
+// from `storage`), kAnswered; a 200 that is not is kInternal, kUnrecognised
+// (it applied, but cannot be read); anything else is classify()'s.
+Result<boost::json::object> interpret_reply(std::string_view op, int http_status,
+                                            std::string_view body, Verdict* verdict,
+                                            boost::json::storage_ptr storage = {});
+
+// What a request the HTTP client could not complete with a `code` failure
+// applied: kUnavailable means no byte was sent (kNothingApplied),
+// kUnknownOutcome that some were (kMayHaveApplied); others are kAnswered.
+Verdict judge_send_failure(Code code);
+
+// Why the store stopped sending `op`: the attempts ran out, or the deadline
+// came (`at_deadline`); `last` is the last attempt's failure. Either way
+// every attempt applied nothing, or the request is a read: kUnavailable.
+Status gave_up(std::string_view op, int attempts, const Status& last, bool at_deadline);
 
 }  // namespace leasehold::store::dynamodb

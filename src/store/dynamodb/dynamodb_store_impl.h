@@ -1,0 +1,116 @@
+// DynamoDbStore, the class behind open_dynamodb_store(), shared by the files
+// that implement it: dynamodb_store.cc (construction, requests: signing,
+// sending, retrying; opening from options or a URI), dynamodb_tables.cc
+// (table lifecycle) and dynamodb_items.cc (item operations and queries).
+//
+// Private to the backend: include it only from those files. A DynamoDbStore
+// is safe for concurrent use by many threads (see dynamodb_store.h).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "leasehold/clock.h"
+#include "leasehold/random.h"
+#include "leasehold/store.h"
+#include "net/http_client.h"
+#include "store/dynamodb/dynamodb_store.h"
+#include "store/dynamodb/sigv4.h"
+#include "store/dynamodb/wire.h"
+
+namespace leasehold::store::dynamodb {
+
+namespace json = boost::json;
+
+// The deadline of a call that has none: only request_timeout bounds each attempt.
+inline constexpr MonoTime kNoDeadline = MonoTime::max();
+
+class DynamoDbStore final : public ItemStore {
+ public:
+  // REQUIRES: `options` passed validation (open_dynamodb_store()).
+  DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpClient> http);
+
+  Status ensure_table(const TableSpec& spec) override;
+  Status require_table(const TableSpec& spec) override;
+  Result<Item> get(std::string_view table, const Key& key, bool consistent) override;
+  Result<std::vector<Item>> batch_get(std::string_view table, std::span<const Key> keys) override;
+  Status put(std::string_view table, const Item& item, const Condition& condition) override;
+  Result<Item> update(std::string_view table, const Key& key, const Update& update,
+                      const Condition& condition) override;
+  Status remove(std::string_view table, const Key& key, const Condition& condition) override;
+  Result<Page> query(std::string_view table, std::string_view pk, const KeyRange& range,
+                     const QueryOptions& options) override;
+  Result<Page> query_index(std::string_view table, std::string_view index,
+                           std::string_view hash_value, const KeyRange& range,
+                           const QueryOptions& options) override;
+  using ItemStore::update_each;
+  std::vector<Result<Item>> update_each(std::string_view table,
+                                        std::span<const UpdateRequest> requests,
+                                        Duration timeout) override;
+  std::string_view backend_name() const override { return "dynamodb"; }
+
+ private:
+  using SpecPtr = std::shared_ptr<const TableSpec>;
+  using KeyTuple = std::pair<std::string, std::string>;
+
+  std::string physical(std::string_view logical) const {
+    return options_.table_prefix + std::string(logical);
+  }
+
+  // The reply's JSON lives in `storage` (the default heap unless given): a
+  // caller that decodes the reply at once passes a stack arena. A request is
+  // `idempotent` when sending it twice does no harm (reads); no attempt is
+  // sent, and no pause taken, that would end past `deadline`.
+  // dynamodb_store.cc: signing, sending and retrying one request.
+  Result<json::object> call(std::string_view op, const json::object& body, bool idempotent,
+                            json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline);
+  Result<json::object> send_once(std::string_view op, const std::string& body, Duration timeout,
+                                 json::storage_ptr storage, Verdict* verdict);
+  Result<net::HttpRequest> make_request(std::string_view op, std::string body);
+  // Capped exponential backoff with full jitter, before attempt `attempt` >= 1.
+  Duration backoff_pause(int attempt);
+  // The time left until `deadline`; Duration::max() for kNoDeadline.
+  Duration time_left(MonoTime deadline) const;
+  MonoTime deadline_after(Duration timeout) const;
+
+  // dynamodb_tables.cc: DescribeTable, the schema cache, creating tables and
+  // indexes and waiting for them.
+  Result<json::object> describe(std::string_view logical, MonoTime deadline = kNoDeadline);
+  Result<SpecPtr> spec_of(std::string_view logical, MonoTime deadline = kNoDeadline);
+  void cache(const TableSpec& spec);
+  Status create_table(const TableSpec& spec);
+  Status add_index(TableSpec& have, const IndexSpec& index);
+  Status wait_active(std::string_view logical, const std::vector<std::string>& indexes);
+  Status reconcile(const TableSpec& wanted, TableSpec have);
+
+  // dynamodb_items.cc: the item operations.
+  Status batch_get_chunk(const TableSpec& spec, std::span<const Key> keys,
+                         std::map<KeyTuple, Item>& found);
+  Result<Item> get_until(std::string_view table, const Key& key, bool consistent,
+                         MonoTime deadline);
+  Result<Item> update_until(std::string_view table, const Key& key, const Update& update,
+                            const Condition& condition, MonoTime deadline);
+  Result<Item> explain_failed_update(std::string_view table, const TableSpec& spec, const Key& key,
+                                     const Update& update, const Condition& condition,
+                                     MonoTime deadline);
+  Result<Page> run_query(json::object body, const CursorShape& shape, const QueryOptions& options,
+                         const TableSpec& spec, const IndexSpec* index);
+
+  DynamoDbOptions options_;
+  std::unique_ptr<net::HttpClient> http_;
+  SigningKeyCache signing_keys_;
+  RealClock real_clock_;
+  SystemRandom system_random_;
+  std::mutex random_mu_;
+
+  std::mutex mu_;  // guards specs_
+  std::map<std::string, SpecPtr, std::less<>> specs_;
+};
+
+}  // namespace leasehold::store::dynamodb
