@@ -306,4 +306,10 @@ class ItemStore {
 // a store that cannot be opened is kUnavailable.
 Result<std::unique_ptr<ItemStore>> open_store(std::string_view uri);
 
+// Checks `uri` as open_store() does, with the same kInvalidArgument errors,
+// without opening, creating or contacting anything: a configuration can be
+// checked before it is used. What only opening can tell (a file that cannot
+// be created, missing credentials, an unreachable endpoint) is not checked.
+Status validate_store_uri(std::string_view uri);
+
 }  // namespace leasehold

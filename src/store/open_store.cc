@@ -1,75 +1,88 @@
-// The one place that knows which backends exist.
-#include <charconv>
-
+// The one place that knows which backends exist: open_store() and
+// validate_store_uri() read a URI the same way, and only the first opens
+// anything.
 #include "base/duration.h"
 #include "leasehold/store.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "store/memory/memory_store.h"
 #include "store/sqlite/sqlite_store.h"
+#include "store/uri.h"
 
 namespace leasehold {
 namespace {
 
-// Splits "a=1&b=2" into pairs; refuses anything else.
-Result<std::vector<std::pair<std::string, std::string>>> parse_params(std::string_view query) {
-  std::vector<std::pair<std::string, std::string>> out;
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view part = query.substr(0, amp);
-    const size_t eq = part.find('=');
-    if (eq == std::string_view::npos || eq == 0) {
-      return invalid_argument("malformed store URI parameter '" + std::string(part) + "'");
+// Every parameter is checked for its form before any is read, so that a
+// malformed one is reported even after an unknown one.
+Status check_sqlite_params(const std::vector<store::UriParam>& params) {
+  for (const store::UriParam& p : params) {
+    if (!p.has_equals || p.name.empty()) {
+      return invalid_argument("malformed store URI parameter '" + std::string(p.text) + "'");
     }
-    out.emplace_back(std::string(part.substr(0, eq)), std::string(part.substr(eq + 1)));
-    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
   }
-  return out;
+  return Status::ok_status();
 }
 
-Result<std::unique_ptr<ItemStore>> open_sqlite(std::string_view rest) {
-  const size_t q = rest.find('?');
+// sqlite:PATH[?busy_timeout=DURATION&synchronous=normal|full]
+Result<store::SqliteOptions> parse_sqlite_uri(std::string_view rest) {
+  const store::PathAndQuery uri = store::split_path_and_query(rest);
   store::SqliteOptions options;
-  options.path = std::string(rest.substr(0, q));
+  options.path = std::string(uri.path);
   if (options.path.empty()) return invalid_argument("sqlite URI needs a path: sqlite:PATH");
   if (options.path == ":memory:" || options.path.starts_with("file:")) {
     return invalid_argument("sqlite URI needs a file path that other processes can open");
   }
-  if (q != std::string_view::npos) {
-    ASSIGN_OR_RETURN(auto params, parse_params(rest.substr(q + 1)));
-    for (const auto& [name, value] : params) {
-      if (name == "busy_timeout") {
-        ASSIGN_OR_RETURN(options.busy_timeout, parse_duration(value));
-      } else if (name == "synchronous" && (value == "full" || value == "normal")) {
-        options.synchronous_full = value == "full";
-      } else {
-        return invalid_argument("unknown sqlite URI parameter '" + name + "=" + value +
-                                "' (known: busy_timeout=DURATION, synchronous=normal|full)");
-      }
+  if (!uri.query) return options;
+  const std::vector<store::UriParam> params = store::split_uri_params(*uri.query);
+  RETURN_IF_ERROR(check_sqlite_params(params));
+  for (const store::UriParam& p : params) {
+    if (p.name == "busy_timeout") {
+      ASSIGN_OR_RETURN(options.busy_timeout, parse_duration(p.value));
+    } else if (p.name == "synchronous" && (p.value == "full" || p.value == "normal")) {
+      options.synchronous_full = p.value == "full";
+    } else {
+      return invalid_argument("unknown sqlite URI parameter '" + std::string(p.text) +
+                              "' (known: busy_timeout=DURATION, synchronous=normal|full)");
     }
   }
-  return store::open_sqlite_store(options);
+  return options;
+}
+
+Status check_memory_uri(std::string_view rest) {
+  if (!rest.empty()) return invalid_argument("memory: takes no path");
+  return Status::ok_status();
+}
+
+Status unknown_scheme(std::string_view scheme) {
+  return invalid_argument("unknown store scheme '" + std::string(scheme) +
+                          "' (known: sqlite, memory)");
 }
 
 }  // namespace
 
+Status validate_store_uri(std::string_view uri) {
+  ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
+  if (parts.scheme == "sqlite") return parse_sqlite_uri(parts.rest).status();
+  if (parts.scheme == "dynamodb") return store::dynamodb::validate_dynamodb_uri(parts.rest);
+  if (parts.scheme == "memory") return check_memory_uri(parts.rest);
+  return unknown_scheme(parts.scheme);
+}
+
 Result<std::unique_ptr<ItemStore>> open_store(std::string_view uri) {
-  const size_t colon = uri.find(':');
-  if (colon == std::string_view::npos) {
-    return invalid_argument("malformed store URI '" + std::string(uri) +
-                            "' (expected sqlite:PATH, dynamodb://REGION/PREFIX or memory:)");
+  ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
+  if (parts.scheme == "sqlite") {
+    ASSIGN_OR_RETURN(const store::SqliteOptions options, parse_sqlite_uri(parts.rest));
+    return store::open_sqlite_store(options);
   }
-  const std::string_view scheme = uri.substr(0, colon);
-  const std::string_view rest = uri.substr(colon + 1);
-  if (scheme == "sqlite") return open_sqlite(rest);
   // dynamodb://REGION/TABLE_PREFIX[?endpoint=URL]: region and prefix
   // ([A-Za-z0-9_.-]) are required; the endpoint defaults to AWS's.
-  if (scheme == "dynamodb") return store::dynamodb::open_dynamodb_store_from_uri(rest);
-  if (scheme == "memory") {
-    if (!rest.empty()) return invalid_argument("memory: takes no path");
+  if (parts.scheme == "dynamodb") {
+    return store::dynamodb::open_dynamodb_store_from_uri(parts.rest);
+  }
+  if (parts.scheme == "memory") {
+    RETURN_IF_ERROR(check_memory_uri(parts.rest));
     return store::make_memory_store();
   }
-  return invalid_argument("unknown store scheme '" + std::string(scheme) +
-                          "' (known: sqlite, memory)");
+  return unknown_scheme(parts.scheme);
 }
 
 }  // namespace leasehold

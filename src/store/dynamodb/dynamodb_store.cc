@@ -12,6 +12,7 @@
 #include "base/duration.h"
 #include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store_impl.h"
+#include "store/uri.h"
 
 namespace leasehold::store::dynamodb {
 namespace {
@@ -125,26 +126,68 @@ Result<json::object> DynamoDbStore::call(std::string_view op, const json::object
 
 // ---------------------------------------------------------------- opening
 
-Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options) {
+namespace {
+
+bool is_region_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; }
+
+// Everything open_dynamodb_store() checks before it builds anything; the
+// credentials only when `need_credentials` (a URI carries none). Returns the
+// HTTP client's options for the endpoint (AWS's for the region when none is
+// given).
+Result<net::HttpClientOptions> check_options(const DynamoDbOptions& options,
+                                             bool need_credentials) {
   if (options.region.empty() ||
-      !std::all_of(options.region.begin(), options.region.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-      })) {
+      !std::all_of(options.region.begin(), options.region.end(), is_region_char)) {
     return invalid_argument("DynamoDB region must be like us-east-1");
   }
   if (options.table_prefix.empty() ||
       !std::all_of(options.table_prefix.begin(), options.table_prefix.end(), is_name_char)) {
     return invalid_argument("DynamoDB table prefix must be non-empty [A-Za-z0-9_.-]");
   }
-  if (!options.credentials_source && (options.credentials.access_key_id.empty() ||
-                                      options.credentials.secret_access_key.empty())) {
+  if (need_credentials && !options.credentials_source &&
+      (options.credentials.access_key_id.empty() ||
+       options.credentials.secret_access_key.empty())) {
     return invalid_argument("DynamoDB needs credentials (an access key id and a secret key)");
   }
-  if (options.endpoint.empty()) {
-    options.endpoint = "https://dynamodb." + options.region + ".amazonaws.com";
-  }
+  const std::string endpoint = options.endpoint.empty()
+                                   ? "https://dynamodb." + options.region + ".amazonaws.com"
+                                   : options.endpoint;
   net::HttpClientOptions http;
-  ASSIGN_OR_RETURN(http.endpoint, net::parse_http_endpoint(options.endpoint));
+  ASSIGN_OR_RETURN(http.endpoint, net::parse_http_endpoint(endpoint));
+  RETURN_IF_ERROR(net::validate_http_client_options(http));
+  return http;
+}
+
+// A URI's parameters, each checked as it is read.
+Status apply_uri_params(std::string_view query, DynamoDbOptions& options) {
+  std::set<std::string_view> seen;
+  for (const UriParam& p : split_uri_params(query)) {
+    if (p.value.empty() || !seen.insert(p.name).second ||
+        (p.name != "endpoint" && p.name != "table_wait")) {
+      return invalid_argument("unknown, repeated or empty DynamoDB URI parameter '" +
+                              std::string(p.text) + "' (known: endpoint=URL, table_wait=DURATION)");
+    }
+    if (p.name == "endpoint") {
+      options.endpoint = std::string(p.value);
+      RETURN_IF_ERROR(net::parse_http_endpoint(options.endpoint).status());
+    } else {
+      ASSIGN_OR_RETURN(options.table_active_timeout, parse_duration(p.value));
+    }
+  }
+  return Status::ok_status();
+}
+
+// parse_dynamodb_uri() and then everything but the credentials.
+Result<DynamoDbOptions> parse_and_check_uri(std::string_view rest) {
+  ASSIGN_OR_RETURN(DynamoDbOptions options, parse_dynamodb_uri(rest));
+  RETURN_IF_ERROR(check_options(options, false).status());
+  return options;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options) {
+  ASSIGN_OR_RETURN(net::HttpClientOptions http, check_options(options, true));
   ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client, net::HttpClient::open(std::move(http)));
   return std::unique_ptr<ItemStore>(
       std::make_unique<DynamoDbStore>(std::move(options), std::move(client)));
@@ -154,47 +197,25 @@ Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest) {
   const Status malformed = invalid_argument(
       "malformed DynamoDB URI (expected "
       "dynamodb://REGION/TABLE_PREFIX[?endpoint=URL][&table_wait=DURATION])");
-  if (!rest.starts_with("//")) return malformed;
-  rest.remove_prefix(2);
-  const size_t q = rest.find('?');
-  const std::string_view path = rest.substr(0, q);
+  const PathAndQuery uri = split_path_and_query(rest);
+  if (!uri.path.starts_with("//")) return malformed;
+  const std::string_view path = uri.path.substr(2);
   const size_t slash = path.find('/');
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == path.size()) return malformed;
   DynamoDbOptions options;
   options.region = std::string(path.substr(0, slash));
   options.table_prefix = std::string(path.substr(slash + 1));
-  std::string_view query = q == std::string_view::npos ? "" : rest.substr(q + 1);
-  if (q != std::string_view::npos && query.empty()) return malformed;
-  std::set<std::string_view> seen;
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view param = query.substr(0, amp);
-    query = amp == std::string_view::npos ? "" : query.substr(amp + 1);
-    const size_t eq = param.find('=');
-    const std::string_view name = param.substr(0, eq);
-    const std::string_view value = eq == std::string_view::npos ? "" : param.substr(eq + 1);
-    if (value.empty() || !seen.insert(name).second ||
-        (name != "endpoint" && name != "table_wait")) {
-      return invalid_argument("unknown, repeated or empty DynamoDB URI parameter '" +
-                              std::string(param) + "' (known: endpoint=URL, table_wait=DURATION)");
-    }
-    if (name == "endpoint") {
-      options.endpoint = std::string(value);
-      RETURN_IF_ERROR(net::parse_http_endpoint(options.endpoint).status());
-    } else {
-      ASSIGN_OR_RETURN(options.table_active_timeout, parse_duration(value));
-    }
-  }
+  if (uri.query && uri.query->empty()) return malformed;
+  if (uri.query) RETURN_IF_ERROR(apply_uri_params(*uri.query, options));
   return options;
 }
 
+Status validate_dynamodb_uri(std::string_view rest) { return parse_and_check_uri(rest).status(); }
+
 Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest) {
-  ASSIGN_OR_RETURN(DynamoDbOptions options, parse_dynamodb_uri(rest));
   // Check everything but the credentials first, so that a malformed URI is
   // reported as such even on a machine without credentials.
-  options.credentials = {"unchecked", "unchecked", ""};
-  RETURN_IF_ERROR(open_dynamodb_store(options).status());
-  options.credentials = {};
+  ASSIGN_OR_RETURN(DynamoDbOptions options, parse_and_check_uri(rest));
   ASSIGN_OR_RETURN(options.credentials_source, default_credentials(process_env()));
   return open_dynamodb_store(std::move(options));
 }

@@ -73,10 +73,16 @@ struct DynamoDbOptions {
 // out whether DynamoDB is reachable.
 Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options);
 
-// The region, table prefix and endpoint of "dynamodb://REGION/TABLE_PREFIX
-// ?endpoint=URL" (`rest` is what follows "dynamodb:"); nothing else is set.
-// Only the URI's form is checked: open_dynamodb_store() checks the rest.
+// The region, table prefix, endpoint and table wait of
+// "dynamodb://REGION/TABLE_PREFIX[?endpoint=URL][&table_wait=DURATION]"
+// (`rest` is what follows "dynamodb:"); nothing else is set. Only the URI's
+// form is checked: open_dynamodb_store() checks the rest.
 Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest);
+
+// Checks the URI as open_dynamodb_store_from_uri() does, with the same
+// errors, but for the credentials (which are not part of it); builds nothing
+// and sends nothing.
+Status validate_dynamodb_uri(std::string_view rest);
 
 // "dynamodb://REGION/TABLE_PREFIX?endpoint=URL": `rest` is what follows
 // "dynamodb:". Credentials come from default_credentials(process_env()):
