@@ -16,6 +16,16 @@
 //
 // An ItemStore is safe for concurrent use by many threads. Backends built for
 // many processes (SQLite, DynamoDB, PostgreSQL) are also safe across processes.
+//
+// Every call is synchronous: it blocks its thread until the store has
+// answered or given up, which for a remote store means one or more network
+// round trips, bounded only by the backend's timeouts. A caller on an event loop
+// (an HTTP server's or a WebSocket client's I/O threads) must never call a
+// store on the loop's own threads, where one slow call would stall every
+// connection: it hands the call to a bounded pool of threads, the one the
+// process's wiring provides (src/runtime/), and resumes with the result. No
+// store call starts a thread; the threads a backend owns, and their number,
+// are in its header.
 #pragma once
 
 #include <cstdint>

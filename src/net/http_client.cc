@@ -2,6 +2,13 @@
 // so a caller drives its own connection's asynchronous operations on its own
 // thread; every operation carries the request's deadline (tcp_stream expiry,
 // or a timer for name resolution).
+//
+// Threads: none for an endpoint given as an IP literal. For a host name, one:
+// Asio resolves names on a thread of its own per io_context, started on the
+// first resolution and joined when the io_context goes. Names are therefore
+// resolved on one io_context that the client keeps for its life (Resolver),
+// not on each connection's, which would start and join a thread per new
+// connection and keep one per open connection.
 #include "net/http_client.h"
 
 #include <strings.h>
@@ -10,6 +17,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <mutex>
+#include <vector>
 
 #include "net/beast.h"
 #include "net/tls.h"
@@ -119,6 +127,44 @@ struct Exchange {
 
 std::string ms_text(Duration d) { return std::to_string(to_ms(d)) + " ms"; }
 
+// Name resolution for one client, on one io_context (see the top of the
+// file). Resolutions take turns: a name usually comes from a cache in well
+// under a millisecond, and is needed only when a connection is opened. A
+// caller waits for its turn, and for the answer, until its deadline.
+class Resolver {
+ public:
+  Status resolve(const HttpEndpoint& endpoint, MonoTime deadline, const std::string& where,
+                 std::vector<tcp::endpoint>& out) {
+    std::unique_lock lock(mu_, std::defer_lock);
+    if (!lock.try_lock_until(deadline)) return unavailable("resolving " + where + ": timed out");
+    tcp::resolver resolver(ioc_);
+    asio::steady_timer timer(ioc_, deadline);
+    boost::system::error_code ec;
+    bool timed_out = false;
+    resolver.async_resolve(endpoint.host, std::to_string(endpoint.port),
+                           [&](boost::system::error_code e, tcp::resolver::results_type r) {
+                             ec = e;
+                             for (const auto& entry : r) out.push_back(entry.endpoint());
+                             timer.cancel();
+                           });
+    timer.async_wait([&](boost::system::error_code e) {
+      if (!e) {
+        timed_out = true;
+        resolver.cancel();
+      }
+    });
+    ioc_.restart();
+    ioc_.run();
+    if (timed_out) return unavailable("resolving " + where + ": timed out");
+    if (ec) return unavailable("resolving " + where + ": " + ec.message());
+    return Status::ok_status();
+  }
+
+ private:
+  std::timed_mutex mu_;
+  asio::io_context ioc_;  // guarded by mu_
+};
+
 class BeastHttpClient final : public HttpClient {
  public:
   BeastHttpClient(HttpClientOptions options, std::unique_ptr<ssl::context> tls_context)
@@ -131,6 +177,10 @@ class BeastHttpClient final : public HttpClient {
     std::string host = e.host.find(':') != std::string::npos ? "[" + e.host + "]" : e.host;
     host_header_ = default_port ? host : host + ":" + std::to_string(e.port);
     where_ = e.scheme + "://" + host + ":" + std::to_string(e.port);
+    // An IP literal is its own address: it needs no resolver, so no thread.
+    boost::system::error_code ec;
+    const asio::ip::address address = asio::ip::make_address(e.host, ec);
+    if (!ec) literal_.emplace_back(address, e.port);
   }
 
   Result<HttpResponse> send(const HttpRequest& request, Duration timeout) override;
@@ -139,7 +189,8 @@ class BeastHttpClient final : public HttpClient {
  private:
   Result<std::string> build(const HttpRequest& request) const;
   Status connect(Connection& c, MonoTime deadline) const;
-  Status resolve(Connection& c, MonoTime deadline, tcp::resolver::results_type& results) const;
+  // The addresses to try: the literal, or what the name resolves to.
+  Status addresses(MonoTime deadline, std::vector<tcp::endpoint>& out) const;
   Status handshake(Connection& c, MonoTime deadline) const;
   Exchange exchange(Connection& c, const std::string& wire, MonoTime deadline,
                     Duration timeout) const;
@@ -159,7 +210,9 @@ class BeastHttpClient final : public HttpClient {
   const std::unique_ptr<ssl::context> tls_context_;  // null for plain HTTP
   Pool pool_;
   std::string host_header_;
-  std::string where_;  // for error messages: scheme://host:port
+  std::string where_;                   // for error messages: scheme://host:port
+  std::vector<tcp::endpoint> literal_;  // the endpoint, when its host is an IP literal
+  mutable Resolver resolver_;           // otherwise
 };
 
 Result<HttpResponse> BeastHttpClient::send(const HttpRequest& request, Duration timeout) {
@@ -206,28 +259,12 @@ Result<std::string> BeastHttpClient::build(const HttpRequest& request) const {
   return wire;
 }
 
-Status BeastHttpClient::resolve(Connection& c, MonoTime deadline,
-                                tcp::resolver::results_type& results) const {
-  tcp::resolver resolver(c.ioc);
-  asio::steady_timer timer(c.ioc, deadline);
-  boost::system::error_code ec;
-  bool timed_out = false;
-  resolver.async_resolve(options_.endpoint.host, std::to_string(options_.endpoint.port),
-                         [&](boost::system::error_code e, tcp::resolver::results_type r) {
-                           ec = e;
-                           results = std::move(r);
-                           timer.cancel();
-                         });
-  timer.async_wait([&](boost::system::error_code e) {
-    if (!e) {
-      timed_out = true;
-      resolver.cancel();
-    }
-  });
-  c.run();
-  if (timed_out) return unavailable("resolving " + where_ + ": timed out");
-  if (ec) return unavailable("resolving " + where_ + ": " + ec.message());
-  return Status::ok_status();
+Status BeastHttpClient::addresses(MonoTime deadline, std::vector<tcp::endpoint>& out) const {
+  if (!literal_.empty()) {
+    out = literal_;
+    return Status::ok_status();
+  }
+  return resolver_.resolve(options_.endpoint, deadline, where_, out);
 }
 
 Status BeastHttpClient::connect(Connection& c, MonoTime deadline) const {
@@ -236,11 +273,11 @@ Status BeastHttpClient::connect(Connection& c, MonoTime deadline) const {
   } else {
     c.plain = std::make_unique<beast::tcp_stream>(c.ioc);
   }
-  tcp::resolver::results_type results;
-  RETURN_IF_ERROR(resolve(c, deadline, results));
+  std::vector<tcp::endpoint> endpoints;
+  RETURN_IF_ERROR(addresses(deadline, endpoints));
   boost::system::error_code ec;
   c.lowest().expires_at(deadline);
-  c.lowest().async_connect(results,
+  c.lowest().async_connect(endpoints,
                            [&](boost::system::error_code e, const tcp::endpoint&) { ec = e; });
   c.run();
   if (ec == beast::error::timeout) return unavailable("connecting to " + where_ + ": timed out");

@@ -14,7 +14,11 @@
 // Error messages never contain request headers or bodies (they carry
 // credentials). HttpClient is safe for concurrent use by many threads; at
 // most `connections_max` requests are in flight at once, and further callers
-// wait for a free connection until their own deadline.
+// wait for a free connection until their own deadline. A request runs on its
+// caller's thread, with no hand-off. The client starts no thread for an
+// endpoint given as an IP literal; for a host name it has one, on which Asio
+// resolves names, started with the first connection and kept for the
+// client's life.
 #pragma once
 
 #include <cstddef>

@@ -24,7 +24,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-enum class Mode { kEcho, kCloseAfterRead, kNeverAnswer, kLargeBody, kCloseAfterReply };
+enum class Mode {
+  kEcho,
+  kCloseAfterRead,
+  kNeverAnswer,
+  kLargeBody,
+  kCloseAfterReply,  // closes without a word: the client finds out later
+  kConnectionClose,  // says "Connection: close" in its reply, and closes
+};
 
 // One thread per connection; every request is read whole before the mode
 // decides what to do with it.
@@ -117,10 +124,13 @@ class TestServer {
       std::this_thread::sleep_for(1ms);  // lets concurrent requests overlap
       --in_flight_;
       std::string reply = mode_ == Mode::kLargeBody ? std::string(4096, 'x') : "ok:" + body;
+      const bool close = mode_ == Mode::kCloseAfterReply || mode_ == Mode::kConnectionClose;
       std::string response = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
-                             std::to_string(reply.size()) + "\r\n\r\n" + reply;
+                             std::to_string(reply.size()) + "\r\n" +
+                             (mode_ == Mode::kConnectionClose ? "Connection: close\r\n" : "") +
+                             "\r\n" + reply;
       if (::send(fd, response.data(), response.size(), MSG_NOSIGNAL) < 0) break;
-      if (mode_ == Mode::kCloseAfterReply) break;
+      if (close) break;
     }
     std::lock_guard lock(mu_);
     open_fds_.erase(fd);
@@ -256,6 +266,30 @@ TEST(HttpClientTest, ConnectionClosedWhileIdleIsReplacedNotFailed) {
     server.wait_closed(i + 1);
   }
   EXPECT_EQ(server.accepted(), 3);
+}
+
+// A host name is resolved for every new connection; resolutions asked for
+// at once take turns on the client's one resolver, and all succeed.
+TEST(HttpClientTest, HostNamesAreResolvedForEveryNewConnection) {
+  TestServer server(Mode::kConnectionClose);
+  HttpClientOptions options;
+  options.endpoint = {"http", "localhost", server.port()};
+  options.connections_max = 4;
+  auto client = HttpClient::open(options);
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 5; ++i) {
+        auto response = (*client)->send(post("x"), 10s);
+        if (response.ok() && response->status == 200) ++ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok, 30);
+  EXPECT_EQ(server.accepted(), 30);
 }
 
 TEST(HttpClientTest, HttpsToAPlainServerFailsBeforeSending) {

@@ -177,6 +177,51 @@ TEST(DynamoDbStore, ServerDownIsUnavailable) {
   EXPECT_EQ(status.message().find("secret-never-shown"), std::string::npos);
 }
 
+// The IDs of this process's threads.
+std::set<std::string> thread_ids() {
+  std::set<std::string> ids;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    ids.insert(entry.path().filename().string());
+  }
+  return ids;
+}
+
+// update_each() starts no thread per call, and the store's threads are the
+// ones dynamodb_store.h counts: once the first batch has started the
+// writers, the process keeps the very same threads through more batches,
+// single writes and reads. A host name adds its resolver thread.
+TEST(DynamoDbStore, NoCallStartsAThread) {
+  const testing::Dynalite* dynalite = shared_dynalite();
+  ASSERT_NE(dynalite, nullptr);
+  for (const bool by_name : {false, true}) {
+    SCOPED_TRACE(by_name ? "localhost" : "127.0.0.1");
+    const std::set<std::string> before = thread_ids();
+    DynamoDbOptions options = dynalite_options(*dynalite);
+    if (by_name) options.endpoint = "http://localhost:" + std::to_string(dynalite->port());
+    options.parallel_writes = 6;
+    auto store = store::dynamodb::open_dynamodb_store(options);
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    ItemStore& s = **store;
+    ASSERT_TRUE(s.ensure_table({"threads", "k", "", {}}).ok());
+    std::vector<UpdateRequest> requests;
+    for (int i = 0; i < 30; ++i) {
+      requests.push_back({{"k" + std::to_string(i), ""}, Update().add("n", 1), {}});
+    }
+    for (const auto& r : s.update_each("threads", requests)) ASSERT_TRUE(r.ok()) << r.status().to_string();
+    const std::set<std::string> running = thread_ids();
+    EXPECT_EQ(running.size(), before.size() + 5 + (by_name ? 1 : 0));
+    for (int round = 0; round < 10; ++round) {
+      for (const auto& r : s.update_each("threads", requests)) ASSERT_TRUE(r.ok());
+      ASSERT_TRUE(s.update("threads", {"k0", ""}, Update().add("n", 1), {}).ok());
+      ASSERT_TRUE(s.get("threads", {"k1", ""}, true).ok());
+    }
+    EXPECT_EQ(thread_ids(), running);
+    auto item = s.get("threads", {"k29", ""}, true);
+    ASSERT_TRUE(item.ok());
+    EXPECT_EQ(item->at("n"), Value(int64_t{11}));
+  }
+}
+
 // ---------------------------------------------------------------- faults
 
 // A loopback HTTP server that answers from a script: each request takes the

@@ -1,13 +1,10 @@
 // DynamoDbStore's item operations: GetItem, BatchGetItem, PutItem,
 // UpdateItem (alone and in update_each()), DeleteItem and Query.
-#include "store/dynamodb/dynamodb_store_impl.h"
-
 #include <algorithm>
-#include <atomic>
 #include <set>
-#include <thread>
 #include <tuple>
 
+#include "store/dynamodb/dynamodb_store_impl.h"
 #include "store/eval.h"
 #include "store/item_json.h"
 
@@ -200,36 +197,24 @@ Result<Item> DynamoDbStore::update_until(std::string_view table, const Key& key,
   return item;
 }
 
-// Each write is its own conditional UpdateItem; they run on up to
-// parallel_writes threads at once, each on a connection of the pool. Once the
-// deadline has passed a writer takes no new request, which stays unsent and
-// kUnavailable: a heartbeat that would land after its lease's deadline is
-// worthless, and must not hold back the next round.
+// Each write is its own conditional UpdateItem; they run on this thread and
+// the store's writers (parallel_writes at once), each on a connection of the
+// pool. Once the deadline has passed no write is taken, and those left stay
+// unsent and kUnavailable: a heartbeat that would land after its lease's
+// deadline is worthless, and must not hold back the next round.
 std::vector<Result<Item>> DynamoDbStore::update_each(std::string_view table,
                                                      std::span<const UpdateRequest> requests,
                                                      Duration timeout) {
   const MonoTime deadline = deadline_after(timeout);
   std::vector<Result<Item>> results(requests.size(), Result<Item>(internal_error("not run")));
-  const auto in_time = [&] { return time_left(deadline) > Duration::zero(); };
-  const auto run = [&](size_t i) {
-    const UpdateRequest& r = requests[i];
-    results[i] = update_until(table, r.key, r.update, r.condition, deadline);
-  };
-  const size_t workers =
-      std::min(requests.size(), static_cast<size_t>(std::max(options_.parallel_writes, 1)));
-  std::atomic<size_t> next{0};  // the next request to take; requests are taken in order
-  const auto work = [&] {
-    for (size_t i; in_time() && (i = next.fetch_add(1)) < requests.size();) run(i);
-  };
-  if (workers <= 1) {
-    work();
-  } else {
-    std::vector<std::jthread> threads;
-    threads.reserve(workers - 1);
-    for (size_t t = 1; t < workers; ++t) threads.emplace_back(work);
-    work();  // this thread is one of the workers
-  }
-  for (size_t i = std::min(next.load(), requests.size()); i < requests.size(); ++i) {
+  const size_t taken = writers_.run(
+      requests.size(),
+      [&](size_t i) {
+        const UpdateRequest& r = requests[i];
+        results[i] = update_until(table, r.key, r.update, r.condition, deadline);
+      },
+      [&] { return time_left(deadline) > Duration::zero(); });
+  for (size_t i = taken; i < requests.size(); ++i) {
     results[i] = gave_up("UpdateItem", 0, {}, true);
   }
   return results;

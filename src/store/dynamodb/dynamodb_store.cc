@@ -22,7 +22,10 @@ constexpr std::string_view kContentType = "application/x-amz-json-1.0";
 }  // namespace
 
 DynamoDbStore::DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpClient> http)
-    : options_(std::move(options)), http_(std::move(http)) {
+    : options_(std::move(options)),
+      http_(std::move(http)),
+      writers_(static_cast<size_t>(std::clamp(options_.parallel_writes, 1, kParallelWritesMax)) -
+               1) {
   if (options_.clock == nullptr) options_.clock = &real_clock_;
   if (options_.random == nullptr) options_.random = &system_random_;
   if (!options_.sleep) options_.sleep = [](Duration d) { std::this_thread::sleep_for(d); };

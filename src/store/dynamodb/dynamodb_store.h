@@ -24,7 +24,18 @@
 // never credentials or item values.
 //
 // A DynamoDbStore is safe for concurrent use by many threads (the HTTP
-// client pools connections; the schema cache has its own mutex).
+// client pools connections; the schema cache has its own mutex). Every call
+// blocks its caller until DynamoDB answers or the call gives up.
+//
+// Threads: no call starts one. A store owns, for its whole life, at most
+// parallel_writes - 1 writers (update_each() spreads its writes over its
+// caller and them; they start with the first update_each() of more than one
+// write), and, when the endpoint is a host name rather than an IP literal,
+// the one thread on which its HTTP client resolves names (net/http_client.h).
+// Credentials from the container endpoint have an HTTP client of their own,
+// with a resolver thread only if AWS_CONTAINER_CREDENTIALS_FULL_URI names a
+// host. So with the defaults a process with one store on AWS has 16 threads
+// of the store's, and one on dynalite (127.0.0.1) 15.
 #pragma once
 
 #include <functional>
@@ -38,6 +49,10 @@
 #include "store/dynamodb/sigv4.h"
 
 namespace leasehold::store::dynamodb {
+
+// The most writes update_each() runs at once, and so the most writer threads
+// (one less) a store owns.
+inline constexpr int kParallelWritesMax = 64;
 
 struct DynamoDbOptions {
   std::string region;        // e.g. "us-east-1"; required
@@ -56,7 +71,8 @@ struct DynamoDbOptions {
   int attempts_max = 5;  // per request, for failures that are safe to retry
   // update_each() runs up to this many writes at once (DynamoDB has no
   // conditional batch write): a heartbeat round of N leases then takes about
-  // N / parallel_writes round trips instead of N.
+  // N / parallel_writes round trips instead of N. The caller is one writer,
+  // the store's threads the others. Clamped to 1..kParallelWritesMax.
   int parallel_writes = 16;
   Duration backoff_base = std::chrono::milliseconds(25);
   Duration backoff_max = std::chrono::milliseconds(800);

@@ -23,6 +23,7 @@
 #include "store/dynamodb/dynamodb_store.h"
 #include "store/dynamodb/sigv4.h"
 #include "store/dynamodb/wire.h"
+#include "store/dynamodb/worker_pool.h"
 
 namespace leasehold::store::dynamodb {
 
@@ -111,6 +112,9 @@ class DynamoDbStore final : public ItemStore {
 
   std::mutex mu_;  // guards specs_
   std::map<std::string, SpecPtr, std::less<>> specs_;
+
+  // update_each()'s helpers. Last, so that its threads stop first.
+  WorkerPool writers_;
 };
 
 }  // namespace leasehold::store::dynamodb

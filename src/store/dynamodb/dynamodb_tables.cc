@@ -1,10 +1,9 @@
 // DynamoDbStore's table lifecycle: DescribeTable and the schema cache,
 // ensure_table() (create the table, add missing indexes, wait until ACTIVE)
 // and require_table() (check, create nothing).
-#include "store/dynamodb/dynamodb_store_impl.h"
-
 #include <algorithm>
 
+#include "store/dynamodb/dynamodb_store_impl.h"
 #include "store/eval.h"
 
 namespace leasehold::store::dynamodb {
