@@ -111,13 +111,8 @@ Status DynamoDbStore::put(std::string_view table, const Item& item, const Condit
   RETURN_IF_ERROR(validate_item(*spec, item));
   RETURN_IF_ERROR(validate_index_attrs(*spec, item));
   RETURN_IF_ERROR(validate_condition(condition));
-  ExpressionBuilder b;
-  json::object body{{"TableName", physical(table)}, {"Item", encode_item(item)}};
-  Condition rewritten;
-  const std::string expression = b.condition(portable(condition, spec->pk_attr, rewritten));
-  if (!expression.empty()) body["ConditionExpression"] = expression;
-  add_placeholders(body, b);
-  return call("PutItem", body, false).status();
+  return conditional_write("PutItem", {{"TableName", physical(table)}, {"Item", encode_item(item)}},
+                           *spec, condition);
 }
 
 // A guarded update failed its condition: either the caller's condition is
@@ -224,13 +219,19 @@ Status DynamoDbStore::remove(std::string_view table, const Key& key, const Condi
   ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
   RETURN_IF_ERROR(validate_key(*spec, key));
   RETURN_IF_ERROR(validate_condition(condition));
+  return conditional_write("DeleteItem",
+                           {{"TableName", physical(table)}, {"Key", encode_key(*spec, key)}}, *spec,
+                           condition);
+}
+
+Status DynamoDbStore::conditional_write(std::string_view op, json::object body,
+                                        const TableSpec& spec, const Condition& condition) {
   ExpressionBuilder b;
-  json::object body{{"TableName", physical(table)}, {"Key", encode_key(*spec, key)}};
   Condition rewritten;
-  const std::string expression = b.condition(portable(condition, spec->pk_attr, rewritten));
+  const std::string expression = b.condition(portable(condition, spec.pk_attr, rewritten));
   if (!expression.empty()) body["ConditionExpression"] = expression;
   add_placeholders(body, b);
-  return call("DeleteItem", body, false).status();
+  return call(op, body, false).status();
 }
 
 // ---------------------------------------------------------------- queries

@@ -97,6 +97,9 @@ class DynamoDbStore final : public ItemStore {
                          MonoTime deadline);
   Result<Item> update_until(std::string_view table, const Key& key, const Update& update,
                             const Condition& condition, MonoTime deadline);
+  // PutItem or DeleteItem `body` sent with `condition`.
+  Status conditional_write(std::string_view op, json::object body, const TableSpec& spec,
+                           const Condition& condition);
   Result<Item> explain_failed_update(std::string_view table, const TableSpec& spec, const Key& key,
                                      const Update& update, const Condition& condition,
                                      MonoTime deadline);
