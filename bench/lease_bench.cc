@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -249,6 +250,30 @@ double peak_rss_mib() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
+// How often bench renewer counts the process's threads: often enough to see
+// threads that live for one heartbeat batch, rarely enough to cost nothing
+// (a listing of /proc/self/task takes a few microseconds).
+constexpr Duration kThreadSampleEvery = milliseconds(100);
+
+int64_t thread_count() {
+  const std::filesystem::directory_iterator tasks("/proc/self/task");
+  return static_cast<int64_t>(std::distance(begin(tasks), end(tasks)));
+}
+
+// Waits for `window`, counting the process's threads every
+// kThreadSampleEvery: the fewest and the most seen.
+std::pair<int64_t, int64_t> thread_range_during(Clock& clock, Duration window) {
+  const MonoTime end = clock.mono_now() + window;
+  int64_t fewest = thread_count(), most = fewest;
+  for (MonoTime now = clock.mono_now(); now < end; now = clock.mono_now()) {
+    std::this_thread::sleep_for(std::min<Duration>(kThreadSampleEvery, end - now));
+    const int64_t n = thread_count();
+    fewest = std::min(fewest, n);
+    most = std::max(most, n);
+  }
+  return {fewest, most};
+}
+
 }  // namespace
 
 Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
@@ -270,7 +295,8 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
   const RenewerStats before = renewer.stats();
   const Duration cpu_before = process_cpu_time();
   const MonoTime start = fleet->clock.mono_now();
-  std::this_thread::sleep_for(seconds(o.seconds));  // the measurement window itself
+  // The measurement window itself.
+  const auto [threads_min, threads_max] = thread_range_during(fleet->clock, seconds(o.seconds));
   const double wall = std::chrono::duration<double>(fleet->clock.mono_now() - start).count();
   const double cpu = std::chrono::duration<double>(process_cpu_time() - cpu_before).count();
   const RenewerStats after = renewer.stats();
@@ -286,6 +312,8 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
   r.cpu_core_percent = (100.0 * cpu / wall);
   r.rss_mib = (rss_mib());
   r.peak_rss_mib = (peak_rss_mib());
+  r.threads_min = threads_min;
+  r.threads_max = threads_max;
   for (const auto& lease : fleet->leases) (void)fleet->store->remove(kTable, lease.key, {});
   return r;
 }
@@ -294,9 +322,10 @@ std::string to_json_line(const RenewerBenchReport& r) {
   return fmt::format(
       R"({{"bench":"renewer","backend":{},"leases":{},"renew_every_ms":{},"seconds":{},)"
       R"("renewals":{},"lost":{},"cpu_core_percent":{:.2f},"rss_mib":{:.1f},)"
-      R"("peak_rss_mib":{:.1f}}})",
+      R"("peak_rss_mib":{:.1f},"threads_min":{},"threads_max":{}}})",
       boost::json::serialize(boost::json::string(r.backend)), r.leases, r.renew_every_ms, r.seconds,
-      r.renewals, r.lost, r.cpu_core_percent, r.rss_mib, r.peak_rss_mib);
+      r.renewals, r.lost, r.cpu_core_percent, r.rss_mib, r.peak_rss_mib, r.threads_min,
+      r.threads_max);
 }
 
 }  // namespace leasehold::bench

@@ -69,6 +69,9 @@ struct RenewerBenchReport {
   int64_t lost = 0;             // must be 0
   double cpu_core_percent = 0;  // user+system CPU over wall time, while renewing
   double rss_mib = 0, peak_rss_mib = 0;
+  // The process's threads, counted every 100 ms while renewing: equal when no
+  // thread comes and goes with the heartbeats.
+  int64_t threads_min = 0, threads_max = 0;
 };
 
 Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& options);
