@@ -33,9 +33,7 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -67,6 +65,8 @@ struct SlotNames {
   explicit SlotNames(std::string_view slot);
   std::string owner, token, epoch, acquired_at_ms, heartbeat_at_ms, expires_at_ms, holder;
 };
+
+class SlotNamesCache;  // lease.cc
 
 // A lease this process holds.
 struct Lease {
@@ -125,6 +125,9 @@ class LeaseManager {
  public:
   // REQUIRES: store, clock and random outlive the manager.
   LeaseManager(ItemStore& store, Clock& clock, Random& random, LeaseConfig config = {});
+  ~LeaseManager();
+  LeaseManager(const LeaseManager&) = delete;
+  LeaseManager& operator=(const LeaseManager&) = delete;
 
   // Refuses a ttl that leaves no room for the skew and margin, and a renew
   // period that does not fit at least twice into the validity window.
@@ -200,20 +203,11 @@ class LeaseManager {
   // The attribute names of `slot`, built once: they are on every write's path.
   std::shared_ptr<const SlotNames> names(std::string_view slot);
 
-  static constexpr size_t kSlotNamesCachedMax = 64;
-
   ItemStore& store_;
   Clock& clock_;
   Random& random_;
   LeaseConfig config_;
-  std::mutex names_mu_;
-  std::map<std::string, std::shared_ptr<const SlotNames>, std::less<>> names_;  // by names_mu_
+  const std::unique_ptr<SlotNamesCache> names_;
 };
-
-// The table the CLI's leases live in: key attribute "pk", and an index over
-// every item's lease expiry (hash attribute "kind" = "lease") for listing.
-TableSpec lease_table_spec(std::string name = "leases");
-inline constexpr std::string_view kLeaseIndex = "kind-lease_expires_at_ms-index";
-inline constexpr std::string_view kLeaseKindAttr = "kind";
 
 }  // namespace leasehold

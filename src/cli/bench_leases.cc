@@ -7,7 +7,8 @@
 namespace leasehold::cli {
 
 int run_bench_leases(const BenchLeasesOptions& o) {
-  auto report_or = bench::run_lease_bench({o.store_uri, o.leases, o.seconds, o.threads, o.sdk_script});
+  auto report_or =
+      bench::run_lease_bench({o.store_uri, o.leases, o.seconds, o.threads, o.sdk_script});
   if (!report_or.ok()) return report(report_or.status().with_context("bench leases"));
   print_line(bench::to_json_line(*report_or));
   return report_or->renew_failures == 0 ? kExitOk : kExitStoreFailed;

@@ -17,9 +17,9 @@ inline constexpr int64_t kBenchThreadsMax = 256;
 
 struct BenchLeasesOptions {
   std::string store_uri;
-  int64_t leases = 1000;  // 1..kBenchLeasesMax
-  int64_t seconds = 5;    // 1..kBenchSecondsMax
-  int64_t threads = 1;    // 1..kBenchThreadsMax, at most `leases`
+  int64_t leases = 1000;   // 1..kBenchLeasesMax
+  int64_t seconds = 5;     // 1..kBenchSecondsMax
+  int64_t threads = 1;     // 1..kBenchThreadsMax, at most `leases`
   std::string sdk_script;  // an existing file, with a dynamodb:// store; or empty
 };
 

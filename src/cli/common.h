@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "cli/lease_table.h"
 #include "leasehold/clock.h"
 #include "leasehold/lease.h"
 #include "leasehold/random.h"

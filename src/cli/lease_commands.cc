@@ -2,15 +2,10 @@
 
 #include <iostream>
 
+#include "cli/lease_table.h"
 #include "cli/validate.h"
 
 namespace leasehold::cli {
-namespace {
-
-// The value of the index hash attribute that `lease list` queries.
-constexpr std::string_view kLeaseKindValue = "lease";
-
-}  // namespace
 
 Result<AcquireRequest> make_acquire(const LeaseArgs& args) {
   RETURN_IF_ERROR(check_key(args.key));

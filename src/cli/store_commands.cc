@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 
 #include "cli/common.h"
+#include "cli/lease_table.h"
 #include "fleet/schema.h"
 #include "leasehold/lease.h"
 

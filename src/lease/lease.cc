@@ -1,6 +1,8 @@
 #include "leasehold/lease.h"
 
 #include <cassert>
+#include <map>
+#include <mutex>
 
 namespace leasehold {
 namespace {
@@ -108,31 +110,43 @@ SlotNames::SlotNames(std::string_view slot)
       expires_at_ms(std::string(slot) + "_expires_at_ms"),
       holder(std::string(slot) + "_holder") {}
 
-TableSpec lease_table_spec(std::string name) {
-  const SlotNames names(kDefaultSlot);
-  return TableSpec{std::move(name),
-                   "pk",
-                   "",
-                   {IndexSpec{std::string(kLeaseIndex), std::string(kLeaseKindAttr),
-                              names.expires_at_ms, AttrType::kInt}}};
-}
+// The attribute names of each slot a manager has used, built once. Slots are
+// few (a service names them in code); the bound guards against a caller that
+// makes them up. Callers keep their own reference, so a cleared cache never
+// pulls names from under them. Thread-safe.
+class SlotNamesCache {
+ public:
+  std::shared_ptr<const SlotNames> get(std::string_view slot) {
+    std::lock_guard lock(mu_);
+    auto it = names_.find(slot);
+    if (it == names_.end()) {
+      if (names_.size() >= kCachedMax) names_.clear();
+      it = names_.emplace(std::string(slot), std::make_shared<const SlotNames>(slot)).first;
+    }
+    return it->second;
+  }
+
+ private:
+  static constexpr size_t kCachedMax = 64;
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const SlotNames>, std::less<>> names_;  // by mu_
+};
 
 LeaseManager::LeaseManager(ItemStore& store, Clock& clock, Random& random, LeaseConfig config)
-    : store_(store), clock_(clock), random_(random), config_(std::move(config)) {
+    : store_(store),
+      clock_(clock),
+      random_(random),
+      config_(std::move(config)),
+      names_(std::make_unique<SlotNamesCache>()) {
   assert(config_.max_clock_skew >= Duration::zero());
   assert(config_.safety_margin >= Duration::zero());
 }
 
+LeaseManager::~LeaseManager() = default;
+
 std::shared_ptr<const SlotNames> LeaseManager::names(std::string_view slot) {
-  std::lock_guard lock(names_mu_);
-  auto it = names_.find(slot);
-  if (it == names_.end()) {
-    // Slots are few (a service names them in code); the bound guards against
-    // a caller that makes them up. Callers keep their own reference.
-    if (names_.size() >= kSlotNamesCachedMax) names_.clear();
-    it = names_.emplace(std::string(slot), std::make_shared<const SlotNames>(slot)).first;
-  }
-  return it->second;
+  return names_->get(slot);
 }
 
 Duration LeaseManager::validity(Duration ttl) const {

@@ -132,7 +132,7 @@ struct OpenAtEnd {
 
 class RenewerTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(store_.ensure_table(lease_table_spec()).ok()); }
+  void SetUp() override { ASSERT_TRUE(store_.ensure_table(TableSpec{"leases", "pk", "", {}}).ok()); }
 
   // With ttl 10 s the validity window is 9.4 s: renewals every 3 s, no
   // jitter, leave time for two more before the loss point.
