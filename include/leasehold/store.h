@@ -1,5 +1,6 @@
 // The item store: DynamoDB's data model as the common denominator of every
-// backend (SQLite, DynamoDB, PostgreSQL, and an in-memory store for tests).
+// backend (SQLite, DynamoDB, and an in-memory store for tests; PostgreSQL is
+// planned).
 //
 // A table holds items keyed by a partition key and an optional sort key, both
 // strings. Attributes are typed: string, int64 or bool. Writes may carry a
@@ -15,7 +16,7 @@
 //   kUnknownOutcome   a write was sent and no reply came; it may have applied
 //
 // An ItemStore is safe for concurrent use by many threads. Backends built for
-// many processes (SQLite, DynamoDB, PostgreSQL) are also safe across processes.
+// many processes (SQLite, DynamoDB) are also safe across processes.
 #pragma once
 
 #include <cstdint>
@@ -236,7 +237,7 @@ class ItemStore {
   virtual Status require_table(const TableSpec& spec) { return ensure_table(spec); }
 
   // The item, or kNotFound. `consistent` asks for a strongly consistent read
-  // (always so on SQLite and PostgreSQL).
+  // (always so on SQLite).
   virtual Result<Item> get(std::string_view table, const Key& key, bool consistent) = 0;
 
   // The items that exist among `keys`, in the order of `keys`; missing keys

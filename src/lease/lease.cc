@@ -86,6 +86,12 @@ bool is_mine(const Item& item, const SlotNames& n, std::string_view owner, std::
 
 LeaseRef ref_of(const Lease& lease) { return {lease.key, lease.slot, lease.owner, lease.token}; }
 
+// `what_then` says what became of the request, when it says anything.
+Status past_deadline(const Key& key, std::string_view slot, std::string_view what_then = "") {
+  return failed_precondition("lease on " + describe_key(key, slot) + " is past its local deadline" +
+                             std::string(what_then));
+}
+
 Status no_longer_yours(const Key& key, std::string_view slot) {
   return failed_precondition("lease on " + describe_key(key, slot) +
                              " is no longer yours (taken over, released or expired)");
@@ -344,8 +350,8 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
   // Past the deadline nothing can save the lease, so a failed renewal is not
   // worth the reads that would explain it (they could block a heartbeat
   // round well past its bound).
-  const bool past_deadline = p.deadline && clock_.mono_now() >= *p.deadline;
-  if (!written.ok() && !past_deadline) {
+  const bool late = p.deadline && clock_.mono_now() >= *p.deadline;
+  if (!written.ok() && !late) {
     // Built only on failure: a successful renewal allocates no message.
     const std::string what = "renew " + describe_key(p.ref.key, p.ref.slot);
     switch (written.status().code()) {
@@ -367,9 +373,8 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
     }
   }
   // A reply that comes back after the old deadline does not revive the lease.
-  if (past_deadline || (p.deadline && clock_.mono_now() >= *p.deadline)) {
-    return failed_precondition("lease on " + describe_key(p.ref.key, p.ref.slot) +
-                               " passed its local deadline while renewing");
+  if (late || (p.deadline && clock_.mono_now() >= *p.deadline)) {
+    return past_deadline(p.ref.key, p.ref.slot, " (it passed while renewing)");
   }
   const Item& item = *written;
   assert((p.base != nullptr || string_or_empty(item, n.token) == p.ref.token) &&
@@ -397,8 +402,7 @@ Result<Lease> LeaseManager::renew(const Lease& lease, std::optional<Duration> tt
   const Duration t = ttl.value_or(lease.ttl);
   RETURN_IF_ERROR(check_timing(t, default_renew_every(t)));
   if (!lease.valid_at(clock_.mono_now())) {
-    return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
-                               " is past its local deadline");
+    return past_deadline(lease.key, lease.slot);
   }
   RenewPlan plan = plan_renewal(ref_of(lease), t, lease.heartbeat_at_ms);
   plan.deadline = lease.valid_until;
@@ -426,8 +430,7 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
   const MonoTime now = clock_.mono_now();
   for (size_t i = 0; i < leases.size(); ++i) {
     if (!leases[i].valid_at(now)) {
-      results[i] = failed_precondition("lease on " + describe_key(leases[i].key, leases[i].slot) +
-                                       " is past its local deadline");
+      results[i] = past_deadline(leases[i].key, leases[i].slot);
       continue;
     }
     timeout = std::min(timeout, leases[i].valid_until - now);
@@ -487,8 +490,7 @@ Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to)
   if (to.slot == from.slot) return invalid_argument("replace needs two different slots");
   RETURN_IF_ERROR(validate_slot(to.slot));
   if (!from.valid_at(clock_.mono_now())) {
-    return failed_precondition("lease on " + describe_key(from.key, from.slot) +
-                               " is past its local deadline");
+    return past_deadline(from.key, from.slot);
   }
   const auto names_f = names(from.slot);
   const SlotNames& f = *names_f;
@@ -510,8 +512,7 @@ Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to)
 Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update,
                                         const Condition& extra_condition) {
   if (!lease.valid_at(clock_.mono_now())) {
-    return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
-                               " is past its local deadline; the write was not sent");
+    return past_deadline(lease.key, lease.slot, "; the write was not sent");
   }
   const auto names_n = names(lease.slot);
   const SlotNames& n = *names_n;
