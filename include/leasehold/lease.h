@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "leasehold/clock.h"
+#include "leasehold/logger.h"
 #include "leasehold/random.h"
 #include "leasehold/status.h"
 #include "leasehold/store.h"
@@ -58,6 +59,10 @@ struct LeaseConfig {
   Duration safety_margin = std::chrono::milliseconds(100);
   // Consistent reads tried to resolve a write whose outcome is unknown.
   int read_back_attempts_max = 3;
+  // Where the manager says how it resolved writes whose outcome was unknown
+  // (leasehold/logger.h). Not owned; must outlive the manager. Null logs
+  // nothing.
+  Logger* info_log = nullptr;
 };
 
 // The attribute names of one slot.

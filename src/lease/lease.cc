@@ -4,6 +4,8 @@
 #include <map>
 #include <mutex>
 
+#include "base/logging.h"
+
 namespace leasehold {
 namespace {
 
@@ -95,6 +97,38 @@ Status past_deadline(const Key& key, std::string_view slot, std::string_view wha
 Status no_longer_yours(const Key& key, std::string_view slot) {
   return failed_precondition("lease on " + describe_key(key, slot) +
                              " is no longer yours (taken over, released or expired)");
+}
+
+// A write that got no answer, and what reading the item back decided. The
+// caller sees only the decision; operators want to know how often the store
+// leaves outcomes unknown. Rare, so built only when the logger wants it.
+void log_read_back(Logger* log, std::string_view op, const Key& key, std::string_view slot,
+                   const Status& decided) {
+  if (log == nullptr || !log->enabled(LogLevel::kInfo)) return;
+  log_to(log, LogLevel::kInfo, "no answer from the store to {} {}; read back: {}", op,
+         describe_key(key, slot), decided.ok() ? "it applied" : decided.message());
+}
+
+// What a read-back says of a renewal that got no answer: it applied (ok), or
+// why not. `what` names the renewal.
+Status renewal_outcome(const Result<Item>& item, const SlotNames& n, const LeaseRef& ref,
+                       int64_t expires_at_ms, const std::string& what) {
+  if (!item.ok()) return unavailable(what + ": outcome unknown and the read-back failed");
+  if (!is_mine(*item, n, ref.owner, ref.token)) return no_longer_yours(ref.key, ref.slot);
+  if (int_or_zero(*item, n.expires_at_ms) != expires_at_ms) {
+    return unavailable(what + ": the renewal did not apply; retry");
+  }
+  return {};
+}
+
+// What a read-back says of a release that got no answer: done (ok), or why
+// not. A slot no longer ours, or ours with expiry 0, needs nothing more.
+Status release_outcome(const Result<Item>& item, const SlotNames& n, const LeaseRef& ref) {
+  if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
+  const bool still_live =
+      is_mine(*item, n, ref.owner, ref.token) && int_or_zero(*item, n.expires_at_ms) != 0;
+  if (still_live) return unavailable("release did not apply; retry");
+  return {};
 }
 
 // Removes every field of the slot but its epoch, which must never go back.
@@ -219,8 +253,10 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
     case Code::kConditionFailed:
       return already_exists("lease on " + describe_key(key, o.slot) + " is held by another owner");
     case Code::kUnknownOutcome: {
-      ASSIGN_OR_RETURN(Lease resolved, resolve_acquire(key, lease));
-      return check_acquired_in_time(std::move(resolved));
+      Result<Lease> resolved = resolve_acquire(key, lease);
+      log_read_back(config_.info_log, "acquire", key, o.slot, resolved.status());
+      if (!resolved.ok()) return resolved.status();
+      return check_acquired_in_time(std::move(resolved).value());
     }
     default:
       return written.status().with_context("acquire " + describe_key(key, o.slot));
@@ -359,13 +395,9 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
         return explain_refused_renewal(p);
       case Code::kUnknownOutcome: {
         written = read_back(p.ref.key);
-        if (!written.ok()) return unavailable(what + ": outcome unknown and the read-back failed");
-        if (!is_mine(*written, n, p.ref.owner, p.ref.token)) {
-          return no_longer_yours(p.ref.key, p.ref.slot);
-        }
-        if (int_or_zero(*written, n.expires_at_ms) != p.expires_at_ms) {
-          return unavailable(what + ": the renewal did not apply; retry");
-        }
+        const Status outcome = renewal_outcome(written, n, p.ref, p.expires_at_ms, what);
+        log_read_back(config_.info_log, "renew", p.ref.key, p.ref.slot, outcome);
+        if (!outcome.ok()) return outcome;
         break;
       }
       default:
@@ -470,12 +502,9 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
     case Code::kConditionFailed:
       return no_longer_yours(ref.key, ref.slot);
     case Code::kUnknownOutcome: {
-      Result<Item> item = read_back(ref.key);
-      if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
-      const bool still_live =
-          is_mine(*item, n, ref.owner, ref.token) && int_or_zero(*item, n.expires_at_ms) != 0;
-      if (still_live) return unavailable("release did not apply; retry");
-      return {};
+      const Status outcome = release_outcome(read_back(ref.key), n, ref);
+      log_read_back(config_.info_log, "release", ref.key, ref.slot, outcome);
+      return outcome;
     }
     default:
       return written.status().with_context("release " + describe_key(ref.key, ref.slot));
