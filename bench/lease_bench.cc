@@ -15,6 +15,7 @@
 #include "bench/sqlite_raw.h"
 #include "leasehold/lease.h"
 #include "leasehold/renewer.h"
+#include "runtime/runtime.h"
 
 namespace leasehold::bench {
 namespace {
@@ -53,13 +54,15 @@ Duration timed_on_threads(int64_t threads, Fn fn) {
   return clock.mono_now() - start;
 }
 
+// The leases a benchmark keeps, on a runtime of its own.
 struct Fleet {
-  std::unique_ptr<ItemStore> store;
-  RealClock clock;
-  SystemRandom random;
-  std::unique_ptr<LeaseManager> manager;
+  std::unique_ptr<runtime::Runtime> runtime;
   std::vector<Lease> leases;
   std::string prefix;
+
+  LeaseManager& manager() { return runtime->leases(); }
+  ItemStore& store() { return runtime->store(); }
+  Clock& clock() { return runtime->clock(); }
 };
 
 Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Duration& took) {
@@ -70,7 +73,7 @@ Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Durat
       AcquireOptions o;
       o.owner = "bench-" + std::to_string(t);
       o.ttl = ttl;
-      auto lease = f.manager->acquire({f.prefix + std::to_string(i), ""}, o);
+      auto lease = f.manager().acquire({f.prefix + std::to_string(i), ""}, o);
       if (!lease.ok()) {
         errors[t] = lease.status();
         return;
@@ -89,15 +92,15 @@ int64_t renew_round(Fleet& f, int64_t threads, Duration duration,
   std::vector<std::vector<int64_t>> lat(threads);
   std::vector<int64_t> fails(threads, 0);
   std::vector<Duration> cpus(threads);
-  const MonoTime until = f.clock.mono_now() + duration;
+  const MonoTime until = f.clock().mono_now() + duration;
   timed_on_threads(threads, [&](int64_t t) {
     const ThreadCpuTimer timer;
     lat[t].reserve(1 << 16);
-    for (size_t i = t; f.clock.mono_now() < until; i += threads) {
+    for (size_t i = t; f.clock().mono_now() < until; i += threads) {
       if (i >= f.leases.size()) i = t;
-      const MonoTime start = f.clock.mono_now();
-      auto renewed = f.manager->renew(f.leases[i]);
-      lat[t].push_back((f.clock.mono_now() - start).count());
+      const MonoTime start = f.clock().mono_now();
+      auto renewed = f.manager().renew(f.leases[i]);
+      lat[t].push_back((f.clock().mono_now() - start).count());
       if (renewed.ok())
         f.leases[i] = *renewed;
       else
@@ -126,24 +129,25 @@ Status release_and_remove(Fleet& f, int64_t threads, Duration& took) {
   std::vector<Status> errors(threads);
   took = timed_on_threads(threads, [&](int64_t t) {
     for (size_t i = t; i < f.leases.size(); i += threads) {
-      Status s = f.manager->release(f.leases[i], ReleaseMode::kClear);
+      Status s = f.manager().release(f.leases[i], ReleaseMode::kClear);
       if (!s.ok()) errors[t] = s;
     }
   });
   // Leave the file as it was found: the benchmark's items are its own.
-  for (const auto& lease : f.leases) (void)f.store->remove(kTable, lease.key, {});
+  for (const auto& lease : f.leases) (void)f.store().remove(kTable, lease.key, {});
   for (const auto& e : errors) RETURN_IF_ERROR(e);
   return {};
 }
 
-Result<std::unique_ptr<Fleet>> open_fleet(const std::string& uri, LeaseConfig config) {
+Result<std::unique_ptr<Fleet>> open_fleet(const std::string& uri, Logger* logger) {
   auto fleet = std::make_unique<Fleet>();
-  ASSIGN_OR_RETURN(fleet->store, open_store(uri));
-  RETURN_IF_ERROR(fleet->store->ensure_table(bench_table_spec()));
-  config.table = kTable;
-  fleet->manager =
-      std::make_unique<LeaseManager>(*fleet->store, fleet->clock, fleet->random, config);
-  fleet->prefix = "bench-" + random_token(fleet->random).substr(0, 8) + "-";
+  runtime::RuntimeOptions options;
+  options.store_uri = uri;
+  options.logger = logger;
+  options.lease.table = kTable;
+  ASSIGN_OR_RETURN(fleet->runtime, runtime::Runtime::open(std::move(options)));
+  RETURN_IF_ERROR(fleet->store().ensure_table(bench_table_spec()));
+  fleet->prefix = "bench-" + random_token(fleet->runtime->random()).substr(0, 8) + "-";
   return fleet;
 }
 
@@ -156,9 +160,9 @@ std::optional<std::string> sqlite_path(const std::string& uri) {
 
 Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
   if (o.threads > o.leases) return invalid_argument("--threads may not exceed --leases");
-  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, {}));
+  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, o.logger));
   LeaseBenchReport r;
-  r.backend = std::string(fleet->store->backend_name());
+  r.backend = std::string(fleet->store().backend_name());
   r.leases = o.leases;
   r.threads = o.threads;
   r.seconds = o.seconds;
@@ -264,8 +268,8 @@ double peak_rss_mib() {
 }  // namespace
 
 Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
-  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, {}));
-  const LeaseConfig& config = fleet->manager->config();
+  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, o.logger));
+  const LeaseConfig& config = fleet->manager().config();
   // The ttl whose default renew period is exactly renew_every.
   const Duration every = o.renew_every;
   const Duration ttl = every * 3 + config.max_clock_skew + config.safety_margin;
@@ -274,22 +278,22 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
 
   RenewerOptions options;
   options.renew_every = every;
-  Renewer renewer(*fleet->manager, fleet->clock, fleet->random, options);
-  for (const auto& lease : fleet->leases) renewer.add(lease, nullptr);
-  renewer.start();
+  const std::unique_ptr<Renewer> renewer = fleet->runtime->make_renewer(options);
+  for (const auto& lease : fleet->leases) renewer->add(lease, nullptr);
+  renewer->start();
   // Measure the steady state: from the end of the first renewal round on.
   std::this_thread::sleep_for(every * 6 / 5);
-  const RenewerStats before = renewer.stats();
+  const RenewerStats before = renewer->stats();
   const Duration cpu_before = process_cpu_time();
-  const MonoTime start = fleet->clock.mono_now();
+  const MonoTime start = fleet->clock().mono_now();
   std::this_thread::sleep_for(seconds(o.seconds));  // the measurement window itself
-  const double wall = std::chrono::duration<double>(fleet->clock.mono_now() - start).count();
+  const double wall = std::chrono::duration<double>(fleet->clock().mono_now() - start).count();
   const double cpu = std::chrono::duration<double>(process_cpu_time() - cpu_before).count();
-  const RenewerStats after = renewer.stats();
-  renewer.stop();
+  const RenewerStats after = renewer->stats();
+  renewer->stop();
 
   RenewerBenchReport r;
-  r.backend = std::string(fleet->store->backend_name());
+  r.backend = std::string(fleet->store().backend_name());
   r.leases = o.leases;
   r.renew_every_ms = to_ms(o.renew_every);
   r.seconds = o.seconds;
@@ -298,7 +302,7 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
   r.cpu_core_percent = (100.0 * cpu / wall);
   r.rss_mib = (rss_mib());
   r.peak_rss_mib = (peak_rss_mib());
-  for (const auto& lease : fleet->leases) (void)fleet->store->remove(kTable, lease.key, {});
+  for (const auto& lease : fleet->leases) (void)fleet->store().remove(kTable, lease.key, {});
   return r;
 }
 

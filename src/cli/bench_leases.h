@@ -2,12 +2,15 @@
 // does the measuring; this prints its one JSON line).
 //
 // The flags are validated by the caller (commands.cc); each run_* opens the
-// store itself and returns the process exit code (cli/common.h).
+// store itself (on a runtime of its own, logging to `logger`) and returns
+// the process exit code (cli/common.h).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+
+#include "leasehold/logger.h"
 
 namespace leasehold::cli {
 
@@ -23,7 +26,7 @@ struct BenchLeasesOptions {
   std::string sdk_script;  // an existing file, with a dynamodb:// store; or empty
 };
 
-int run_bench_leases(const BenchLeasesOptions& options);
+int run_bench_leases(const BenchLeasesOptions& options, Logger& logger);
 
 struct BenchRenewerOptions {
   std::string store_uri;
@@ -32,6 +35,6 @@ struct BenchRenewerOptions {
   int64_t seconds = 60;      // 1..kBenchSecondsMax
 };
 
-int run_bench_renewer(const BenchRenewerOptions& options);
+int run_bench_renewer(const BenchRenewerOptions& options, Logger& logger);
 
 }  // namespace leasehold::cli
