@@ -8,6 +8,7 @@
 #include "cli/hold.h"
 #include "cli/lease_commands.h"
 #include "cli/store_commands.h"
+#include "runtime/build_info.h"
 #include "runtime/stderr_logger.h"
 
 namespace leasehold::cli {
@@ -201,6 +202,9 @@ int run_cli(int argc, char** argv) {
       ->envname("LEASEHOLD_STORE")
       ->capture_default_str();
   app.add_flag("-v,--verbose", args.verbose, "Log debug messages to stderr");
+  // Handled while parsing, like --help: nothing is validated or opened.
+  app.set_version_flag("-V,--version", runtime::version_line(),
+                       "Print the version and the build, then exit");
   CLI::App* lease = app.add_subcommand("lease", "Acquire, renew, release and inspect leases");
   lease->require_subcommand(1);
   add_lease_commands(*lease, args, subs);
