@@ -16,6 +16,7 @@
 #include "bench/sqlite_raw.h"
 #include "leasehold/lease.h"
 #include "leasehold/renewer.h"
+#include "runtime/runtime.h"
 
 namespace leasehold::bench {
 namespace {
@@ -24,6 +25,18 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr char kTable[] = "bench_leases";
+
+// The benchmark's own table, with the same keys and index as the CLI's
+// (cli/lease_table.h, which the bench may not include). Its items carry no
+// `kind`, so the index holds none of them.
+TableSpec bench_table_spec() {
+  const SlotNames names(kDefaultSlot);
+  return TableSpec{
+      kTable,
+      "pk",
+      "",
+      {IndexSpec{"kind-lease_expires_at_ms-index", "kind", names.expires_at_ms, AttrType::kInt}}};
+}
 // Long enough that no lease expires while it waits for its turn to renew.
 constexpr Duration kBenchTtl = std::chrono::minutes(10);
 
@@ -42,13 +55,15 @@ Duration timed_on_threads(int64_t threads, Fn fn) {
   return clock.mono_now() - start;
 }
 
+// The leases a benchmark keeps, on a runtime of its own.
 struct Fleet {
-  std::unique_ptr<ItemStore> store;
-  RealClock clock;
-  SystemRandom random;
-  std::unique_ptr<LeaseManager> manager;
+  std::unique_ptr<runtime::Runtime> runtime;
   std::vector<Lease> leases;
   std::string prefix;
+
+  LeaseManager& manager() { return runtime->leases(); }
+  ItemStore& store() { return runtime->store(); }
+  Clock& clock() { return runtime->clock(); }
 };
 
 Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Duration& took) {
@@ -59,7 +74,7 @@ Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Durat
       AcquireOptions o;
       o.owner = "bench-" + std::to_string(t);
       o.ttl = ttl;
-      auto lease = f.manager->acquire({f.prefix + std::to_string(i), ""}, o);
+      auto lease = f.manager().acquire({f.prefix + std::to_string(i), ""}, o);
       if (!lease.ok()) {
         errors[t] = lease.status();
         return;
@@ -78,15 +93,15 @@ int64_t renew_round(Fleet& f, int64_t threads, Duration duration,
   std::vector<std::vector<int64_t>> lat(threads);
   std::vector<int64_t> fails(threads, 0);
   std::vector<Duration> cpus(threads);
-  const MonoTime until = f.clock.mono_now() + duration;
+  const MonoTime until = f.clock().mono_now() + duration;
   timed_on_threads(threads, [&](int64_t t) {
     const ThreadCpuTimer timer;
     lat[t].reserve(1 << 16);
-    for (size_t i = t; f.clock.mono_now() < until; i += threads) {
+    for (size_t i = t; f.clock().mono_now() < until; i += threads) {
       if (i >= f.leases.size()) i = t;
-      const MonoTime start = f.clock.mono_now();
-      auto renewed = f.manager->renew(f.leases[i]);
-      lat[t].push_back((f.clock.mono_now() - start).count());
+      const MonoTime start = f.clock().mono_now();
+      auto renewed = f.manager().renew(f.leases[i]);
+      lat[t].push_back((f.clock().mono_now() - start).count());
       if (renewed.ok())
         f.leases[i] = *renewed;
       else
@@ -115,24 +130,25 @@ Status release_and_remove(Fleet& f, int64_t threads, Duration& took) {
   std::vector<Status> errors(threads);
   took = timed_on_threads(threads, [&](int64_t t) {
     for (size_t i = t; i < f.leases.size(); i += threads) {
-      Status s = f.manager->release(f.leases[i], ReleaseMode::kClear);
+      Status s = f.manager().release(f.leases[i], ReleaseMode::kClear);
       if (!s.ok()) errors[t] = s;
     }
   });
   // Leave the file as it was found: the benchmark's items are its own.
-  for (const auto& lease : f.leases) (void)f.store->remove(kTable, lease.key, {});
+  for (const auto& lease : f.leases) (void)f.store().remove(kTable, lease.key, {});
   for (const auto& e : errors) RETURN_IF_ERROR(e);
   return {};
 }
 
-Result<std::unique_ptr<Fleet>> open_fleet(const std::string& uri, LeaseConfig config) {
+Result<std::unique_ptr<Fleet>> open_fleet(const std::string& uri, Logger* logger) {
   auto fleet = std::make_unique<Fleet>();
-  ASSIGN_OR_RETURN(fleet->store, open_store(uri));
-  RETURN_IF_ERROR(fleet->store->ensure_table(lease_table_spec(kTable)));
-  config.table = kTable;
-  fleet->manager =
-      std::make_unique<LeaseManager>(*fleet->store, fleet->clock, fleet->random, config);
-  fleet->prefix = "bench-" + random_token(fleet->random).substr(0, 8) + "-";
+  runtime::RuntimeOptions options;
+  options.store_uri = uri;
+  options.logger = logger;
+  options.lease.table = kTable;
+  ASSIGN_OR_RETURN(fleet->runtime, runtime::Runtime::open(std::move(options)));
+  RETURN_IF_ERROR(fleet->store().ensure_table(bench_table_spec()));
+  fleet->prefix = "bench-" + random_token(fleet->runtime->random()).substr(0, 8) + "-";
   return fleet;
 }
 
@@ -145,9 +161,9 @@ std::optional<std::string> sqlite_path(const std::string& uri) {
 
 Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
   if (o.threads > o.leases) return invalid_argument("--threads may not exceed --leases");
-  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, {}));
+  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, o.logger));
   LeaseBenchReport r;
-  r.backend = std::string(fleet->store->backend_name());
+  r.backend = std::string(fleet->store().backend_name());
   r.leases = o.leases;
   r.threads = o.threads;
   r.seconds = o.seconds;
@@ -277,8 +293,8 @@ std::pair<int64_t, int64_t> thread_range_during(Clock& clock, Duration window) {
 }  // namespace
 
 Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
-  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, {}));
-  const LeaseConfig& config = fleet->manager->config();
+  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, o.logger));
+  const LeaseConfig& config = fleet->manager().config();
   // The ttl whose default renew period is exactly renew_every.
   const Duration every = o.renew_every;
   const Duration ttl = every * 3 + config.max_clock_skew + config.safety_margin;
@@ -287,23 +303,23 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
 
   RenewerOptions options;
   options.renew_every = every;
-  Renewer renewer(*fleet->manager, fleet->clock, fleet->random, options);
-  for (const auto& lease : fleet->leases) renewer.add(lease, nullptr);
-  renewer.start();
+  const std::unique_ptr<Renewer> renewer = fleet->runtime->make_renewer(options);
+  for (const auto& lease : fleet->leases) renewer->add(lease, nullptr);
+  renewer->start();
   // Measure the steady state: from the end of the first renewal round on.
   std::this_thread::sleep_for(every * 6 / 5);
-  const RenewerStats before = renewer.stats();
+  const RenewerStats before = renewer->stats();
   const Duration cpu_before = process_cpu_time();
-  const MonoTime start = fleet->clock.mono_now();
+  const MonoTime start = fleet->clock().mono_now();
   // The measurement window itself.
-  const auto [threads_min, threads_max] = thread_range_during(fleet->clock, seconds(o.seconds));
-  const double wall = std::chrono::duration<double>(fleet->clock.mono_now() - start).count();
+  const auto [threads_min, threads_max] = thread_range_during(fleet->clock(), seconds(o.seconds));
+  const double wall = std::chrono::duration<double>(fleet->clock().mono_now() - start).count();
   const double cpu = std::chrono::duration<double>(process_cpu_time() - cpu_before).count();
-  const RenewerStats after = renewer.stats();
-  renewer.stop();
+  const RenewerStats after = renewer->stats();
+  renewer->stop();
 
   RenewerBenchReport r;
-  r.backend = std::string(fleet->store->backend_name());
+  r.backend = std::string(fleet->store().backend_name());
   r.leases = o.leases;
   r.renew_every_ms = to_ms(o.renew_every);
   r.seconds = o.seconds;
@@ -314,7 +330,7 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
   r.peak_rss_mib = (peak_rss_mib());
   r.threads_min = threads_min;
   r.threads_max = threads_max;
-  for (const auto& lease : fleet->leases) (void)fleet->store->remove(kTable, lease.key, {});
+  for (const auto& lease : fleet->leases) (void)fleet->store().remove(kTable, lease.key, {});
   return r;
 }
 

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "leasehold/clock.h"
+#include "leasehold/logger.h"
 #include "leasehold/status.h"
 
 namespace leasehold::bench {
@@ -31,6 +32,7 @@ struct LeaseBenchOptions {
   // DynamoDB only: bench/sdk_renew_loop.mjs, to measure the AWS SDK for
   // JavaScript as a second baseline (run with `node`); empty skips it.
   std::string sdk_script;
+  Logger* logger = nullptr;  // for the library's messages; null logs nothing
 };
 
 struct LeaseBenchReport {
@@ -60,6 +62,7 @@ struct RenewerBenchOptions {
   int64_t leases = 10'000;
   Duration renew_every = std::chrono::seconds(5);
   int64_t seconds = 60;
+  Logger* logger = nullptr;  // for the library's messages; null logs nothing
 };
 
 struct RenewerBenchReport {

@@ -33,15 +33,14 @@
 #pragma once
 
 #include <chrono>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "leasehold/clock.h"
+#include "leasehold/logger.h"
 #include "leasehold/random.h"
 #include "leasehold/status.h"
 #include "leasehold/store.h"
@@ -60,6 +59,10 @@ struct LeaseConfig {
   Duration safety_margin = std::chrono::milliseconds(100);
   // Consistent reads tried to resolve a write whose outcome is unknown.
   int read_back_attempts_max = 3;
+  // Where the manager says how it resolved writes whose outcome was unknown
+  // (leasehold/logger.h). Not owned; must outlive the manager. Null logs
+  // nothing.
+  Logger* info_log = nullptr;
 };
 
 // The attribute names of one slot.
@@ -67,6 +70,8 @@ struct SlotNames {
   explicit SlotNames(std::string_view slot);
   std::string owner, token, epoch, acquired_at_ms, heartbeat_at_ms, expires_at_ms, holder;
 };
+
+class SlotNamesCache;  // lease.cc
 
 // A lease this process holds.
 struct Lease {
@@ -125,6 +130,9 @@ class LeaseManager {
  public:
   // REQUIRES: store, clock and random outlive the manager.
   LeaseManager(ItemStore& store, Clock& clock, Random& random, LeaseConfig config = {});
+  ~LeaseManager();
+  LeaseManager(const LeaseManager&) = delete;
+  LeaseManager& operator=(const LeaseManager&) = delete;
 
   // Refuses a ttl that leaves no room for the skew and margin, and a renew
   // period that does not fit at least twice into the validity window.
@@ -200,20 +208,11 @@ class LeaseManager {
   // The attribute names of `slot`, built once: they are on every write's path.
   std::shared_ptr<const SlotNames> names(std::string_view slot);
 
-  static constexpr size_t kSlotNamesCachedMax = 64;
-
   ItemStore& store_;
   Clock& clock_;
   Random& random_;
   LeaseConfig config_;
-  std::mutex names_mu_;
-  std::map<std::string, std::shared_ptr<const SlotNames>, std::less<>> names_;  // by names_mu_
+  const std::unique_ptr<SlotNamesCache> names_;
 };
-
-// The table the CLI's leases live in: key attribute "pk", and an index over
-// every item's lease expiry (hash attribute "kind" = "lease") for listing.
-TableSpec lease_table_spec(std::string name = "leases");
-inline constexpr std::string_view kLeaseIndex = "kind-lease_expires_at_ms-index";
-inline constexpr std::string_view kLeaseKindAttr = "kind";
 
 }  // namespace leasehold

@@ -71,6 +71,10 @@ struct RenewerOptions {
   // Renewal threads started by start(), 1 to kRenewThreadsMax: as many
   // batches can be stuck in the store at once before others must wait.
   size_t renew_threads = 4;
+  // Where failed renewals (one line per batch) and losses are logged
+  // (leasehold/logger.h); a loss is reported to its callback all the same.
+  // Not owned; must outlive the renewer. Null logs nothing.
+  Logger* info_log = nullptr;
 };
 
 // Counters since the renewer was made; for operators and benchmarks.

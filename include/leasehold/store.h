@@ -1,5 +1,6 @@
 // The item store: DynamoDB's data model as the common denominator of every
-// backend (SQLite, DynamoDB, PostgreSQL, and an in-memory store for tests).
+// backend (SQLite, DynamoDB, and an in-memory store for tests; PostgreSQL is
+// planned).
 //
 // A table holds items keyed by a partition key and an optional sort key, both
 // strings. Attributes are typed: string, int64 or bool. Writes may carry a
@@ -15,17 +16,17 @@
 //   kUnknownOutcome   a write was sent and no reply came; it may have applied
 //
 // An ItemStore is safe for concurrent use by many threads. Backends built for
-// many processes (SQLite, DynamoDB, PostgreSQL) are also safe across processes.
+// many processes (SQLite, DynamoDB) are also safe across processes.
 //
 // Every call is synchronous: it blocks its thread until the store has
 // answered or given up, which for a remote store means one or more network
 // round trips, bounded only by the backend's timeouts. A caller on an event loop
 // (an HTTP server's or a WebSocket client's I/O threads) must never call a
 // store on the loop's own threads, where one slow call would stall every
-// connection: it hands the call to a bounded pool of threads, the one the
-// process's wiring provides (src/runtime/), and resumes with the result. No
-// store call starts a thread; the threads a backend owns, and their number,
-// are in its header.
+// connection: it hands the call to a bounded pool of threads, provided once
+// by the process's wiring (src/runtime/) rather than by each caller, and
+// resumes with the result. No store call starts a thread; the threads a
+// backend owns, and their number, are in its header.
 #pragma once
 
 #include <cstdint>
@@ -246,7 +247,7 @@ class ItemStore {
   virtual Status require_table(const TableSpec& spec) { return ensure_table(spec); }
 
   // The item, or kNotFound. `consistent` asks for a strongly consistent read
-  // (always so on SQLite and PostgreSQL).
+  // (always so on SQLite).
   virtual Result<Item> get(std::string_view table, const Key& key, bool consistent) = 0;
 
   // The items that exist among `keys`, in the order of `keys`; missing keys

@@ -2,12 +2,15 @@
 // does the measuring; this prints its one JSON line).
 //
 // The flags are validated by the caller (commands.cc); each run_* opens the
-// store itself and returns the process exit code (cli/common.h).
+// store itself (on a runtime of its own, logging to `logger`) and returns
+// the process exit code (cli/common.h).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+
+#include "leasehold/logger.h"
 
 namespace leasehold::cli {
 
@@ -17,13 +20,13 @@ inline constexpr int64_t kBenchThreadsMax = 256;
 
 struct BenchLeasesOptions {
   std::string store_uri;
-  int64_t leases = 1000;  // 1..kBenchLeasesMax
-  int64_t seconds = 5;    // 1..kBenchSecondsMax
-  int64_t threads = 1;    // 1..kBenchThreadsMax, at most `leases`
+  int64_t leases = 1000;   // 1..kBenchLeasesMax
+  int64_t seconds = 5;     // 1..kBenchSecondsMax
+  int64_t threads = 1;     // 1..kBenchThreadsMax, at most `leases`
   std::string sdk_script;  // an existing file, with a dynamodb:// store; or empty
 };
 
-int run_bench_leases(const BenchLeasesOptions& options);
+int run_bench_leases(const BenchLeasesOptions& options, Logger& logger);
 
 struct BenchRenewerOptions {
   std::string store_uri;
@@ -32,6 +35,6 @@ struct BenchRenewerOptions {
   int64_t seconds = 60;      // 1..kBenchSecondsMax
 };
 
-int run_bench_renewer(const BenchRenewerOptions& options);
+int run_bench_renewer(const BenchRenewerOptions& options, Logger& logger);
 
 }  // namespace leasehold::cli

@@ -1,8 +1,5 @@
 #include "cli/commands.h"
 
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-
 #include <CLI/CLI.hpp>
 
 #include "base/duration.h"
@@ -11,6 +8,8 @@
 #include "cli/hold.h"
 #include "cli/lease_commands.h"
 #include "cli/store_commands.h"
+#include "runtime/build_info.h"
+#include "runtime/stderr_logger.h"
 
 namespace leasehold::cli {
 namespace {
@@ -151,25 +150,25 @@ Status check_bench_renewer(const BenchRenewerOptions& b) {
 
 // Validates, then opens the store, then runs: the order every command keeps.
 template <typename Request, typename Run>
-int with_session(const std::string& uri, const Result<Request>& request, Run run) {
+int with_session(const std::string& uri, Logger& logger, const Result<Request>& request, Run run) {
   if (!request.ok()) return report(request.status());
-  auto session = open_session(uri);
+  auto session = open_session(uri, logger);
   if (!session.ok()) return report(session.status());
-  return run(**session, *request);
+  return run(*session, *request);
 }
 
-int dispatch(const CliArgs& args, const Subcommands& subs) {
+int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
   const std::string& uri = args.store_uri;
   const LeaseArgs& a = args.lease;
-  if (subs.acquire->parsed()) return with_session(uri, make_acquire(a), run_acquire);
-  if (subs.renew->parsed()) return with_session(uri, make_renew(a), run_renew);
-  if (subs.release->parsed()) return with_session(uri, make_release(a), run_release);
-  if (subs.show->parsed()) return with_session(uri, make_show(a), run_show);
-  if (subs.list->parsed()) return with_session(uri, make_list(a), run_list);
+  if (subs.acquire->parsed()) return with_session(uri, log, make_acquire(a), run_acquire);
+  if (subs.renew->parsed()) return with_session(uri, log, make_renew(a), run_renew);
+  if (subs.release->parsed()) return with_session(uri, log, make_release(a), run_release);
+  if (subs.show->parsed()) return with_session(uri, log, make_show(a), run_show);
+  if (subs.list->parsed()) return with_session(uri, log, make_list(a), run_list);
   if (subs.hold->parsed()) {
     const auto request = make_hold(a);
     if (!request.ok()) return report(request.status());
-    return run_hold(uri, *request);
+    return run_hold(uri, log, *request);
   }
   if (subs.bench_leases->parsed()) {
     if (const Status ok = check_bench(args.bench); !ok.ok()) return report(ok);
@@ -178,31 +177,21 @@ int dispatch(const CliArgs& args, const Subcommands& subs) {
     if (!options.sdk_script.empty() && !uri.starts_with("dynamodb:")) {
       return report(invalid_argument("--sdk-baseline needs a dynamodb:// store"));
     }
-    return run_bench_leases(options);
+    return run_bench_leases(options, log);
   }
-  if (subs.store_init->parsed()) return run_store_init(uri);
+  if (subs.store_init->parsed()) return run_store_init(uri, log);
   if (subs.bench_renewer->parsed()) {
     if (const Status ok = check_bench_renewer(args.bench_renewer); !ok.ok()) return report(ok);
     BenchRenewerOptions options = args.bench_renewer;
     options.store_uri = uri;
-    return run_bench_renewer(options);
+    return run_bench_renewer(options, log);
   }
   return report(invalid_argument("no command given; see --help"));
-}
-
-// Logs go to stderr so that stdout carries only the commands' JSON lines (and,
-// under `lease hold`, the command's own output).
-void configure_logging() {
-  auto logger = spdlog::stderr_logger_mt("leasehold");
-  logger->set_pattern("leasehold: %l: %v");
-  spdlog::set_default_logger(std::move(logger));
-  spdlog::set_level(spdlog::level::warn);
 }
 
 }  // namespace
 
 int run_cli(int argc, char** argv) {
-  configure_logging();
   CliArgs args;
   Subcommands subs;
   CLI::App app("leasehold: fenced leases on an item store", "leasehold");
@@ -213,6 +202,9 @@ int run_cli(int argc, char** argv) {
       ->envname("LEASEHOLD_STORE")
       ->capture_default_str();
   app.add_flag("-v,--verbose", args.verbose, "Log debug messages to stderr");
+  // Handled while parsing, like --help: nothing is validated or opened.
+  app.set_version_flag("-V,--version", runtime::version_line(),
+                       "Print the version and the build, then exit");
   CLI::App* lease = app.add_subcommand("lease", "Acquire, renew, release and inspect leases");
   lease->require_subcommand(1);
   add_lease_commands(*lease, args, subs);
@@ -229,8 +221,11 @@ int run_cli(int argc, char** argv) {
     const int code = app.exit(e);  // prints help (stdout) or the error (stderr)
     return code == 0 ? kExitOk : kExitUsage;
   }
-  spdlog::set_level(args.verbose ? spdlog::level::debug : spdlog::level::warn);
-  return dispatch(args, subs);
+  // Logs go to stderr so that stdout carries only the commands' JSON lines
+  // (and, under `lease hold`, the command's own output).
+  const std::unique_ptr<Logger> log =
+      runtime::make_stderr_logger("leasehold", args.verbose ? LogLevel::kDebug : LogLevel::kWarn);
+  return dispatch(args, subs, *log);
 }
 
 }  // namespace leasehold::cli

@@ -7,9 +7,9 @@
 
 namespace leasehold::cli {
 
-// Runs one command and returns the process exit code. Replaces spdlog's
-// default logger with one that writes to stderr (debug level with
-// -v/--verbose, warnings otherwise). Call once per process.
+// Runs one command and returns the process exit code. Logs to stderr (debug
+// level with -v/--verbose, warnings otherwise). Call once per process: `lease
+// hold` takes over signal handling for the rest of the process's life.
 int run_cli(int argc, char** argv);
 
 }  // namespace leasehold::cli

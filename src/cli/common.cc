@@ -6,25 +6,23 @@
 
 namespace leasehold::cli {
 
-Result<std::unique_ptr<Session>> open_session(std::string_view uri) {
-  auto session = std::make_unique<Session>();
-  auto store = open_store(uri);
-  if (!store.ok()) {
-    return store.status().with_context("cannot open store '" + std::string(uri) + "'");
-  }
-  session->store = std::move(store).value();
-  const Status ready = session->store->require_table(session->table);
+Result<Session> open_session(std::string_view uri, Logger& logger) {
+  Session session;
+  runtime::RuntimeOptions options;
+  options.store_uri = std::string(uri);
+  options.logger = &logger;
+  options.lease.table = session.table.name;
+  ASSIGN_OR_RETURN(session.runtime, runtime::Runtime::open(std::move(options)));
+  const Status ready = session.store().require_table(session.table);
   if (ready.code() == Code::kNotFound) {
     return Status(Code::kNotFound, ready.message() + " in '" + std::string(uri) +
                                        "': create the tables with `leasehold store init` (once, " +
                                        "with the same --store)");
   }
   if (!ready.ok()) {
-    return ready.with_context("cannot use table '" + session->table.name + "' in '" +
+    return ready.with_context("cannot use table '" + session.table.name + "' in '" +
                               std::string(uri) + "'");
   }
-  session->manager =
-      std::make_unique<LeaseManager>(*session->store, session->clock, session->random);
   return session;
 }
 
@@ -94,7 +92,7 @@ int report_not_yours(Session& session, const Key& key, std::string_view slot,
     // The holder is read after the refusal, so it may have changed since;
     // it is shown to help a human or a script decide what to do next. The
     // token is left out: it is the holder's capability, not the contender's.
-    auto view = session.manager->inspect(key, slot);
+    auto view = session.leases().inspect(key, slot);
     if (view.ok() && !view->owner.empty()) print_line(view_json(*view, /*with_token=*/false));
   }
   return report(status);

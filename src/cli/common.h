@@ -13,11 +13,13 @@
 #include <string>
 #include <string_view>
 
+#include "cli/lease_table.h"
 #include "leasehold/clock.h"
 #include "leasehold/lease.h"
-#include "leasehold/random.h"
+#include "leasehold/logger.h"
 #include "leasehold/status.h"
 #include "leasehold/store.h"
+#include "runtime/runtime.h"
 
 namespace leasehold::cli {
 
@@ -27,20 +29,23 @@ inline constexpr int kExitStoreFailed = 1;  // the store failed; message on stde
 inline constexpr int kExitUsage = 2;        // bad usage or input; nothing was written
 inline constexpr int kExitNotYours = 3;     // held by someone else, or no longer yours
 
-// An open store with its lease table ensured, and the manager over it.
-// Members are declared in the order they must be built (the manager refers
-// to the store, clock and random).
+// The runtime a command runs on (runtime/runtime.h), with the CLI's lease
+// table ensured.
 struct Session {
-  RealClock clock;
-  SystemRandom random;
-  std::unique_ptr<ItemStore> store;
-  std::unique_ptr<LeaseManager> manager;
+  std::unique_ptr<runtime::Runtime> runtime;
   TableSpec table = lease_table_spec();
+
+  LeaseManager& leases() { return runtime->leases(); }
+  ItemStore& store() { return runtime->store(); }
+  Clock& clock() { return runtime->clock(); }
+  Logger& logger() { return runtime->logger(); }
 };
 
-// Opens the store at `uri` and ensures the lease table. kInvalidArgument for
-// a malformed URI (nothing created); kUnavailable and others otherwise.
-Result<std::unique_ptr<Session>> open_session(std::string_view uri);
+// Opens the runtime on the store at `uri`, logging to `logger`, and requires
+// the lease table. kInvalidArgument for a malformed URI (nothing created);
+// kNotFound, with what to do, if the table is missing; kUnavailable and
+// others otherwise. REQUIRES: `logger` outlives the session.
+Result<Session> open_session(std::string_view uri, Logger& logger);
 
 // The exit code for a failed operation: kAlreadyExists and
 // kFailedPrecondition are kExitNotYours, kInvalidArgument is kExitUsage, the

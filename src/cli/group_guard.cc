@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -15,6 +14,8 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+
+#include "base/logging.h"
 
 namespace leasehold::cli {
 namespace {
@@ -123,7 +124,7 @@ ssize_t read_byte_within(int fd, int wait_ms, char& byte) {
 
 }  // namespace
 
-Result<std::unique_ptr<GroupGuard>> GroupGuard::start(pid_t pgid, MonoTime kill_at) {
+Result<std::unique_ptr<GroupGuard>> GroupGuard::start(pid_t pgid, MonoTime kill_at, Logger& log) {
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) {
     return internal_error("socketpair: " + errno_text(errno));
@@ -142,7 +143,7 @@ Result<std::unique_ptr<GroupGuard>> GroupGuard::start(pid_t pgid, MonoTime kill_
   }
   // From here on the destructor closes the socket, and the guard kills the
   // group if it runs at all.
-  std::unique_ptr<GroupGuard> guard(new GroupGuard(pid, ends[0]));
+  std::unique_ptr<GroupGuard> guard(new GroupGuard(pid, ends[0], log));
   char ready = 0;
   if (read_byte_within(guard->fd_, kStartWaitMaxMs, ready) != 1 || ready != kReady) {
     return internal_error("the guard process (pid " + std::to_string(pid) + ") did not start");
@@ -171,7 +172,7 @@ void GroupGuard::disarm() {
   close(fd_);
   fd_ = -1;
   if (!exiting) {
-    spdlog::warn("the guard process (pid {}) did not exit when told to", pid_);
+    log_to(log_, LogLevel::kWarn, "the guard process (pid {}) did not exit when told to", pid_);
     return;
   }
   while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {

@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "leasehold/clock.h"
+#include "leasehold/logger.h"
 #include "leasehold/status.h"
 
 namespace leasehold::cli {
@@ -30,8 +31,9 @@ class GroupGuard {
   // Forks the guard of process group `pgid`, armed to kill it at `kill_at`,
   // and waits until it runs. Safe to call with other threads running: the
   // guard makes only async-signal-safe calls. REQUIRES: `kill_at` is a
-  // RealClock time (std::chrono::steady_clock, which reads CLOCK_MONOTONIC).
-  static Result<std::unique_ptr<GroupGuard>> start(pid_t pgid, MonoTime kill_at);
+  // RealClock time (std::chrono::steady_clock, which reads CLOCK_MONOTONIC)
+  // and `log` outlives the guard.
+  static Result<std::unique_ptr<GroupGuard>> start(pid_t pgid, MonoTime kill_at, Logger& log);
 
   GroupGuard(const GroupGuard&) = delete;
   GroupGuard& operator=(const GroupGuard&) = delete;
@@ -50,10 +52,11 @@ class GroupGuard {
   void disarm();
 
  private:
-  GroupGuard(pid_t pid, int fd) : pid_(pid), fd_(fd) {}
+  GroupGuard(pid_t pid, int fd, Logger& log) : pid_(pid), fd_(fd), log_(log) {}
 
   pid_t pid_;
   int fd_;  // -1 once disarmed
+  Logger& log_;
 };
 
 }  // namespace leasehold::cli

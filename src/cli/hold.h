@@ -53,12 +53,13 @@ struct HoldRequest {
 // any store.
 Result<HoldRequest> make_hold(const LeaseArgs& args);
 
-// Opens the store at `store_uri` and runs the command under the lease.
+// Opens the store at `store_uri` and runs the command under the lease,
+// logging to `logger`.
 // Blocks SIGCHLD, SIGINT, SIGTERM, SIGHUP and SIGQUIT for the rest of the
 // process's life (they are read from a signalfd), so it must be called from
 // the main thread before any other thread is started, and the process should
 // exit with its result. Runs on RealClock: the guard reads the same
 // CLOCK_MONOTONIC.
-int run_hold(const std::string& store_uri, const HoldRequest& request);
+int run_hold(const std::string& store_uri, Logger& logger, const HoldRequest& request);
 
 }  // namespace leasehold::cli

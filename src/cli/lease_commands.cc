@@ -2,15 +2,10 @@
 
 #include <iostream>
 
+#include "cli/lease_table.h"
 #include "cli/validate.h"
 
 namespace leasehold::cli {
-namespace {
-
-// The value of the index hash attribute that `lease list` queries.
-constexpr std::string_view kLeaseKindValue = "lease";
-
-}  // namespace
 
 Result<AcquireRequest> make_acquire(const LeaseArgs& args) {
   RETURN_IF_ERROR(check_key(args.key));
@@ -67,7 +62,7 @@ Result<ListFilter> make_list(const LeaseArgs& args) {
 }
 
 int run_acquire(Session& session, const AcquireRequest& request) {
-  auto lease = session.manager->acquire(request.key, request.options);
+  auto lease = session.leases().acquire(request.key, request.options);
   if (!lease.ok()) {
     return report_not_yours(session, request.key, request.options.slot, lease.status());
   }
@@ -76,7 +71,7 @@ int run_acquire(Session& session, const AcquireRequest& request) {
 }
 
 int run_renew(Session& session, const RenewRequest& request) {
-  auto lease = session.manager->renew(request.ref, request.ttl);
+  auto lease = session.leases().renew(request.ref, request.ttl);
   if (!lease.ok()) {
     return report_not_yours(session, request.ref.key, request.ref.slot, lease.status());
   }
@@ -85,7 +80,7 @@ int run_renew(Session& session, const RenewRequest& request) {
 }
 
 int run_release(Session& session, const ReleaseRequest& request) {
-  const Status released = session.manager->release(request.ref, request.mode);
+  const Status released = session.leases().release(request.ref, request.mode);
   if (!released.ok()) {
     return report_not_yours(session, request.ref.key, request.ref.slot, released);
   }
@@ -93,7 +88,7 @@ int run_release(Session& session, const ReleaseRequest& request) {
 }
 
 int run_show(Session& session, const ShowRequest& request) {
-  auto view = session.manager->inspect(request.key, request.slot);
+  auto view = session.leases().inspect(request.key, request.slot);
   // A slot without an owner (never acquired, or released with --mode clear)
   // has no lease to show; that is "not yours" rather than success, so that
   // `show` exits 0 exactly when it printed a lease.
@@ -108,7 +103,7 @@ int run_show(Session& session, const ShowRequest& request) {
 }
 
 int run_list(Session& session, ListFilter filter) {
-  const int64_t now_ms = to_unix_ms(session.clock.wall_now());
+  const int64_t now_ms = to_unix_ms(session.clock().wall_now());
   KeyRange range = KeyRange::all();
   if (filter == ListFilter::kHeld) range = KeyRange::gt(now_ms);
   if (filter == ListFilter::kExpired) range = KeyRange::le(now_ms);
@@ -116,12 +111,12 @@ int run_list(Session& session, ListFilter filter) {
   query.limit = kQueryLimitMax;
   do {
     auto page =
-        session.store->query_index(session.table.name, kLeaseIndex, kLeaseKindValue, range, query);
+        session.store().query_index(session.table.name, kLeaseIndex, kLeaseKindValue, range, query);
     if (!page.ok()) return report(page.status().with_context("cannot list leases"));
     for (const Item& item : page->items) {
       const std::string* pk = get_string(item, session.table.pk_attr);
       if (pk == nullptr) continue;
-      LeaseView view = session.manager->view_of(item, Key{*pk, ""}, kDefaultSlot);
+      LeaseView view = session.leases().view_of(item, Key{*pk, ""}, kDefaultSlot);
       // Judged at the same instant as the filter, so the two never disagree.
       view.held = !view.owner.empty() && view.expires_at_ms > now_ms;
       print_line(view_json(view));

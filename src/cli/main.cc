@@ -1,8 +1,8 @@
 // The `leasehold` binary: runs one command and exits with its code.
 //
-// Everything, logging set-up included, happens in run_cli(): this file is
-// compiled in the executable's target, which does not link spdlog itself,
-// and a logger configured here would land in a different spdlog registry.
+// Everything happens in run_cli(), which builds the logger once the flags
+// say how verbose it should be, and the runtime once the command's input is
+// valid (cli/common.h, runtime/runtime.h).
 #include "cli/commands.h"
 
 int main(int argc, char** argv) { return leasehold::cli::run_cli(argc, argv); }

@@ -3,18 +3,21 @@
 #include <boost/json.hpp>
 
 #include "cli/common.h"
+#include "cli/lease_table.h"
 #include "fleet/schema.h"
-#include "leasehold/lease.h"
+#include "runtime/runtime.h"
 
 namespace leasehold::cli {
 
-int run_store_init(const std::string& store_uri) {
-  auto store = open_store(store_uri);
-  if (!store.ok()) {
-    return report(store.status().with_context("cannot open store '" + store_uri + "'"));
-  }
+int run_store_init(const std::string& store_uri, Logger& logger) {
+  runtime::RuntimeOptions options;
+  options.store_uri = store_uri;
+  options.logger = &logger;
+  auto runtime = runtime::Runtime::open(std::move(options));
+  if (!runtime.ok()) return report(runtime.status());
+  ItemStore& store = (*runtime)->store();
   for (const TableSpec& spec : {lease_table_spec(), fleet::connections_table_spec()}) {
-    const Status ensured = (*store)->ensure_table(spec);
+    const Status ensured = store.ensure_table(spec);
     if (!ensured.ok())
       return report(ensured.with_context("cannot create table '" + spec.name + "'"));
     print_line(boost::json::serialize(boost::json::object{

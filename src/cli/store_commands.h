@@ -4,10 +4,12 @@
 
 #include <string>
 
+#include "leasehold/logger.h"
+
 namespace leasehold::cli {
 
 // Prints one JSON line per table ({"table":..., "status":"ready"}) and
 // returns the process exit code (cli/common.h).
-int run_store_init(const std::string& store_uri);
+int run_store_init(const std::string& store_uri, Logger& logger);
 
 }  // namespace leasehold::cli

@@ -1,6 +1,10 @@
 #include "leasehold/lease.h"
 
 #include <cassert>
+#include <map>
+#include <mutex>
+
+#include "base/logging.h"
 
 namespace leasehold {
 namespace {
@@ -84,9 +88,47 @@ bool is_mine(const Item& item, const SlotNames& n, std::string_view owner, std::
 
 LeaseRef ref_of(const Lease& lease) { return {lease.key, lease.slot, lease.owner, lease.token}; }
 
+// `what_then` says what became of the request, when it says anything.
+Status past_deadline(const Key& key, std::string_view slot, std::string_view what_then = "") {
+  return failed_precondition("lease on " + describe_key(key, slot) + " is past its local deadline" +
+                             std::string(what_then));
+}
+
 Status no_longer_yours(const Key& key, std::string_view slot) {
   return failed_precondition("lease on " + describe_key(key, slot) +
                              " is no longer yours (taken over, released or expired)");
+}
+
+// A write that got no answer, and what reading the item back decided. The
+// caller sees only the decision; operators want to know how often the store
+// leaves outcomes unknown. Rare, so built only when the logger wants it.
+void log_read_back(Logger* log, std::string_view op, const Key& key, std::string_view slot,
+                   const Status& decided) {
+  if (log == nullptr || !log->enabled(LogLevel::kInfo)) return;
+  log_to(log, LogLevel::kInfo, "no answer from the store to {} {}; read back: {}", op,
+         describe_key(key, slot), decided.ok() ? "it applied" : decided.message());
+}
+
+// What a read-back says of a renewal that got no answer: it applied (ok), or
+// why not. `what` names the renewal.
+Status renewal_outcome(const Result<Item>& item, const SlotNames& n, const LeaseRef& ref,
+                       int64_t expires_at_ms, const std::string& what) {
+  if (!item.ok()) return unavailable(what + ": outcome unknown and the read-back failed");
+  if (!is_mine(*item, n, ref.owner, ref.token)) return no_longer_yours(ref.key, ref.slot);
+  if (int_or_zero(*item, n.expires_at_ms) != expires_at_ms) {
+    return unavailable(what + ": the renewal did not apply; retry");
+  }
+  return {};
+}
+
+// What a read-back says of a release that got no answer: done (ok), or why
+// not. A slot no longer ours, or ours with expiry 0, needs nothing more.
+Status release_outcome(const Result<Item>& item, const SlotNames& n, const LeaseRef& ref) {
+  if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
+  const bool still_live =
+      is_mine(*item, n, ref.owner, ref.token) && int_or_zero(*item, n.expires_at_ms) != 0;
+  if (still_live) return unavailable("release did not apply; retry");
+  return {};
 }
 
 // Removes every field of the slot but its epoch, which must never go back.
@@ -108,31 +150,43 @@ SlotNames::SlotNames(std::string_view slot)
       expires_at_ms(std::string(slot) + "_expires_at_ms"),
       holder(std::string(slot) + "_holder") {}
 
-TableSpec lease_table_spec(std::string name) {
-  const SlotNames names(kDefaultSlot);
-  return TableSpec{std::move(name),
-                   "pk",
-                   "",
-                   {IndexSpec{std::string(kLeaseIndex), std::string(kLeaseKindAttr),
-                              names.expires_at_ms, AttrType::kInt}}};
-}
+// The attribute names of each slot a manager has used, built once. Slots are
+// few (a service names them in code); the bound guards against a caller that
+// makes them up. Callers keep their own reference, so a cleared cache never
+// pulls names from under them. Thread-safe.
+class SlotNamesCache {
+ public:
+  std::shared_ptr<const SlotNames> get(std::string_view slot) {
+    std::lock_guard lock(mu_);
+    auto it = names_.find(slot);
+    if (it == names_.end()) {
+      if (names_.size() >= kCachedMax) names_.clear();
+      it = names_.emplace(std::string(slot), std::make_shared<const SlotNames>(slot)).first;
+    }
+    return it->second;
+  }
+
+ private:
+  static constexpr size_t kCachedMax = 64;
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const SlotNames>, std::less<>> names_;  // by mu_
+};
 
 LeaseManager::LeaseManager(ItemStore& store, Clock& clock, Random& random, LeaseConfig config)
-    : store_(store), clock_(clock), random_(random), config_(std::move(config)) {
+    : store_(store),
+      clock_(clock),
+      random_(random),
+      config_(std::move(config)),
+      names_(std::make_unique<SlotNamesCache>()) {
   assert(config_.max_clock_skew >= Duration::zero());
   assert(config_.safety_margin >= Duration::zero());
 }
 
+LeaseManager::~LeaseManager() = default;
+
 std::shared_ptr<const SlotNames> LeaseManager::names(std::string_view slot) {
-  std::lock_guard lock(names_mu_);
-  auto it = names_.find(slot);
-  if (it == names_.end()) {
-    // Slots are few (a service names them in code); the bound guards against
-    // a caller that makes them up. Callers keep their own reference.
-    if (names_.size() >= kSlotNamesCachedMax) names_.clear();
-    it = names_.emplace(std::string(slot), std::make_shared<const SlotNames>(slot)).first;
-  }
-  return it->second;
+  return names_->get(slot);
 }
 
 Duration LeaseManager::validity(Duration ttl) const {
@@ -199,8 +253,10 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
     case Code::kConditionFailed:
       return already_exists("lease on " + describe_key(key, o.slot) + " is held by another owner");
     case Code::kUnknownOutcome: {
-      ASSIGN_OR_RETURN(Lease resolved, resolve_acquire(key, lease));
-      return check_acquired_in_time(std::move(resolved));
+      Result<Lease> resolved = resolve_acquire(key, lease);
+      log_read_back(config_.info_log, "acquire", key, o.slot, resolved.status());
+      if (!resolved.ok()) return resolved.status();
+      return check_acquired_in_time(std::move(resolved).value());
     }
     default:
       return written.status().with_context("acquire " + describe_key(key, o.slot));
@@ -330,8 +386,8 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
   // Past the deadline nothing can save the lease, so a failed renewal is not
   // worth the reads that would explain it (they could block a heartbeat
   // round well past its bound).
-  const bool past_deadline = p.deadline && clock_.mono_now() >= *p.deadline;
-  if (!written.ok() && !past_deadline) {
+  const bool late = p.deadline && clock_.mono_now() >= *p.deadline;
+  if (!written.ok() && !late) {
     // Built only on failure: a successful renewal allocates no message.
     const std::string what = "renew " + describe_key(p.ref.key, p.ref.slot);
     switch (written.status().code()) {
@@ -339,13 +395,9 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
         return explain_refused_renewal(p);
       case Code::kUnknownOutcome: {
         written = read_back(p.ref.key);
-        if (!written.ok()) return unavailable(what + ": outcome unknown and the read-back failed");
-        if (!is_mine(*written, n, p.ref.owner, p.ref.token)) {
-          return no_longer_yours(p.ref.key, p.ref.slot);
-        }
-        if (int_or_zero(*written, n.expires_at_ms) != p.expires_at_ms) {
-          return unavailable(what + ": the renewal did not apply; retry");
-        }
+        const Status outcome = renewal_outcome(written, n, p.ref, p.expires_at_ms, what);
+        log_read_back(config_.info_log, "renew", p.ref.key, p.ref.slot, outcome);
+        if (!outcome.ok()) return outcome;
         break;
       }
       default:
@@ -353,9 +405,8 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
     }
   }
   // A reply that comes back after the old deadline does not revive the lease.
-  if (past_deadline || (p.deadline && clock_.mono_now() >= *p.deadline)) {
-    return failed_precondition("lease on " + describe_key(p.ref.key, p.ref.slot) +
-                               " passed its local deadline while renewing");
+  if (late || (p.deadline && clock_.mono_now() >= *p.deadline)) {
+    return past_deadline(p.ref.key, p.ref.slot, " (it passed while renewing)");
   }
   const Item& item = *written;
   assert((p.base != nullptr || string_or_empty(item, n.token) == p.ref.token) &&
@@ -383,8 +434,7 @@ Result<Lease> LeaseManager::renew(const Lease& lease, std::optional<Duration> tt
   const Duration t = ttl.value_or(lease.ttl);
   RETURN_IF_ERROR(check_timing(t, default_renew_every(t)));
   if (!lease.valid_at(clock_.mono_now())) {
-    return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
-                               " is past its local deadline");
+    return past_deadline(lease.key, lease.slot);
   }
   RenewPlan plan = plan_renewal(ref_of(lease), t, lease.heartbeat_at_ms);
   plan.deadline = lease.valid_until;
@@ -412,8 +462,7 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
   const MonoTime now = clock_.mono_now();
   for (size_t i = 0; i < leases.size(); ++i) {
     if (!leases[i].valid_at(now)) {
-      results[i] = failed_precondition("lease on " + describe_key(leases[i].key, leases[i].slot) +
-                                       " is past its local deadline");
+      results[i] = past_deadline(leases[i].key, leases[i].slot);
       continue;
     }
     timeout = std::min(timeout, leases[i].valid_until - now);
@@ -453,12 +502,9 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
     case Code::kConditionFailed:
       return no_longer_yours(ref.key, ref.slot);
     case Code::kUnknownOutcome: {
-      Result<Item> item = read_back(ref.key);
-      if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
-      const bool still_live =
-          is_mine(*item, n, ref.owner, ref.token) && int_or_zero(*item, n.expires_at_ms) != 0;
-      if (still_live) return unavailable("release did not apply; retry");
-      return {};
+      const Status outcome = release_outcome(read_back(ref.key), n, ref);
+      log_read_back(config_.info_log, "release", ref.key, ref.slot, outcome);
+      return outcome;
     }
     default:
       return written.status().with_context("release " + describe_key(ref.key, ref.slot));
@@ -473,8 +519,7 @@ Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to)
   if (to.slot == from.slot) return invalid_argument("replace needs two different slots");
   RETURN_IF_ERROR(validate_slot(to.slot));
   if (!from.valid_at(clock_.mono_now())) {
-    return failed_precondition("lease on " + describe_key(from.key, from.slot) +
-                               " is past its local deadline");
+    return past_deadline(from.key, from.slot);
   }
   const auto names_f = names(from.slot);
   const SlotNames& f = *names_f;
@@ -496,8 +541,7 @@ Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to)
 Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update,
                                         const Condition& extra_condition) {
   if (!lease.valid_at(clock_.mono_now())) {
-    return failed_precondition("lease on " + describe_key(lease.key, lease.slot) +
-                               " is past its local deadline; the write was not sent");
+    return past_deadline(lease.key, lease.slot, "; the write was not sent");
   }
   const auto names_n = names(lease.slot);
   const SlotNames& n = *names_n;

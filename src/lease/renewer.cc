@@ -4,6 +4,8 @@
 #include <cassert>
 #include <vector>
 
+#include "base/logging.h"
+
 namespace leasehold {
 namespace {
 
@@ -16,6 +18,30 @@ constexpr auto kPollMax = std::chrono::seconds(1);
 bool means_lost(Code code) {
   return code == Code::kFailedPrecondition || code == Code::kConditionFailed ||
          code == Code::kNotFound;
+}
+
+// Info, not a warning: the loss callback is how a holder learns of it, and
+// the holder decides how loud to be; this line is the library's record. The
+// token stays out of it (it is the holder's capability).
+void log_loss(Logger* log, const Lease& lease, const Status& why) {
+  log_to(log, LogLevel::kInfo, "lease on '{}{}{}' (slot {}, epoch {}, owner {}) lost: {}",
+         lease.key.pk, lease.key.sk.empty() ? "" : "/", lease.key.sk, lease.slot, lease.epoch,
+         lease.owner, why.message());
+}
+
+// One line per batch, not per lease: a store outage fails every renewal of a
+// round, and a line for each of thousands of leases would bury the rest.
+void log_retries(Logger* log, std::span<const Result<Lease>> results) {
+  if (log == nullptr || !log->enabled(LogLevel::kInfo)) return;  // spares the count
+  size_t retried = 0;
+  const Status* first = nullptr;
+  for (const Result<Lease>& r : results) {
+    if (r.ok() || means_lost(r.status().code())) continue;
+    if (retried++ == 0) first = &r.status();
+  }
+  if (retried == 0) return;
+  log_to(log, LogLevel::kInfo, "{} of {} renewals failed and will be retried: {}", retried,
+         results.size(), first->message());
 }
 
 }  // namespace
@@ -112,6 +138,7 @@ void Renewer::lose_if_due(Id id, MonoTime now, const Status& why) {
     if (it->second.lost_at > now) return;  // renewed since it was seen due
     loss = take_lost(it);
   }
+  log_loss(options_.info_log, loss.lease, why);
   loss.report(why);
 }
 
@@ -176,6 +203,7 @@ bool Renewer::renew_batch(MonoTime now, Turn turn) {
            (results[i]->epoch == sent.epoch && results[i]->token == sent.token));
     apply_result(batch.ids[i], results[i], batch.sent, done);
   }
+  log_retries(options_.info_log, results);
   return batch.ids.size() == options_.batch_max;
 }
 
@@ -197,6 +225,7 @@ void Renewer::apply_result(Id id, const Result<Lease>& result, MonoTime sent, Mo
     }
     loss = take_lost(it);
   }
+  log_loss(options_.info_log, loss.lease, result.status());
   loss.report(result.status());
 }
 

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/capturing_logger.h"
 #include "store/memory/memory_store.h"
 #include "store/store_wrapper.h"
 
@@ -132,7 +133,9 @@ struct OpenAtEnd {
 
 class RenewerTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(store_.ensure_table(lease_table_spec()).ok()); }
+  void SetUp() override {
+    ASSERT_TRUE(store_.ensure_table(TableSpec{"leases", "pk", "", {}}).ok());
+  }
 
   // With ttl 10 s the validity window is 9.4 s: renewals every 3 s, no
   // jitter, leave time for two more before the loss point.
@@ -317,6 +320,52 @@ TEST_F(RenewerTest, ALeaseRenewedWhileTheWatchdogReportsAnotherIsNotLost) {
   EXPECT_TRUE(b_renewed);
   EXPECT_FALSE(b_lost) << "b was renewed, yet reported lost";
   EXPECT_TRUE(renewer.get(b_id).has_value());
+}
+
+// Issue item 4 (runtime): the Renewer logs through the Logger in its
+// options, never a global: one line per batch whose renewals failed and are
+// retried, one per lease lost, and never the lease's token.
+TEST_F(RenewerTest, LogsRetriesAndLossesToTheInjectedLogger) {
+  CapturingLogger log;
+  RenewerOptions o = options();
+  o.info_log = &log;
+  Renewer renewer(leases_, clock_, random_, o);
+  const Lease a = acquire("a");
+  Status lost_why;
+  renewer.add(a, [&](const Lease&, const Status& why) { lost_why = why; });
+
+  store_.hook = [](Duration) { return unavailable("the store is down"); };
+  run_for(renewer, seconds(4));  // the renewal due at 3 s fails, and its retries
+  const std::string retried = log.find("renewals failed and will be retried");
+  EXPECT_NE(retried.find("1 of 1 renewals"), std::string::npos) << retried;
+  EXPECT_NE(retried.find("the store is down"), std::string::npos) << retried;
+
+  store_.hook = nullptr;
+  ASSERT_TRUE(leases_.release(a, ReleaseMode::kClear).ok());  // the next renewal is refused
+  run_for(renewer, seconds(3));
+  ASSERT_EQ(lost_why.code(), Code::kFailedPrecondition) << lost_why.to_string();
+  const std::string lost = log.find("lost");
+  EXPECT_NE(lost.find("lease on 'a' (slot lease, epoch 1, owner me) lost: "), std::string::npos)
+      << lost;
+  EXPECT_NE(lost.find(lost_why.message()), std::string::npos) << lost;
+  for (const auto& line : log.lines()) {
+    EXPECT_EQ(line.level, LogLevel::kInfo) << line.message;
+    EXPECT_EQ(line.message.find(a.token), std::string::npos) << "a token was logged";
+  }
+}
+
+// Library lines are info: a logger set to warnings (the CLI's default) gets
+// none of them, so a command's stderr is what it was before they existed.
+TEST_F(RenewerTest, LogsNothingBelowTheLoggersLevel) {
+  CapturingLogger log(LogLevel::kWarn);
+  RenewerOptions o = options();
+  o.info_log = &log;
+  Renewer renewer(leases_, clock_, random_, o);
+  renewer.add(acquire("a"), nullptr);
+  store_.hook = [](Duration) { return unavailable("the store is down"); };
+  run_for(renewer, seconds(10));  // retries, then the loss
+  EXPECT_EQ(renewer.stats().lost, 1u);
+  EXPECT_TRUE(log.lines().empty()) << log.lines().front().message;
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ void LeaseConformance::SetUp() {
   faulty_ = std::make_unique<store::FaultyStore>(*inner_, random_, store::FaultOptions{},
                                                  [this](Duration d) { clock_.advance(d); });
   leases_ = std::make_unique<LeaseManager>(*faulty_, clock_, random_);
-  ASSERT_TRUE(faulty_->ensure_table(lease_table_spec()).ok());
+  ASSERT_TRUE(faulty_->ensure_table(TableSpec{"leases", "pk", "", {}}).ok());
 }
 
 AcquireOptions LeaseConformance::as(std::string owner, Duration ttl) {
@@ -436,7 +436,7 @@ void RenewerConformance::SetUp() {
   faulty_ = std::make_unique<store::FaultyStore>(*inner_, random_);
   counting_ = std::make_unique<CountingStore>(*faulty_);
   leases_ = std::make_unique<LeaseManager>(*counting_, clock_, random_);
-  ASSERT_TRUE(counting_->ensure_table(lease_table_spec()).ok());
+  ASSERT_TRUE(counting_->ensure_table(TableSpec{"leases", "pk", "", {}}).ok());
 }
 
 Lease RenewerConformance::acquire(const std::string& key, Duration ttl) {

@@ -185,7 +185,7 @@ class Simulation {
  public:
   Simulation(uint64_t seed, SimOptions options) : seed_(seed), o_(options), random_(seed) {
     memory_ = store::make_memory_store();
-    EXPECT_TRUE(memory_->ensure_table(lease_table_spec()).ok());
+    EXPECT_TRUE(memory_->ensure_table(TableSpec{"leases", "pk", "", {}}).ok());
     observer_ =
         std::make_unique<Observer>(*memory_, [this](const std::string& what) { fail(what); });
     for (int i = 0; i < o_.workers; ++i) workers_.push_back(make_worker(i));

@@ -1,0 +1,29 @@
+#include "runtime/runtime.h"
+
+namespace leasehold::runtime {
+
+Runtime::Runtime(Logger* logger) : logger_(logger != nullptr ? logger : &no_logger_) {}
+
+Runtime::~Runtime() = default;
+
+Result<std::unique_ptr<Runtime>> Runtime::open(RuntimeOptions options) {
+  // Not make_unique: the constructor is private, so that open() is the only
+  // way to get a runtime, and every runtime has its store and manager.
+  std::unique_ptr<Runtime> runtime(new Runtime(options.logger));
+  auto store = open_store(options.store_uri);
+  if (!store.ok()) {
+    return store.status().with_context("cannot open store '" + options.store_uri + "'");
+  }
+  runtime->store_ = std::move(store).value();
+  options.lease.info_log = runtime->logger_;
+  runtime->leases_ = std::make_unique<LeaseManager>(*runtime->store_, runtime->clock_,
+                                                    runtime->random_, std::move(options.lease));
+  return runtime;
+}
+
+std::unique_ptr<Renewer> Runtime::make_renewer(RenewerOptions options) {
+  if (options.info_log == nullptr) options.info_log = logger_;
+  return std::make_unique<Renewer>(*leases_, clock_, random_, options);
+}
+
+}  // namespace leasehold::runtime

@@ -1,0 +1,77 @@
+// Runtime: the services one leasehold process runs on, wired the same way
+// for every entry point (each CLI command, `lease hold`, the benchmarks, and
+// later `serve` and the workers).
+//
+// Runtime::open() builds them in order: the real clock and random source,
+// the store named by a URI (open_store), and a LeaseManager over it; the
+// caller's Logger is handed to the library code that logs (the manager, and
+// every Renewer made here). The runtime owns all of it except the logger.
+// Tables are the caller's business: each entry point ensures or requires
+// the ones it uses.
+//
+// Entry points take their RealClock and SystemRandom from here; the code
+// below receives a Clock&, a Random& and a Logger*. Tests that need
+// simulated time or faults build those pieces themselves.
+//
+// Thread-safe: the accessors return objects that are safe for concurrent
+// use, and the runtime itself is not modified after open().
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "leasehold/clock.h"
+#include "leasehold/lease.h"
+#include "leasehold/logger.h"
+#include "leasehold/random.h"
+#include "leasehold/renewer.h"
+#include "leasehold/status.h"
+#include "leasehold/store.h"
+
+namespace leasehold::runtime {
+
+struct RuntimeOptions {
+  std::string store_uri;  // sqlite:PATH, dynamodb://REGION/PREFIX, memory:
+  // Where library code logs. Not owned; must outlive the runtime. Null logs
+  // nothing.
+  Logger* logger = nullptr;
+  // The lease manager's settings; its info_log is set to `logger`.
+  LeaseConfig lease;
+};
+
+class Runtime {
+ public:
+  // Opens the store and builds the lease manager. kInvalidArgument for a
+  // malformed URI (nothing is created); the store's error otherwise, with
+  // the URI in the message.
+  static Result<std::unique_ptr<Runtime>> open(RuntimeOptions options);
+
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+  ~Runtime();
+
+  Clock& clock() { return clock_; }
+  Random& random() { return random_; }
+  // The logger given to open(), or one that writes nothing.
+  Logger& logger() { return *logger_; }
+  ItemStore& store() { return *store_; }
+  LeaseManager& leases() { return *leases_; }
+
+  // A Renewer over leases() on this runtime's clock and random source, which
+  // logs to logger() unless `options.info_log` is set. It must be destroyed
+  // before the runtime.
+  std::unique_ptr<Renewer> make_renewer(RenewerOptions options = {});
+
+ private:
+  explicit Runtime(Logger* logger);
+
+  RealClock clock_;
+  SystemRandom random_;
+  NullLogger no_logger_;
+  Logger* const logger_;  // the caller's, or &no_logger_
+  // Declared after what they refer to, so they are destroyed first.
+  std::unique_ptr<ItemStore> store_;
+  std::unique_ptr<LeaseManager> leases_;
+};
+
+}  // namespace leasehold::runtime

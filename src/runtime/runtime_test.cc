@@ -1,0 +1,80 @@
+// Runtime: what open() builds, and that the logger given to it reaches the
+// library code it wires (the lease manager and the renewers it makes).
+#include "runtime/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "base/capturing_logger.h"
+
+namespace leasehold::runtime {
+namespace {
+
+// Options on `store_uri`, logging to `logger`.
+RuntimeOptions options_for(std::string store_uri, Logger* logger = nullptr) {
+  RuntimeOptions options;
+  options.store_uri = std::move(store_uri);
+  options.logger = logger;
+  return options;
+}
+
+TEST(RuntimeTest, OpensTheStoreAndAManagerOverIt) {
+  auto runtime = Runtime::open(options_for("memory:"));
+  ASSERT_TRUE(runtime.ok()) << runtime.status().to_string();
+  Runtime& rt = **runtime;
+  EXPECT_EQ(rt.store().backend_name(), "memory");
+  EXPECT_EQ(&rt.leases().store(), &rt.store());
+  EXPECT_EQ(&rt.leases().clock(), &rt.clock());
+  EXPECT_FALSE(rt.logger().enabled(LogLevel::kError)) << "no logger given: nothing is logged";
+}
+
+TEST(RuntimeTest, AMalformedUriNamesItself) {
+  auto runtime = Runtime::open(options_for("nosuch:x"));
+  ASSERT_EQ(runtime.status().code(), Code::kInvalidArgument);
+  EXPECT_TRUE(runtime.status().message().starts_with("cannot open store 'nosuch:x': "))
+      << runtime.status().message();
+}
+
+TEST(RuntimeTest, TheLeaseConfigIsKeptAndItsLoggerIsTheRuntimes) {
+  CapturingLogger log;
+  RuntimeOptions options = options_for("memory:", &log);
+  options.lease.table = "elsewhere";
+  auto runtime = Runtime::open(options);
+  ASSERT_TRUE(runtime.ok()) << runtime.status().to_string();
+  EXPECT_EQ((*runtime)->leases().config().table, "elsewhere");
+  EXPECT_EQ((*runtime)->leases().config().info_log, &log);
+  EXPECT_EQ(&(*runtime)->logger(), &log);
+}
+
+// A renewer made by the runtime logs to the runtime's logger: here the loss
+// of a lease whose item was removed under it.
+TEST(RuntimeTest, RenewersItMakesLogToItsLogger) {
+  CapturingLogger log;
+  auto runtime = Runtime::open(options_for("memory:", &log));
+  ASSERT_TRUE(runtime.ok()) << runtime.status().to_string();
+  Runtime& rt = **runtime;
+  ASSERT_TRUE(rt.store().ensure_table(TableSpec{"leases", "pk", "", {}}).ok());
+  AcquireOptions acquire;
+  acquire.owner = "me";
+  auto lease = rt.leases().acquire({"k", ""}, acquire);
+  ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+  ASSERT_TRUE(rt.store().remove("leases", lease->key, {}).ok());
+
+  RenewerOptions options;
+  options.renew_every = std::chrono::milliseconds(1);  // due at once
+  std::unique_ptr<Renewer> renewer = rt.make_renewer(options);
+  renewer->add(*lease, nullptr);
+  renewer->start();
+  // The runtime's clock is real: wait for the renewal, with a deadline.
+  const MonoTime deadline = rt.clock().mono_now() + std::chrono::seconds(5);
+  while (renewer->stats().lost == 0 && rt.clock().mono_now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  renewer->stop();
+  EXPECT_EQ(renewer->stats().lost, 1u);
+  EXPECT_NE(log.find("lease on 'k' (slot lease, epoch 1, owner me) lost"), "") << "not logged";
+}
+
+}  // namespace
+}  // namespace leasehold::runtime
