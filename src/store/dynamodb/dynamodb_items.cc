@@ -1,6 +1,7 @@
 // DynamoDbStore's item operations: GetItem, BatchGetItem, PutItem,
 // UpdateItem (alone and in update_each()), DeleteItem and Query.
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -283,12 +284,11 @@ Result<Page> DynamoDbStore::query(std::string_view table, std::string_view pk,
   const CursorShape shape = table_cursor_shape(*spec);
   if (!options.cursor.empty()) RETURN_IF_ERROR(decode_cursor(options.cursor, shape).status());
   ExpressionBuilder b;
-  std::string expression = b.name(spec->pk_attr) + " = " + b.value(std::string(pk));
-  const RangeText r = range_text(b, spec->sk_attr, range);
-  if (r.none) return Page{};
-  if (!r.text.empty()) expression += " AND " + r.text;
+  const std::optional<std::string> expression =
+      key_condition(b, spec->pk_attr, pk, spec->sk_attr, range);
+  if (!expression) return Page{};
   json::object body{{"TableName", physical(table)},
-                    {"KeyConditionExpression", expression},
+                    {"KeyConditionExpression", *expression},
                     {"ConsistentRead", options.consistent}};
   add_placeholders(body, b);
   return run_query(std::move(body), shape, options, *spec, nullptr);
@@ -311,13 +311,12 @@ Result<Page> DynamoDbStore::query_index(std::string_view table, std::string_view
   if (!options.cursor.empty()) RETURN_IF_ERROR(decode_cursor(options.cursor, shape).status());
   if (hash_value.empty()) return Page{};  // DynamoDB indexes no empty key values
   ExpressionBuilder b;
-  std::string expression = b.name(found->hash_attr) + " = " + b.value(std::string(hash_value));
-  const RangeText r = range_text(b, found->range_attr, range);
-  if (r.none) return Page{};
-  if (!r.text.empty()) expression += " AND " + r.text;
+  const std::optional<std::string> expression =
+      key_condition(b, found->hash_attr, hash_value, found->range_attr, range);
+  if (!expression) return Page{};
   json::object body{{"TableName", physical(table)},
                     {"IndexName", found->name},
-                    {"KeyConditionExpression", expression}};
+                    {"KeyConditionExpression", *expression}};
   add_placeholders(body, b);
   return run_query(std::move(body), shape, options, *spec, &*found);
 }

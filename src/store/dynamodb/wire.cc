@@ -322,6 +322,16 @@ RangeText range_text(ExpressionBuilder& b, const std::string& attr, const KeyRan
   return {};
 }
 
+std::optional<std::string> key_condition(ExpressionBuilder& b, const std::string& hash_attr,
+                                         std::string_view hash, const std::string& range_attr,
+                                         const KeyRange& range) {
+  std::string expression = b.name(hash_attr) + " = " + b.value(std::string(hash));
+  const RangeText r = range_text(b, range_attr, range);
+  if (r.none) return std::nullopt;
+  if (!r.text.empty()) expression += " AND " + r.text;
+  return expression;
+}
+
 CursorShape table_cursor_shape(const TableSpec& spec) {
   CursorShape shape{{spec.pk_attr, AttrType::kString}};
   if (!spec.sk_attr.empty()) shape.emplace(spec.sk_attr, AttrType::kString);

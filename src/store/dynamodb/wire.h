@@ -22,6 +22,7 @@
 
 #include <boost/json.hpp>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -129,6 +130,12 @@ struct RangeText {
 
 // `r` on `attr` as KeyConditionExpression text, its placeholders in `b`.
 RangeText range_text(ExpressionBuilder& b, const std::string& attr, const KeyRange& r);
+
+// A Query's KeyConditionExpression: `hash_attr` = `hash`, and `range` on
+// `range_attr` if it is not kAll; nullopt when nothing can match.
+std::optional<std::string> key_condition(ExpressionBuilder& b, const std::string& hash_attr,
+                                         std::string_view hash, const std::string& range_attr,
+                                         const KeyRange& range);
 
 // The attributes (and their types) of a LastEvaluatedKey, i.e. of a cursor.
 using CursorShape = std::map<std::string, AttrType, std::less<>>;

@@ -259,6 +259,18 @@ TEST(WireRanges, EmptyStringOperandsMeanAllOrNothing) {
   }
 }
 
+TEST(WireRanges, KeyConditionsJoinTheHashAndTheRange) {
+  ExpressionBuilder b;
+  EXPECT_EQ(key_condition(b, "pk", "a", "sk", KeyRange::all()), "#n0 = :v0");
+  ExpressionBuilder c;
+  EXPECT_EQ(key_condition(c, "g", "G", "n", KeyRange::between(int64_t{1}, int64_t{9})),
+            "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2");
+  EXPECT_EQ(boost::json::serialize(c.values()),
+            R"({":v0":{"S":"G"},":v1":{"N":"1"},":v2":{"N":"9"}})");
+  ExpressionBuilder d;
+  EXPECT_EQ(key_condition(d, "pk", "a", "sk", KeyRange::eq(std::string())), std::nullopt);
+}
+
 TEST(WireRanges, CursorsMustHaveTheExpectedShape) {
   const TableSpec spec{"t", "pk", "sk", {}};
   const CursorShape shape = table_cursor_shape(spec);
