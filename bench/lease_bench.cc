@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,12 +12,8 @@
 #include <fstream>
 #include <thread>
 
-#include "bench/cpu_time.h"
-#include "bench/dynamodb_baselines.h"
-#include "bench/sqlite_raw.h"
 #include "leasehold/lease.h"
 #include "leasehold/renewer.h"
-#include "runtime/runtime.h"
 
 namespace leasehold::bench {
 namespace {
@@ -24,19 +21,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr char kTable[] = "bench_leases";
-
-// The benchmark's own table, with the same keys and index as the CLI's
-// (cli/lease_table.h, which the bench may not include). Its items carry no
-// `kind`, so the index holds none of them.
-TableSpec bench_table_spec() {
-  const SlotNames names(kDefaultSlot);
-  return TableSpec{
-      kTable,
-      "pk",
-      "",
-      {IndexSpec{"kind-lease_expires_at_ms-index", "kind", names.expires_at_ms, AttrType::kInt}}};
-}
 // Long enough that no lease expires while it waits for its turn to renew.
 constexpr Duration kBenchTtl = std::chrono::minutes(10);
 
@@ -55,19 +39,27 @@ Duration timed_on_threads(int64_t threads, Fn fn) {
   return clock.mono_now() - start;
 }
 
-// The leases a benchmark keeps, on a runtime of its own.
+// CPU time of the calling thread, or of the whole process: what the client
+// itself costs.
+Duration cpu_time(clockid_t clock) {
+  timespec ts{};
+  ::clock_gettime(clock, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// The leases a benchmark keeps, on the caller's lease manager.
 struct Fleet {
-  std::unique_ptr<runtime::Runtime> runtime;
-  std::vector<Lease> leases;
+  LeaseManager& leases;
+  std::vector<Lease> held;
   std::string prefix;
 
-  LeaseManager& manager() { return runtime->leases(); }
-  ItemStore& store() { return runtime->store(); }
-  Clock& clock() { return runtime->clock(); }
+  LeaseManager& manager() { return leases; }
+  ItemStore& store() { return leases.store(); }
+  Clock& clock() { return leases.clock(); }
 };
 
 Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Duration& took) {
-  f.leases.resize(count);
+  f.held.resize(count);
   std::vector<Status> errors(threads);
   took = timed_on_threads(threads, [&](int64_t t) {
     for (int64_t i = t; i < count; i += threads) {
@@ -79,7 +71,7 @@ Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Durat
         errors[t] = lease.status();
         return;
       }
-      f.leases[i] = *lease;
+      f.held[i] = *lease;
     }
   });
   for (const auto& e : errors) RETURN_IF_ERROR(e);
@@ -95,19 +87,19 @@ int64_t renew_round(Fleet& f, int64_t threads, Duration duration,
   std::vector<Duration> cpus(threads);
   const MonoTime until = f.clock().mono_now() + duration;
   timed_on_threads(threads, [&](int64_t t) {
-    const ThreadCpuTimer timer;
+    const Duration cpu_start = cpu_time(CLOCK_THREAD_CPUTIME_ID);
     lat[t].reserve(1 << 16);
     for (size_t i = t; f.clock().mono_now() < until; i += threads) {
-      if (i >= f.leases.size()) i = t;
+      if (i >= f.held.size()) i = t;
       const MonoTime start = f.clock().mono_now();
-      auto renewed = f.manager().renew(f.leases[i]);
+      auto renewed = f.manager().renew(f.held[i]);
       lat[t].push_back((f.clock().mono_now() - start).count());
       if (renewed.ok())
-        f.leases[i] = *renewed;
+        f.held[i] = *renewed;
       else
         ++fails[t];
     }
-    cpus[t] = timer.elapsed();
+    cpus[t] = cpu_time(CLOCK_THREAD_CPUTIME_ID) - cpu_start;
   });
   int64_t done = 0;
   for (int64_t t = 0; t < threads; ++t) {
@@ -129,39 +121,55 @@ double percentile_us(std::vector<int64_t>& v, double p) {
 Status release_and_remove(Fleet& f, int64_t threads, Duration& took) {
   std::vector<Status> errors(threads);
   took = timed_on_threads(threads, [&](int64_t t) {
-    for (size_t i = t; i < f.leases.size(); i += threads) {
-      Status s = f.manager().release(f.leases[i], ReleaseMode::kClear);
+    for (size_t i = t; i < f.held.size(); i += threads) {
+      Status s = f.manager().release(f.held[i], ReleaseMode::kClear);
       if (!s.ok()) errors[t] = s;
     }
   });
   // Leave the file as it was found: the benchmark's items are its own.
-  for (const auto& lease : f.leases) (void)f.store().remove(kTable, lease.key, {});
+  for (const auto& lease : f.held) (void)f.store().remove(kBenchTable, lease.key, {});
   for (const auto& e : errors) RETURN_IF_ERROR(e);
   return {};
 }
 
-Result<std::unique_ptr<Fleet>> open_fleet(const std::string& uri, Logger* logger) {
-  auto fleet = std::make_unique<Fleet>();
-  runtime::RuntimeOptions options;
-  options.store_uri = uri;
-  options.logger = logger;
-  options.lease.table = kTable;
-  ASSIGN_OR_RETURN(fleet->runtime, runtime::Runtime::open(std::move(options)));
-  RETURN_IF_ERROR(fleet->store().ensure_table(bench_table_spec()));
-  fleet->prefix = "bench-" + random_token(fleet->runtime->random()).substr(0, 8) + "-";
+Result<std::unique_ptr<Fleet>> open_fleet(LeaseManager& leases, Random& random) {
+  if (leases.config().table != kBenchTable) {
+    return invalid_argument("the benchmark's lease manager must use table " +
+                            std::string(kBenchTable));
+  }
+  RETURN_IF_ERROR(leases.store().ensure_table(bench_table_spec()));
+  auto fleet = std::make_unique<Fleet>(Fleet{leases, {}, ""});
+  fleet->prefix = "bench-" + random_token(random).substr(0, 8) + "-";
   return fleet;
 }
 
-std::optional<std::string> sqlite_path(const std::string& uri) {
-  if (!uri.starts_with("sqlite:")) return std::nullopt;
-  return uri.substr(7, uri.find('?') == std::string::npos ? std::string::npos : uri.find('?') - 7);
+// One round of a baseline, on the fleet's leases; counts its renewals and
+// CPU time into the totals.
+Status run_baseline(const Baseline& baseline, Fleet& f, int64_t threads, Duration duration,
+                    int64_t& done, std::optional<Duration>& cpu) {
+  ASSIGN_OR_RETURN(const BaselineRun run, baseline(f.held, threads, duration, to_ms(kBenchTtl)));
+  done += run.renewals;
+  if (run.cpu) cpu = cpu.value_or(Duration::zero()) + *run.cpu;
+  return {};
 }
 
 }  // namespace
 
-Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
+TableSpec bench_table_spec() {
+  // The CLI's keys and index (cli/lease_table.h, which the bench may not
+  // include), as before. Its items carry no `kind`, so the index holds none
+  // of them.
+  const SlotNames names(kDefaultSlot);
+  return TableSpec{
+      std::string(kBenchTable),
+      "pk",
+      "",
+      {IndexSpec{"kind-lease_expires_at_ms-index", "kind", names.expires_at_ms, AttrType::kInt}}};
+}
+
+Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o, LeaseBenchEnv& env) {
   if (o.threads > o.leases) return invalid_argument("--threads may not exceed --leases");
-  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, o.logger));
+  ASSIGN_OR_RETURN(auto fleet, open_fleet(env.leases, env.random));
   LeaseBenchReport r;
   r.backend = std::string(fleet->store().backend_name());
   r.leases = o.leases;
@@ -174,36 +182,15 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
 
   // Library and baselines alternate, two rounds each, over the same leases,
   // so that drift in a shared machine's speed hits them all alike.
-  const auto path = sqlite_path(o.store_uri);
-  ASSIGN_OR_RETURN(const auto dynamodb, dynamodb_target(o.store_uri, kTable));
-  if (!o.sdk_script.empty() && !dynamodb) {
-    return invalid_argument("--sdk-baseline needs a dynamodb:// store");
-  }
-  const bool bare =
-      dynamodb && !dynamodb->endpoint.starts_with("https:") && !dynamodb->endpoint.empty();
-  std::vector<RawLease> raw;
-  for (const auto& l : fleet->leases) raw.push_back({l.key.pk, l.owner, l.token});
   const Duration half = std::chrono::duration_cast<Duration>(seconds(o.seconds)) / 2;
   std::vector<int64_t> latencies;
   int64_t renewed = 0, raw_done = 0, sdk_done = 0;
-  Duration renew_cpu{}, bare_cpu{};
+  Duration renew_cpu{};
+  std::optional<Duration> raw_cpu, sdk_cpu;
   for (int round = 0; round < 2; ++round) {
     renewed += renew_round(*fleet, o.threads, half, latencies, r.renew_failures, renew_cpu);
-    if (path) {
-      ASSIGN_OR_RETURN(int64_t n,
-                       raw_sqlite_renewals(*path, kTable, raw, o.threads, half, to_ms(kBenchTtl)));
-      raw_done += n;
-    }
-    if (bare) {
-      ASSIGN_OR_RETURN(int64_t n, bare_http_renewals(*dynamodb, raw, o.threads, half,
-                                                     to_ms(kBenchTtl), bare_cpu));
-      raw_done += n;
-    }
-    if (!o.sdk_script.empty()) {
-      ASSIGN_OR_RETURN(
-          int64_t n, sdk_renewals(o.sdk_script, *dynamodb, raw, o.threads, half, to_ms(kBenchTtl)));
-      sdk_done += n;
-    }
+    if (env.raw) RETURN_IF_ERROR(run_baseline(env.raw, *fleet, o.threads, half, raw_done, raw_cpu));
+    if (env.sdk) RETURN_IF_ERROR(run_baseline(env.sdk, *fleet, o.threads, half, sdk_done, sdk_cpu));
   }
   const Duration renew_time = half * 2;
   r.renew_per_s = (per_second(renewed, renew_time));
@@ -214,12 +201,12 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o) {
                  : 0.0;
   };
   r.renew_cpu_us = cpu_us_per(renew_cpu, renewed);
-  if (bare) r.raw_cpu_us = cpu_us_per(bare_cpu, raw_done);
-  if (path || bare) {
+  if (raw_cpu) r.raw_cpu_us = cpu_us_per(*raw_cpu, raw_done);
+  if (env.raw) {
     r.raw_update_per_s = (per_second(raw_done, renew_time));
     r.renew_vs_raw = r.renew_per_s / *r.raw_update_per_s;
   }
-  if (!o.sdk_script.empty()) {
+  if (env.sdk) {
     r.sdk_update_per_s = per_second(sdk_done, renew_time);
     r.renew_vs_sdk = r.renew_per_s / *r.sdk_update_per_s;
     if (r.raw_update_per_s) r.raw_vs_sdk = *r.raw_update_per_s / *r.sdk_update_per_s;
@@ -292,8 +279,8 @@ std::pair<int64_t, int64_t> thread_range_during(Clock& clock, Duration window) {
 
 }  // namespace
 
-Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
-  ASSIGN_OR_RETURN(auto fleet, open_fleet(o.store_uri, o.logger));
+Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o, RenewerBenchEnv& env) {
+  ASSIGN_OR_RETURN(auto fleet, open_fleet(env.leases, env.random));
   const LeaseConfig& config = fleet->manager().config();
   // The ttl whose default renew period is exactly renew_every.
   const Duration every = o.renew_every;
@@ -303,18 +290,21 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
 
   RenewerOptions options;
   options.renew_every = every;
-  const std::unique_ptr<Renewer> renewer = fleet->runtime->make_renewer(options);
-  for (const auto& lease : fleet->leases) renewer->add(lease, nullptr);
+  options.info_log = env.logger;
+  const auto renewer =
+      std::make_unique<Renewer>(fleet->manager(), fleet->clock(), env.random, options);
+  for (const auto& lease : fleet->held) renewer->add(lease, nullptr);
   renewer->start();
   // Measure the steady state: from the end of the first renewal round on.
   std::this_thread::sleep_for(every * 6 / 5);
   const RenewerStats before = renewer->stats();
-  const Duration cpu_before = process_cpu_time();
+  const Duration cpu_before = cpu_time(CLOCK_PROCESS_CPUTIME_ID);
   const MonoTime start = fleet->clock().mono_now();
   // The measurement window itself.
   const auto [threads_min, threads_max] = thread_range_during(fleet->clock(), seconds(o.seconds));
   const double wall = std::chrono::duration<double>(fleet->clock().mono_now() - start).count();
-  const double cpu = std::chrono::duration<double>(process_cpu_time() - cpu_before).count();
+  const double cpu =
+      std::chrono::duration<double>(cpu_time(CLOCK_PROCESS_CPUTIME_ID) - cpu_before).count();
   const RenewerStats after = renewer->stats();
   renewer->stop();
 
@@ -330,7 +320,7 @@ Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o) {
   r.peak_rss_mib = (peak_rss_mib());
   r.threads_min = threads_min;
   r.threads_max = threads_max;
-  for (const auto& lease : fleet->leases) (void)fleet->store().remove(kTable, lease.key, {});
+  for (const auto& lease : fleet->held) (void)fleet->store().remove(kBenchTable, lease.key, {});
   return r;
 }
 

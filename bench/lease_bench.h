@@ -1,38 +1,63 @@
 // The lease benchmarks behind `leasehold bench leases` and
-// `leasehold bench renewer`.
+// `leasehold bench renewer`. This code uses leasehold's public interface
+// only: the caller wires the store, the lease manager and the baselines.
 //
 // bench leases: acquire N leases, renew them round-robin from T threads for
 // S seconds, release them; and, in the same run, on the same items, the
-// baselines: on SQLite the same conditional UPDATE issued straight through
-// the SQLite C API; on DynamoDB the same UpdateItem as bare pre-signed HTTP
-// requests and, optionally, through the AWS SDK for JavaScript
-// (bench/dynamodb_baselines.h). Renew and baselines alternate in two rounds
+// baselines the caller gives: the store's bare protocol (SQLite: the same
+// conditional UPDATE through the SQLite C API; DynamoDB: the same UpdateItem
+// as pre-signed HTTP requests) and, optionally, a second one (DynamoDB: the
+// AWS SDK for JavaScript). Renewals and baselines alternate in two rounds
 // each, so that drift in a shared machine's speed hits them all alike.
 //
 // bench renewer: one process keeps N leases alive with one Renewer; after
 // the first renewal round, for S seconds, it measures the CPU the process
-// used (share of one core), the renewals done and its memory.
+// used (share of one core), the renewals done, its memory and its threads.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "leasehold/clock.h"
+#include "leasehold/lease.h"
 #include "leasehold/logger.h"
+#include "leasehold/random.h"
 #include "leasehold/status.h"
+#include "leasehold/store.h"
 
 namespace leasehold::bench {
 
+// The table both benchmarks keep their leases in (the caller's LeaseManager
+// must use it): the CLI's keys and index, under a name of its own.
+inline constexpr std::string_view kBenchTable = "bench_leases";
+TableSpec bench_table_spec();
+
+struct BaselineRun {
+  int64_t renewals = 0;
+  std::optional<Duration> cpu;  // of the renewing threads, where measured
+};
+// Renews `leases` round-robin from `threads` threads for `duration`, each to
+// an expiry `ttl_ms` ahead, without the library; fails if any renewal's
+// condition does not hold.
+using Baseline = std::function<Result<BaselineRun>(std::span<const Lease> leases, int64_t threads,
+                                                   Duration duration, int64_t ttl_ms)>;
+
 struct LeaseBenchOptions {
-  std::string store_uri;
   int64_t leases = 1000;
   int64_t seconds = 5;
   int64_t threads = 1;
-  // DynamoDB only: bench/sdk_renew_loop.mjs, to measure the AWS SDK for
-  // JavaScript as a second baseline (run with `node`); empty skips it.
-  std::string sdk_script;
-  Logger* logger = nullptr;  // for the library's messages; null logs nothing
+};
+
+// What the caller wires. REQUIRES: `leases` works on kBenchTable.
+struct LeaseBenchEnv {
+  LeaseManager& leases;
+  Random& random;
+  Baseline raw;  // the store's bare protocol; empty if it has none
+  Baseline sdk;  // a second baseline (the AWS SDK on DynamoDB); empty: none
 };
 
 struct LeaseBenchReport {
@@ -54,15 +79,20 @@ struct LeaseBenchReport {
   int64_t renew_failures = 0;  // must be 0: every renewal's condition holds
 };
 
-Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& options);
+Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& options, LeaseBenchEnv& env);
 std::string to_json_line(const LeaseBenchReport& report);
 
 struct RenewerBenchOptions {
-  std::string store_uri;
   int64_t leases = 10'000;
   Duration renew_every = std::chrono::seconds(5);
   int64_t seconds = 60;
-  Logger* logger = nullptr;  // for the library's messages; null logs nothing
+};
+
+// REQUIRES: `leases` works on kBenchTable.
+struct RenewerBenchEnv {
+  LeaseManager& leases;
+  Random& random;
+  Logger* logger = nullptr;  // the Renewer's info_log; null logs nothing
 };
 
 struct RenewerBenchReport {
@@ -77,7 +107,8 @@ struct RenewerBenchReport {
   int64_t threads_min = 0, threads_max = 0;
 };
 
-Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& options);
+Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& options,
+                                             RenewerBenchEnv& env);
 std::string to_json_line(const RenewerBenchReport& report);
 
 }  // namespace leasehold::bench

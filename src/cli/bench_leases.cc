@@ -3,12 +3,45 @@
 #include "base/duration.h"
 #include "bench/lease_bench.h"
 #include "cli/common.h"
+#include "runtime/runtime.h"
+#include "store/raw_baseline.h"
 
 namespace leasehold::cli {
+namespace {
+
+// A runtime whose lease manager works on the benchmarks' table.
+Result<std::unique_ptr<runtime::Runtime>> open_bench_runtime(const std::string& uri,
+                                                             Logger& logger) {
+  runtime::RuntimeOptions options;
+  options.store_uri = uri;
+  options.logger = &logger;
+  options.lease.table = std::string(bench::kBenchTable);
+  return runtime::Runtime::open(std::move(options));
+}
+
+// The benchmark works in public types; a store's baseline in its own.
+bench::Baseline adapt(std::shared_ptr<store::RawBaseline> baseline) {
+  if (!baseline) return {};
+  return [baseline](std::span<const Lease> leases, int64_t threads, Duration duration,
+                    int64_t ttl_ms) -> Result<bench::BaselineRun> {
+    std::vector<store::RawLease> raw;
+    raw.reserve(leases.size());
+    for (const Lease& l : leases) raw.push_back({l.key.pk, l.owner, l.token});
+    ASSIGN_OR_RETURN(const store::RawRun run, baseline->renew(raw, threads, duration, ttl_ms));
+    return bench::BaselineRun{run.renewals, run.cpu};
+  };
+}
+
+}  // namespace
 
 int run_bench_leases(const BenchLeasesOptions& o, Logger& logger) {
-  auto report_or =
-      bench::run_lease_bench({o.store_uri, o.leases, o.seconds, o.threads, o.sdk_script, &logger});
+  auto baselines = store::open_raw_baselines(o.store_uri, bench::kBenchTable, o.sdk_script);
+  if (!baselines.ok()) return report(baselines.status().with_context("bench leases"));
+  auto rt = open_bench_runtime(o.store_uri, logger);
+  if (!rt.ok()) return report(rt.status().with_context("bench leases"));
+  bench::LeaseBenchEnv env{(*rt)->leases(), (*rt)->random(), adapt(std::move(baselines->bare)),
+                           adapt(std::move(baselines->sdk))};
+  auto report_or = bench::run_lease_bench({o.leases, o.seconds, o.threads}, env);
   if (!report_or.ok()) return report(report_or.status().with_context("bench leases"));
   print_line(bench::to_json_line(*report_or));
   return report_or->renew_failures == 0 ? kExitOk : kExitStoreFailed;
@@ -17,7 +50,10 @@ int run_bench_leases(const BenchLeasesOptions& o, Logger& logger) {
 int run_bench_renewer(const BenchRenewerOptions& o, Logger& logger) {
   auto every = parse_duration(o.every);
   if (!every.ok()) return report(every.status());
-  auto report_or = bench::run_renewer_bench({o.store_uri, o.leases, *every, o.seconds, &logger});
+  auto rt = open_bench_runtime(o.store_uri, logger);
+  if (!rt.ok()) return report(rt.status().with_context("bench renewer"));
+  bench::RenewerBenchEnv env{(*rt)->leases(), (*rt)->random(), &logger};
+  auto report_or = bench::run_renewer_bench({o.leases, *every, o.seconds}, env);
   if (!report_or.ok()) return report(report_or.status().with_context("bench renewer"));
   print_line(bench::to_json_line(*report_or));
   return report_or->lost == 0 ? kExitOk : kExitStoreFailed;

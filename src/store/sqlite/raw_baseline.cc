@@ -1,4 +1,4 @@
-#include "bench/sqlite_raw.h"
+#include "store/sqlite/raw_baseline.h"
 
 #include <sqlite3.h>
 
@@ -6,7 +6,7 @@
 #include <memory>
 #include <thread>
 
-namespace leasehold::bench {
+namespace leasehold::store {
 namespace {
 
 // What a lease renewal means, written by hand: extend the expiry if the
@@ -70,27 +70,40 @@ void renew_loop(const std::string& path, const std::string& sql,
   }
 }
 
+class SqliteRawBaseline final : public RawBaseline {
+ public:
+  SqliteRawBaseline(std::string path, std::string table)
+      : path_(std::move(path)), table_(std::move(table)) {}
+
+  Result<RawRun> renew(const std::vector<RawLease>& leases, int64_t threads, Duration duration,
+                       int64_t ttl_ms) override {
+    std::vector<char> sql(sizeof kRenewSql + table_.size());
+    std::snprintf(sql.data(), sql.size(), kRenewSql, table_.c_str());
+    const MonoTime until = RealClock().mono_now() + duration;
+    std::vector<Outcome> outcomes(threads);
+    std::vector<std::thread> workers;
+    for (int64_t t = 0; t < threads; ++t) {
+      workers.emplace_back(renew_loop, path_, std::string(sql.data()), std::cref(leases), t,
+                           threads, until, ttl_ms, std::ref(outcomes[t]));
+    }
+    for (auto& w : workers) w.join();
+    RawRun run;
+    for (const auto& o : outcomes) {
+      if (!o.error.empty()) return internal_error("raw SQLite baseline: " + o.error);
+      run.renewals += o.done;
+    }
+    return run;
+  }
+
+ private:
+  const std::string path_;
+  const std::string table_;
+};
+
 }  // namespace
 
-Result<int64_t> raw_sqlite_renewals(const std::string& path, const std::string& table,
-                                    const std::vector<RawLease>& leases, int64_t threads,
-                                    Duration duration, int64_t ttl_ms) {
-  std::vector<char> sql(sizeof kRenewSql + table.size());
-  std::snprintf(sql.data(), sql.size(), kRenewSql, table.c_str());
-  const MonoTime until = RealClock().mono_now() + duration;
-  std::vector<Outcome> outcomes(threads);
-  std::vector<std::thread> workers;
-  for (int64_t t = 0; t < threads; ++t) {
-    workers.emplace_back(renew_loop, path, std::string(sql.data()), std::cref(leases), t, threads,
-                         until, ttl_ms, std::ref(outcomes[t]));
-  }
-  for (auto& w : workers) w.join();
-  int64_t total = 0;
-  for (const auto& o : outcomes) {
-    if (!o.error.empty()) return internal_error("raw SQLite baseline: " + o.error);
-    total += o.done;
-  }
-  return total;
+std::unique_ptr<RawBaseline> make_sqlite_raw_baseline(std::string path, std::string table) {
+  return std::make_unique<SqliteRawBaseline>(std::move(path), std::move(table));
 }
 
-}  // namespace leasehold::bench
+}  // namespace leasehold::store

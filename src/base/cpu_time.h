@@ -1,12 +1,15 @@
-// CPU time for the benchmarks: user + system, of the whole process or of the
-// calling thread.
+// CPU time, user + system, of the whole process or of the calling thread:
+// for benchmarks, which report what the client itself costs. This is not
+// wall or monotonic time (clock.h): it reads the kernel's per-process and
+// per-thread CPU accounting. Thread-safe; a ThreadCpuTimer measures the
+// thread that made it.
 #pragma once
 
 #include <time.h>
 
 #include "leasehold/clock.h"
 
-namespace leasehold::bench {
+namespace leasehold {
 
 inline Duration cpu_time(clockid_t clock) {
   timespec ts{};
@@ -26,4 +29,4 @@ class ThreadCpuTimer {
   Duration start_;
 };
 
-}  // namespace leasehold::bench
+}  // namespace leasehold

@@ -1,4 +1,4 @@
-#include "bench/dynamodb_baselines.h"
+#include "store/dynamodb/baselines.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -14,19 +14,25 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
-#include "bench/cpu_time.h"
+#include "base/cpu_time.h"
 #include "net/endpoint.h"
 #include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "store/dynamodb/sigv4.h"
 
-namespace leasehold::bench {
+namespace leasehold::store::dynamodb {
 namespace {
 
 namespace json = boost::json;
-using store::dynamodb::Credentials;
+
+struct DynamoDbTarget {
+  std::string region;
+  std::string endpoint;  // empty: DynamoDB's own https endpoint for the region
+  std::string table;     // the physical table name
+};
 
 // The body of leasehold's renewal (LeaseManager::renew on DynamoDB), for one
 // lease, with the times fixed at `now_ms`. The requests are rendered once
@@ -60,13 +66,12 @@ std::string renewal_body(const std::string& table, const RawLease& lease, int64_
 // The whole HTTP/1.1 request, signed.
 Result<std::string> signed_request(const DynamoDbTarget& target, const std::string& host_header,
                                    const Credentials& credentials, std::string body, WallTime now) {
-  store::dynamodb::HttpRequestToSign to_sign;
+  HttpRequestToSign to_sign;
   to_sign.host = host_header;
   to_sign.headers = {{"Content-Type", "application/x-amz-json-1.0"},
                      {"X-Amz-Target", "DynamoDB_20120810.UpdateItem"}};
   to_sign.body = std::move(body);
-  ASSIGN_OR_RETURN(auto signature,
-                   store::dynamodb::sign_v4(to_sign, credentials, target.region, "dynamodb", now));
+  ASSIGN_OR_RETURN(auto signature, sign_v4(to_sign, credentials, target.region, "dynamodb", now));
   std::string out = "POST / HTTP/1.1\r\nHost: " + host_header +
                     "\r\nContent-Type: application/x-amz-json-1.0\r\n"
                     "X-Amz-Target: DynamoDB_20120810.UpdateItem\r\nX-Amz-Date: " +
@@ -219,24 +224,12 @@ Result<std::string> run_capturing(const std::vector<std::string>& argv) {
   return out;
 }
 
-}  // namespace
-
-Result<std::optional<DynamoDbTarget>> dynamodb_target(const std::string& uri,
-                                                      const std::string& table) {
-  if (!uri.starts_with("dynamodb:")) return std::optional<DynamoDbTarget>();
-  ASSIGN_OR_RETURN(auto options, store::dynamodb::parse_dynamodb_uri(uri.substr(9)));
-  return std::optional<DynamoDbTarget>(
-      DynamoDbTarget{options.region, options.endpoint, options.table_prefix + table});
-}
-
-Result<int64_t> bare_http_renewals(const DynamoDbTarget& target,
-                                   const std::vector<RawLease>& leases, int64_t threads,
-                                   Duration duration, int64_t ttl_ms, Duration& cpu) {
+Result<RawRun> bare_http_renewals(const DynamoDbTarget& target, const std::vector<RawLease>& leases,
+                                  int64_t threads, Duration duration, int64_t ttl_ms) {
   if (target.endpoint.empty()) return failed_precondition("the bare baseline needs http://");
   ASSIGN_OR_RETURN(auto endpoint, net::parse_http_endpoint(target.endpoint));
   if (endpoint.scheme != "http") return failed_precondition("the bare baseline needs http://");
-  ASSIGN_OR_RETURN(auto source,
-                   store::dynamodb::default_credentials(store::dynamodb::process_env()));
+  ASSIGN_OR_RETURN(auto source, default_credentials(process_env()));
   ASSIGN_OR_RETURN(Credentials credentials, source->get());
   const std::string host_header =
       endpoint.port == 80 ? endpoint.host : endpoint.host + ":" + std::to_string(endpoint.port);
@@ -264,18 +257,19 @@ Result<int64_t> bare_http_renewals(const DynamoDbTarget& target,
                          std::ref(outcomes[static_cast<size_t>(t)]));
   }
   for (auto& w : workers) w.join();
-  int64_t done = 0;
+  RawRun run;
+  run.cpu = Duration::zero();
   for (const Outcome& o : outcomes) {
     if (!o.error.empty()) return unavailable("bare HTTP baseline: " + o.error);
-    done += o.done;
-    cpu += o.cpu;
+    run.renewals += o.done;
+    *run.cpu += o.cpu;
   }
-  return done;
+  return run;
 }
 
-Result<int64_t> sdk_renewals(const std::string& script, const DynamoDbTarget& target,
-                             const std::vector<RawLease>& leases, int64_t threads,
-                             Duration duration, int64_t ttl_ms) {
+Result<RawRun> sdk_renewals(const std::string& script, const DynamoDbTarget& target,
+                            const std::vector<RawLease>& leases, int64_t threads, Duration duration,
+                            int64_t ttl_ms) {
   json::array lease_list;
   for (const RawLease& lease : leases)
     lease_list.push_back({{"pk", lease.pk}, {"owner", lease.owner}, {"token", lease.token}});
@@ -309,7 +303,50 @@ Result<int64_t> sdk_renewals(const std::string& script, const DynamoDbTarget& ta
   // Scaled to `duration`: the script stops at the first reply after it.
   const double elapsed = r.at("elapsed_s").to_number<double>();
   const double wanted = std::chrono::duration<double>(duration).count();
-  return static_cast<int64_t>(r.at("updates").to_number<double>() * wanted / elapsed);
+  RawRun run;
+  run.renewals = static_cast<int64_t>(r.at("updates").to_number<double>() * wanted / elapsed);
+  return run;
 }
 
-}  // namespace leasehold::bench
+// A baseline that runs `fn` with its settings.
+class FunctionBaseline final : public RawBaseline {
+ public:
+  using Fn =
+      std::function<Result<RawRun>(const std::vector<RawLease>&, int64_t, Duration, int64_t)>;
+  explicit FunctionBaseline(Fn fn) : fn_(std::move(fn)) {}
+  Result<RawRun> renew(const std::vector<RawLease>& leases, int64_t threads, Duration duration,
+                       int64_t ttl_ms) override {
+    return fn_(leases, threads, duration, ttl_ms);
+  }
+
+ private:
+  Fn fn_;
+};
+
+}  // namespace
+
+Result<RawBaselines> make_dynamodb_baselines(std::string_view rest, std::string_view table,
+                                             const std::string& sdk_script) {
+  ASSIGN_OR_RETURN(const DynamoDbOptions options, parse_dynamodb_uri(rest));
+  const DynamoDbTarget target{options.region, options.endpoint,
+                              options.table_prefix + std::string(table)};
+  RawBaselines out;
+  // Pre-signed requests can go on plain sockets only.
+  if (target.endpoint.starts_with("http:")) {
+    out.bare = std::make_unique<FunctionBaseline>([target](const std::vector<RawLease>& leases,
+                                                           int64_t threads, Duration duration,
+                                                           int64_t ttl_ms) {
+      return bare_http_renewals(target, leases, threads, duration, ttl_ms);
+    });
+  }
+  if (!sdk_script.empty()) {
+    out.sdk = std::make_unique<FunctionBaseline>(
+        [target, sdk_script](const std::vector<RawLease>& leases, int64_t threads,
+                             Duration duration, int64_t ttl_ms) {
+          return sdk_renewals(sdk_script, target, leases, threads, duration, ttl_ms);
+        });
+  }
+  return out;
+}
+
+}  // namespace leasehold::store::dynamodb
