@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "base/capturing_logger.h"
+#include "testing/capturing_logger.h"
 
 namespace {
 

@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "base/capturing_logger.h"
-#include "store/faulty_store.h"
+#include "testing/capturing_logger.h"
+#include "testing/faulty_store.h"
 #include "store/memory/memory_store.h"
 
 namespace leasehold {

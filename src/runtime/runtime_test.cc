@@ -6,7 +6,7 @@
 
 #include <thread>
 
-#include "base/capturing_logger.h"
+#include "testing/capturing_logger.h"
 
 namespace leasehold::runtime {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "leasehold/lease.h"
 #include "leasehold/renewer.h"
-#include "store/faulty_store.h"
+#include "testing/faulty_store.h"
 #include "tests/conformance/store_conformance.h"
 
 namespace leasehold::conformance {

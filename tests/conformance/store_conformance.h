@@ -27,7 +27,7 @@
 
 #include "leasehold/renewer.h"
 #include "leasehold/store.h"
-#include "store/faulty_store.h"
+#include "testing/faulty_store.h"
 
 namespace leasehold::conformance {
 

@@ -1,4 +1,4 @@
-#include "store/faulty_store.h"
+#include "testing/faulty_store.h"
 
 #include <cassert>
 
