@@ -9,8 +9,9 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev
   libsqlite3-dev sqlite3 libssl-dev
   libcli11-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev
   libfaketime
+  clang  # the thread-safety analysis (make test)
   python3-botocore
 )
 
