@@ -1,0 +1,46 @@
+# `cmake --install` puts the library in place as C++ users expect: the
+# public headers (include/leasehold/), the static libraries of the layers a
+# lease user needs, the `leasehold` binary, and a CMake package so that
+#
+#   find_package(leasehold REQUIRED)
+#   target_link_libraries(app PRIVATE leasehold::leasehold)
+#
+# works (examples/ is such a program; tests/install/ builds it against a
+# fresh install in every test run).
+
+include(CMakePackageConfigHelpers)
+
+# leasehold::leasehold: leases and the Renewer (include/leasehold/lease.h,
+# renewer.h) on every store open_store() knows.
+add_library(leasehold_library INTERFACE)
+set_target_properties(leasehold_library PROPERTIES EXPORT_NAME leasehold)
+target_link_libraries(leasehold_library INTERFACE leasehold_lease leasehold_open_store)
+add_library(leasehold::leasehold ALIAS leasehold_library)
+
+# The layers behind it, each installed as leasehold::<layer>.
+set(leasehold_installed_layers
+  leasehold_base leasehold_net leasehold_store leasehold_memory leasehold_sqlite
+  leasehold_dynamodb_wire leasehold_dynamodb leasehold_open_store leasehold_lease)
+foreach(layer ${leasehold_installed_layers})
+  string(REPLACE "leasehold_" "" name ${layer})
+  set_target_properties(${layer} PROPERTIES EXPORT_NAME ${name})
+endforeach()
+
+install(TARGETS leasehold_library ${leasehold_installed_layers}
+  EXPORT leaseholdTargets
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS leasehold RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/leasehold
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+  FILES_MATCHING PATTERN "*.h")
+
+set(leasehold_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/leasehold)
+install(EXPORT leaseholdTargets NAMESPACE leasehold:: DESTINATION ${leasehold_cmake_dir})
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/leaseholdConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/leaseholdConfig.cmake
+  INSTALL_DESTINATION ${leasehold_cmake_dir})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/leaseholdConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/leaseholdConfig.cmake
+              ${PROJECT_BINARY_DIR}/leaseholdConfigVersion.cmake
+  DESTINATION ${leasehold_cmake_dir})
