@@ -2,14 +2,16 @@
 
 namespace leasehold::runtime {
 
-Runtime::Runtime(Logger* logger) : logger_(logger != nullptr ? logger : &no_logger_) {}
+Runtime::Runtime(Logger* logger, BlockingPoolOptions blocking)
+    : logger_(logger != nullptr ? logger : &no_logger_),
+      blocking_(std::make_unique<BlockingPool>(blocking)) {}
 
 Runtime::~Runtime() = default;
 
 Result<std::unique_ptr<Runtime>> Runtime::open(RuntimeOptions options) {
   // Not make_unique: the constructor is private, so that open() is the only
   // way to get a runtime, and every runtime has its store and manager.
-  std::unique_ptr<Runtime> runtime(new Runtime(options.logger));
+  std::unique_ptr<Runtime> runtime(new Runtime(options.logger, options.blocking));
   auto store = open_store(options.store_uri);
   if (!store.ok()) {
     return store.status().with_context("cannot open store '" + options.store_uri + "'");

@@ -5,7 +5,9 @@
 // Runtime::open() builds them in order: the real clock and random source,
 // the store named by a URI (open_store), and a LeaseManager over it; the
 // caller's Logger is handed to the library code that logs (the manager, and
-// every Renewer made here). The runtime owns all of it except the logger.
+// every Renewer made here), and the bounded pool on which event-loop code
+// calls the store (include/leasehold/store.h says why). The runtime owns all
+// of it except the logger.
 // Tables are the caller's business: each entry point ensures or requires
 // the ones it uses.
 //
@@ -27,6 +29,7 @@
 #include "leasehold/renewer.h"
 #include "leasehold/status.h"
 #include "leasehold/store.h"
+#include "runtime/blocking_pool.h"
 
 namespace leasehold::runtime {
 
@@ -37,6 +40,8 @@ struct RuntimeOptions {
   Logger* logger = nullptr;
   // The lease manager's settings; its info_log is set to `logger`.
   LeaseConfig lease;
+  // The pool on which event-loop code calls the store (blocking_pool()).
+  BlockingPoolOptions blocking;
 };
 
 class Runtime {
@@ -62,8 +67,13 @@ class Runtime {
   // before the runtime.
   std::unique_ptr<Renewer> make_renewer(RenewerOptions options = {});
 
+  // Where code on an event loop makes its store calls (blocking_pool.h):
+  // its threads start with the first job, so entry points that never use
+  // it (the CLI's commands) have none.
+  BlockingPool& blocking_pool() { return *blocking_; }
+
  private:
-  explicit Runtime(Logger* logger);
+  Runtime(Logger* logger, BlockingPoolOptions blocking);
 
   RealClock clock_;
   SystemRandom random_;
@@ -72,6 +82,8 @@ class Runtime {
   // Declared after what they refer to, so they are destroyed first.
   std::unique_ptr<ItemStore> store_;
   std::unique_ptr<LeaseManager> leases_;
+  // Last: its jobs use the store, so it finishes them before the store goes.
+  std::unique_ptr<BlockingPool> blocking_;
 };
 
 }  // namespace leasehold::runtime

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <future>
 #include <thread>
 
 #include "testing/capturing_logger.h"
@@ -74,6 +76,28 @@ TEST(RuntimeTest, RenewersItMakesLogToItsLogger) {
   renewer->stop();
   EXPECT_EQ(renewer->stats().lost, 1u);
   EXPECT_NE(log.find("lease on 'k' (slot lease, epoch 1, owner me) lost"), "") << "not logged";
+}
+
+// Event-loop code calls the store on the runtime's pool, whose size the
+// options set and whose threads wait for the first job.
+TEST(RuntimeTest, StoreCallsRunOnTheBlockingPool) {
+  RuntimeOptions options = options_for("memory:");
+  options.blocking.threads = 2;
+  auto runtime = Runtime::open(options);
+  ASSERT_TRUE(runtime.ok()) << runtime.status().to_string();
+  Runtime& rt = **runtime;
+  EXPECT_EQ(rt.blocking_pool().threads_started(), 0u);
+  ASSERT_TRUE(rt.store().ensure_table({"t", "pk", "", {}}).ok());
+
+  std::promise<Status> put;
+  ASSERT_TRUE(rt.blocking_pool().submit([&] {
+    put.set_value(rt.store().put("t", Item{{"pk", std::string("a")}}, Condition()));
+  }));
+  auto done = put.get_future();
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_TRUE(done.get().ok());
+  EXPECT_EQ(rt.blocking_pool().threads_started(), 2u);
+  EXPECT_TRUE(rt.store().get("t", {"a", ""}, true).ok());
 }
 
 }  // namespace
