@@ -57,7 +57,7 @@ Status check_memory_uri(std::string_view rest) {
 
 Status unknown_scheme(std::string_view scheme) {
   return invalid_argument("unknown store scheme '" + std::string(scheme) +
-                          "' (known: sqlite, memory)");
+                          "' (known: sqlite:PATH, dynamodb://REGION/PREFIX, memory:)");
 }
 
 }  // namespace

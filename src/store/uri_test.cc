@@ -84,7 +84,8 @@ const std::vector<BadUri>& bad_uris() {
   static const std::vector<BadUri> kBad = {
       {"bogus",
        "malformed store URI 'bogus' (expected sqlite:PATH, dynamodb://REGION/PREFIX or memory:)"},
-      {"nope:x", "unknown store scheme 'nope' (known: sqlite, memory)"},
+      {"nope:x",
+       "unknown store scheme 'nope' (known: sqlite:PATH, dynamodb://REGION/PREFIX, memory:)"},
       {"sqlite:", "sqlite URI needs a path: sqlite:PATH"},
       {"sqlite:?busy_timeout=1s", "sqlite URI needs a path: sqlite:PATH"},
       {"sqlite::memory:", "sqlite URI needs a file path that other processes can open"},
