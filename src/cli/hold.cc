@@ -16,10 +16,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 
 #include "base/duration.h"
 #include "base/logging.h"
+#include "base/mutex.h"
 #include "cli/group_guard.h"
 #include "cli/validate.h"
 #include "leasehold/renewer.h"
@@ -75,7 +75,7 @@ class LossFlag {
   }
   void raise(const Status& why) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (raised_) return;
       raised_ = true;
       why_ = why.message();
@@ -84,19 +84,19 @@ class LossFlag {
     [[maybe_unused]] const ssize_t n = write(write_fd_->get(), &byte, 1);
   }
   bool raised() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return raised_;
   }
   std::string why() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return why_;
   }
   int read_fd() const { return read_fd_->get(); }
 
  private:
-  mutable std::mutex mu_;
-  bool raised_ = false;
-  std::string why_;
+  mutable Mutex mu_;
+  bool raised_ GUARDED_BY(mu_) = false;
+  std::string why_ GUARDED_BY(mu_);
   std::unique_ptr<UniqueFd> read_fd_, write_fd_;
 };
 

@@ -2,9 +2,9 @@
 
 #include <cassert>
 #include <map>
-#include <mutex>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 
 namespace leasehold {
 namespace {
@@ -157,7 +157,7 @@ SlotNames::SlotNames(std::string_view slot)
 class SlotNamesCache {
  public:
   std::shared_ptr<const SlotNames> get(std::string_view slot) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = names_.find(slot);
     if (it == names_.end()) {
       if (names_.size() >= kCachedMax) names_.clear();
@@ -169,8 +169,8 @@ class SlotNamesCache {
  private:
   static constexpr size_t kCachedMax = 64;
 
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const SlotNames>, std::less<>> names_;  // by mu_
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<const SlotNames>, std::less<>> names_ GUARDED_BY(mu_);
 };
 
 LeaseManager::LeaseManager(ItemStore& store, Clock& clock, Random& random, LeaseConfig config)

@@ -15,10 +15,9 @@
 #include <sys/socket.h>
 
 #include <cerrno>
-#include <condition_variable>
-#include <mutex>
 #include <vector>
 
+#include "base/mutex.h"
 #include "net/beast.h"
 #include "net/tls.h"
 
@@ -69,7 +68,7 @@ class Pool {
   // and one is usable, else a new unconnected one. Waits until `deadline`.
   Result<std::unique_ptr<Connection>> acquire(MonoTime deadline, bool fresh) {
     std::vector<std::unique_ptr<Connection>> dropped;  // closed outside the lock
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     for (;;) {
       while (!idle_.empty()) {
         std::unique_ptr<Connection> c = std::move(idle_.back());
@@ -86,7 +85,7 @@ class Pool {
         ++open_;
         return std::make_unique<Connection>();
       }
-      if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && idle_.empty() &&
+      if (cv_.wait_until(mu_, deadline) == std::cv_status::timeout && idle_.empty() &&
           open_ >= connections_max_) {
         return unavailable("all " + std::to_string(connections_max_) +
                            " connections stayed busy until the deadline");
@@ -97,7 +96,7 @@ class Pool {
   // Returns a connection; it is kept for reuse only when `keep` is true.
   void release(std::unique_ptr<Connection> c, bool keep) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (keep) {
         c->idle_since = SteadyClock::now();
         idle_.push_back(std::move(c));
@@ -112,10 +111,10 @@ class Pool {
  private:
   const size_t connections_max_;
   const Duration idle_max_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::unique_ptr<Connection>> idle_;
-  size_t open_ = 0;
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<std::unique_ptr<Connection>> idle_ GUARDED_BY(mu_);
+  size_t open_ GUARDED_BY(mu_) = 0;
 };
 
 // What one attempt on one connection produced.
@@ -135,8 +134,8 @@ class Resolver {
  public:
   Status resolve(const HttpEndpoint& endpoint, MonoTime deadline, const std::string& where,
                  std::vector<tcp::endpoint>& out) {
-    std::unique_lock lock(mu_, std::defer_lock);
-    if (!lock.try_lock_until(deadline)) return unavailable("resolving " + where + ": timed out");
+    if (!mu_.try_lock_until(deadline)) return unavailable("resolving " + where + ": timed out");
+    MutexLock lock(mu_, std::adopt_lock);
     tcp::resolver resolver(ioc_);
     asio::steady_timer timer(ioc_, deadline);
     boost::system::error_code ec;
@@ -161,8 +160,8 @@ class Resolver {
   }
 
  private:
-  std::timed_mutex mu_;
-  asio::io_context ioc_;  // guarded by mu_
+  TimedMutex mu_;
+  asio::io_context ioc_ GUARDED_BY(mu_);
 };
 
 class BeastHttpClient final : public HttpClient {

@@ -6,9 +6,9 @@
 #include <ctime>
 #include <fstream>
 #include <iterator>
-#include <mutex>
 #include <sstream>
 
+#include "base/mutex.h"
 #include "net/http_client.h"
 
 namespace leasehold::store::dynamodb {
@@ -153,7 +153,7 @@ class ContainerSource final : public CredentialsSource {
         refresh_before_(refresh_before) {}
 
   Result<Credentials> get() override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const WallTime now = clock_.wall_now();
     if (cached_ && now + refresh_before_ < expires_) return *cached_;
     Result<Credentials> fresh = fetch();
@@ -163,8 +163,8 @@ class ContainerSource final : public CredentialsSource {
   }
 
  private:
-  // REQUIRES: mu_ held. On success, fills cached_ and expires_.
-  Result<Credentials> fetch() {
+  // On success, fills cached_ and expires_.
+  Result<Credentials> fetch() REQUIRES(mu_) {
     net::HttpRequest request;
     request.method = "GET";
     request.target = target_;
@@ -210,9 +210,9 @@ class ContainerSource final : public CredentialsSource {
   RealClock real_clock_;
   Clock& clock_;
   const Duration refresh_before_;
-  std::mutex mu_;
-  std::optional<Credentials> cached_;  // guarded by mu_
-  WallTime expires_{};                 // guarded by mu_
+  Mutex mu_;
+  std::optional<Credentials> cached_ GUARDED_BY(mu_);
+  WallTime expires_ GUARDED_BY(mu_) = {};
 };
 
 }  // namespace

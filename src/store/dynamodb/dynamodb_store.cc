@@ -63,7 +63,7 @@ Duration DynamoDbStore::backoff_pause(int attempt) {
   const int64_t base = options_.backoff_base.count();
   const int64_t cap =
       std::min<int64_t>(options_.backoff_max.count(), base << std::min(attempt - 1, 20));
-  std::lock_guard lock(random_mu_);
+  MutexLock lock(random_mu_);
   return Duration(options_.random->uniform(0, std::max<int64_t>(cap, 0)));
 }
 

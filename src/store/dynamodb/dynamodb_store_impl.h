@@ -9,13 +9,13 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
 #include "leasehold/store.h"
@@ -111,10 +111,11 @@ class DynamoDbStore final : public ItemStore {
   SigningKeyCache signing_keys_;
   RealClock real_clock_;
   SystemRandom system_random_;
-  std::mutex random_mu_;
+  // Guards draws from *options_.random (which GUARDED_BY cannot name).
+  Mutex random_mu_;
 
-  std::mutex mu_;  // guards specs_
-  std::map<std::string, SpecPtr, std::less<>> specs_;
+  Mutex mu_;
+  std::map<std::string, SpecPtr, std::less<>> specs_ GUARDED_BY(mu_);
 
   // update_each()'s helpers. Last, so that its threads stop first.
   WorkerPool writers_;

@@ -23,7 +23,7 @@ Result<json::object> DynamoDbStore::describe(std::string_view logical, MonoTime 
 
 Result<DynamoDbStore::SpecPtr> DynamoDbStore::spec_of(std::string_view logical, MonoTime deadline) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = specs_.find(logical);
     if (it != specs_.end()) return it->second;
   }
@@ -34,13 +34,13 @@ Result<DynamoDbStore::SpecPtr> DynamoDbStore::spec_of(std::string_view logical, 
     return table.status();
   }
   auto spec = std::make_shared<const TableSpec>(spec_from_description(logical, *table));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   specs_[spec->name] = spec;
   return spec;
 }
 
 void DynamoDbStore::cache(const TableSpec& spec) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   specs_[spec.name] = std::make_shared<const TableSpec>(spec);
 }
 

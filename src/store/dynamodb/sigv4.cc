@@ -1,8 +1,8 @@
 #include "store/dynamodb/sigv4.h"
 
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/core_names.h>
 #include <openssl/params.h>
 
 #include <algorithm>
@@ -85,7 +85,7 @@ EVP_MAC* hmac_mac() {
 // Raw 32-byte HMAC-SHA256 of `message` under `key`.
 std::string hmac_sha256(std::string_view key, std::string_view message) {
   std::unique_ptr<EVP_MAC_CTX, decltype(&EVP_MAC_CTX_free)> ctx(EVP_MAC_CTX_new(hmac_mac()),
-                                                                 EVP_MAC_CTX_free);
+                                                                EVP_MAC_CTX_free);
   char digest[] = "SHA256";
   const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string("digest", digest, 0),
                                OSSL_PARAM_construct_end()};
@@ -297,7 +297,7 @@ SigningKeyCache::~SigningKeyCache() {
 std::string SigningKeyCache::get(const std::string& secret, std::string_view date,
                                  std::string_view region, std::string_view service) {
   std::string scope = std::string(date) + '/' + std::string(region) + '/' + std::string(service);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (key_.empty() || secret_ != secret || scope_ != scope) {
     wipe(key_);
     wipe(secret_);
@@ -310,7 +310,7 @@ std::string SigningKeyCache::get(const std::string& secret, std::string_view dat
 }
 
 uint64_t SigningKeyCache::derivations() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return derivations_;
 }
 
@@ -331,9 +331,9 @@ Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials&
                             std::string(kTerminator);
   out.string_to_sign = std::string(kAlgorithm) + '\n' + out.amz_date + '\n' + scope + '\n' +
                        sha256_hex(out.canonical_request);
-  std::string key =
-      cache != nullptr ? cache->get(credentials.secret_access_key, date, region, service)
-                       : derive_signing_key(credentials.secret_access_key, date, region, service);
+  std::string key = cache != nullptr
+                        ? cache->get(credentials.secret_access_key, date, region, service)
+                        : derive_signing_key(credentials.secret_access_key, date, region, service);
   const std::string mac = hmac_sha256(key, out.string_to_sign);
   wipe(key);
   out.signature = to_hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());

@@ -14,12 +14,12 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "leasehold/clock.h"
 #include "leasehold/status.h"
 
@@ -95,9 +95,11 @@ class SigningKeyCache {
   uint64_t derivations() const;  // how many times a key was derived
 
  private:
-  mutable std::mutex mu_;
-  std::string secret_, scope_, key_;  // scope_: "date/region/service"
-  uint64_t derivations_ = 0;
+  mutable Mutex mu_;
+  std::string secret_ GUARDED_BY(mu_);
+  std::string scope_ GUARDED_BY(mu_);  // "date/region/service"
+  std::string key_ GUARDED_BY(mu_);
+  uint64_t derivations_ GUARDED_BY(mu_) = 0;
 };
 
 // Building blocks, exposed for tests.

@@ -12,7 +12,9 @@ struct WorkerPool::Batch {
   const std::function<void(size_t)>& step;
   const std::function<bool()>& go_on;
   std::atomic<size_t> next{0};  // the next step to take; may pass n
-  size_t helpers = 0;           // guarded by mu_: workers inside work()
+  // Workers inside work(). Guarded by mu_, the pool's: the analysis cannot
+  // tie a batch to its pool, so this one is not annotated.
+  size_t helpers = 0;
 
   // Takes steps until none is left or go_on() says stop.
   void work() {
@@ -23,7 +25,7 @@ struct WorkerPool::Batch {
 
 WorkerPool::~WorkerPool() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   work_cv_.notify_all();
@@ -31,7 +33,7 @@ WorkerPool::~WorkerPool() {
 }
 
 size_t WorkerPool::threads_started() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return threads_.size();
 }
 
@@ -49,7 +51,7 @@ size_t WorkerPool::run(size_t n, const std::function<void(size_t)>& step,
     return batch.taken();
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     start_locked();
     queue_.push_back(&batch);
   }
@@ -59,18 +61,18 @@ size_t WorkerPool::run(size_t n, const std::function<void(size_t)>& step,
     for (size_t i = 0; i < helpers_wanted; ++i) work_cv_.notify_one();
   }
   batch.work();
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   // No worker may join from here on; those inside finish their steps.
   const auto queued = std::find(queue_.begin(), queue_.end(), &batch);
   if (queued != queue_.end()) queue_.erase(queued);
-  done_cv_.wait(lock, [&] { return batch.helpers == 0; });
+  while (batch.helpers != 0) done_cv_.wait(mu_);
   return batch.taken();
 }
 
 void WorkerPool::worker_loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    while (!stopping_ && queue_.empty()) work_cv_.wait(mu_);
     if (stopping_) return;
     Batch* batch = queue_.front();
     ++batch->helpers;

@@ -11,13 +11,13 @@
 // destroyed. Safe for concurrent use by many threads.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace leasehold::store::dynamodb {
 
@@ -45,16 +45,16 @@ class WorkerPool {
  private:
   struct Batch;
 
-  void start_locked();  // REQUIRES: mu_ held
+  void start_locked() REQUIRES(mu_);
   void worker_loop();
 
   const size_t threads_max_;
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;   // workers: a batch was queued, or stop
-  std::condition_variable done_cv_;   // callers: a worker left a batch
-  std::deque<Batch*> queue_;          // guarded by mu_; batches workers may join
-  bool stopping_ = false;             // guarded by mu_
-  std::vector<std::thread> threads_;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar work_cv_;                           // workers: a batch was queued, or stop
+  CondVar done_cv_;                           // callers: a worker left a batch
+  std::deque<Batch*> queue_ GUARDED_BY(mu_);  // batches workers may join
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
 };
 
 }  // namespace leasehold::store::dynamodb

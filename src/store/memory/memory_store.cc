@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 
+#include "base/mutex.h"
 #include "store/eval.h"
 #include "store/item_json.h"
 
@@ -29,7 +29,7 @@ class MemoryStore final : public ItemStore {
  public:
   Status ensure_table(const TableSpec& spec) override {
     RETURN_IF_ERROR(validate_table_spec(spec));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto found = tables_.find(spec.name);
     if (found == tables_.end()) {
       tables_.emplace(spec.name, Table{spec, {}});
@@ -54,7 +54,7 @@ class MemoryStore final : public ItemStore {
   }
 
   Result<Item> get(std::string_view table, const Key& key, bool) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     RETURN_IF_ERROR(validate_key(t->spec, key));
     const auto it = t->items.find({key.pk, key.sk});
@@ -63,7 +63,7 @@ class MemoryStore final : public ItemStore {
   }
 
   Result<std::vector<Item>> batch_get(std::string_view table, std::span<const Key> keys) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     for (const auto& key : keys) RETURN_IF_ERROR(validate_key(t->spec, key));
     std::vector<Item> out;
@@ -75,7 +75,7 @@ class MemoryStore final : public ItemStore {
   }
 
   Status put(std::string_view table, const Item& item, const Condition& condition) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     RETURN_IF_ERROR(validate_item(t->spec, item));
     RETURN_IF_ERROR(validate_index_attrs(t->spec, item));
@@ -91,7 +91,7 @@ class MemoryStore final : public ItemStore {
 
   Result<Item> update(std::string_view table, const Key& key, const Update& update,
                       const Condition& condition) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     return update_locked(*t, key, update, condition);
   }
@@ -101,7 +101,7 @@ class MemoryStore final : public ItemStore {
   std::vector<Result<Item>> update_each(std::string_view table,
                                         std::span<const UpdateRequest> requests,
                                         Duration /*timeout*/) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::vector<Result<Item>> out;
     auto t = find_table(table);
     for (const auto& r : requests) {
@@ -112,7 +112,7 @@ class MemoryStore final : public ItemStore {
   }
 
   Status remove(std::string_view table, const Key& key, const Condition& condition) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     RETURN_IF_ERROR(validate_key(t->spec, key));
     RETURN_IF_ERROR(validate_condition(condition));
@@ -126,7 +126,7 @@ class MemoryStore final : public ItemStore {
 
   Result<Page> query(std::string_view table, std::string_view pk, const KeyRange& range,
                      const QueryOptions& options) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     RETURN_IF_ERROR(validate_query_options(options));
     RETURN_IF_ERROR(validate_key(t->spec, {std::string(pk), t->spec.sk_attr.empty() ? "" : "x"}));
@@ -158,7 +158,7 @@ class MemoryStore final : public ItemStore {
   Result<Page> query_index(std::string_view table, std::string_view index,
                            std::string_view hash_value, const KeyRange& range,
                            const QueryOptions& options) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     RETURN_IF_ERROR(validate_query_options(options));
     const auto& indexes = t->spec.indexes;
@@ -210,7 +210,7 @@ class MemoryStore final : public ItemStore {
   std::string_view backend_name() const override { return "memory"; }
 
  private:
-  Result<Table*> find_table(std::string_view name) {
+  Result<Table*> find_table(std::string_view name) REQUIRES(mu_) {
     const auto it = tables_.find(name);
     if (it == tables_.end()) return not_found("no table " + std::string(name));
     return &it->second;
@@ -225,7 +225,7 @@ class MemoryStore final : public ItemStore {
   }
 
   Result<Item> update_locked(Table& t, const Key& key, const Update& update,
-                             const Condition& condition) {
+                             const Condition& condition) REQUIRES(mu_) {
     RETURN_IF_ERROR(validate_key(t.spec, key));
     RETURN_IF_ERROR(validate_update(t.spec, update));
     RETURN_IF_ERROR(validate_condition(condition));
@@ -247,8 +247,8 @@ class MemoryStore final : public ItemStore {
     return next;
   }
 
-  std::mutex mu_;
-  std::map<std::string, Table, std::less<>> tables_;
+  Mutex mu_;
+  std::map<std::string, Table, std::less<>> tables_ GUARDED_BY(mu_);
 };
 
 }  // namespace

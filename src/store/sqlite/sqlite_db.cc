@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <mutex>
 
 #include "store/sqlite/sqlite_functions.h"
 
@@ -176,11 +175,15 @@ ConnectionPool::ConnectionPool(SqliteOptions options, std::unique_ptr<Connection
 }
 
 Result<ConnectionPool::Handle> ConnectionPool::acquire(Duration wait_max) {
-  std::unique_lock lock(mu_);
-  const auto available = [&] { return !idle_.empty() || open_ < options_.connections_max; };
-  if (!freed_.wait_for(lock, std::min(options_.busy_timeout, wait_max), available)) {
-    return unavailable("all " + std::to_string(options_.connections_max) +
-                       " SQLite connections stayed busy past the busy timeout");
+  MutexLock lock(mu_);
+  const MonoTime deadline =
+      std::chrono::steady_clock::now() + std::min(options_.busy_timeout, wait_max);
+  while (idle_.empty() && open_ >= options_.connections_max) {
+    if (freed_.wait_until(mu_, deadline) == std::cv_status::timeout && idle_.empty() &&
+        open_ >= options_.connections_max) {
+      return unavailable("all " + std::to_string(options_.connections_max) +
+                         " SQLite connections stayed busy past the busy timeout");
+    }
   }
   if (!idle_.empty()) {
     std::unique_ptr<Connection> c = std::move(idle_.back());
@@ -201,7 +204,7 @@ Result<ConnectionPool::Handle> ConnectionPool::acquire(Duration wait_max) {
 
 void ConnectionPool::release(std::unique_ptr<Connection> c) {
   c->abandon_transaction();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   idle_.push_back(std::move(c));
   freed_.notify_one();
 }

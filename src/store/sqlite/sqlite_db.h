@@ -10,14 +10,13 @@
 
 #include <sqlite3.h>
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "base/mutex.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace leasehold::store::sqlite {
@@ -128,10 +127,10 @@ class ConnectionPool {
   void release(std::unique_ptr<Connection> c);
 
   const SqliteOptions options_;
-  std::mutex mu_;
-  std::condition_variable freed_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // guarded by mu_
-  int open_ = 0;                                   // guarded by mu_
+  Mutex mu_;
+  CondVar freed_;
+  std::vector<std::unique_ptr<Connection>> idle_ GUARDED_BY(mu_);
+  int open_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace leasehold::store::sqlite

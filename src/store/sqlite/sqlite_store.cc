@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <optional>
 
 #include "store/eval.h"
@@ -196,13 +195,13 @@ class SqliteStore final : public ItemStore {
   const Duration busy_timeout_;
   RealClock clock_;  // to share one timeout between the waits of a call
   ConnectionPool pool_;
-  std::mutex tables_mu_;
-  std::map<std::string, Table, std::less<>> tables_;  // guarded by tables_mu_
+  Mutex tables_mu_;
+  std::map<std::string, Table, std::less<>> tables_ GUARDED_BY(tables_mu_);
 };
 
 Result<SqliteStore::Table> SqliteStore::table(Connection& c, std::string_view name, bool reload) {
   if (!reload) {
-    std::lock_guard lock(tables_mu_);
+    MutexLock lock(tables_mu_);
     const auto it = tables_.find(name);
     if (it != tables_.end()) return it->second;
   }
@@ -213,7 +212,7 @@ Result<SqliteStore::Table> SqliteStore::table(Connection& c, std::string_view na
 
 SqliteStore::Table SqliteStore::remember(TableSpec spec) {
   auto t = std::make_shared<const TableSql>(std::move(spec));
-  std::lock_guard lock(tables_mu_);
+  MutexLock lock(tables_mu_);
   tables_.insert_or_assign(t->spec.name, t);
   return t;
 }
