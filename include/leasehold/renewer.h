@@ -36,14 +36,9 @@
 // inside poll()) without any renewer lock held; they may call remove().
 #pragma once
 
-#include <condition_variable>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <optional>
-#include <set>
-#include <thread>
-#include <unordered_map>
-#include <vector>
 
 #include "leasehold/lease.h"
 
@@ -113,75 +108,9 @@ class Renewer {
   void stop();
 
  private:
-  struct Entry {
-    Lease lease;
-    LossCallback on_lost;
-    Duration renew_every{};
-    MonoTime next_renew_at{};  // its key in renew_queue_, unless in flight
-    MonoTime lost_at{};        // its key in loss_queue_: valid_until - loss_lead
-    Duration backoff{};
-    bool in_flight = false;
-  };
-  using Entries = std::unordered_map<Id, Entry>;
-  // (time, id) pairs in time order: the next renewal or loss is at begin(),
-  // so a batch of k renewals among n leases costs O(k log n), not O(n).
-  using Queue = std::set<std::pair<MonoTime, Id>>;
-  // Leases taken from renew_queue_ for one store call.
-  struct Batch {
-    std::vector<Id> ids;
-    std::vector<Lease> leases;
-    MonoTime sent{};
-    MonoTime lost_at_min = MonoTime::max();
-  };
-  // What a loss report needs once the entry is forgotten.
-  struct Loss {
-    Lease lease;
-    LossCallback on_lost;
-    void report(const Status& why) const {
-      if (on_lost) on_lost(lease, why);
-    }
-  };
-
-  MonoTime schedule(MonoTime from, Duration renew_every);  // REQUIRES: mu_ held
-  void fire_losses(MonoTime now);
-  // Reports `id` lost if it is still due at `now`: a renewal may have landed
-  // since the watchdog saw it due, and then it wins.
-  void lose_if_due(Id id, MonoTime now, const Status& why);
-  Loss take_lost(Entries::iterator it);  // REQUIRES: mu_ held
-  void forget(Entries::iterator it);     // REQUIRES: mu_ held
-  // Which renewals a thread takes. The first renewal thread (and poll())
-  // takes them on time, up to a tenth of their period early. The others take
-  // only those a tenth of their period late, which happens only when the
-  // first is stuck in the store or cannot keep up: so a healthy store sees
-  // one call at a time from one thread (one SQLite connection, one cache).
-  enum class Turn { kOnTime, kLate };
-  Batch take_batch(MonoTime now, Turn turn);
-  bool renew_batch(MonoTime now, Turn turn);
-  void apply_result(Id id, const Result<Lease>& result, MonoTime sent, MonoTime done);
-  void renewed(Id id, Entry& e, const Lease& lease, MonoTime sent);  // REQUIRES: mu_ held
-  void retry_later(Id id, Entry& e, MonoTime done);                  // REQUIRES: mu_ held
-  MonoTime next_renewal(Turn turn) const;                            // REQUIRES: mu_ held
-  MonoTime next_loss() const;                                        // REQUIRES: mu_ held
-  void renew_loop(Turn turn);
-  void watchdog_loop();
-
-  LeaseManager& manager_;
-  Clock& clock_;
-  const RenewerOptions options_;
-  // Jitter needs no CSPRNG; drawing it from one costs more than a renewal's
-  // own bookkeeping. Seeded from the Random given, so simulations replay.
-  SeededRandom jitter_;
-
-  mutable std::mutex mu_;
-  std::condition_variable wake_;
-  Entries entries_;
-  Queue renew_queue_;  // entries not in flight, by next_renew_at
-  Queue loss_queue_;   // every entry, by lost_at
-  Id next_id_ = 1;
-  RenewerStats stats_;
-  bool stopping_ = false;
-  std::vector<std::thread> renew_threads_;
-  std::thread watchdog_thread_;
+  // The queues, the lock and the threads live in renewer.cc.
+  class Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace leasehold

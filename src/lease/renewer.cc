@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cassert>
+#include <set>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/logging.h"
+#include "base/mutex.h"
 
 namespace leasehold {
 namespace {
@@ -46,7 +50,98 @@ void log_retries(Logger* log, std::span<const Result<Lease>> results) {
 
 }  // namespace
 
-Renewer::Renewer(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options)
+// The renewer itself: Renewer forwards to it, so that the public header
+// holds only the contract.
+class Renewer::Impl {
+ public:
+  Impl(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options);
+  ~Impl();
+
+  Id add(Lease lease, LossCallback on_lost) EXCLUDES(mu_);
+  std::optional<Lease> remove(Id id) EXCLUDES(mu_);
+  std::optional<Lease> get(Id id) const EXCLUDES(mu_);
+  size_t size() const EXCLUDES(mu_);
+  RenewerStats stats() const EXCLUDES(mu_);
+  MonoTime poll() EXCLUDES(mu_);
+  void start() EXCLUDES(mu_);
+  void stop() EXCLUDES(mu_);
+
+ private:
+  struct Entry {
+    Lease lease;
+    LossCallback on_lost;
+    Duration renew_every{};
+    MonoTime next_renew_at{};  // its key in renew_queue_, unless in flight
+    MonoTime lost_at{};        // its key in loss_queue_: valid_until - loss_lead
+    Duration backoff{};
+    bool in_flight = false;
+  };
+  using Entries = std::unordered_map<Id, Entry>;
+  // (time, id) pairs in time order: the next renewal or loss is at begin(),
+  // so a batch of k renewals among n leases costs O(k log n), not O(n).
+  using Queue = std::set<std::pair<MonoTime, Id>>;
+  // Leases taken from renew_queue_ for one store call.
+  struct Batch {
+    std::vector<Id> ids;
+    std::vector<Lease> leases;
+    MonoTime sent{};
+    MonoTime lost_at_min = MonoTime::max();
+  };
+  // What a loss report needs once the entry is forgotten.
+  struct Loss {
+    Lease lease;
+    LossCallback on_lost;
+    void report(const Status& why) const {
+      if (on_lost) on_lost(lease, why);
+    }
+  };
+
+  MonoTime schedule(MonoTime from, Duration renew_every) REQUIRES(mu_);
+  void fire_losses(MonoTime now);
+  // Reports `id` lost if it is still due at `now`: a renewal may have landed
+  // since the watchdog saw it due, and then it wins.
+  void lose_if_due(Id id, MonoTime now, const Status& why);
+  Loss take_lost(Entries::iterator it) REQUIRES(mu_);
+  void forget(Entries::iterator it) REQUIRES(mu_);
+  // Which renewals a thread takes. The first renewal thread (and poll())
+  // takes them on time, up to a tenth of their period early. The others take
+  // only those a tenth of their period late, which happens only when the
+  // first is stuck in the store or cannot keep up: so a healthy store sees
+  // one call at a time from one thread (one SQLite connection, one cache).
+  enum class Turn { kOnTime, kLate };
+  Batch take_batch(MonoTime now, Turn turn);
+  bool renew_batch(MonoTime now, Turn turn);
+  void apply_result(Id id, const Result<Lease>& result, MonoTime sent, MonoTime done);
+  void renewed(Id id, Entry& e, const Lease& lease, MonoTime sent) REQUIRES(mu_);
+  void retry_later(Id id, Entry& e, MonoTime done) REQUIRES(mu_);
+  MonoTime next_renewal(Turn turn) const REQUIRES(mu_);
+  MonoTime next_loss() const REQUIRES(mu_);
+  void renew_loop(Turn turn) EXCLUDES(mu_);
+  void watchdog_loop() EXCLUDES(mu_);
+  void wait_until_due(MonoTime due) REQUIRES(mu_);
+
+  LeaseManager& manager_;
+  Clock& clock_;
+  const RenewerOptions options_;
+  // Jitter needs no CSPRNG; drawing it from one costs more than a renewal's
+  // own bookkeeping. Seeded from the Random given, so simulations replay.
+  SeededRandom jitter_ GUARDED_BY(mu_);
+
+  mutable Mutex mu_;
+  CondVar wake_;
+  Entries entries_ GUARDED_BY(mu_);
+  Queue renew_queue_ GUARDED_BY(mu_);  // entries not in flight, by next_renew_at
+  Queue loss_queue_ GUARDED_BY(mu_);   // every entry, by lost_at
+  Id next_id_ GUARDED_BY(mu_) = 1;
+  RenewerStats stats_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  // Started by start() and joined by stop(), which only the renewer's owner
+  // calls, one at a time.
+  std::vector<std::thread> renew_threads_;
+  std::thread watchdog_thread_;
+};
+
+Renewer::Impl::Impl(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options)
     : manager_(manager), clock_(clock), options_(options), jitter_(random.next_u64()) {
   assert(options_.batch_max >= 1);
   assert(options_.jitter_fraction >= 0 && options_.jitter_fraction < 0.5);
@@ -54,12 +149,12 @@ Renewer::Renewer(LeaseManager& manager, Clock& clock, Random& random, RenewerOpt
   assert(options_.retry_backoff > Duration::zero());
 }
 
-Renewer::~Renewer() { stop(); }
+Renewer::Impl::~Impl() { stop(); }
 
 // Renewal times are rounded up to a multiple of the batch window (at most a
 // tenth of the period), so that leases due close together share one batch
 // instead of trickling out one by one.
-MonoTime Renewer::schedule(MonoTime from, Duration renew_every) {
+MonoTime Renewer::Impl::schedule(MonoTime from, Duration renew_every) {
   const double jitter = (jitter_.uniform01() * 2 - 1) * options_.jitter_fraction;
   const auto offset = std::chrono::duration_cast<Duration>(renew_every * (1.0 + jitter));
   const Duration at = (from + offset).time_since_epoch();
@@ -68,7 +163,7 @@ MonoTime Renewer::schedule(MonoTime from, Duration renew_every) {
   return MonoTime((at + quantum - Duration(1)) / quantum * quantum);
 }
 
-Renewer::Id Renewer::add(Lease lease, LossCallback on_lost) {
+Renewer::Id Renewer::Impl::add(Lease lease, LossCallback on_lost) {
   const Duration every = options_.renew_every > Duration::zero()
                              ? options_.renew_every
                              : manager_.default_renew_every(lease.ttl);
@@ -76,7 +171,7 @@ Renewer::Id Renewer::add(Lease lease, LossCallback on_lost) {
          "a lease whose renew period does not fit its ttl cannot be kept");
   Id id;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     id = next_id_++;
     const MonoTime lost_at = lease.valid_until - options_.loss_lead;
     Entry entry{std::move(lease), std::move(on_lost),    every, schedule(clock_.mono_now(), every),
@@ -89,15 +184,15 @@ Renewer::Id Renewer::add(Lease lease, LossCallback on_lost) {
   return id;
 }
 
-void Renewer::forget(Entries::iterator it) {
+void Renewer::Impl::forget(Entries::iterator it) {
   const Entry& e = it->second;
   if (!e.in_flight) renew_queue_.erase({e.next_renew_at, it->first});
   loss_queue_.erase({e.lost_at, it->first});
   entries_.erase(it);
 }
 
-std::optional<Lease> Renewer::remove(Id id) {
-  std::lock_guard lock(mu_);
+std::optional<Lease> Renewer::Impl::remove(Id id) {
+  MutexLock lock(mu_);
   const auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
   Lease lease = std::move(it->second.lease);
@@ -105,34 +200,34 @@ std::optional<Lease> Renewer::remove(Id id) {
   return lease;
 }
 
-std::optional<Lease> Renewer::get(Id id) const {
-  std::lock_guard lock(mu_);
+std::optional<Lease> Renewer::Impl::get(Id id) const {
+  MutexLock lock(mu_);
   const auto it = entries_.find(id);
   if (it == entries_.end()) return std::nullopt;
   return it->second.lease;
 }
 
-RenewerStats Renewer::stats() const {
-  std::lock_guard lock(mu_);
+RenewerStats Renewer::Impl::stats() const {
+  MutexLock lock(mu_);
   return stats_;
 }
 
-size_t Renewer::size() const {
-  std::lock_guard lock(mu_);
+size_t Renewer::Impl::size() const {
+  MutexLock lock(mu_);
   return entries_.size();
 }
 
-Renewer::Loss Renewer::take_lost(Entries::iterator it) {
+Renewer::Impl::Loss Renewer::Impl::take_lost(Entries::iterator it) {
   Loss loss{std::move(it->second.lease), std::move(it->second.on_lost)};
   forget(it);
   ++stats_.lost;
   return loss;
 }
 
-void Renewer::lose_if_due(Id id, MonoTime now, const Status& why) {
+void Renewer::Impl::lose_if_due(Id id, MonoTime now, const Status& why) {
   Loss loss;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = entries_.find(id);
     if (it == entries_.end()) return;      // removed or already reported
     if (it->second.lost_at > now) return;  // renewed since it was seen due
@@ -144,10 +239,10 @@ void Renewer::lose_if_due(Id id, MonoTime now, const Status& why) {
 
 // Collects the due ids under the lock, then reports each without it, so that
 // a callback may call back into the renewer. lose_if_due() looks again.
-void Renewer::fire_losses(MonoTime now) {
+void Renewer::Impl::fire_losses(MonoTime now) {
   std::vector<Id> due;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = loss_queue_.begin(); it != loss_queue_.end() && it->first <= now; ++it) {
       due.push_back(it->second);
     }
@@ -157,10 +252,10 @@ void Renewer::fire_losses(MonoTime now) {
   for (Id id : due) lose_if_due(id, now, why);
 }
 
-Renewer::Batch Renewer::take_batch(MonoTime now, Turn turn) {
+Renewer::Impl::Batch Renewer::Impl::take_batch(MonoTime now, Turn turn) {
   Batch batch;
   batch.sent = now;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const MonoTime horizon = turn == Turn::kOnTime ? now + options_.batch_window : now;
   for (auto it = renew_queue_.begin();
        it != renew_queue_.end() && it->first <= horizon && batch.ids.size() < options_.batch_max;) {
@@ -186,7 +281,7 @@ Renewer::Batch Renewer::take_batch(MonoTime now, Turn turn) {
   return batch;
 }
 
-bool Renewer::renew_batch(MonoTime now, Turn turn) {
+bool Renewer::Impl::renew_batch(MonoTime now, Turn turn) {
   const Batch batch = take_batch(now, turn);
   if (batch.ids.empty()) return false;
   // Half the time left before the earliest loss point: a call that uses up
@@ -207,10 +302,10 @@ bool Renewer::renew_batch(MonoTime now, Turn turn) {
   return batch.ids.size() == options_.batch_max;
 }
 
-void Renewer::apply_result(Id id, const Result<Lease>& result, MonoTime sent, MonoTime done) {
+void Renewer::Impl::apply_result(Id id, const Result<Lease>& result, MonoTime sent, MonoTime done) {
   Loss loss;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = entries_.find(id);
     if (it == entries_.end()) return;  // removed, or lost, while in flight
     Entry& e = it->second;
@@ -229,7 +324,7 @@ void Renewer::apply_result(Id id, const Result<Lease>& result, MonoTime sent, Mo
   loss.report(result.status());
 }
 
-void Renewer::renewed(Id id, Entry& e, const Lease& lease, MonoTime sent) {
+void Renewer::Impl::renewed(Id id, Entry& e, const Lease& lease, MonoTime sent) {
   // A renewal moves only the expiry; copying the whole lease would allocate
   // its strings again on every heartbeat.
   assert(lease.token == e.lease.token && lease.epoch == e.lease.epoch);
@@ -254,7 +349,7 @@ void Renewer::renewed(Id id, Entry& e, const Lease& lease, MonoTime sent) {
 // at its deadline. The backoff spares a struggling store, but must not carry
 // the next attempt past the loss point while one more still fits before it:
 // the gap shrinks to half the time left, though never below retry_backoff.
-void Renewer::retry_later(Id id, Entry& e, MonoTime done) {
+void Renewer::Impl::retry_later(Id id, Entry& e, MonoTime done) {
   ++stats_.failures;
   e.in_flight = false;
   const Duration half_left = (e.lost_at - done) / 2;
@@ -263,27 +358,27 @@ void Renewer::retry_later(Id id, Entry& e, MonoTime done) {
   renew_queue_.emplace(e.next_renew_at, id);
 }
 
-MonoTime Renewer::next_renewal(Turn turn) const {
+MonoTime Renewer::Impl::next_renewal(Turn turn) const {
   if (renew_queue_.empty()) return MonoTime::max();
   const auto& [at, id] = *renew_queue_.begin();
   return turn == Turn::kOnTime ? at : at + entries_.at(id).renew_every / 10;
 }
 
-MonoTime Renewer::next_loss() const {
+MonoTime Renewer::Impl::next_loss() const {
   return loss_queue_.empty() ? MonoTime::max() : loss_queue_.begin()->first;
 }
 
-MonoTime Renewer::poll() {
+MonoTime Renewer::Impl::poll() {
   fire_losses(clock_.mono_now());
   while (renew_batch(clock_.mono_now(), Turn::kOnTime)) {
   }
   fire_losses(clock_.mono_now());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return std::min(next_renewal(Turn::kOnTime), next_loss());
 }
 
-void Renewer::start() {
-  std::lock_guard lock(mu_);
+void Renewer::Impl::start() {
+  MutexLock lock(mu_);
   assert(renew_threads_.empty() && !watchdog_thread_.joinable() && "start() called twice");
   stopping_ = false;
   for (size_t i = 0; i < options_.renew_threads; ++i) {
@@ -293,9 +388,9 @@ void Renewer::start() {
   watchdog_thread_ = std::thread([this] { watchdog_loop(); });
 }
 
-void Renewer::stop() {
+void Renewer::Impl::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   wake_.notify_all();
@@ -304,31 +399,51 @@ void Renewer::stop() {
   if (watchdog_thread_.joinable()) watchdog_thread_.join();
 }
 
+// Sleeps until `due` on the renewer's clock, or kPollMax, or a wake-up.
+// The clock may be simulated, so the wait is measured on it and then slept
+// on the real one.
+void Renewer::Impl::wait_until_due(MonoTime due) {
+  const Duration wait = std::min<Duration>(due - clock_.mono_now(), kPollMax);
+  if (wait > Duration::zero()) wake_.wait_until(mu_, std::chrono::steady_clock::now() + wait);
+}
+
 // Each renewal thread takes the next batch due in its turn, so one stuck in
 // the store holds back only the thread that sent it.
-void Renewer::renew_loop(Turn turn) {
-  std::unique_lock lock(mu_);
+void Renewer::Impl::renew_loop(Turn turn) {
+  MutexLock lock(mu_);
   while (!stopping_) {
     lock.unlock();
     while (renew_batch(clock_.mono_now(), turn)) {
     }
     lock.lock();
-    const Duration wait = std::min<Duration>(next_renewal(turn) - clock_.mono_now(), kPollMax);
-    if (wait > Duration::zero()) wake_.wait_for(lock, wait);
+    wait_until_due(next_renewal(turn));
   }
 }
 
 // Runs apart from renew_loop so that a renewal stuck in the store cannot
 // hold back a loss report.
-void Renewer::watchdog_loop() {
-  std::unique_lock lock(mu_);
+void Renewer::Impl::watchdog_loop() {
+  MutexLock lock(mu_);
   while (!stopping_) {
     lock.unlock();
     fire_losses(clock_.mono_now());
     lock.lock();
-    const Duration wait = std::min<Duration>(next_loss() - clock_.mono_now(), kPollMax);
-    if (wait > Duration::zero()) wake_.wait_for(lock, wait);
+    wait_until_due(next_loss());
   }
 }
+
+Renewer::Renewer(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options)
+    : impl_(std::make_unique<Impl>(manager, clock, random, options)) {}
+Renewer::~Renewer() = default;
+Renewer::Id Renewer::add(Lease lease, LossCallback on_lost) {
+  return impl_->add(std::move(lease), std::move(on_lost));
+}
+std::optional<Lease> Renewer::remove(Id id) { return impl_->remove(id); }
+std::optional<Lease> Renewer::get(Id id) const { return impl_->get(id); }
+size_t Renewer::size() const { return impl_->size(); }
+RenewerStats Renewer::stats() const { return impl_->stats(); }
+MonoTime Renewer::poll() { return impl_->poll(); }
+void Renewer::start() { impl_->start(); }
+void Renewer::stop() { impl_->stop(); }
 
 }  // namespace leasehold

@@ -13,18 +13,19 @@ BlockingPool::BlockingPool(BlockingPoolOptions options) : options_(options) {
 BlockingPool::~BlockingPool() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     threads.swap(threads_);
   }
   work_cv_.notify_all();
   for (auto& thread : threads) thread.join();
+  MutexLock lock(mu_);
   assert(jobs_.empty());
 }
 
 bool BlockingPool::submit(std::function<void()> job) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     assert(!stopping_);
     if (jobs_.size() >= options_.queue_max) return false;
     jobs_.push_back(std::move(job));
@@ -41,19 +42,19 @@ bool BlockingPool::submit(std::function<void()> job) {
 }
 
 size_t BlockingPool::threads_started() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return threads_.size();
 }
 
 size_t BlockingPool::queued() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return jobs_.size();
 }
 
 void BlockingPool::worker_loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
-    work_cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    while (!stopping_ && jobs_.empty()) work_cv_.wait(mu_);
     // Accepted jobs run even when stopping: their callers wait on them.
     if (jobs_.empty()) return;
     auto job = std::move(jobs_.front());

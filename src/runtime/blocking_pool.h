@@ -12,13 +12,13 @@
 // 503 and the client retries). Safe for concurrent use by many threads.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace leasehold::runtime {
 
@@ -39,24 +39,24 @@ class BlockingPool {
   // Queues `job` to run on one of the pool's threads. False, with nothing
   // queued, when `queue_max` jobs are already waiting. A job must not throw
   // and must not wait for another job of the same pool.
-  [[nodiscard]] bool submit(std::function<void()> job);
+  [[nodiscard]] bool submit(std::function<void()> job) EXCLUDES(mu_);
 
   const BlockingPoolOptions& options() const { return options_; }
   // The threads started so far: 0 before the first submit(), then
   // options().threads until the pool is destroyed.
-  size_t threads_started() const;
+  size_t threads_started() const EXCLUDES(mu_);
   // Jobs accepted and not yet started.
-  size_t queued() const;
+  size_t queued() const EXCLUDES(mu_);
 
  private:
-  void worker_loop();
+  void worker_loop() EXCLUDES(mu_);
 
   const BlockingPoolOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;         // a job was queued, or stop
-  std::deque<std::function<void()>> jobs_;  // guarded by mu_
-  bool stopping_ = false;                   // guarded by mu_
-  std::vector<std::thread> threads_;        // guarded by mu_
+  mutable Mutex mu_;
+  CondVar work_cv_;  // a job was queued, or stop
+  std::deque<std::function<void()>> jobs_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_ GUARDED_BY(mu_);
 };
 
 }  // namespace leasehold::runtime
