@@ -12,6 +12,9 @@ packages=(
   libgtest-dev libgmock-dev
   libfaketime
   clang  # the thread-safety analysis (make test)
+  libargon2-dev  # password hashes (leasehold serve)
+  chromium  # the browser tests, driven by playwright-core from package.json
+  prometheus  # promtool checks the /metrics output in a test
   python3-botocore
 )
 
