@@ -30,6 +30,9 @@ enum class Code {
   kUnknownOutcome,      // a write was sent but no reply came back
   kDeadlineExceeded,    // a local deadline passed before the work completed
   kInternal,            // a bug or corrupt data
+  kUnauthenticated,     // no credentials, or ones that are wrong, expired or revoked
+  kPermissionDenied,    // the caller is known but may not do this
+  kResourceExhausted,   // a limit was reached (too many attempts, a full queue)
 };
 
 std::string_view code_name(Code code);
@@ -69,6 +72,11 @@ inline Status unavailable(std::string m) { return {Code::kUnavailable, std::move
 inline Status unknown_outcome(std::string m) { return {Code::kUnknownOutcome, std::move(m)}; }
 inline Status deadline_exceeded(std::string m) { return {Code::kDeadlineExceeded, std::move(m)}; }
 inline Status internal_error(std::string m) { return {Code::kInternal, std::move(m)}; }
+inline Status unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
+inline Status permission_denied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
+inline Status resource_exhausted(std::string m) {
+  return {Code::kResourceExhausted, std::move(m)};
+}
 
 // Either a value of type T or a non-OK Status.
 template <typename T>

@@ -24,6 +24,12 @@ std::string_view code_name(Code code) {
       return "DeadlineExceeded";
     case Code::kInternal:
       return "Internal";
+    case Code::kUnauthenticated:
+      return "Unauthenticated";
+    case Code::kPermissionDenied:
+      return "PermissionDenied";
+    case Code::kResourceExhausted:
+      return "ResourceExhausted";
   }
   return "Unknown";
 }
