@@ -1,0 +1,122 @@
+// Server: HTTP/1.1 (and HTTPS) on Boost.Beast, asynchronous, on a fixed
+// number of I/O threads. Everything has a limit (ServerLimits, each a named
+// constant with a test). Handlers come from a Router; the server's owner
+// supplies hooks for what the transport does not decide itself: admitting a
+// request (authentication), recording an answered one (access log, metrics)
+// and running blocking work (the runtime's BlockingPool).
+//
+// A request is parsed and routed on an I/O thread (404 and 405 are answered
+// there); admit and the handler then run on the blocking pool when the route
+// blocks or needs credentials, inline on the I/O thread otherwise. Every
+// response carries X-Request-Id, the security headers (CSP, nosniff,
+// Referrer-Policy, X-Frame-Options, and Strict-Transport-Security over TLS)
+// and Cache-Control: no-store unless the handler set one. The server's
+// threads are its `threads` I/O threads, no others.
+//
+// stop() stops accepting, lets requests in flight finish (up to
+// drain_timeout), closes idle keep-alive connections and returns; the
+// destructor stops too. Safe to call stop() from any thread (a signal
+// watcher).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "leasehold/clock.h"
+#include "leasehold/logger.h"
+#include "leasehold/random.h"
+#include "leasehold/status.h"
+#include "server/http.h"
+#include "server/router.h"
+
+namespace leasehold::server {
+
+// Named limits; every one is at least 1 (Server::start() refuses 0).
+inline constexpr size_t kHeaderBytesMax = 8 * 1024;
+inline constexpr size_t kConnectionsMax = 10'000;
+inline constexpr size_t kKeepAliveRequestsMax = 1'000;
+inline constexpr std::chrono::milliseconds kHeaderTimeout{10'000};
+inline constexpr std::chrono::milliseconds kRequestTimeout{30'000};
+inline constexpr std::chrono::milliseconds kIdleTimeout{60'000};
+inline constexpr std::chrono::milliseconds kDrainTimeout{5'000};
+
+struct ServerLimits {
+  // The request line and header fields; more is 431, then the connection
+  // closes.
+  size_t header_bytes_max = kHeaderBytesMax;
+  // Open connections; one more is closed as soon as it is accepted.
+  size_t connections_max = kConnectionsMax;
+  size_t keep_alive_requests_max = kKeepAliveRequestsMax;  // then Connection: close
+  // The whole header, from the request's first byte (and a new connection's
+  // TLS handshake, and its wait for a first request); then the connection is
+  // closed without an answer.
+  std::chrono::milliseconds header_timeout = kHeaderTimeout;
+  // The body, the handler and the response; a handler on the blocking pool
+  // that overruns it gets its connection a 503 and closed (its result is
+  // dropped when it returns).
+  std::chrono::milliseconds request_timeout = kRequestTimeout;
+  std::chrono::milliseconds idle_timeout = kIdleTimeout;    // between keep-alive requests
+  std::chrono::milliseconds drain_timeout = kDrainTimeout;  // stop(): in-flight requests
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";           // an IP address, or a name resolved once at start
+  uint16_t port = 8080;                     // 0: any free port (see port())
+  size_t threads = 0;                       // I/O threads; 0: the number of cores
+  std::string tls_cert_file, tls_key_file;  // both or neither (PEM)
+  ServerLimits limits;
+  // Injected services; null means RealClock (elapsed times for `answered`),
+  // SystemRandom (where request IDs start) and no logging (handler
+  // exceptions, refused connections). Not owned; must outlive the server.
+  Clock* clock = nullptr;
+  Random* random = nullptr;
+  Logger* logger = nullptr;
+};
+
+// Hooks run on the I/O threads unless said otherwise; they must be safe to
+// call from several threads at once.
+struct ServerHooks {
+  // Runs before the handler of every matched route (on the blocking pool
+  // when the route blocks): authenticates, fills request.caller, and returns a
+  // Response to send instead (401, 403, ...) or nullopt to go on.
+  std::function<std::optional<Response>(Request&, const Route&)> admit;
+  // Called once per answered request, after the response is written (or
+  // the write failed), with the time from the request's first byte. Also for
+  // the transport's own answers (400, 404, 413, 431, ...), where the request
+  // holds what was parsed of it.
+  std::function<void(const Request&, const Response&, std::chrono::nanoseconds elapsed)> answered;
+  // Runs `job` on a thread that may block; false if it cannot be queued
+  // (the server answers 503 with Retry-After). Required.
+  std::function<bool(std::function<void()> job)> submit_blocking;
+};
+
+class Server {
+ public:
+  // Binds and starts the I/O threads. kInvalidArgument for bad options (a
+  // TLS file that cannot be read, a limit of 0, no submit_blocking hook,
+  // ...), kUnavailable if the address cannot be bound.
+  // REQUIRES: `router` outlives the server, and no route is added to it any
+  // more.
+  static Result<std::unique_ptr<Server>> start(ServerOptions options, const Router& router,
+                                               ServerHooks hooks);
+  // Stops, as stop() does. REQUIRES: not called on one of the server's threads.
+  virtual ~Server() = default;
+  virtual uint16_t port() const = 0;  // the bound port
+  // Returns once the I/O threads are joined: every handler has returned,
+  // including one still running on the blocking pool past drain_timeout
+  // (its connection is closed by then), since handlers may use what the
+  // caller destroys next. Called on an I/O thread (from a handler), it only
+  // begins the stop; wait() elsewhere then blocks until it is done.
+  // REQUIRES: not called from a handler on the blocking pool (it would wait
+  // for itself).
+  virtual void stop() = 0;
+  // Blocks until stop() has finished.
+  virtual void wait() = 0;
+};
+
+}  // namespace leasehold::server

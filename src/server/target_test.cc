@@ -1,0 +1,50 @@
+// Request targets: the path decoded exactly once, the query kept raw, and
+// targets that are not paths refused.
+#include "server/target.h"
+
+#include <gtest/gtest.h>
+
+namespace leasehold::server {
+namespace {
+
+TEST(TargetTest, SplitsThePathFromTheRawQuery) {
+  auto target = parse_target("/api/movies?name=a%20b&x=1");
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(target->path, "/api/movies");
+  EXPECT_EQ(target->query, "name=a%20b&x=1");
+  target = parse_target("/a?b?c");
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(target->path, "/a");
+  EXPECT_EQ(target->query, "b?c");
+  target = parse_target("/");
+  ASSERT_TRUE(target.ok());
+  EXPECT_EQ(target->path, "/");
+  EXPECT_EQ(target->query, "");
+}
+
+TEST(TargetTest, DecodesThePathOnce) {
+  struct Case {
+    const char* target;
+    const char* path;
+  };
+  for (const Case& c :
+       {Case{"/a%20b", "/a b"}, Case{"/%2e%2e/etc", "/../etc"},
+        Case{"/static/..%2F..%2fsecret", "/static/../../secret"}, Case{"/a%252e", "/a%2e"},
+        Case{"/caf%C3%A9", "/caf\xc3\xa9"}, Case{"/a+b", "/a+b"}}) {
+    auto target = parse_target(c.target);
+    ASSERT_TRUE(target.ok()) << c.target;
+    EXPECT_EQ(target->path, c.path) << c.target;
+  }
+}
+
+TEST(TargetTest, RefusesWhatIsNotAPath) {
+  for (const char* bad : {"", "*", "http://example.com/", "a/b", "/a%", "/a%2", "/a%zz", "/a%g0",
+                          "/a%00b", "/a%0d%0aSet-Cookie:x", "/a%7f", "/%1f"}) {
+    auto target = parse_target(bad);
+    ASSERT_FALSE(target.ok()) << bad;
+    EXPECT_EQ(target.status().code(), Code::kInvalidArgument) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace leasehold::server
