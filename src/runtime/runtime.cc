@@ -1,9 +1,12 @@
 #include "runtime/runtime.h"
 
+#include "runtime/metered_store.h"
+
 namespace leasehold::runtime {
 
-Runtime::Runtime(Logger* logger, BlockingPoolOptions blocking)
+Runtime::Runtime(Logger* logger, metrics::Registry* metrics, BlockingPoolOptions blocking)
     : logger_(logger != nullptr ? logger : &no_logger_),
+      metrics_(metrics),
       blocking_(std::make_unique<BlockingPool>(blocking)) {}
 
 Runtime::~Runtime() = default;
@@ -11,12 +14,18 @@ Runtime::~Runtime() = default;
 Result<std::unique_ptr<Runtime>> Runtime::open(RuntimeOptions options) {
   // Not make_unique: the constructor is private, so that open() is the only
   // way to get a runtime, and every runtime has its store and manager.
-  std::unique_ptr<Runtime> runtime(new Runtime(options.logger, options.blocking));
+  std::unique_ptr<Runtime> runtime(new Runtime(options.logger, options.metrics, options.blocking));
   auto store = open_store(options.store_uri);
   if (!store.ok()) {
     return store.status().with_context("cannot open store '" + options.store_uri + "'");
   }
-  runtime->store_ = std::move(store).value();
+  runtime->opened_ = std::move(store).value();
+  runtime->store_ = runtime->opened_.get();
+  if (runtime->metrics_ != nullptr) {
+    runtime->metered_ =
+        std::make_unique<MeteredStore>(*runtime->opened_, *runtime->metrics_, runtime->clock_);
+    runtime->store_ = runtime->metered_.get();
+  }
   options.lease.info_log = runtime->logger_;
   runtime->leases_ = std::make_unique<LeaseManager>(*runtime->store_, runtime->clock_,
                                                     runtime->random_, std::move(options.lease));

@@ -7,7 +7,10 @@
 // caller's Logger is handed to the library code that logs (the manager, and
 // every Renewer made here), and the bounded pool on which event-loop code
 // calls the store (include/leasehold/store.h says why). The runtime owns all
-// of it except the logger.
+// of it except the logger and the metrics registry. Given a registry, it
+// wraps the store in a MeteredStore (runtime/metered_store.h) before anything
+// uses it, so that every store call the process makes is timed and counted;
+// without one (the CLI's commands, the benchmarks) the store is the bare one.
 // Tables are the caller's business: each entry point ensures or requires
 // the ones it uses.
 //
@@ -31,7 +34,13 @@
 #include "leasehold/store.h"
 #include "runtime/blocking_pool.h"
 
+namespace leasehold::metrics {
+class Registry;
+}
+
 namespace leasehold::runtime {
+
+class MeteredStore;
 
 struct RuntimeOptions {
   std::string store_uri;  // sqlite:PATH, dynamodb://REGION/PREFIX, memory:
@@ -42,6 +51,9 @@ struct RuntimeOptions {
   LeaseConfig lease;
   // The pool on which event-loop code calls the store (blocking_pool()).
   BlockingPoolOptions blocking;
+  // Where the store's metrics go (runtime/metered_store.h). Not owned; must
+  // outlive the runtime. Null: the store is not wrapped, and costs nothing.
+  metrics::Registry* metrics = nullptr;
 };
 
 class Runtime {
@@ -59,8 +71,12 @@ class Runtime {
   Random& random() { return random_; }
   // The logger given to open(), or one that writes nothing.
   Logger& logger() { return *logger_; }
+  // The store every caller uses: the opened one, or a MeteredStore over it
+  // when the options named a registry.
   ItemStore& store() { return *store_; }
   LeaseManager& leases() { return *leases_; }
+  // The registry given to open(), or null.
+  metrics::Registry* metrics() { return metrics_; }
 
   // A Renewer over leases() on this runtime's clock and random source, which
   // logs to logger() unless `options.info_log` is set. It must be destroyed
@@ -73,14 +89,17 @@ class Runtime {
   BlockingPool& blocking_pool() { return *blocking_; }
 
  private:
-  Runtime(Logger* logger, BlockingPoolOptions blocking);
+  Runtime(Logger* logger, metrics::Registry* metrics, BlockingPoolOptions blocking);
 
   RealClock clock_;
   SystemRandom random_;
   NullLogger no_logger_;
-  Logger* const logger_;  // the caller's, or &no_logger_
+  Logger* const logger_;              // the caller's, or &no_logger_
+  metrics::Registry* const metrics_;  // the caller's, or null
   // Declared after what they refer to, so they are destroyed first.
-  std::unique_ptr<ItemStore> store_;
+  std::unique_ptr<ItemStore> opened_;      // what open_store() gave
+  std::unique_ptr<MeteredStore> metered_;  // over opened_, with metrics only
+  ItemStore* store_ = nullptr;             // metered_ or opened_
   std::unique_ptr<LeaseManager> leases_;
   // Last: its jobs use the store, so it finishes them before the store goes.
   std::unique_ptr<BlockingPool> blocking_;

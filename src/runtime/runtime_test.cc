@@ -8,6 +8,8 @@
 #include <future>
 #include <thread>
 
+#include "metrics/registry.h"
+#include "runtime/metered_store.h"
 #include "testing/capturing_logger.h"
 
 namespace leasehold::runtime {
@@ -98,6 +100,36 @@ TEST(RuntimeTest, StoreCallsRunOnTheBlockingPool) {
   EXPECT_TRUE(done.get().ok());
   EXPECT_EQ(rt.blocking_pool().threads_started(), 2u);
   EXPECT_TRUE(rt.store().get("t", {"a", ""}, true).ok());
+}
+
+// Without a registry the store is the bare one, as the CLI and the
+// benchmarks want it; with one, every caller (the lease manager too) goes
+// through a MeteredStore that records into it.
+TEST(RuntimeTest, TheStoreIsMeteredOnlyWhenAskedTo) {
+  auto bare = Runtime::open(options_for("memory:"));
+  ASSERT_TRUE(bare.ok()) << bare.status().to_string();
+  EXPECT_EQ((*bare)->metrics(), nullptr);
+  EXPECT_EQ(dynamic_cast<MeteredStore*>(&(*bare)->store()), nullptr);
+
+  metrics::Registry registry;
+  RuntimeOptions options = options_for("memory:");
+  options.metrics = &registry;
+  auto metered = Runtime::open(options);
+  ASSERT_TRUE(metered.ok()) << metered.status().to_string();
+  Runtime& rt = **metered;
+  EXPECT_EQ(rt.metrics(), &registry);
+  ASSERT_NE(dynamic_cast<MeteredStore*>(&rt.store()), nullptr);
+  EXPECT_EQ(&rt.leases().store(), &rt.store());
+  EXPECT_EQ(rt.store().backend_name(), "memory");
+  ASSERT_TRUE(rt.store().ensure_table(TableSpec{"leases", "pk", "", {}}).ok());
+  AcquireOptions acquire;
+  acquire.owner = "me";
+  ASSERT_TRUE(rt.leases().acquire({"k", ""}, acquire).ok());
+  const std::string text = registry.render();
+  EXPECT_NE(text.find("leasehold_store_operation_seconds_count{backend=\"memory\","
+                      "operation=\"update\"} 1\n"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

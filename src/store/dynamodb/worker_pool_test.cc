@@ -36,8 +36,10 @@ TEST(WorkerPool, EveryStepRunsOnceOnTheCallerOrTheSameFewThreads) {
     for (const auto& r : runs) ASSERT_EQ(r.load(), 1);
   }
   EXPECT_EQ(pool.threads_started(), 3u);
-  EXPECT_LE(runners.size(), 4u);  // the pool's three and this thread
-  EXPECT_TRUE(runners.contains(std::this_thread::get_id()));
+  // The pool's three and this thread. Whether this thread takes a step
+  // depends on the scheduler (the workers may take them all first); a batch
+  // of one, below, is where the caller's share is certain.
+  EXPECT_LE(runners.size(), 4u);
 }
 
 TEST(WorkerPool, ABatchOfOneStaysOnTheCallersThreadAndStartsNothing) {

@@ -1,0 +1,142 @@
+#include "runtime/metered_store.h"
+
+#include <chrono>
+
+namespace leasehold::runtime {
+namespace {
+
+// The `operation` label of each MeteredStore::Op, in its order.
+constexpr std::string_view kOpNames[] = {
+    "ensure_table", "require_table", "get",    "batch_get", "put",
+    "update",       "update_each",   "remove", "query",     "query_index",
+};
+
+const Status& status_of(const Status& status) { return status; }
+
+template <typename T>
+const Status& status_of(const Result<T>& result) {
+  return result.status();
+}
+
+}  // namespace
+
+MeteredStore::MeteredStore(ItemStore& inner, metrics::Registry& registry, Clock& clock)
+    : inner_(inner),
+      clock_(clock),
+      backend_(inner.backend_name()),
+      errors_(registry.counter("leasehold_store_errors_total",
+                               "Store calls (and writes of update_each) that failed, by the code "
+                               "of their error. A failed condition is not counted here.",
+                               {"backend", "operation", "code"})) {
+  static_assert(std::size(kOpNames) == kOpCount);
+  auto& seconds =
+      registry.histogram("leasehold_store_operation_seconds",
+                         "Time store calls took, failed ones included.", {"backend", "operation"});
+  auto& condition_failures =
+      registry.counter("leasehold_store_condition_failures_total",
+                       "Conditional writes whose condition was false: the normal answer when "
+                       "a lease is held by another or a token is stale.",
+                       {"backend", "operation"});
+  for (size_t op = 0; op < kOpCount; ++op) {
+    const std::vector<std::string> labels = {backend_, std::string(kOpNames[op])};
+    series_[op].seconds = &seconds.with(labels);
+    if (op == kPut || op == kUpdate || op == kUpdateEach || op == kRemove) {
+      series_[op].condition_failures = &condition_failures.with(labels);
+    }
+  }
+}
+
+template <typename R, typename Call>
+R MeteredStore::timed(Op op, const Call& call) {
+  const MonoTime start = clock_.mono_now();
+  R result = call();
+  observe_since(op, start);
+  count(op, status_of(result));
+  return result;
+}
+
+void MeteredStore::observe_since(Op op, MonoTime start) {
+  const std::chrono::duration<double> seconds = clock_.mono_now() - start;
+  series_[op].seconds->observe(seconds.count());
+}
+
+void MeteredStore::count(Op op, const Status& status) {
+  if (status.ok()) return;
+  metrics::Counter* condition_failures = series_[op].condition_failures;
+  if (status.code() == Code::kConditionFailed && condition_failures != nullptr) {
+    condition_failures->inc();
+    return;
+  }
+  errors(op, status.code()).inc();
+}
+
+metrics::Counter& MeteredStore::errors(Op op, Code code) {
+  const auto slot = static_cast<size_t>(code);
+  auto lookup = [&] {
+    return &errors_.with({backend_, std::string(kOpNames[op]), std::string(code_name(code))});
+  };
+  if (slot >= kCodeSlots) return *lookup();
+  // Threads that race here find the same series; the release makes the
+  // series visible with the pointer.
+  std::atomic<metrics::Counter*>& cached = series_[op].errors[slot];
+  metrics::Counter* counter = cached.load(std::memory_order_acquire);
+  if (counter == nullptr) {
+    counter = lookup();
+    cached.store(counter, std::memory_order_release);
+  }
+  return *counter;
+}
+
+Status MeteredStore::ensure_table(const TableSpec& spec) {
+  return timed<Status>(kEnsureTable, [&] { return inner_.ensure_table(spec); });
+}
+
+Status MeteredStore::require_table(const TableSpec& spec) {
+  return timed<Status>(kRequireTable, [&] { return inner_.require_table(spec); });
+}
+
+Result<Item> MeteredStore::get(std::string_view table, const Key& key, bool consistent) {
+  return timed<Result<Item>>(kGet, [&] { return inner_.get(table, key, consistent); });
+}
+
+Result<std::vector<Item>> MeteredStore::batch_get(std::string_view table,
+                                                  std::span<const Key> keys) {
+  return timed<Result<std::vector<Item>>>(kBatchGet, [&] { return inner_.batch_get(table, keys); });
+}
+
+Status MeteredStore::put(std::string_view table, const Item& item, const Condition& condition) {
+  return timed<Status>(kPut, [&] { return inner_.put(table, item, condition); });
+}
+
+Result<Item> MeteredStore::update(std::string_view table, const Key& key, const Update& update,
+                                  const Condition& condition) {
+  return timed<Result<Item>>(kUpdate, [&] { return inner_.update(table, key, update, condition); });
+}
+
+Status MeteredStore::remove(std::string_view table, const Key& key, const Condition& condition) {
+  return timed<Status>(kRemove, [&] { return inner_.remove(table, key, condition); });
+}
+
+Result<Page> MeteredStore::query(std::string_view table, std::string_view pk, const KeyRange& range,
+                                 const QueryOptions& options) {
+  return timed<Result<Page>>(kQuery, [&] { return inner_.query(table, pk, range, options); });
+}
+
+Result<Page> MeteredStore::query_index(std::string_view table, std::string_view index,
+                                       std::string_view hash_value, const KeyRange& range,
+                                       const QueryOptions& options) {
+  return timed<Result<Page>>(
+      kQueryIndex, [&] { return inner_.query_index(table, index, hash_value, range, options); });
+}
+
+std::vector<Result<Item>> MeteredStore::update_each(std::string_view table,
+                                                    std::span<const UpdateRequest> requests,
+                                                    Duration timeout) {
+  const MonoTime start = clock_.mono_now();
+  std::vector<Result<Item>> results = inner_.update_each(table, requests, timeout);
+  observe_since(kUpdateEach, start);
+  for (const Result<Item>& result : results) count(kUpdateEach, result.status());
+  return results;
+}
+
+}  // namespace leasehold::runtime
