@@ -16,11 +16,20 @@
 // threads and the caller's log through the same one.
 #pragma once
 
+#include <cstdint>
+#include <span>
 #include <string_view>
+#include <variant>
 
 namespace leasehold {
 
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
+
+// One named value of a structured log line ("status": 200).
+struct LogField {
+  std::string_view key;
+  std::variant<std::string_view, int64_t, double, bool> value;
+};
 
 class Logger {
  public:
@@ -32,6 +41,12 @@ class Logger {
 
   // Writes one message (one line, without a trailing newline).
   virtual void log(LogLevel level, std::string_view message) = 0;
+
+  // Writes one message with named values. A structured logger keeps them
+  // apart (one JSON object per line); the default appends them to the
+  // message as key=value.
+  virtual void log_fields(LogLevel level, std::string_view message,
+                          std::span<const LogField> fields);
 };
 
 // Writes nothing.
