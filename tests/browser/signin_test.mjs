@@ -273,7 +273,7 @@ for (const [size, viewport] of [['laptop', LAPTOP], ['phone', PHONE]]) {
     await visitor.goto(server.url('/signin'));
     await checkLayout(visitor, viewport);
     await screenshot(visitor, screenshots, `signin-${size}`);
-    await signInOnPage(visitor, { name: queen.name, password: 'wrong' });
+    await signInOnPage(visitor, { name: queen.name, password: 'not her password' });
     await visitor.getByRole('alert').waitFor();
     await checkLayout(visitor, viewport);
     await screenshot(visitor, screenshots, `signin-error-${size}`);
@@ -296,7 +296,7 @@ test('too many failed attempts say when to try again', async () => {
   const error = page.getByRole('alert');
   let text = '';
   for (let attempt = 0; attempt < 30 && !/Too many/.test(text); attempt += 1) {
-    await signInOnPage(page, { name: limited.name, password: `wrong ${attempt}` });
+    await signInOnPage(page, { name: limited.name, password: `wrong password ${attempt}` });
     await page.waitForFunction(() => {
       const box = document.getElementById('signin-error');
       return !box.hidden && !document.getElementById('signin-submit').hasAttribute('aria-busy');

@@ -48,14 +48,24 @@ export function parseRetryAfter(value, nowMs = Date.now()) {
   return Math.max(0, Math.ceil((dateMs - nowMs) / 1000));
 }
 
+// The server's messages are written for logs too ("wrong user name or
+// password"); shown to a person, they start with a capital and end with a stop.
+export function asSentence(text) {
+  const trimmed = text.trim();
+  if (trimmed === '') return trimmed;
+  const capitalised = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
+  return /[.!?…]$/.test(capitalised) ? capitalised : `${capitalised}.`;
+}
+
 async function errorFrom(response) {
   let code = `http_${response.status}`;
   let message = messageForStatus(response.status);
   try {
     const body = await response.json();
-    if (body && body.error && typeof body.error.message === 'string' && body.error.message) {
-      message = body.error.message;
-      if (typeof body.error.code === 'string') code = body.error.code;
+    const error = body && body.error;
+    if (error && typeof error.message === 'string' && error.message.trim()) {
+      message = asSentence(error.message);
+      if (typeof error.code === 'string') code = error.code;
     }
   } catch {
     // Not JSON (a proxy's error page, say): keep the message for the status.
