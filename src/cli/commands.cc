@@ -1,6 +1,9 @@
 #include "cli/commands.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <iostream>
 
 #include "base/duration.h"
 #include "cli/bench_leases.h"
@@ -8,6 +11,7 @@
 #include "cli/hold.h"
 #include "cli/lease_commands.h"
 #include "cli/store_commands.h"
+#include "cli/user_commands.h"
 #include "runtime/build_info.h"
 #include "runtime/stderr_logger.h"
 
@@ -20,6 +24,7 @@ struct CliArgs {
   std::string store_uri = kDefaultStoreUri;
   bool verbose = false;
   LeaseArgs lease;
+  UserArgs user;
   BenchLeasesOptions bench;
   BenchRenewerOptions bench_renewer;
 };
@@ -34,6 +39,11 @@ struct Subcommands {
   CLI::App* bench_leases = nullptr;
   CLI::App* bench_renewer = nullptr;
   CLI::App* store_init = nullptr;
+  CLI::App* user_add = nullptr;
+  CLI::App* user_token = nullptr;
+  CLI::App* user_passwd = nullptr;
+  CLI::App* user_list = nullptr;
+  CLI::App* user_rm = nullptr;
 };
 
 void add_key(CLI::App* sub, LeaseArgs& a) {
@@ -100,6 +110,40 @@ void add_lease_commands(CLI::App& lease, CliArgs& args, Subcommands& subs) {
       ->required();
 }
 
+void add_user_name(CLI::App* sub, UserArgs& u) {
+  sub->add_option("NAME", u.name, "The user's name: a-z, 0-9, '.', '_', '-'")->required();
+}
+// Passwords come only from stdin. A --password is accepted by the parser
+// (hidden) so that the command can refuse it with advice instead of the
+// parser echoing it back in an error.
+void add_password_stdin(CLI::App* sub, UserArgs& u) {
+  sub->add_flag("--password-stdin", u.password_stdin,
+                "Read the password from stdin (one line; the newline is removed)");
+  sub->add_option("--password", u.password_argument)->group("");
+}
+
+void add_user_commands(CLI::App& user, CliArgs& args, Subcommands& subs) {
+  UserArgs& u = args.user;
+  subs.user_add = user.add_subcommand("add", "Add a user; print its first API token");
+  add_user_name(subs.user_add, u);
+  subs.user_add->add_option("--display-name", u.display_name, "The name shown for the user")
+      ->required();
+  subs.user_add->add_flag("--admin", u.admin, "The user may administer the server");
+  add_password_stdin(subs.user_add, u);
+
+  subs.user_token = user.add_subcommand("token", "Print a new API token for a user");
+  add_user_name(subs.user_token, u);
+
+  subs.user_passwd = user.add_subcommand(
+      "passwd", "Set a user's password (from stdin); ends the user's browser sessions");
+  add_user_name(subs.user_passwd, u);
+  add_password_stdin(subs.user_passwd, u);
+
+  subs.user_list = user.add_subcommand("list", "Print every user, by name");
+  subs.user_rm = user.add_subcommand("rm", "Remove a user with its tokens and sessions");
+  add_user_name(subs.user_rm, u);
+}
+
 void add_bench_commands(CLI::App& bench, CliArgs& args, Subcommands& subs) {
   BenchLeasesOptions& b = args.bench;
   subs.bench_leases = bench.add_subcommand("leases", "Keep many leases alive; report throughput");
@@ -150,11 +194,35 @@ Status check_bench_renewer(const BenchRenewerOptions& b) {
 
 // Validates, then opens the store, then runs: the order every command keeps.
 template <typename Request, typename Run>
-int with_session(const std::string& uri, Logger& logger, const Result<Request>& request, Run run) {
+int with_session(const std::string& uri, Logger& logger, const Result<Request>& request, Run run,
+                 TableSpec table = lease_table_spec()) {
   if (!request.ok()) return report(request.status());
-  auto session = open_session(uri, logger);
+  auto session = open_session(uri, logger, std::move(table));
   if (!session.ok()) return report(session.status());
   return run(*session, *request);
+}
+
+// The exit code of the `user` command given, or -1 if none was.
+int dispatch_user(const CliArgs& args, const Subcommands& subs, Logger& log) {
+  const std::string& uri = args.store_uri;
+  const UserArgs& u = args.user;
+  const bool terminal = isatty(STDIN_FILENO) == 1;
+  const TableSpec table = user_table_spec();
+  if (subs.user_add->parsed()) {
+    return with_session(uri, log, make_user_add(u, std::cin, terminal), run_user_add, table);
+  }
+  if (subs.user_token->parsed()) {
+    return with_session(uri, log, make_user_name(u), run_user_token, table);
+  }
+  if (subs.user_passwd->parsed()) {
+    return with_session(uri, log, make_user_passwd(u, std::cin, terminal), run_user_passwd, table);
+  }
+  if (subs.user_list->parsed()) {
+    auto session = open_session(uri, log, table);
+    return session.ok() ? run_user_list(*session) : report(session.status());
+  }
+  if (subs.user_rm->parsed()) return with_session(uri, log, make_user_name(u), run_user_rm, table);
+  return -1;
 }
 
 int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
@@ -180,6 +248,7 @@ int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
     return run_bench_leases(options, log);
   }
   if (subs.store_init->parsed()) return run_store_init(uri, log);
+  if (const int code = dispatch_user(args, subs, log); code >= 0) return code;
   if (subs.bench_renewer->parsed()) {
     if (const Status ok = check_bench_renewer(args.bench_renewer); !ok.ok()) return report(ok);
     BenchRenewerOptions options = args.bench_renewer;
@@ -212,6 +281,9 @@ int run_cli(int argc, char** argv) {
   store->require_subcommand(1);
   subs.store_init = store->add_subcommand(
       "init", "Create every table and index leasehold uses, if missing; wait until ready");
+  CLI::App* user = app.add_subcommand("user", "Manage the users of `leasehold serve`");
+  user->require_subcommand(1);
+  add_user_commands(*user, args, subs);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   add_bench_commands(*bench, args, subs);

@@ -6,12 +6,13 @@
 
 namespace leasehold::cli {
 
-Result<Session> open_session(std::string_view uri, Logger& logger) {
+Result<Session> open_session(std::string_view uri, Logger& logger, TableSpec table) {
   Session session;
+  session.table = std::move(table);
   runtime::RuntimeOptions options;
   options.store_uri = std::string(uri);
   options.logger = &logger;
-  options.lease.table = session.table.name;
+  options.lease.table = std::string(kLeaseTable);
   ASSIGN_OR_RETURN(session.runtime, runtime::Runtime::open(std::move(options)));
   const Status ready = session.store().require_table(session.table);
   if (ready.code() == Code::kNotFound) {

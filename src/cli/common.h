@@ -29,8 +29,8 @@ inline constexpr int kExitStoreFailed = 1;  // the store failed; message on stde
 inline constexpr int kExitUsage = 2;        // bad usage or input; nothing was written
 inline constexpr int kExitNotYours = 3;     // held by someone else, or no longer yours
 
-// The runtime a command runs on (runtime/runtime.h), with the CLI's lease
-// table ensured.
+// The runtime a command runs on (runtime/runtime.h), with the table the
+// command uses (the CLI's lease table unless it says otherwise) required.
 struct Session {
   std::unique_ptr<runtime::Runtime> runtime;
   TableSpec table = lease_table_spec();
@@ -42,10 +42,12 @@ struct Session {
 };
 
 // Opens the runtime on the store at `uri`, logging to `logger`, and requires
-// the lease table. kInvalidArgument for a malformed URI (nothing created);
-// kNotFound, with what to do, if the table is missing; kUnavailable and
-// others otherwise. REQUIRES: `logger` outlives the session.
-Result<Session> open_session(std::string_view uri, Logger& logger);
+// `table` (ItemStore::require_table: created on SQLite, never on DynamoDB).
+// kInvalidArgument for a malformed URI (nothing created); kNotFound, with
+// what to do, if the table is missing; kUnavailable and others otherwise.
+// REQUIRES: `logger` outlives the session.
+Result<Session> open_session(std::string_view uri, Logger& logger,
+                             TableSpec table = lease_table_spec());
 
 // The exit code for a failed operation: kAlreadyExists and
 // kFailedPrecondition are kExitNotYours, kInvalidArgument is kExitUsage, the

@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "accounts/accounts.h"
 #include "cli/common.h"
 #include "cli/lease_table.h"
 #include "fleet/schema.h"
@@ -16,7 +17,8 @@ int run_store_init(const std::string& store_uri, Logger& logger) {
   auto runtime = runtime::Runtime::open(std::move(options));
   if (!runtime.ok()) return report(runtime.status());
   ItemStore& store = (*runtime)->store();
-  for (const TableSpec& spec : {lease_table_spec(), fleet::connections_table_spec()}) {
+  for (const TableSpec& spec :
+       {lease_table_spec(), fleet::connections_table_spec(), accounts::Accounts::table_spec()}) {
     const Status ensured = store.ensure_table(spec);
     if (!ensured.ok())
       return report(ensured.with_context("cannot create table '" + spec.name + "'"));
