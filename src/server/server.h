@@ -5,6 +5,14 @@
 // request (authentication), recording an answered one (access log, metrics)
 // and running blocking work (the runtime's BlockingPool).
 //
+// A request is parsed and routed on an I/O thread (404 and 405 are answered
+// there); admit and the handler then run on the blocking pool when the route
+// blocks or needs credentials, inline on the I/O thread otherwise. Every
+// response carries X-Request-Id, the security headers (CSP, nosniff,
+// Referrer-Policy, X-Frame-Options, and Strict-Transport-Security over TLS)
+// and Cache-Control: no-store unless the handler set one. The server's
+// threads are its `threads` I/O threads, no others.
+//
 // stop() stops accepting, lets requests in flight finish (up to
 // drain_timeout), closes idle keep-alive connections and returns; the
 // destructor stops too. Safe to call stop() from any thread (a signal

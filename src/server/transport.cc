@@ -1,0 +1,814 @@
+// Server on Boost.Beast, after Beast's advanced_server example: an acceptor
+// on a strand, and per connection a Session on a strand of its own that
+// reads a request, answers it and loops while the connection is kept alive.
+// Every limit of ServerLimits is applied where the session is built and
+// checked before the bytes it bounds are read: the header within
+// header_bytes_max and header_timeout, the body within the route's
+// body_bytes_max (a Content-Length over it is refused before a byte of the
+// body is read) and request_timeout.
+//
+// Threads: `threads` I/O threads run the io_context; a handler that may block
+// (RouteOptions::blocking, or any route that needs credentials) runs on the
+// owner's blocking pool, and its response is written from the session's
+// strand. A pool job holds work on the io_context, so the I/O threads outlive
+// every handler.
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <cassert>
+#include <cctype>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "base/logging.h"
+#include "base/mutex.h"
+#include "net/beast.h"
+#include "server/errors.h"
+#include "server/server.h"
+#include "server/target.h"
+#include "server/tls_context.h"
+
+namespace leasehold::server {
+namespace {
+
+namespace asio = net::asio;
+namespace beast = net::beast;
+namespace http = net::http;
+namespace ssl = net::ssl;
+using tcp = net::tcp;
+using error_code = boost::system::error_code;
+
+// How much a session reads at once while it waits for a request's first byte.
+constexpr size_t kFirstReadBytes = 4096;
+// After accept() fails (out of file descriptors), the acceptor waits this
+// long before it tries again, rather than spin.
+constexpr std::chrono::milliseconds kAcceptRetryDelay{50};
+// The most a TLS connection waits for the client's close_notify.
+constexpr std::chrono::milliseconds kTlsShutdownTimeout{1'000};
+// The most I/O threads a server may have.
+constexpr size_t kThreadsMax = 256;
+
+constexpr std::string_view kContentSecurityPolicy =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+constexpr std::string_view kStrictTransportSecurity = "max-age=31536000";
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+bool is_token_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+// A handler's response that can be written as it is: a final status, header
+// names that are tokens and values without control characters (no header
+// injection).
+bool is_well_formed(const Response& response) {
+  if (response.status < 200 || response.status > 599) return false;
+  return std::ranges::all_of(response.headers, [](const auto& header) {
+    const auto& [name, value] = header;
+    return !name.empty() && std::ranges::all_of(name, is_token_char) &&
+           std::ranges::none_of(value, [](char c) {
+             const auto byte = static_cast<unsigned char>(c);
+             return (byte < 0x20 && c != '\t') || byte == 0x7f;
+           });
+  });
+}
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
+
+// The headers every response carries; the transport's framing replaces the
+// handler's.
+void add_standard_headers(Response& response, const std::string& request_id, bool tls) {
+  std::erase_if(response.headers, [](const auto& header) {
+    return equal_ignoring_case(header.first, "Content-Length") ||
+           equal_ignoring_case(header.first, "Transfer-Encoding") ||
+           equal_ignoring_case(header.first, "Connection");
+  });
+  response.set_header("X-Request-Id", request_id);
+  response.set_header("Content-Security-Policy", std::string(kContentSecurityPolicy));
+  response.set_header("X-Content-Type-Options", "nosniff");
+  response.set_header("Referrer-Policy", "same-origin");
+  response.set_header("X-Frame-Options", "DENY");
+  if (tls) response.set_header("Strict-Transport-Security", std::string(kStrictTransportSecurity));
+  if (!response.header("Cache-Control")) response.set_header("Cache-Control", "no-store");
+  if (!response.body.empty() && !response.header("Content-Type")) {
+    response.set_header("Content-Type", "application/json");
+  }
+}
+
+bool is_http_parse_error(const error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_method).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message;
+}
+
+Status validate(const ServerOptions& options, const ServerHooks& hooks) {
+  const ServerLimits& limits = options.limits;
+  if (limits.header_bytes_max == 0 || limits.header_bytes_max > UINT32_MAX ||
+      limits.connections_max == 0 || limits.keep_alive_requests_max == 0) {
+    return invalid_argument(
+        "server limits: header_bytes_max, connections_max and "
+        "keep_alive_requests_max must be at least 1");
+  }
+  using std::chrono::milliseconds;
+  for (milliseconds timeout :
+       {limits.header_timeout, limits.request_timeout, limits.idle_timeout, limits.drain_timeout}) {
+    if (timeout <= milliseconds::zero()) {
+      return invalid_argument("server limits: every timeout must be positive");
+    }
+  }
+  if (options.threads > kThreadsMax) {
+    return invalid_argument("at most " + std::to_string(kThreadsMax) + " server threads");
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return invalid_argument("TLS needs both a certificate file and a key file");
+  }
+  if (!hooks.submit_blocking) return invalid_argument("the server needs a submit_blocking hook");
+  return Status::ok_status();
+}
+
+class SessionBase : public std::enable_shared_from_this<SessionBase> {
+ public:
+  virtual ~SessionBase() = default;
+  virtual void start() = 0;
+  // stop(): close if idle, else answer the request in flight and close.
+  virtual void begin_stop() = 0;
+  // Past drain_timeout: close now.
+  virtual void force_close() = 0;
+};
+
+class ServerImpl final : public Server {
+ public:
+  ServerImpl(ServerOptions options, const Router& router, ServerHooks hooks,
+             std::unique_ptr<ssl::context> tls, uint64_t first_request_id)
+      : options_(std::move(options)),
+        router_(router),
+        hooks_(std::move(hooks)),
+        tls_(std::move(tls)),
+        clock_(options_.clock != nullptr ? *options_.clock : real_clock_),
+        strand_(asio::make_strand(io_)),
+        acceptor_(strand_),
+        retry_timer_(strand_),
+        drain_timer_(strand_),
+        work_(asio::make_work_guard(io_)),
+        next_request_id_(first_request_id) {}
+
+  ~ServerImpl() override {
+    assert(!on_own_thread() && "a server is destroyed on one of its own threads");
+    stop();
+  }
+
+  Status listen();
+  void run(size_t threads);
+
+  uint16_t port() const override { return port_; }
+  void stop() override;
+  void wait() override;
+
+  // For the sessions.
+  const ServerLimits& limits() const { return options_.limits; }
+  const Router& router() const { return router_; }
+  const ServerHooks& hooks() const { return hooks_; }
+  Logger* logger() const { return options_.logger; }
+  Clock& clock() const { return clock_; }
+  asio::io_context& io() { return io_; }
+  bool stopping() const { return stopping_.load(std::memory_order_acquire); }
+  std::string next_request_id() {
+    return fmt::format("{:016x}", next_request_id_.fetch_add(1, std::memory_order_relaxed));
+  }
+  // A session counts as an open connection from its constructor to its
+  // destructor (connections_max).
+  void connection_opened() { connections_.fetch_add(1, std::memory_order_relaxed); }
+  void connection_closed() { connections_.fetch_sub(1, std::memory_order_relaxed); }
+  // False if the server is stopping: the session is not to start.
+  bool add_session(SessionBase* session) EXCLUDES(mu_);
+  void remove_session(SessionBase* session) EXCLUDES(mu_);
+
+ private:
+  void accept();
+  void on_accept(error_code ec, tcp::socket socket);
+  void start_session(tcp::socket socket);
+  void shut_down();  // on strand_
+  std::vector<std::shared_ptr<SessionBase>> live_sessions() EXCLUDES(mu_);
+  bool on_own_thread() const;
+  void join() EXCLUDES(join_mu_);
+
+  const ServerOptions options_;
+  const Router& router_;
+  const ServerHooks hooks_;
+  const std::unique_ptr<ssl::context> tls_;
+  RealClock real_clock_;
+  Clock& clock_;
+  asio::io_context io_;
+  asio::strand<asio::io_context::executor_type> strand_;  // the acceptor and the timers
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_timer_;
+  asio::steady_timer drain_timer_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;  // until stop()
+  uint16_t port_ = 0;
+  std::vector<std::thread> threads_;
+  std::vector<std::thread::id> thread_ids_;  // set before the first accept
+  std::atomic<bool> stopping_ = false;
+  std::atomic<uint64_t> next_request_id_;
+  std::atomic<size_t> connections_ = 0;
+
+  Mutex mu_;
+  std::unordered_set<SessionBase*> sessions_ GUARDED_BY(mu_);
+
+  Mutex join_mu_;  // held by the thread that joins the I/O threads
+  bool joined_ GUARDED_BY(join_mu_) = false;
+};
+
+// One connection. Everything but the constructor and run_handler() runs on
+// the connection's strand (the stream's executor).
+template <class Stream>
+class Session final : public SessionBase {
+ public:
+  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+
+  Session(ServerImpl& server, tcp::socket socket, std::string client_address, ssl::context* tls);
+  ~Session() override;
+
+  void start() override;
+  void begin_stop() override;
+  void force_close() override;
+
+ private:
+  std::shared_ptr<Session> self() { return std::static_pointer_cast<Session>(shared_from_this()); }
+  beast::tcp_stream& tcp_layer() { return beast::get_lowest_layer(stream_); }
+  const ServerLimits& limits() const { return server_.limits(); }
+
+  void on_handshake(error_code ec);
+  void wait_for_request();
+  void on_first_bytes(error_code ec, size_t bytes);
+  void read_header();
+  void on_header(error_code ec, size_t bytes);
+  void on_read_error(error_code ec);
+  void begin_exchange();
+  bool take_target();
+  bool take_route();
+  void read_body();
+  void on_body(error_code ec, size_t bytes);
+  void dispatch();
+  void dispatch_blocking();
+  void on_handled(Request request, Response response, uint64_t generation);
+  void on_handler_timeout(uint64_t generation, error_code ec);
+  static Response run_handler(ServerImpl& server, Request& request, const Route& route);
+  void respond(Response response);
+  void on_written(error_code ec, size_t bytes);
+  void close_gracefully();
+  void close_now();
+
+  ServerImpl& server_;
+  Stream stream_;
+  const std::string client_address_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  asio::steady_timer handler_timer_;
+  bool idle_ = true;  // waiting for a request's first byte (or the TLS handshake)
+  bool stopping_ = false;
+  size_t requests_ = 0;  // answered on this connection
+
+  // The exchange in progress.
+  Request request_;
+  Request request_summary_;  // request_ without headers and body, while a handler has it
+  const Route* route_ = nullptr;
+  bool keep_alive_ = false;  // the client's wish, and nothing of the request left unread
+  MonoTime started_;
+  asio::steady_timer::time_point deadline_;  // request_timeout
+  uint64_t generation_ = 0;                  // which handler run a result is from
+  bool awaiting_handler_ = false;
+  Response response_;
+  http::response<http::string_body> message_;
+};
+
+template <class Stream>
+Session<Stream>::Session(ServerImpl& server, tcp::socket socket, std::string client_address,
+                         ssl::context* tls)
+    : server_(server),
+      stream_([&]() -> Stream {
+        if constexpr (kTls) {
+          return Stream(std::move(socket), *tls);
+        } else {
+          (void)tls;
+          return Stream(std::move(socket));
+        }
+      }()),
+      client_address_(std::move(client_address)),
+      handler_timer_(stream_.get_executor()) {
+  server_.connection_opened();
+}
+
+template <class Stream>
+Session<Stream>::~Session() {
+  server_.remove_session(this);
+  server_.connection_closed();
+}
+
+template <class Stream>
+void Session<Stream>::start() {
+  asio::dispatch(stream_.get_executor(), [self = self()] {
+    if constexpr (kTls) {
+      self->tcp_layer().expires_after(self->limits().header_timeout);
+      self->stream_.async_handshake(ssl::stream_base::server,
+                                    beast::bind_front_handler(&Session::on_handshake, self));
+    } else {
+      self->wait_for_request();
+    }
+  });
+}
+
+template <class Stream>
+void Session<Stream>::on_handshake(error_code ec) {
+  if (ec) return close_now();
+  wait_for_request();
+}
+
+template <class Stream>
+void Session<Stream>::begin_stop() {
+  asio::dispatch(stream_.get_executor(), [self = self()] {
+    self->stopping_ = true;
+    if (self->idle_) self->close_now();
+  });
+}
+
+template <class Stream>
+void Session<Stream>::force_close() {
+  asio::dispatch(stream_.get_executor(), [self = self()] {
+    self->stopping_ = true;
+    self->awaiting_handler_ = false;
+    self->handler_timer_.cancel();
+    self->close_now();
+  });
+}
+
+// Waits for the first byte of the next request under idle_timeout (the first
+// request of a connection under header_timeout), so that header_timeout
+// counts from that byte.
+template <class Stream>
+void Session<Stream>::wait_for_request() {
+  idle_ = true;
+  if (stopping_ || server_.stopping()) return close_now();
+  parser_.emplace();
+  parser_->header_limit(static_cast<uint32_t>(limits().header_bytes_max));
+  // The route's limit is set once the header is read; none until then, so
+  // that the Content-Length is judged against the route, not Beast's default.
+  parser_->body_limit(boost::none);
+  if (buffer_.size() > 0) return read_header();  // pipelined
+  tcp_layer().expires_after(requests_ == 0 ? limits().header_timeout : limits().idle_timeout);
+  stream_.async_read_some(buffer_.prepare(kFirstReadBytes),
+                          beast::bind_front_handler(&Session::on_first_bytes, self()));
+}
+
+template <class Stream>
+void Session<Stream>::on_first_bytes(error_code ec, size_t bytes) {
+  if (ec) return close_now();  // the client left, idle_timeout, or stop()
+  buffer_.commit(bytes);
+  read_header();
+}
+
+template <class Stream>
+void Session<Stream>::read_header() {
+  idle_ = false;
+  started_ = server_.clock().mono_now();
+  request_ = Request{};
+  request_.request_id = server_.next_request_id();
+  request_.client_address = client_address_;
+  request_.tls = kTls;
+  route_ = nullptr;
+  keep_alive_ = false;
+  // Socket deadlines are on the timers' own clock (the real one); the
+  // injected clock measures what `answered` reports.
+  deadline_ = asio::steady_timer::clock_type::now() + limits().request_timeout;
+  tcp_layer().expires_after(limits().header_timeout);
+  http::async_read_header(stream_, buffer_, *parser_,
+                          beast::bind_front_handler(&Session::on_header, self()));
+}
+
+template <class Stream>
+void Session<Stream>::on_header(error_code ec, size_t) {
+  if (ec) return on_read_error(ec);
+  begin_exchange();
+}
+
+// A request that cannot be read to its end: answered if it is the client's
+// fault (and the connection closed), else the connection just closes.
+template <class Stream>
+void Session<Stream>::on_read_error(error_code ec) {
+  keep_alive_ = false;
+  if (ec == http::error::header_limit) {
+    return respond(error_response(431, "the request header is larger than " +
+                                           std::to_string(limits().header_bytes_max) + " bytes"));
+  }
+  if (ec == http::error::body_limit) {
+    return respond(error_response(413, "the request body is larger than this route accepts (" +
+                                           std::to_string(route_->options.body_bytes_max) +
+                                           " bytes)"));
+  }
+  if (is_http_parse_error(ec)) return respond(error_response(400, "malformed HTTP request"));
+  close_now();  // the client left, a timeout, or stop()
+}
+
+template <class Stream>
+void Session<Stream>::begin_exchange() {
+  const auto& header = parser_->get();
+  request_.method = std::string(header.method_string());
+  request_.target = std::string(header.target());
+  request_.headers.reserve(std::distance(header.begin(), header.end()));
+  for (const auto& field : header) {
+    std::string name(field.name_string());
+    std::ranges::transform(name, name.begin(), [](unsigned char c) { return std::tolower(c); });
+    request_.headers.emplace_back(std::move(name), std::string(field.value()));
+  }
+  // Until the body is read, an answer must close the connection: the unread
+  // body would be taken for the next request.
+  const bool has_body = !parser_->is_done();
+  keep_alive_ = header.keep_alive() && !has_body;
+  deadline_ = asio::steady_timer::clock_type::now() + limits().request_timeout;
+  if (!take_target() || !take_route()) return;
+  if (!has_body) return dispatch();
+  const uint64_t body_bytes_max = route_->options.body_bytes_max;
+  if (const auto length = parser_->content_length(); length && *length > body_bytes_max) {
+    return on_read_error(http::error::body_limit);  // refused unread
+  }
+  parser_->body_limit(body_bytes_max);
+  keep_alive_ = header.keep_alive();
+  if (!beast::iequals(header[http::field::expect], "100-continue")) return read_body();
+  tcp_layer().expires_at(deadline_);
+  asio::async_write(stream_, asio::buffer(kContinue), [self = self()](error_code ec, size_t) {
+    if (ec) return self->close_now();
+    self->read_body();
+  });
+}
+
+// Fills the path and query; false, having answered 400, if the target is not
+// a path.
+template <class Stream>
+bool Session<Stream>::take_target() {
+  auto target = parse_target(request_.target);
+  if (!target.ok()) {
+    respond(error_response(400, target.status().message()));
+    return false;
+  }
+  request_.path = std::move(target->path);
+  request_.query = std::move(target->query);
+  return true;
+}
+
+// Finds the route; false, having answered 404 or 405, if there is none.
+template <class Stream>
+bool Session<Stream>::take_route() {
+  Router::Match match = server_.router().match(request_.method, request_.path);
+  if (match.route == nullptr) {
+    if (match.allow.empty()) {
+      respond(error_response(404, "no such resource"));
+    } else {
+      Response response = error_response(405, "the method is not allowed here (see Allow)");
+      response.set_header("Allow", match.allow);
+      respond(std::move(response));
+    }
+    return false;
+  }
+  route_ = match.route;
+  request_.route = route_->pattern;
+  request_.params = std::move(match.params);
+  return true;
+}
+
+template <class Stream>
+void Session<Stream>::read_body() {
+  tcp_layer().expires_at(deadline_);
+  http::async_read(stream_, buffer_, *parser_,
+                   beast::bind_front_handler(&Session::on_body, self()));
+}
+
+template <class Stream>
+void Session<Stream>::on_body(error_code ec, size_t) {
+  if (ec) return on_read_error(ec);
+  request_.body = std::move(parser_->get().body());
+  dispatch();
+}
+
+template <class Stream>
+void Session<Stream>::dispatch() {
+  if (route_->options.blocking || route_->options.access != Access::kPublic) {
+    return dispatch_blocking();
+  }
+  Response response = run_handler(server_, request_, *route_);
+  respond(std::move(response));
+}
+
+// Hands the request to the blocking pool, and waits for the response under
+// request_timeout.
+template <class Stream>
+void Session<Stream>::dispatch_blocking() {
+  const uint64_t generation = ++generation_;
+  request_summary_ = Request{};
+  request_summary_.method = request_.method;
+  request_summary_.target = request_.target;
+  request_summary_.path = request_.path;
+  request_summary_.query = request_.query;
+  request_summary_.client_address = request_.client_address;
+  request_summary_.tls = request_.tls;
+  request_summary_.request_id = request_.request_id;
+  request_summary_.route = request_.route;
+  auto job = [self = self(), request = std::move(request_), route = route_, generation,
+              work = asio::make_work_guard(server_.io())]() mutable {
+    Response response = run_handler(self->server_, request, *route);
+    {
+      auto executor = self->stream_.get_executor();
+      asio::post(executor, [self = std::move(self), request = std::move(request),
+                            response = std::move(response), generation]() mutable {
+        self->on_handled(std::move(request), std::move(response), generation);
+      });
+    }
+    work.reset();  // last: the io_context may be gone after this
+  };
+  if (!server_.hooks().submit_blocking(std::move(job))) {
+    request_ = std::move(request_summary_);
+    return respond(error_response(503, "the server is busy; try again"));
+  }
+  awaiting_handler_ = true;
+  handler_timer_.expires_at(deadline_);
+  handler_timer_.async_wait(
+      beast::bind_front_handler(&Session::on_handler_timeout, self(), generation));
+}
+
+template <class Stream>
+void Session<Stream>::on_handled(Request request, Response response, uint64_t generation) {
+  if (!awaiting_handler_ || generation != generation_) return;  // answered 503 already
+  awaiting_handler_ = false;
+  handler_timer_.cancel();
+  request_ = std::move(request);
+  respond(std::move(response));
+}
+
+template <class Stream>
+void Session<Stream>::on_handler_timeout(uint64_t generation, error_code ec) {
+  if (ec || !awaiting_handler_ || generation != generation_) return;
+  awaiting_handler_ = false;
+  keep_alive_ = false;
+  request_ = std::move(request_summary_);
+  respond(error_response(503, "the request took longer than " +
+                                  std::to_string(limits().request_timeout.count()) + " ms"));
+}
+
+// Admission and the handler, on whichever thread runs them. Never throws.
+template <class Stream>
+Response Session<Stream>::run_handler(ServerImpl& server, Request& request, const Route& route) {
+  try {
+    if (server.hooks().admit) {
+      if (std::optional<Response> refused = server.hooks().admit(request, route)) {
+        return std::move(*refused);
+      }
+    }
+    return route.handler(request);
+  } catch (const std::exception& e) {
+    log_to(server.logger(), LogLevel::kError, "request {}: {} {} threw: {}", request.request_id,
+           request.method, route.pattern, e.what());
+  } catch (...) {
+    log_to(server.logger(), LogLevel::kError, "request {}: {} {} threw a non-exception",
+           request.request_id, request.method, route.pattern);
+  }
+  return internal_error_response(request.request_id);
+}
+
+template <class Stream>
+void Session<Stream>::respond(Response response) {
+  if (!is_well_formed(response)) {
+    log_to(server_.logger(), LogLevel::kError,
+           "request {}: {} {} answered with status {} or a malformed header", request_.request_id,
+           request_.method, request_.route, response.status);
+    response = internal_error_response(request_.request_id);
+  }
+  add_standard_headers(response, request_.request_id, kTls);
+  ++requests_;
+  keep_alive_ = keep_alive_ && !stopping_ && !server_.stopping() &&
+                requests_ < limits().keep_alive_requests_max;
+  message_ = {};
+  message_.version(11);
+  message_.result(static_cast<unsigned>(response.status));
+  for (const auto& [name, value] : response.headers) message_.insert(name, value);
+  const bool bodiless = response.status == 204 || response.status == 304;
+  if (!bodiless) message_.content_length(response.body.size());
+  if (!bodiless && request_.method != "HEAD") message_.body() = std::move(response.body);
+  message_.keep_alive(keep_alive_);
+  response_ = std::move(response);
+  tcp_layer().expires_at(deadline_);
+  http::async_write(stream_, message_, beast::bind_front_handler(&Session::on_written, self()));
+}
+
+template <class Stream>
+void Session<Stream>::on_written(error_code ec, size_t) {
+  if (!message_.body().empty()) response_.body = std::move(message_.body());
+  if (server_.hooks().answered) {
+    try {
+      server_.hooks().answered(request_, response_, server_.clock().mono_now() - started_);
+    } catch (const std::exception& e) {
+      log_to(server_.logger(), LogLevel::kError, "request {}: the answered hook threw: {}",
+             request_.request_id, e.what());
+    }
+  }
+  if (ec) return close_now();
+  if (!keep_alive_) return close_gracefully();
+  wait_for_request();
+}
+
+// After a response that said Connection: close. What the client may still be
+// sending (a refused body) is not read.
+template <class Stream>
+void Session<Stream>::close_gracefully() {
+  idle_ = true;
+  if constexpr (kTls) {
+    tcp_layer().expires_after(
+        std::min<std::chrono::milliseconds>(kTlsShutdownTimeout, limits().header_timeout));
+    stream_.async_shutdown([self = self()](error_code) { self->close_now(); });
+  } else {
+    error_code ec;
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ec);
+    // The socket closes with the session, which nothing holds any more.
+  }
+}
+
+template <class Stream>
+void Session<Stream>::close_now() {
+  idle_ = true;
+  tcp_layer().close();
+}
+
+Status ServerImpl::listen() {
+  error_code ec;
+  asio::ip::address address = asio::ip::make_address(options_.host, ec);
+  if (ec) {
+    tcp::resolver resolver(io_);
+    auto results = resolver.resolve(options_.host, "", ec);
+    if (ec || results.empty()) {
+      return invalid_argument("cannot resolve the server's host '" + options_.host + "'");
+    }
+    address = results.begin()->endpoint().address();
+  }
+  const tcp::endpoint endpoint(address, options_.port);
+  const std::string where = options_.host + ":" + std::to_string(options_.port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return unavailable("cannot listen on " + where + ": " + ec.message());
+  port_ = acceptor_.local_endpoint(ec).port();
+  if (ec) return unavailable("cannot listen on " + where + ": " + ec.message());
+  return Status::ok_status();
+}
+
+void ServerImpl::run(size_t threads) {
+  threads_.reserve(threads);
+  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
+  for (const auto& thread : threads_) thread_ids_.push_back(thread.get_id());
+  // Accepting starts once thread_ids_ is complete: a handler may read it
+  // (stop() from a handler).
+  asio::post(strand_, [this] { accept(); });
+}
+
+void ServerImpl::accept() {
+  acceptor_.async_accept(asio::make_strand(io_),
+                         beast::bind_front_handler(&ServerImpl::on_accept, this));
+}
+
+void ServerImpl::on_accept(error_code ec, tcp::socket socket) {
+  if (ec == asio::error::operation_aborted || stopping()) return;  // closed by stop()
+  if (ec) {
+    // Out of file descriptors, most likely: wait a little for some to close.
+    log_to(options_.logger, LogLevel::kWarn, "accepting a connection failed: {}", ec.message());
+    retry_timer_.expires_after(kAcceptRetryDelay);
+    retry_timer_.async_wait([this](error_code wait_ec) {
+      if (!wait_ec && !stopping()) accept();
+    });
+    return;
+  }
+  if (connections_.load(std::memory_order_relaxed) >= options_.limits.connections_max) {
+    log_to(options_.logger, LogLevel::kDebug, "connection refused: {} open",
+           options_.limits.connections_max);
+    socket.close(ec);
+  } else {
+    start_session(std::move(socket));
+  }
+  accept();
+}
+
+void ServerImpl::start_session(tcp::socket socket) {
+  error_code ec;
+  const tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (ec) return;  // gone already
+  std::string address = peer.address().to_string();
+  std::shared_ptr<SessionBase> session;
+  if (tls_) {
+    session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+        *this, std::move(socket), std::move(address), tls_.get());
+  } else {
+    session = std::make_shared<Session<beast::tcp_stream>>(*this, std::move(socket),
+                                                           std::move(address), nullptr);
+  }
+  if (add_session(session.get())) session->start();
+}
+
+bool ServerImpl::add_session(SessionBase* session) {
+  MutexLock lock(mu_);
+  if (stopping()) return false;
+  sessions_.insert(session);
+  return true;
+}
+
+void ServerImpl::remove_session(SessionBase* session) {
+  bool last = false;
+  {
+    MutexLock lock(mu_);
+    sessions_.erase(session);
+    last = stopping() && sessions_.empty();
+  }
+  // Nothing left to drain: the io_context may run out of work.
+  if (last) asio::post(strand_, [this] { drain_timer_.cancel(); });
+}
+
+std::vector<std::shared_ptr<SessionBase>> ServerImpl::live_sessions() {
+  std::vector<std::shared_ptr<SessionBase>> live;
+  MutexLock lock(mu_);
+  live.reserve(sessions_.size());
+  for (SessionBase* session : sessions_) {
+    // Null for a session whose destructor is running.
+    if (auto shared = session->weak_from_this().lock()) live.push_back(std::move(shared));
+  }
+  return live;
+}
+
+void ServerImpl::shut_down() {
+  error_code ec;
+  acceptor_.close(ec);
+  retry_timer_.cancel();
+  for (const auto& session : live_sessions()) session->begin_stop();
+  bool draining = false;
+  {
+    MutexLock lock(mu_);
+    draining = !sessions_.empty();
+  }
+  if (draining) {
+    drain_timer_.expires_after(options_.limits.drain_timeout);
+    drain_timer_.async_wait([this](error_code wait_ec) {
+      if (wait_ec) return;  // every session ended in time
+      for (const auto& session : live_sessions()) session->force_close();
+    });
+  }
+  work_.reset();  // the threads return once every session has ended
+}
+
+void ServerImpl::stop() {
+  if (!stopping_.exchange(true, std::memory_order_acq_rel)) {
+    asio::post(strand_, [this] { shut_down(); });
+  }
+  if (!on_own_thread()) join();
+}
+
+void ServerImpl::wait() {
+  assert(!on_own_thread() && "wait() on one of the server's threads");
+  join();
+}
+
+bool ServerImpl::on_own_thread() const {
+  return std::ranges::find(thread_ids_, std::this_thread::get_id()) != thread_ids_.end();
+}
+
+void ServerImpl::join() {
+  MutexLock lock(join_mu_);
+  if (joined_) return;
+  for (auto& thread : threads_) thread.join();
+  joined_ = true;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::start(ServerOptions options, const Router& router,
+                                              ServerHooks hooks) {
+  RETURN_IF_ERROR(validate(options, hooks));
+  std::unique_ptr<ssl::context> tls;
+  if (!options.tls_cert_file.empty()) {
+    ASSIGN_OR_RETURN(tls, make_server_tls_context(options.tls_cert_file, options.tls_key_file));
+  }
+  SystemRandom system_random;
+  Random& random = options.random != nullptr ? *options.random : system_random;
+  const size_t threads =
+      options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  auto server = std::make_unique<ServerImpl>(std::move(options), router, std::move(hooks),
+                                             std::move(tls), random.next_u64());
+  RETURN_IF_ERROR(server->listen());
+  server->run(threads);
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+}  // namespace leasehold::server

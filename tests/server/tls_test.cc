@@ -1,0 +1,188 @@
+// HTTPS: a self-signed certificate made in the test with OpenSSL's API, TLS
+// 1.2 and later only, Strict-Transport-Security on every response, the
+// handshake under header_timeout, and certificate files that cannot be used
+// refused with an error that names them and quotes nothing of them.
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "server_fixture.h"
+
+namespace leasehold::server::testing {
+namespace {
+
+std::string pem_of(EVP_PKEY* key) {
+  BIO* bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(bio, key, nullptr, nullptr, 0, nullptr, nullptr);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  std::string pem(data, static_cast<size_t>(size));
+  BIO_free(bio);
+  return pem;
+}
+
+std::string pem_of(X509* cert) {
+  BIO* bio = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(bio, cert);
+  char* data = nullptr;
+  const long size = BIO_get_mem_data(bio, &data);
+  std::string pem(data, static_cast<size_t>(size));
+  BIO_free(bio);
+  return pem;
+}
+
+// A P-256 key and a self-signed certificate for localhost and 127.0.0.1.
+struct SelfSigned {
+  std::string key_pem, cert_pem;
+};
+
+SelfSigned make_self_signed() {
+  EVP_PKEY* key = EVP_EC_gen("P-256");
+  X509* cert = X509_new();
+  X509_set_version(cert, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
+  X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
+  X509_set_pubkey(cert, key);
+  X509_NAME* name = X509_get_subject_name(cert);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+  X509_set_issuer_name(cert, name);
+  X509V3_CTX context;
+  X509V3_set_ctx_nodb(&context);
+  X509V3_set_ctx(&context, cert, cert, nullptr, nullptr, 0);
+  for (auto [nid, value] : {std::pair{NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1"},
+                            std::pair{NID_basic_constraints, "critical,CA:TRUE"}}) {
+    X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &context, nid, value);
+    X509_add_ext(cert, extension, -1);
+    X509_EXTENSION_free(extension);
+  }
+  X509_sign(cert, key, EVP_sha256());
+  SelfSigned result{pem_of(key), pem_of(cert)};
+  X509_free(cert);
+  EVP_PKEY_free(key);
+  return result;
+}
+
+class TlsTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/leasehold-tls-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    pair_ = make_self_signed();
+    cert_file_ = write("cert.pem", pair_.cert_pem);
+    key_file_ = write("key.pem", pair_.key_pem);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& content) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << content;
+    return path;
+  }
+
+  ServerOptions tls_options(ServerLimits limits = test_limits()) {
+    ServerOptions options;
+    options.port = 0;
+    options.threads = 2;
+    options.limits = limits;
+    options.tls_cert_file = cert_file_;
+    options.tls_key_file = key_file_;
+    return options;
+  }
+
+  Status start_status(const std::string& cert_file, const std::string& key_file) {
+    ServerOptions options = tls_options();
+    options.tls_cert_file = cert_file;
+    options.tls_key_file = key_file;
+    return Server::start(options, router_, hooks()).status();
+  }
+
+  std::string dir_, cert_file_, key_file_;
+  SelfSigned pair_;
+};
+
+TEST_F(TlsTest, ServesHttpsWithStrictTransportSecurity) {
+  router_.add(
+      "GET", "/hello",
+      [](Request& r) {
+        return Response{.status = 200, .headers = {}, .body = r.tls ? "tls" : "plain"};
+      },
+      kInline);
+  start_with(tls_options());
+  Client client(port(), pair_.cert_pem);
+  ASSERT_TRUE(client.tls_ok());
+  for (int i = 0; i < 2; ++i) {  // and keeps the connection alive
+    auto response = client.get("/hello");
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->body, "tls");
+    EXPECT_EQ(response->header("strict-transport-security"), "max-age=31536000");
+    EXPECT_EQ(response->header("x-frame-options"), "DENY");
+  }
+  auto missing = client.get("/missing");
+  ASSERT_TRUE(missing);
+  EXPECT_EQ(missing->status, 404);
+  EXPECT_EQ(missing->header("strict-transport-security"), "max-age=31536000");
+}
+
+TEST_F(TlsTest, RefusesTls11) {
+  start_with(tls_options());
+  Client old(port(), pair_.cert_pem, TLS1_1_VERSION);
+  EXPECT_FALSE(old.tls_ok());
+  Client tls12(port(), pair_.cert_pem, TLS1_2_VERSION);
+  EXPECT_TRUE(tls12.tls_ok());
+}
+
+TEST_F(TlsTest, AClientThatNeverCompletesTheHandshakeIsCutOffAtHeaderTimeout) {
+  ServerLimits limits = test_limits();
+  limits.header_timeout = std::chrono::milliseconds(200);
+  start_with(tls_options(limits));
+  Client silent(port());  // plain TCP: no ClientHello
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(silent.wait_closed());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(150));
+  Client plain_http(port());  // HTTP to the HTTPS port: no HTTP answer
+  ASSERT_TRUE(plain_http.send(get_request("/")));
+  EXPECT_TRUE(plain_http.wait_closed());
+  EXPECT_EQ(plain_http.received().find("HTTP/1.1"), std::string::npos);
+}
+
+TEST_F(TlsTest, FilesThatCannotBeUsedAreNamedNotQuoted) {
+  const std::string missing = dir_ + "/missing.pem";
+  Status status = start_status(missing, key_file_);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find(missing), std::string::npos) << status.message();
+
+  const std::string garbage =
+      write("garbage.pem",
+            "-----BEGIN CERTIFICATE-----\nU0VDUkVUU0VDUkVU c2VjcmV0 SECRETSECRET\n"
+            "-----END CERTIFICATE-----\n");
+  for (auto [cert, key] : {std::pair{garbage, key_file_}, std::pair{cert_file_, garbage}}) {
+    status = start_status(cert, key);
+    EXPECT_EQ(status.code(), Code::kInvalidArgument);
+    EXPECT_NE(status.message().find(garbage), std::string::npos) << status.message();
+    EXPECT_EQ(status.message().find("SECRET"), std::string::npos) << status.message();
+    EXPECT_EQ(status.message().find("U0VD"), std::string::npos) << status.message();
+  }
+  // The key and the certificate swapped, and a key of another certificate.
+  EXPECT_EQ(start_status(key_file_, cert_file_).code(), Code::kInvalidArgument);
+  const std::string other_key = write("other-key.pem", make_self_signed().key_pem);
+  status = start_status(cert_file_, other_key);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find(other_key), std::string::npos) << status.message();
+  EXPECT_NE(status.message().find("mismatch"), std::string::npos) << status.message();
+  EXPECT_EQ(status.message().find("PRIVATE KEY"), std::string::npos) << status.message();
+  // One file without the other.
+  EXPECT_EQ(start_status(cert_file_, "").code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace leasehold::server::testing

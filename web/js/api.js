@@ -1,0 +1,142 @@
+// The one module that talks to the server. Every call goes through
+// request(): JSON in and out, the session cookie sent (same origin only),
+// writes sent as application/json, a deadline on every call. A call that does
+// not succeed throws an ApiError whose message can be shown to a person as it
+// is: the server's own message when it sent its error shape
+// ({"error":{"code","message"}}), else one chosen here for the status.
+
+const TIMEOUT_MS = 15000;
+
+export class ApiError extends Error {
+  // status: the HTTP status, or 0 when no answer came (network, timeout).
+  // code: the server's error code ("unauthenticated", ...), or one of
+  // "network", "timeout", "bad_response" for failures on this side.
+  // retryAfterSeconds: from Retry-After (429, 503), else null.
+  constructor({ status, code, message, retryAfterSeconds = null }) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
+}
+
+const STATUS_MESSAGES = {
+  400: 'The server could not accept this request.',
+  401: 'You are not signed in.',
+  403: 'You do not have permission to do this.',
+  404: 'Not found.',
+  409: 'Someone else changed this at the same time. Reload and try again.',
+  413: 'This is too large for the server to accept.',
+  429: 'Too many requests. Wait a moment and try again.',
+  503: 'The server is busy. Wait a moment and try again.',
+};
+
+function messageForStatus(status) {
+  if (STATUS_MESSAGES[status]) return STATUS_MESSAGES[status];
+  if (status >= 500) return `The server ran into a problem (HTTP ${status}). Try again later.`;
+  return `The request failed (HTTP ${status}).`;
+}
+
+// Retry-After is either a number of seconds or an HTTP date.
+export function parseRetryAfter(value, nowMs = Date.now()) {
+  if (value == null || value.trim() === '') return null;
+  const trimmed = value.trim();
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  const dateMs = Date.parse(trimmed);
+  if (Number.isNaN(dateMs)) return null;
+  return Math.max(0, Math.ceil((dateMs - nowMs) / 1000));
+}
+
+// The server's messages are written for logs too ("wrong user name or
+// password"); shown to a person, they start with a capital and end with a stop.
+export function asSentence(text) {
+  const trimmed = text.trim();
+  if (trimmed === '') return trimmed;
+  const capitalised = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
+  return /[.!?…]$/.test(capitalised) ? capitalised : `${capitalised}.`;
+}
+
+async function errorFrom(response) {
+  let code = `http_${response.status}`;
+  let message = messageForStatus(response.status);
+  try {
+    const body = await response.json();
+    const error = body && body.error;
+    if (error && typeof error.message === 'string' && error.message.trim()) {
+      message = asSentence(error.message);
+      if (typeof error.code === 'string') code = error.code;
+    }
+  } catch {
+    // Not JSON (a proxy's error page, say): keep the message for the status.
+  }
+  return new ApiError({
+    status: response.status,
+    code,
+    message,
+    retryAfterSeconds: parseRetryAfter(response.headers.get('Retry-After')),
+  });
+}
+
+function failureWithoutAnswer(error) {
+  if (error && error.name === 'TimeoutError') {
+    return new ApiError({
+      status: 0,
+      code: 'timeout',
+      message: 'The server did not answer in time. Check your connection and try again.',
+    });
+  }
+  return new ApiError({
+    status: 0,
+    code: 'network',
+    message: 'Could not reach the server. Check your connection and try again.',
+  });
+}
+
+// Sends `method path` with `body` (any JSON value; none for reads) and
+// returns the parsed JSON answer, or null for an answer without a body (204).
+export async function request(method, path, body = undefined) {
+  const headers = { Accept: 'application/json' };
+  const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  init.signal = AbortSignal.timeout(TIMEOUT_MS);
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (error) {
+    throw failureWithoutAnswer(error);
+  }
+  if (!response.ok) throw await errorFrom(response);
+  if (response.status === 204) return null;
+  try {
+    const text = await response.text();
+    return text === '' ? null : JSON.parse(text);
+  } catch {
+    throw new ApiError({
+      status: response.status,
+      code: 'bad_response',
+      message: 'The server sent an answer this page does not understand. Reload and try again.',
+    });
+  }
+}
+
+// The signed-in user: {name, display_name, admin}. ApiError 401 when there is
+// no session.
+export function getMe() {
+  return request('GET', '/api/me');
+}
+
+// Starts a session (the server sets its cookie) and returns the user.
+// ApiError 401 for a wrong name or password, 429 (with retryAfterSeconds)
+// when there were too many failed attempts.
+export function signIn(name, password) {
+  return request('POST', '/api/session', { name, password });
+}
+
+// Ends the session.
+export function signOut() {
+  return request('DELETE', '/api/session');
+}

@@ -1,0 +1,27 @@
+// The app's sections: the pages the header links to, what each is for, and
+// the module that draws it. A section without `view` is not in this build:
+// its page says so (not-built.js) and the home page marks it.
+export const SECTIONS = [
+  {
+    path: '/fleet',
+    title: 'Fleet',
+    icon: 'fleet',
+    summary:
+      'Workers that own upstream WebSocket connections, one owner each: which worker holds ' +
+      'which connection, until when, and how far it has read.',
+    planned:
+      'When it arrives, this page will show each stream connection, the worker that holds it, ' +
+      'until when, and the last message it has read.',
+  },
+  {
+    path: '/movies',
+    title: 'Movies',
+    icon: 'movie',
+    summary:
+      'Mark points on a movie and trace them through its frames. One person edits a movie ' +
+      'at a time; everyone else watches it live.',
+    planned:
+      'When it arrives, this page will list the movies, and you will mark points on one and ' +
+      'trace them through its frames.',
+  },
+];
