@@ -1,5 +1,5 @@
 # The two entry points of the README. Both install what is missing first.
-#   make run    build, then run the demo on the embedded SQLite store
+#   make run    build, then serve the web app on an embedded SQLite store (Ctrl-C stops it)
 #   make test   build, then run every test (and the in-process ones under ASan+UBSan)
 #   make bench  build, then run the lease benchmarks on SQLite and dynalite
 
@@ -17,7 +17,7 @@ build: setup
 	@cmake --build --preset default -j $(JOBS)
 
 run: build
-	@scripts/demo.sh
+	@scripts/serve.sh
 
 test-fast: build
 	ctest --preset default -j $(JOBS)

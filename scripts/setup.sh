@@ -15,6 +15,7 @@ packages=(
   libargon2-dev  # password hashes (leasehold serve)
   chromium  # the browser tests, driven by playwright-core from package.json
   prometheus  # promtool checks the /metrics output in a test
+  curl  # the serve process tests
   python3-botocore
 )
 

@@ -10,6 +10,7 @@
 #include "cli/common.h"
 #include "cli/hold.h"
 #include "cli/lease_commands.h"
+#include "cli/serve.h"
 #include "cli/store_commands.h"
 #include "cli/user_commands.h"
 #include "runtime/build_info.h"
@@ -27,6 +28,7 @@ struct CliArgs {
   UserArgs user;
   BenchLeasesOptions bench;
   BenchRenewerOptions bench_renewer;
+  ServeArgs serve;
 };
 
 struct Subcommands {
@@ -44,6 +46,7 @@ struct Subcommands {
   CLI::App* user_passwd = nullptr;
   CLI::App* user_list = nullptr;
   CLI::App* user_rm = nullptr;
+  CLI::App* serve = nullptr;
 };
 
 void add_key(CLI::App* sub, LeaseArgs& a) {
@@ -166,6 +169,18 @@ void add_bench_commands(CLI::App& bench, CliArgs& args, Subcommands& subs) {
       ->capture_default_str();
 }
 
+void add_serve_command(CLI::App& app, ServeArgs& a, Subcommands& subs) {
+  subs.serve = app.add_subcommand("serve", "Run the HTTP server: the API and the web pages");
+  subs.serve->add_option("--listen", a.listen, "Address and port (HOST:PORT; loopback unless TLS)")
+      ->capture_default_str();
+  subs.serve->add_option("--tls-cert", a.tls_cert, "TLS certificate chain (PEM)")
+      ->check(CLI::ExistingFile);
+  subs.serve->add_option("--tls-key", a.tls_key, "TLS private key (PEM)")->check(CLI::ExistingFile);
+  subs.serve->add_option("--threads", a.threads, "I/O threads (default: the number of cores)");
+  subs.serve->add_flag("--insecure-http", a.insecure_http,
+                       "Allow plain HTTP on a non-loopback address (behind a TLS proxy)");
+}
+
 Status check_bench(const BenchLeasesOptions& b) {
   const auto check = [](std::string_view flag, int64_t v, int64_t max) {
     if (v >= 1 && v <= max) return Status::ok_status();
@@ -248,6 +263,7 @@ int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
     return run_bench_leases(options, log);
   }
   if (subs.store_init->parsed()) return run_store_init(uri, log);
+  if (subs.serve->parsed()) return run_serve(args.serve, uri, args.verbose);
   if (const int code = dispatch_user(args, subs, log); code >= 0) return code;
   if (subs.bench_renewer->parsed()) {
     if (const Status ok = check_bench_renewer(args.bench_renewer); !ok.ok()) return report(ok);
@@ -284,6 +300,7 @@ int run_cli(int argc, char** argv) {
   CLI::App* user = app.add_subcommand("user", "Manage the users of `leasehold serve`");
   user->require_subcommand(1);
   add_user_commands(*user, args, subs);
+  add_serve_command(app, args.serve, subs);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   add_bench_commands(*bench, args, subs);

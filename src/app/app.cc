@@ -1,0 +1,366 @@
+#include "app/app.h"
+
+#include <boost/json.hpp>
+#include <cassert>
+#include <chrono>
+#include <cmath>
+#include <string_view>
+
+#include "server/errors.h"
+#include "server/json.h"
+#include "web/assets.h"
+
+namespace leasehold::app {
+
+using server::Access;
+using server::Caller;
+using server::error_response;
+using server::json_response;
+using server::kJsonBodyBytesMax;
+using server::read_json_object;
+using server::Request;
+using server::Response;
+using server::Route;
+using server::RouteOptions;
+using server::Router;
+using server::ServerHooks;
+
+namespace {
+
+namespace json = boost::json;
+using std::chrono::duration;
+using std::chrono::nanoseconds;
+
+// ---------------------------------------------------------------- helpers
+
+json::object user_json(const Caller& caller) {
+  return {{"name", caller.name}, {"display_name", caller.display_name}, {"admin", caller.admin}};
+}
+
+Caller caller_of(const accounts::User& user) { return {user.name, user.display_name, user.admin}; }
+
+// The value of cookie `name` in a Cookie header, if present.
+std::optional<std::string_view> cookie_value(const Request& request, std::string_view name) {
+  for (const auto& [header, value] : request.headers) {
+    if (header != "cookie") continue;
+    std::string_view rest = value;
+    while (!rest.empty()) {
+      const size_t end = rest.find(';');
+      std::string_view pair = rest.substr(0, end);
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+      while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+      const size_t eq = pair.find('=');
+      if (eq != std::string_view::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);
+    }
+  }
+  return std::nullopt;
+}
+
+// "Bearer TOKEN" -> TOKEN.
+std::optional<std::string_view> bearer_token(const Request& request) {
+  const auto header = request.header("authorization");
+  if (!header) return std::nullopt;
+  constexpr std::string_view kScheme = "Bearer ";
+  if (header->size() <= kScheme.size() ||
+      strncasecmp(header->data(), kScheme.data(), kScheme.size()) != 0) {
+    return std::string_view();  // credentials of another kind: never valid here
+  }
+  return header->substr(kScheme.size());
+}
+
+bool is_safe_method(std::string_view method) {
+  return method == "GET" || method == "HEAD" || method == "OPTIONS";
+}
+
+// True if an If-None-Match header names `etag` (or is "*").
+bool etag_matches(std::string_view if_none_match, std::string_view etag) {
+  if (if_none_match == "*") return true;
+  while (!if_none_match.empty()) {
+    const size_t comma = if_none_match.find(',');
+    std::string_view candidate = if_none_match.substr(0, comma);
+    while (!candidate.empty() && candidate.front() == ' ') candidate.remove_prefix(1);
+    while (!candidate.empty() && candidate.back() == ' ') candidate.remove_suffix(1);
+    if (candidate.starts_with("W/")) candidate.remove_prefix(2);
+    if (candidate == etag) return true;
+    if (comma == std::string_view::npos) break;
+    if_none_match.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+// A file of the web shell. Its name is not versioned, so browsers keep it
+// but ask again every time (no-cache), and get 304 while it is unchanged.
+Response static_file(const web::Asset& asset, const Request& request) {
+  Response r;
+  r.set_header("ETag", std::string(asset.etag));
+  r.set_header("Cache-Control", "no-cache");
+  if (const auto tag = request.header("if-none-match"); tag && etag_matches(*tag, asset.etag)) {
+    r.status = 304;
+    return r;
+  }
+  r.set_header("Content-Type", std::string(asset.content_type));
+  r.body = std::string(asset.body);
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- the app
+
+class App::Impl {
+ public:
+  Impl(runtime::Runtime& runtime, accounts::Accounts& accounts, metrics::Registry& registry,
+       Logger& log, AppOptions options)
+      : runtime_(runtime),
+        accounts_(accounts),
+        registry_(registry),
+        log_(log),
+        options_(options),
+        requests_(registry.counter("leasehold_http_requests_total",
+                                   "HTTP requests answered, by route, method and status.",
+                                   {"route", "method", "status"})),
+        latency_(registry.histogram("leasehold_http_request_duration_seconds",
+                                    "Time from a request's first byte to its answer.",
+                                    {"route", "method"})),
+        sign_ins_(registry.counter("leasehold_sign_ins_total", "Sign-in attempts, by outcome.",
+                                   {"outcome"})) {
+    add_routes();
+  }
+
+  Router& router() { return router_; }
+
+  ServerHooks hooks() {
+    ServerHooks hooks;
+    hooks.admit = [this](Request& request, const Route& route) { return admit(request, route); };
+    hooks.answered = [this](const Request& request, const Response& response, nanoseconds took) {
+      answered(request, response, took);
+    };
+    hooks.submit_blocking = [this](std::function<void()> job) {
+      return runtime_.blocking_pool().submit(std::move(job));
+    };
+    return hooks;
+  }
+
+ private:
+  void add_routes();
+  std::optional<Response> admit(Request& request, const Route& route);
+  std::optional<Response> check_origin(const Request& request) const;
+  void answered(const Request& request, const Response& response, nanoseconds took);
+
+  Response sign_in(Request& request);
+  Response sign_out(Request& request);
+  Response readyz(Request& request);
+  Response list_users(Request& request);
+  std::string session_cookie(std::string_view value, std::chrono::seconds max_age) const;
+
+  runtime::Runtime& runtime_;
+  accounts::Accounts& accounts_;
+  metrics::Registry& registry_;
+  Logger& log_;
+  const AppOptions options_;
+  Router router_;
+  metrics::Family<metrics::Counter>& requests_;
+  metrics::Family<metrics::Histogram>& latency_;
+  metrics::Family<metrics::Counter>& sign_ins_;
+};
+
+void App::Impl::add_routes() {
+  const RouteOptions json_write{.access = Access::kPublic, .body_bytes_max = kJsonBodyBytesMax};
+  router_.add(
+      "POST", "/api/session", [this](Request& r) { return sign_in(r); }, json_write);
+  router_.add("DELETE", "/api/session", [this](Request& r) { return sign_out(r); },
+              {.access = Access::kUser});
+  router_.add("GET", "/api/me", [](Request& r) { return json_response(200, user_json(*r.caller)); },
+              {.access = Access::kUser, .blocking = false});
+  router_.add("GET", "/api/users", [this](Request& r) { return list_users(r); },
+              {.access = Access::kAdmin});
+
+  const RouteOptions open_inline{.access = Access::kPublic, .blocking = false};
+  router_.add(
+      "GET", "/healthz",
+      [](Request&) {
+        return json_response(200, json::object{{"status", "ok"}});
+      },
+      open_inline);
+  router_.add("GET", "/readyz", [this](Request& r) { return readyz(r); },
+              {.access = Access::kPublic});
+  router_.add(
+      "GET", "/metrics",
+      [this](Request&) {
+        Response r;
+        r.body = registry_.render();
+        r.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+        return r;
+      },
+      open_inline);
+
+  for (const web::Asset& asset : web::all_assets()) {
+    router_.add(
+        "GET", std::string(asset.path), [&asset](Request& r) { return static_file(asset, r); },
+        open_inline);
+  }
+  for (std::string_view page : {"/", "/signin", "/fleet", "/movies"}) {
+    const web::Asset* asset = web::find_asset(page);
+    assert(asset != nullptr && "every page of the shell is embedded");
+    router_.add(
+        "GET", std::string(page), [asset](Request& r) { return static_file(*asset, r); },
+        open_inline);
+  }
+}
+
+// Credentials come from a bearer token or else the session cookie. A bad
+// bearer token is refused even on a public route (the caller meant to be
+// someone); a stale cookie on a public route is ignored (a browser keeps
+// sending it after its session ends, and the sign-in page must still load).
+std::optional<Response> App::Impl::admit(Request& request, const Route& route) {
+  if (const auto token = bearer_token(request)) {
+    Result<accounts::User> user = accounts_.authenticate_token(*token);
+    if (!user.ok()) return error_response(user.status(), request.request_id);
+    request.caller = caller_of(*user);
+  } else if (const auto session = cookie_value(request, kSessionCookie)) {
+    Result<accounts::User> user = accounts_.authenticate_session(*session);
+    if (user.ok()) {
+      request.caller = caller_of(*user);
+      request.by_cookie = true;
+    } else if (route.options.access != Access::kPublic ||
+               user.status().code() != Code::kUnauthenticated) {
+      return error_response(user.status(), request.request_id);
+    }
+  }
+  if (route.options.access != Access::kPublic && !request.caller) {
+    return error_response(unauthenticated("sign in, or send Authorization: Bearer TOKEN"),
+                          request.request_id);
+  }
+  if (route.options.access == Access::kAdmin && !request.caller->admin) {
+    return error_response(permission_denied("only an admin may do this"), request.request_id);
+  }
+  // A browser sends the cookie with any request, a forged cross-site one
+  // too; its Origin header says where the request came from. Sign-in is
+  // checked as well, so that no other site can sign a browser in.
+  if (!is_safe_method(request.method) && (request.by_cookie || route.pattern == "/api/session")) {
+    return check_origin(request);
+  }
+  return std::nullopt;
+}
+
+// The origin this server is reached at, from the Host the browser used.
+std::optional<Response> App::Impl::check_origin(const Request& request) const {
+  const auto origin = request.header("origin");
+  const auto host = request.header("host");
+  if (!origin) {
+    // Browsers always send Origin on these requests; other clients use tokens.
+    if (!request.by_cookie) return std::nullopt;
+    return error_response(permission_denied("a cookie-authenticated write needs an Origin header"),
+                          request.request_id);
+  }
+  const std::string expected = std::string(options_.tls ? "https://" : "http://") +
+                               std::string(host ? *host : std::string_view());
+  if (!host || *origin != expected) {
+    return error_response(permission_denied("cross-origin request refused"), request.request_id);
+  }
+  return std::nullopt;
+}
+
+void App::Impl::answered(const Request& request, const Response& response, nanoseconds took) {
+  const std::string route = request.route.empty() ? "unmatched" : request.route;
+  requests_.with({route, request.method, std::to_string(response.status)}).inc();
+  latency_.with({route, request.method}).observe(duration<double>(took).count());
+  const LogLevel level = response.status >= 500 ? LogLevel::kError : LogLevel::kInfo;
+  if (!log_.enabled(level)) return;
+  const LogField fields[] = {
+      {"request_id", std::string_view(request.request_id)},
+      {"method", std::string_view(request.method)},
+      {"route", std::string_view(route)},
+      {"status", int64_t{response.status}},
+      {"duration_us", std::chrono::duration_cast<std::chrono::microseconds>(took).count()},
+      {"client", std::string_view(request.client_address)},
+      {"user", std::string_view(request.caller ? request.caller->name : "")},
+  };
+  log_.log_fields(level, "request", fields);
+}
+
+std::string App::Impl::session_cookie(std::string_view value, std::chrono::seconds max_age) const {
+  std::string cookie =
+      std::string(kSessionCookie) + "=" + std::string(value) +
+      "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(max_age.count());
+  if (options_.tls) cookie += "; Secure";
+  return cookie;
+}
+
+Response App::Impl::sign_in(Request& request) {
+  json::object body;
+  if (auto refused = read_json_object(request, body)) return *refused;
+  const json::string* name = body.if_contains("name") ? body.at("name").if_string() : nullptr;
+  const json::string* password =
+      body.if_contains("password") ? body.at("password").if_string() : nullptr;
+  if (name == nullptr || password == nullptr) {
+    return error_response(invalid_argument("expected {\"name\": \"...\", \"password\": \"...\"}"),
+                          request.request_id);
+  }
+  accounts::SignIn result = accounts_.sign_in(*name, *password, request.client_address);
+  const Code code = result.status.code();
+  sign_ins_
+      .with({code == Code::kOk                  ? "ok"
+             : code == Code::kUnauthenticated   ? "refused"
+             : code == Code::kResourceExhausted ? "limited"
+                                                : "error"})
+      .inc();
+  if (!result.status.ok()) {
+    Response r = error_response(result.status, request.request_id);
+    if (code == Code::kResourceExhausted) {
+      const auto seconds = std::chrono::ceil<std::chrono::seconds>(result.retry_after).count();
+      r.set_header("Retry-After", std::to_string(std::max<int64_t>(seconds, 1)));
+    }
+    return r;
+  }
+  const accounts::Session& session = *result.session;
+  Response r = json_response(200, user_json(caller_of(session.user)));
+  const auto max_age = std::chrono::duration_cast<std::chrono::seconds>(
+      session.expires_at - runtime_.clock().wall_now());
+  r.set_header("Set-Cookie",
+               session_cookie(session.id, std::max(max_age, std::chrono::seconds(1))));
+  return r;
+}
+
+Response App::Impl::sign_out(Request& request) {
+  if (request.by_cookie) {
+    const Status ended = accounts_.sign_out(*cookie_value(request, kSessionCookie));
+    if (!ended.ok()) return error_response(ended, request.request_id);
+  }
+  Response r;
+  r.status = 204;
+  r.set_header("Set-Cookie", session_cookie("", std::chrono::seconds(0)));
+  return r;
+}
+
+// Ready when the store answers a read: a key that never exists is enough.
+Response App::Impl::readyz(Request& request) {
+  const Result<Item> read =
+      runtime_.store().get(options_.accounts_table, {"READYZ#probe", ""}, true);
+  if (read.ok() || read.status().code() == Code::kNotFound) {
+    return json_response(200, json::object{{"status", "ready"}});
+  }
+  log_.log(LogLevel::kWarn, "readyz: the store did not answer: " + read.status().message());
+  return error_response(unavailable("the store does not answer"), request.request_id);
+}
+
+Response App::Impl::list_users(Request& request) {
+  Result<std::vector<accounts::User>> users = accounts_.list_users();
+  if (!users.ok()) return error_response(users.status(), request.request_id);
+  json::array out;
+  for (const accounts::User& user : *users) {
+    json::object o = user_json(caller_of(user));
+    o["has_password"] = user.has_password;
+    out.push_back(std::move(o));
+  }
+  return json_response(200, json::object{{"users", std::move(out)}});
+}
+
+App::App(runtime::Runtime& runtime, accounts::Accounts& accounts, metrics::Registry& registry,
+         Logger& log, AppOptions options)
+    : impl_(std::make_unique<Impl>(runtime, accounts, registry, log, options)) {}
+App::~App() = default;
+Router& App::router() { return impl_->router(); }
+ServerHooks App::hooks() { return impl_->hooks(); }
+
+}  // namespace leasehold::app

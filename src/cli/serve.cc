@@ -1,0 +1,139 @@
+#include "cli/serve.h"
+
+#include <signal.h>
+
+#include <charconv>
+#include <thread>
+
+#include "accounts/accounts.h"
+#include "app/app.h"
+#include "cli/common.h"
+#include "metrics/registry.h"
+#include "net/endpoint.h"
+#include "runtime/runtime.h"
+#include "runtime/stderr_logger.h"
+#include "server/server.h"
+
+namespace leasehold::cli {
+namespace {
+
+// Blocks the stop signals in this thread and every thread it starts after
+// this, so that they wait for sigwait() in the main thread instead of
+// interrupting a random one.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+// Store calls wait on the network (DynamoDB) or on SQLite's one writer, so
+// more of them than cores may be under way at once.
+constexpr size_t kBlockingThreads = 16;
+
+size_t default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+}  // namespace
+
+Result<ListenAddress> parse_listen(std::string_view text) {
+  const Status bad = invalid_argument("--listen '" + std::string(text) +
+                                      "': expected HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080");
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return bad;
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port_text = text.substr(colon + 1);
+  if (host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']') return bad;
+    host = host.substr(1, host.size() - 2);
+  }
+  unsigned port = 0;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc() || end != port_text.data() + port_text.size() || port > 65535) return bad;
+  ListenAddress out;
+  out.host = host == "localhost" ? "127.0.0.1" : std::string(host);
+  out.port = static_cast<uint16_t>(port);
+  if (!net::is_ip_literal(out.host)) {
+    return invalid_argument("--listen '" + std::string(text) +
+                            "': the host must be an IP address or localhost");
+  }
+  return out;
+}
+
+Status check_serve(const ServeArgs& args) {
+  ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(args.listen));
+  if (args.tls_cert.empty() != args.tls_key.empty()) {
+    return invalid_argument("--tls-cert and --tls-key go together");
+  }
+  const bool tls = !args.tls_cert.empty();
+  if (!tls && !args.insecure_http && !net::is_loopback_host(address.host)) {
+    return invalid_argument("refusing to serve plain HTTP on " + address.host +
+                            ", which is not loopback: give --tls-cert and --tls-key, or "
+                            "--insecure-http when a TLS proxy in front of it is the only way in");
+  }
+  if (args.threads > kServeThreadsMax) {
+    return invalid_argument("--threads must be 1.." + std::to_string(kServeThreadsMax));
+  }
+  return Status::ok_status();
+}
+
+int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose) {
+  if (const Status ok = check_serve(args); !ok.ok()) return report(ok);
+  const sigset_t stop_signals = block_stop_signals();
+  const std::unique_ptr<Logger> log =
+      runtime::make_json_stderr_logger(verbose ? LogLevel::kDebug : LogLevel::kInfo);
+
+  metrics::Registry registry;
+  runtime::RuntimeOptions options;
+  options.store_uri = store_uri;
+  options.logger = log.get();
+  options.metrics = &registry;
+  // Handlers that call the store run here. Each connection has at most one
+  // request in flight, so the queue never needs to hold more than there can
+  // be connections.
+  options.blocking.threads = kBlockingThreads;
+  options.blocking.queue_max = server::kConnectionsMax;
+  auto runtime = runtime::Runtime::open(std::move(options));
+  if (!runtime.ok()) return report(runtime.status());
+  runtime::Runtime& rt = **runtime;
+  const TableSpec table = accounts::Accounts::table_spec();
+  if (const Status ready = rt.store().ensure_table(table); !ready.ok()) return report(ready);
+  accounts::Accounts accounts(rt.store(), rt.clock(), rt.random());
+
+  const bool tls = !args.tls_cert.empty();
+  app::App app(rt, accounts, registry, *log, {.tls = tls, .accounts_table = table.name});
+  const ListenAddress address = parse_listen(args.listen).value();
+  server::ServerOptions server_options;
+  server_options.host = address.host;
+  server_options.port = address.port;
+  server_options.threads = args.threads != 0 ? args.threads : default_threads();
+  server_options.tls_cert_file = args.tls_cert;
+  server_options.tls_key_file = args.tls_key;
+  server_options.clock = &rt.clock();
+  server_options.random = &rt.random();
+  server_options.logger = log.get();
+  auto server = server::Server::start(server_options, app.router(), app.hooks());
+  if (!server.ok()) return report(server.status());
+
+  const std::string bound =
+      (address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host) +
+      ":" + std::to_string((*server)->port());
+  const LogField listening[] = {{"address", std::string_view(bound)},
+                                {"tls", tls},
+                                {"threads", static_cast<int64_t>(server_options.threads)},
+                                {"store", std::string_view(rt.store().backend_name())}};
+  log->log_fields(LogLevel::kInfo, "listening", listening);
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  const LogField stopping[] = {
+      {"signal", std::string_view(signal == SIGINT ? "SIGINT" : "SIGTERM")}};
+  log->log_fields(LogLevel::kInfo, "stopping", stopping);
+  (*server)->stop();
+  log->log(LogLevel::kInfo, "stopped");
+  return kExitOk;
+}
+
+}  // namespace leasehold::cli

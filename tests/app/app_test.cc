@@ -1,0 +1,217 @@
+// The app behind `leasehold serve`, through real sockets: who may call what
+// (401, 403, bearer and cookie), the Origin check on cookie writes, the
+// sign-in limit, bad bodies, the web shell's files, health and metrics.
+#include "app/app.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "../server/test_client.h"
+#include "server/server.h"
+#include "testing/capturing_logger.h"
+
+namespace leasehold::app {
+namespace {
+
+using server::testing::Client;
+using server::testing::HttpResponse;
+
+class AppTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runtime::RuntimeOptions options;
+    options.store_uri = "memory:";
+    options.metrics = &registry_;
+    auto rt = runtime::Runtime::open(options);
+    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    runtime_ = std::move(rt).value();
+    ASSERT_TRUE(runtime_->store().ensure_table(accounts::Accounts::table_spec()).ok());
+    accounts::AccountsOptions cheap;
+    cheap.argon2_memory_kib = 64;
+    cheap.argon2_passes = 1;
+    accounts_ = std::make_unique<accounts::Accounts>(runtime_->store(), runtime_->clock(),
+                                                     runtime_->random(), cheap);
+    app_ = std::make_unique<App>(*runtime_, *accounts_, registry_, log_, AppOptions{});
+    server::ServerOptions server_options;
+    server_options.port = 0;
+    server_options.threads = 2;
+    auto started = server::Server::start(server_options, app_->router(), app_->hooks());
+    ASSERT_TRUE(started.ok()) << started.status().to_string();
+    server_ = std::move(started).value();
+    origin_ = "http://127.0.0.1:" + std::to_string(server_->port());
+    admin_token_ = add("ann", "Ann", true, "correct horse battery");
+    user_token_ = add("bob", "Bob", false, "battery staple horse");
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+  }
+
+  std::string add(std::string name, std::string display, bool admin, std::string password) {
+    auto added = accounts_->add_user({name, display, admin, password});
+    EXPECT_TRUE(added.ok()) << added.status().to_string();
+    return added.ok() ? added->token : "";
+  }
+
+  // One request on a new connection.
+  HttpResponse call(std::string_view method, std::string_view target, std::string_view headers = "",
+                    std::string_view body = "") {
+    Client client(server_->port());
+    std::string request = std::string(method) + " " + std::string(target) +
+                          " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(server_->port()) +
+                          "\r\n" + std::string(headers);
+    if (!body.empty() || method == "POST") {
+      request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    }
+    request += "\r\n" + std::string(body);
+    EXPECT_TRUE(client.send(request));
+    auto response = client.read_response();
+    EXPECT_TRUE(response.has_value()) << method << " " << target;
+    return response.value_or(HttpResponse{});
+  }
+  std::string bearer(const std::string& token) { return "Authorization: Bearer " + token + "\r\n"; }
+  std::string sign_in_body(std::string_view name, std::string_view password) {
+    return "{\"name\":\"" + std::string(name) + "\",\"password\":\"" + std::string(password) +
+           "\"}";
+  }
+  HttpResponse sign_in(std::string_view name, std::string_view password) {
+    return call("POST", "/api/session",
+                "Content-Type: application/json\r\nOrigin: " + origin_ + "\r\n",
+                sign_in_body(name, password));
+  }
+  // "leasehold_session=..." from a sign-in's Set-Cookie.
+  static std::string cookie_of(const HttpResponse& r) {
+    const std::string set = r.header("set-cookie");
+    return set.substr(0, set.find(';'));
+  }
+
+  metrics::Registry registry_;
+  CapturingLogger log_{LogLevel::kWarn};
+  std::unique_ptr<runtime::Runtime> runtime_;
+  std::unique_ptr<accounts::Accounts> accounts_;
+  std::unique_ptr<App> app_;
+  std::unique_ptr<server::Server> server_;
+  std::string origin_, admin_token_, user_token_;
+};
+
+TEST_F(AppTest, WithoutCredentialsTheApiIs401AndHealthIsOpen) {
+  const HttpResponse me = call("GET", "/api/me");
+  EXPECT_EQ(me.status, 401);
+  EXPECT_NE(me.body.find("\"code\":\"unauthenticated\""), std::string::npos) << me.body;
+  EXPECT_EQ(call("GET", "/healthz").status, 200);
+  EXPECT_EQ(call("GET", "/readyz").status, 200);
+  EXPECT_EQ(call("GET", "/api/me", bearer(std::string(64, 'a'))).status, 401);
+  EXPECT_EQ(call("GET", "/api/me", "Authorization: Basic YTpi\r\n").status, 401);
+}
+
+TEST_F(AppTest, ABearerTokenAndASessionCookieBothWork) {
+  const HttpResponse by_token = call("GET", "/api/me", bearer(user_token_));
+  ASSERT_EQ(by_token.status, 200) << by_token.body;
+  EXPECT_EQ(boost::json::parse(by_token.body),
+            boost::json::parse(R"({"name":"bob","display_name":"Bob","admin":false})"));
+
+  const HttpResponse signed_in = sign_in("bob", "battery staple horse");
+  ASSERT_EQ(signed_in.status, 200) << signed_in.body;
+  const std::string set_cookie = signed_in.header("set-cookie");
+  EXPECT_NE(set_cookie.find("HttpOnly"), std::string::npos);
+  EXPECT_NE(set_cookie.find("SameSite=Strict"), std::string::npos);
+  const HttpResponse by_cookie = call("GET", "/api/me", "Cookie: " + cookie_of(signed_in) + "\r\n");
+  ASSERT_EQ(by_cookie.status, 200) << by_cookie.body;
+  EXPECT_EQ(boost::json::parse(by_cookie.body), boost::json::parse(by_token.body));
+}
+
+TEST_F(AppTest, AdminRoutesAre403ForOtherUsers) {
+  EXPECT_EQ(call("GET", "/api/users", bearer(user_token_)).status, 403);
+  const HttpResponse users = call("GET", "/api/users", bearer(admin_token_));
+  ASSERT_EQ(users.status, 200) << users.body;
+  EXPECT_EQ(boost::json::parse(users.body).at("users").as_array().size(), 2u);
+}
+
+TEST_F(AppTest, ARemovedUsersTokenStopsWorkingAtOnce) {
+  ASSERT_EQ(call("GET", "/api/me", bearer(user_token_)).status, 200);
+  ASSERT_TRUE(accounts_->remove_user("bob").ok());
+  EXPECT_EQ(call("GET", "/api/me", bearer(user_token_)).status, 401);
+}
+
+TEST_F(AppTest, ACookieWriteNeedsTheServersOwnOrigin) {
+  const std::string cookie =
+      "Cookie: " + cookie_of(sign_in("bob", "battery staple horse")) + "\r\n";
+  EXPECT_EQ(call("DELETE", "/api/session", cookie).status, 403) << "no Origin";
+  EXPECT_EQ(call("DELETE", "/api/session", cookie + "Origin: http://evil.example\r\n").status, 403);
+  EXPECT_EQ(call("GET", "/api/me", cookie).status, 200) << "the refused writes changed nothing";
+  EXPECT_EQ(call("DELETE", "/api/session", cookie + "Origin: " + origin_ + "\r\n").status, 204);
+  EXPECT_EQ(call("GET", "/api/me", cookie).status, 401) << "signed out";
+  // A sign-in from another site is refused too.
+  EXPECT_EQ(call("POST", "/api/session",
+                 "Content-Type: application/json\r\nOrigin: http://evil.example\r\n",
+                 sign_in_body("bob", "battery staple horse"))
+                .status,
+            403);
+}
+
+TEST_F(AppTest, FailedSignInsAreLimitedWithRetryAfter) {
+  const accounts::AccountsOptions defaults;
+  for (int i = 0; i < defaults.failures_per_name_max; ++i) {
+    ASSERT_EQ(sign_in("bob", "wrong password here").status, 401);
+  }
+  const HttpResponse limited = sign_in("bob", "battery staple horse");
+  EXPECT_EQ(limited.status, 429) << limited.body;
+  EXPECT_FALSE(limited.header("retry-after").empty());
+  EXPECT_TRUE(limited.header("set-cookie").empty());
+}
+
+TEST_F(AppTest, BadBodiesAreRefusedAndChangeNothing) {
+  const std::string json = "Content-Type: application/json\r\nOrigin: " + origin_ + "\r\n";
+  const HttpResponse malformed = call("POST", "/api/session", json, "{\"name\": \"bob\", ");
+  EXPECT_EQ(malformed.status, 400);
+  EXPECT_TRUE(malformed.header("set-cookie").empty());
+  EXPECT_EQ(call("POST", "/api/session", "Content-Type: text/plain\r\n",
+                 sign_in_body("bob", "battery staple horse"))
+                .status,
+            415);
+  EXPECT_EQ(call("POST", "/api/session", json, "{\"name\": 7}").status, 400);
+  const std::string big(server::kJsonBodyBytesMax + 1, ' ');
+  EXPECT_EQ(call("POST", "/api/session", json, big).status, 413);
+}
+
+TEST_F(AppTest, TheShellsFilesAreServedWithEtagsAndNothingOutsideThem) {
+  const HttpResponse index = call("GET", "/");
+  ASSERT_EQ(index.status, 200);
+  EXPECT_EQ(index.header("content-type"), "text/html; charset=utf-8");
+  const std::string etag = index.header("etag");
+  ASSERT_FALSE(etag.empty());
+  EXPECT_EQ(call("GET", "/", "If-None-Match: " + etag + "\r\n").status, 304);
+  EXPECT_EQ(call("GET", "/signin").status, 200);
+  for (const char* path : {"/../index.html", "/%2e%2e/index.html", "/js/../index.html",
+                           "/%2E%2E%2Fetc%2Fpasswd", "/..%2f..%2fetc/passwd", "/index.html/"}) {
+    const int status = call("GET", path).status;
+    EXPECT_TRUE(status == 404 || status == 400) << path << " answered " << status;
+  }
+}
+
+// promtool (Debian's prometheus package) accepts what /metrics says after
+// traffic of every kind.
+TEST_F(AppTest, MetricsPassPromtoolAfterTraffic) {
+  call("GET", "/api/me");
+  call("GET", "/api/me", bearer(user_token_));
+  sign_in("bob", "battery staple horse");
+  call("GET", "/nowhere");
+  const HttpResponse metrics = call("GET", "/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("leasehold_http_requests_total{route=\"/api/me\",method=\"GET\","
+                              "status=\"401\"} 1"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("leasehold_store_operation_seconds_count{backend=\"memory\""),
+            std::string::npos);
+  const std::string file = ::testing::TempDir() + "app_metrics.prom";
+  std::ofstream(file) << metrics.body;
+  const std::string command = "promtool check metrics < " + file + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << "promtool refused:\n" << metrics.body;
+}
+
+}  // namespace
+}  // namespace leasehold::app
