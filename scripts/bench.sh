@@ -5,7 +5,10 @@
 #   - DynamoDB, against dynalite started here on a free loopback port
 #     (baselines: bare pre-signed HTTP requests, and the AWS SDK for
 #     JavaScript running bench/sdk_renew_loop.mjs).
-# Every JSON line goes to stdout; BENCH_SECONDS (default 10) sets the length.
+# Then `bench http`: the server of `serve` on a fresh SQLite file (baseline:
+# a minimal Beast server answering the same bytes), with its defaults.
+# Every JSON line goes to stdout; BENCH_SECONDS (default 10) sets the length
+# of the lease benchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,3 +44,6 @@ export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench
 unset AWS_SESSION_TOKEN AWS_PROFILE
 "$bin" --store "dynamodb://us-east-1/bench_?endpoint=http://127.0.0.1:$(cat "$work/port")" \
   bench leases --leases 1000 --seconds "$seconds" --sdk-baseline bench/sdk_renew_loop.mjs
+
+echo "leasehold: bench http" >&2
+env -u LEASEHOLD_STORE "$bin" bench http  # a fresh SQLite file of its own

@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "base/duration.h"
+#include "cli/bench_http.h"
 #include "cli/bench_leases.h"
 #include "cli/common.h"
 #include "cli/hold.h"
@@ -29,6 +30,8 @@ struct CliArgs {
   BenchLeasesOptions bench;
   BenchRenewerOptions bench_renewer;
   ServeArgs serve;
+  BenchHttpOptions bench_http;
+  bool store_given = false;  // --store or LEASEHOLD_STORE, rather than the default
 };
 
 struct Subcommands {
@@ -40,6 +43,7 @@ struct Subcommands {
   CLI::App* hold = nullptr;
   CLI::App* bench_leases = nullptr;
   CLI::App* bench_renewer = nullptr;
+  CLI::App* bench_http = nullptr;
   CLI::App* store_init = nullptr;
   CLI::App* user_add = nullptr;
   CLI::App* user_token = nullptr;
@@ -167,6 +171,17 @@ void add_bench_commands(CLI::App& bench, CliArgs& args, Subcommands& subs) {
       ->capture_default_str();
   subs.bench_renewer->add_option("--seconds", r.seconds, "How long to measure")
       ->capture_default_str();
+
+  BenchHttpOptions& h = args.bench_http;
+  subs.bench_http = bench.add_subcommand(
+      "http",
+      "Authenticated GET /api/me on the server of `serve` against a minimal Beast server; "
+      "without --store, on a fresh SQLite file in a temporary directory");
+  subs.bench_http->add_option("--seconds", h.seconds, "Timed seconds per server and level")
+      ->capture_default_str();
+  subs.bench_http
+      ->add_option("--connections", h.connections, "Concurrent keep-alive connections, per level")
+      ->capture_default_str();
 }
 
 void add_serve_command(CLI::App& app, ServeArgs& a, Subcommands& subs) {
@@ -205,6 +220,13 @@ Status check_bench_renewer(const BenchRenewerOptions& b) {
   if (every < std::chrono::milliseconds(100))
     return invalid_argument("--every must be at least 100ms");
   return {};
+}
+
+Status check_bench_http(const BenchHttpOptions& h) {
+  if (h.seconds < 1 || h.seconds > kBenchSecondsMax) {
+    return invalid_argument("--seconds must be 1.." + std::to_string(kBenchSecondsMax));
+  }
+  return parse_connection_levels(h.connections).status();
 }
 
 // Validates, then opens the store, then runs: the order every command keeps.
@@ -271,6 +293,12 @@ int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
     options.store_uri = uri;
     return run_bench_renewer(options, log);
   }
+  if (subs.bench_http->parsed()) {
+    if (const Status ok = check_bench_http(args.bench_http); !ok.ok()) return report(ok);
+    BenchHttpOptions options = args.bench_http;
+    if (args.store_given) options.store_uri = uri;
+    return run_bench_http(options, log);
+  }
   return report(invalid_argument("no command given; see --help"));
 }
 
@@ -282,10 +310,11 @@ int run_cli(int argc, char** argv) {
   CLI::App app("leasehold: fenced leases on an item store", "leasehold");
   app.fallthrough();  // global flags may follow the subcommand
   app.require_subcommand(1);
-  app.add_option("--store", args.store_uri,
-                 "Store URI: sqlite:PATH, dynamodb://REGION/PREFIX[?endpoint=URL] or memory:")
-      ->envname("LEASEHOLD_STORE")
-      ->capture_default_str();
+  CLI::Option* store_option =
+      app.add_option("--store", args.store_uri,
+                     "Store URI: sqlite:PATH, dynamodb://REGION/PREFIX[?endpoint=URL] or memory:")
+          ->envname("LEASEHOLD_STORE")
+          ->capture_default_str();
   app.add_flag("-v,--verbose", args.verbose, "Log debug messages to stderr");
   // Handled while parsing, like --help: nothing is validated or opened.
   app.set_version_flag("-V,--version", runtime::version_line(),
@@ -310,6 +339,7 @@ int run_cli(int argc, char** argv) {
     const int code = app.exit(e);  // prints help (stdout) or the error (stderr)
     return code == 0 ? kExitOk : kExitUsage;
   }
+  args.store_given = store_option->count() > 0;
   // Logs go to stderr so that stdout carries only the commands' JSON lines
   // (and, under `lease hold`, the command's own output).
   const std::unique_ptr<Logger> log =

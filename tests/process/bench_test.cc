@@ -19,13 +19,60 @@ TEST_F(ProcessTest, BenchLeasesOnSqliteReportsTheCApiBaseline) {
   const boost::json::object report = parse_object(r.out);
   EXPECT_EQ(report.at("backend"), "sqlite");
   EXPECT_EQ(report.at("renew_failures"), 0);
-  for (const char* field : {"acquire_per_s", "renew_per_s", "release_per_s", "raw_update_per_s",
-                            "renew_vs_raw"}) {
+  for (const char* field :
+       {"acquire_per_s", "renew_per_s", "release_per_s", "raw_update_per_s", "renew_vs_raw"}) {
     expect_positive(report, field);
   }
   EXPECT_TRUE(report.at("sdk_update_per_s").is_null());
   // The benchmark leaves no lease behind.
   EXPECT_EQ(lh({"lease", "list"}).out, "");
+}
+
+// Fields every `bench http` line carries, and their kind.
+constexpr const char* kHttpRates[] = {
+    "requests_per_s",  "p50_us",          "p99_us",     "baseline_requests_per_s",
+    "baseline_p50_us", "baseline_p99_us", "vs_baseline"};
+
+TEST_F(ProcessTest, BenchHttpReportsEachLevelAgainstTheBaseline) {
+  const RunResult r = lh({"bench", "http", "--seconds", "1", "--connections", "1,4"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  const int64_t levels[] = {1, 4};
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const boost::json::object report = parse_object(lines[i]);
+    EXPECT_EQ(report.at("bench"), "http");
+    EXPECT_EQ(report.at("route"), "GET /api/me");
+    EXPECT_EQ(report.at("connections"), levels[i]);
+    EXPECT_EQ(report.at("seconds"), 1);
+    EXPECT_EQ(report.at("failures"), 0);
+    for (const char* field : kHttpRates) expect_positive(report, field);
+    expect_positive(report, "server_threads");
+    EXPECT_EQ(report.size(), 13u) << lines[i];
+  }
+  // The run's user is gone with the run.
+  EXPECT_EQ(lh({"user", "list"}).out, "");
+}
+
+TEST_F(ProcessTest, BenchHttpRefusesBadFlagsBeforeOpeningTheStore) {
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"--connections", "0"},
+                                             {"--connections", "257"},
+                                             {"--connections", "1,,4"},
+                                             {"--connections", "1,4,"},
+                                             {"--connections", "sixteen"},
+                                             {"--connections", ""},
+                                             {"--connections", "1,2,3,4,5,6,7,8,9"},
+                                             {"--seconds", "0"},
+                                             {"--seconds", "3601"}}) {
+    std::vector<std::string> args = {"bench", "http"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const RunResult r = lh(args);
+    EXPECT_EQ(r.exit_code, 2) << flags[0] << " " << flags[1];
+    EXPECT_EQ(r.out, "");
+    EXPECT_NE(r.err.find(flags[0]), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db_path()));
 }
 
 class DynamoDbBenchTest : public BackendTest {};
@@ -40,8 +87,8 @@ TEST_P(DynamoDbBenchTest, ReportsTheBareHttpAndSdkBaselines) {
   const boost::json::object report = parse_object(r.out);
   EXPECT_EQ(report.at("backend"), "dynamodb");
   EXPECT_EQ(report.at("renew_failures"), 0);
-  for (const char* field : {"renew_per_s", "raw_update_per_s", "renew_vs_raw",
-                            "sdk_update_per_s", "renew_vs_sdk", "raw_vs_sdk"}) {
+  for (const char* field : {"renew_per_s", "raw_update_per_s", "renew_vs_raw", "sdk_update_per_s",
+                            "renew_vs_sdk", "raw_vs_sdk"}) {
     expect_positive(report, field);
   }
 }
