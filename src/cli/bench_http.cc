@@ -13,6 +13,7 @@
 
 #include "accounts/accounts.h"
 #include "app/app.h"
+#include "base/logging.h"
 #include "cli/bench_leases.h"
 #include "cli/common.h"
 #include "cli/http_load.h"
@@ -67,7 +68,11 @@ struct ServedApp {
 
   ~ServedApp() {
     if (server) server->stop();
-    if (accounts && !user.empty()) (void)accounts->remove_user(user);
+    if (!accounts || user.empty()) return;
+    if (const Status removed = accounts->remove_user(user); !removed.ok()) {
+      log_to(&runtime->logger(), LogLevel::kWarn, "bench http: the user {} is left behind: {}",
+             user, removed.message());
+    }
   }
 };
 

@@ -19,7 +19,7 @@ namespace http = net::http;
 using tcp = net::tcp;
 using error_code = boost::system::error_code;
 
-const tcp::endpoint loopback(uint16_t port) {
+tcp::endpoint loopback(uint16_t port) {
   return tcp::endpoint(asio::ip::address_v4::loopback(), port);
 }
 
@@ -180,6 +180,7 @@ HttpLoadResult run_http_load(const HttpLoadOptions& options, Clock& clock) {
   for (size_t i = 0; i < options.connections; ++i) {
     std::make_shared<LoadConnection>(io, run)->connect();
   }
+  // The timer runs on the real clock; `clock` is the real one here too.
   asio::steady_timer end(io);
   end.expires_after(run.window_end - clock.mono_now());
   end.async_wait([&run](error_code) { run.stopping = true; });

@@ -10,7 +10,8 @@
 // run_http_load() runs all of its connections on one io_context on the
 // calling thread, and returns when the last has finished its reply after
 // the window: a client thread of its own, apart from the server's. The
-// Clock is the one the replies are timed with.
+// replies are timed with the Clock given, which must be the real one: the
+// window also ends on an Asio timer on the steady clock.
 #pragma once
 
 #include <chrono>
