@@ -146,6 +146,12 @@ class SessionBase : public std::enable_shared_from_this<SessionBase> {
   virtual void force_close() = 0;
 };
 
+class ServerImpl;
+// The server whose I/O thread this is: a mark each I/O thread sets for
+// itself, rather than a list of thread IDs, since once a thread is joined
+// its ID may be given to a new thread, which must not pass for the server's.
+thread_local const ServerImpl* running_on = nullptr;
+
 class ServerImpl final : public Server {
  public:
   ServerImpl(ServerOptions options, const Router& router, ServerHooks hooks,
@@ -216,7 +222,6 @@ class ServerImpl final : public Server {
   asio::executor_work_guard<asio::io_context::executor_type> work_;  // until stop()
   uint16_t port_ = 0;
   std::vector<std::thread> threads_;
-  std::vector<std::thread::id> thread_ids_;  // set before the first accept
   std::atomic<bool> stopping_ = false;
   std::atomic<uint64_t> next_request_id_;
   std::atomic<size_t> connections_ = 0;
@@ -670,10 +675,12 @@ Status ServerImpl::listen() {
 
 void ServerImpl::run(size_t threads) {
   threads_.reserve(threads);
-  for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { io_.run(); });
-  for (const auto& thread : threads_) thread_ids_.push_back(thread.get_id());
-  // Accepting starts once thread_ids_ is complete: a handler may read it
-  // (stop() from a handler).
+  for (size_t i = 0; i < threads; ++i) {
+    threads_.emplace_back([this] {
+      running_on = this;
+      io_.run();
+    });
+  }
   asio::post(strand_, [this] { accept(); });
 }
 
@@ -780,9 +787,7 @@ void ServerImpl::wait() {
   join();
 }
 
-bool ServerImpl::on_own_thread() const {
-  return std::ranges::find(thread_ids_, std::this_thread::get_id()) != thread_ids_.end();
-}
+bool ServerImpl::on_own_thread() const { return running_on == this; }
 
 void ServerImpl::join() {
   MutexLock lock(join_mu_);

@@ -14,6 +14,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -26,7 +27,15 @@ const LISTENING_TIMEOUT_MS = 15_000;
 const STOP_TIMEOUT_MS = 10_000;
 const LOG_BYTES_MAX = 4 * 1024 * 1024;
 
-// --leasehold BIN --screenshots DIR, both required.
+// Servers still running when the process exits (a test file that threw
+// before run()) are killed, so that none outlives its test.
+const running = new Set();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+// --leasehold BIN --screenshots DIR, both required. Checks first that
+// everything the tests need is there, before anything is started.
 export function parseArgs(argv = process.argv.slice(2)) {
   const options = {};
   for (let i = 0; i < argv.length; i += 2) {
@@ -42,8 +51,23 @@ export function parseArgs(argv = process.argv.slice(2)) {
   } catch {
     fail(`the leasehold binary '${options.bin}' is missing or not executable; build it first`);
   }
+  checkBrowser();
   mkdirSync(options.screenshots, { recursive: true });
   return options;
+}
+
+function checkBrowser() {
+  try {
+    accessSync(CHROMIUM, constants.X_OK);
+  } catch {
+    fail(`chromium was not found at ${CHROMIUM}; install it with scripts/setup.sh ` +
+      '(apt-get install chromium)');
+  }
+  try {
+    createRequire(import.meta.url).resolve('playwright-core');
+  } catch {
+    fail('playwright-core is not installed; run scripts/setup.sh (npm ci)');
+  }
 }
 
 function fail(message) {
@@ -126,6 +150,8 @@ export class Server {
   static async start(store, extraArgs = []) {
     const args = ['--store', store.uri, 'serve', '--listen', '127.0.0.1:0', ...extraArgs];
     const child = spawn(store.bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(child);
+    child.on('exit', () => running.delete(child));
     const server = new Server(child);
     await server.#waitUntilListening();
     return server;
@@ -211,18 +237,8 @@ export class Server {
 
 // Debian's chromium through playwright-core, headless.
 export async function launchBrowser() {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-  } catch {
-    fail(`chromium was not found at ${CHROMIUM}; install it with scripts/setup.sh ` +
-      '(apt-get install chromium)');
-  }
-  let chromium;
-  try {
-    ({ chromium } = await import('playwright-core'));
-  } catch {
-    fail('playwright-core is not installed; run scripts/setup.sh (npm ci)');
-  }
+  checkBrowser();
+  const { chromium } = await import('playwright-core');
   const args = process.getuid && process.getuid() === 0 ? ['--no-sandbox'] : [];
   return chromium.launch({ executablePath: CHROMIUM, args });
 }
