@@ -39,6 +39,16 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# The npm tools pinned in package-lock.json (dynalite, the AWS SDK,
+# playwright-core) need Node.js 20 or later; Debian 12's own nodejs is 18.
+# Say so plainly: the C++ build and its tests do not need node, but the
+# DynamoDB and browser tests will fail under an older one.
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if ((node_major < 20)); then
+  echo "setup: warning: node $(node --version) is older than 20; the dynalite and browser" \
+       "tests need Node.js 20 or later (for example from a newer Debian release)" >&2
+fi
+
 # dynalite (a local DynamoDB for the tests), pinned in package-lock.json.
 # npm records what it installed in node_modules/.package-lock.json; reinstall
 # only when that is missing or older than the lock file.
