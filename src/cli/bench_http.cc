@@ -12,12 +12,11 @@
 #include <utility>
 
 #include "accounts/accounts.h"
-#include "app/app.h"
+#include "app/serving.h"
 #include "base/logging.h"
 #include "cli/bench_leases.h"
 #include "cli/common.h"
 #include "cli/http_load.h"
-#include "metrics/registry.h"
 #include "runtime/runtime.h"
 #include "runtime/stderr_logger.h"
 #include "server/baseline_server.h"
@@ -25,10 +24,6 @@
 
 namespace leasehold::cli {
 namespace {
-
-// As `serve` sizes its blocking pool: store calls wait, so more of them than
-// cores may be under way; each connection has at most one request in flight.
-constexpr size_t kBlockingThreads = 16;
 
 // A directory of its own under the system's temporary directory, removed
 // with what it holds.
@@ -52,71 +47,50 @@ class TempDir {
   std::string path_;
 };
 
-// The app of `leasehold serve` on its server, and the user the benchmark
-// calls it as. Members in the order they are built; destroyed in reverse.
+// `leasehold serve` on its server, and the user the benchmark calls it as.
+// Members in the order they are built; destroyed in reverse.
 struct ServedApp {
   std::unique_ptr<TempDir> dir;  // holds the store when none was given
-  metrics::Registry registry;
-  std::unique_ptr<Logger> log;  // the server's and the app's
-  std::unique_ptr<runtime::Runtime> runtime;
-  std::unique_ptr<accounts::Accounts> accounts;
-  std::unique_ptr<app::App> app;
-  std::unique_ptr<server::Server> server;
-  size_t threads = 0;  // the server's I/O threads
+  std::unique_ptr<Logger> log;   // the server's, the app's and the library's
+  std::unique_ptr<app::Serving> serving;
   std::string user;
   std::string token;
 
+  size_t threads() const { return serving->threads(); }
+  uint16_t port() const { return serving->server().port(); }
+  Clock& clock() const { return serving->runtime().clock(); }
+
   ~ServedApp() {
-    if (server) server->stop();
-    if (!accounts || user.empty()) return;
-    if (const Status removed = accounts->remove_user(user); !removed.ok()) {
-      log_to(&runtime->logger(), LogLevel::kWarn, "bench http: the user {} is left behind: {}",
-             user, removed.message());
+    if (!serving || user.empty()) return;
+    serving->server().stop();
+    if (const Status removed = serving->accounts().remove_user(user); !removed.ok()) {
+      log_to(log.get(), LogLevel::kWarn, "bench http: the user {} is left behind: {}", user,
+             removed.message());
     }
   }
 };
 
-Status open_store(ServedApp& s, std::string uri, Logger& logger) {
-  if (uri.empty()) {
-    ASSIGN_OR_RETURN(s.dir, TempDir::make());
-    uri = "sqlite:" + s.dir->path() + "/bench.db";
-  }
-  runtime::RuntimeOptions options;
-  options.store_uri = std::move(uri);
-  options.logger = &logger;
-  options.metrics = &s.registry;
-  options.blocking.threads = kBlockingThreads;
-  options.blocking.queue_max = server::kConnectionsMax;
-  ASSIGN_OR_RETURN(s.runtime, runtime::Runtime::open(std::move(options)));
-  RETURN_IF_ERROR(s.runtime->store().ensure_table(accounts::Accounts::table_spec()));
-  s.accounts = std::make_unique<accounts::Accounts>(s.runtime->store(), s.runtime->clock(),
-                                                    s.runtime->random());
-  return Status::ok_status();
-}
-
-Result<std::unique_ptr<ServedApp>> serve_app(const std::string& uri, Logger& logger) {
+Result<std::unique_ptr<ServedApp>> serve_app(std::string uri) {
   auto s = std::make_unique<ServedApp>();
-  RETURN_IF_ERROR(open_store(*s, uri, logger));
-  const std::string suffix = random_token(s->runtime->random()).substr(0, 8);
+  if (uri.empty()) {
+    ASSIGN_OR_RETURN(s->dir, TempDir::make());
+    uri = "sqlite:" + s->dir->path() + "/bench.db";
+  }
+  s->log = runtime::make_json_stderr_logger(LogLevel::kWarn);
+  app::ServingOptions options;
+  options.store_uri = std::move(uri);
+  options.log = s->log.get();
+  options.server.host = "127.0.0.1";
+  options.server.port = 0;
+  ASSIGN_OR_RETURN(s->serving, app::Serving::start(std::move(options)));
+  accounts::Accounts& accounts = s->serving->accounts();
+  const std::string suffix = random_token(s->serving->runtime().random()).substr(0, 8);
   accounts::NewUser user;
   user.name = "bench-http-" + suffix;
   user.display_name = "bench http " + suffix;
-  ASSIGN_OR_RETURN(accounts::Accounts::Added added, s->accounts->add_user(user));
+  ASSIGN_OR_RETURN(accounts::Accounts::Added added, accounts.add_user(user));
   s->user = added.user.name;
   s->token = std::move(added.token);
-
-  s->log = runtime::make_json_stderr_logger(LogLevel::kWarn);
-  s->app = std::make_unique<app::App>(*s->runtime, *s->accounts, s->registry, *s->log,
-                                      app::AppOptions{});
-  server::ServerOptions options;
-  options.host = "127.0.0.1";
-  options.port = 0;
-  options.threads = std::max(1u, std::thread::hardware_concurrency());
-  options.clock = &s->runtime->clock();
-  options.random = &s->runtime->random();
-  options.logger = s->log.get();
-  s->threads = options.threads;
-  ASSIGN_OR_RETURN(s->server, server::Server::start(options, s->app->router(), s->app->hooks()));
   return s;
 }
 
@@ -130,7 +104,7 @@ std::string me_request(uint16_t port, std::string_view token, bool close) {
 // request: its keep-alive reply, and its last reply on a connection.
 Result<std::unique_ptr<server::BaselineServer>> start_baseline(const ServedApp& s,
                                                                CapturedReply& reply) {
-  const uint16_t port = s.server->port();
+  const uint16_t port = s.port();
   ASSIGN_OR_RETURN(reply, capture_reply(port, me_request(port, s.token, false)));
   ASSIGN_OR_RETURN(const CapturedReply last, capture_reply(port, me_request(port, s.token, true)));
   if (reply.status != 200 || last.status != 200) {
@@ -138,7 +112,7 @@ Result<std::unique_ptr<server::BaselineServer>> start_baseline(const ServedApp& 
                           std::to_string(last.status) + ", not 200");
   }
   server::BaselineOptions options;
-  options.threads = s.threads;
+  options.threads = s.threads();
   options.reply = reply.bytes;
   options.last_reply = last.bytes;
   options.requests_per_connection_max = server::kKeepAliveRequestsMax;
@@ -207,10 +181,11 @@ Result<std::vector<size_t>> parse_connection_levels(std::string_view text) {
   return levels;
 }
 
-int run_bench_http(const BenchHttpOptions& o, Logger& logger) {
+// The library logs to the served app's JSON log, as under `serve`.
+int run_bench_http(const BenchHttpOptions& o, Logger& /*logger*/) {
   auto levels = parse_connection_levels(o.connections);
   if (!levels.ok()) return report(levels.status());
-  auto served = serve_app(o.store_uri, logger);
+  auto served = serve_app(o.store_uri);
   if (!served.ok()) return report(served.status().with_context("bench http"));
   ServedApp& s = **served;
   CapturedReply reply;
@@ -226,14 +201,14 @@ int run_bench_http(const BenchHttpOptions& o, Logger& logger) {
     load.connections = connections;
     Measured real, base;
     for (int round = 0; round < 2; ++round) {
-      load.port = s.server->port();
+      load.port = s.port();
       load.request = me_request(load.port, s.token, false);
-      real.add(run_http_load(load, s.runtime->clock()));
+      real.add(run_http_load(load, s.clock()));
       load.port = (*baseline)->port();
       load.request = me_request(load.port, s.token, false);
-      base.add(run_http_load(load, s.runtime->clock()));
+      base.add(run_http_load(load, s.clock()));
     }
-    print_line(level_json(connections, o.seconds, s.threads, real, base));
+    print_line(level_json(connections, o.seconds, s.threads(), real, base));
     failures += real.failures + base.failures;
   }
   if (failures == 0) return kExitOk;

@@ -3,16 +3,11 @@
 #include <signal.h>
 
 #include <charconv>
-#include <thread>
 
-#include "accounts/accounts.h"
-#include "app/app.h"
+#include "app/serving.h"
 #include "cli/common.h"
-#include "metrics/registry.h"
 #include "net/endpoint.h"
-#include "runtime/runtime.h"
 #include "runtime/stderr_logger.h"
-#include "server/server.h"
 
 namespace leasehold::cli {
 namespace {
@@ -28,12 +23,6 @@ sigset_t block_stop_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
-
-// Store calls wait on the network (DynamoDB) or on SQLite's one writer, so
-// more of them than cores may be under way at once.
-constexpr size_t kBlockingThreads = 16;
-
-size_t default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 }  // namespace
 
@@ -85,45 +74,26 @@ int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose)
   const std::unique_ptr<Logger> log =
       runtime::make_json_stderr_logger(verbose ? LogLevel::kDebug : LogLevel::kInfo);
 
-  metrics::Registry registry;
-  runtime::RuntimeOptions options;
-  options.store_uri = store_uri;
-  options.logger = log.get();
-  options.metrics = &registry;
-  // Handlers that call the store run here. Each connection has at most one
-  // request in flight, so the queue never needs to hold more than there can
-  // be connections.
-  options.blocking.threads = kBlockingThreads;
-  options.blocking.queue_max = server::kConnectionsMax;
-  auto runtime = runtime::Runtime::open(std::move(options));
-  if (!runtime.ok()) return report(runtime.status());
-  runtime::Runtime& rt = **runtime;
-  const TableSpec table = accounts::Accounts::table_spec();
-  if (const Status ready = rt.store().ensure_table(table); !ready.ok()) return report(ready);
-  accounts::Accounts accounts(rt.store(), rt.clock(), rt.random());
-
-  const bool tls = !args.tls_cert.empty();
-  app::App app(rt, accounts, registry, *log, {.tls = tls, .accounts_table = table.name});
   const ListenAddress address = parse_listen(args.listen).value();
-  server::ServerOptions server_options;
-  server_options.host = address.host;
-  server_options.port = address.port;
-  server_options.threads = args.threads != 0 ? args.threads : default_threads();
-  server_options.tls_cert_file = args.tls_cert;
-  server_options.tls_key_file = args.tls_key;
-  server_options.clock = &rt.clock();
-  server_options.random = &rt.random();
-  server_options.logger = log.get();
-  auto server = server::Server::start(server_options, app.router(), app.hooks());
-  if (!server.ok()) return report(server.status());
+  app::ServingOptions options;
+  options.store_uri = store_uri;
+  options.log = log.get();
+  options.server.host = address.host;
+  options.server.port = address.port;
+  options.server.threads = args.threads;
+  options.server.tls_cert_file = args.tls_cert;
+  options.server.tls_key_file = args.tls_key;
+  auto serving = app::Serving::start(std::move(options));
+  if (!serving.ok()) return report(serving.status());
+  app::Serving& s = **serving;
 
   const std::string bound =
       (address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host) +
-      ":" + std::to_string((*server)->port());
+      ":" + std::to_string(s.server().port());
   const LogField listening[] = {{"address", std::string_view(bound)},
-                                {"tls", tls},
-                                {"threads", static_cast<int64_t>(server_options.threads)},
-                                {"store", std::string_view(rt.store().backend_name())}};
+                                {"tls", !args.tls_cert.empty()},
+                                {"threads", static_cast<int64_t>(s.threads())},
+                                {"store", std::string_view(s.runtime().store().backend_name())}};
   log->log_fields(LogLevel::kInfo, "listening", listening);
 
   int signal = 0;
@@ -131,7 +101,7 @@ int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose)
   const LogField stopping[] = {
       {"signal", std::string_view(signal == SIGINT ? "SIGINT" : "SIGTERM")}};
   log->log_fields(LogLevel::kInfo, "stopping", stopping);
-  (*server)->stop();
+  s.server().stop();
   log->log(LogLevel::kInfo, "stopped");
   return kExitOk;
 }
