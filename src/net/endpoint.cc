@@ -1,4 +1,4 @@
-// HttpEndpoint parsing; Asio only to read IP literals.
+// HttpEndpoint and WebSocket URL parsing; Asio only to read IP literals.
 #include "net/endpoint.h"
 
 #include <strings.h>
@@ -21,35 +21,9 @@ Result<uint16_t> parse_port(std::string_view text, bool present, uint16_t defaul
   return static_cast<uint16_t>(port);
 }
 
-}  // namespace
-
-bool is_loopback_host(std::string_view host) {
-  if (host.size() == 9 && strncasecmp(host.data(), "localhost", 9) == 0) return true;
-  boost::system::error_code ec;
-  const asio::ip::address address = asio::ip::make_address(std::string(host), ec);
-  return !ec && address.is_loopback();
-}
-
-bool is_ip_literal(std::string_view host) {
-  boost::system::error_code ec;
-  asio::ip::make_address(std::string(host), ec);
-  return !ec;
-}
-
-Result<HttpEndpoint> parse_http_endpoint(std::string_view url) {
+// "host", "host:port", "[v6]" or "[v6]:port"; the host and port only.
+Result<HttpEndpoint> parse_authority(std::string_view rest, uint16_t default_port) {
   HttpEndpoint e;
-  size_t sep = url.find("://");
-  if (sep == std::string_view::npos)
-    return invalid_argument("endpoint must be http:// or https://");
-  e.scheme = std::string(url.substr(0, sep));
-  if (e.scheme != "http" && e.scheme != "https") {
-    return invalid_argument("endpoint scheme must be http or https");
-  }
-  std::string_view rest = url.substr(sep + 3);
-  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  if (rest.empty() || rest.find_first_of("/?#@ ") != std::string_view::npos) {
-    return invalid_argument("endpoint must be scheme://host[:port] without path or user info");
-  }
   std::string_view port_text;
   bool has_port = false;
   if (rest.front() == '[') {
@@ -67,8 +41,84 @@ Result<HttpEndpoint> parse_http_endpoint(std::string_view url) {
     if (has_port) port_text = rest.substr(colon + 1);
   }
   if (e.host.empty()) return invalid_argument("endpoint has no host");
-  ASSIGN_OR_RETURN(e.port, parse_port(port_text, has_port, e.scheme == "https" ? 443 : 80));
+  ASSIGN_OR_RETURN(e.port, parse_port(port_text, has_port, default_port));
   return e;
+}
+
+}  // namespace
+
+bool is_loopback_host(std::string_view host) {
+  if (host.size() == 9 && strncasecmp(host.data(), "localhost", 9) == 0) return true;
+  boost::system::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(std::string(host), ec);
+  return !ec && address.is_loopback();
+}
+
+bool is_ip_literal(std::string_view host) {
+  boost::system::error_code ec;
+  asio::ip::make_address(std::string(host), ec);
+  return !ec;
+}
+
+Result<HttpEndpoint> parse_http_endpoint(std::string_view url) {
+  size_t sep = url.find("://");
+  if (sep == std::string_view::npos)
+    return invalid_argument("endpoint must be http:// or https://");
+  std::string scheme(url.substr(0, sep));
+  if (scheme != "http" && scheme != "https") {
+    return invalid_argument("endpoint scheme must be http or https");
+  }
+  std::string_view rest = url.substr(sep + 3);
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.empty() || rest.find_first_of("/?#@ ") != std::string_view::npos) {
+    return invalid_argument("endpoint must be scheme://host[:port] without path or user info");
+  }
+  HttpEndpoint e;
+  ASSIGN_OR_RETURN(e, parse_authority(rest, scheme == "https" ? 443 : 80));
+  e.scheme = std::move(scheme);
+  return e;
+}
+
+Result<WsUrl> parse_ws_url(std::string_view url) {
+  if (url.size() > kWsUrlBytesMax) {
+    return invalid_argument("WebSocket URL is longer than " + std::to_string(kWsUrlBytesMax) +
+                            " bytes");
+  }
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
+      return invalid_argument("WebSocket URL has a space, a control or a non-ASCII character");
+    }
+  }
+  WsUrl ws;
+  std::string_view rest;
+  if (url.starts_with("ws://")) {
+    rest = url.substr(5);
+  } else if (url.starts_with("wss://")) {
+    ws.tls = true;
+    rest = url.substr(6);
+  } else {
+    return invalid_argument("WebSocket URL must start with ws:// or wss://");
+  }
+  if (rest.find('#') != std::string_view::npos) {
+    return invalid_argument("WebSocket URL must not have a fragment (#)");
+  }
+  size_t target = rest.find_first_of("/?");
+  std::string_view authority = rest.substr(0, target);
+  if (authority.find('@') != std::string_view::npos) {
+    return invalid_argument("WebSocket URL must not carry user info (user@host)");
+  }
+  if (authority.empty()) return invalid_argument("WebSocket URL has no host");
+  HttpEndpoint e;
+  ASSIGN_OR_RETURN(e, parse_authority(authority, ws.tls ? 443 : 80));
+  ws.host = std::move(e.host);
+  ws.port = e.port;
+  if (target == std::string_view::npos) {
+    ws.target = "/";
+  } else {
+    ws.target = std::string(rest.substr(target));
+    if (ws.target.front() == '?') ws.target.insert(ws.target.begin(), '/');
+  }
+  return ws;
 }
 
 }  // namespace leasehold::net

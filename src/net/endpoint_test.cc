@@ -26,6 +26,32 @@ TEST(HttpEndpointTest, Parses) {
   }
 }
 
+TEST(WsUrlTest, Parses) {
+  auto u = parse_ws_url("ws://127.0.0.1:9000/s/a?from=3");
+  ASSERT_TRUE(u.ok()) << u.status().message();
+  EXPECT_FALSE(u->tls);
+  EXPECT_EQ(u->host, "127.0.0.1");
+  EXPECT_EQ(u->port, 9000);
+  EXPECT_EQ(u->target, "/s/a?from=3");
+  u = parse_ws_url("wss://stream.example.com");
+  ASSERT_TRUE(u.ok()) << u.status().message();
+  EXPECT_TRUE(u->tls);
+  EXPECT_EQ(u->port, 443);
+  EXPECT_EQ(u->target, "/");
+  u = parse_ws_url("ws://[::1]?x=1");
+  ASSERT_TRUE(u.ok()) << u.status().message();
+  EXPECT_EQ(u->host, "::1");
+  EXPECT_EQ(u->port, 80);
+  EXPECT_EQ(u->target, "/?x=1");
+  for (const char* bad : {"http://h/", "ws:/h", "ws://", "ws:///path", "ws://h:0/", "ws://h:x/",
+                          "ws://u@h/", "ws://h/a#frag", "ws://h/a b", "ws://h/\x01", "wss://[::1/",
+                          "WS://h/"}) {
+    EXPECT_EQ(parse_ws_url(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(parse_ws_url("ws://h/" + std::string(kWsUrlBytesMax, 'a')).status().code(),
+            Code::kInvalidArgument);
+}
+
 TEST(HttpEndpointTest, LoopbackHostsAndIpLiterals) {
   for (const char* host : {"localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "::1"}) {
     EXPECT_TRUE(is_loopback_host(host)) << host;
