@@ -168,9 +168,12 @@ class LeaseManager {
                                         Duration timeout = kNoTimeout);
 
   // kFailedPrecondition if the lease is no longer the caller's (another
-  // owner or token in the slot).
-  Status release(const LeaseRef& ref, ReleaseMode mode);
-  Status release(const Lease& lease, ReleaseMode mode);
+  // owner or token in the slot). `extra_update` (mode expire only) is applied
+  // in the same write, e.g. a final checkpoint handed over with the lease:
+  // then a write whose outcome stayed unknown is OK only if a read-back shows
+  // it applied, and kFailedPrecondition if the lease was taken over since.
+  Status release(const LeaseRef& ref, ReleaseMode mode, const Update& extra_update = {});
+  Status release(const Lease& lease, ReleaseMode mode, const Update& extra_update = {});
 
   // Ends `from` and starts a lease in `to.slot` of the same item in one
   // write. `from` must still be valid locally.

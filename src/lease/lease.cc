@@ -123,11 +123,18 @@ Status renewal_outcome(const Result<Item>& item, const SlotNames& n, const Lease
 
 // What a read-back says of a release that got no answer: done (ok), or why
 // not. A slot no longer ours, or ours with expiry 0, needs nothing more.
-Status release_outcome(const Result<Item>& item, const SlotNames& n, const LeaseRef& ref) {
+// With an extra update the release counts as done only if it is seen to have
+// applied (the slot still ours, expired), since then so has the update.
+Status release_outcome(const Result<Item>& item, const SlotNames& n, const LeaseRef& ref,
+                       bool with_update) {
   if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
-  const bool still_live =
-      is_mine(*item, n, ref.owner, ref.token) && int_or_zero(*item, n.expires_at_ms) != 0;
+  const bool mine = is_mine(*item, n, ref.owner, ref.token);
+  const bool still_live = mine && int_or_zero(*item, n.expires_at_ms) != 0;
   if (still_live) return unavailable("release did not apply; retry");
+  if (with_update && !mine) {
+    return failed_precondition("lease on " + describe_key(ref.key, ref.slot) +
+                               " was taken over; the release's update may not have applied");
+  }
   return {};
 }
 
@@ -485,13 +492,17 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
   return results;
 }
 
-Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
+Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode, const Update& extra_update) {
   RETURN_IF_ERROR(validate_ref(ref));
+  if (!extra_update.empty() && mode != ReleaseMode::kExpire) {
+    return invalid_argument("a release with an update must use mode expire");
+  }
   const auto names_n = names(ref.slot);
   const SlotNames& n = *names_n;
   Update update;
   if (mode == ReleaseMode::kExpire) {
     update.set(n.expires_at_ms, int64_t{0}).set(n.heartbeat_at_ms, to_unix_ms(clock_.wall_now()));
+    update.append(extra_update);
   } else {
     clear_slot(n, update);
   }
@@ -502,7 +513,8 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
     case Code::kConditionFailed:
       return no_longer_yours(ref.key, ref.slot);
     case Code::kUnknownOutcome: {
-      const Status outcome = release_outcome(read_back(ref.key), n, ref);
+      const Status outcome =
+          release_outcome(read_back(ref.key), n, ref, /*with_update=*/!extra_update.empty());
       log_read_back(config_.info_log, "release", ref.key, ref.slot, outcome);
       return outcome;
     }
@@ -511,8 +523,8 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode) {
   }
 }
 
-Status LeaseManager::release(const Lease& lease, ReleaseMode mode) {
-  return release(ref_of(lease), mode);
+Status LeaseManager::release(const Lease& lease, ReleaseMode mode, const Update& extra_update) {
+  return release(ref_of(lease), mode, extra_update);
 }
 
 Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to) {

@@ -305,6 +305,46 @@ TEST_P(LeaseConformance, ATokenlessTakeoverDefeatsEveryWriteOfTheOldHolder) {
   EXPECT_EQ(leases_->acquire(key_, as("b")).status().code(), Code::kAlreadyExists);
 }
 
+// A holder handing a lease over writes its last checkpoint in the release
+// itself: one write, applied whole or not at all.
+TEST_P(LeaseConformance, AReleaseCarriesAnUpdateInTheSameWrite) {
+  auto a = leases_->acquire(key_, as("a"));
+  ASSERT_TRUE(a.ok());
+  const Update checkpoint = Update().set("last_seq", int64_t{41});
+  EXPECT_EQ(leases_->release(*a, ReleaseMode::kClear, checkpoint).code(), Code::kInvalidArgument);
+  EXPECT_FALSE(stored("k").contains("last_seq"));
+  ASSERT_TRUE(leases_->release(*a, ReleaseMode::kExpire, checkpoint).ok());
+  Item item = stored("k");
+  EXPECT_EQ(*get_int(item, "last_seq"), 41);
+  EXPECT_EQ(*get_int(item, "lease_expires_at_ms"), 0);
+
+  // Once another owner holds it, neither the release nor its update applies.
+  auto b = leases_->acquire(key_, as("b"));
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(
+      leases_->release(*a, ReleaseMode::kExpire, Update().set("last_seq", int64_t{99})).code(),
+      Code::kFailedPrecondition);
+  EXPECT_EQ(*get_int(stored("k"), "last_seq"), 41);
+
+  // An answer lost on its way back: the read-back shows the release applied.
+  faulty_->inject_next(store::Fault::kDropReply);
+  ASSERT_TRUE(
+      leases_->release(*b, ReleaseMode::kExpire, Update().set("last_seq", int64_t{50})).ok());
+  EXPECT_EQ(*get_int(stored("k"), "last_seq"), 50);
+
+  // A request lost on its way, and a token-less writer took the lease since:
+  // the update did not apply, and the holder must not be told it did.
+  auto c = leases_->acquire(key_, as("c"));
+  ASSERT_TRUE(c.ok());
+  clock_.advance(seconds(10) + milliseconds(1));
+  ASSERT_TRUE(take_as_reference_worker(*inner_, key_, "F", to_unix_ms(clock_.wall_now())).ok());
+  faulty_->inject_next(store::Fault::kLoseRequest);
+  EXPECT_EQ(
+      leases_->release(*c, ReleaseMode::kExpire, Update().set("last_seq", int64_t{60})).code(),
+      Code::kFailedPrecondition);
+  EXPECT_EQ(*get_int(stored("k"), "last_seq"), 50);
+}
+
 // A write whose outcome is unknown is resolved by reading the slot back; a
 // live lease of a token-less writer there is "held", whatever token the slot
 // kept (here none: the last holder cleared it).
