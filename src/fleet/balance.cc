@@ -1,0 +1,25 @@
+// Water-filling shares.
+#include "fleet/balance.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace leasehold::fleet {
+
+int64_t fair_share(int64_t total, const std::vector<int64_t>& capacities, size_t me) {
+  assert(me < capacities.size());
+  std::vector<int64_t> sorted = capacities;
+  std::sort(sorted.begin(), sorted.end());
+  int64_t remaining = std::max<int64_t>(total, 0);
+  int64_t level = 0;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const int64_t left = static_cast<int64_t>(sorted.size() - i);
+    level = (remaining + left - 1) / left;  // rounded up
+    if (sorted[i] >= level) break;
+    remaining -= sorted[i];  // this worker is full; share the rest
+    level = remaining;       // in case every worker is full
+  }
+  return std::min(capacities[me], level);
+}
+
+}  // namespace leasehold::fleet

@@ -1,0 +1,73 @@
+// Membership items and the list of workers.
+#include "fleet/members.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace leasehold::fleet {
+namespace {
+
+constexpr std::string_view kWorkerPrefix = "WORKER#";
+
+int64_t int_or_zero(const Item& item, std::string_view attr) {
+  const int64_t* v = get_int(item, attr);
+  return v == nullptr ? 0 : *v;
+}
+
+}  // namespace
+
+TableSpec workers_table_spec() {
+  return TableSpec{kWorkersTable,
+                   "Pk",
+                   "",
+                   {IndexSpec{kWorkersIndex, "kind", "lease_expires_at_ms", AttrType::kInt}}};
+}
+
+Key worker_key(std::string_view id) {
+  return Key{std::string(kWorkerPrefix) + std::string(id), ""};
+}
+
+Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double messages_per_s,
+                      int64_t now_ms) {
+  Update u;
+  u.set("owned", owned)
+      .set("capacity", capacity)
+      .set("messages", messages)
+      .set("messages_per_s", static_cast<int64_t>(std::llround(messages_per_s * 1000)))
+      .set("updated_at_ms", now_ms);
+  return u;
+}
+
+Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool alive_only) {
+  const int64_t now_ms = to_unix_ms(clock.wall_now());
+  const KeyRange range = alive_only ? KeyRange::gt(now_ms) : KeyRange::all();
+  std::vector<Member> members;
+  QueryOptions options;
+  options.limit = kQueryLimitMax;
+  do {
+    Result<Page> page =
+        store.query_index(kWorkersTable, kWorkersIndex, kWorkerKind, range, options);
+    if (!page.ok()) return page.status().with_context("listing workers");
+    for (const Item& item : page->items) {
+      const std::string* pk = get_string(item, "Pk");
+      if (pk == nullptr || !pk->starts_with(kWorkerPrefix)) continue;
+      Member m;
+      m.id = pk->substr(kWorkerPrefix.size());
+      m.expires_at_ms = int_or_zero(item, "lease_expires_at_ms");
+      m.alive = m.expires_at_ms > now_ms;
+      m.owned = int_or_zero(item, "owned");
+      m.capacity = int_or_zero(item, "capacity");
+      m.messages = int_or_zero(item, "messages");
+      m.messages_per_s = static_cast<double>(int_or_zero(item, "messages_per_s")) / 1000;
+      m.started_at_ms = int_or_zero(item, "started_at_ms");
+      m.updated_at_ms = int_or_zero(item, "updated_at_ms");
+      members.push_back(std::move(m));
+    }
+    options.cursor = page->next_cursor;
+  } while (!options.cursor.empty());
+  std::sort(members.begin(), members.end(),
+            [](const Member& a, const Member& b) { return a.id < b.id; });
+  return members;
+}
+
+}  // namespace leasehold::fleet

@@ -1,0 +1,84 @@
+// Tests for the sinks: whole lines, in the file at once, from many threads.
+#include "fleet/sink.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+namespace leasehold::fleet {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+class SinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("sink_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(SinkTest, LinesAreInTheFileAsSoonAsWrittenAndAppended) {
+  const std::string path = (dir_ / "out.jsonl").string();
+  {
+    auto sink = open_sink("jsonl:" + path);
+    ASSERT_TRUE(sink.ok()) << sink.status().to_string();
+    ASSERT_TRUE((*sink)->write("{\"a\":1}").ok());
+    // Not flushed, not closed: already there for a reader (and after a kill).
+    EXPECT_EQ(lines_of(path), std::vector<std::string>{"{\"a\":1}"});
+    ASSERT_TRUE((*sink)->flush().ok());
+    EXPECT_EQ((*sink)->describe(), "jsonl:" + path);
+  }
+  auto again = open_sink("jsonl:" + path);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE((*again)->write("{\"a\":2}").ok());
+  EXPECT_EQ(lines_of(path), (std::vector<std::string>{"{\"a\":1}", "{\"a\":2}"}));
+}
+
+TEST_F(SinkTest, LinesFromManyThreadsNeverInterleave) {
+  const std::string path = (dir_ / "many.jsonl").string();
+  auto sink = open_sink("jsonl:" + path);
+  ASSERT_TRUE(sink.ok());
+  constexpr int kThreads = 4, kLines = 2000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string line(100 + t * 300, static_cast<char>('a' + t));
+      for (int i = 0; i < kLines; ++i) ASSERT_TRUE((*sink)->write(line).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  const auto lines = lines_of(path);
+  ASSERT_EQ(lines.size(), size_t{kThreads * kLines});
+  for (const auto& line : lines) {
+    ASSERT_FALSE(line.empty());
+    EXPECT_EQ(line, std::string(line.size(), line[0])) << "interleaved";
+    EXPECT_EQ(line.size(), 100u + static_cast<size_t>(line[0] - 'a') * 300);
+  }
+}
+
+TEST_F(SinkTest, BadSpecsAreRefusedAndCreateNothing) {
+  for (const char* bad : {"", "jsonl:", "file:/x", "STDOUT", "jsonl"}) {
+    EXPECT_EQ(open_sink(bad).status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_EQ(validate_sink_spec(bad).code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_TRUE(validate_sink_spec("stdout").ok());
+  EXPECT_EQ(open_sink("jsonl:" + (dir_ / "no" / "such" / "dir.jsonl").string()).status().code(),
+            Code::kUnavailable);
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+}
+
+}  // namespace
+}  // namespace leasehold::fleet
