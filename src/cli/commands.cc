@@ -9,6 +9,7 @@
 #include "cli/bench_http.h"
 #include "cli/bench_leases.h"
 #include "cli/common.h"
+#include "cli/conn_commands.h"
 #include "cli/hold.h"
 #include "cli/lease_commands.h"
 #include "cli/serve.h"
@@ -27,6 +28,7 @@ struct CliArgs {
   bool verbose = false;
   LeaseArgs lease;
   UserArgs user;
+  ConnArgs conn;
   BenchLeasesOptions bench;
   BenchRenewerOptions bench_renewer;
   ServeArgs serve;
@@ -50,6 +52,11 @@ struct Subcommands {
   CLI::App* user_passwd = nullptr;
   CLI::App* user_list = nullptr;
   CLI::App* user_rm = nullptr;
+  CLI::App* conn_add = nullptr;
+  CLI::App* conn_start = nullptr;
+  CLI::App* conn_stop = nullptr;
+  CLI::App* conn_rm = nullptr;
+  CLI::App* conn_list = nullptr;
   CLI::App* serve = nullptr;
 };
 
@@ -149,6 +156,34 @@ void add_user_commands(CLI::App& user, CliArgs& args, Subcommands& subs) {
   subs.user_list = user.add_subcommand("list", "Print every user, by name");
   subs.user_rm = user.add_subcommand("rm", "Remove a user with its tokens and sessions");
   add_user_name(subs.user_rm, u);
+}
+
+void add_conn_id(CLI::App* sub, ConnArgs& c) {
+  sub->add_option("ID", c.id, "The connection's ID: A-Z, a-z, 0-9, '.', '_', '~', '-'")->required();
+}
+
+void add_conn_commands(CLI::App& conn, CliArgs& args, Subcommands& subs) {
+  ConnArgs& c = args.conn;
+  subs.conn_add = conn.add_subcommand("add", "Add a connection for the workers to stream");
+  add_conn_id(subs.conn_add, c);
+  subs.conn_add
+      ->add_option("--url", c.url,
+                   "The upstream ws:// or wss:// URL; {next_seq} and {last_seq} are replaced "
+                   "when a worker connects")
+      ->required();
+  subs.conn_add
+      ->add_option("--seq-field", c.seq_field,
+                   "Where a message's sequence number is: a dotted path into its JSON")
+      ->capture_default_str();
+  subs.conn_add->add_flag("--stopped", c.stopped, "Add it stopped: no worker streams it");
+
+  subs.conn_start = conn.add_subcommand("start", "Ask the workers to stream a connection");
+  add_conn_id(subs.conn_start, c);
+  subs.conn_stop = conn.add_subcommand("stop", "Ask the workers to stop streaming a connection");
+  add_conn_id(subs.conn_stop, c);
+  subs.conn_rm = conn.add_subcommand("rm", "Remove a connection; its worker closes it");
+  add_conn_id(subs.conn_rm, c);
+  subs.conn_list = conn.add_subcommand("list", "Print every connection, by ID");
 }
 
 void add_bench_commands(CLI::App& bench, CliArgs& args, Subcommands& subs) {
@@ -262,6 +297,25 @@ int dispatch_user(const CliArgs& args, const Subcommands& subs, Logger& log) {
   return -1;
 }
 
+// The exit code of the `conn` command given, or -1 if none was.
+int dispatch_conn(const CliArgs& args, const Subcommands& subs, Logger& log) {
+  const std::string& uri = args.store_uri;
+  const ConnArgs& c = args.conn;
+  const TableSpec table = conn_table_spec();
+  if (subs.conn_add->parsed()) return with_session(uri, log, make_conn_add(c), run_conn_add, table);
+  const auto with_id = [&](auto run) {
+    return with_session(uri, log, make_conn_id(c), run, table);
+  };
+  if (subs.conn_start->parsed()) return with_id(run_conn_start);
+  if (subs.conn_stop->parsed()) return with_id(run_conn_stop);
+  if (subs.conn_rm->parsed()) return with_id(run_conn_rm);
+  if (subs.conn_list->parsed()) {
+    auto session = open_session(uri, log, table);
+    return session.ok() ? run_conn_list(*session) : report(session.status());
+  }
+  return -1;
+}
+
 int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
   const std::string& uri = args.store_uri;
   const LeaseArgs& a = args.lease;
@@ -287,6 +341,7 @@ int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
   if (subs.store_init->parsed()) return run_store_init(uri, log);
   if (subs.serve->parsed()) return run_serve(args.serve, uri, args.verbose);
   if (const int code = dispatch_user(args, subs, log); code >= 0) return code;
+  if (const int code = dispatch_conn(args, subs, log); code >= 0) return code;
   if (subs.bench_renewer->parsed()) {
     if (const Status ok = check_bench_renewer(args.bench_renewer); !ok.ok()) return report(ok);
     BenchRenewerOptions options = args.bench_renewer;
@@ -329,6 +384,9 @@ int run_cli(int argc, char** argv) {
   CLI::App* user = app.add_subcommand("user", "Manage the users of `leasehold serve`");
   user->require_subcommand(1);
   add_user_commands(*user, args, subs);
+  CLI::App* conn = app.add_subcommand("conn", "Manage the stream fleet's connections");
+  conn->require_subcommand(1);
+  add_conn_commands(*conn, args, subs);
   add_serve_command(app, args.serve, subs);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);

@@ -5,7 +5,7 @@ namespace leasehold::fleet {
 TableSpec connections_table_spec() {
   return TableSpec{
       kConnectionsTable,
-      "Pk",
+      kConnectionsKeyAttr,
       "",
       {IndexSpec{kOrphanIndex, "desired_state", "lease_expires_at_ms", AttrType::kInt}}};
 }

@@ -4,10 +4,15 @@
 //
 //   Pk                   string  "CONN#<id>" (partition key)
 //   desired_state        string  STARTED | STOPPED
-//   ws_url               string  the upstream URL
+//   ws_url               string  the upstream URL, a template ({next_seq}, {last_seq})
+//   seq_field            string  where a message's sequence number is ("seq")
+//   created_at_ms        int
 //   lease_owner, lease_token, lease_epoch, lease_expires_at_ms, ...
 //                                the default lease slot (include/leasehold/lease.h)
 //   last_seq             int     the last checkpointed sequence number
+//   last_error, last_error_at_ms string, int: the holder's last error
+//
+// fleet/connections.h names these attributes and reads and writes the items.
 //
 // The index desired_state-lease_expires_at_ms-index finds STARTED
 // connections whose lease has expired (the orphans a worker may take).
@@ -20,6 +25,7 @@
 namespace leasehold::fleet {
 
 inline constexpr char kConnectionsTable[] = "connections";
+inline constexpr char kConnectionsKeyAttr[] = "Pk";
 inline constexpr char kOrphanIndex[] = "desired_state-lease_expires_at_ms-index";
 
 TableSpec connections_table_spec();

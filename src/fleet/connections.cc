@@ -1,0 +1,378 @@
+#include "fleet/connections.h"
+
+#include <cassert>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "fleet/schema.h"
+#include "leasehold/lease.h"
+#include "net/endpoint.h"
+
+namespace leasehold::fleet {
+namespace {
+
+// The longest value a placeholder can take: INT64_MAX has 19 digits.
+constexpr int64_t kSeqMax = std::numeric_limits<int64_t>::max();
+// A placeholder's name is quoted in an error only when it is this short and
+// made of [a-z0-9_] (a misspelt placeholder); anything else could be a
+// credential that happens to sit between braces.
+constexpr size_t kQuotedPlaceholderBytesMax = 20;
+
+bool is_id_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '~' || c == '-';
+}
+
+bool is_seq_segment_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+bool is_printable_ascii(std::string_view s) {
+  for (const char c : s) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+// `s` in quotes when it is short printable text, else its length: a value
+// that is neither was most likely pasted by mistake, and is not echoed.
+std::string shown(std::string_view s, size_t bytes_max) {
+  if (s.size() <= bytes_max && is_printable_ascii(s)) return "'" + std::string(s) + "'";
+  return "of " + std::to_string(s.size()) + " bytes";
+}
+
+std::string placeholder_shown(std::string_view name) {
+  const bool plain =
+      name.size() <= kQuotedPlaceholderBytesMax &&
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string_view::npos;
+  return plain ? " {" + std::string(name) + "}" : "";
+}
+
+// "byte 3", and the character in it when it is printable: "byte 3 ('/')".
+std::string byte_shown(std::string_view s, size_t i) {
+  std::string out = "byte " + std::to_string(i);
+  if (s[i] >= 0x20 && s[i] <= 0x7e) out += std::string(" ('") + s[i] + "')";
+  return out;
+}
+
+// Replaces each placeholder of a template already checked for braces.
+std::string substitute(std::string_view url_template, std::string_view last_seq,
+                       std::string_view next_seq) {
+  const std::string_view next = kNextSeqPlaceholder;
+  const std::string_view last = kLastSeqPlaceholder;
+  std::string out;
+  out.reserve(url_template.size() + 2 * next_seq.size());
+  for (size_t i = 0; i < url_template.size();) {
+    if (url_template.substr(i).starts_with(next)) {
+      out += next_seq;
+      i += next.size();
+    } else if (url_template.substr(i).starts_with(last)) {
+      out += last_seq;
+      i += last.size();
+    } else {
+      out += url_template[i++];
+    }
+  }
+  return out;
+}
+
+// The braces of a URL template: every '{' opens a known placeholder.
+Status check_placeholders(std::string_view url_template) {
+  for (size_t i = 0; i < url_template.size(); ++i) {
+    if (url_template[i] == '}') {
+      return invalid_argument("URL template has a '}' outside a placeholder at byte " +
+                              std::to_string(i) + " (write a literal brace as %7D)");
+    }
+    if (url_template[i] != '{') continue;
+    const size_t close = url_template.find_first_of("{}", i + 1);
+    if (close == std::string_view::npos || url_template[close] == '{') {
+      return invalid_argument("URL template has a '{' without its '}' at byte " +
+                              std::to_string(i) + " (write a literal brace as %7B)");
+    }
+    const std::string_view placeholder = url_template.substr(i, close + 1 - i);
+    if (placeholder != kNextSeqPlaceholder && placeholder != kLastSeqPlaceholder) {
+      return invalid_argument("URL template has an unknown placeholder" +
+                              placeholder_shown(placeholder.substr(1, placeholder.size() - 2)) +
+                              " at byte " + std::to_string(i) +
+                              ": only {next_seq} and {last_seq} are substituted");
+    }
+    i = close;
+  }
+  return Status::ok_status();
+}
+
+Status wrong_type(std::string_view attr, AttrType expected) {
+  return invalid_argument("attribute " + std::string(attr) + " is not of type " +
+                          std::string(type_name(expected)));
+}
+
+// Reads an optional string attribute into `out` (left as it is if absent).
+Status read_string(const Item& item, std::string_view attr, std::string& out) {
+  const auto it = item.find(attr);
+  if (it == item.end()) return Status::ok_status();
+  const auto* value = std::get_if<std::string>(&it->second);
+  if (value == nullptr) return wrong_type(attr, AttrType::kString);
+  out = *value;
+  return Status::ok_status();
+}
+
+// Reads an optional int attribute into `out` (left as it is if absent).
+Status read_int(const Item& item, std::string_view attr, int64_t& out) {
+  const auto it = item.find(attr);
+  if (it == item.end()) return Status::ok_status();
+  const auto* value = std::get_if<int64_t>(&it->second);
+  if (value == nullptr) return wrong_type(attr, AttrType::kInt);
+  out = *value;
+  return Status::ok_status();
+}
+
+// The ID in a connection's Pk.
+Result<std::string> id_of(const Item& item) {
+  const std::string* pk = get_string(item, kConnectionsKeyAttr);
+  if (pk == nullptr) {
+    return invalid_argument(std::string("not a connection: no string ") + kConnectionsKeyAttr);
+  }
+  if (!pk->starts_with(kConnectionKeyPrefix)) {
+    return invalid_argument(std::string("not a connection: ") + kConnectionsKeyAttr + " " +
+                            shown(*pk, 64) + " does not start with " + kConnectionKeyPrefix);
+  }
+  std::string id = pk->substr(std::string_view(kConnectionKeyPrefix).size());
+  RETURN_IF_ERROR(validate_connection_id(id).with_context("not a connection"));
+  return id;
+}
+
+Result<DesiredState> desired_state_of(const Item& item) {
+  const std::string* state = get_string(item, kDesiredStateAttr);
+  if (state != nullptr && *state == desired_state_name(DesiredState::kStarted)) {
+    return DesiredState::kStarted;
+  }
+  if (state != nullptr && *state == desired_state_name(DesiredState::kStopped)) {
+    return DesiredState::kStopped;
+  }
+  return invalid_argument(std::string("not a connection: ") + kDesiredStateAttr +
+                          " is not STARTED or STOPPED");
+}
+
+Status no_such_connection(std::string_view id) {
+  return not_found("no connection named '" + std::string(id) + "'");
+}
+
+}  // namespace
+
+std::string_view desired_state_name(DesiredState state) {
+  return state == DesiredState::kStarted ? "STARTED" : "STOPPED";
+}
+
+Status validate_connection_id(std::string_view id) {
+  if (id.empty()) return invalid_argument("connection ID is empty");
+  const auto accepted = [] {
+    return "1 to " + std::to_string(kConnectionIdBytesMax) +
+           " bytes of A-Z, a-z, 0-9, '.', '_', '~' and '-'";
+  };
+  if (id.size() > kConnectionIdBytesMax) {
+    return invalid_argument("connection ID of " + std::to_string(id.size()) +
+                            " bytes is too long: " + accepted());
+  }
+  // Dot segments: a URL path holding one is shortened by the client or the
+  // server before routing, so /connections/.. would name the collection.
+  if (id == "." || id == "..") {
+    return invalid_argument("connection ID '" + std::string(id) +
+                            "' is not accepted: it is a path segment of its own in a URL");
+  }
+  for (size_t i = 0; i < id.size(); ++i) {
+    if (is_id_char(id[i])) continue;
+    return invalid_argument("connection ID " + shown(id, kConnectionIdBytesMax) +
+                            " is not accepted: " + byte_shown(id, i) + " is not allowed; " +
+                            accepted());
+  }
+  return Status::ok_status();
+}
+
+Status validate_url_template(std::string_view url_template) {
+  if (url_template.empty()) return invalid_argument("URL template is empty");
+  RETURN_IF_ERROR(check_placeholders(url_template));
+  // The longest numbers the placeholders can stand for, so that no sequence
+  // number can push the URL past the parser's limits.
+  const std::string longest = std::to_string(kSeqMax);
+  const std::string expanded = substitute(url_template, longest, longest);
+  if (url_template.size() <= net::kWsUrlBytesMax && expanded.size() > net::kWsUrlBytesMax) {
+    return invalid_argument("URL template is too long: with its placeholders replaced by " +
+                            std::to_string(longest.size()) + "-digit numbers it could be " +
+                            std::to_string(expanded.size()) + " bytes long; at most " +
+                            std::to_string(net::kWsUrlBytesMax) + " are allowed");
+  }
+  return net::parse_ws_url(expanded).status();
+}
+
+Status validate_seq_field(std::string_view seq_field) {
+  const auto refuse = [&](const std::string& why) {
+    return invalid_argument("sequence field " + shown(seq_field, kSeqFieldBytesMax) +
+                            " is not accepted: " + why + "; it must be a dotted path of 1 to " +
+                            std::to_string(kSeqFieldSegmentsMax) +
+                            " names of A-Z, a-z, 0-9, '_' and '-', at most " +
+                            std::to_string(kSeqFieldBytesMax) + " bytes");
+  };
+  if (seq_field.empty()) return refuse("it is empty");
+  if (seq_field.size() > kSeqFieldBytesMax) return refuse("it is too long");
+  size_t segments = 1;
+  for (size_t i = 0; i < seq_field.size(); ++i) {
+    const char c = seq_field[i];
+    if (c == '.') {
+      if (i == 0 || i + 1 == seq_field.size() || seq_field[i + 1] == '.') {
+        return refuse("it has an empty name at byte " + std::to_string(i));
+      }
+      ++segments;
+    } else if (!is_seq_segment_char(c)) {
+      return refuse(byte_shown(seq_field, i) + " is not allowed");
+    }
+  }
+  if (segments > kSeqFieldSegmentsMax)
+    return refuse("it has " + std::to_string(segments) + " names");
+  return Status::ok_status();
+}
+
+std::string expand_url(std::string_view url_template, int64_t last_seq) {
+  assert(last_seq >= 0 && last_seq < kSeqMax);
+  return substitute(url_template, std::to_string(last_seq), std::to_string(last_seq + 1));
+}
+
+Key connection_key(std::string_view id) {
+  return Key{std::string(kConnectionKeyPrefix) + std::string(id), ""};
+}
+
+Result<Connection> parse_connection(const Item& item) {
+  Connection c;
+  ASSIGN_OR_RETURN(c.id, id_of(item));
+  ASSIGN_OR_RETURN(c.desired_state, desired_state_of(item));
+  if (get_string(item, kWsUrlAttr) == nullptr) {
+    return invalid_argument(std::string("not a connection: no string ") + kWsUrlAttr);
+  }
+  const SlotNames lease(kDefaultSlot);
+  using StringField = std::pair<std::string_view, std::string*>;
+  for (const auto& [attr, out] :
+       {StringField{kWsUrlAttr, &c.ws_url}, StringField{kSeqFieldAttr, &c.seq_field},
+        StringField{kLastErrorAttr, &c.last_error}, StringField{lease.owner, &c.owner},
+        StringField{lease.token, &c.token}}) {
+    RETURN_IF_ERROR(read_string(item, attr, *out).with_context("connection '" + c.id + "'"));
+  }
+  using IntField = std::pair<std::string_view, int64_t*>;
+  for (const auto& [attr, out] :
+       {IntField{lease.epoch, &c.epoch}, IntField{lease.expires_at_ms, &c.expires_at_ms},
+        IntField{lease.heartbeat_at_ms, &c.heartbeat_at_ms}, IntField{kLastSeqAttr, &c.last_seq},
+        IntField{kLastErrorAtMsAttr, &c.last_error_at_ms},
+        IntField{kCreatedAtMsAttr, &c.created_at_ms}}) {
+    RETURN_IF_ERROR(read_int(item, attr, *out).with_context("connection '" + c.id + "'"));
+  }
+  if (c.last_seq < 0 || c.last_seq == kSeqMax) {
+    return invalid_argument("connection '" + c.id + "': " + kLastSeqAttr + " " +
+                            std::to_string(c.last_seq) + " is out of range");
+  }
+  return c;
+}
+
+Connections::Connections(ItemStore& store, Clock& clock) : store_(store), clock_(clock) {}
+
+Status Connections::ensure_table() { return store_.ensure_table(connections_table_spec()); }
+
+Result<Connection> Connections::add(const NewConnection& connection) {
+  RETURN_IF_ERROR(validate_connection_id(connection.id));
+  RETURN_IF_ERROR(validate_url_template(connection.url));
+  RETURN_IF_ERROR(validate_seq_field(connection.seq_field));
+  const DesiredState state = connection.stopped ? DesiredState::kStopped : DesiredState::kStarted;
+  Item item;
+  item[kConnectionsKeyAttr] = connection_key(connection.id).pk;
+  item[kDesiredStateAttr] = std::string(desired_state_name(state));
+  item[kWsUrlAttr] = connection.url;
+  item[kSeqFieldAttr] = connection.seq_field;
+  // 0, not absent: an item without it would not be in the orphan index, and
+  // no worker would ever find the connection.
+  item[SlotNames(kDefaultSlot).expires_at_ms] = int64_t{0};
+  item[kLastSeqAttr] = int64_t{0};
+  item[kCreatedAtMsAttr] = to_unix_ms(clock_.wall_now());
+  const Status put = store_.put(kConnectionsTable, item, cond::not_exists(kConnectionsKeyAttr));
+  if (put.code() == Code::kConditionFailed) {
+    return already_exists("a connection named '" + connection.id + "' already exists");
+  }
+  RETURN_IF_ERROR(put.with_context("cannot add connection '" + connection.id + "'"));
+  return parse_connection(item);
+}
+
+Result<Connection> Connections::set_desired(std::string_view id, DesiredState state) {
+  RETURN_IF_ERROR(validate_connection_id(id));
+  Update update;
+  update.set(kDesiredStateAttr, std::string(desired_state_name(state)));
+  auto written = store_.update(kConnectionsTable, connection_key(id), update,
+                               cond::exists(kConnectionsKeyAttr));
+  // kNotFound too: a table that does not exist holds no connection.
+  if (written.status().code() == Code::kConditionFailed ||
+      written.status().code() == Code::kNotFound) {
+    return no_such_connection(id);
+  }
+  RETURN_IF_ERROR(written.status().with_context("cannot set the desired state of connection '" +
+                                                std::string(id) + "'"));
+  auto connection = parse_connection(*written);
+  if (!connection.ok()) return internal_error(connection.status().message());
+  return connection;
+}
+
+Status Connections::remove(std::string_view id) {
+  RETURN_IF_ERROR(validate_connection_id(id));
+  const Status removed =
+      store_.remove(kConnectionsTable, connection_key(id), cond::exists(kConnectionsKeyAttr));
+  if (removed.code() == Code::kConditionFailed || removed.code() == Code::kNotFound) {
+    return no_such_connection(id);
+  }
+  return removed.with_context("cannot remove connection '" + std::string(id) + "'");
+}
+
+Result<Connection> Connections::get(std::string_view id) {
+  RETURN_IF_ERROR(validate_connection_id(id));
+  auto item = store_.get(kConnectionsTable, connection_key(id), /*consistent=*/true);
+  if (item.status().code() == Code::kNotFound) return no_such_connection(id);
+  RETURN_IF_ERROR(item.status().with_context("cannot read connection '" + std::string(id) + "'"));
+  auto connection = parse_connection(*item);
+  if (!connection.ok()) return internal_error(connection.status().message());
+  return connection;
+}
+
+Result<std::vector<Connection>> Connections::list() {
+  std::vector<Connection> read;
+  RETURN_IF_ERROR(list_state(DesiredState::kStarted, read));
+  RETURN_IF_ERROR(list_state(DesiredState::kStopped, read));
+  // By ID; where a connection was read twice, the later read wins.
+  std::map<std::string, Connection, std::less<>> by_id;
+  for (Connection& c : read) by_id.insert_or_assign(c.id, std::move(c));
+  std::vector<Connection> out;
+  out.reserve(by_id.size());
+  for (auto& [id, c] : by_id) out.push_back(std::move(c));
+  return out;
+}
+
+Status Connections::list_state(DesiredState state, std::vector<Connection>& out) {
+  QueryOptions query;
+  query.limit = kQueryLimitMax;
+  do {
+    ASSIGN_OR_RETURN(Page page,
+                     store_.query_index(kConnectionsTable, kOrphanIndex, desired_state_name(state),
+                                        KeyRange::all(), query));
+    for (const Item& item : page.items) {
+      auto connection = parse_connection(item);
+      if (!connection.ok()) {
+        const std::string* pk = get_string(item, kConnectionsKeyAttr);
+        return internal_error("an item of table " + std::string(kConnectionsTable) +
+                              (pk != nullptr ? " (" + shown(*pk, 256) + ")" : std::string()) +
+                              " is not a connection: " + connection.status().message());
+      }
+      out.push_back(*std::move(connection));
+    }
+    if (!page.next_cursor.empty() && page.next_cursor == query.cursor) {
+      return internal_error("the store returned the same page cursor twice");
+    }
+    query.cursor = page.next_cursor;
+  } while (!query.cursor.empty());
+  return Status::ok_status();
+}
+
+}  // namespace leasehold::fleet

@@ -1,0 +1,491 @@
+// Connections on the memory store: the input rules, URL templates, reading
+// items, and add / set_desired / remove / get / list, with what reaches the
+// store and what a lease on a connection looks like through them.
+#include "fleet/connections.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <functional>
+#include <thread>
+
+#include "fleet/schema.h"
+#include "leasehold/lease.h"
+#include "leasehold/random.h"
+#include "store/memory/memory_store.h"
+#include "testing/store_wrapper.h"
+
+namespace leasehold::fleet {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr char kSecret[] = "s3cr3t-api-key";
+
+bool mentions(const Status& status, std::string_view text) {
+  return status.message().find(text) != std::string::npos;
+}
+
+// ---------------------------------------------------------------- input rules
+
+TEST(ValidateConnectionId, AcceptsUrlSafeCharacters) {
+  for (const std::string& id : std::vector<std::string>{"a", "feed-1", "A.b_c~d-9", "...", ".a",
+                                                        "~", std::string(128, 'x')}) {
+    EXPECT_TRUE(validate_connection_id(id).ok()) << id;
+  }
+}
+
+TEST(ValidateConnectionId, RefusesOthersNamingTheId) {
+  for (const std::string id :
+       {".", "..", "a b", "a/b", "a#b", "a%20", "a?b", "a:b", "été", "a\tb", "{x}"}) {
+    const Status s = validate_connection_id(id);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << id;
+  }
+  EXPECT_TRUE(mentions(validate_connection_id("a/b"), "'a/b'"));
+  EXPECT_TRUE(mentions(validate_connection_id("a/b"), "byte 1 ('/')"));
+  EXPECT_TRUE(mentions(validate_connection_id(""), "empty"));
+  const Status long_id = validate_connection_id(std::string(129, 'x'));
+  EXPECT_EQ(long_id.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(mentions(long_id, "129 bytes")) << long_id.message();
+  // A control character is not echoed.
+  EXPECT_FALSE(mentions(validate_connection_id("a\x1b[2Jb"), "\x1b")) << "escape echoed";
+}
+
+TEST(ValidateUrlTemplate, AcceptsWebSocketUrlsWithKnownPlaceholders) {
+  for (const char* url : {"ws://127.0.0.1:9000/stream", "wss://feed.example.com/s?from={next_seq}",
+                          "ws://h/s/{last_seq}/x?after={last_seq}&next={next_seq}",
+                          "ws://[::1]:8080/?k=%7Bliteral%7D", "wss://h"}) {
+    EXPECT_TRUE(validate_url_template(url).ok())
+        << url << ": " << validate_url_template(url).message();
+  }
+}
+
+TEST(ValidateUrlTemplate, RefusesOtherPlaceholdersAndStrayBraces) {
+  const Status unknown = validate_url_template("ws://h/s?from={next}");
+  EXPECT_EQ(unknown.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(mentions(unknown, "unknown placeholder {next}")) << unknown.message();
+  for (const char* url : {"ws://h/{}", "ws://h/{NEXT_SEQ}", "ws://h/{next_seq", "ws://h/next_seq}",
+                          "ws://h/{{next_seq}}", "ws://h/{a{next_seq}", "ws://h/{ next_seq}"}) {
+    EXPECT_EQ(validate_url_template(url).code(), Code::kInvalidArgument) << url;
+  }
+}
+
+TEST(ValidateUrlTemplate, RefusesWhatParseWsUrlRefuses) {
+  for (const char* url : {"", "http://h/s", "h/s", "ws://", "ws://user:pw@h/s", "ws://h/s#frag",
+                          "ws://h:0/", "ws://h:70000/", "ws://h/a b", "ws://h/\xc3\xa9"}) {
+    EXPECT_EQ(validate_url_template(url).code(), Code::kInvalidArgument) << url;
+  }
+}
+
+TEST(ValidateUrlTemplate, LeavesRoomForTheLongestSequenceNumbers) {
+  const std::string base = "ws://h/";
+  // Fits as it is, but not once {next_seq} (10 bytes) becomes 19 digits.
+  const std::string url = base + std::string(2048 - base.size() - 15, 'a') + "{next_seq}";
+  ASSERT_LE(url.size(), 2048u);
+  const Status s = validate_url_template(url);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(mentions(s, "too long")) << s.message();
+  EXPECT_TRUE(
+      validate_url_template(base + std::string(2048 - base.size() - 19, 'a') + "{last_seq}").ok());
+  EXPECT_EQ(validate_url_template(base + std::string(2048, 'a')).code(), Code::kInvalidArgument);
+}
+
+TEST(ValidateUrlTemplate, NeverQuotesTheUrl) {
+  for (const std::string& url : std::vector<std::string>{
+           "ws://h/s?key=" + std::string(kSecret) + "&from={nxt}",
+           "http://h/s?key=" + std::string(kSecret), "ws://u:" + std::string(kSecret) + "@h/",
+           "ws://h/?key={" + std::string(kSecret) + "}",
+           "ws://h/?key=" + std::string(kSecret) + "}"}) {
+    const Status s = validate_url_template(url);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << url;
+    EXPECT_FALSE(mentions(s, kSecret)) << s.message();
+  }
+}
+
+TEST(ValidateSeqField, AcceptsDottedPaths) {
+  for (const std::string& f : std::vector<std::string>{
+           "seq", "data.seq", "a-b_c.D9", "a.b.c.d.e.f.g.h", std::string(256, 's'),
+           std::string(127, 'a') + "." + std::string(128, 'b')}) {
+    EXPECT_TRUE(validate_seq_field(f).ok()) << f;
+  }
+}
+
+TEST(ValidateSeqField, RefusesOthers) {
+  for (const std::string& f :
+       std::vector<std::string>{"", ".seq", "seq.", "a..b", "a b", "a/b", "a[0]", "séq",
+                                "a.b.c.d.e.f.g.h.i", std::string(257, 's')}) {
+    EXPECT_EQ(validate_seq_field(f).code(), Code::kInvalidArgument) << f;
+  }
+  EXPECT_TRUE(mentions(validate_seq_field("a[0]"), "'a[0]'"));
+  EXPECT_TRUE(mentions(validate_seq_field("a.b.c.d.e.f.g.h.i"), "9 names"));
+}
+
+TEST(ExpandUrl, SubstitutesBothPlaceholdersEverywhere) {
+  EXPECT_EQ(expand_url("ws://h/s?from={next_seq}", 0), "ws://h/s?from=1");
+  EXPECT_EQ(expand_url("ws://h/{last_seq}/{next_seq}?a={last_seq}", 41), "ws://h/41/42?a=41");
+  EXPECT_EQ(expand_url("ws://h/plain", 7), "ws://h/plain");
+  EXPECT_EQ(expand_url("ws://h/%7Bnext_seq%7D", 7), "ws://h/%7Bnext_seq%7D");
+  EXPECT_EQ(expand_url("ws://h/{next_seq}", INT64_MAX - 1), "ws://h/9223372036854775807");
+}
+
+// ---------------------------------------------------------------- items
+
+Item connection_item(std::string_view id) {
+  return Item{{"Pk", connection_key(id).pk},
+              {"desired_state", std::string("STARTED")},
+              {"ws_url", std::string("ws://h/s")}};
+}
+
+TEST(ParseConnection, ReadsAMinimalItemWithDefaults) {
+  auto c = parse_connection(connection_item("a"));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  Connection expected;
+  expected.id = "a";
+  expected.ws_url = "ws://h/s";
+  EXPECT_EQ(*c, expected);
+  EXPECT_EQ(c->seq_field, "seq");
+}
+
+TEST(ParseConnection, ReadsEveryField) {
+  Item item = connection_item("feed.1");
+  item["desired_state"] = std::string("STOPPED");
+  item["seq_field"] = std::string("data.seq");
+  item["lease_owner"] = std::string("w1");
+  item["lease_token"] = std::string(32, 'a');
+  item["lease_epoch"] = int64_t{3};
+  item["lease_expires_at_ms"] = int64_t{1000};
+  item["lease_heartbeat_at_ms"] = int64_t{900};
+  item["last_seq"] = int64_t{77};
+  item["last_error"] = std::string("upstream closed");
+  item["last_error_at_ms"] = int64_t{950};
+  item["created_at_ms"] = int64_t{5};
+  auto c = parse_connection(item);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(*c, (Connection{"feed.1", DesiredState::kStopped, "ws://h/s", "data.seq", "w1",
+                            std::string(32, 'a'), 3, 1000, 900, 77, "upstream closed", 950, 5}));
+}
+
+TEST(ParseConnection, RefusesItemsThatAreNotConnections) {
+  const auto refused = [](const std::function<void(Item&)>& change) {
+    Item item = connection_item("a");
+    change(item);
+    return parse_connection(item).status().code() == Code::kInvalidArgument;
+  };
+  EXPECT_TRUE(refused([](Item& i) { i.erase("Pk"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["Pk"] = std::string("a"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["Pk"] = std::string("USER#a"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["Pk"] = std::string("CONN#"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["Pk"] = std::string("CONN#a/b"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["Pk"] = int64_t{1}; }));
+  EXPECT_TRUE(refused([](Item& i) { i.erase("desired_state"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["desired_state"] = std::string("started"); }));
+  EXPECT_TRUE(refused([](Item& i) { i.erase("ws_url"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["ws_url"] = true; }));
+  EXPECT_TRUE(refused([](Item& i) { i["last_seq"] = std::string("7"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["last_seq"] = int64_t{-1}; }));
+  EXPECT_TRUE(refused([](Item& i) { i["last_seq"] = INT64_MAX; }));
+  EXPECT_TRUE(refused([](Item& i) { i["lease_owner"] = int64_t{1}; }));
+  EXPECT_TRUE(refused([](Item& i) { i["lease_epoch"] = std::string("1"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["created_at_ms"] = true; }));
+  EXPECT_FALSE(refused([](Item& i) { i["last_seq"] = INT64_MAX - 1; }));
+  EXPECT_FALSE(refused([](Item& i) { i["something_else"] = true; }));
+}
+
+// ---------------------------------------------------------------- Connections
+
+// Counts the writes that reach the store, and can run something once, right
+// after the next index query for a given hash value (another process acting
+// while a listing pages). Single-threaded, as the tests that use it are.
+class WatchingStore final : public store::StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+
+  int writes = 0;
+  int page_limit_max = kQueryLimitMax;
+  std::string after_query_of;
+  std::function<void()> after_query;
+
+  Status put(std::string_view table, const Item& item, const Condition& condition) override {
+    ++writes;
+    return StoreWrapper::put(table, item, condition);
+  }
+  Result<Item> update(std::string_view table, const Key& key, const Update& update,
+                      const Condition& condition) override {
+    ++writes;
+    return StoreWrapper::update(table, key, update, condition);
+  }
+  Status remove(std::string_view table, const Key& key, const Condition& condition) override {
+    ++writes;
+    return StoreWrapper::remove(table, key, condition);
+  }
+  Result<Page> query_index(std::string_view table, std::string_view index,
+                           std::string_view hash_value, const KeyRange& range,
+                           const QueryOptions& options) override {
+    QueryOptions limited = options;
+    limited.limit = std::min(options.limit, page_limit_max);
+    auto page = StoreWrapper::query_index(table, index, hash_value, range, limited);
+    if (after_query && hash_value == after_query_of) std::exchange(after_query, nullptr)();
+    return page;
+  }
+};
+
+class ConnectionsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(connections_.ensure_table().ok()); }
+
+  Connection add(const std::string& id, const std::string& url = "ws://h/s?from={next_seq}",
+                 bool stopped = false) {
+    auto c = connections_.add(NewConnection{id, url, "seq", stopped});
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? *c : Connection{};
+  }
+
+  std::vector<std::string> listed_ids() {
+    auto all = connections_.list();
+    EXPECT_TRUE(all.ok()) << all.status().to_string();
+    std::vector<std::string> ids;
+    if (all.ok()) {
+      for (const Connection& c : *all) ids.push_back(c.id);
+    }
+    return ids;
+  }
+
+  SimulatedClock clock_;
+  SeededRandom random_{7};
+  std::unique_ptr<ItemStore> memory_ = store::make_memory_store();
+  WatchingStore store_{*memory_};
+  Connections connections_{store_, clock_};
+};
+
+TEST_F(ConnectionsTest, AddWritesTheReferenceItem) {
+  const Connection added = add("feed-1", "ws://h/s?from={next_seq}");
+  auto item = memory_->get(kConnectionsTable, Key{"CONN#feed-1", ""}, true);
+  ASSERT_TRUE(item.ok()) << item.status().to_string();
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  EXPECT_EQ(*item, (Item{{"Pk", std::string("CONN#feed-1")},
+                         {"desired_state", std::string("STARTED")},
+                         {"ws_url", std::string("ws://h/s?from={next_seq}")},
+                         {"seq_field", std::string("seq")},
+                         {"lease_expires_at_ms", int64_t{0}},
+                         {"last_seq", int64_t{0}},
+                         {"created_at_ms", now_ms}}));
+  Connection expected;
+  expected.id = "feed-1";
+  expected.ws_url = "ws://h/s?from={next_seq}";
+  expected.created_at_ms = now_ms;
+  EXPECT_EQ(added, expected);
+  auto got = connections_.get("feed-1");
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(*got, added);
+}
+
+TEST_F(ConnectionsTest, ANewStartedConnectionIsAnOrphanAtOnce) {
+  add("a");
+  add("b", "ws://h/b", /*stopped=*/true);
+  // The query a worker's reconcile makes: STARTED, lease expired.
+  auto page = memory_->query_index(kConnectionsTable, kOrphanIndex, "STARTED",
+                                   KeyRange::lt(to_unix_ms(clock_.wall_now())), {});
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  ASSERT_EQ(page->items.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(page->items[0].at("Pk")), "CONN#a");
+}
+
+TEST_F(ConnectionsTest, AddingATakenIdIsAlreadyExistsAndChangesNothing) {
+  const Connection first = add("a", "ws://h/first");
+  clock_.advance(seconds(5));
+  auto again = connections_.add(NewConnection{"a", "ws://h/second", "other", true});
+  EXPECT_EQ(again.status().code(), Code::kAlreadyExists);
+  EXPECT_TRUE(mentions(again.status(), "'a'")) << again.status().message();
+  auto got = connections_.get("a");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(*got, first);
+}
+
+TEST_F(ConnectionsTest, BadInputIsInvalidArgumentAndWritesNothing) {
+  const std::vector<NewConnection> bad = {
+      {"", "ws://h/", "seq", false},    {"a b", "ws://h/", "seq", false},
+      {"a", "http://h/", "seq", false}, {"a", "ws://h/{seq}", "seq", false},
+      {"a", "ws://h/", "", false},      {"a", "ws://h/", "a..b", false},
+  };
+  for (const NewConnection& c : bad) {
+    EXPECT_EQ(connections_.add(c).status().code(), Code::kInvalidArgument) << c.id << " " << c.url;
+  }
+  EXPECT_EQ(connections_.set_desired("a/b", DesiredState::kStopped).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(connections_.remove("").code(), Code::kInvalidArgument);
+  EXPECT_EQ(connections_.get("a b").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(store_.writes, 0);
+  EXPECT_TRUE(listed_ids().empty());
+}
+
+TEST_F(ConnectionsTest, SetDesiredChangesOnlyTheDesiredStateAndIsIdempotent) {
+  add("a");
+  // A worker holds the lease and has checkpointed.
+  LeaseConfig config;
+  config.table = kConnectionsTable;
+  LeaseManager leases(store_, clock_, random_, config);
+  AcquireOptions options;
+  options.owner = "worker-1";
+  auto lease = leases.acquire(connection_key("a"), options);
+  ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+  ASSERT_TRUE(leases.fenced_write(*lease, Update().set("last_seq", int64_t{12})).ok());
+  const Item before = *memory_->get(kConnectionsTable, connection_key("a"), true);
+
+  for (const DesiredState state :
+       {DesiredState::kStopped, DesiredState::kStopped, DesiredState::kStarted}) {
+    auto c = connections_.set_desired("a", state);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    EXPECT_EQ(c->desired_state, state);
+    EXPECT_EQ(c->owner, "worker-1");
+    EXPECT_EQ(c->epoch, 1);
+    EXPECT_EQ(c->last_seq, 12);
+    Item expected = before;
+    expected["desired_state"] = std::string(desired_state_name(state));
+    EXPECT_EQ(*memory_->get(kConnectionsTable, connection_key("a"), true), expected);
+  }
+  // The lease is untouched: its holder renews as before.
+  EXPECT_TRUE(leases.renew(*lease).ok());
+}
+
+TEST_F(ConnectionsTest, UnknownIdsAreNotFoundAndWriteNothing) {
+  add("a");
+  const int writes = store_.writes;
+  EXPECT_EQ(connections_.set_desired("b", DesiredState::kStopped).status().code(), Code::kNotFound);
+  const Status removed = connections_.remove("b");
+  EXPECT_EQ(removed.code(), Code::kNotFound);
+  EXPECT_TRUE(mentions(removed, "no connection named 'b'")) << removed.message();
+  EXPECT_EQ(connections_.get("b").status().code(), Code::kNotFound);
+  EXPECT_EQ(store_.writes, writes + 2);  // two conditional writes, both refused
+  EXPECT_EQ(listed_ids(), std::vector<std::string>{"a"});
+  EXPECT_FALSE(memory_->get(kConnectionsTable, connection_key("b"), true).ok());
+}
+
+TEST_F(ConnectionsTest, RemoveDeletesTheItemWhoeverHoldsIt) {
+  add("a");
+  add("b");
+  LeaseConfig config;
+  config.table = kConnectionsTable;
+  LeaseManager leases(store_, clock_, random_, config);
+  AcquireOptions options;
+  options.owner = "worker-1";
+  auto lease = leases.acquire(connection_key("a"), options);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(connections_.remove("a").ok());
+  EXPECT_EQ(connections_.get("a").status().code(), Code::kNotFound);
+  EXPECT_EQ(connections_.remove("a").code(), Code::kNotFound);
+  EXPECT_EQ(listed_ids(), std::vector<std::string>{"b"});
+  // The holder finds it gone: a checkpoint no longer applies.
+  EXPECT_FALSE(leases.fenced_write(*lease, Update().set("last_seq", int64_t{1})).ok());
+  EXPECT_EQ(connections_.get("a").status().code(), Code::kNotFound);
+}
+
+TEST_F(ConnectionsTest, ListIsSortedByIdAcrossStatesAndPages) {
+  store_.page_limit_max = 2;  // several pages per state
+  for (const std::string id : {"m", "b", "z", "a", "k", "c", "B"}) {
+    add(id, "ws://h/" + id, /*stopped=*/id == "k" || id == "a" || id == "z");
+    clock_.advance(seconds(1));
+  }
+  EXPECT_EQ(listed_ids(), (std::vector<std::string>{"B", "a", "b", "c", "k", "m", "z"}));
+  auto all = connections_.list();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ((*all)[1].desired_state, DesiredState::kStopped);
+  EXPECT_EQ((*all)[1].ws_url, "ws://h/a");
+  EXPECT_EQ((*all)[2].desired_state, DesiredState::kStarted);
+}
+
+TEST_F(ConnectionsTest, ListShowsLeasesCheckpointsAndErrors) {
+  add("a");
+  add("b");
+  LeaseConfig config;
+  config.table = kConnectionsTable;
+  LeaseManager leases(store_, clock_, random_, config);
+  AcquireOptions options;
+  options.owner = "worker-1";
+  options.ttl = seconds(20);
+  auto lease = leases.acquire(connection_key("b"), options);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(leases
+                  .fenced_write(*lease, Update()
+                                            .set("last_seq", int64_t{9})
+                                            .set("last_error", std::string("reset by peer"))
+                                            .set("last_error_at_ms", int64_t{123}))
+                  .ok());
+  auto all = connections_.list();
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].owner, "");
+  EXPECT_EQ((*all)[0].epoch, 0);
+  const Connection& b = (*all)[1];
+  EXPECT_EQ(b.owner, "worker-1");
+  EXPECT_EQ(b.token, lease->token);
+  EXPECT_EQ(b.epoch, 1);
+  EXPECT_EQ(b.expires_at_ms, lease->expires_at_ms);
+  EXPECT_EQ(b.heartbeat_at_ms, lease->heartbeat_at_ms);
+  EXPECT_EQ(b.last_seq, 9);
+  EXPECT_EQ(b.last_error, "reset by peer");
+  EXPECT_EQ(b.last_error_at_ms, 123);
+}
+
+TEST_F(ConnectionsTest, AConnectionStoppedDuringTheListingIsListedOnce) {
+  add("a");
+  add("b");
+  store_.after_query_of = "STARTED";
+  store_.after_query = [&] {
+    ASSERT_TRUE(connections_.set_desired("a", DesiredState::kStopped).ok());
+  };
+  auto all = connections_.list();
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].id, "a");
+  EXPECT_EQ((*all)[0].desired_state, DesiredState::kStopped);  // the later read
+  EXPECT_EQ((*all)[1].id, "b");
+}
+
+TEST_F(ConnectionsTest, ListRefusesAnItemThatIsNotAConnectionNamingIt) {
+  add("a");
+  Item odd{{"Pk", std::string("OTHER#x")},
+           {"desired_state", std::string("STARTED")},
+           {"lease_expires_at_ms", int64_t{0}}};
+  ASSERT_TRUE(memory_->put(kConnectionsTable, odd, {}).ok());
+  auto all = connections_.list();
+  EXPECT_EQ(all.status().code(), Code::kInternal);
+  EXPECT_TRUE(mentions(all.status(), "OTHER#x")) << all.status().message();
+}
+
+TEST_F(ConnectionsTest, OnlyOneOfTwoConcurrentAddsOfAnIdSucceeds) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string id = "c" + std::to_string(round);
+    std::atomic<int> added{0}, refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, t] {
+        auto c = connections_.add(NewConnection{id, "ws://h/" + std::to_string(t)});
+        (c.ok() ? added : refused)++;
+        if (!c.ok()) {
+          EXPECT_EQ(c.status().code(), Code::kAlreadyExists);
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(added.load(), 1);
+    EXPECT_EQ(refused.load(), 1);
+  }
+}
+
+TEST(ConnectionsWithoutTable, EveryCallSaysNotFoundUntilTheTableIsMade) {
+  SimulatedClock clock;
+  std::unique_ptr<ItemStore> store = store::make_memory_store();
+  Connections connections(*store, clock);
+  EXPECT_EQ(connections.get("a").status().code(), Code::kNotFound);
+  EXPECT_EQ(connections.set_desired("a", DesiredState::kStarted).status().code(), Code::kNotFound);
+  EXPECT_EQ(connections.remove("a").code(), Code::kNotFound);
+  EXPECT_EQ(connections.list().status().code(), Code::kNotFound);
+  EXPECT_EQ(connections.add(NewConnection{"a", "ws://h/"}).status().code(), Code::kNotFound);
+  ASSERT_TRUE(connections.ensure_table().ok());
+  auto all = connections.list();
+  ASSERT_TRUE(all.ok());
+  EXPECT_TRUE(all->empty());
+}
+
+}  // namespace
+}  // namespace leasehold::fleet
