@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <thread>
 
+#include "app/fleet_api.h"
+#include "fleet/members.h"
+#include "fleet/schema.h"
+
 namespace leasehold::app {
 
 Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
@@ -21,7 +25,10 @@ Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
   ASSIGN_OR_RETURN(s->runtime_, runtime::Runtime::open(std::move(runtime_options)));
   runtime::Runtime& rt = *s->runtime_;
   const TableSpec table = accounts::Accounts::table_spec();
-  RETURN_IF_ERROR(rt.store().ensure_table(table));
+  for (const TableSpec& spec :
+       {table, fleet::connections_table_spec(), fleet::workers_table_spec()}) {
+    RETURN_IF_ERROR(rt.store().ensure_table(spec));
+  }
   s->accounts_ = std::make_unique<accounts::Accounts>(rt.store(), rt.clock(), rt.random());
 
   server::ServerOptions& server_options = options.server;
@@ -34,8 +41,9 @@ Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
   s->threads_ = server_options.threads;
   const AppOptions app_options{.tls = !server_options.tls_cert_file.empty(),
                                .accounts_table = table.name};
-  s->app_ = std::make_unique<App>(rt, *s->accounts_, s->registry_,
-                                  options.log != nullptr ? *options.log : rt.logger(), app_options);
+  Logger& log = options.log != nullptr ? *options.log : rt.logger();
+  s->app_ = std::make_unique<App>(rt, *s->accounts_, s->registry_, log, app_options);
+  add_fleet_routes(s->app_->router(), rt.store(), rt.clock(), log);
   ASSIGN_OR_RETURN(s->server_,
                    server::Server::start(server_options, s->app_->router(), s->app_->hooks()));
   return s;

@@ -1,7 +1,8 @@
 // Serving: `leasehold serve` as one object — the runtime on a store (its
 // store calls metered into the registry, its blocking pool sized for a
-// server), the accounts table and Accounts, the App and the Server it runs
-// on — built the same way by `serve` and by `bench http`.
+// server), the accounts table and Accounts, the stream fleet's tables and
+// API (app/fleet_api.h), the App and the Server it runs on — built the same
+// way by `serve` and by `bench http`.
 //
 // The server is stopped first when a Serving is destroyed, then the rest in
 // reverse order of building. Its parts are safe for concurrent use as their
@@ -36,7 +37,8 @@ struct ServingOptions {
 
 class Serving {
  public:
-  // Opens the store, ensures the accounts table, and starts the server. The
+  // Opens the store, ensures the accounts table and the fleet's tables
+  // (connections, fleet_workers), and starts the server. The
   // store's error, or the server's (kInvalidArgument for a TLS file that
   // cannot be loaded, kUnavailable for an address that cannot be bound).
   static Result<std::unique_ptr<Serving>> start(ServingOptions options);

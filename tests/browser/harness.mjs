@@ -5,6 +5,7 @@
 // (signin_test.mjs, ...), run by ctest as
 //
 //   node tests/browser/signin_test.mjs --leasehold build/bin/leasehold \
+//       --store-tool build/bin/browser_store_tool \
 //       --screenshots build/tests/browser/screenshots
 //
 // A test file builds what it needs from the pieces below, declares its cases
@@ -34,22 +35,30 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-// --leasehold BIN --screenshots DIR, both required. Checks first that
-// everything the tests need is there, before anything is started.
+// --leasehold BIN --screenshots DIR, both required, and --store-tool BIN
+// (tests/browser/store_tool.cc) for the tests that write items into the store
+// themselves. Checks first that everything the tests need is there, before
+// anything is started.
 export function parseArgs(argv = process.argv.slice(2)) {
   const options = {};
   for (let i = 0; i < argv.length; i += 2) {
     if (argv[i] === '--leasehold') options.bin = argv[i + 1];
+    else if (argv[i] === '--store-tool') options.storeTool = argv[i + 1];
     else if (argv[i] === '--screenshots') options.screenshots = argv[i + 1];
     else fail(`unknown argument '${argv[i]}'`);
   }
   if (!options.bin || !options.screenshots) {
-    fail('usage: node <feature>_test.mjs --leasehold BINARY --screenshots DIR');
+    fail('usage: node <feature>_test.mjs --leasehold BINARY [--store-tool BINARY] ' +
+      '--screenshots DIR');
   }
-  try {
-    accessSync(options.bin, constants.X_OK);
-  } catch {
-    fail(`the leasehold binary '${options.bin}' is missing or not executable; build it first`);
+  for (const [what, file] of [['leasehold binary', options.bin],
+    ['store tool', options.storeTool]]) {
+    if (file === undefined) continue;
+    try {
+      accessSync(file, constants.X_OK);
+    } catch {
+      fail(`the ${what} '${file}' is missing or not executable; build it first`);
+    }
   }
   checkBrowser();
   mkdirSync(options.screenshots, { recursive: true });
@@ -89,6 +98,9 @@ function runCommand(bin, args, { input } = {}) {
       clearTimeout(timer);
       resolve({ code: signal ? `killed by ${signal}` : code, out: out.trim(), err: err.trim() });
     });
+    // A command that exits without reading its input closes the pipe first:
+    // EPIPE then is no failure (its exit code says how it went).
+    child.stdin.on('error', () => {});
     child.stdin.end(input ?? '');
   });
 }
@@ -112,6 +124,13 @@ export class Store {
 
   leasehold(...args) {
     return runCommand(this.bin, ['--store', this.uri, ...args]);
+  }
+
+  // Runs the store tool (--store-tool) on this store: `put TABLE ITEM_JSON`
+  // or `update TABLE PK ATTRIBUTES_JSON`; asserts that it succeeded.
+  async write(tool, ...args) {
+    const result = await runCommand(tool, [this.uri, ...args]);
+    assert.equal(result.code, 0, `browser_store_tool ${args.join(' ')} failed: ${result.err}`);
   }
 
   // Adds a user through the CLI, the password on stdin (never on the command

@@ -140,3 +140,42 @@ export function signIn(name, password) {
 export function signOut() {
   return request('DELETE', '/api/session');
 }
+
+// ---- The stream fleet (/api/fleet/, docs/server.md) ----
+
+function connectionPath(id) {
+  return `/api/fleet/connections/${encodeURIComponent(id)}`;
+}
+
+// {now_ms, connections: [{id, desired_state, ws_url, owner, expires_at_ms,
+// last_seq, epoch, last_error, last_error_at_ms, heartbeat_at_ms}]}, by id.
+// now_ms is the server's clock: count leases down against it.
+export function listConnections() {
+  return request('GET', '/api/fleet/connections');
+}
+
+// {now_ms, workers: [{id, alive, owned, capacity, messages, messages_per_s,
+// started_at_ms, updated_at_ms, expires_at_ms}]}, by id.
+export function listWorkers() {
+  return request('GET', '/api/fleet/workers');
+}
+
+// Admins only. {id, url, seq_field?, stopped?} -> the connection added.
+// ApiError 400 whose message starts with the field it is about ("url: ..."),
+// 409 when the ID is taken.
+export function addConnection(connection) {
+  return request('POST', '/api/fleet/connections', connection);
+}
+
+// Admins only: the connection after the change; ApiError 404 if it is gone.
+export function startConnection(id) {
+  return request('POST', `${connectionPath(id)}/start`);
+}
+
+export function stopConnection(id) {
+  return request('POST', `${connectionPath(id)}/stop`);
+}
+
+export function removeConnection(id) {
+  return request('DELETE', connectionPath(id));
+}

@@ -1,6 +1,8 @@
 // The app's sections: the pages the header links to, what each is for, and
 // the module that draws it. A section without `view` is not in this build:
 // its page says so (not-built.js) and the home page marks it.
+import { fleetView } from './fleet.js';
+
 export const SECTIONS = [
   {
     path: '/fleet',
@@ -9,9 +11,7 @@ export const SECTIONS = [
     summary:
       'Workers that own upstream WebSocket connections, one owner each: which worker holds ' +
       'which connection, until when, and how far it has read.',
-    planned:
-      'When it arrives, this page will show each stream connection, the worker that holds it, ' +
-      'until when, and the last message it has read.',
+    view: fleetView,
   },
   {
     path: '/movies',

@@ -1,0 +1,194 @@
+#include "app/fleet_api.h"
+
+#include <boost/json.hpp>
+#include <utility>
+
+#include "fleet/connections.h"
+#include "fleet/members.h"
+#include "server/errors.h"
+#include "server/json.h"
+
+namespace leasehold::app {
+
+using server::Access;
+using server::error_response;
+using server::json_response;
+using server::kJsonBodyBytesMax;
+using server::read_json_object;
+using server::Request;
+using server::Response;
+using server::RouteOptions;
+using server::Router;
+
+namespace {
+
+namespace json = boost::json;
+
+constexpr char kConnectionsPath[] = "/api/fleet/connections";
+constexpr char kRedactedQuery[] = "?\u2026";  // "?…"
+
+// What the handlers use; held by value in each route's handler.
+struct FleetDeps {
+  ItemStore& store;
+  Clock& clock;
+  Logger& log;
+};
+
+int64_t now_ms(Clock& clock) { return to_unix_ms(clock.wall_now()); }
+
+// The error shape for `status`; a 5xx's cause goes to the log, since the
+// answer names only the request's ID.
+Response failed(const Status& status, const Request& request, Logger& log) {
+  Response response = error_response(status, request.request_id);
+  if (response.status >= 500 && log.enabled(LogLevel::kError)) {
+    const std::string cause = status.to_string();
+    const LogField fields[] = {{"request_id", std::string_view(request.request_id)},
+                               {"route", std::string_view(request.route)},
+                               {"error", std::string_view(cause)}};
+    log.log_fields(LogLevel::kError, "fleet API: the store call failed", fields);
+  }
+  return response;
+}
+
+// A connection as the API shows it; never the lease token. The URL's query
+// only for admins (`full_url`).
+json::object connection_json(const fleet::Connection& c, bool full_url) {
+  return {{"id", c.id},
+          {"desired_state", fleet::desired_state_name(c.desired_state)},
+          {"ws_url", full_url ? c.ws_url : redact_url_query(c.ws_url)},
+          {"owner", c.owner},
+          {"expires_at_ms", c.expires_at_ms},
+          {"last_seq", c.last_seq},
+          {"epoch", c.epoch},
+          {"last_error", c.last_error},
+          {"last_error_at_ms", c.last_error_at_ms},
+          {"heartbeat_at_ms", c.heartbeat_at_ms}};
+}
+
+json::object member_json(const fleet::Member& m) {
+  return {{"id", m.id},
+          {"alive", m.alive},
+          {"owned", m.owned},
+          {"capacity", m.capacity},
+          {"messages", m.messages},
+          {"messages_per_s", m.messages_per_s},
+          {"started_at_ms", m.started_at_ms},
+          {"updated_at_ms", m.updated_at_ms},
+          {"expires_at_ms", m.expires_at_ms}};
+}
+
+// Field `name` of `body` as a string into `out`. Absent: an error if
+// `required`, else `out` is left as it is.
+Status read_string_field(const json::object& body, std::string_view name, bool required,
+                         std::string& out) {
+  const json::value* value = body.if_contains(name);
+  if (value == nullptr) {
+    if (!required) return Status::ok_status();
+    return invalid_argument(std::string(name) + ": missing; expected a string");
+  }
+  if (!value->is_string()) return invalid_argument(std::string(name) + ": expected a string");
+  out = std::string(value->as_string());
+  return Status::ok_status();
+}
+
+// The body of POST /api/fleet/connections: {"id", "url", "seq_field"?,
+// "stopped"?} and nothing else. Each message starts with the field it is
+// about ("url: ..."), so that a form can show it beside that field.
+Result<fleet::NewConnection> parse_new_connection(const json::object& body) {
+  for (const auto& field : body) {
+    const std::string_view key = field.key();
+    if (key != "id" && key != "url" && key != "seq_field" && key != "stopped") {
+      return invalid_argument("unknown field '" + std::string(key.substr(0, 64)) +
+                              "': expected id, url, seq_field and stopped");
+    }
+  }
+  fleet::NewConnection c;
+  RETURN_IF_ERROR(read_string_field(body, "id", true, c.id));
+  RETURN_IF_ERROR(read_string_field(body, "url", true, c.url));
+  RETURN_IF_ERROR(read_string_field(body, "seq_field", false, c.seq_field));
+  if (const json::value* stopped = body.if_contains("stopped")) {
+    if (!stopped->is_bool()) return invalid_argument("stopped: expected true or false");
+    c.stopped = stopped->as_bool();
+  }
+  RETURN_IF_ERROR(fleet::validate_connection_id(c.id).with_context("id"));
+  RETURN_IF_ERROR(fleet::validate_url_template(c.url).with_context("url"));
+  RETURN_IF_ERROR(fleet::validate_seq_field(c.seq_field).with_context("seq_field"));
+  return c;
+}
+
+Response list_connections(const Request& request, const FleetDeps& d) {
+  Result<std::vector<fleet::Connection>> listed = fleet::Connections(d.store, d.clock).list();
+  if (!listed.ok()) return failed(listed.status(), request, d.log);
+  const bool admin = request.caller->admin;
+  json::array out;
+  out.reserve(listed->size());
+  for (const fleet::Connection& c : *listed) out.push_back(connection_json(c, admin));
+  return json_response(200, json::object{{"now_ms", now_ms(d.clock)}, {"connections", out}});
+}
+
+Response add_connection(Request& request, const FleetDeps& d) {
+  json::object body;
+  if (auto refused = read_json_object(request, body)) return *refused;
+  Result<fleet::NewConnection> wanted = parse_new_connection(body);
+  if (!wanted.ok()) return failed(wanted.status(), request, d.log);
+  Result<fleet::Connection> added = fleet::Connections(d.store, d.clock).add(*wanted);
+  if (!added.ok()) return failed(added.status(), request, d.log);
+  return json_response(201, connection_json(*added, /*full_url=*/true));
+}
+
+Response set_desired(const Request& request, fleet::DesiredState state, const FleetDeps& d) {
+  Result<fleet::Connection> set =
+      fleet::Connections(d.store, d.clock).set_desired(request.params.at("id"), state);
+  if (!set.ok()) return failed(set.status(), request, d.log);
+  return json_response(200, connection_json(*set, request.caller->admin));
+}
+
+Response remove_connection(const Request& request, const FleetDeps& d) {
+  const std::string& id = request.params.at("id");
+  if (const Status removed = fleet::Connections(d.store, d.clock).remove(id); !removed.ok()) {
+    return failed(removed, request, d.log);
+  }
+  return json_response(200, json::object{{"id", id}, {"removed", true}});
+}
+
+Response list_workers(const Request& request, const FleetDeps& d) {
+  Result<std::vector<fleet::Member>> members =
+      fleet::list_members(d.store, d.clock, /*alive_only=*/false);
+  if (!members.ok()) return failed(members.status(), request, d.log);
+  json::array out;
+  out.reserve(members->size());
+  for (const fleet::Member& m : *members) out.push_back(member_json(m));
+  return json_response(200, json::object{{"now_ms", now_ms(d.clock)}, {"workers", out}});
+}
+
+}  // namespace
+
+std::string redact_url_query(std::string_view url) {
+  const size_t query = url.find('?');
+  if (query == std::string_view::npos) return std::string(url);
+  return std::string(url.substr(0, query)) + kRedactedQuery;
+}
+
+void add_fleet_routes(Router& router, ItemStore& store, Clock& clock, Logger& log) {
+  const FleetDeps d{store, clock, log};
+  const RouteOptions user{.access = Access::kUser};
+  const RouteOptions admin{.access = Access::kAdmin};
+  const RouteOptions admin_json{.access = Access::kAdmin, .body_bytes_max = kJsonBodyBytesMax};
+  const std::string connection = std::string(kConnectionsPath) + "/{id}";
+  router.add(
+      "GET", kConnectionsPath, [d](Request& r) { return list_connections(r, d); }, user);
+  router.add(
+      "POST", kConnectionsPath, [d](Request& r) { return add_connection(r, d); }, admin_json);
+  router.add(
+      "POST", connection + "/start",
+      [d](Request& r) { return set_desired(r, fleet::DesiredState::kStarted, d); }, admin);
+  router.add(
+      "POST", connection + "/stop",
+      [d](Request& r) { return set_desired(r, fleet::DesiredState::kStopped, d); }, admin);
+  router.add(
+      "DELETE", connection, [d](Request& r) { return remove_connection(r, d); }, admin);
+  router.add(
+      "GET", "/api/fleet/workers", [d](Request& r) { return list_workers(r, d); }, user);
+}
+
+}  // namespace leasehold::app

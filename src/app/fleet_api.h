@@ -1,0 +1,45 @@
+// The stream fleet's HTTP API, under /api/fleet/: the connections (listed by
+// any signed-in user; added, started, stopped and removed by admins) and the
+// workers' membership, for the Fleet page and for scripts.
+//
+//   GET    /api/fleet/connections             user   {now_ms, connections: [...]}
+//   POST   /api/fleet/connections             admin  201 the connection added
+//   POST   /api/fleet/connections/{id}/start  admin  200 the connection
+//   POST   /api/fleet/connections/{id}/stop   admin  200 the connection
+//   DELETE /api/fleet/connections/{id}        admin  200 {id, removed: true}
+//   GET    /api/fleet/workers                 user   {now_ms, workers: [...]}
+//
+// Every answer that lists something carries the server's wall clock
+// (now_ms), so that a page counts leases down against the server's time, not
+// its own. A connection's ws_url may carry a credential in its query: users
+// other than admins get it with the query replaced by "?…", and nobody gets
+// the lease token. Each handler validates its input, makes one call of
+// fleet/connections.h or fleet/members.h, and maps the Status through
+// server/errors.h. docs/server.md lists the fields and statuses.
+//
+// The handlers call the store, so they are blocking routes (they run on the
+// server's pool); they hold only references and are safe on many threads.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "leasehold/clock.h"
+#include "leasehold/logger.h"
+#include "leasehold/store.h"
+#include "server/router.h"
+
+namespace leasehold::app {
+
+// Adds the routes above to `router`. A store failure behind a 5xx answer is
+// logged to `log` with the request's ID (the answer names only the ID).
+// REQUIRES: store, clock and log outlive the router; the store has the
+// tables fleet::connections_table_spec() and fleet::workers_table_spec()
+// (Serving ensures them).
+void add_fleet_routes(server::Router& router, ItemStore& store, Clock& clock, Logger& log);
+
+// `url` with everything from its first '?' replaced by "?…" ("wss://h/s?…");
+// a URL without a query is returned as it is.
+std::string redact_url_query(std::string_view url);
+
+}  // namespace leasehold::app

@@ -1,0 +1,404 @@
+// The fleet API (app/fleet_api.h) through real sockets, on a memory store:
+// who may call what (401, 403), each route's answers and errors, the
+// redacted URL for users who are not admins, the lease fields as a worker
+// wrote them (through the lease layer, as a worker does), the workers'
+// membership, and bad input that changes nothing.
+#include "app/fleet_api.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include "../server/test_client.h"
+#include "app/app.h"
+#include "fleet/connections.h"
+#include "fleet/members.h"
+#include "fleet/schema.h"
+#include "leasehold/lease.h"
+#include "server/server.h"
+#include "testing/capturing_logger.h"
+
+namespace leasehold::app {
+namespace {
+
+namespace json = boost::json;
+using server::testing::Client;
+using server::testing::HttpResponse;
+
+constexpr char kSecretUrl[] = "wss://feed.example.com/s/{next_seq}?key=hunter2-secret&from=1";
+
+class FleetApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    runtime::RuntimeOptions options;
+    options.store_uri = "memory:";
+    options.metrics = &registry_;
+    auto rt = runtime::Runtime::open(options);
+    ASSERT_TRUE(rt.ok()) << rt.status().to_string();
+    runtime_ = std::move(rt).value();
+    ItemStore& store = runtime_->store();
+    for (const TableSpec& spec : {accounts::Accounts::table_spec(), fleet::connections_table_spec(),
+                                  fleet::workers_table_spec()}) {
+      ASSERT_TRUE(store.ensure_table(spec).ok()) << spec.name;
+    }
+    accounts::AccountsOptions cheap;
+    cheap.argon2_memory_kib = 64;
+    cheap.argon2_passes = 1;
+    accounts_ =
+        std::make_unique<accounts::Accounts>(store, runtime_->clock(), runtime_->random(), cheap);
+    app_ = std::make_unique<App>(*runtime_, *accounts_, registry_, log_, AppOptions{});
+    add_fleet_routes(app_->router(), store, runtime_->clock(), log_);
+    server::ServerOptions server_options;
+    server_options.port = 0;
+    server_options.threads = 2;
+    auto started = server::Server::start(server_options, app_->router(), app_->hooks());
+    ASSERT_TRUE(started.ok()) << started.status().to_string();
+    server_ = std::move(started).value();
+    admin_ = bearer(add_user("ann", true));
+    user_ = bearer(add_user("bob", false));
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+  }
+
+  std::string add_user(std::string name, bool admin) {
+    auto added = accounts_->add_user({name, name, admin, "a long enough password"});
+    EXPECT_TRUE(added.ok()) << added.status().to_string();
+    return added.ok() ? added->token : "";
+  }
+  static std::string bearer(const std::string& token) {
+    return "Authorization: Bearer " + token + "\r\n";
+  }
+
+  // One request on a new connection; a body is sent as application/json
+  // unless `headers` names another Content-Type.
+  HttpResponse call(std::string_view method, std::string_view target, std::string_view headers,
+                    std::string_view body = "") {
+    Client client(server_->port());
+    std::string request = std::string(method) + " " + std::string(target) +
+                          " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(server_->port()) +
+                          "\r\n" + std::string(headers);
+    if (!body.empty() && headers.find("Content-Type") == std::string_view::npos) {
+      request += "Content-Type: application/json\r\n";
+    }
+    if (!body.empty() || method == "POST") {
+      request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    }
+    request += "\r\n" + std::string(body);
+    EXPECT_TRUE(client.send(request));
+    auto response = client.read_response();
+    EXPECT_TRUE(response.has_value()) << method << " " << target;
+    return response.value_or(HttpResponse{});
+  }
+
+  // The body of a 2xx answer, parsed; fails the test for anything else.
+  json::object ok_body(const HttpResponse& r, int status = 200) {
+    EXPECT_EQ(r.status, status) << r.body;
+    EXPECT_EQ(r.header("content-type"), "application/json");
+    if (r.status != status) return {};
+    return json::parse(r.body).as_object();
+  }
+  // The error's code and message; fails the test unless the status is `status`.
+  std::pair<std::string, std::string> error_of(const HttpResponse& r, int status) {
+    EXPECT_EQ(r.status, status) << r.body;
+    const json::value body = json::parse(r.body);
+    const json::object& error = body.at("error").as_object();
+    return {std::string(error.at("code").as_string()),
+            std::string(error.at("message").as_string())};
+  }
+
+  json::array listed(const std::string& who = "") {
+    return ok_body(call("GET", "/api/fleet/connections", who.empty() ? admin_ : who))
+        .at("connections")
+        .as_array();
+  }
+
+  HttpResponse add(std::string_view body) {
+    return call("POST", "/api/fleet/connections", admin_, body);
+  }
+
+  // Takes the connection's lease as a worker does when it reconciles.
+  Lease take(std::string_view id, std::string owner, Duration ttl = std::chrono::seconds(30)) {
+    LeaseConfig config;
+    config.table = fleet::kConnectionsTable;
+    LeaseManager leases(runtime_->store(), runtime_->clock(), runtime_->random(), config);
+    AcquireOptions o;
+    o.owner = std::move(owner);
+    o.ttl = ttl;
+    auto lease = leases.acquire(fleet::connection_key(id), o);
+    EXPECT_TRUE(lease.ok()) << lease.status().to_string();
+    return lease.ok() ? *lease : Lease{};
+  }
+
+  metrics::Registry registry_;
+  CapturingLogger log_{LogLevel::kWarn};
+  std::unique_ptr<runtime::Runtime> runtime_;
+  std::unique_ptr<accounts::Accounts> accounts_;
+  std::unique_ptr<App> app_;
+  std::unique_ptr<server::Server> server_;
+  std::string admin_, user_;
+};
+
+TEST_F(FleetApiTest, WithoutCredentialsEveryRouteIs401) {
+  ASSERT_EQ(add(R"({"id":"a","url":"ws://h/"})").status, 201);
+  for (const auto& [method, target] :
+       std::vector<std::pair<std::string, std::string>>{{"GET", "/api/fleet/connections"},
+                                                        {"POST", "/api/fleet/connections"},
+                                                        {"POST", "/api/fleet/connections/a/start"},
+                                                        {"POST", "/api/fleet/connections/a/stop"},
+                                                        {"DELETE", "/api/fleet/connections/a"},
+                                                        {"GET", "/api/fleet/workers"}}) {
+    const std::string body =
+        method == "POST" && target.ends_with("connections") ? R"({"id":"b","url":"ws://h/"})" : "";
+    EXPECT_EQ(error_of(call(method, target, "", body), 401).first, "unauthenticated")
+        << method << " " << target;
+    EXPECT_EQ(call(method, target, bearer(std::string(64, 'f')), body).status, 401);
+  }
+  const json::array now = listed();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_EQ(now[0].at("desired_state"), "STARTED");
+}
+
+TEST_F(FleetApiTest, UsersWhoAreNotAdminsMayReadButNotWrite) {
+  ASSERT_EQ(add(R"({"id":"a","url":"ws://h/"})").status, 201);
+  EXPECT_EQ(call("GET", "/api/fleet/connections", user_).status, 200);
+  EXPECT_EQ(call("GET", "/api/fleet/workers", user_).status, 200);
+  const std::string new_one = R"({"id":"b","url":"ws://h/"})";
+  EXPECT_EQ(error_of(call("POST", "/api/fleet/connections", user_, new_one), 403).first,
+            "forbidden");
+  EXPECT_EQ(call("POST", "/api/fleet/connections/a/stop", user_).status, 403);
+  EXPECT_EQ(call("POST", "/api/fleet/connections/a/start", user_).status, 403);
+  EXPECT_EQ(call("DELETE", "/api/fleet/connections/a", user_).status, 403);
+  const json::array now = listed();
+  ASSERT_EQ(now.size(), 1u) << "b was not added, a was not removed";
+  EXPECT_EQ(now[0].at("id"), "a");
+  EXPECT_EQ(now[0].at("desired_state"), "STARTED") << "a was not stopped";
+}
+
+TEST_F(FleetApiTest, AnAdminAddsStopsStartsAndRemovesAConnection) {
+  const json::object added =
+      ok_body(add(R"({"id":"feed-1","url":"wss://feed.example.com/s?from={next_seq}",
+                      "seq_field":"data.seq","stopped":true})"),
+              201);
+  EXPECT_EQ(added.at("id"), "feed-1");
+  EXPECT_EQ(added.at("desired_state"), "STOPPED");
+  EXPECT_EQ(added.at("ws_url"), "wss://feed.example.com/s?from={next_seq}");
+  EXPECT_EQ(added.at("owner"), "");
+  EXPECT_EQ(added.at("expires_at_ms"), 0);
+  EXPECT_EQ(added.at("last_seq"), 0);
+  EXPECT_EQ(added.at("epoch"), 0);
+  EXPECT_FALSE(added.contains("token"));
+  auto stored = fleet::Connections(runtime_->store(), runtime_->clock()).get("feed-1");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->seq_field, "data.seq");
+
+  ok_body(add(R"({"id":"feed-0","url":"ws://10.0.0.7:9000/s/{last_seq}"})"), 201);
+  const json::array both = listed();
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].at("id"), "feed-0") << "sorted by id";
+  EXPECT_EQ(both[0].at("desired_state"), "STARTED") << "started unless asked otherwise";
+  EXPECT_EQ(both[1].at("id"), "feed-1");
+
+  const json::object started = ok_body(call("POST", "/api/fleet/connections/feed-1/start", admin_));
+  EXPECT_EQ(started.at("desired_state"), "STARTED");
+  EXPECT_EQ(listed()[1].at("desired_state"), "STARTED");
+  const json::object stopped = ok_body(call("POST", "/api/fleet/connections/feed-1/stop", admin_));
+  EXPECT_EQ(stopped.at("desired_state"), "STOPPED");
+  EXPECT_EQ(ok_body(call("POST", "/api/fleet/connections/feed-1/stop", admin_)).at("desired_state"),
+            "STOPPED")
+      << "stopping a stopped connection succeeds";
+
+  const json::object removed = ok_body(call("DELETE", "/api/fleet/connections/feed-1", admin_));
+  EXPECT_EQ(json::value(removed), json::parse(R"({"id":"feed-1","removed":true})"));
+  const json::array left = listed();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].at("id"), "feed-0");
+}
+
+TEST_F(FleetApiTest, UnknownAndMalformedIdsAre404And400) {
+  for (const char* action : {"start", "stop"}) {
+    const std::string path = std::string("/api/fleet/connections/nope/") + action;
+    const auto [code, message] = error_of(call("POST", path, admin_), 404);
+    EXPECT_EQ(code, "not_found");
+    EXPECT_NE(message.find("no connection named 'nope'"), std::string::npos) << message;
+    EXPECT_EQ(
+        error_of(call("POST", std::string("/api/fleet/connections/a%20b/") + action, admin_), 400)
+            .first,
+        "bad_request");
+  }
+  EXPECT_EQ(error_of(call("DELETE", "/api/fleet/connections/nope", admin_), 404).first,
+            "not_found");
+  EXPECT_EQ(error_of(call("DELETE", "/api/fleet/connections/%7Bx%7D", admin_), 400).first,
+            "bad_request");
+  EXPECT_EQ(call("DELETE", "/api/fleet/connections/..", admin_).status / 100, 4);
+  EXPECT_TRUE(listed().empty()) << "nothing was created by the refused calls";
+}
+
+TEST_F(FleetApiTest, BadInputIsRefusedWithTheFieldNamedAndAddsNothing) {
+  ASSERT_EQ(add(R"({"id":"taken","url":"ws://h/first"})").status, 201);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"id":"a","url":"http://h/"})", "url: "},
+      {R"({"id":"a","url":"wss://h/?from={next}"})", "url: "},
+      {R"({"id":"a","url":""})", "url: "},
+      {R"({"id":"a"})", "url: missing"},
+      {R"({"id":"a","url":7})", "url: expected a string"},
+      {R"({"url":"ws://h/"})", "id: missing"},
+      {R"({"id":"a b","url":"ws://h/"})", "id: "},
+      {R"({"id":"","url":"ws://h/"})", "id: "},
+      {R"({"id":"a","url":"ws://h/","seq_field":"a..b"})", "seq_field: "},
+      {R"({"id":"a","url":"ws://h/","seq_field":null})", "seq_field: expected a string"},
+      {R"({"id":"a","url":"ws://h/","stopped":"yes"})", "stopped: "},
+      {R"({"id":"a","url":"ws://h/","owner":"me"})", "unknown field 'owner'"},
+      {R"(["id","a"])", "JSON object"},
+      {R"({"id":"a","url":)", "not valid JSON"},
+  };
+  for (const auto& [body, says] : cases) {
+    const auto [code, message] = error_of(add(body), 400);
+    EXPECT_EQ(code, "bad_request") << body;
+    EXPECT_NE(message.find(says), std::string::npos) << body << " answered " << message;
+  }
+  // The URL may carry a credential: a message about it never quotes it.
+  const auto [code, message] = error_of(add(R"({"id":"a","url":"https://h/?key=hunter2"})"), 400);
+  EXPECT_EQ(message.find("hunter2"), std::string::npos) << message;
+
+  const auto [conflict, says] = error_of(add(R"({"id":"taken","url":"ws://h/second"})"), 409);
+  EXPECT_EQ(conflict, "conflict");
+  EXPECT_NE(says.find("already exists"), std::string::npos) << says;
+
+  EXPECT_EQ(error_of(call("POST", "/api/fleet/connections", admin_ + "Content-Type: text/plain\r\n",
+                          R"({"id":"a","url":"ws://h/"})"),
+                     415)
+                .first,
+            "unsupported_media_type");
+  const std::string big =
+      R"({"id":"a","url":"ws://h/","pad":")" + std::string(server::kJsonBodyBytesMax, 'x') + "\"}";
+  EXPECT_EQ(error_of(add(big), 413).first, "payload_too_large");
+
+  const json::array now = listed();
+  ASSERT_EQ(now.size(), 1u) << "nothing was added";
+  EXPECT_EQ(now[0].at("ws_url"), "ws://h/first") << "the taken ID kept its URL";
+}
+
+TEST_F(FleetApiTest, UsersWhoAreNotAdminsGetTheUrlWithoutItsQuery) {
+  const json::value body = json::value{{"id", "secret"}, {"url", kSecretUrl}};
+  ASSERT_EQ(add(json::serialize(body)).status, 201);
+  ASSERT_EQ(add(R"({"id":"plain","url":"ws://h/s/{next_seq}"})").status, 201);
+  take("secret", "worker-a");
+
+  const HttpResponse as_user = call("GET", "/api/fleet/connections", user_);
+  EXPECT_EQ(as_user.body.find("hunter2"), std::string::npos) << as_user.body;
+  const json::array for_user = ok_body(as_user).at("connections").as_array();
+  ASSERT_EQ(for_user.size(), 2u);
+  EXPECT_EQ(for_user[0].at("ws_url"), "ws://h/s/{next_seq}") << "no query, nothing to hide";
+  EXPECT_EQ(for_user[1].at("ws_url"), "wss://feed.example.com/s/{next_seq}?\u2026");
+  EXPECT_EQ(for_user[1].at("owner"), "worker-a");
+
+  EXPECT_EQ(listed()[1].at("ws_url"), kSecretUrl) << "admins see the whole URL";
+
+  // Starting or stopping answers with the connection too: the same rule.
+  ok_body(call("POST", "/api/fleet/connections/secret/stop", admin_));
+  EXPECT_EQ(redact_url_query("ws://h/?"), "ws://h/?\u2026");
+  EXPECT_EQ(redact_url_query("ws://h/p"), "ws://h/p");
+}
+
+TEST_F(FleetApiTest, TheListShowsTheLeaseAsWorkersWroteItAndTheServersTime) {
+  ASSERT_EQ(add(R"({"id":"feed","url":"ws://h/"})").status, 201);
+  const Lease first = take("feed", "worker-a");
+  LeaseConfig config;
+  config.table = fleet::kConnectionsTable;
+  LeaseManager leases(runtime_->store(), runtime_->clock(), runtime_->random(), config);
+  Update checkpoint;
+  checkpoint.set(fleet::kLastSeqAttr, int64_t{1042})
+      .set(fleet::kLastErrorAttr, std::string("upstream closed the connection"))
+      .set(fleet::kLastErrorAtMsAttr, int64_t{1700000000000});
+  ASSERT_TRUE(leases.fenced_write(first, checkpoint).ok());
+
+  const int64_t before_ms = to_unix_ms(runtime_->clock().wall_now());
+  const HttpResponse answer = call("GET", "/api/fleet/connections", admin_);
+  const int64_t after_ms = to_unix_ms(runtime_->clock().wall_now());
+  const json::object body = ok_body(answer);
+  EXPECT_GE(body.at("now_ms").as_int64(), before_ms);
+  EXPECT_LE(body.at("now_ms").as_int64(), after_ms);
+  const json::object& c = body.at("connections").as_array().at(0).as_object();
+  EXPECT_EQ(c.at("owner"), "worker-a");
+  EXPECT_EQ(c.at("epoch"), first.epoch);
+  EXPECT_EQ(c.at("expires_at_ms"), first.expires_at_ms);
+  EXPECT_GT(c.at("heartbeat_at_ms").as_int64(), 0);
+  EXPECT_EQ(c.at("last_seq"), 1042);
+  EXPECT_EQ(c.at("last_error"), "upstream closed the connection");
+  EXPECT_EQ(c.at("last_error_at_ms"), 1700000000000);
+  EXPECT_EQ(answer.body.find(first.token), std::string::npos) << "never the lease token";
+  EXPECT_EQ(c.size(), 10u) << answer.body;
+
+  // Released, as a stopping worker does: the owner stays, the lease expires.
+  ASSERT_TRUE(leases.release(first, ReleaseMode::kExpire).ok());
+  const Lease second = take("feed", "worker-b");
+  const json::array after = listed();
+  const json::object& now = after[0].as_object();
+  EXPECT_EQ(now.at("owner"), "worker-b");
+  EXPECT_EQ(now.at("epoch"), first.epoch + 1);
+  EXPECT_EQ(now.at("last_seq"), 1042) << "the checkpoint carries over to the new owner";
+  EXPECT_EQ(json::serialize(now).find(second.token), std::string::npos);
+}
+
+TEST_F(FleetApiTest, WorkersAreListedAliveOrNotWithTheirFigures) {
+  EXPECT_TRUE(ok_body(call("GET", "/api/fleet/workers", user_)).at("workers").as_array().empty());
+  LeaseConfig config;
+  config.table = fleet::kWorkersTable;
+  LeaseManager leases(runtime_->store(), runtime_->clock(), runtime_->random(), config);
+  const int64_t now_ms = to_unix_ms(runtime_->clock().wall_now());
+  for (const auto& [id, owned] : {std::pair<std::string, int64_t>{"w2", 3}, {"w1", 7}}) {
+    AcquireOptions o;
+    o.owner = id;
+    o.ttl = std::chrono::seconds(30);
+    o.extra_update.set("kind", std::string(fleet::kWorkerKind))
+        .set("started_at_ms", now_ms - 5000)
+        .append(fleet::member_figures(owned, 50, 1000 * owned, 12.5, now_ms));
+    auto lease = leases.acquire(fleet::worker_key(id), o);
+    ASSERT_TRUE(lease.ok()) << lease.status().to_string();
+    if (id == "w1") {
+      ASSERT_TRUE(leases.release(*lease, ReleaseMode::kExpire).ok());  // it left
+    }
+  }
+  const json::object body = ok_body(call("GET", "/api/fleet/workers", user_));
+  EXPECT_GE(body.at("now_ms").as_int64(), now_ms);
+  const json::array& workers = body.at("workers").as_array();
+  ASSERT_EQ(workers.size(), 2u);
+  const json::object& w1 = workers[0].as_object();
+  EXPECT_EQ(w1.at("id"), "w1");
+  EXPECT_EQ(w1.at("alive"), false);
+  EXPECT_EQ(w1.at("expires_at_ms"), 0);
+  const json::object& w2 = workers[1].as_object();
+  EXPECT_EQ(w2.at("id"), "w2");
+  EXPECT_EQ(w2.at("alive"), true);
+  EXPECT_GT(w2.at("expires_at_ms").as_int64(), now_ms);
+  EXPECT_EQ(w2.at("owned"), 3);
+  EXPECT_EQ(w2.at("capacity"), 50);
+  EXPECT_EQ(w2.at("messages"), 3000);
+  EXPECT_DOUBLE_EQ(w2.at("messages_per_s").to_number<double>(), 12.5);
+  EXPECT_EQ(w2.at("started_at_ms"), now_ms - 5000);
+  EXPECT_EQ(w2.at("updated_at_ms"), now_ms);
+  EXPECT_EQ(w2.size(), 9u);
+}
+
+TEST_F(FleetApiTest, ACookieWriteNeedsTheServersOrigin) {
+  const HttpResponse signed_in =
+      call("POST", "/api/session",
+           "Origin: http://127.0.0.1:" + std::to_string(server_->port()) + "\r\n",
+           R"({"name":"ann","password":"a long enough password"})");
+  ASSERT_EQ(signed_in.status, 200) << signed_in.body;
+  const std::string set = signed_in.header("set-cookie");
+  const std::string cookie = "Cookie: " + set.substr(0, set.find(';')) + "\r\n";
+  EXPECT_EQ(call("POST", "/api/fleet/connections", cookie + "Origin: http://evil.example\r\n",
+                 R"({"id":"a","url":"ws://h/"})")
+                .status,
+            403);
+  EXPECT_EQ(call("POST", "/api/fleet/connections",
+                 cookie + "Origin: http://127.0.0.1:" + std::to_string(server_->port()) + "\r\n",
+                 R"({"id":"a","url":"ws://h/"})")
+                .status,
+            201);
+}
+
+}  // namespace
+}  // namespace leasehold::app

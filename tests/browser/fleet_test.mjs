@@ -1,0 +1,418 @@
+// The Fleet page (/fleet), in chromium against a real `leasehold serve`: the
+// connections with their owners and lease countdowns (against the server's
+// clock, not the browser's), a new owner shown within seconds of a takeover
+// written to the store, sequence rates, the workers, an admin adding,
+// stopping, starting and removing connections, the API's errors shown in the
+// form, no write controls for other users, the stale state when the server
+// stops answering, no polling while the page is hidden, and the layout at
+// laptop and phone sizes (screenshots in --screenshots).
+//
+// Connections are added with `leasehold conn add`; what workers write (the
+// lease of a connection, membership items) is written straight into the
+// store with browser_store_tool, attribute by attribute as docs/schema.md
+// names them.
+//
+//   node tests/browser/fleet_test.mjs --leasehold build/bin/leasehold \
+//       --store-tool build/bin/browser_store_tool --screenshots DIR
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+
+import {
+  closePage, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run, screenshot, Server,
+  signInOnPage, Store, test, waitForText,
+} from './harness.mjs';
+
+const { bin, storeTool, screenshots } = parseArgs();
+if (!storeTool) throw new Error('fleet_test.mjs needs --store-tool (browser_store_tool)');
+const store = await Store.create(bin);
+const alice = await store.addUser({
+  name: 'alice', displayName: 'Alice Liddell', password: 'down the rabbit hole',
+});
+const queen = await store.addUser({
+  name: 'queen', displayName: 'The Queen of Hearts', password: 'off with their heads', admin: true,
+});
+const server = await Server.start(store);
+const browser = await launchBrowser();
+
+// How long the page may take to show what changed in the store: it asks
+// every second.
+const SHOWN_WITHIN_MS = 5000;
+
+// ---- writing the fleet into the store ----
+
+async function addConnection(id, url, { stopped = false } = {}) {
+  const args = ['conn', 'add', id, '--url', url];
+  if (stopped) args.push('--stopped');
+  const added = await store.leasehold(...args);
+  assert.equal(added.code, 0, `conn add ${id} failed: ${added.err}`);
+}
+
+async function storedConnections() {
+  const listed = await store.leasehold('conn', 'list');
+  assert.equal(listed.code, 0, listed.err);
+  return listed.out === '' ? [] : listed.out.split('\n').map((line) => JSON.parse(line));
+}
+
+// The lease of connection `id` as a worker that acquired it writes it.
+async function leaseTo(id, owner, { epoch, ttlMs = 60_000, lastSeq } = {}) {
+  const now = Date.now();
+  const attributes = {
+    lease_owner: owner,
+    lease_token: randomBytes(16).toString('hex'),
+    lease_epoch: epoch,
+    lease_acquired_at_ms: now,
+    lease_heartbeat_at_ms: now,
+    lease_expires_at_ms: now + ttlMs,
+  };
+  if (lastSeq !== undefined) attributes.last_seq = lastSeq;
+  await store.write(storeTool, 'update', 'connections', `CONN#${id}`, JSON.stringify(attributes));
+}
+
+async function checkpoint(id, lastSeq) {
+  await store.write(storeTool, 'update', 'connections', `CONN#${id}`,
+    JSON.stringify({ last_seq: lastSeq }));
+}
+
+// A worker's membership item (src/fleet/members.h).
+async function joinWorker(id, { ttlMs = 60_000, owned, capacity, messages, perSecond }) {
+  const now = Date.now();
+  await store.write(storeTool, 'put', 'fleet_workers', JSON.stringify({
+    Pk: `WORKER#${id}`,
+    kind: 'worker',
+    lease_owner: id,
+    lease_token: randomBytes(16).toString('hex'),
+    lease_epoch: 1,
+    lease_acquired_at_ms: now - 60_000,
+    lease_heartbeat_at_ms: now,
+    lease_expires_at_ms: now + ttlMs,
+    owned,
+    capacity,
+    messages,
+    messages_per_s: Math.round(perSecond * 1000),
+    started_at_ms: now - 60_000,
+    updated_at_ms: now - 1000,
+  }));
+}
+
+// ---- the page ----
+
+async function fleetPage(user, viewport = LAPTOP, { beforeLoad } = {}) {
+  const page = await openPage(browser, viewport);
+  if (beforeLoad) await beforeLoad(page);
+  await page.goto(server.url('/signin?next=%2Ffleet'));
+  await signInOnPage(page, user);
+  await page.waitForURL(server.url('/fleet'));
+  await waitForText(page.locator('#fleet-freshness'), /Live/);
+  return page;
+}
+
+const row = (page, id) => page.locator(`tr[data-conn-id="${id}"]`);
+const cell = (page, id, field) => row(page, id).locator(`td[data-field="${field}"]`);
+const workerCell = (page, id, field) =>
+  page.locator(`tr[data-worker-id="${id}"] td[data-field="${field}"]`);
+
+// The seconds a lease cell counts down ("in 57 s").
+async function secondsLeft(page, id) {
+  const text = await cell(page, id, 'lease').innerText();
+  const match = /^in (\d+) s$/.exec(text.trim());
+  assert.ok(match, `the lease of ${id} reads '${text}'`);
+  return Number(match[1]);
+}
+
+// Waits until `fn()` is true, polling, for at most `timeoutMs`; fails with
+// `what` otherwise.
+async function eventually(what, fn, timeoutMs = SHOWN_WITHIN_MS) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await fn()) return;
+    if (Date.now() > deadline) throw new assert.AssertionError({ message: `never: ${what}` });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+await addConnection('feed-alpha', 'wss://feed.example.com/alpha?from={next_seq}&key=s3cret');
+await addConnection('feed-beta', 'ws://10.0.0.7:9000/beta/{last_seq}', { stopped: true });
+await leaseTo('feed-alpha', 'worker-1', { epoch: 1, lastSeq: 1200 });
+await joinWorker('worker-1', { owned: 1, capacity: 10, messages: 1200, perSecond: 12.5 });
+await joinWorker('worker-9', { ttlMs: -30_000, owned: 0, capacity: 10, messages: 0, perSecond: 0 });
+
+test('the page lists the connections with their owner and a lease counting down', async () => {
+  const page = await fleetPage(alice);
+  await waitForText(cell(page, 'feed-alpha', 'owner'), /^worker-1$/);
+  await waitForText(cell(page, 'feed-alpha', 'state'), /Started/);
+  await waitForText(cell(page, 'feed-alpha', 'last_seq'), /^1,200$/);
+  await waitForText(cell(page, 'feed-beta', 'state'), /Stopped/);
+  await waitForText(cell(page, 'feed-beta', 'owner'), /^—$/);
+  assert.deepEqual(await page.locator('tr[data-conn-id]').evaluateAll(
+    (rows) => rows.map((r) => r.dataset.connId)), ['feed-alpha', 'feed-beta']);
+  const first = await secondsLeft(page, 'feed-alpha');
+  assert.ok(first > 50 && first <= 60, `${first} s left of a 60 s lease`);
+  await eventually('the countdown goes down', async () =>
+    (await secondsLeft(page, 'feed-alpha')) < first);
+  await screenshot(page, screenshots, 'fleet-user-laptop');
+  await closePage(page);
+});
+
+test('the countdown follows the server\'s clock, not the browser\'s', async () => {
+  // A browser whose clock is an hour ahead would show every lease expired.
+  const page = await fleetPage(alice, LAPTOP, {
+    beforeLoad: (p) => p.addInitScript(() => {
+      const realNow = Date.now;
+      Date.now = () => realNow() + 3_600_000;
+    }),
+  });
+  assert.ok(await page.evaluate(() => Date.now() - performance.timeOrigin > 3_000_000));
+  const left = await secondsLeft(page, 'feed-alpha');
+  assert.ok(left > 40 && left <= 60, `${left} s left`);
+  await closePage(page);
+});
+
+test('a new owner written to the store shows within seconds', async () => {
+  const page = await fleetPage(alice);
+  await waitForText(cell(page, 'feed-alpha', 'owner'), /^worker-1$/);
+  // worker-1 is gone and worker-2 took the connection over, as a takeover
+  // writes it: a new owner, the next epoch, a new expiry.
+  const written = Date.now();
+  await leaseTo('feed-alpha', 'worker-2', { epoch: 2, ttlMs: 30_000 });
+  await waitForText(cell(page, 'feed-alpha', 'owner'), /^worker-2$/, SHOWN_WITHIN_MS);
+  const shownAfterMs = Date.now() - written;
+  assert.equal(await cell(page, 'feed-alpha', 'owner').getAttribute('title'), 'Epoch 2');
+  const left = await secondsLeft(page, 'feed-alpha');
+  assert.ok(left > 20 && left <= 30, `${left} s left of the new 30 s lease`);
+  console.log(`     (the new owner was shown ${shownAfterMs} ms after it was written)`);
+  await closePage(page);
+});
+
+test('last_seq and its rate follow the checkpoints', async () => {
+  const page = await fleetPage(alice);
+  await checkpoint('feed-alpha', 2000);
+  await waitForText(cell(page, 'feed-alpha', 'last_seq'), /^2,000$/);
+  await checkpoint('feed-alpha', 5000);
+  await waitForText(cell(page, 'feed-alpha', 'last_seq'), /^5,000$/);
+  await eventually('a rate above zero', async () =>
+    /^[1-9][\d,.]*\/s$/.test((await cell(page, 'feed-alpha', 'rate').innerText()).trim()));
+  await closePage(page);
+});
+
+test('the workers are listed, alive or gone, with their load', async () => {
+  const page = await fleetPage(alice);
+  await waitForText(workerCell(page, 'worker-1', 'alive'), /^Alive$/);
+  await waitForText(workerCell(page, 'worker-1', 'owned'), /1 \/ 10/);
+  await waitForText(workerCell(page, 'worker-1', 'messages_per_s'), /^12\.5\/s$/);
+  await waitForText(workerCell(page, 'worker-9', 'alive'), /^Gone$/);
+  await waitForText(workerCell(page, 'worker-9', 'lease'), /^expired/);
+  await waitForText(page.locator('#workers-count'), /1 of 2 alive/);
+  await closePage(page);
+});
+
+test('a user who is not an admin sees no controls that write', async () => {
+  const page = await fleetPage(alice);
+  await row(page, 'feed-alpha').waitFor();
+  assert.equal(await page.getByRole('button', { name: 'Add connection' }).count(), 0);
+  assert.equal(await page.locator('main form').count(), 0);
+  assert.equal(await page.locator('main table button').count(), 0);
+  assert.equal(await page.locator('td[data-field="actions"]').count(), 0);
+  // The URL's query may hold a credential: the API does not send it to them.
+  const listed = await page.evaluate(() =>
+    fetch('/api/fleet/connections').then((r) => r.json()));
+  const alpha = listed.connections.find((c) => c.id === 'feed-alpha');
+  assert.equal(alpha.ws_url, 'wss://feed.example.com/alpha?…');
+  await closePage(page);
+});
+
+test('an admin adds a connection with the form and it appears', async () => {
+  const page = await fleetPage(queen);
+  await page.getByRole('button', { name: 'Add connection' }).click();
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'conn-id');
+  await page.getByLabel('ID', { exact: true }).fill('feed-gamma');
+  await page.getByLabel('URL').fill('wss://gamma.example.com/s?from={next_seq}');
+  await page.getByLabel('Sequence field').fill('data.seq');
+  await screenshot(page, screenshots, 'fleet-add-form-laptop');
+  await page.locator('#conn-submit').click();
+  await waitForText(cell(page, 'feed-gamma', 'state'), /Started/);
+  assert.ok(await page.locator('#add-connection').isHidden(), 'the form closes');
+  const stored = (await storedConnections()).find((c) => c.id === 'feed-gamma');
+  assert.equal(stored.ws_url, 'wss://gamma.example.com/s?from={next_seq}');
+  assert.equal(stored.desired_state, 'STARTED');
+  // Still there after the next answers replace the list.
+  await page.waitForResponse((r) => r.url().endsWith('/api/fleet/connections'));
+  await waitForText(cell(page, 'feed-gamma', 'state'), /Started/);
+  await closePage(page);
+});
+
+test('a bad URL shows the API\'s error beside the field and adds nothing', async () => {
+  const page = await fleetPage(queen);
+  await page.getByRole('button', { name: 'Add connection' }).click();
+  await page.getByLabel('ID', { exact: true }).fill('feed-bad');
+  await page.getByLabel('URL').fill('https://feed.example.com/stream');
+  await page.locator('#conn-submit').click();
+  const error = page.locator('#conn-url-error');
+  await waitForText(error, /WebSocket URL must start with ws:\/\/ or wss:\/\//);
+  assert.equal(await page.getByLabel('URL').getAttribute('aria-invalid'), 'true');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'conn-url');
+  await screenshot(page, screenshots, 'fleet-add-error-laptop');
+  // An ID that is taken is named under the ID.
+  await page.getByLabel('ID', { exact: true }).fill('feed-alpha');
+  await page.getByLabel('URL').fill('wss://feed.example.com/other');
+  await page.locator('#conn-submit').click();
+  await waitForText(page.locator('#conn-id-error'), /already exists/);
+  assert.ok(await page.locator('#conn-url-error').isHidden(), 'the old error is gone');
+  assert.equal(await row(page, 'feed-bad').count(), 0);
+  const stored = await storedConnections();
+  assert.ok(!stored.some((c) => c.id === 'feed-bad'), 'nothing was added');
+  assert.equal(stored.find((c) => c.id === 'feed-alpha').ws_url,
+    'wss://feed.example.com/alpha?from={next_seq}&key=s3cret', 'feed-alpha is unchanged');
+  await closePage(page);
+});
+
+test('an admin stops and starts a connection', async () => {
+  const page = await fleetPage(queen);
+  await page.getByRole('button', { name: 'Stop feed-alpha' }).click();
+  await waitForText(cell(page, 'feed-alpha', 'state'), /Stopped/);
+  assert.equal((await storedConnections()).find((c) => c.id === 'feed-alpha').desired_state,
+    'STOPPED');
+  await page.getByRole('button', { name: 'Start feed-alpha' }).click();
+  await waitForText(cell(page, 'feed-alpha', 'state'), /Started/);
+  assert.equal((await storedConnections()).find((c) => c.id === 'feed-alpha').desired_state,
+    'STARTED');
+  await closePage(page);
+});
+
+test('removing a connection asks first', async () => {
+  await addConnection('feed-delta', 'ws://delta.example.com/s');
+  const page = await fleetPage(queen);
+  await page.getByRole('button', { name: 'Remove feed-delta' }).click();
+  await waitForText(cell(page, 'feed-delta', 'actions'), /Remove feed-delta\?/);
+  await screenshot(page, screenshots, 'fleet-confirm-remove-laptop');
+  await page.getByRole('button', { name: 'Cancel feed-delta' }).click();
+  assert.ok((await storedConnections()).some((c) => c.id === 'feed-delta'), 'still there');
+  await page.getByRole('button', { name: 'Remove feed-delta' }).click();
+  await waitForText(cell(page, 'feed-delta', 'actions'), /Remove feed-delta\?/);
+  await page.getByRole('button', { name: 'Remove feed-delta' }).click();
+  await row(page, 'feed-delta').waitFor({ state: 'detached' });
+  assert.ok(!(await storedConnections()).some((c) => c.id === 'feed-delta'), 'removed');
+  await closePage(page);
+});
+
+test('the page says when the server stops answering, and recovers', async () => {
+  const page = await fleetPage(alice);
+  await page.route('**/api/fleet/**', (route) => route.abort('connectionrefused'));
+  const stale = page.locator('#fleet-stale');
+  await waitForText(stale, /Could not reach the server/, SHOWN_WITHIN_MS);
+  await waitForText(page.locator('#fleet-freshness'), /Updated .* ago/);
+  assert.equal(await cell(page, 'feed-alpha', 'owner').count(), 1, 'the last data stays');
+  await screenshot(page, screenshots, 'fleet-stale-laptop');
+  await page.unroute('**/api/fleet/**');
+  await waitForText(page.locator('#fleet-freshness'), /Live/, SHOWN_WITHIN_MS);
+  assert.ok(await stale.isHidden());
+  // The requests refused above are this test's doing, not the page's fault.
+  const refused = (p) => /\/api\/fleet\/\S+ net::ERR_CONNECTION_REFUSED$/.test(p);
+  assert.ok(page.problems.some(refused));
+  page.problems.splice(0, page.problems.length, ...page.problems.filter((p) => !refused(p)));
+  await closePage(page);
+});
+
+test('the page does not ask the server while it is hidden', async () => {
+  const page = await fleetPage(alice);
+  let asked = 0;
+  page.on('request', (request) => {
+    if (request.url().includes('/api/fleet/')) asked += 1;
+  });
+  const setHidden = (hidden) => page.evaluate((value) => {
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => value });
+    Object.defineProperty(document, 'visibilityState', {
+      configurable: true, get: () => (value ? 'hidden' : 'visible'),
+    });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+  await eventually('it polls while visible', async () => asked >= 2);
+  await setHidden(true);
+  // A poll in flight when the page was hidden may still finish; then none.
+  await page.waitForTimeout(500);
+  const whenHidden = asked;
+  await page.waitForTimeout(3000);
+  assert.equal(asked, whenHidden, 'no request while hidden');
+  await setHidden(false);
+  await eventually('it polls again once visible', async () => asked > whenHidden);
+  await closePage(page);
+});
+
+// Checks a person would otherwise make by eye: nothing wider than the
+// screen, and controls large enough to tap on a phone.
+async function checkLayout(page, viewport) {
+  const issues = await page.evaluate(({ width, phone }) => {
+    const found = [];
+    if (document.documentElement.scrollWidth > width) {
+      found.push(`the page is ${document.documentElement.scrollWidth}px wide`);
+    }
+    for (const e of document.querySelectorAll('main button, main input, main .tag')) {
+      if (e.offsetParent === null) continue;
+      const r = e.getBoundingClientRect();
+      const name = e.id || e.getAttribute('aria-label') || e.textContent.trim();
+      if (r.right > width || r.left < 0) found.push(`${name} is off screen`);
+      if (phone && e.tagName !== 'SPAN' && e.type !== 'checkbox' && r.height < 40) {
+        found.push(`${name} is ${r.height}px tall`);
+      }
+      if (e.tagName === 'INPUT' && e.type === 'text' &&
+        parseFloat(getComputedStyle(e).fontSize) < 16) {
+        found.push(`input ${e.id} text is under 16px`);
+      }
+    }
+    return found;
+  }, { width: viewport.width, phone: viewport === PHONE });
+  assert.deepEqual(issues, [], `layout at ${viewport.width}x${viewport.height}`);
+}
+
+for (const [size, viewport] of [['laptop', LAPTOP], ['phone', PHONE]]) {
+  test(`the page is laid out for a ${size} (${viewport.width}x${viewport.height})`, async () => {
+    await leaseTo('feed-beta', 'worker-1', { epoch: 1, ttlMs: -5_000 });
+    await store.write(storeTool, 'update', 'connections', 'CONN#feed-beta', JSON.stringify({
+      last_error: 'upstream closed the connection (1006)', last_error_at_ms: Date.now() - 90_000,
+    }));
+    const admin = await fleetPage(queen, viewport);
+    await row(admin, 'feed-alpha').waitFor();
+    await checkLayout(admin, viewport);
+    await screenshot(admin, screenshots, `fleet-admin-${size}`);
+    await admin.getByRole('button', { name: 'Add connection' }).click();
+    await admin.locator('#conn-submit').click();
+    await waitForText(admin.locator('#conn-id-error'), /Enter an ID/);
+    await checkLayout(admin, viewport);
+    // The focused field is in view, below the sticky header, not under it.
+    const covered = await admin.evaluate(() => {
+      const field = document.activeElement.getBoundingClientRect();
+      const header = document.querySelector('.topbar').getBoundingClientRect();
+      return field.top < header.bottom || field.bottom > window.innerHeight;
+    });
+    assert.equal(covered, false, 'the focused ID field is hidden');
+    // A full-page screenshot draws the sticky header where the view is.
+    await admin.evaluate(() => window.scrollTo(0, 0));
+    await screenshot(admin, screenshots, `fleet-admin-form-${size}`);
+    await closePage(admin);
+
+    const user = await fleetPage(alice, viewport);
+    await row(user, 'feed-alpha').waitFor();
+    await checkLayout(user, viewport);
+    await screenshot(user, screenshots, `fleet-user-${size}`);
+    await closePage(user);
+  });
+}
+
+test('no lease token or session cookie appears in the page or the server log', async () => {
+  const page = await fleetPage(queen);
+  await row(page, 'feed-alpha').waitFor();
+  const html = await page.content();
+  const tokens = (await page.evaluate(() => fetch('/api/fleet/connections').then((r) => r.text())));
+  assert.ok(!/lease_token|"token"/.test(tokens), 'no token in the API answer');
+  assert.ok(!/[0-9a-f]{32}/.test(html), 'nothing like a token in the page');
+  const [cookie] = await page.context().cookies();
+  await closePage(page);
+  assert.ok(!server.logs().includes(cookie.value), 'the session cookie is in the server log');
+});
+
+await run({
+  after: async () => {
+    await browser.close();
+    await server.stop();
+    store.remove();
+  },
+});

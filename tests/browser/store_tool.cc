@@ -1,0 +1,79 @@
+// browser_store_tool: writes items of the stream fleet's tables straight
+// into a store, so that a browser test can show the Fleet page a fleet —
+// connections owned by workers, workers with their figures — without
+// running one. What a worker writes is what the page must read, so the test
+// writes it here attribute by attribute (docs/schema.md) as JSON items
+// (store/item_json.h: strings, integers, booleans).
+//
+//   browser_store_tool STORE_URI put    TABLE ITEM_JSON
+//   browser_store_tool STORE_URI update TABLE PK ATTRIBUTES_JSON
+//
+// TABLE is `connections` or `fleet_workers`; it is created if missing. `put`
+// writes the item whole; `update` sets the attributes given on the item
+// whose key is PK, which must exist. Exit 0 done, 1 the store failed, 2 bad
+// usage, 3 no item with that key. A test tool, never part of the binary.
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include "fleet/members.h"
+#include "fleet/schema.h"
+#include "leasehold/store.h"
+#include "store/item_json.h"
+
+namespace leasehold {
+namespace {
+
+constexpr int kUsage = 2;
+constexpr int kNoSuchItem = 3;
+
+int usage(std::string_view why) {
+  std::cerr << "browser_store_tool: " << why
+            << "\nusage: browser_store_tool STORE_URI put TABLE ITEM_JSON\n"
+               "       browser_store_tool STORE_URI update TABLE PK ATTRIBUTES_JSON\n";
+  return kUsage;
+}
+
+int failed(const Status& status) {
+  std::cerr << "browser_store_tool: " << status.to_string() << "\n";
+  return status.code() == Code::kConditionFailed ? kNoSuchItem : 1;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 5) return usage("too few arguments");
+  const std::string_view command = argv[2];
+  const std::string_view table = argv[3];
+  TableSpec spec;
+  if (table == fleet::kConnectionsTable) {
+    spec = fleet::connections_table_spec();
+  } else if (table == fleet::kWorkersTable) {
+    spec = fleet::workers_table_spec();
+  } else {
+    return usage("TABLE must be connections or fleet_workers");
+  }
+  const bool put = command == "put" && argc == 5;
+  const bool update = command == "update" && argc == 6;
+  if (!put && !update)
+    return usage("expected put with an item, or update with a key and attributes");
+  Result<Item> item = store::decode_item(argv[put ? 4 : 5]);
+  if (!item.ok()) return usage("the JSON is not an item: " + item.status().message());
+
+  Result<std::unique_ptr<ItemStore>> opened = open_store(argv[1]);
+  if (!opened.ok()) return failed(opened.status());
+  ItemStore& store = **opened;
+  if (const Status ensured = store.ensure_table(spec); !ensured.ok()) return failed(ensured);
+  if (put) {
+    const Status written = store.put(spec.name, *item, {});
+    return written.ok() ? 0 : failed(written);
+  }
+  Update attributes;
+  for (const auto& [name, value] : *item) attributes.set(name, value);
+  const Result<Item> written =
+      store.update(spec.name, Key{argv[4], ""}, attributes, cond::exists(spec.pk_attr));
+  return written.ok() ? 0 : failed(written.status());
+}
+
+}  // namespace
+}  // namespace leasehold
+
+int main(int argc, char** argv) { return leasehold::run(argc, argv); }

@@ -1,0 +1,114 @@
+// How the Fleet page says times, counts and rates, and how it knows the
+// server's time. Pure functions and one small class; no DOM.
+
+const numberFormat = new Intl.NumberFormat('en');
+const rateFormat = new Intl.NumberFormat('en', { maximumFractionDigits: 1 });
+
+export function formatCount(n) {
+  return numberFormat.format(n);
+}
+
+// 12.5 -> "12.5/s"; null (not known yet) -> "—".
+export function formatRate(perSecond) {
+  if (perSecond == null) return '—';
+  return `${rateFormat.format(perSecond)}/s`;
+}
+
+// A span of time, rounded up to whole seconds below a minute: "7 s",
+// "3 min", "2 h".
+export function formatSpan(ms) {
+  const seconds = Math.max(0, Math.ceil(ms / 1000));
+  if (seconds < 60) return `${seconds} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h`;
+  return `${Math.floor(hours / 24)} d`;
+}
+
+// "12 s ago", "just now".
+export function formatAgo(ms) {
+  if (ms < 1000) return 'just now';
+  return `${formatSpan(ms)} ago`;
+}
+
+// A wall time (Unix ms) as local date and time, for tooltips.
+export function formatWallTime(ms) {
+  return new Date(ms).toLocaleString();
+}
+
+// The server's wall clock as this page estimates it: each answer carries the
+// server's now_ms, taken while the request was in flight, so it is matched
+// with the middle of the round trip on this page's monotonic clock. The
+// browser's own wall clock is never used: it may be minutes off.
+export class ServerClock {
+  #offsetMs = null;
+
+  // now_ms from an answer to a request sent at `sentAt` and answered at
+  // `answeredAt` (performance.now() values).
+  sync(nowMs, sentAt, answeredAt) {
+    this.#offsetMs = nowMs - (sentAt + answeredAt) / 2;
+  }
+
+  get known() {
+    return this.#offsetMs !== null;
+  }
+
+  // The server's wall time now, in Unix ms. REQUIRES: known.
+  now() {
+    return performance.now() + this.#offsetMs;
+  }
+}
+
+// A connection's lease, as it reads at the server's time `nowMs`:
+// {kind: 'held'|'expired'|'released'|'never', text, remainingMs}.
+export function leaseState(connection, nowMs) {
+  const { owner, expires_at_ms: expiresAtMs } = connection;
+  if (!owner && !expiresAtMs) return { kind: 'never', text: '—', remainingMs: 0 };
+  if (!expiresAtMs) return { kind: 'released', text: 'released', remainingMs: 0 };
+  const remainingMs = expiresAtMs - nowMs;
+  if (remainingMs > 0) return { kind: 'held', text: `in ${formatSpan(remainingMs)}`, remainingMs };
+  return { kind: 'expired', text: `expired ${formatAgo(-remainingMs)}`, remainingMs };
+}
+
+// The rate of a growing counter over the samples of recent polls: one
+// history per key, each sample the counter at a server time. A counter that
+// goes down (a connection removed and added again) starts over.
+export class RateTracker {
+  #windowMs;
+  #minSpanMs;
+  #samples = new Map(); // key -> [{t, value}]
+
+  constructor({ windowMs = 10_000, minSpanMs = 1_500 } = {}) {
+    this.#windowMs = windowMs;
+    this.#minSpanMs = minSpanMs;
+  }
+
+  add(key, t, value) {
+    let samples = this.#samples.get(key);
+    if (!samples || (samples.length && value < samples[samples.length - 1].value)) {
+      samples = [];
+      this.#samples.set(key, samples);
+    }
+    samples.push({ t, value });
+    while (samples.length > 2 && t - samples[1].t >= this.#windowMs) samples.shift();
+  }
+
+  // Per second over the window; null until the samples span long enough.
+  rate(key) {
+    const samples = this.#samples.get(key);
+    if (!samples || samples.length < 2) return null;
+    const first = samples[0];
+    const last = samples[samples.length - 1];
+    const spanMs = last.t - first.t;
+    if (spanMs < this.#minSpanMs) return null;
+    return ((last.value - first.value) * 1000) / spanMs;
+  }
+
+  // Forgets every key not in `keys`.
+  keepOnly(keys) {
+    for (const key of this.#samples.keys()) {
+      if (!keys.has(key)) this.#samples.delete(key);
+    }
+  }
+}
