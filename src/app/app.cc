@@ -122,6 +122,11 @@ class App::Impl {
         latency_(registry.histogram("leasehold_http_request_duration_seconds",
                                     "Time from a request's first byte to its answer.",
                                     {"route", "method"})),
+        in_flight_(registry
+                       .gauge("leasehold_http_requests_in_flight",
+                              "HTTP requests from their first byte until their answer is "
+                              "written or the connection drops them.")
+                       .with({})),
         sign_ins_(registry.counter("leasehold_sign_ins_total", "Sign-in attempts, by outcome.",
                                    {"outcome"})) {
     add_routes();
@@ -132,6 +137,7 @@ class App::Impl {
   ServerHooks hooks() {
     ServerHooks hooks;
     hooks.admit = [this](Request& request, const Route& route) { return admit(request, route); };
+    hooks.started = [this](const Request&) { in_flight_.add(1); };
     hooks.answered = [this](const Request& request, const Response& response, nanoseconds took) {
       answered(request, response, took);
     };
@@ -161,6 +167,7 @@ class App::Impl {
   Router router_;
   metrics::Family<metrics::Counter>& requests_;
   metrics::Family<metrics::Histogram>& latency_;
+  metrics::Gauge& in_flight_;
   metrics::Family<metrics::Counter>& sign_ins_;
 };
 
@@ -261,11 +268,21 @@ std::optional<Response> App::Impl::check_origin(const Request& request) const {
   return std::nullopt;
 }
 
+// Every request ends here once, answered or dropped. A dropped one (the
+// client left, a timeout, stop()) was answered nothing, so it is not counted
+// as a request answered; it is logged (with status 0) at debug level only,
+// since a port scanner or a client that gives up would otherwise fill the log.
 void App::Impl::answered(const Request& request, const Response& response, nanoseconds took) {
+  in_flight_.add(-1);
   const std::string route = request.route.empty() ? "unmatched" : request.route;
-  requests_.with({route, request.method, std::to_string(response.status)}).inc();
-  latency_.with({route, request.method}).observe(duration<double>(took).count());
-  const LogLevel level = response.status >= 500 ? LogLevel::kError : LogLevel::kInfo;
+  const bool dropped = response.status == server::kStatusDropped;
+  if (!dropped) {
+    requests_.with({route, request.method, std::to_string(response.status)}).inc();
+    latency_.with({route, request.method}).observe(duration<double>(took).count());
+  }
+  const LogLevel level = dropped                  ? LogLevel::kDebug
+                         : response.status >= 500 ? LogLevel::kError
+                                                  : LogLevel::kInfo;
   if (!log_.enabled(level)) return;
   const LogField fields[] = {
       {"request_id", std::string_view(request.request_id)},
@@ -276,7 +293,7 @@ void App::Impl::answered(const Request& request, const Response& response, nanos
       {"client", std::string_view(request.client_address)},
       {"user", std::string_view(request.caller ? request.caller->name : "")},
   };
-  log_.log_fields(level, "request", fields);
+  log_.log_fields(level, dropped ? "request dropped" : "request", fields);
 }
 
 std::string App::Impl::session_cookie(std::string_view value, std::chrono::seconds max_age) const {

@@ -2,8 +2,8 @@
 // number of I/O threads. Everything has a limit (ServerLimits, each a named
 // constant with a test). Handlers come from a Router; the server's owner
 // supplies hooks for what the transport does not decide itself: admitting a
-// request (authentication), recording an answered one (access log, metrics)
-// and running blocking work (the runtime's BlockingPool).
+// request (authentication), recording a started and an answered one (access
+// log, metrics) and running blocking work (the runtime's BlockingPool).
 //
 // A request is parsed and routed on an I/O thread (404 and 405 are answered
 // there); admit and the handler then run on the blocking pool when the route
@@ -78,6 +78,10 @@ struct ServerOptions {
   Logger* logger = nullptr;
 };
 
+// A request the connection dropped before it was answered (the client left,
+// a timeout, stop() past drain_timeout) reaches `answered` with this status.
+inline constexpr int kStatusDropped = 0;
+
 // Hooks run on the I/O threads unless said otherwise; they must be safe to
 // call from several threads at once.
 struct ServerHooks {
@@ -85,10 +89,18 @@ struct ServerHooks {
   // when the route blocks): authenticates, fills request.caller, and returns a
   // Response to send instead (401, 403, ...) or nullopt to go on.
   std::function<std::optional<Response>(Request&, const Route&)> admit;
-  // Called once per answered request, after the response is written (or
-  // the write failed), with the time from the request's first byte. Also for
-  // the transport's own answers (400, 404, 413, 431, ...), where the request
-  // holds what was parsed of it.
+  // Called once per request when its first byte has arrived, before its
+  // header is parsed: the request holds only request_id, client_address and
+  // tls. Exactly one `answered` with the same request_id follows, whatever
+  // becomes of the request.
+  std::function<void(const Request&)> started;
+  // Called once per started request, when it ends, with the time from its
+  // first byte: after the response is written (or the write failed), the
+  // transport's own answers (400, 404, 413, 431, 503, ...) included, where
+  // the request holds what was parsed of it; or with a response of status
+  // kStatusDropped (and nothing else) when the connection closed without an
+  // answer. A handler on the blocking pool that overruns request_timeout
+  // still runs after its 503 has ended the request.
   std::function<void(const Request&, const Response&, std::chrono::nanoseconds elapsed)> answered;
   // Runs `job` on a thread that may block; false if it cannot be queued
   // (the server answers 503 with Retry-After). Required.

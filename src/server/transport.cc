@@ -270,6 +270,7 @@ class Session final : public SessionBase {
   static Response run_handler(ServerImpl& server, Request& request, const Route& route);
   void respond(Response response);
   void on_written(error_code ec, size_t bytes);
+  void end_exchange(const Response& response);
   void close_gracefully();
   void close_now();
 
@@ -283,7 +284,10 @@ class Session final : public SessionBase {
   bool stopping_ = false;
   size_t requests_ = 0;  // answered on this connection
 
-  // The exchange in progress.
+  // The exchange in progress: open from its first byte (the `started` hook)
+  // until its response is being written, then writing until `answered`.
+  enum class Exchange { kNone, kOpen, kWriting };
+  Exchange exchange_ = Exchange::kNone;
   Request request_;
   Request request_summary_;  // request_ without headers and body, while a handler has it
   const Route* route_ = nullptr;
@@ -350,7 +354,10 @@ template <class Stream>
 void Session<Stream>::force_close() {
   asio::dispatch(stream_.get_executor(), [self = self()] {
     self->stopping_ = true;
-    self->awaiting_handler_ = false;
+    if (self->awaiting_handler_) {
+      self->awaiting_handler_ = false;
+      self->request_ = std::move(self->request_summary_);  // for `answered`
+    }
     self->handler_timer_.cancel();
     self->close_now();
   });
@@ -394,6 +401,15 @@ void Session<Stream>::read_header() {
   // Socket deadlines are on the timers' own clock (the real one); the
   // injected clock measures what `answered` reports.
   deadline_ = asio::steady_timer::clock_type::now() + limits().request_timeout;
+  exchange_ = Exchange::kOpen;
+  if (server_.hooks().started) {
+    try {
+      server_.hooks().started(request_);
+    } catch (const std::exception& e) {
+      log_to(server_.logger(), LogLevel::kError, "request {}: the started hook threw: {}",
+             request_.request_id, e.what());
+    }
+  }
   tcp_layer().expires_after(limits().header_timeout);
   http::async_read_header(stream_, buffer_, *parser_,
                           beast::bind_front_handler(&Session::on_header, self()));
@@ -608,6 +624,7 @@ void Session<Stream>::respond(Response response) {
   if (!bodiless && request_.method != "HEAD") message_.body() = std::move(response.body);
   message_.keep_alive(keep_alive_);
   response_ = std::move(response);
+  exchange_ = Exchange::kWriting;
   tcp_layer().expires_at(deadline_);
   http::async_write(stream_, message_, beast::bind_front_handler(&Session::on_written, self()));
 }
@@ -615,17 +632,24 @@ void Session<Stream>::respond(Response response) {
 template <class Stream>
 void Session<Stream>::on_written(error_code ec, size_t) {
   if (!message_.body().empty()) response_.body = std::move(message_.body());
-  if (server_.hooks().answered) {
-    try {
-      server_.hooks().answered(request_, response_, server_.clock().mono_now() - started_);
-    } catch (const std::exception& e) {
-      log_to(server_.logger(), LogLevel::kError, "request {}: the answered hook threw: {}",
-             request_.request_id, e.what());
-    }
-  }
+  end_exchange(response_);
   if (ec) return close_now();
   if (!keep_alive_) return close_gracefully();
   wait_for_request();
+}
+
+// Ends the exchange that `started` announced, once: with the response
+// written (or whose write failed), or with kStatusDropped from close_now().
+template <class Stream>
+void Session<Stream>::end_exchange(const Response& response) {
+  exchange_ = Exchange::kNone;
+  if (!server_.hooks().answered) return;
+  try {
+    server_.hooks().answered(request_, response, server_.clock().mono_now() - started_);
+  } catch (const std::exception& e) {
+    log_to(server_.logger(), LogLevel::kError, "request {}: the answered hook threw: {}",
+           request_.request_id, e.what());
+  }
 }
 
 // After a response that said Connection: close. What the client may still be
@@ -644,10 +668,18 @@ void Session<Stream>::close_gracefully() {
   }
 }
 
+// Every path that gives up on a connection ends here, so a request that was
+// started and is not being answered ends here too. A response being written
+// ends in on_written(), which the closing makes fail.
 template <class Stream>
 void Session<Stream>::close_now() {
   idle_ = true;
   tcp_layer().close();
+  if (exchange_ == Exchange::kOpen) {
+    Response dropped;
+    dropped.status = kStatusDropped;
+    end_exchange(dropped);
+  }
 }
 
 Status ServerImpl::listen() {

@@ -5,24 +5,45 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
+#include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
 
+#include "../server/server_fixture.h"
 #include "../server/test_client.h"
+#include "server/json.h"
 #include "server/server.h"
 #include "testing/capturing_logger.h"
 
 namespace leasehold::app {
 namespace {
 
+using namespace std::chrono_literals;
 using server::testing::Client;
+using server::testing::Gate;
 using server::testing::HttpResponse;
 
 class AppTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    open_app();
+    if (HasFatalFailure()) return;
+    start_server(app_->hooks());
+  }
+  void TearDown() override {
+    if (server_) server_->stop();
+  }
+
+  // The runtime on a memory store, the accounts with two users, and the app.
+  void open_app() {
     runtime::RuntimeOptions options;
     options.store_uri = "memory:";
     options.metrics = &registry_;
@@ -36,18 +57,20 @@ class AppTest : public ::testing::Test {
     accounts_ = std::make_unique<accounts::Accounts>(runtime_->store(), runtime_->clock(),
                                                      runtime_->random(), cheap);
     app_ = std::make_unique<App>(*runtime_, *accounts_, registry_, log_, AppOptions{});
-    server::ServerOptions server_options;
-    server_options.port = 0;
-    server_options.threads = 2;
-    auto started = server::Server::start(server_options, app_->router(), app_->hooks());
-    ASSERT_TRUE(started.ok()) << started.status().to_string();
-    server_ = std::move(started).value();
-    origin_ = "http://127.0.0.1:" + std::to_string(server_->port());
     admin_token_ = add("ann", "Ann", true, "correct horse battery");
     user_token_ = add("bob", "Bob", false, "battery staple horse");
   }
-  void TearDown() override {
-    if (server_) server_->stop();
+
+  // The app's server on 127.0.0.1, any port.
+  void start_server(server::ServerHooks hooks, server::ServerLimits limits = {}) {
+    server::ServerOptions server_options;
+    server_options.port = 0;
+    server_options.threads = 2;
+    server_options.limits = limits;
+    auto started = server::Server::start(server_options, app_->router(), std::move(hooks));
+    ASSERT_TRUE(started.ok()) << started.status().to_string();
+    server_ = std::move(started).value();
+    origin_ = "http://127.0.0.1:" + std::to_string(server_->port());
   }
 
   std::string add(std::string name, std::string display, bool admin, std::string password) {
@@ -207,10 +230,138 @@ TEST_F(AppTest, MetricsPassPromtoolAfterTraffic) {
       << metrics.body;
   EXPECT_NE(metrics.body.find("leasehold_store_operation_seconds_count{backend=\"memory\""),
             std::string::npos);
+  // The scrape itself is in flight while it renders.
+  EXPECT_NE(metrics.body.find("\nleasehold_http_requests_in_flight 1\n"), std::string::npos)
+      << metrics.body;
   const std::string file = ::testing::TempDir() + "app_metrics.prom";
   std::ofstream(file) << metrics.body;
   const std::string command = "promtool check metrics < " + file + " 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << "promtool refused:\n" << metrics.body;
+}
+
+// leasehold_http_requests_in_flight, with a route whose handler waits at a
+// gate, and the server's `answered` hook wrapped so that the test learns when
+// each request has ended (after the app has counted it).
+class InFlightTest : public AppTest {
+ protected:
+  void SetUp() override {
+    open_app();
+    if (HasFatalFailure()) return;
+    app_->router().add("GET", "/slow",
+                       [this](server::Request&) {
+                         gate_.pass();
+                         return server::json_response(200, boost::json::object{{"slow", true}});
+                       },
+                       {.access = server::Access::kPublic, .blocking = true});
+  }
+  void TearDown() override {
+    gate_.open();  // before stop(), which waits for the handlers
+    AppTest::TearDown();
+  }
+
+  void start(server::ServerLimits limits = {}) {
+    server::ServerHooks hooks = app_->hooks();
+    hooks.answered = [this, app_answered = hooks.answered](const server::Request& request,
+                                                           const server::Response& response,
+                                                           std::chrono::nanoseconds elapsed) {
+      app_answered(request, response, elapsed);
+      std::lock_guard lock(ended_mu_);
+      ended_.insert(response.status);
+      ended_cv_.notify_all();
+    };
+    start_server(std::move(hooks), limits);
+  }
+
+  // True once `n` requests have ended, answered or dropped; false after 10 s.
+  bool wait_ended(size_t n) {
+    std::unique_lock lock(ended_mu_);
+    return ended_cv_.wait_for(lock, 10s, [&] { return ended_.size() >= n; });
+  }
+  std::multiset<int> ended() {
+    std::lock_guard lock(ended_mu_);
+    return ended_;
+  }
+
+  // The gauge as the registry renders it; NaN if it is missing.
+  double in_flight() const {
+    const std::string text = registry_.render();
+    constexpr std::string_view kLine = "\nleasehold_http_requests_in_flight ";
+    const size_t at = text.find(kLine);
+    if (at == std::string::npos) return std::nan("");
+    return std::strtod(text.c_str() + at + kLine.size(), nullptr);
+  }
+
+  Gate gate_;
+  std::mutex ended_mu_;
+  std::condition_variable ended_cv_;
+  std::multiset<int> ended_;  // the status of each, kStatusDropped if dropped
+};
+
+TEST_F(InFlightTest, ARequestCountsWhileItsHandlerRuns) {
+  start();
+  EXPECT_EQ(in_flight(), 0);
+  Client slow(server_->port());
+  ASSERT_TRUE(slow.send(server::testing::get_request("/slow")));
+  ASSERT_TRUE(gate_.wait_for_waiting(1));
+  EXPECT_EQ(in_flight(), 1);
+  const HttpResponse metrics = call("GET", "/metrics");
+  EXPECT_NE(metrics.body.find("\nleasehold_http_requests_in_flight 2\n"), std::string::npos)
+      << "the slow request and the scrape itself:\n"
+      << metrics.body;
+  gate_.open();
+  const auto answer = slow.read_response();
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->status, 200);
+  ASSERT_TRUE(wait_ended(2));
+  EXPECT_EQ(in_flight(), 0);
+}
+
+// Requests that end every way at once: answered by a handler (200), by the
+// transport (404; 413 from the Content-Length; 503 for a handler over
+// request_timeout), or dropped when the client leaves mid-body.
+TEST_F(InFlightTest, ReturnsToZeroAfterABurstOfEveryKindOfEnd) {
+  server::ServerLimits limits;
+  limits.request_timeout = std::chrono::milliseconds(300);
+  start(limits);
+  const std::string host = "Host: 127.0.0.1\r\n";
+  const std::string post = "POST /api/session HTTP/1.1\r\n" + host +
+                           "Content-Type: application/json\r\nContent-Length: ";
+  struct Kind {
+    std::string request;
+    int status;  // kStatusDropped: the client leaves without reading
+  };
+  const std::vector<Kind> kinds = {
+      {"GET /healthz HTTP/1.1\r\n" + host + "\r\n", 200},
+      {"GET /nowhere HTTP/1.1\r\n" + host + "\r\n", 404},
+      {post + std::to_string(server::kJsonBodyBytesMax + 1) + "\r\n\r\n", 413},
+      {post + "100\r\n\r\n{\"name\":", server::kStatusDropped},
+      {"GET /slow HTTP/1.1\r\n" + host + "\r\n", 503},
+  };
+  constexpr int kRounds = 4;
+  std::vector<std::thread> clients;
+  std::atomic<int> wrong = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    for (const Kind& kind : kinds) {
+      clients.emplace_back([&, kind] {
+        Client client(server_->port());
+        if (!client.send(kind.request)) ++wrong;
+        if (kind.status == server::kStatusDropped) return;  // leaves mid-body
+        const auto response = client.read_response();
+        if (!response || response->status != kind.status) ++wrong;
+      });
+    }
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(wrong, 0);
+  const size_t total = kRounds * kinds.size();
+  EXPECT_TRUE(wait_ended(total));
+  EXPECT_EQ(in_flight(), 0);
+  std::multiset<int> expected;
+  for (int round = 0; round < kRounds; ++round) {
+    for (const Kind& kind : kinds) expected.insert(kind.status);
+  }
+  gate_.open();
+  EXPECT_EQ(ended(), expected);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // What the server's tests share: a Router the test fills, hooks that run
 // blocking handlers on a small BlockingPool (or refuse to), record every
-// answered request and let a test admit or refuse, a gate a handler can wait
+// started and answered request and let a test admit or refuse, a gate a handler can wait
 // at, and a server on 127.0.0.1, port 0, with limits short enough for tests.
 #pragma once
 
@@ -106,6 +106,10 @@ class ServerFixture : public ::testing::Test {
       if (admit_) return admit_(request, route);
       return std::nullopt;
     };
+    hooks.started = [this](const Request& request) {
+      std::lock_guard lock(answered_mu_);
+      started_.push_back(request.request_id);
+    };
     hooks.answered = [this](const Request& request, const Response& response,
                             std::chrono::nanoseconds elapsed) {
       std::lock_guard lock(answered_mu_);
@@ -137,6 +141,10 @@ class ServerFixture : public ::testing::Test {
     std::lock_guard lock(answered_mu_);
     return answered_;
   }
+  std::vector<std::string> started() {
+    std::lock_guard lock(answered_mu_);
+    return started_;
+  }
   bool on_pool_thread(std::thread::id id) {
     std::lock_guard lock(answered_mu_);
     return pool_threads_.contains(id);
@@ -167,6 +175,7 @@ class ServerFixture : public ::testing::Test {
   std::mutex answered_mu_;
   std::condition_variable answered_cv_;
   std::vector<Answered> answered_;
+  std::vector<std::string> started_;  // request IDs
   std::set<std::thread::id> pool_threads_;
 
   std::unique_ptr<Server> server_;  // last: stopped before the rest goes

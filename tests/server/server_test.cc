@@ -4,6 +4,7 @@
 // blocking pool.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -366,6 +367,84 @@ TEST_F(ServerTest, AnsweredIsCalledOncePerRequestWithTheElapsedTime) {
     EXPECT_GT(a.elapsed.count(), 0);
     EXPECT_LT(a.elapsed, std::chrono::seconds(10));
   }
+}
+
+// Every request whose first byte arrived is started once and ends in
+// exactly one `answered`: the handler's answer, the transport's own (400,
+// 404, 413, 431, a handler's exception, a handler over request_timeout), or,
+// with kStatusDropped, a connection that closes first (the client leaves
+// mid-header or mid-body, or header_timeout passes). A connection that sends
+// nothing starts nothing.
+TEST_F(ServerTest, EveryStartedRequestEndsInExactlyOneAnswered) {
+  std::atomic<int> slow_returned = 0;
+  router_.add("GET", "/ok", reply("ok"), kInline);
+  router_.add("POST", "/small", reply("ok"),
+              {.access = Access::kPublic, .body_bytes_max = 16, .blocking = false});
+  router_.add(
+      "GET", "/throws", [](Request&) -> Response { throw std::runtime_error("no"); }, kInline);
+  router_.add(
+      "GET", "/slow",
+      [&](Request&) {
+        gate_.pass();
+        ++slow_returned;
+        return Response{};
+      },
+      kBlocking);
+  ServerLimits limits = test_limits();
+  limits.header_bytes_max = 1024;
+  limits.header_timeout = std::chrono::milliseconds(500);
+  limits.request_timeout = std::chrono::milliseconds(500);
+  start(limits);
+
+  const std::vector<std::pair<std::string, int>> answers = {
+      {get_request("/ok"), 200},
+      {get_request("/missing"), 404},
+      {"GARBAGE\r\n\r\n", 400},
+      {"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", 413},
+      {get_request("/ok", "X-Pad: " + std::string(1100, 'a') + "\r\n"), 431},
+      {get_request("/throws"), 500},
+      {get_request("/slow"), 503},
+  };
+  for (const auto& [request, status] : answers) {
+    Client client(port());
+    ASSERT_TRUE(client.send(request));
+    auto response = client.read_response();
+    ASSERT_TRUE(response) << request;
+    EXPECT_EQ(response->status, status) << request;
+  }
+  for (const char* partial : {"GET /ok HTTP/1.1\r\nHo",
+                              "POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\nabc"}) {
+    Client client(port());
+    ASSERT_TRUE(client.send(partial));  // and leaves
+  }
+  Client stalled(port());
+  ASSERT_TRUE(stalled.send("GET /ok HTTP/1.1\r\n"));
+  EXPECT_TRUE(stalled.wait_closed());  // at header_timeout
+  { Client silent(port()); }
+
+  const size_t expected = answers.size() + 3;
+  ASSERT_TRUE(wait_answered(expected));
+  gate_.open();
+  ASSERT_TRUE(eventually([&] { return slow_returned == 1; }));
+  // The slow handler's late result ended nothing more: a request after it is
+  // the only one answered since.
+  Client next(port());
+  ASSERT_TRUE(next.get("/ok"));
+  ASSERT_TRUE(wait_answered(expected + 1));
+  const std::vector<Answered> all = answered();
+  ASSERT_EQ(all.size(), expected + 1);
+  std::vector<std::string> started_ids = started();
+  std::vector<std::string> answered_ids;
+  std::multiset<int> statuses;
+  for (const Answered& a : all) {
+    answered_ids.push_back(a.request_id);
+    statuses.insert(a.status);
+  }
+  std::ranges::sort(started_ids);
+  std::ranges::sort(answered_ids);
+  EXPECT_EQ(started_ids, answered_ids) << "each started request answered once";
+  EXPECT_EQ(statuses, (std::multiset<int>{kStatusDropped, kStatusDropped, kStatusDropped, 200, 200,
+                                          400, 404, 413, 431, 500, 503}));
 }
 
 TEST_F(ServerTest, AHandlerExceptionIs500WithoutItsText) {

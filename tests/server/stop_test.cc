@@ -85,9 +85,17 @@ TEST_F(StopTest, PastDrainTimeoutTheConnectionClosesAndStopWaitsForTheHandler) {
   // The handler still runs, and may use what the server's owner destroys
   // after stop(): stop() waits for it.
   EXPECT_EQ(stopped.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  // The request ended when its connection closed, though its handler runs on.
+  EXPECT_TRUE(wait_answered(1));
+  const std::vector<Answered> ended = answered();
   gate_.open();
   EXPECT_EQ(stopped.wait_for(10s), std::future_status::ready);
   EXPECT_TRUE(returned);
+  ASSERT_EQ(ended.size(), 1u);
+  EXPECT_EQ(ended[0].status, kStatusDropped);
+  EXPECT_EQ(ended[0].route, "/stuck");
+  EXPECT_EQ(started(), std::vector<std::string>{ended[0].request_id});
+  EXPECT_EQ(answered().size(), 1u) << "the handler's late result ended nothing more";
 }
 
 TEST_F(StopTest, AHandlerMayStopTheServerAndWaitReturnsElsewhere) {
