@@ -17,6 +17,7 @@ packages=(
   prometheus  # promtool checks the /metrics output in a test
   curl  # the serve process tests
   python3-botocore
+  python3-websockets  # tests/fleet/upstream.py, the independent WebSocket upstream
 )
 
 # Node.js and npm run dynalite; most machines have them already.

@@ -14,6 +14,7 @@
 #include "cli/lease_commands.h"
 #include "cli/serve.h"
 #include "cli/store_commands.h"
+#include "cli/upstream_sim_command.h"
 #include "cli/user_commands.h"
 #include "runtime/build_info.h"
 #include "runtime/stderr_logger.h"
@@ -33,6 +34,7 @@ struct CliArgs {
   BenchRenewerOptions bench_renewer;
   ServeArgs serve;
   BenchHttpOptions bench_http;
+  UpstreamSimArgs upstream_sim;
   bool store_given = false;  // --store or LEASEHOLD_STORE, rather than the default
 };
 
@@ -58,6 +60,7 @@ struct Subcommands {
   CLI::App* conn_rm = nullptr;
   CLI::App* conn_list = nullptr;
   CLI::App* serve = nullptr;
+  CLI::App* upstream_sim = nullptr;
 };
 
 void add_key(CLI::App* sub, LeaseArgs& a) {
@@ -231,6 +234,25 @@ void add_serve_command(CLI::App& app, ServeArgs& a, Subcommands& subs) {
                        "Allow plain HTTP on a non-loopback address (behind a TLS proxy)");
 }
 
+void add_upstream_sim_command(CLI::App& app, UpstreamSimArgs& a, Subcommands& subs) {
+  subs.upstream_sim = app.add_subcommand(
+      "upstream-sim",
+      "Serve sequenced WebSocket streams at /s/<conn>?from=N: a stand-in upstream for the "
+      "stream fleet, for tests and benchmarks");
+  subs.upstream_sim
+      ->add_option("--listen", a.listen,
+                   "Address and port (HOST:PORT; port 0 picks a free one). Loopback by default; "
+                   "another address serves anyone who can reach it, with no TLS and no "
+                   "authentication: it is a test tool")
+      ->capture_default_str();
+  subs.upstream_sim
+      ->add_option("--rate-per-conn", a.rate_per_conn,
+                   "Messages per second on each stream, evenly paced (0: as fast as the client "
+                   "reads)")
+      ->capture_default_str();
+  subs.upstream_sim->add_option("--threads", a.threads, "I/O threads")->capture_default_str();
+}
+
 Status check_bench(const BenchLeasesOptions& b) {
   const auto check = [](std::string_view flag, int64_t v, int64_t max) {
     if (v >= 1 && v <= max) return Status::ok_status();
@@ -340,6 +362,7 @@ int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
   }
   if (subs.store_init->parsed()) return run_store_init(uri, log);
   if (subs.serve->parsed()) return run_serve(args.serve, uri, args.verbose);
+  if (subs.upstream_sim->parsed()) return run_upstream_sim(args.upstream_sim, args.verbose);
   if (const int code = dispatch_user(args, subs, log); code >= 0) return code;
   if (const int code = dispatch_conn(args, subs, log); code >= 0) return code;
   if (subs.bench_renewer->parsed()) {
@@ -388,6 +411,7 @@ int run_cli(int argc, char** argv) {
   conn->require_subcommand(1);
   add_conn_commands(*conn, args, subs);
   add_serve_command(app, args.serve, subs);
+  add_upstream_sim_command(app, args.upstream_sim, subs);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   add_bench_commands(*bench, args, subs);

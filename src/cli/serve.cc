@@ -10,11 +10,7 @@
 #include "runtime/stderr_logger.h"
 
 namespace leasehold::cli {
-namespace {
 
-// Blocks the stop signals in this thread and every thread it starts after
-// this, so that they wait for sigwait() in the main thread instead of
-// interrupting a random one.
 sigset_t block_stop_signals() {
   sigset_t set;
   sigemptyset(&set);
@@ -23,8 +19,6 @@ sigset_t block_stop_signals() {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
 }
-
-}  // namespace
 
 Result<ListenAddress> parse_listen(std::string_view text) {
   const Status bad = invalid_argument("--listen '" + std::string(text) +

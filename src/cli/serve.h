@@ -2,6 +2,8 @@
 // SIGTERM or SIGINT.
 #pragma once
 
+#include <signal.h>
+
 #include <cstddef>
 #include <string>
 
@@ -29,6 +31,11 @@ Result<ListenAddress> parse_listen(std::string_view text);
 // TLS, or --insecure-http; both TLS files or neither; 1..kServeThreadsMax
 // threads.
 Status check_serve(const ServeArgs& args);
+
+// Blocks SIGTERM and SIGINT in this thread and every thread it starts after
+// this, so that they wait for sigwait() in the main thread instead of
+// interrupting a random one. Returns the set, for sigwait().
+sigset_t block_stop_signals();
 
 // Serves until SIGTERM or SIGINT, then drains and returns the exit code.
 int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose);

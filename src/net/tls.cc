@@ -2,8 +2,6 @@
 // Asio.
 #include "net/tls.h"
 
-#include "net/endpoint.h"
-
 namespace leasehold::net {
 
 Result<std::unique_ptr<ssl::context>> make_client_tls_context(const std::string& ca_file) {
@@ -25,14 +23,7 @@ Result<std::unique_ptr<ssl::context>> make_client_tls_context(const std::string&
 }
 
 Status prepare_client_tls(TlsStream& stream, const std::string& host, const std::string& where) {
-  // SNI is for names only; an IP literal is matched against the certificate.
-  if (!is_ip_literal(host) && !SSL_set_tlsext_host_name(stream.native_handle(), host.c_str())) {
-    return unavailable("TLS to " + where + ": cannot set SNI");
-  }
-  boost::system::error_code ec;
-  stream.set_verify_callback(ssl::host_name_verification(host), ec);
-  if (ec) return unavailable("TLS to " + where + ": " + ec.message());
-  return Status::ok_status();
+  return prepare_client_tls_stream(stream, host, where);
 }
 
 }  // namespace leasehold::net

@@ -13,6 +13,7 @@
 
 #include "leasehold/status.h"
 #include "net/beast.h"
+#include "net/endpoint.h"
 
 namespace leasehold::net {
 
@@ -28,5 +29,20 @@ Result<std::unique_ptr<ssl::context>> make_client_tls_context(const std::string&
 // verification that the certificate names `host`. kUnavailable on failure,
 // with `where` (e.g. "https://host:443") in the message.
 Status prepare_client_tls(TlsStream& stream, const std::string& host, const std::string& where);
+
+// The same for any Asio SSL stream (the WebSocket client's, on a plain
+// socket).
+template <typename SslStream>
+Status prepare_client_tls_stream(SslStream& stream, const std::string& host,
+                                 const std::string& where) {
+  // SNI is for names only; an IP literal is matched against the certificate.
+  if (!is_ip_literal(host) && !SSL_set_tlsext_host_name(stream.native_handle(), host.c_str())) {
+    return unavailable("TLS to " + where + ": cannot set SNI");
+  }
+  boost::system::error_code ec;
+  stream.set_verify_callback(ssl::host_name_verification(host), ec);
+  if (ec) return unavailable("TLS to " + where + ": " + ec.message());
+  return Status::ok_status();
+}
 
 }  // namespace leasehold::net

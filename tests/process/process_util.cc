@@ -96,6 +96,7 @@ RunResult Process::result() const {
 }
 
 std::string Process::err_so_far() const { return read_file(err_path_); }
+std::string Process::out_so_far() const { return read_file(out_path_); }
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

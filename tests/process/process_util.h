@@ -50,8 +50,9 @@ class Process {
   bool exited() const { return exit_code_.has_value(); }
   // REQUIRES: exited().
   RunResult result() const;
-  // What it has written to stderr so far.
+  // What it has written to stderr (stdout) so far.
   std::string err_so_far() const;
+  std::string out_so_far() const;
 
  private:
   pid_t pid_ = -1;

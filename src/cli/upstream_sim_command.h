@@ -1,0 +1,29 @@
+// `leasehold upstream-sim`: the upstream simulator (fleet/upstream_sim.h)
+// as a process, for tests, demos and benchmarks of the stream fleet. It
+// prints {"listening":"HOST:PORT"} on stdout once it listens, logs JSON lines
+// on stderr as `serve` does, and serves until SIGTERM or SIGINT, then exits
+// 0.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "leasehold/status.h"
+
+namespace leasehold::cli {
+
+struct UpstreamSimArgs {
+  std::string listen = "127.0.0.1:0";  // port 0: any free port, printed
+  double rate_per_conn = 10;
+  size_t threads = 1;
+};
+
+// Every rule on the flags, before anything is opened: --listen as `serve`
+// takes it (any address: a test tool may listen beyond loopback), the rate
+// and the threads within the simulator's limits.
+Status check_upstream_sim(const UpstreamSimArgs& args);
+
+// Serves until SIGTERM or SIGINT; returns the exit code.
+int run_upstream_sim(const UpstreamSimArgs& args, bool verbose);
+
+}  // namespace leasehold::cli
