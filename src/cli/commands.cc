@@ -16,6 +16,7 @@
 #include "cli/store_commands.h"
 #include "cli/upstream_sim_command.h"
 #include "cli/user_commands.h"
+#include "cli/worker_command.h"
 #include "runtime/build_info.h"
 #include "runtime/stderr_logger.h"
 
@@ -35,6 +36,7 @@ struct CliArgs {
   ServeArgs serve;
   BenchHttpOptions bench_http;
   UpstreamSimArgs upstream_sim;
+  WorkerArgs worker;
   bool store_given = false;  // --store or LEASEHOLD_STORE, rather than the default
 };
 
@@ -61,6 +63,7 @@ struct Subcommands {
   CLI::App* conn_list = nullptr;
   CLI::App* serve = nullptr;
   CLI::App* upstream_sim = nullptr;
+  CLI::App* worker = nullptr;
 };
 
 void add_key(CLI::App* sub, LeaseArgs& a) {
@@ -363,6 +366,7 @@ int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
   if (subs.store_init->parsed()) return run_store_init(uri, log);
   if (subs.serve->parsed()) return run_serve(args.serve, uri, args.verbose);
   if (subs.upstream_sim->parsed()) return run_upstream_sim(args.upstream_sim, args.verbose);
+  if (subs.worker->parsed()) return run_worker(args.worker, uri, args.verbose);
   if (const int code = dispatch_user(args, subs, log); code >= 0) return code;
   if (const int code = dispatch_conn(args, subs, log); code >= 0) return code;
   if (subs.bench_renewer->parsed()) {
@@ -412,6 +416,7 @@ int run_cli(int argc, char** argv) {
   add_conn_commands(*conn, args, subs);
   add_serve_command(app, args.serve, subs);
   add_upstream_sim_command(app, args.upstream_sim, subs);
+  subs.worker = add_worker_command(app, args.worker);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   add_bench_commands(*bench, args, subs);

@@ -5,6 +5,7 @@
 #include "accounts/accounts.h"
 #include "cli/common.h"
 #include "cli/lease_table.h"
+#include "fleet/members.h"
 #include "fleet/schema.h"
 #include "runtime/runtime.h"
 
@@ -18,7 +19,8 @@ int run_store_init(const std::string& store_uri, Logger& logger) {
   if (!runtime.ok()) return report(runtime.status());
   ItemStore& store = (*runtime)->store();
   for (const TableSpec& spec :
-       {lease_table_spec(), fleet::connections_table_spec(), accounts::Accounts::table_spec()}) {
+       {lease_table_spec(), fleet::connections_table_spec(), fleet::workers_table_spec(),
+        accounts::Accounts::table_spec()}) {
     const Status ensured = store.ensure_table(spec);
     if (!ensured.ok())
       return report(ensured.with_context("cannot create table '" + spec.name + "'"));

@@ -1,0 +1,176 @@
+#include "cli/worker_command.h"
+
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+
+#include "base/duration.h"
+#include "cli/common.h"
+#include "cli/serve.h"
+#include "fleet/sink.h"
+#include "fleet/worker.h"
+#include "metrics/registry.h"
+#include "net/endpoint.h"
+#include "net/websocket.h"
+#include "runtime/stderr_logger.h"
+#include "server/http.h"
+#include "server/router.h"
+#include "server/server.h"
+
+namespace leasehold::cli {
+namespace {
+
+constexpr size_t kUpstreamThreads = 2;
+
+Result<Duration> flag_duration(std::string_view flag, const std::string& text) {
+  Result<Duration> d = parse_duration(text);
+  if (!d.ok()) return invalid_argument(std::string(flag) + ": " + d.status().message());
+  return d;
+}
+
+Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
+  fleet::WorkerOptions o;
+  o.id = a.id;
+  o.max_connections = a.max_connections;
+  ASSIGN_OR_RETURN(o.lease_ttl, flag_duration("--lease-ttl", a.lease_ttl));
+  ASSIGN_OR_RETURN(o.renew_every, flag_duration("--renew-every", a.renew_every));
+  ASSIGN_OR_RETURN(o.reconcile_every, flag_duration("--reconcile-every", a.reconcile_every));
+  if (!a.checkpoint_every.empty()) {
+    ASSIGN_OR_RETURN(o.checkpoint_every, flag_duration("--checkpoint-every", a.checkpoint_every));
+  }
+  RETURN_IF_ERROR(fleet::validate_worker_options(o));
+  // The lease layer's timing rules, checked on a store that writes nothing.
+  RealClock clock;
+  SeededRandom random(0);
+  ASSIGN_OR_RETURN(std::unique_ptr<ItemStore> none, open_store("memory:"));
+  LeaseManager leases(*none, clock, random);
+  RETURN_IF_ERROR(leases.check_timing(o.lease_ttl, o.renew_every));
+  return o;
+}
+
+// GET /metrics and GET /healthz, answered on the I/O threads.
+Result<std::unique_ptr<server::Server>> start_metrics_server(const ListenAddress& address,
+                                                             metrics::Registry& registry,
+                                                             server::Router& router, Logger* log) {
+  const server::RouteOptions open_inline{.access = server::Access::kPublic, .blocking = false};
+  router.add(
+      "GET", "/metrics",
+      [&registry](server::Request&) {
+        server::Response r;
+        r.body = registry.render();
+        r.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+        return r;
+      },
+      open_inline);
+  router.add(
+      "GET", "/healthz",
+      [](server::Request&) {
+        server::Response r;
+        r.body = "{\"status\":\"ok\"}";
+        r.set_header("Content-Type", "application/json");
+        return r;
+      },
+      open_inline);
+  server::ServerOptions o;
+  o.host = address.host;
+  o.port = address.port;
+  o.threads = 1;
+  o.logger = log;
+  server::ServerHooks hooks;
+  hooks.submit_blocking = [](std::function<void()>) { return false; };  // no route blocks
+  return server::Server::start(std::move(o), router, std::move(hooks));
+}
+
+}  // namespace
+
+CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
+  CLI::App* w = app.add_subcommand(
+      "worker", "Own upstream WebSocket connections of the stream fleet and stream them to a sink");
+  w->add_option("--id", a.id, "This worker's name, unique in the fleet")->required();
+  w->add_option("--max-connections", a.max_connections, "The most connections to own")
+      ->capture_default_str();
+  w->add_option("--lease-ttl", a.lease_ttl, "How long a connection's lease lasts unrenewed")
+      ->capture_default_str();
+  w->add_option("--renew-every", a.renew_every, "Heartbeat period")->capture_default_str();
+  w->add_option("--reconcile-every", a.reconcile_every,
+                "How often to look for orphaned connections and desired-state changes")
+      ->capture_default_str();
+  w->add_option("--checkpoint-every", a.checkpoint_every,
+                "How often to checkpoint (default: the renew period)");
+  w->add_option("--sink", a.sink, "Where messages go: jsonl:PATH or stdout")->capture_default_str();
+  w->add_option("--metrics-listen", a.metrics_listen,
+                "Serve GET /metrics and /healthz on HOST:PORT (loopback)");
+  w->add_option("--ca-file", a.ca_file, "PEM CAs to trust for wss:// (default: the system's)")
+      ->check(CLI::ExistingFile);
+  return w;
+}
+
+Status check_worker(const WorkerArgs& args) {
+  RETURN_IF_ERROR(worker_options(args).status());
+  RETURN_IF_ERROR(fleet::validate_sink_spec(args.sink));
+  if (!args.metrics_listen.empty()) {
+    ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(args.metrics_listen));
+    if (!net::is_loopback_host(address.host)) {
+      return invalid_argument("--metrics-listen must be a loopback address");
+    }
+  }
+  return {};
+}
+
+int run_worker(const WorkerArgs& args, const std::string& store_uri, bool verbose) {
+  if (const Status ok = check_worker(args); !ok.ok()) return report(ok);
+  const sigset_t stop_signals = block_stop_signals();
+  const std::unique_ptr<Logger> log =
+      runtime::make_json_stderr_logger(verbose ? LogLevel::kDebug : LogLevel::kInfo);
+  metrics::Registry registry;
+  runtime::RuntimeOptions ro;
+  ro.store_uri = store_uri;
+  ro.logger = log.get();
+  ro.metrics = &registry;
+  auto runtime = runtime::Runtime::open(std::move(ro));
+  if (!runtime.ok()) return report(runtime.status());
+  runtime::Runtime& rt = **runtime;
+
+  auto sink = fleet::open_sink(args.sink);
+  if (!sink.ok()) return report(sink.status());
+  net::WsClientOptions wo;
+  wo.threads = kUpstreamThreads;
+  wo.ca_file = args.ca_file;
+  wo.logger = log.get();
+  auto upstream = net::WsClient::open(std::move(wo));
+  if (!upstream.ok()) return report(upstream.status());
+
+  server::Router router;
+  std::unique_ptr<server::Server> metrics_server;
+  if (!args.metrics_listen.empty()) {
+    auto started = start_metrics_server(parse_listen(args.metrics_listen).value(), registry, router,
+                                        log.get());
+    if (!started.ok()) return report(started.status());
+    metrics_server = std::move(started).value();
+  }
+
+  fleet::WorkerOptions options = worker_options(args).value();
+  options.lease = rt.leases().config();
+  options.logger = log.get();
+  options.metrics = &registry;
+  auto worker = fleet::Worker::start(rt.store(), rt.clock(), rt.random(), **upstream, **sink,
+                                     std::move(options));
+  if (!worker.ok()) return report(worker.status());
+  const LogField started[] = {
+      {"worker", std::string_view(args.id)},
+      {"store", std::string_view(rt.store().backend_name())},
+      {"sink", std::string_view(args.sink)},
+      {"metrics_port", static_cast<int64_t>(metrics_server ? metrics_server->port() : 0)}};
+  log->log_fields(LogLevel::kInfo, "worker started", started);
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  const LogField stopping[] = {
+      {"signal", std::string_view(signal == SIGINT ? "SIGINT" : "SIGTERM")}};
+  log->log_fields(LogLevel::kInfo, "stopping", stopping);
+  (*worker)->stop();
+  if (metrics_server) metrics_server->stop();
+  return kExitOk;
+}
+
+}  // namespace leasehold::cli

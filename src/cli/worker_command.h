@@ -1,0 +1,39 @@
+// `leasehold worker`: one member of the stream fleet (fleet/worker.h) on the
+// runtime's store, streaming to a sink until SIGTERM or SIGINT, then handing
+// every connection over. With --metrics-listen it also serves GET /metrics
+// (the worker's metrics and the store's) and GET /healthz.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "leasehold/status.h"
+
+namespace CLI {
+class App;
+}
+
+namespace leasehold::cli {
+
+struct WorkerArgs {
+  std::string id;
+  size_t max_connections = 1000;
+  std::string lease_ttl = "20s";
+  std::string renew_every = "5s";
+  std::string reconcile_every = "2s";
+  std::string checkpoint_every;  // empty: the renew period
+  std::string sink = "stdout";
+  std::string metrics_listen;  // empty: no metrics server
+  std::string ca_file;         // PEM CAs for wss:// instead of the system store
+};
+
+// Adds the `worker` subcommand to `app`, filling `args`.
+CLI::App* add_worker_command(CLI::App& app, WorkerArgs& args);
+
+// Every rule on the flags, before anything is opened.
+Status check_worker(const WorkerArgs& args);
+
+// Runs until SIGTERM or SIGINT; returns the exit code.
+int run_worker(const WorkerArgs& args, const std::string& store_uri, bool verbose);
+
+}  // namespace leasehold::cli

@@ -1,0 +1,135 @@
+// Worker: one process's share of the stream fleet. It owns upstream
+// WebSocket connections through leases on their items (table connections,
+// fleet/schema.h), streams each to the sink, and checkpoints what the sink
+// holds, so that whichever worker owns a connection next resumes where the
+// last one stopped.
+//
+// Threads: the WebSocket client's I/O threads deliver messages; a control
+// thread reconciles (every reconcile_every, with jitter): it reads the
+// desired state of what it owns in one batch, takes orphans up to its fair
+// share, hands over what is above it, and writes its membership figures; a
+// keeper thread checkpoints (every checkpoint_every) and reconnects; two
+// Renewers heartbeat the connections' leases in batches and the membership
+// lease. No thread per connection.
+//
+// The rules that keep one writer per connection:
+//   - before every sink write the lease is checked valid at the local
+//     monotonic time, so a worker paused past its ttl writes nothing more
+//     for a connection it lost;
+//   - a loss (the Renewer's report, a foreign owner seen in the desired-state
+//     read) closes the stream at once, and nothing more is written for it;
+//   - a checkpoint is a fenced write (owner and token) of last_seq, made
+//     after the sink is flushed, and never moves last_seq back;
+//   - a handover (desired state STOPPED, removal, balance, stop()) closes the
+//     stream, flushes, and releases the lease with the final checkpoint in
+//     the same write (lease_expires_at_ms = 0, so the orphan index shows it
+//     at once): the next owner starts exactly after the last message written.
+//
+// Takeover after a crash: a lease that will expire before the next reconcile
+// is tried at its expiry plus the clock-skew bound, so that failover costs
+// about the ttl, not the ttl and a reconcile period.
+//
+// Thread-safe. stop() (also the destructor) hands every connection over.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fleet/sink.h"
+#include "leasehold/clock.h"
+#include "leasehold/lease.h"
+#include "leasehold/logger.h"
+#include "leasehold/random.h"
+#include "leasehold/status.h"
+#include "leasehold/store.h"
+
+namespace leasehold::net {
+class WsClient;
+}
+namespace leasehold::metrics {
+class Registry;
+}
+
+namespace leasehold::fleet {
+
+inline constexpr size_t kMaxConnectionsDefault = 1000;
+inline constexpr size_t kMaxConnectionsLimit = 100'000;
+inline constexpr size_t kWorkerIdBytesMax = 128;
+// Reconnecting to an upstream that failed: the first wait, doubled on each
+// failure up to the cap, each drawn between half and all of it.
+inline constexpr std::chrono::milliseconds kReconnectBackoffMin{200};
+inline constexpr std::chrono::milliseconds kReconnectBackoffMax{10'000};
+// Bad upstream messages are logged at most this often per connection.
+inline constexpr std::chrono::milliseconds kBadMessageLogEvery{10'000};
+
+struct WorkerOptions {
+  std::string id;  // unique in the fleet: 1..128 bytes of [A-Za-z0-9._~-]
+  size_t max_connections = kMaxConnectionsDefault;
+  Duration lease_ttl = std::chrono::seconds(20);
+  Duration renew_every = std::chrono::seconds(5);
+  Duration reconcile_every = std::chrono::seconds(2);
+  // Zero: renew_every.
+  Duration checkpoint_every{};
+  // The clock-skew bound and safety margin; table and info_log are set here.
+  LeaseConfig lease;
+  Logger* logger = nullptr;  // not owned; null logs nothing
+  // Where the worker's metrics go (not owned); null: a registry of its own.
+  metrics::Registry* metrics = nullptr;
+};
+
+// Checks the options on their own (id, limits, timing): kInvalidArgument.
+Status validate_worker_options(const WorkerOptions& options);
+
+struct WorkerStats {
+  uint64_t owned = 0;
+  uint64_t messages = 0;         // lines written to the sink
+  uint64_t bad_messages = 0;     // not JSON, no sequence number, binary, going back
+  uint64_t repeats_dropped = 0;  // a sequence number already written
+  uint64_t acquired = 0;         // leases taken
+  uint64_t takeovers = 0;        // of those, from an owner that did not hand over
+  uint64_t handovers = 0;        // leases released with a final checkpoint
+  uint64_t losses = 0;           // leases lost
+  uint64_t checkpoints = 0;      // checkpoint writes that applied
+  uint64_t reconnects = 0;       // upstream connections that ended and were retried
+};
+
+// One owned connection, for tests and diagnostics.
+struct OwnedConnection {
+  std::string id;
+  int64_t epoch = 0;
+  int64_t written_seq = 0;       // the last sequence number in the sink
+  int64_t checkpointed_seq = 0;  // last_seq as last written to the store
+  bool streaming = false;        // the upstream connection is open
+};
+
+class Worker {
+ public:
+  // Requires the connections and workers tables (ItemStore::require_table),
+  // joins the fleet (kAlreadyExists
+  // if a live worker has the same id) and starts the threads.
+  // REQUIRES: everything given outlives the worker.
+  static Result<std::unique_ptr<Worker>> start(ItemStore& store, Clock& clock, Random& random,
+                                               net::WsClient& upstream, Sink& sink,
+                                               WorkerOptions options);
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // Stops reading, flushes the sink, releases every lease with its final
+  // checkpoint, leaves the fleet. Idempotent; returns once done.
+  void stop();
+
+  WorkerStats stats() const;
+  std::vector<OwnedConnection> owned() const;
+  const std::string& id() const;
+
+ private:
+  class Impl;
+  explicit Worker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace leasehold::fleet

@@ -1,0 +1,328 @@
+// Tests for the worker on the memory store, with a fake upstream that the
+// test drives message by message and a sink that keeps its lines: what is
+// streamed, checkpointed, handed over, stopped and lost. The real upstream
+// and real processes are in tests/process/fleet_test.cc.
+#include "fleet/worker.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "fleet/connections.h"
+#include "fleet/schema.h"
+#include "net/websocket.h"
+#include "store/memory/memory_store.h"
+
+namespace leasehold::fleet {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Waits for `done` to hold, up to `limit`.
+template <typename F>
+bool eventually(F done, Duration limit = seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+// An upstream the test drives: each connect() opens at once; send() delivers
+// a message to the open stream of a URL on the test's thread.
+class FakeUpstream final : public net::WsClient {
+ public:
+  class Stream final : public net::WsStream {
+   public:
+    Stream(FakeUpstream& owner, std::string url, net::WsHandlers h)
+        : owner_(owner), url_(std::move(url)), handlers_(std::move(h)) {}
+    void close() override {
+      {
+        std::lock_guard lock(mu_);  // waits for a message being delivered
+        if (closed_) return;
+        closed_ = true;
+      }
+      owner_.closed(url_);
+      handlers_.on_closed(Status::ok_status());
+    }
+    bool deliver(std::string_view message) {
+      std::lock_guard lock(mu_);
+      if (closed_) return false;
+      handlers_.on_message(message, true);
+      return true;
+    }
+    void fail(const Status& why) {
+      {
+        std::lock_guard lock(mu_);
+        if (closed_) return;
+        closed_ = true;
+      }
+      owner_.closed(url_);
+      handlers_.on_closed(why);
+    }
+
+   private:
+    FakeUpstream& owner_;
+    const std::string url_;
+    net::WsHandlers handlers_;
+    std::mutex mu_;
+    bool closed_ = false;
+  };
+
+  Result<std::shared_ptr<net::WsStream>> connect(std::string_view url,
+                                                 net::WsHandlers handlers) override {
+    auto on_open = handlers.on_open;
+    auto stream = std::make_shared<Stream>(*this, std::string(url), std::move(handlers));
+    {
+      std::lock_guard lock(mu_);
+      open_[std::string(url)] = stream;
+      urls_.push_back(std::string(url));
+    }
+    if (on_open) on_open();
+    return std::shared_ptr<net::WsStream>(stream);
+  }
+  size_t open_streams() const override {
+    std::lock_guard lock(mu_);
+    return open_.size();
+  }
+
+  // The open stream whose URL starts with `prefix`, if any.
+  std::shared_ptr<Stream> find(const std::string& prefix) {
+    std::lock_guard lock(mu_);
+    for (auto& [url, s] : open_) {
+      if (url.starts_with(prefix)) return s;
+    }
+    return nullptr;
+  }
+  bool send(const std::string& prefix, std::string_view message) {
+    auto s = find(prefix);
+    return s != nullptr && s->deliver(message);
+  }
+  std::vector<std::string> urls() {
+    std::lock_guard lock(mu_);
+    return urls_;
+  }
+  void closed(const std::string& url) {
+    std::lock_guard lock(mu_);
+    open_.erase(url);
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Stream>> open_;
+  std::vector<std::string> urls_;
+};
+
+class CapturingSink final : public Sink {
+ public:
+  Status write(std::string_view line) override {
+    std::lock_guard lock(mu_);
+    lines_.emplace_back(line);
+    return {};
+  }
+  Status flush() override { return {}; }
+  std::string describe() const override { return "capture"; }
+  std::vector<std::string> lines() {
+    std::lock_guard lock(mu_);
+    return lines_;
+  }
+  // The sequence numbers written for `conn`, in order.
+  std::vector<int64_t> seqs(const std::string& conn) {
+    std::vector<int64_t> out;
+    for (const auto& line : lines()) {
+      auto v = boost::json::parse(line);
+      if (v.at("conn").as_string() == conn) out.push_back(v.at("seq").as_int64());
+    }
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+std::string msg(int64_t seq) { return "{\"seq\":" + std::to_string(seq) + ",\"v\":\"x\"}"; }
+
+class WorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(store_->ensure_table(connections_table_spec()).ok()); }
+
+  WorkerOptions options(const std::string& id) {
+    WorkerOptions o;
+    o.id = id;
+    o.lease_ttl = seconds(3);
+    o.renew_every = milliseconds(500);
+    o.reconcile_every = milliseconds(100);
+    o.checkpoint_every = milliseconds(100);
+    o.lease.max_clock_skew = milliseconds(100);
+    o.lease.safety_margin = milliseconds(50);
+    return o;
+  }
+
+  std::unique_ptr<Worker> start(const std::string& id, Sink& sink) {
+    auto w = Worker::start(*store_, clock_, random_, upstream_, sink, options(id));
+    EXPECT_TRUE(w.ok()) << w.status().to_string();
+    return w.ok() ? std::move(w).value() : nullptr;
+  }
+
+  void add(const std::string& id) {
+    Connections connections(*store_, clock_);
+    NewConnection c;
+    c.id = id;
+    c.url = "ws://upstream.test/s/" + id + "?from={next_seq}";
+    ASSERT_TRUE(connections.add(c).ok());
+  }
+
+  Connection stored(const std::string& id) {
+    auto item = store_->get(kConnectionsTable, connection_key(id), true);
+    EXPECT_TRUE(item.ok());
+    auto c = parse_connection(*item);
+    EXPECT_TRUE(c.ok());
+    return *c;
+  }
+
+  std::string prefix(const std::string& id) { return "ws://upstream.test/s/" + id + "?"; }
+
+  RealClock clock_;
+  SystemRandom random_;
+  std::unique_ptr<ItemStore> store_ = store::make_memory_store();
+  FakeUpstream upstream_;
+};
+
+TEST_F(WorkerTest, StreamsInOrderDropsRepeatsAndBadMessagesAndCheckpoints) {
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  EXPECT_EQ(upstream_.urls().front(), "ws://upstream.test/s/a?from=1");
+  for (int64_t seq : {1, 2, 2, 3}) ASSERT_TRUE(upstream_.send(prefix("a"), msg(seq)));
+  for (std::string bad : {"not json", "{\"other\":1}", "{\"seq\":1}"}) {
+    ASSERT_TRUE(upstream_.send(prefix("a"), bad));
+  }
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(4)));
+  EXPECT_EQ(sink.seqs("a"), (std::vector<int64_t>{1, 2, 3, 4}));
+  const WorkerStats s = w->stats();
+  EXPECT_EQ(s.messages, 4u);
+  EXPECT_EQ(s.repeats_dropped, 1u);
+  EXPECT_EQ(s.bad_messages, 3u);
+
+  const auto line = boost::json::parse(sink.lines().front());
+  EXPECT_EQ(line.at("worker").as_string(), "w1");
+  EXPECT_EQ(line.at("epoch").as_int64(), 1);
+  EXPECT_EQ(line.at("msg").at("v").as_string(), "x");
+  EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 4; }));
+}
+
+TEST_F(WorkerTest, StopHandsOverWithTheFinalCheckpointAndTheNextOwnerResumesAfterIt) {
+  add("a");
+  CapturingSink sink1, sink2;
+  auto w1 = start("w1", sink1);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  for (int64_t seq = 1; seq <= 5; ++seq) ASSERT_TRUE(upstream_.send(prefix("a"), msg(seq)));
+  w1->stop();
+  EXPECT_EQ(upstream_.open_streams(), 0u);
+  const Connection after = stored("a");
+  EXPECT_EQ(after.last_seq, 5) << "the release carries the final checkpoint";
+  EXPECT_EQ(after.expires_at_ms, 0) << "handed over: the orphan index shows it at once";
+
+  auto w2 = start("w2", sink2);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  EXPECT_EQ(upstream_.urls().back(), "ws://upstream.test/s/a?from=6");
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(5)));  // a repeat of what w1 wrote
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(6)));
+  EXPECT_EQ(sink2.seqs("a"), std::vector<int64_t>{6});
+  EXPECT_EQ(boost::json::parse(sink2.lines().front()).at("epoch").as_int64(), 2);
+}
+
+TEST_F(WorkerTest, AStoppedConnectionIsClosedAndReleased) {
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
+  Connections connections(*store_, clock_);
+  ASSERT_TRUE(connections.set_desired("a", DesiredState::kStopped).ok());
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }));
+  EXPECT_TRUE(eventually([&] { return w->owned().empty(); }));
+  const Connection c = stored("a");
+  EXPECT_EQ(c.expires_at_ms, 0);
+  EXPECT_EQ(c.last_seq, 1);
+}
+
+TEST_F(WorkerTest, AForeignTakeoverStopsTheStreamAndNothingMoreIsWritten) {
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
+  // The reference pattern's own code takes the lease by setting only the
+  // owner and the expiry (here over a live lease, as a writer with a wrong
+  // clock would).
+  const int64_t later = to_unix_ms(clock_.wall_now()) + 60'000;
+  ASSERT_TRUE(
+      store_
+          ->update(kConnectionsTable, connection_key("a"),
+                   Update().set("lease_owner", std::string("F")).set("lease_expires_at_ms", later),
+                   {})
+          .ok());
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }));
+  EXPECT_FALSE(upstream_.send(prefix("a"), msg(2)));
+  EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
+  EXPECT_EQ(w->stats().losses, 1u);
+  const Connection c = stored("a");
+  EXPECT_EQ(c.owner, "F");
+  EXPECT_EQ(c.expires_at_ms, later) << "F's lease is untouched";
+}
+
+TEST_F(WorkerTest, AnUpstreamFailureReconnectsFromTheCheckpointAndKeepsTheLease) {
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  for (int64_t seq = 1; seq <= 3; ++seq) ASSERT_TRUE(upstream_.send(prefix("a"), msg(seq)));
+  upstream_.find(prefix("a"))->fail(unavailable("upstream went away"));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  EXPECT_EQ(upstream_.urls().back(), "ws://upstream.test/s/a?from=4");
+  EXPECT_TRUE(eventually([&] { return stored("a").last_error.empty(); }));
+  EXPECT_EQ(stored("a").epoch, 1) << "the lease was kept";
+  EXPECT_EQ(w->stats().reconnects, 1u);
+}
+
+TEST_F(WorkerTest, ASecondWorkerSharesTheConnectionsByHandover) {
+  for (int i = 0; i < 6; ++i) add("c" + std::to_string(i));
+  CapturingSink sink1, sink2;
+  auto w1 = start("w1", sink1);
+  ASSERT_TRUE(eventually([&] { return w1->owned().size() == 6; }));
+  auto w2 = start("w2", sink2);
+  ASSERT_TRUE(eventually([&] { return w1->owned().size() == 3 && w2->owned().size() == 3; }));
+  EXPECT_EQ(w2->stats().takeovers, 0u) << "handed over, not taken";
+  EXPECT_EQ(w1->stats().handovers, 3u);
+}
+
+TEST_F(WorkerTest, BadOptionsAreRefused) {
+  CapturingSink sink;
+  for (const char* id : {"", "a b", "w/1"}) {
+    WorkerOptions o = options(id);
+    EXPECT_EQ(Worker::start(*store_, clock_, random_, upstream_, sink, o).status().code(),
+              Code::kInvalidArgument)
+        << id;
+  }
+  WorkerOptions o = options("w1");
+  o.renew_every = seconds(3);  // does not fit in the validity window
+  EXPECT_EQ(Worker::start(*store_, clock_, random_, upstream_, sink, o).status().code(),
+            Code::kInvalidArgument);
+  auto w = start("w1", sink);
+  EXPECT_EQ(Worker::start(*store_, clock_, random_, upstream_, sink, options("w1")).status().code(),
+            Code::kAlreadyExists)
+      << "one live worker per id";
+}
+
+}  // namespace
+}  // namespace leasehold::fleet

@@ -1,0 +1,483 @@
+// The stream fleet as processes, on SQLite and on DynamoDB (dynalite):
+// `leasehold worker`s streaming from an independent upstream (python3-
+// websockets, tests/fleet/upstream.py) into JSONL sinks, while workers are
+// killed, stopped, paused and added. What the sinks hold afterwards is the
+// proof: for every connection no sequence number is missing; a number is
+// written twice only after a crash or a pause, never after a handover; and
+// the time spans of different epochs never overlap.
+#include <signal.h>
+
+#include <algorithm>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "process_util.h"
+
+namespace leasehold::process_test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kTtl = 4s;
+constexpr auto kRenewEvery = 1s;
+constexpr auto kReconcileEvery = 500ms;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+struct Line {
+  int64_t seq = 0;
+  std::string worker;
+  int64_t epoch = 0;
+  int64_t written_at_ms = 0;
+};
+
+class FleetTest : public BackendTest {
+ protected:
+  void SetUp() override {
+    BackendTest::SetUp();
+    const auto port_file = dir() / "upstream.port";
+    upstream_ = std::make_unique<Process>(
+        std::vector<std::string>{PYTHON3,
+                                 std::string(LEASEHOLD_SOURCE_DIR) + "/tests/fleet/upstream.py",
+                                 "--port-file", port_file.string(), "--rate", "40"},
+        dir());
+    ASSERT_TRUE(wait_until([&] { return !read_file(port_file).empty(); }, 20s))
+        << upstream_->err_so_far();
+    port_ = read_file(port_file);
+    while (!port_.empty() && (port_.back() == '\n' || port_.back() == ' ')) port_.pop_back();
+  }
+
+  void add_connections(int n, const std::string& prefix = "c") {
+    for (int i = 0; i < n; ++i) {
+      const std::string id = prefix + std::to_string(i);
+      const RunResult r = lh({"conn", "add", id, "--url",
+                              "ws://127.0.0.1:" + port_ + "/s/" + id + "?from={next_seq}"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+  }
+
+  std::unique_ptr<Process> start_worker(const std::string& id,
+                                        const std::string& max_connections = "1000") {
+    return start_lh({"worker", "--id", id, "--lease-ttl", "4s", "--renew-every", "1s",
+                     "--reconcile-every", "500ms", "--checkpoint-every", "500ms",
+                     "--max-connections", max_connections, "--sink",
+                     "jsonl:" + (dir() / (id + ".jsonl")).string()});
+  }
+
+  // conn list: id → owner ("" when the lease has expired or was released).
+  std::map<std::string, std::string> owners() {
+    std::map<std::string, std::string> out;
+    const RunResult r = lh({"conn", "list"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const int64_t now = now_ms();
+    for (const std::string& line : lines_of(r.out)) {
+      const auto o = parse_object(line);
+      const bool live = o.at("expires_at_ms").as_int64() > now;
+      out[std::string(o.at("id").as_string())] = live ? std::string(o.at("owner").as_string()) : "";
+    }
+    return out;
+  }
+
+  std::map<std::string, int> owned_counts() {
+    std::map<std::string, int> counts;
+    for (const auto& [id, owner] : owners()) ++counts[owner];
+    return counts;
+  }
+
+  // Every line of every sink, by connection, in file order per worker.
+  std::map<std::string, std::vector<Line>> sinks() {
+    std::map<std::string, std::vector<Line>> out;
+    for (const auto& entry : std::filesystem::directory_iterator(dir())) {
+      if (entry.path().extension() != ".jsonl") continue;
+      for (const std::string& text : lines_of(read_file(entry.path()))) {
+        const auto o = parse_object(text);
+        out[std::string(o.at("conn").as_string())].push_back(
+            {o.at("seq").as_int64(), std::string(o.at("worker").as_string()),
+             o.at("epoch").as_int64(), o.at("written_at_ms").as_int64()});
+      }
+    }
+    return out;
+  }
+
+  // The last sequence number written for `conn`, 0 if none.
+  int64_t last_seq(const std::string& conn) {
+    const auto all = sinks();
+    const auto it = all.find(conn);
+    int64_t last = 0;
+    if (it != all.end()) {
+      for (const Line& l : it->second) last = std::max(last, l.seq);
+    }
+    return last;
+  }
+
+  // The fleet's guarantees over what the sinks hold. Repeats are allowed
+  // only for the connections in `may_repeat`.
+  void check_sinks(const std::set<std::string>& may_repeat) {
+    for (auto& [conn, lines] : sinks()) {
+      std::map<int64_t, int> count;
+      for (const Line& l : lines) ++count[l.seq];
+      ASSERT_FALSE(count.empty());
+      EXPECT_EQ(count.begin()->first, 1) << conn << " does not start at 1";
+      EXPECT_EQ(static_cast<int64_t>(count.size()), count.rbegin()->first)
+          << conn << " has a gap: " << count.size() << " numbers up to " << count.rbegin()->first;
+      for (const auto& [seq, n] : count) {
+        if (n > 1 && !may_repeat.contains(conn)) {
+          ADD_FAILURE() << conn << " seq " << seq << " written " << n << " times";
+        }
+        EXPECT_LE(n, 2) << conn << " seq " << seq;
+      }
+      // Each owner's time: a (worker, epoch) pair, since a worker of the
+      // reference pattern writes no epoch of its own.
+      std::map<std::pair<std::string, int64_t>, std::pair<int64_t, int64_t>> spans;
+      for (const Line& l : lines) {
+        auto [it, added] = spans.try_emplace({l.worker, l.epoch}, l.written_at_ms, l.written_at_ms);
+        it->second.first = std::min(it->second.first, l.written_at_ms);
+        it->second.second = std::max(it->second.second, l.written_at_ms);
+      }
+      std::vector<std::pair<std::pair<int64_t, int64_t>, std::string>> by_start;
+      for (const auto& [owner, span] : spans) {
+        by_start.push_back({span, owner.first + "/" + std::to_string(owner.second)});
+      }
+      std::sort(by_start.begin(), by_start.end());
+      for (size_t i = 0; i + 1 < by_start.size(); ++i) {
+        EXPECT_LE(by_start[i].first.second, by_start[i + 1].first.first)
+            << conn << ": " << by_start[i].second << " wrote after " << by_start[i + 1].second
+            << " began";
+      }
+    }
+  }
+
+  // Waits until every connection is owned and has streamed past `seq`.
+  bool all_streaming_past(int connections, int64_t seq, milliseconds limit = 30s) {
+    return wait_until(
+        [&] {
+          const auto s = sinks();
+          if (static_cast<int>(s.size()) < connections) return false;
+          for (const auto& [conn, lines] : s) {
+            int64_t last = 0;
+            for (const Line& l : lines) last = std::max(last, l.seq);
+            if (last <= seq) return false;
+          }
+          return true;
+        },
+        limit);
+  }
+
+  // Waits until every connection has streamed two more messages than now.
+  bool all_progress(milliseconds limit = 30s) {
+    std::map<std::string, int64_t> before;
+    for (const auto& [conn, lines] : sinks()) before[conn] = last_seq(conn);
+    return wait_until(
+        [&] {
+          for (const auto& [conn, seq] : before) {
+            if (last_seq(conn) < seq + 2) return false;
+          }
+          return true;
+        },
+        limit);
+  }
+
+  void stop_gracefully(std::vector<std::unique_ptr<Process>>& workers) {
+    for (auto& w : workers) {
+      if (!w->exited()) ::kill(w->pid(), SIGTERM);
+    }
+    for (auto& w : workers) {
+      ASSERT_TRUE(w->wait_for(20s));
+    }
+  }
+
+  std::unique_ptr<Process> upstream_;
+  std::string port_;
+};
+
+TEST_P(FleetTest, AKilledWorkersConnectionsStreamAgainWithinTheTtl) {
+  add_connections(9);
+  std::vector<std::unique_ptr<Process>> workers;
+  for (const char* id : {"w1", "w2", "w3"}) workers.push_back(start_worker(id));
+  ASSERT_TRUE(all_streaming_past(9, 3)) << workers[0]->err_so_far();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto c = owned_counts();
+        return c["w1"] > 0 && c[""] == 0;
+      },
+      20s));
+  std::set<std::string> lost;
+  for (const auto& [conn, owner] : owners()) {
+    if (owner == "w1") lost.insert(conn);
+  }
+  const int64_t killed_at = now_ms();
+  ASSERT_EQ(::kill(workers[0]->pid(), SIGKILL), 0);
+  ASSERT_TRUE(workers[0]->wait_for(10s));
+
+  // Each of w1's connections streams again, on another worker, within the ttl + 1 s.
+  std::map<std::string, int64_t> resumed_at;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& [conn, lines] : sinks()) {
+          if (!lost.contains(conn) || resumed_at.contains(conn)) continue;
+          for (const Line& l : lines) {
+            if (l.worker != "w1" && l.written_at_ms > killed_at) {
+              resumed_at[conn] = l.written_at_ms;
+              break;
+            }
+          }
+        }
+        return resumed_at.size() == lost.size();
+      },
+      30s));
+  for (const auto& [conn, at] : resumed_at) {
+    EXPECT_LE(at - killed_at, std::chrono::milliseconds(kTtl + 1s).count()) << conn;
+  }
+  workers.erase(workers.begin());
+  stop_gracefully(workers);
+  check_sinks(lost);
+}
+
+TEST_P(FleetTest, ASigtermHandsEveryConnectionOverWithoutARepeat) {
+  add_connections(6);
+  std::vector<std::unique_ptr<Process>> workers;
+  for (const char* id : {"w1", "w2"}) workers.push_back(start_worker(id));
+  ASSERT_TRUE(all_streaming_past(6, 3));
+  ASSERT_TRUE(wait_until([&] { return owned_counts()["w1"] == 3; }, 20s));
+  std::set<std::string> handed;
+  for (const auto& [conn, owner] : owners()) {
+    if (owner == "w1") handed.insert(conn);
+  }
+  const int64_t stopped_at = now_ms();
+  ASSERT_EQ(::kill(workers[0]->pid(), SIGTERM), 0);
+  ASSERT_TRUE(workers[0]->wait_for(10s));
+  EXPECT_EQ(workers[0]->result().exit_code, 0) << workers[0]->result().err;
+
+  std::map<std::string, int64_t> resumed_at;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const auto& [conn, lines] : sinks()) {
+          if (!handed.contains(conn) || resumed_at.contains(conn)) continue;
+          for (const Line& l : lines) {
+            if (l.worker == "w2" && l.written_at_ms > stopped_at) {
+              resumed_at[conn] = l.written_at_ms;
+              break;
+            }
+          }
+        }
+        return resumed_at.size() == handed.size();
+      },
+      20s));
+  for (const auto& [conn, at] : resumed_at) {
+    EXPECT_LE(at - stopped_at, std::chrono::milliseconds(kReconcileEvery + 1s).count()) << conn;
+  }
+  workers.erase(workers.begin());
+  stop_gracefully(workers);
+  check_sinks({});
+}
+
+TEST_P(FleetTest, AWorkerPausedPastItsTtlWritesNothingMoreForWhatItLost) {
+  add_connections(4);
+  std::vector<std::unique_ptr<Process>> workers;
+  for (const char* id : {"w1", "w2"}) workers.push_back(start_worker(id));
+  ASSERT_TRUE(all_streaming_past(4, 3));
+  // What w1 holds as it is paused, once the fleet is balanced: connection → epoch.
+  std::map<std::string, int64_t> held;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        held.clear();
+        int live = 0;
+        for (const std::string& line : lines_of(lh({"conn", "list"}).out)) {
+          const auto o = parse_object(line);
+          if (o.at("expires_at_ms").as_int64() <= now_ms()) continue;
+          ++live;
+          if (o.at("owner") == "w1") {
+            held[std::string(o.at("id").as_string())] = o.at("epoch").as_int64();
+          }
+        }
+        return live == 4 && held.size() == 2;
+      },
+      20s));
+  const auto paused_at = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(workers[0]->pid(), SIGSTOP), 0);
+  ASSERT_TRUE(wait_until([&] { return owned_counts()["w2"] == 4; }, 30s));
+  // The scenario: w1 stays paused for twice the ttl.
+  std::this_thread::sleep_until(paused_at + 2 * kTtl);
+  const int64_t resumed_at = now_ms();
+  ASSERT_EQ(::kill(workers[0]->pid(), SIGCONT), 0);
+  // Once w1 has noticed (it says so for each), nothing it wrote under the
+  // leases it lost is later than its wake-up. (It may take connections anew,
+  // under new epochs, as its share.)
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const std::string err = workers[0]->err_so_far();
+        size_t losses = 0;
+        for (size_t at = err.find("lost c"); at != std::string::npos;
+             at = err.find("lost c", at + 1)) {
+          ++losses;
+        }
+        return losses >= 2;
+      },
+      20s))
+      << workers[0]->err_so_far();
+  ASSERT_TRUE(all_progress());
+  for (const auto& [conn, lines] : sinks()) {
+    for (const Line& l : lines) {
+      if (l.worker == "w1" && held.contains(conn) && l.epoch == held[conn]) {
+        EXPECT_LT(l.written_at_ms, resumed_at) << conn << " seq " << l.seq;
+      }
+    }
+  }
+  stop_gracefully(workers);
+  check_sinks({"c0", "c1", "c2", "c3"});
+}
+
+TEST_P(FleetTest, ConnStopClosesWithinARenewPeriodAndStartResumes) {
+  add_connections(2);
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(start_worker("w1"));
+  ASSERT_TRUE(all_streaming_past(2, 3));
+  const int64_t stopped_at = now_ms();
+  ASSERT_EQ(lh({"conn", "stop", "c0"}).exit_code, 0);
+  ASSERT_TRUE(wait_until([&] { return owners()["c0"].empty(); }, 10s));
+  const int64_t last = last_seq("c0");
+  int64_t last_written = 0;
+  const auto all = sinks();
+  for (const Line& l : all.at("c0")) last_written = std::max(last_written, l.written_at_ms);
+  EXPECT_LE(last_written - stopped_at, std::chrono::milliseconds(kRenewEvery).count());
+  ASSERT_TRUE(all_streaming_past(1, 0));
+  ASSERT_EQ(lh({"conn", "start", "c0"}).exit_code, 0);
+  ASSERT_TRUE(wait_until([&] { return last_seq("c0") > last + 2; }, 20s));
+  stop_gracefully(workers);
+  check_sinks({});
+}
+
+TEST_P(FleetTest, ThirtyConnectionsSpreadTenTenTenWhenTwoWorkersJoin) {
+  add_connections(30);
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(start_worker("w1"));
+  ASSERT_TRUE(wait_until([&] { return owned_counts()["w1"] == 30; }, 30s));
+  workers.push_back(start_worker("w2"));
+  workers.push_back(start_worker("w3"));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto c = owned_counts();
+        return c[""] == 0 && std::abs(c["w1"] - 10) <= 1 && std::abs(c["w2"] - 10) <= 1 &&
+               std::abs(c["w3"] - 10) <= 1;
+      },
+      30s))
+      << "owners: " << [&] {
+           std::string s;
+           for (const auto& [w, n] : owned_counts()) s += w + "=" + std::to_string(n) + " ";
+           return s;
+         }();
+  ASSERT_TRUE(all_streaming_past(30, 3));
+  stop_gracefully(workers);
+  check_sinks({});
+}
+
+// Workers of the reference pattern's own code share the table: they take
+// expired leases by setting only the owner and the expiry. The guarantees
+// hold for the mixed fleet through a crash.
+TEST_P(FleetTest, AMixedFleetWithAForeignWorkerKeepsTheGuarantees) {
+  add_connections(9);
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(start_worker("w1"));
+  workers.push_back(start_worker("w2", "6"));  // leaves room for the foreign worker later
+  ASSERT_TRUE(all_streaming_past(9, 3));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto c = owned_counts();
+        return c["w1"] >= 3 && c["w2"] >= 3 && c[""] == 0;
+      },
+      20s));
+  // The foreign worker takes up to 3 connections whose leases have expired.
+  workers.push_back(
+      std::make_unique<Process>(std::vector<std::string>{FOREIGN_WORKER_BIN, store_uri(), "F",
+                                                         (dir() / "F.jsonl").string(), "4000"},
+                                dir()));
+  std::set<std::string> lost;
+  for (const auto& [conn, owner] : owners()) {
+    if (owner == "w1") lost.insert(conn);
+  }
+  ASSERT_EQ(::kill(workers[0]->pid(), SIGKILL), 0);
+  ASSERT_TRUE(workers[0]->wait_for(10s));
+  // w1's connections go to w2 (up to its 6) and to F, which takes them over
+  // w1's token, left in place.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto c = owned_counts();
+        return c["w1"] == 0 && c[""] == 0 && c["F"] == 3;
+      },
+      30s))
+      << "F: " << workers[2]->err_so_far();
+  ASSERT_TRUE(all_progress());
+  // F stops, releasing as that code does (expiry 0, its owner left in place),
+  // and a new worker takes what F had.
+  ASSERT_EQ(::kill(workers[2]->pid(), SIGTERM), 0);
+  ASSERT_TRUE(workers[2]->wait_for(10s));
+  workers.push_back(start_worker("w3"));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        auto c = owned_counts();
+        return c["w2"] == 6 && c["w3"] == 3;
+      },
+      20s));
+  ASSERT_TRUE(all_progress());
+  workers.erase(workers.begin());
+  stop_gracefully(workers);
+  check_sinks(lost);
+}
+
+// An upstream that sends garbage among its messages, one that sends a frame
+// over the limit, and one that drops the connection every 20 messages: the
+// worker keeps streaming what is good, says what is wrong in last_error, and
+// loses nothing.
+TEST_P(FleetTest, BadUpstreamsAreSurvivedAndReportedAndNothingIsLost) {
+  const std::string base = "ws://127.0.0.1:" + port_;
+  ASSERT_EQ(lh({"conn", "add", "garbage", "--url", base + "/garbage/g?from={next_seq}"}).exit_code,
+            0);
+  ASSERT_EQ(lh({"conn", "add", "huge", "--url", base + "/huge/h?from={next_seq}"}).exit_code, 0);
+  ASSERT_EQ(
+      lh({"conn", "add", "drops", "--url", base + "/drop/d?from={next_seq}&after=20"}).exit_code,
+      0);
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(start_worker("w1"));
+  ASSERT_TRUE(wait_until([&] { return last_seq("garbage") > 30 && last_seq("drops") > 50; }, 30s))
+      << workers[0]->err_so_far();
+  std::map<std::string, std::string> errors;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const std::string& line : lines_of(lh({"conn", "list"}).out)) {
+          const auto o = parse_object(line);
+          errors[std::string(o.at("id").as_string())] = std::string(o.at("last_error").as_string());
+        }
+        return !errors["huge"].empty();
+      },
+      20s));
+  EXPECT_NE(errors["huge"].find("a message exceeded 1048576 bytes"), std::string::npos)
+      << errors["huge"];
+  EXPECT_EQ(last_seq("huge"), 0) << "the stream never gets past its oversized first frame";
+  EXPECT_NE(workers[0]->err_so_far().find("message refused"), std::string::npos);
+  stop_gracefully(workers);
+  check_sinks({});
+}
+
+TEST_P(FleetTest, BadWorkerFlagsAreRefusedBeforeAnythingStarts) {
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"worker"},
+           {"worker", "--id", "a b"},
+           {"worker", "--id", "w", "--lease-ttl", "1s", "--renew-every", "1s"},
+           {"worker", "--id", "w", "--sink", "file:/tmp/x"},
+           {"worker", "--id", "w", "--max-connections", "0"},
+           {"worker", "--id", "w", "--metrics-listen", "0.0.0.0:0"}}) {
+    const RunResult r = lh(bad);
+    EXPECT_EQ(r.exit_code, 2) << bad.back() << ": " << r.err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FleetTest,
+                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb), backend_name);
+
+}  // namespace
+}  // namespace leasehold::process_test
