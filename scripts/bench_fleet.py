@@ -187,10 +187,10 @@ def bench_memory(args, procs, work):
     fleet = Fleet(args.bin, "sqlite:" + os.path.join(work, "mem.db"), work, procs)
     addr = fleet.upstream(0.01)
     fleet.add_conns(addr, ["idle-setup"], stopped=True)  # creates the table
-    w = fleet.worker("mem")
+    n = args.connections
+    w = fleet.worker("mem", "--max-connections", str(max(n, 1000)))
     time.sleep(args.settle)
     rss0 = rss_kib(w.pid)
-    n = args.connections
     ids = ["c%05d" % i for i in range(n)]
     log("memory: adding %d connections" % n)
     fleet.add_conns(addr, ids)
@@ -391,6 +391,10 @@ def main():
     ap.add_argument("--ttl", default="4s")
     ap.add_argument("--renew", default="1s")
     args = ap.parse_args()
+    # Stopped by a signal, still stop what it started (a background job
+    # starts with SIGINT ignored).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for bench in args.benches:
         procs = Procs()
         with tempfile.TemporaryDirectory() as work:
