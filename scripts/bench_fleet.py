@@ -13,9 +13,13 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           reconcile 2 s), from leasehold_store_operation_seconds_count per
           operation over a measured window; on SQLite also the rows the
           connections table saw written (counted by triggers in the file).
+  failover  three workers on SQLite with a 4 s ttl; --kills times, kill -9
+          one and time until each of its connections is written again by
+          another (the sinks' written_at_ms), then restart it; nearest-rank
+          percentiles over kills and over (kill, connection).
 
-Usage: scripts/bench_fleet.py [--bin build/bin/leasehold] [memory|writes ...]
-       [--connections 1000] [--window 60] [--dynamodb-endpoint URL]
+Usage: scripts/bench_fleet.py [--bin build/bin/leasehold] [memory|writes|failover ...]
+       [--connections 1000] [--window 60] [--dynamodb-endpoint URL] [--kills 50]
 Without a DynamoDB endpoint, `writes` runs on SQLite only.
 """
 
