@@ -458,13 +458,16 @@ void Worker::Impl::balance_and_acquire() {
   }
   Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/true);
   const int64_t owned = static_cast<int64_t>(snapshot().size());
-  std::vector<int64_t> capacities{static_cast<int64_t>(options_.max_connections)};
+  const int64_t capacity = static_cast<int64_t>(options_.max_connections);
+  std::vector<int64_t> capacities{capacity};
+  std::vector<int64_t> others_owned;
   int64_t total = owned + static_cast<int64_t>(orphans.size());
   if (members.ok()) {
     for (const Member& m : *members) {
       if (m.id == options_.id) continue;
       capacities.push_back(m.capacity > 0 ? m.capacity
                                           : static_cast<int64_t>(kMaxConnectionsDefault));
+      others_owned.push_back(m.owned);
       total += m.owned;
     }
   }
@@ -474,16 +477,30 @@ void Worker::Impl::balance_and_acquire() {
     orphans_seen_ = static_cast<int64_t>(orphans.size());
     next_attempt_ = std::min(next_attempt_, soonest);
   }
-  if (owned > share && members.ok()) {
+  // Hand the excess over only if another worker has room below its share
+  // (a worker that died still counts until its membership expires, and has
+  // no room).
+  bool someone_has_room = false;
+  for (size_t i = 0; i < others_owned.size(); ++i) {
+    someone_has_room = someone_has_room || others_owned[i] < fair_share(total, capacities, i + 1);
+  }
+  if (owned > share && someone_has_room) {
     std::vector<std::shared_ptr<Stream>> excess = snapshot();
     excess.resize(static_cast<size_t>(owned - share));
     hand_over(excess, "balancing the fleet");
     return;
   }
+  // Orphans up to the share; beyond it, up to capacity, only those whose
+  // owner died (expired, not handed over): recovery first, balance after.
   int64_t room = share - owned;
+  int64_t spare = capacity - std::max(owned, share);
   for (const Connection& c : orphans) {
-    if (room <= 0) break;
-    if (acquire(c)) --room;
+    const bool crashed = c.expires_at_ms != 0;
+    if (room > 0) {
+      if (acquire(c)) --room;
+    } else if (crashed && spare > 0) {
+      if (acquire(c)) --spare;
+    }
   }
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "fleet/connections.h"
+#include "fleet/members.h"
 #include "fleet/schema.h"
 #include "net/websocket.h"
 #include "store/memory/memory_store.h"
@@ -304,6 +305,39 @@ TEST_F(WorkerTest, ASecondWorkerSharesTheConnectionsByHandover) {
   ASSERT_TRUE(eventually([&] { return w1->owned().size() == 3 && w2->owned().size() == 3; }));
   EXPECT_EQ(w2->stats().takeovers, 0u) << "handed over, not taken";
   EXPECT_EQ(w1->stats().handovers, 3u);
+}
+
+// A worker that died still counts as a member until its membership lease
+// expires; its connections must not wait for that.
+TEST_F(WorkerTest, ACrashedOwnersConnectionsAreTakenBeyondTheShareAtOnce) {
+  ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
+  for (int i = 0; i < 4; ++i) add("c" + std::to_string(i));
+  LeaseManager conns(*store_, clock_, random_, [] {
+    LeaseConfig c;
+    c.table = kConnectionsTable;
+    return c;
+  }());
+  LeaseManager members(*store_, clock_, random_, [] {
+    LeaseConfig c;
+    c.table = kWorkersTable;
+    return c;
+  }());
+  AcquireOptions dead;
+  dead.owner = "dead";
+  dead.ttl = seconds(60);
+  dead.extra_update.set("kind", std::string(kWorkerKind))
+      .append(member_figures(2, 1000, 0, 0, to_unix_ms(clock_.wall_now())));
+  ASSERT_TRUE(members.acquire(worker_key("dead"), dead).ok());
+  dead.extra_update = {};
+  dead.ttl = milliseconds(1500);
+  for (const char* id : {"c0", "c1"}) ASSERT_TRUE(conns.acquire(connection_key(id), dead).ok());
+
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == 2; }));  // its share of 4
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == 4; }, seconds(5)))
+      << "the dead worker's connections were not taken while its membership lives";
+  EXPECT_EQ(w->stats().takeovers, 2u);
 }
 
 TEST_F(WorkerTest, BadOptionsAreRefused) {
