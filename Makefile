@@ -1,11 +1,12 @@
 # The two entry points of the README. Both install what is missing first.
-#   make run    build, then serve the web app on an embedded SQLite store (Ctrl-C stops it)
+#   make run    build, then run `leasehold demo`: the stream fleet and its dashboard on a
+#               throwaway SQLite store (Ctrl-C stops it); `make serve` serves the web app alone
 #   make test   build, then run every test (and the in-process ones under ASan+UBSan)
 #   make bench  build, then run the lease benchmarks on SQLite and dynalite
 
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build run test test-fast test-asan bench clean
+.PHONY: all setup build run serve test test-fast test-asan bench clean
 
 all: build
 
@@ -17,6 +18,9 @@ build: setup
 	@cmake --build --preset default -j $(JOBS)
 
 run: build
+	@build/bin/leasehold demo --listen 127.0.0.1:$${PORT:-8080}
+
+serve: build
 	@scripts/serve.sh
 
 test-fast: build

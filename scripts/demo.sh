@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The demo `make run` runs: workers contending for leases on an embedded
+# The lease demo: workers contending for leases on an embedded
 # SQLite file, using nothing but the `leasehold` binary.
 #
 #   1. worker-1 runs a job under `lease hold`; the lease is renewed while the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What `make run` runs: `leasehold serve` on an embedded SQLite store in a
+# What `make serve` runs: `leasehold serve` on an embedded SQLite store in a
 # temporary directory, with a demo user, until Ctrl-C.
 #
 #   PORT      where to listen on 127.0.0.1 (default 8080)

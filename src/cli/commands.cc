@@ -10,6 +10,7 @@
 #include "cli/bench_leases.h"
 #include "cli/common.h"
 #include "cli/conn_commands.h"
+#include "cli/demo.h"
 #include "cli/hold.h"
 #include "cli/lease_commands.h"
 #include "cli/serve.h"
@@ -37,6 +38,7 @@ struct CliArgs {
   BenchHttpOptions bench_http;
   UpstreamSimArgs upstream_sim;
   WorkerArgs worker;
+  DemoArgs demo;
   bool store_given = false;  // --store or LEASEHOLD_STORE, rather than the default
 };
 
@@ -64,6 +66,7 @@ struct Subcommands {
   CLI::App* serve = nullptr;
   CLI::App* upstream_sim = nullptr;
   CLI::App* worker = nullptr;
+  CLI::App* demo = nullptr;
 };
 
 void add_key(CLI::App* sub, LeaseArgs& a) {
@@ -367,6 +370,7 @@ int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
   if (subs.serve->parsed()) return run_serve(args.serve, uri, args.verbose);
   if (subs.upstream_sim->parsed()) return run_upstream_sim(args.upstream_sim, args.verbose);
   if (subs.worker->parsed()) return run_worker(args.worker, uri, args.verbose);
+  if (subs.demo->parsed()) return run_demo(args.demo, args.verbose);
   if (const int code = dispatch_user(args, subs, log); code >= 0) return code;
   if (const int code = dispatch_conn(args, subs, log); code >= 0) return code;
   if (subs.bench_renewer->parsed()) {
@@ -417,6 +421,7 @@ int run_cli(int argc, char** argv) {
   add_serve_command(app, args.serve, subs);
   add_upstream_sim_command(app, args.upstream_sim, subs);
   subs.worker = add_worker_command(app, args.worker);
+  subs.demo = add_demo_command(app, args.demo);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);
   add_bench_commands(*bench, args, subs);
