@@ -254,6 +254,16 @@ export class Server {
   }
 }
 
+// Starts `bin args...` beside the server (an upstream, a worker), its
+// stdout and stderr piped; like the server, it is killed with SIGKILL if it
+// still runs when the test file exits. Stopping it is the caller's task.
+export function spawnTracked(bin, args) {
+  const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  running.add(child);
+  child.on('exit', () => running.delete(child));
+  return child;
+}
+
 // Debian's chromium through playwright-core, headless.
 export async function launchBrowser() {
   checkBrowser();
