@@ -259,8 +259,6 @@ class Worker::Impl {
   std::optional<Renewer::Id> member_id_ GUARDED_BY(mu_);
   // When the control loop should next try a lease due to expire.
   MonoTime next_attempt_ GUARDED_BY(mu_) = MonoTime::max();
-  // Connections seen orphaned in the last reconcile (for the figures).
-  int64_t orphans_seen_ GUARDED_BY(mu_) = 0;
   uint64_t messages_at_last_figures_ GUARDED_BY(mu_) = 0;
   MonoTime last_figures_at_ GUARDED_BY(mu_){};
 
@@ -474,7 +472,6 @@ void Worker::Impl::balance_and_acquire() {
   const int64_t share = fair_share(total, capacities, 0);
   {
     MutexLock lock(mu_);
-    orphans_seen_ = static_cast<int64_t>(orphans.size());
     next_attempt_ = std::min(next_attempt_, soonest);
   }
   // Hand the excess over only if another worker has room below its share
