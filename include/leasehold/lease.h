@@ -126,6 +126,13 @@ struct AcquireOptions {
 
 enum class ReleaseMode { kExpire, kClear };
 
+// One write of LeaseManager::fenced_write_each().
+struct FencedWrite {
+  const Lease* lease = nullptr;  // not owned, not null
+  Update update;
+  Condition extra_condition;
+};
+
 class LeaseManager {
  public:
   // REQUIRES: store, clock and random outlive the manager.
@@ -191,6 +198,13 @@ class LeaseManager {
   Result<Item> fenced_write(const Lease& lease, const Update& update,
                             const Condition& extra_condition = {});
 
+  // Many fenced writes in as few round trips as the store allows (one
+  // SQLite transaction; parallel writes on DynamoDB); NOT a transaction:
+  // results[i] belongs to writes[i] and is what fenced_write() would return
+  // for it. A write whose lease is past its local deadline is not sent.
+  // REQUIRES: each lease outlives the call.
+  std::vector<Result<Item>> fenced_write_each(std::span<const FencedWrite> writes);
+
   // The slot as stored now. kNotFound if the item has no such slot.
   Result<LeaseView> inspect(const Key& key, std::string_view slot = kDefaultSlot);
   // Reads a slot out of an item already fetched.
@@ -207,6 +221,8 @@ class LeaseManager {
   Result<Lease> explain_refused_renewal(const RenewPlan& plan);
   Result<Lease> resolve_acquire(const Key& key, const Lease& attempt);
   Result<Lease> check_acquired_in_time(Lease lease);
+  Result<Item> explain_fenced_write(const Lease& lease, const Condition& extra_condition,
+                                    Result<Item> written);
   Result<Item> read_back(const Key& key);
   // The attribute names of `slot`, built once: they are on every write's path.
   std::shared_ptr<const SlotNames> names(std::string_view slot);

@@ -26,6 +26,8 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr size_t kBatchGetMax = 100;  // DynamoDB's BatchGetItem limit
+// Checkpoints written per store call (one SQLite transaction).
+constexpr size_t kCheckpointBatchMax = 500;
 // How long stop() waits for the upstream connections it closed to end.
 constexpr milliseconds kStopWaitMax{5'000};
 
@@ -215,8 +217,19 @@ class Worker::Impl {
 
   // The keeper loop and its parts.
   void keeper_loop();
+  // One stream's checkpoint write, planned under its lock.
+  struct Checkpoint {
+    std::shared_ptr<Stream> stream;
+    Lease lease;
+    int64_t seq = 0;    // the last sequence number flushed to the sink
+    std::string error;  // last_error as planned
+    Update update;
+    Condition forward;  // last_seq only moves forward
+  };
   void checkpoint_all();
-  bool checkpoint(Stream& stream, bool final);
+  void checkpoint(const std::vector<std::shared_ptr<Stream>>& streams);
+  std::optional<Checkpoint> plan_checkpoint(const std::shared_ptr<Stream>& stream);
+  void finish_checkpoint(const Checkpoint& c, const Result<Item>& written);
   void reconnect_due();
   void connect(const std::shared_ptr<Stream>& stream);
 
@@ -625,55 +638,75 @@ void Worker::Impl::checkpoint_all() {
     log_to(options_.logger, LogLevel::kError, "flushing the sink: {}", flushed.message());
     return;  // no checkpoint may cover what is not durable
   }
+  const std::vector<std::shared_ptr<Stream>> streams = snapshot();
+  checkpoint(streams);
   int64_t lag = 0;
-  for (const auto& s : snapshot()) {
-    checkpoint(*s, /*final=*/false);
+  for (const auto& s : streams) {
     MutexLock l(s->mu);
     lag += s->written_seq - s->checkpointed_seq;
   }
   m_.checkpoint_lag.set(static_cast<double>(lag));
 }
 
-// Writes last_seq (and last_error, if it changed) for one stream whose sink
-// lines are flushed. Never moves last_seq back. True if nothing was left to
-// write or the write applied.
-bool Worker::Impl::checkpoint(Stream& stream, bool final) {
-  int64_t seq = 0, checkpointed = 0;
-  std::string error;
-  bool error_changed = false;
+// Writes last_seq (and last_error, if it changed) of streams whose sink lines
+// are flushed, many per store call. Never moves last_seq back.
+void Worker::Impl::checkpoint(const std::vector<std::shared_ptr<Stream>>& streams) {
+  std::vector<Checkpoint> planned;
+  for (const auto& s : streams) {
+    if (std::optional<Checkpoint> c = plan_checkpoint(s)) planned.push_back(std::move(*c));
+  }
+  for (size_t at = 0; at < planned.size(); at += kCheckpointBatchMax) {
+    const size_t end = std::min(planned.size(), at + kCheckpointBatchMax);
+    std::vector<FencedWrite> writes;
+    writes.reserve(end - at);
+    for (size_t i = at; i < end; ++i) {
+      writes.push_back({&planned[i].lease, planned[i].update, planned[i].forward});
+    }
+    const std::vector<Result<Item>> written = conn_leases_.fenced_write_each(writes);
+    for (size_t i = at; i < end; ++i) finish_checkpoint(planned[i], written[i - at]);
+  }
+}
+
+std::optional<Worker::Impl::Checkpoint> Worker::Impl::plan_checkpoint(
+    const std::shared_ptr<Stream>& stream) {
+  Checkpoint c;
+  int64_t checkpointed = 0;
   {
-    MutexLock l(stream.mu);
-    if (!final && (stream.state == State::kClosing || stream.state == State::kLost)) return true;
-    seq = stream.written_seq;
-    checkpointed = stream.checkpointed_seq;
-    error = stream.last_error;
-    error_changed = stream.error_changed;
-    if (seq <= stream.checkpointed_seq && !error_changed) return true;
+    MutexLock l(stream->mu);
+    if (stream->state == State::kClosing || stream->state == State::kLost) return std::nullopt;
+    c.seq = stream->written_seq;
+    checkpointed = stream->checkpointed_seq;
+    c.error = stream->last_error;
+    if (c.seq <= checkpointed && !stream->error_changed) return std::nullopt;
+    if (stream->error_changed) {
+      c.update.set("last_error", c.error).set("last_error_at_ms", to_unix_ms(clock_.wall_now()));
+    }
   }
-  std::optional<Lease> lease = renewer_.get(stream.renew_id);
-  if (!lease) return false;
-  Update update;
-  Condition forward;
-  if (seq > checkpointed) {
-    update.set("last_seq", seq);
-    forward = cond::lt("last_seq", seq) || cond::not_exists("last_seq");
+  std::optional<Lease> lease = renewer_.get(stream->renew_id);
+  if (!lease) return std::nullopt;
+  c.stream = stream;
+  c.lease = std::move(*lease);
+  if (c.seq > checkpointed) {
+    c.update.set("last_seq", c.seq);
+    c.forward = cond::lt("last_seq", c.seq) || cond::not_exists("last_seq");
   }
-  if (error_changed)
-    update.set("last_error", error).set("last_error_at_ms", to_unix_ms(clock_.wall_now()));
-  Result<Item> written = conn_leases_.fenced_write(*lease, update, forward);
-  if (!written.ok() && written.status().code() == Code::kConditionFailed) {
-    return true;  // a later checkpoint is already there
-  }
-  if (!written.ok()) {
-    log_to(options_.logger, LogLevel::kWarn, "checkpoint of {}: {}", stream.id,
+  return c;
+}
+
+void Worker::Impl::finish_checkpoint(const Checkpoint& c, const Result<Item>& written) {
+  const bool applied = written.ok();
+  // The lease is still ours and only `forward` failed: a checkpoint at or
+  // past c.seq is there already (a write whose answer was lost).
+  const bool already = written.status().code() == Code::kConditionFailed;
+  if (!applied && !already) {
+    log_to(options_.logger, LogLevel::kWarn, "checkpoint of {}: {}", c.stream->id,
            written.status().message());
-    return false;
+    return;
   }
-  ++checkpoints_;
-  MutexLock l(stream.mu);
-  stream.checkpointed_seq = std::max(stream.checkpointed_seq, seq);
-  if (stream.last_error == error) stream.error_changed = false;
-  return true;
+  if (applied) ++checkpoints_;
+  MutexLock l(c.stream->mu);
+  c.stream->checkpointed_seq = std::max(c.stream->checkpointed_seq, c.seq);
+  if (applied && c.stream->last_error == c.error) c.stream->error_changed = false;
 }
 
 void Worker::Impl::reconnect_due() {
@@ -684,7 +717,7 @@ void Worker::Impl::reconnect_due() {
       if (s->state != State::kWaiting || s->reconnect_at > now) continue;
     }
     // Resume from a checkpoint of everything written, as the URL says.
-    if (sink_.flush().ok()) checkpoint(*s, /*final=*/false);
+    if (sink_.flush().ok()) checkpoint({s});
     connect(s);
   }
 }

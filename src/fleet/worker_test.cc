@@ -18,6 +18,7 @@
 #include "fleet/schema.h"
 #include "net/websocket.h"
 #include "store/memory/memory_store.h"
+#include "testing/store_wrapper.h"
 
 namespace leasehold::fleet {
 namespace {
@@ -126,7 +127,12 @@ class CapturingSink final : public Sink {
   Status write(std::string_view line) override {
     std::lock_guard lock(mu_);
     lines_.emplace_back(line);
+    last_write_at_ = std::chrono::steady_clock::now();
     return {};
+  }
+  std::chrono::steady_clock::time_point last_write_at() {
+    std::lock_guard lock(mu_);
+    return last_write_at_;
   }
   Status flush() override { return {}; }
   std::string describe() const override { return "capture"; }
@@ -147,6 +153,68 @@ class CapturingSink final : public Sink {
  private:
   std::mutex mu_;
   std::vector<std::string> lines_;
+  std::chrono::steady_clock::time_point last_write_at_{};
+};
+
+// A store the test can take down (every call kUnavailable, nothing
+// applied) and bring back, that also counts the checkpoints it writes: a
+// write that sets last_seq, alone or in a batch. Thread-safe.
+class OutageStore final : public store::StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  void set_down(bool down) { down_ = down; }
+
+  // Checkpoint writes sent one by one, and the most sent in one batch.
+  size_t single_checkpoints() const { return single_.load(); }
+  size_t largest_checkpoint_batch() const { return largest_batch_.load(); }
+
+  Result<Item> get(std::string_view t, const Key& k, bool consistent) override {
+    if (down_) return down();
+    return StoreWrapper::get(t, k, consistent);
+  }
+  Result<std::vector<Item>> batch_get(std::string_view t, std::span<const Key> keys) override {
+    if (down_) return down();
+    return StoreWrapper::batch_get(t, keys);
+  }
+  Status put(std::string_view t, const Item& item, const Condition& c) override {
+    if (down_) return down();
+    return StoreWrapper::put(t, item, c);
+  }
+  Result<Item> update(std::string_view t, const Key& k, const Update& u,
+                      const Condition& c) override {
+    if (down_) return down();
+    if (sets_last_seq(u)) ++single_;
+    return StoreWrapper::update(t, k, u, c);
+  }
+  Status remove(std::string_view t, const Key& k, const Condition& c) override {
+    if (down_) return down();
+    return StoreWrapper::remove(t, k, c);
+  }
+  Result<Page> query_index(std::string_view t, std::string_view index, std::string_view hash,
+                           const KeyRange& range, const QueryOptions& o) override {
+    if (down_) return down();
+    return StoreWrapper::query_index(t, index, hash, range, o);
+  }
+  using StoreWrapper::update_each;
+  std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> r,
+                                        Duration timeout) override {
+    if (down_) return std::vector<Result<Item>>(r.size(), Result<Item>(down()));
+    const size_t checkpoints = static_cast<size_t>(
+        std::count_if(r.begin(), r.end(), [](const auto& w) { return sets_last_seq(w.update); }));
+    size_t largest = largest_batch_.load();
+    while (checkpoints > largest && !largest_batch_.compare_exchange_weak(largest, checkpoints)) {
+    }
+    return StoreWrapper::update_each(t, r, timeout);
+  }
+
+ private:
+  static Status down() { return unavailable("the store is down (test)"); }
+  static bool sets_last_seq(const Update& u) {
+    return std::any_of(u.actions().begin(), u.actions().end(),
+                       [](const UpdateAction& a) { return a.attr == "last_seq"; });
+  }
+  std::atomic<bool> down_{false};
+  std::atomic<size_t> single_{0}, largest_batch_{0};
 };
 
 std::string msg(int64_t seq) { return "{\"seq\":" + std::to_string(seq) + ",\"v\":\"x\"}"; }
@@ -167,8 +235,9 @@ class WorkerTest : public ::testing::Test {
     return o;
   }
 
-  std::unique_ptr<Worker> start(const std::string& id, Sink& sink) {
-    auto w = Worker::start(*store_, clock_, random_, upstream_, sink, options(id));
+  std::unique_ptr<Worker> start(const std::string& id, Sink& sink, ItemStore* store = nullptr) {
+    auto w = Worker::start(store != nullptr ? *store : *store_, clock_, random_, upstream_, sink,
+                           options(id));
     EXPECT_TRUE(w.ok()) << w.status().to_string();
     return w.ok() ? std::move(w).value() : nullptr;
   }
@@ -338,6 +407,72 @@ TEST_F(WorkerTest, ACrashedOwnersConnectionsAreTakenBeyondTheShareAtOnce) {
   ASSERT_TRUE(eventually([&] { return w->owned().size() == 4; }, seconds(5)))
       << "the dead worker's connections were not taken while its membership lives";
   EXPECT_EQ(w->stats().takeovers, 2u);
+}
+
+TEST_F(WorkerTest, CheckpointsOfManyConnectionsShareStoreCalls) {
+  OutageStore store(*store_);
+  const int n = 20;
+  for (int i = 0; i < n; ++i) add("c" + std::to_string(i));
+  CapturingSink sink;
+  auto w = start("w1", sink, &store);
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == n; }));
+  for (int i = 0; i < n; ++i) ASSERT_TRUE(upstream_.send(prefix("c" + std::to_string(i)), msg(1)));
+  ASSERT_TRUE(eventually([&] {
+    for (int i = 0; i < n; ++i) {
+      if (stored("c" + std::to_string(i)).last_seq != 1) return false;
+    }
+    return true;
+  }));
+  EXPECT_EQ(store.single_checkpoints(), 0u) << "each checkpoint was a store call of its own";
+  EXPECT_GT(store.largest_checkpoint_batch(), 1u);
+}
+
+// The store goes away for longer than the validity window: nothing is
+// written past the leases' local deadlines, every stream closes, and when
+// the store answers again the worker takes its connections back by itself.
+TEST_F(WorkerTest, AStoreOutageStopsEveryStreamInTimeAndTheWorkerRecovers) {
+  ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
+  OutageStore store(*store_);
+  const std::vector<std::string> ids = {"a", "b", "c"};
+  for (const auto& id : ids) add(id);
+  CapturingSink sink;
+  auto w = start("w1", sink, &store);
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }));
+  int64_t seq = 1;
+  for (const auto& id : ids) ASSERT_TRUE(upstream_.send(prefix(id), msg(seq)));
+  ASSERT_TRUE(eventually([&] {
+    return std::all_of(ids.begin(), ids.end(), [&](auto& id) { return stored(id).last_seq == 1; });
+  }));
+
+  const auto down_at = std::chrono::steady_clock::now();
+  store.set_down(true);
+  // Messages keep coming while the leases run out.
+  ASSERT_TRUE(eventually([&] {
+    ++seq;
+    for (const auto& id : ids) upstream_.send(prefix(id), msg(seq));
+    return upstream_.open_streams() == 0;
+  }));
+  // The last renewal was sent before the outage: every local deadline is
+  // earlier than a ttl after it.
+  EXPECT_LT(sink.last_write_at(), down_at + options("w1").lease_ttl);
+  EXPECT_EQ(w->stats().losses, ids.size());
+  const size_t written = sink.lines().size();
+  for (const auto& id : ids) EXPECT_FALSE(upstream_.send(prefix(id), msg(seq + 1)));
+
+  store.set_down(false);
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }));
+  for (const auto& id : ids) {
+    EXPECT_EQ(stored(id).owner, "w1");
+    EXPECT_EQ(stored(id).epoch, 2) << id << " was taken again after its lease expired";
+    EXPECT_TRUE(upstream_.send(prefix(id), msg(seq + 1)));
+  }
+  EXPECT_EQ(sink.lines().size(), written + ids.size());
+  EXPECT_EQ(sink.seqs("a").back(), seq + 1);
+  EXPECT_TRUE(eventually([&] {
+    auto member = store_->get(kWorkersTable, worker_key("w1"), true);
+    const int64_t* expires_at_ms = member.ok() ? get_int(*member, "lease_expires_at_ms") : nullptr;
+    return expires_at_ms != nullptr && *expires_at_ms > to_unix_ms(clock_.wall_now());
+  })) << "the worker rejoined the fleet";
 }
 
 TEST_F(WorkerTest, BadOptionsAreRefused) {

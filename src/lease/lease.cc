@@ -556,14 +556,51 @@ Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update
     return past_deadline(lease.key, lease.slot, "; the write was not sent");
   }
   const auto names_n = names(lease.slot);
-  const SlotNames& n = *names_n;
-  Result<Item> written = store_.update(config_.table, lease.key, update,
-                                       still_mine(n, lease.owner, lease.token) && extra_condition);
+  Result<Item> written =
+      store_.update(config_.table, lease.key, update,
+                    still_mine(*names_n, lease.owner, lease.token) && extra_condition);
+  return explain_fenced_write(lease, extra_condition, std::move(written));
+}
+
+std::vector<Result<Item>> LeaseManager::fenced_write_each(std::span<const FencedWrite> writes) {
+  std::vector<Result<Item>> results(writes.size(), Result<Item>(internal_error("unset")));
+  std::vector<UpdateRequest> requests;
+  std::vector<size_t> sent_index;
+  const MonoTime now = clock_.mono_now();
+  for (size_t i = 0; i < writes.size(); ++i) {
+    assert(writes[i].lease != nullptr);
+    const Lease& lease = *writes[i].lease;
+    if (!lease.valid_at(now)) {
+      results[i] = past_deadline(lease.key, lease.slot, "; the write was not sent");
+      continue;
+    }
+    const auto names_n = names(lease.slot);
+    requests.push_back(
+        {lease.key, writes[i].update,
+         still_mine(*names_n, lease.owner, lease.token) && writes[i].extra_condition});
+    sent_index.push_back(i);
+  }
+  std::vector<Result<Item>> written = store_.update_each(config_.table, requests);
+  assert(written.size() == requests.size());
+  for (size_t j = 0; j < requests.size(); ++j) {
+    const FencedWrite& w = writes[sent_index[j]];
+    results[sent_index[j]] =
+        explain_fenced_write(*w.lease, w.extra_condition, std::move(written[j]));
+  }
+  return results;
+}
+
+// A fenced write that failed on its condition or got no answer: only a read
+// can say which part of the condition failed, or whether a write without an
+// answer could still have been ours to make.
+Result<Item> LeaseManager::explain_fenced_write(const Lease& lease,
+                                                const Condition& extra_condition,
+                                                Result<Item> written) {
   if (written.ok()) return written;
   const Code code = written.status().code();
   if (code != Code::kConditionFailed && code != Code::kUnknownOutcome) return written;
-  // Whose lease is it now? Only a read can say which part failed, or whether
-  // a write without an answer could still have been ours to make.
+  const auto names_n = names(lease.slot);
+  const SlotNames& n = *names_n;
   const bool ask = code == Code::kUnknownOutcome || !extra_condition.is_true();
   Result<Item> item = ask ? read_back(lease.key) : Result<Item>(not_found(""));
   if (item.ok() && is_mine(*item, n, lease.owner, lease.token)) {

@@ -401,6 +401,49 @@ TEST_P(LeaseConformance, AnAcquireAnsweredAfterItsDeadlineIsGivenBack) {
   EXPECT_TRUE(leases_->acquire(key_, as("c")).ok());
 }
 
+// A batch of fenced writes: each is judged as fenced_write() would judge
+// it alone, and only the ones still ours apply.
+TEST_P(LeaseConformance, FencedWritesInOneBatchAreEachJudgedAlone) {
+  const Key lost_key{"lost", ""}, late_key{"late", ""}, cond_key{"cond", ""};
+  auto mine = leases_->acquire(key_, as("a"));
+  auto lost = leases_->acquire(lost_key, as("a"));
+  ASSERT_TRUE(mine.ok() && lost.ok());
+  clock_.advance(seconds(5));
+  auto late = leases_->acquire(late_key, as("a"));
+  auto cond = leases_->acquire(cond_key, as("a"));
+  ASSERT_TRUE(late.ok() && cond.ok());
+  mine = leases_->renew(*mine);
+  ASSERT_TRUE(mine.ok());
+  clock_.advance(seconds(5) + milliseconds(1));  // lost's lease has expired
+  ASSERT_TRUE(leases_->acquire(lost_key, as("b")).ok());
+  Lease taken_over = *lost;  // as a holder that slept through its deadline sees it
+  taken_over.valid_until = clock_.mono_now() + seconds(1);
+  Lease past = *late;
+  past.valid_until = clock_.mono_now();
+  const Item lost_before = stored("lost");
+
+  const std::vector<FencedWrite> writes = {
+      {&*mine, Update().set("data", std::string("mine")), {}},
+      {&taken_over, Update().set("data", std::string("stale")), {}},
+      {&past, Update().set("data", std::string("late")), {}},
+      {&*cond, Update().set("data", std::string("cond")), cond::exists("never")},
+  };
+  CountingStore counting(*faulty_);
+  const std::vector<Result<Item>> results =
+      LeaseManager(counting, clock_, random_).fenced_write_each(writes);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(counting.batches, 1) << "one store call";
+  EXPECT_EQ(counting.writes, 3u) << "the write past its deadline is not sent";
+  ASSERT_TRUE(results[0].ok()) << results[0].status().to_string();
+  EXPECT_EQ(*get_string(stored("k"), "data"), "mine");
+  EXPECT_EQ(results[1].status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(stored("lost"), lost_before);
+  EXPECT_EQ(results[2].status().code(), Code::kFailedPrecondition);
+  EXPECT_FALSE(stored("late").contains("data"));
+  EXPECT_EQ(results[3].status().code(), Code::kConditionFailed);
+  EXPECT_FALSE(stored("cond").contains("data"));
+}
+
 // A fenced write without an answer: the read-back tells a lease still ours
 // (kUnknownOutcome: the write may or may not have applied) from a lease lost
 // meanwhile (kFailedPrecondition).
