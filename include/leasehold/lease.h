@@ -185,6 +185,11 @@ class LeaseManager {
   // Ends `from` and starts a lease in `to.slot` of the same item in one
   // write. `from` must still be valid locally.
   Result<Lease> replace(const Lease& from, const AcquireOptions& to);
+  // The same for a lease held elsewhere, known by its owner and token (a
+  // browser's, through a server): `from` must also not have expired by this
+  // process's wall clock, checked in the same write, since no local deadline
+  // exists for it. kFailedPrecondition if it is lost or expired.
+  Result<Lease> replace(const LeaseRef& from, const AcquireOptions& to);
 
   // Applies `update` to the lease's item if the lease is still ours (and
   // `extra_condition` holds). kFailedPrecondition if the lease is lost (the
@@ -196,6 +201,12 @@ class LeaseManager {
   // `extra_condition` makes it so. A lease found lost by that read is
   // kFailedPrecondition, the update having applied or not.
   Result<Item> fenced_write(const Lease& lease, const Update& update,
+                            const Condition& extra_condition = {});
+  // A fenced write for a lease held elsewhere (see replace(LeaseRef)): the
+  // write is also conditioned on the lease not having expired by this
+  // process's wall clock. kFailedPrecondition if it is lost or expired; the
+  // other outcomes as above.
+  Result<Item> fenced_write(const LeaseRef& ref, const Update& update,
                             const Condition& extra_condition = {});
 
   // Many fenced writes in as few round trips as the store allows (one
@@ -221,8 +232,12 @@ class LeaseManager {
   Result<Lease> explain_refused_renewal(const RenewPlan& plan);
   Result<Lease> resolve_acquire(const Key& key, const Lease& attempt);
   Result<Lease> check_acquired_in_time(Lease lease);
-  Result<Item> explain_fenced_write(const Lease& lease, const Condition& extra_condition,
-                                    Result<Item> written);
+  Result<Lease> replace_held(const LeaseRef& from, int64_t unexpired_at_ms,
+                             const AcquireOptions& to);
+  Result<Item> fenced_write_held(const LeaseRef& ref, int64_t unexpired_at_ms, const Update& update,
+                                 const Condition& extra_condition);
+  Result<Item> explain_fenced_write(const LeaseRef& ref, int64_t unexpired_at_ms,
+                                    const Condition& extra_condition, Result<Item> written);
   Result<Item> read_back(const Key& key);
   // The attribute names of `slot`, built once: they are on every write's path.
   std::shared_ptr<const SlotNames> names(std::string_view slot);

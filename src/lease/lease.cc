@@ -86,6 +86,21 @@ bool is_mine(const Item& item, const SlotNames& n, std::string_view owner, std::
   return o != nullptr && t != nullptr && *o == owner && *t == token;
 }
 
+// Mine and, if unexpired_at_ms is not 0, not expired at that wall time: a
+// lease held elsewhere (a browser's) has no local deadline to check, so the
+// write checks its expiry.
+Condition held_by(const SlotNames& n, const LeaseRef& ref, int64_t unexpired_at_ms) {
+  Condition c = still_mine(n, ref.owner, ref.token);
+  if (unexpired_at_ms != 0) c = std::move(c) && cond::gt(n.expires_at_ms, unexpired_at_ms);
+  return c;
+}
+
+bool is_held_by(const Item& item, const SlotNames& n, const LeaseRef& ref,
+                int64_t unexpired_at_ms) {
+  if (!is_mine(item, n, ref.owner, ref.token)) return false;
+  return unexpired_at_ms == 0 || int_or_zero(item, n.expires_at_ms) > unexpired_at_ms;
+}
+
 LeaseRef ref_of(const Lease& lease) { return {lease.key, lease.slot, lease.owner, lease.token}; }
 
 // `what_then` says what became of the request, when it says anything.
@@ -528,23 +543,35 @@ Status LeaseManager::release(const Lease& lease, ReleaseMode mode, const Update&
 }
 
 Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to) {
-  if (to.slot == from.slot) return invalid_argument("replace needs two different slots");
-  RETURN_IF_ERROR(validate_slot(to.slot));
   if (!from.valid_at(clock_.mono_now())) {
     return past_deadline(from.key, from.slot);
   }
+  return replace_held(ref_of(from), /*unexpired_at_ms=*/0, to);
+}
+
+Result<Lease> LeaseManager::replace(const LeaseRef& from, const AcquireOptions& to) {
+  RETURN_IF_ERROR(validate_ref(from));
+  return replace_held(from, to_unix_ms(clock_.wall_now()), to);
+}
+
+// `from` must be mine and, if unexpired_at_ms is not 0, not expired at that
+// wall time.
+Result<Lease> LeaseManager::replace_held(const LeaseRef& from, int64_t unexpired_at_ms,
+                                         const AcquireOptions& to) {
+  if (to.slot == from.slot) return invalid_argument("replace needs two different slots");
+  RETURN_IF_ERROR(validate_slot(to.slot));
   const auto names_f = names(from.slot);
   const SlotNames& f = *names_f;
   Update clear;
   clear_slot(f, clear);
   AcquireOptions options = to;
-  options.extra_condition = still_mine(f, from.owner, from.token) && to.extra_condition;
+  options.extra_condition = held_by(f, from, unexpired_at_ms) && to.extra_condition;
   options.extra_update = clear.append(to.extra_update);
   Result<Lease> lease = acquire(from.key, options);
   if (lease.ok() || lease.status().code() != Code::kAlreadyExists) return lease;
   // Tell "the old lease is gone" apart from "the new slot is taken".
   Result<Item> item = store_.get(config_.table, from.key, true);
-  if (item.ok() && !is_mine(*item, f, from.owner, from.token)) {
+  if (item.ok() && !is_held_by(*item, f, from, unexpired_at_ms)) {
     return no_longer_yours(from.key, from.slot);
   }
   return lease;
@@ -555,11 +582,22 @@ Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update
   if (!lease.valid_at(clock_.mono_now())) {
     return past_deadline(lease.key, lease.slot, "; the write was not sent");
   }
-  const auto names_n = names(lease.slot);
-  Result<Item> written =
-      store_.update(config_.table, lease.key, update,
-                    still_mine(*names_n, lease.owner, lease.token) && extra_condition);
-  return explain_fenced_write(lease, extra_condition, std::move(written));
+  return fenced_write_held(ref_of(lease), /*unexpired_at_ms=*/0, update, extra_condition);
+}
+
+Result<Item> LeaseManager::fenced_write(const LeaseRef& ref, const Update& update,
+                                        const Condition& extra_condition) {
+  RETURN_IF_ERROR(validate_ref(ref));
+  return fenced_write_held(ref, to_unix_ms(clock_.wall_now()), update, extra_condition);
+}
+
+Result<Item> LeaseManager::fenced_write_held(const LeaseRef& ref, int64_t unexpired_at_ms,
+                                             const Update& update,
+                                             const Condition& extra_condition) {
+  const auto names_n = names(ref.slot);
+  Result<Item> written = store_.update(config_.table, ref.key, update,
+                                       held_by(*names_n, ref, unexpired_at_ms) && extra_condition);
+  return explain_fenced_write(ref, unexpired_at_ms, extra_condition, std::move(written));
 }
 
 std::vector<Result<Item>> LeaseManager::fenced_write_each(std::span<const FencedWrite> writes) {
@@ -585,7 +623,7 @@ std::vector<Result<Item>> LeaseManager::fenced_write_each(std::span<const Fenced
   for (size_t j = 0; j < requests.size(); ++j) {
     const FencedWrite& w = writes[sent_index[j]];
     results[sent_index[j]] =
-        explain_fenced_write(*w.lease, w.extra_condition, std::move(written[j]));
+        explain_fenced_write(ref_of(*w.lease), 0, w.extra_condition, std::move(written[j]));
   }
   return results;
 }
@@ -593,24 +631,29 @@ std::vector<Result<Item>> LeaseManager::fenced_write_each(std::span<const Fenced
 // A fenced write that failed on its condition or got no answer: only a read
 // can say which part of the condition failed, or whether a write without an
 // answer could still have been ours to make.
-Result<Item> LeaseManager::explain_fenced_write(const Lease& lease,
+Result<Item> LeaseManager::explain_fenced_write(const LeaseRef& ref, int64_t unexpired_at_ms,
                                                 const Condition& extra_condition,
                                                 Result<Item> written) {
   if (written.ok()) return written;
   const Code code = written.status().code();
   if (code != Code::kConditionFailed && code != Code::kUnknownOutcome) return written;
-  const auto names_n = names(lease.slot);
-  const SlotNames& n = *names_n;
-  const bool ask = code == Code::kUnknownOutcome || !extra_condition.is_true();
-  Result<Item> item = ask ? read_back(lease.key) : Result<Item>(not_found(""));
-  if (item.ok() && is_mine(*item, n, lease.owner, lease.token)) {
-    if (code == Code::kConditionFailed) return written.status();
-    return unknown_outcome("fenced write on " + describe_key(lease.key, lease.slot) +
+  const auto names_n = names(ref.slot);
+  const bool ask =
+      code == Code::kUnknownOutcome || !extra_condition.is_true() || unexpired_at_ms != 0;
+  Result<Item> item = ask ? read_back(ref.key) : Result<Item>(not_found(""));
+  if (item.ok() && is_held_by(*item, *names_n, ref, unexpired_at_ms)) {
+    if (code == Code::kConditionFailed) {
+      // Held, yet the write failed: the extra condition, unless the lease
+      // expired between the write and the read.
+      if (extra_condition.is_true()) return no_longer_yours(ref.key, ref.slot);
+      return written.status();
+    }
+    return unknown_outcome("fenced write on " + describe_key(ref.key, ref.slot) +
                            ": no answer came; the lease is still yours, the write may or may " +
                            "not have applied");
   }
   if (code == Code::kUnknownOutcome && !item.ok()) return written.status();
-  return no_longer_yours(lease.key, lease.slot);
+  return no_longer_yours(ref.key, ref.slot);
 }
 
 LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_view slot) {

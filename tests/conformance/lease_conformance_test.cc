@@ -208,6 +208,75 @@ TEST_P(LeaseConformance, ReplaceEndsOneSlotAndStartsAnother) {
   EXPECT_EQ(again.status().code(), Code::kFailedPrecondition);
 }
 
+// A lease held elsewhere (a browser's, through a server) is named by its
+// owner and token; with no local deadline, its writes check the expiry.
+TEST_P(LeaseConformance, ALeaseHeldElsewhereWritesOnlyWhileMineAndUnexpired) {
+  AcquireOptions analysis = as("alice");
+  analysis.slot = "analysis";
+  auto a = leases_->acquire(key_, analysis);
+  ASSERT_TRUE(a.ok());
+  const LeaseRef ref{key_, "analysis", "alice", a->token};
+  ASSERT_TRUE(leases_->fenced_write(ref, Update().set("markers", std::string("m1"))).ok());
+  LeaseRef wrong_owner = ref;
+  wrong_owner.owner = "bob";
+  EXPECT_EQ(
+      leases_->fenced_write(wrong_owner, Update().set("markers", std::string("x"))).status().code(),
+      Code::kFailedPrecondition);
+  EXPECT_EQ(leases_
+                ->fenced_write(ref, Update().set("markers", std::string("x")),
+                               cond::eq("status", std::string("ready")))
+                .status()
+                .code(),
+            Code::kConditionFailed);
+  EXPECT_EQ(*get_string(stored("k"), "markers"), "m1");
+
+  // Expired, though nobody took it: refused all the same.
+  clock_.advance(seconds(10) + milliseconds(1));
+  EXPECT_EQ(
+      leases_->fenced_write(ref, Update().set("markers", std::string("late"))).status().code(),
+      Code::kFailedPrecondition);
+  AcquireOptions tracing = as("alice");
+  tracing.slot = "tracing";
+  EXPECT_EQ(leases_->replace(ref, tracing).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(*get_string(stored("k"), "markers"), "m1");
+  EXPECT_FALSE(stored("k").contains("tracing_token"));
+  LeaseRef malformed = ref;
+  malformed.token = "nope";
+  EXPECT_EQ(
+      leases_->fenced_write(malformed, Update().set("markers", std::string("x"))).status().code(),
+      Code::kInvalidArgument);
+}
+
+// The analysis lease of a page becomes the tracing lease of a job in one
+// write; the page's late release then touches nothing.
+TEST_P(LeaseConformance, ALeaseHeldElsewhereIsReplacedAndItsLateReleaseChangesNothing) {
+  AcquireOptions analysis = as("alice");
+  analysis.slot = "analysis";
+  auto a = leases_->acquire(key_, analysis);
+  ASSERT_TRUE(a.ok());
+  const LeaseRef ref{key_, "analysis", "alice", a->token};
+  AcquireOptions tracing = as("alice");
+  tracing.slot = "tracing";
+  tracing.extra_update.set("status", std::string("tracing"));
+  auto t = leases_->replace(ref, tracing);
+  ASSERT_TRUE(t.ok()) << t.status().to_string();
+  const Item after = stored("k");
+  EXPECT_FALSE(after.contains("analysis_token"));
+  EXPECT_EQ(*get_string(after, "tracing_token"), t->token);
+  EXPECT_EQ(leases_->release(ref, ReleaseMode::kClear).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(leases_->replace(ref, tracing).status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(stored("k"), after);
+
+  // A new page takes the analysis lease while the job traces; it cannot
+  // start a second trace over the live one.
+  auto b = leases_->acquire(key_, analysis);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(
+      leases_->replace(LeaseRef{key_, "analysis", "alice", b->token}, tracing).status().code(),
+      Code::kAlreadyExists);
+  EXPECT_EQ(*get_string(stored("k"), "tracing_token"), t->token);
+}
+
 TEST_P(LeaseConformance, ExtraConditionJoinsTheAcquireWrite) {
   AcquireOptions o = as("a");
   o.extra_condition = cond::eq("status", std::string("ready"));
