@@ -10,8 +10,9 @@
 
 include(CMakePackageConfigHelpers)
 
-# leasehold::leasehold: leases and the Renewer (include/leasehold/lease.h,
-# renewer.h) on every store open_store() knows.
+# leasehold::leasehold: leases, the Renewer and the job queue
+# (include/leasehold/lease.h, renewer.h, queue.h) on every store open_store()
+# knows.
 add_library(leasehold_library INTERFACE)
 set_target_properties(leasehold_library PROPERTIES EXPORT_NAME leasehold)
 target_link_libraries(leasehold_library INTERFACE leasehold_lease leasehold_open_store)

@@ -7,6 +7,7 @@
 #include "cli/lease_table.h"
 #include "fleet/members.h"
 #include "fleet/schema.h"
+#include "leasehold/queue.h"
 #include "runtime/runtime.h"
 
 namespace leasehold::cli {
@@ -20,7 +21,7 @@ int run_store_init(const std::string& store_uri, Logger& logger) {
   ItemStore& store = (*runtime)->store();
   for (const TableSpec& spec :
        {lease_table_spec(), fleet::connections_table_spec(), fleet::workers_table_spec(),
-        accounts::Accounts::table_spec()}) {
+        accounts::Accounts::table_spec(), StoreQueue::table_spec()}) {
     const Status ensured = store.ensure_table(spec);
     if (!ensured.ok())
       return report(ensured.with_context("cannot create table '" + spec.name + "'"));

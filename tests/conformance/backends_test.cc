@@ -62,4 +62,10 @@ INSTANTIATE_TEST_SUITE_P(Memory, RenewerConformance,
 INSTANTIATE_TEST_SUITE_P(Sqlite, RenewerConformance,
                          ::testing::Values(StoreFactory{"sqlite", make_sqlite}), factory_name);
 
+// The job queue (queue_conformance_test.cc) on the same backends.
+INSTANTIATE_TEST_SUITE_P(Memory, QueueConformance,
+                         ::testing::Values(StoreFactory{"memory", make_memory}), factory_name);
+INSTANTIATE_TEST_SUITE_P(Sqlite, QueueConformance,
+                         ::testing::Values(StoreFactory{"sqlite", make_sqlite}), factory_name);
+
 }  // namespace leasehold::conformance

@@ -14,7 +14,8 @@
 // from one or several threads of its own.
 //
 // The same factories run the lease layer (lease_conformance_test.cc) through
-// the fixtures LeaseConformance and RenewerConformance: one more INSTANTIATE
+// the fixtures LeaseConformance and RenewerConformance, and the job queue
+// (queue_conformance_test.cc) through QueueConformance: one more INSTANTIATE
 // line each per backend.
 #pragma once
 
@@ -25,6 +26,7 @@
 #include <ostream>
 #include <string>
 
+#include "leasehold/queue.h"
 #include "leasehold/renewer.h"
 #include "leasehold/store.h"
 #include "testing/faulty_store.h"
@@ -106,6 +108,32 @@ class RenewerConformance : public ::testing::TestWithParam<StoreFactory> {
   std::unique_ptr<store::FaultyStore> faulty_;
   std::unique_ptr<CountingStore> counting_;
   std::unique_ptr<LeaseManager> leases_;
+};
+
+// The job queue on the factory's store, wrapped in a FaultyStore; the table
+// "queue_messages" exists. `queue_` is queue "jobs" with max_receives 3 on
+// the faulty store; open() gives more queues (other receivers, other names)
+// on any store.
+class QueueConformance : public ::testing::TestWithParam<StoreFactory> {
+ public:
+  static constexpr int kMaxReceives = 3;
+
+ protected:
+  void SetUp() override;
+
+  std::unique_ptr<StoreQueue> open(ItemStore& store, Random& random,
+                                   const std::string& name = "jobs");
+  // The stored message `id` of queue "jobs", read through the unwrapped
+  // store; an empty item if there is none.
+  Item stored(const std::string& id);
+  // How many items the table holds for queue "jobs", ready or dead.
+  size_t items_in_table();
+
+  SimulatedClock clock_;
+  SeededRandom random_{5};
+  std::unique_ptr<ItemStore> inner_;
+  std::unique_ptr<store::FaultyStore> faulty_;
+  std::unique_ptr<StoreQueue> queue_;
 };
 
 }  // namespace leasehold::conformance

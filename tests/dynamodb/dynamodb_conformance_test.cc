@@ -92,6 +92,8 @@ INSTANTIATE_TEST_SUITE_P(DynamoDb, LeaseConformance,
                          ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
 INSTANTIATE_TEST_SUITE_P(DynamoDb, RenewerConformance,
                          ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDb, QueueConformance,
+                         ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
 
 namespace {
 
