@@ -493,8 +493,10 @@ Status Run::trace_to_last_key_frame() {
     const TraceOptions& options = request_.options;
     templates_.push_back(cut_template(kept.at(m.frame), m, options.template_px));
     const Point key{m.x, m.y};
-    // The first sampled frame at or after the key frame.
-    const int64_t after = (m.frame - request_.trim.start_frame + every - 1) / every;
+    // The first sampled frame at or after the key frame (written so that a
+    // huge interval cannot overflow).
+    const int64_t from_start = m.frame - request_.trim.start_frame;
+    const int64_t after = from_start == 0 ? 0 : (from_start - 1) / every + 1;
     Follower backward(templates_[i], key, options);
     for (int64_t j = after - 1; j >= 0; --j) {
       samples[j][i] = backward.step(kept.at(sampled_frame(request_, j)));

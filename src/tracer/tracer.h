@@ -89,7 +89,8 @@ struct TraceOptions {
   int template_px = 21;
   // How far from its predicted position a marker is searched on the next
   // sampled frame, 1..kSearchRadiusPxMax. It must cover how far a marker may
-  // move from one sampled frame to the next beyond a steady motion.
+  // move from one sampled frame to the next beyond a steady motion, and is
+  // best kept below the distance between markers that look alike.
   int search_radius_px = 24;
   // The normalized cross-correlation below which a marker is lost, 0..1.
   double score_min = 0.6;

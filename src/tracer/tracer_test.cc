@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -269,6 +270,21 @@ TEST_F(TracerTest, MarkersAreTracedBackwardAndForwardFromTheirKeyFrames) {
   EXPECT_LT(error_sum / 30, 0.5);
   EXPECT_EQ(frames[4].rows[1].score, 1.0);  // frame 12, its key frame
   EXPECT_TRUE(frames[4].rows[1].vx_px_per_s.has_value());
+}
+
+TEST_F(TracerTest, AnIntervalLongerThanTheTrimSamplesItsStart) {
+  SyntheticMovie m = three_spots("MJPG");
+  m.frames = 8;
+  VideoInfo info = write(m, "m.avi");
+  TraceRequest request{markers_on(m, 5), Trim{2, 7}, INT64_MAX, {}};
+  std::vector<TracedFrame> frames;
+  Status traced = trace_all(info, request, frames);
+  ASSERT_TRUE(traced.ok()) << traced.to_string();
+  ASSERT_EQ(frames.size(), 1u);
+  EXPECT_EQ(frames[0].frame, 2);
+  EXPECT_EQ(frames[0].rows[0].status, TrackStatus::kTracked);
+  EXPECT_LT(error_px(m, 0, frames[0].rows[0]), 1.0);
+  EXPECT_FALSE(frames[0].rows[0].vx_px_per_s.has_value());
 }
 
 TEST_F(TracerTest, ACallbackErrorStopsTracingAtOnce) {
