@@ -10,6 +10,8 @@
 # Then the stream fleet (scripts/bench_fleet.py): a worker's memory per idle
 # connection, its store writes per connection per minute on SQLite and on the
 # same dynalite, and failover times over BENCH_FLEET_KILLS (default 50) kills.
+# Then the movie tracer (build/bin/tracer_bench): tracing a synthetic movie
+# against decoding it alone, in the same run.
 # Every JSON line goes to stdout; BENCH_SECONDS (default 10) sets the length
 # of the lease benchmarks.
 set -euo pipefail
@@ -55,3 +57,6 @@ echo "leasehold: bench_fleet" >&2
 /usr/bin/python3 scripts/bench_fleet.py --bin "$bin" memory writes failover \
   --kills "${BENCH_FLEET_KILLS:-50}" \
   --dynamodb-endpoint "http://127.0.0.1:$(cat "$work/port")"
+
+echo "leasehold: tracer_bench" >&2
+build/bin/tracer_bench
