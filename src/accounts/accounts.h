@@ -28,7 +28,8 @@
 //
 // Thread-safe, whatever Random is injected (draws from it are serialised).
 // Every call blocks on the store (include/leasehold/store.h: call it from a
-// BlockingPool, never on an event loop), and add_user, set_password and
+// BlockingPool, never on an event loop, but for authenticate_token on a
+// store whose reads_are_local()), and add_user, set_password and
 // sign_in also spend an Argon2id hash (tens of milliseconds at the default
 // cost, and argon2_memory_kib of memory while it runs).
 #pragma once
