@@ -25,7 +25,8 @@
 // store on the loop's own threads, where one slow call would stall every
 // connection: it hands the call to a bounded pool of threads, provided once
 // by the process's wiring (src/runtime/) rather than by each caller, and
-// resumes with the result. No store call starts a thread; the threads a
+// resumes with the result. The one exception is a read from a store whose
+// reads_are_local(). No store call starts a thread; the threads a
 // backend owns, and their number, are in its header.
 #pragma once
 
@@ -305,6 +306,14 @@ class ItemStore {
 
   // A name for messages and benchmarks: "sqlite", "memory", "dynamodb", ...
   virtual std::string_view backend_name() const = 0;
+
+  // True if a read (get, batch_get, query, query_index) waits on nothing but
+  // local work: no network round trip, no other process's lock, no
+  // connection held by a write (memory; SQLite, in WAL mode). Only then may
+  // an event loop read the store on its own threads, as it would do any
+  // other short work; writes, and every call to a store that says false,
+  // still go to its pool. False unless a backend says otherwise.
+  virtual bool reads_are_local() const { return false; }
 };
 
 // Opens a store from a URI:

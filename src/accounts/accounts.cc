@@ -3,6 +3,8 @@
 #include <array>
 #include <cassert>
 #include <mutex>
+#include <optional>
+#include <unordered_map>
 
 #include "accounts/secrets.h"
 #include "accounts/sign_in_limiter.h"
@@ -44,6 +46,11 @@ constexpr std::string_view kUserIndex = "kind-name-index";
 // Expired sessions a successful sign-in clears away, at most, from its
 // user's oldest items.
 constexpr int kPruneItemsMax = 100;
+
+// Tokens and sessions whose user's name this process remembers (see
+// Impl::read_owned), at most; past that it forgets them all, which costs
+// each one read more the next time it is used.
+constexpr size_t kKnownOwnersMax = 10'000;
 
 Key user_key(std::string_view name) { return Key{"USER#" + std::string(name), ""}; }
 Key token_key(std::string_view token) { return Key{"TOKEN#" + sha256_hex(token), ""}; }
@@ -190,7 +197,15 @@ class Accounts::Impl {
   Item token_item(const Item& user, std::string_view token);
   Status resolve_unknown_put(const Key& key, std::string_view generation, const Status& sent);
   Result<Item> read_user(std::string_view name);
-  Result<Item> owner_of(const Item& item, std::string_view what);
+  // A token's or a session's item and its user, as found together.
+  struct Owned {
+    std::optional<Item> item;  // empty: no such token or session
+    std::optional<Item> user;  // empty: no user of the name the item names
+  };
+  Result<Owned> read_owned(const Key& key);
+  Result<Owned> read_owned_known(const Key& key, const std::string& name);
+  // REQUIRES: owned.item.
+  Result<const Item*> owner_of(const Owned& owned, std::string_view what);
   void remove_owned(std::string_view name, std::string_view generation, std::string_view kind);
   Result<Item> check_credentials(std::string_view name, std::string_view password);
   Result<Session> open_session(const Item& user);
@@ -212,6 +227,13 @@ class Accounts::Impl {
   SignInLimiter limiter_;
   std::once_flag decoy_once_;
   std::string decoy_hash_;  // written once under decoy_once_
+  // A token's or session's key (its pk) -> its user's name. Nothing in it
+  // can go stale: a token or session never changes its user while it lives,
+  // and a key is never reused (the SHA-256 of 256 random bits). What can
+  // change (the item's presence, the user's presence, generation, admin
+  // flag, session epoch) is read from the store at every check.
+  Mutex owners_mu_;
+  std::unordered_map<std::string, std::string> known_owners_ GUARDED_BY(owners_mu_);
 };
 
 std::string Accounts::Impl::draw_secret() {
@@ -402,27 +424,73 @@ void Accounts::Impl::remove_owned(std::string_view name, std::string_view genera
 
 // ---------------------------------------------------------------- tokens
 
-// The user a token or session belongs to, if it still exists as the same
-// user (the same generation).
-Result<Item> Accounts::Impl::owner_of(const Item& item, std::string_view what) {
-  const std::string name = string_of(item, kOwner);
+// The item at `key` and its user. Once this process has seen the item, it
+// knows the user's name, and reads both in one batch_get: one consistent
+// read (one SQLite read transaction, one DynamoDB round trip) instead of two
+// in a row. The first time, it reads the item and then its user.
+Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
+  std::optional<std::string> known;
+  {
+    MutexLock lock(owners_mu_);
+    if (const auto it = known_owners_.find(key.pk); it != known_owners_.end()) known = it->second;
+  }
+  if (known) {
+    ASSIGN_OR_RETURN(Owned owned, read_owned_known(key, *known));
+    // An item that names another user cannot be (keys are never reused);
+    // if it ever did, the user read with it would be the wrong one.
+    if (!owned.item || string_of(*owned.item, kOwner) == *known) return owned;
+  }
+  Owned owned;
+  auto item = store_.get(table(), key, /*consistent=*/true);
+  if (item.status().code() == Code::kNotFound) return owned;
+  RETURN_IF_ERROR(item.status());
+  owned.item = std::move(*item);
+  const std::string name = string_of(*owned.item, kOwner);
   auto user = store_.get(table(), user_key(name), /*consistent=*/true);
-  if (user.status().code() == Code::kNotFound ||
-      (user.ok() && string_of(*user, kGeneration) != string_of(item, kGeneration))) {
+  if (user.ok()) {
+    owned.user = std::move(*user);
+  } else if (user.status().code() != Code::kNotFound) {
+    return user.status();
+  }
+  MutexLock lock(owners_mu_);
+  if (known_owners_.size() >= kKnownOwnersMax) known_owners_.clear();
+  known_owners_.insert_or_assign(key.pk, name);
+  return owned;
+}
+
+Result<Accounts::Impl::Owned> Accounts::Impl::read_owned_known(const Key& key,
+                                                               const std::string& name) {
+  const Key keys[] = {key, user_key(name)};
+  ASSIGN_OR_RETURN(std::vector<Item> items, store_.batch_get(table(), keys));
+  Owned owned;
+  for (Item& item : items) {
+    (string_of(item, kPk) == key.pk ? owned.item : owned.user) = std::move(item);
+  }
+  if (!owned.item) {
+    // Revoked, ended or expired: it will not be back.
+    MutexLock lock(owners_mu_);
+    known_owners_.erase(key.pk);
+  }
+  return owned;
+}
+
+// The user of a token or session, if it still exists as the same user (the
+// same generation).
+Result<const Item*> Accounts::Impl::owner_of(const Owned& owned, std::string_view what) {
+  const std::string* generation = get_string(*owned.item, kGeneration);
+  const std::string* user_generation = owned.user ? get_string(*owned.user, kGeneration) : nullptr;
+  if (generation == nullptr || user_generation == nullptr || *generation != *user_generation) {
     return unauthenticated("the " + std::string(what) + "'s user no longer exists");
   }
-  return user;
+  return &*owned.user;
 }
 
 Result<User> Accounts::Impl::authenticate_token(std::string_view token) {
   if (!is_secret(token)) return unauthenticated("malformed API token");
-  auto item = store_.get(table(), token_key(token), /*consistent=*/true);
-  if (item.status().code() == Code::kNotFound) {
-    return unauthenticated("unknown or revoked API token");
-  }
-  RETURN_IF_ERROR(item.status());
-  ASSIGN_OR_RETURN(const Item user, owner_of(*item, "API token"));
-  return user_of(user);
+  ASSIGN_OR_RETURN(const Owned owned, read_owned(token_key(token)));
+  if (!owned.item) return unauthenticated("unknown or revoked API token");
+  ASSIGN_OR_RETURN(const Item* const user, owner_of(owned, "API token"));
+  return user_of(*user);
 }
 
 // ---------------------------------------------------------------- sessions
@@ -497,11 +565,9 @@ Result<Session> Accounts::Impl::open_session(const Item& user) {
 Result<User> Accounts::Impl::authenticate_session(std::string_view session_id) {
   if (!is_secret(session_id)) return unauthenticated("malformed session ID");
   const Key key = session_key(session_id);
-  auto session = store_.get(table(), key, /*consistent=*/true);
-  if (session.status().code() == Code::kNotFound) {
-    return unauthenticated("unknown or ended session");
-  }
-  RETURN_IF_ERROR(session.status());
+  ASSIGN_OR_RETURN(const Owned owned, read_owned(key));
+  if (!owned.item) return unauthenticated("unknown or ended session");
+  const Item* const session = &*owned.item;
   const int64_t now = now_ms();
   const int64_t expires_at_ms = int_of(*session, kExpiresAtMs);
   if (expires_at_ms <= now) {
@@ -509,12 +575,12 @@ Result<User> Accounts::Impl::authenticate_session(std::string_view session_id) {
     (void)store_.remove(table(), key, cond::eq(std::string(kExpiresAtMs), expires_at_ms));
     return unauthenticated("session expired");
   }
-  ASSIGN_OR_RETURN(const Item user, owner_of(*session, "session"));
-  if (int_of(*session, kSessionEpoch) != int_of(user, kSessionEpoch)) {
+  ASSIGN_OR_RETURN(const Item* const user, owner_of(owned, "session"));
+  if (int_of(*session, kSessionEpoch) != int_of(*user, kSessionEpoch)) {
     return unauthenticated("session ended: the password was changed");
   }
   slide(key, *session, now);
-  return user_of(user);
+  return user_of(*user);
 }
 
 // Moves the session's expiry to now + session_ttl if it was last moved at

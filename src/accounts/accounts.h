@@ -8,8 +8,12 @@
 // (add_user, new_token, sign_in) and cannot be read back. Nothing here logs
 // or puts a secret in a Status message.
 //
-// Every check reads the store, with no cache, so that a token or a user
-// removed by another process stops working at the next request. A session's
+// Every check reads the store, with no cache of anything that can change,
+// so that a token or a user removed, or a user changed, by another process
+// counts at the next request. What a process remembers is only which user
+// each token and session it has seen belongs to, which never changes: it
+// lets a check read the item and its user in one batch_get instead of two
+// reads in a row. A session's
 // expiry slides on use, written at most once per slide_every so that a busy
 // browser does not cost a write per request. Each user carries a random
 // generation ID that its tokens and sessions repeat, and a session epoch
@@ -24,7 +28,8 @@
 //
 // Thread-safe, whatever Random is injected (draws from it are serialised).
 // Every call blocks on the store (include/leasehold/store.h: call it from a
-// BlockingPool, never on an event loop), and add_user, set_password and
+// BlockingPool, never on an event loop, but for authenticate_token on a
+// store whose reads_are_local()), and add_user, set_password and
 // sign_in also spend an Argon2id hash (tens of milliseconds at the default
 // cost, and argon2_memory_kib of memory while it runs).
 #pragma once
@@ -147,7 +152,9 @@ class Accounts {
   Status remove_user(std::string_view name);
 
   // The user a bearer token belongs to; kUnauthenticated if the token is
-  // malformed, unknown, or its user is gone.
+  // malformed, unknown, or its user is gone. Only reads the store, never
+  // writes (so it may run on an event loop when the store's
+  // reads_are_local()).
   Result<User> authenticate_token(std::string_view token);
   // Checks a password and opens a session. Counts failures (see above): a
   // wrong password or an unknown user is kUnauthenticated, with the same

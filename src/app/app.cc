@@ -116,6 +116,7 @@ class App::Impl {
         registry_(registry),
         log_(log),
         options_(options),
+        local_reads_(runtime.store().reads_are_local()),
         requests_(registry.counter("leasehold_http_requests_total",
                                    "HTTP requests answered, by route, method and status.",
                                    {"route", "method", "status"})),
@@ -137,6 +138,9 @@ class App::Impl {
   ServerHooks hooks() {
     ServerHooks hooks;
     hooks.admit = [this](Request& request, const Route& route) { return admit(request, route); };
+    hooks.admit_blocks = [this](const Request& request, const Route&) {
+      return admit_blocks(request);
+    };
     hooks.started = [this](const Request&) { in_flight_.add(1); };
     hooks.answered = [this](const Request& request, const Response& response, nanoseconds took) {
       answered(request, response, took);
@@ -150,6 +154,7 @@ class App::Impl {
  private:
   void add_routes();
   std::optional<Response> admit(Request& request, const Route& route);
+  bool admit_blocks(const Request& request) const;
   std::optional<Response> check_origin(const Request& request) const;
   void answered(const Request& request, const Response& response, nanoseconds took);
 
@@ -164,6 +169,7 @@ class App::Impl {
   metrics::Registry& registry_;
   Logger& log_;
   const AppOptions options_;
+  const bool local_reads_;  // the store's reads_are_local()
   Router router_;
   metrics::Family<metrics::Counter>& requests_;
   metrics::Family<metrics::Histogram>& latency_;
@@ -248,6 +254,15 @@ std::optional<Response> App::Impl::admit(Request& request, const Route& route) {
     return check_origin(request);
   }
   return std::nullopt;
+}
+
+// Whether admit() may wait on the store for this request. A token check only
+// reads, which waits on nothing when the store's reads are local; a session
+// check may write (its expiry slides, an expired session is removed), which
+// may wait for the store's write lock; no credentials, no store call.
+bool App::Impl::admit_blocks(const Request& request) const {
+  if (bearer_token(request)) return !local_reads_;
+  return cookie_value(request, kSessionCookie).has_value();
 }
 
 // The origin this server is reached at, from the Host the browser used.

@@ -4,6 +4,10 @@
 // hooks the transport calls: authentication (a bearer token, or the session
 // cookie with an Origin check on writes), the access log and the HTTP
 // metrics, and the runtime's BlockingPool for handlers that call the store.
+// A bearer token is checked on the I/O thread when the runtime's store
+// reads_are_local() (a token check only reads), on the pool otherwise; a
+// session cookie always on the pool (its check may write: the expiry
+// slides).
 //
 // Later services add their routes to router() before the server starts.
 //
@@ -31,8 +35,9 @@ struct AppOptions {
 
 class App {
  public:
-  // REQUIRES: everything given outlives the app, and registry is the one the
-  // runtime reports its store metrics to.
+  // REQUIRES: everything given outlives the app, registry is the one the
+  // runtime reports its store metrics to, and accounts keeps its table in
+  // the runtime's store.
   App(runtime::Runtime& runtime, accounts::Accounts& accounts, metrics::Registry& registry,
       Logger& log, AppOptions options);
   ~App();

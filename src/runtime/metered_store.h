@@ -60,6 +60,7 @@ class MeteredStore final : public ItemStore {
                                         std::span<const UpdateRequest> requests,
                                         Duration timeout) override;
   std::string_view backend_name() const override { return inner_.backend_name(); }
+  bool reads_are_local() const override { return inner_.reads_are_local(); }
 
  private:
   enum Op {

@@ -7,11 +7,12 @@
 //
 // A request is parsed and routed on an I/O thread (404 and 405 are answered
 // there); admit and the handler then run on the blocking pool when the route
-// blocks or needs credentials, inline on the I/O thread otherwise. Every
-// response carries X-Request-Id, the security headers (CSP, nosniff,
-// Referrer-Policy, X-Frame-Options, and Strict-Transport-Security over TLS)
-// and Cache-Control: no-store unless the handler set one. The server's
-// threads are its `threads` I/O threads, no others.
+// blocks or admit may block on this request (ServerHooks::admit_blocks),
+// inline on the I/O thread otherwise. Every response carries X-Request-Id,
+// the security headers (CSP, nosniff, Referrer-Policy, X-Frame-Options, and
+// Strict-Transport-Security over TLS) and Cache-Control: no-store unless the
+// handler set one. The server's threads are its `threads` I/O threads, no
+// others.
 //
 // stop() stops accepting, lets requests in flight finish (up to
 // drain_timeout), closes idle keep-alive connections and returns; the
@@ -86,9 +87,17 @@ inline constexpr int kStatusDropped = 0;
 // call from several threads at once.
 struct ServerHooks {
   // Runs before the handler of every matched route (on the blocking pool
-  // when the route blocks): authenticates, fills request.caller, and returns a
-  // Response to send instead (401, 403, ...) or nullopt to go on.
+  // when the route or admit_blocks says so): authenticates, fills
+  // request.caller, and returns a Response to send instead (401, 403, ...)
+  // or nullopt to go on.
   std::function<std::optional<Response>(Request&, const Route&)> admit;
+  // Whether `admit` may block on this request, once it is read: it would
+  // wait on a store's network round trip or lock. Such a request runs admit
+  // and its handler on the blocking pool; one that neither may block runs
+  // both on the I/O thread. Null: admit is taken to block on every route
+  // that needs credentials, and on no other (what the route's Access says,
+  // whatever the request carries).
+  std::function<bool(const Request&, const Route&)> admit_blocks;
   // Called once per request when its first byte has arrived, before its
   // header is parsed: the request holds only request_id, client_address and
   // tls. Exactly one `answered` with the same request_id follows, whatever

@@ -7,11 +7,11 @@
 // body_bytes_max (a Content-Length over it is refused before a byte of the
 // body is read) and request_timeout.
 //
-// Threads: `threads` I/O threads run the io_context; a handler that may block
-// (RouteOptions::blocking, or any route that needs credentials) runs on the
-// owner's blocking pool, and its response is written from the session's
-// strand. A pool job holds work on the io_context, so the I/O threads outlive
-// every handler.
+// Threads: `threads` I/O threads run the io_context; a handler that may
+// block (RouteOptions::blocking), or whose admission may
+// (ServerHooks::admit_blocks), runs with its admission on the owner's
+// blocking pool, and its response is written from the session's strand. A pool job holds work on
+// the io_context, so the I/O threads outlive every handler.
 #include <algorithm>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
@@ -263,6 +263,7 @@ class Session final : public SessionBase {
   bool take_route();
   void read_body();
   void on_body(error_code ec, size_t bytes);
+  bool admit_blocks() const;
   void dispatch();
   void dispatch_blocking();
   void on_handled(Request request, Response response, uint64_t generation);
@@ -520,10 +521,15 @@ void Session<Stream>::on_body(error_code ec, size_t) {
 }
 
 template <class Stream>
+bool Session<Stream>::admit_blocks() const {
+  const ServerHooks& hooks = server_.hooks();
+  if (!hooks.admit_blocks) return route_->options.access != Access::kPublic;
+  return hooks.admit_blocks(request_, *route_);
+}
+
+template <class Stream>
 void Session<Stream>::dispatch() {
-  if (route_->options.blocking || route_->options.access != Access::kPublic) {
-    return dispatch_blocking();
-  }
+  if (route_->options.blocking || admit_blocks()) return dispatch_blocking();
   Response response = run_handler(server_, request_, *route_);
   respond(std::move(response));
 }

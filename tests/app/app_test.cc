@@ -146,6 +146,33 @@ TEST_F(AppTest, ABearerTokenAndASessionCookieBothWork) {
   EXPECT_EQ(boost::json::parse(by_cookie.body), boost::json::parse(by_token.body));
 }
 
+// The memory store's reads are local: a bearer token is checked on the I/O
+// thread, with nothing handed to the pool; a session check may write (its
+// expiry slides), so a cookie sends the request to the pool.
+TEST_F(AppTest, ATokenIsCheckedWithoutThePoolOnALocalStoreAndACookieOnIt) {
+  ASSERT_TRUE(runtime_->store().reads_are_local());
+  server_->stop();
+  std::atomic<int> submitted = 0;
+  server::ServerHooks hooks = app_->hooks();
+  hooks.submit_blocking = [&, submit = hooks.submit_blocking](std::function<void()> job) {
+    ++submitted;
+    return submit(std::move(job));
+  };
+  start_server(std::move(hooks));
+  ASSERT_EQ(call("GET", "/api/me", bearer(user_token_)).status, 200);
+  EXPECT_EQ(call("GET", "/api/me", bearer(std::string(64, 'a'))).status, 401);
+  EXPECT_EQ(call("GET", "/api/me").status, 401);
+  EXPECT_EQ(call("GET", "/healthz").status, 200);
+  EXPECT_EQ(submitted, 0);
+  const HttpResponse signed_in = sign_in("bob", "battery staple horse");
+  ASSERT_EQ(signed_in.status, 200) << signed_in.body;
+  EXPECT_EQ(submitted, 1);
+  const std::string cookie = "Cookie: " + cookie_of(signed_in) + "\r\n";
+  EXPECT_EQ(call("GET", "/api/me", cookie).status, 200);
+  EXPECT_EQ(call("GET", "/healthz", cookie).status, 200);
+  EXPECT_EQ(submitted, 3);
+}
+
 TEST_F(AppTest, AdminRoutesAre403ForOtherUsers) {
   EXPECT_EQ(call("GET", "/api/users", bearer(user_token_)).status, 403);
   const HttpResponse users = call("GET", "/api/users", bearer(admin_token_));

@@ -106,6 +106,7 @@ class ServerFixture : public ::testing::Test {
       if (admit_) return admit_(request, route);
       return std::nullopt;
     };
+    if (admit_blocks_) hooks.admit_blocks = admit_blocks_;
     hooks.started = [this](const Request& request) {
       std::lock_guard lock(answered_mu_);
       started_.push_back(request.request_id);
@@ -169,6 +170,8 @@ class ServerFixture : public ::testing::Test {
   CapturingLogger logger_;
   Router router_;
   std::function<std::optional<Response>(Request&, const Route&)> admit_;
+  // The admit_blocks hook, if set before start(); else none (the default).
+  std::function<bool(const Request&, const Route&)> admit_blocks_;
   std::atomic<bool> refuse_blocking_ = false;
   Gate gate_;
 

@@ -316,6 +316,42 @@ TEST_F(ServerTest, PublicNonBlockingRoutesRunInlineAndTheOthersOnThePool) {
   }
 }
 
+// With an admit_blocks hook, the request decides: admission and handler run
+// on the I/O thread unless admission may block or the route does.
+TEST_F(ServerTest, AdmitBlocksSendsARequestToThePoolOrKeepsItInline) {
+  auto where = [this](Request& request) {
+    const bool pool = on_pool_thread(std::this_thread::get_id());
+    const std::string admitted = request.caller ? request.caller->name : "";
+    return Response{.status = 200, .headers = {}, .body = admitted + (pool ? "pool" : "inline")};
+  };
+  router_.add("GET", "/user", where,
+              {.access = Access::kUser, .body_bytes_max = 0, .blocking = false});
+  router_.add("GET", "/public", where, kInline);
+  router_.add("GET", "/blocking", where, kBlocking);
+  admit_ = [this](Request& request, const Route&) -> std::optional<Response> {
+    const bool pool = on_pool_thread(std::this_thread::get_id());
+    request.caller = Caller{.name = pool ? "pool:" : "inline:", .display_name = "", .admin = false};
+    return std::nullopt;
+  };
+  admit_blocks_ = [](const Request& request, const Route&) {
+    return request.header("x-may-block").has_value();
+  };
+  start();
+  Client client(port());
+  constexpr std::string_view kMayBlock = "X-May-Block: 1\r\n";
+  struct Case {
+    std::string_view target, headers, body;
+  };
+  for (const Case& c :
+       {Case{"/user", "", "inline:inline"}, Case{"/user", kMayBlock, "pool:pool"},
+        Case{"/public", "", "inline:inline"}, Case{"/public", kMayBlock, "pool:pool"},
+        Case{"/blocking", "", "pool:pool"}}) {
+    auto response = client.get(c.target, c.headers);
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->body, c.body) << c.target << " " << c.headers;
+  }
+}
+
 TEST_F(ServerTest, AdmitRunsBeforeTheHandlerAndMayAnswerInstead) {
   std::atomic<int> calls = 0;
   router_.add("GET", "/api/me", [&](Request& r) {

@@ -208,6 +208,7 @@ class MemoryStore final : public ItemStore {
   }
 
   std::string_view backend_name() const override { return "memory"; }
+  bool reads_are_local() const override { return true; }  // one short lock
 
  private:
   Result<Table*> find_table(std::string_view name) REQUIRES(mu_) {

@@ -134,6 +134,14 @@ Status Connection::exec(const std::string& sql) {
   return {};
 }
 
+Status Connection::exec_cached(const std::string& sql) {
+  ASSIGN_OR_RETURN(sqlite3_stmt * s, prepare(sql));
+  StatementReset reset(s);
+  const int rc = sqlite3_step(s);
+  if (rc != SQLITE_DONE) return error_status(db_, rc, "running SQL");
+  return {};
+}
+
 Status Connection::commit(std::string_view what) {
   const int rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
   if (rc != SQLITE_OK) return commit_error_status(db_, rc, what);
@@ -168,8 +176,10 @@ void Connection::abandon_transaction() {
   }
 }
 
-ConnectionPool::ConnectionPool(SqliteOptions options, std::unique_ptr<Connection> first)
-    : options_(std::move(options)) {
+ConnectionPool::ConnectionPool(SqliteOptions options, int connections_max,
+                               std::unique_ptr<Connection> first)
+    : options_(std::move(options)), connections_max_(connections_max) {
+  if (first == nullptr) return;
   idle_.push_back(std::move(first));
   open_ = 1;
 }
@@ -178,10 +188,10 @@ Result<ConnectionPool::Handle> ConnectionPool::acquire(Duration wait_max) {
   MutexLock lock(mu_);
   const MonoTime deadline =
       std::chrono::steady_clock::now() + std::min(options_.busy_timeout, wait_max);
-  while (idle_.empty() && open_ >= options_.connections_max) {
+  while (idle_.empty() && open_ >= connections_max_) {
     if (freed_.wait_until(mu_, deadline) == std::cv_status::timeout && idle_.empty() &&
-        open_ >= options_.connections_max) {
-      return unavailable("all " + std::to_string(options_.connections_max) +
+        open_ >= connections_max_) {
+      return unavailable("all " + std::to_string(connections_max_) +
                          " SQLite connections stayed busy past the busy timeout");
     }
   }

@@ -54,6 +54,10 @@ class Connection {
 
   // Runs SQL that takes no parameters and returns no rows (DDL, BEGIN, ...).
   Status exec(const std::string& sql);
+  // The same for one statement that runs often (a read transaction's BEGIN
+  // and COMMIT), through the statement cache, so that it is not parsed
+  // again every time.
+  Status exec_cached(const std::string& sql);
   // Commits the open transaction; see commit_error_status().
   Status commit(std::string_view what);
 
@@ -96,7 +100,7 @@ class StatementReset {
   sqlite3_stmt* s_;
 };
 
-// At most `options.connections_max` connections, opened on demand. A caller
+// At most a given number of connections, opened on demand. A caller
 // waits up to the busy timeout for a free one, then gets kUnavailable.
 class ConnectionPool {
  public:
@@ -117,7 +121,8 @@ class ConnectionPool {
     std::unique_ptr<Connection> c_;
   };
 
-  ConnectionPool(SqliteOptions options, std::unique_ptr<Connection> first);
+  // At most `connections_max`, and `first` (if not null) already open.
+  ConnectionPool(SqliteOptions options, int connections_max, std::unique_ptr<Connection> first);
 
   // Waits up to the busy timeout, or `wait_max` if shorter, for a free
   // connection.
@@ -127,6 +132,7 @@ class ConnectionPool {
   void release(std::unique_ptr<Connection> c);
 
   const SqliteOptions options_;
+  const int connections_max_;
   Mutex mu_;
   CondVar freed_;
   std::vector<std::unique_ptr<Connection>> idle_ GUARDED_BY(mu_);

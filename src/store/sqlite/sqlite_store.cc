@@ -156,7 +156,9 @@ Status validate_request(const TableSpec& spec, const Key& key, const Update& upd
 class SqliteStore final : public ItemStore {
  public:
   SqliteStore(SqliteOptions options, std::unique_ptr<Connection> first)
-      : busy_timeout_(options.busy_timeout), pool_(std::move(options), std::move(first)) {}
+      : busy_timeout_(options.busy_timeout),
+        pool_(options, options.connections_max, std::move(first)),
+        read_pool_(options, options.read_connections_max, nullptr) {}
 
   Status ensure_table(const TableSpec& spec) override;
   Result<Item> get(std::string_view table, const Key& key, bool consistent) override;
@@ -175,6 +177,9 @@ class SqliteStore final : public ItemStore {
                                         std::span<const UpdateRequest> requests,
                                         Duration timeout) override;
   std::string_view backend_name() const override { return "sqlite"; }
+  // WAL mode: a read never waits for a writer, and reads have connections
+  // of their own.
+  bool reads_are_local() const override { return true; }
 
  private:
   using Table = std::shared_ptr<const TableSql>;
@@ -193,8 +198,9 @@ class SqliteStore final : public ItemStore {
                     std::span<const size_t> chunk, std::vector<Result<Item>>& out);
 
   const Duration busy_timeout_;
-  RealClock clock_;  // to share one timeout between the waits of a call
-  ConnectionPool pool_;
+  RealClock clock_;           // to share one timeout between the waits of a call
+  ConnectionPool pool_;       // writes and table changes
+  ConnectionPool read_pool_;  // get, batch_get, query, query_index
   Mutex tables_mu_;
   std::map<std::string, Table, std::less<>> tables_ GUARDED_BY(tables_mu_);
 };
@@ -295,7 +301,7 @@ Result<std::optional<Item>> SqliteStore::read_item(Connection& c, const TableSql
 }
 
 Result<Item> SqliteStore::get(std::string_view table_name, const Key& key, bool) {
-  ASSIGN_OR_RETURN(auto c, pool_.acquire());
+  ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
   ASSIGN_OR_RETURN(Table t, table(*c, table_name));
   RETURN_IF_ERROR(validate_key(t->spec, key));
   ASSIGN_OR_RETURN(std::optional<Item> item, read_item(*c, *t, key));
@@ -305,18 +311,19 @@ Result<Item> SqliteStore::get(std::string_view table_name, const Key& key, bool)
 
 Result<std::vector<Item>> SqliteStore::batch_get(std::string_view table_name,
                                                  std::span<const Key> keys) {
-  ASSIGN_OR_RETURN(auto c, pool_.acquire());
+  ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
   ASSIGN_OR_RETURN(Table t, table(*c, table_name));
   for (const auto& key : keys) RETURN_IF_ERROR(validate_key(t->spec, key));
   std::vector<Item> out;
   if (keys.empty()) return out;
   // One read transaction: every key is read from the same snapshot.
-  RETURN_IF_ERROR(c->exec("BEGIN").with_context("batch_get"));
+  static const std::string kBegin = "BEGIN", kCommit = "COMMIT";
+  RETURN_IF_ERROR(c->exec_cached(kBegin).with_context("batch_get"));
   for (const auto& key : keys) {
     ASSIGN_OR_RETURN(std::optional<Item> item, read_item(*c, *t, key));
     if (item) out.push_back(std::move(*item));
   }
-  RETURN_IF_ERROR(c->exec("COMMIT").with_context("batch_get"));
+  RETURN_IF_ERROR(c->exec_cached(kCommit).with_context("batch_get"));
   return out;
 }
 
@@ -425,7 +432,7 @@ Status SqliteStore::remove(std::string_view table_name, const Key& key,
 
 Result<Page> SqliteStore::query(std::string_view table_name, std::string_view pk,
                                 const KeyRange& range, const QueryOptions& options) {
-  ASSIGN_OR_RETURN(auto c, pool_.acquire());
+  ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
   ASSIGN_OR_RETURN(Table t, table(*c, table_name));
   const TableSpec& spec = t->spec;
   RETURN_IF_ERROR(validate_query_options(options));
@@ -452,7 +459,7 @@ Result<Page> SqliteStore::query(std::string_view table_name, std::string_view pk
 Result<Page> SqliteStore::query_index(std::string_view table_name, std::string_view index_name,
                                       std::string_view hash_value, const KeyRange& range,
                                       const QueryOptions& options) {
-  ASSIGN_OR_RETURN(auto c, pool_.acquire());
+  ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
   ASSIGN_OR_RETURN(Table t, table(*c, table_name));
   RETURN_IF_ERROR(validate_query_options(options));
   const auto named = [&](const IndexSpec& i) { return i.name == index_name; };
@@ -582,7 +589,9 @@ Result<std::unique_ptr<ItemStore>> open_sqlite_store(const SqliteOptions& option
   if (options.path.empty() || options.path == ":memory:" || options.path.starts_with("file:")) {
     return invalid_argument("the SQLite store needs a file path that other processes can open");
   }
-  if (options.connections_max < 1) return invalid_argument("connections_max must be at least 1");
+  if (options.connections_max < 1 || options.read_connections_max < 1) {
+    return invalid_argument("connections_max and read_connections_max must be at least 1");
+  }
   if (options.busy_timeout < Duration::zero()) return invalid_argument("busy_timeout is negative");
   // The pool hands connections between threads (each used by one at a time).
   if (sqlite3_threadsafe() == 0) return unavailable("SQLite was built without thread support");

@@ -12,8 +12,12 @@
 // on every other backend. Attribute names and values are always bound as
 // parameters, never spliced into SQL.
 //
-// The store is safe for concurrent use by many threads (a small pool of
-// connections, one per concurrent caller) and many processes.
+// The store is safe for concurrent use by many threads (small pools of
+// connections, one per concurrent caller) and many processes. Reads (get,
+// batch_get, query, query_index) borrow from a pool of their own, so that a
+// read never waits for a connection held by a write that waits for another
+// process's write lock: in WAL mode a read waits on nothing but its own
+// work, and reads_are_local() says so.
 #pragma once
 
 #include <chrono>
@@ -33,8 +37,11 @@ struct SqliteOptions {
   // synchronous=FULL makes every commit durable across power loss; the
   // default (NORMAL, in WAL mode) is durable across process crashes.
   bool synchronous_full = false;
-  // Upper bound on pooled connections (concurrent callers beyond it wait).
+  // Upper bound on pooled connections for writes (and table changes);
+  // concurrent callers beyond it wait.
   int connections_max = 16;
+  // The same for reads, from connections of their own.
+  int read_connections_max = 8;
 };
 
 // Opens (creating if needed) the database. kUnavailable if the file cannot

@@ -393,6 +393,48 @@ TEST(SqliteStore, LockHeldPastTheBusyTimeoutIsUnavailableAndAppliesNothing) {
   EXPECT_EQ(store->get("t", {"b", ""}, true).status().code(), Code::kNotFound);
 }
 
+// Writers that hold every write connection while they wait for another
+// process's write lock leave reads free: reads have connections of their
+// own. The writer waits for the lock until the test releases it, so the
+// reads can only have finished while it still waits.
+TEST(SqliteStore, ReadsDoNotWaitForConnectionsThatWritesHold) {
+  TempDir dir;
+  SqliteOptions options;
+  options.path = dir.file("r.db");
+  options.connections_max = 1;
+  options.busy_timeout = std::chrono::seconds(30);  // the writer waits until the end
+  auto opened = open_sqlite_store(options);
+  ASSERT_TRUE(opened.ok());
+  ItemStore& store = **opened;
+  EXPECT_TRUE(store.reads_are_local());
+  ASSERT_TRUE(store.ensure_table({"t", "pk", "", {}}).ok());
+  ASSERT_TRUE(store.put("t", {{"pk", "a"}, {"v", int64_t{1}}}, {}).ok());
+  RawDb raw(dir.file("r.db"));
+  ASSERT_EQ(raw.exec("BEGIN IMMEDIATE"), SQLITE_OK);
+  std::atomic<bool> written{false};
+  std::thread writer([&] {
+    EXPECT_TRUE(store.update("t", {"a", ""}, Update().set("v", 2), {}).ok());
+    written = true;
+  });
+  // Reads for 200 ms, so that the writer has long taken the one write
+  // connection while they go on (it cannot give it back before the lock is
+  // released below); with one pool for both, they would wait for it.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  for (int reads = 0; reads < 10 || std::chrono::steady_clock::now() < until; ++reads) {
+    const Result<Item> item = store.get("t", {"a", ""}, true);
+    ASSERT_TRUE(item.ok()) << item.status().to_string();
+    EXPECT_EQ(*get_int(*item, "v"), 1);
+    const Key keys[] = {{"a", ""}, {"b", ""}};
+    EXPECT_EQ(store.batch_get("t", keys)->size(), 1u);
+    EXPECT_TRUE(store.query("t", "a", KeyRange::all(), {}).ok());
+  }
+  EXPECT_FALSE(written.load());
+  ASSERT_EQ(raw.exec("ROLLBACK"), SQLITE_OK);
+  writer.join();
+  EXPECT_TRUE(written.load());
+  EXPECT_EQ(*get_int(*store.get("t", {"a", ""}, true), "v"), 2);
+}
+
 // The waits of update_each (for a connection, then for the write lock) end
 // at its timeout, not at the store's busy timeout, and the connection's own
 // busy timeout is back afterwards. The bounds are far apart (a 50 ms timeout
