@@ -7,7 +7,7 @@
 #     JavaScript running bench/sdk_renew_loop.mjs).
 # Then `bench http`: the server of `serve` on a fresh SQLite file (baseline:
 # a minimal Beast server answering the same bytes), with its defaults.
-# Then the stream fleet (scripts/bench_fleet.py): a worker's memory per idle
+# Then the stream fleet (bench/fleet_bench.py): a worker's memory per idle
 # connection, its store writes per connection per minute on SQLite and on the
 # same dynalite, and failover times over BENCH_FLEET_KILLS (default 50) kills.
 # Every JSON line goes to stdout; BENCH_SECONDS (default 10) sets the length
@@ -51,7 +51,7 @@ unset AWS_SESSION_TOKEN AWS_PROFILE
 echo "leasehold: bench http" >&2
 env -u LEASEHOLD_STORE "$bin" bench http  # a fresh SQLite file of its own
 
-echo "leasehold: bench_fleet" >&2
-/usr/bin/python3 scripts/bench_fleet.py --bin "$bin" memory writes failover \
+echo "leasehold: fleet_bench" >&2
+/usr/bin/python3 bench/fleet_bench.py --bin "$bin" memory writes failover \
   --kills "${BENCH_FLEET_KILLS:-50}" \
   --dynamodb-endpoint "http://127.0.0.1:$(cat "$work/port")"

@@ -18,7 +18,7 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           another (the sinks' written_at_ms), then restart it; nearest-rank
           percentiles over kills and over (kill, connection).
 
-Usage: scripts/bench_fleet.py [--bin build/bin/leasehold] [memory|writes|failover ...]
+Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover ...]
        [--connections 1000] [--window 60] [--dynamodb-endpoint URL] [--kills 50]
 Without a DynamoDB endpoint, `writes` runs on SQLite only.
 """
@@ -42,7 +42,7 @@ PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 def log(msg):
-    print("leasehold: bench_fleet: " + msg, file=sys.stderr, flush=True)
+    print("leasehold: fleet_bench: " + msg, file=sys.stderr, flush=True)
 
 
 def emit(figures):
