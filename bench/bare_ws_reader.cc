@@ -184,7 +184,9 @@ Args parse_args(int argc, char** argv) {
     if (flag == "--host") {
       a.host = value;
     } else if (flag == "--port") {
-      a.port = static_cast<uint16_t>(std::strtoul(value.c_str(), nullptr, 10));
+      const unsigned long port = std::strtoul(value.c_str(), nullptr, 10);
+      if (port > 65535) usage("bad --port");
+      a.port = static_cast<uint16_t>(port);
     } else if (flag == "--connections") {
       a.connections = std::strtoul(value.c_str(), nullptr, 10);
     } else if (flag == "--seconds") {
