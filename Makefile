@@ -2,7 +2,8 @@
 #   make run    build, then run `leasehold demo`: the stream fleet and its dashboard on a
 #               throwaway SQLite store (Ctrl-C stops it); `make serve` serves the web app alone
 #   make test   build, then run every test (and the in-process ones under ASan+UBSan)
-#   make bench  build, then run the lease benchmarks on SQLite and dynalite
+#   make bench  build, then run the lease benchmarks on SQLite and dynalite, `bench http`
+#               the stream fleet's (bench/fleet_bench.py) and the tracer's (bench/tracer_bench.cc)
 
 JOBS ?= $(shell nproc)
 
@@ -35,7 +36,10 @@ test-asan: setup
 
 test: test-fast test-asan
 
+# The fleet's throughput baseline and the tracer benchmark are built only here:
+# the tests do not need them.
 bench: build
+	@cmake --build --preset default -j $(JOBS) --target bare_ws_reader tracer_bench
 	@scripts/bench.sh
 
 clean:

@@ -1,10 +1,14 @@
-// Finding sequence numbers with Boost.JSON, and writing sink lines.
+// Finding sequence numbers with Boost.JSON's SAX parser, and writing sink
+// lines. Both run once per upstream message: neither builds a JSON tree nor
+// allocates in the common case.
 #include "fleet/message.h"
 
-#include <boost/json/monotonic_resource.hpp>
+#include <algorithm>
+#include <boost/json/basic_parser_impl.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <charconv>
 
 namespace leasehold::fleet {
 
@@ -19,43 +23,185 @@ std::vector<std::string> split_seq_field(std::string_view dotted) {
   }
 }
 
-Result<int64_t> find_seq(std::string_view message, const std::vector<std::string>& path) {
-  // Small messages parse without touching the heap.
-  unsigned char buffer[4096];
-  boost::json::monotonic_resource memory(buffer, sizeof buffer);
-  boost::system::error_code ec;
-  const boost::json::value root = boost::json::parse(message, ec, &memory);
-  if (ec) return invalid_argument("message is not JSON");
-  const boost::json::value* at = &root;
-  for (const std::string& name : path) {
-    const boost::json::object* object = at->if_object();
-    at = object == nullptr ? nullptr : object->if_contains(name);
-    if (at == nullptr) return invalid_argument("message has no sequence number");
+namespace {
+
+// What the value at the sequence number's path turned out to be.
+enum class Found { kNothing, kInt64, kUint64, kOther };
+
+// A Boost.JSON SAX handler that validates the whole text, as a parse into a
+// DOM would, but keeps only the value at `path`: no tree is built, nothing
+// allocated unless a key spans escapes. The containers on the path are
+// objects at depths 1..matched+1; a key of the innermost of them that names
+// the next step makes the next value (a `hit`) the one that step leads to.
+// A key repeated in one object leaves its last value, as the DOM does.
+class SeqFinder {
+ public:
+  using error_code = boost::system::error_code;
+  static constexpr size_t max_object_size = size_t(-1);
+  static constexpr size_t max_array_size = size_t(-1);
+  static constexpr size_t max_key_size = size_t(-1);
+  static constexpr size_t max_string_size = size_t(-1);
+
+  explicit SeqFinder(const std::vector<std::string>& path) : path_(path) {}
+
+  Found found() const { return found_; }
+  int64_t int64() const { return int64_; }
+  uint64_t uint64() const { return uint64_; }
+
+  bool on_document_begin(error_code&) { return true; }
+  bool on_document_end(error_code&) { return true; }
+  bool on_object_begin(error_code&) {
+    const bool hit = take_hit();
+    ++depth_;
+    if (hit) {
+      if (matched_ + 1 < path_.size()) {
+        ++matched_;  // this object is on the path; what was found below is not
+        found_ = Found::kNothing;
+      } else {
+        found_ = Found::kOther;
+      }
+    }
+    return true;
   }
-  if (const int64_t* n = at->if_int64()) return *n;
-  if (const uint64_t* n = at->if_uint64()) {
-    if (*n <= static_cast<uint64_t>(INT64_MAX)) return static_cast<int64_t>(*n);
+  bool on_object_end(size_t, error_code&) {
+    if (matched_ > 0 && depth_ == matched_ + 1) --matched_;
+    --depth_;
+    return true;
+  }
+  bool on_array_begin(error_code&) {
+    scalar(Found::kOther);
+    ++depth_;
+    return true;
+  }
+  bool on_array_end(size_t, error_code&) {
+    --depth_;
+    return true;
+  }
+  bool on_key_part(boost::json::string_view s, size_t, error_code&) {
+    key_.append(s.data(), s.size());
+    return true;
+  }
+  bool on_key(boost::json::string_view s, size_t, error_code&) {
+    std::string_view key(s.data(), s.size());
+    if (!key_.empty()) key = key_.append(s.data(), s.size());
+    hit_ = depth_ == matched_ + 1 && key == path_[matched_];
+    key_.clear();
+    return true;
+  }
+  bool on_string_part(boost::json::string_view, size_t, error_code&) { return true; }
+  bool on_string(boost::json::string_view, size_t, error_code&) {
+    scalar(Found::kOther);
+    return true;
+  }
+  bool on_number_part(boost::json::string_view, error_code&) { return true; }
+  bool on_int64(int64_t n, boost::json::string_view, error_code&) {
+    if (scalar(Found::kInt64)) int64_ = n;
+    return true;
+  }
+  bool on_uint64(uint64_t n, boost::json::string_view, error_code&) {
+    if (scalar(Found::kUint64)) uint64_ = n;
+    return true;
+  }
+  bool on_double(double, boost::json::string_view, error_code&) {
+    scalar(Found::kOther);
+    return true;
+  }
+  bool on_bool(bool, error_code&) {
+    scalar(Found::kOther);
+    return true;
+  }
+  bool on_null(error_code&) {
+    scalar(Found::kOther);
+    return true;
+  }
+  bool on_comment_part(boost::json::string_view, error_code&) { return true; }
+  bool on_comment(boost::json::string_view, error_code&) { return true; }
+
+ private:
+  bool take_hit() {
+    const bool hit = hit_;
+    hit_ = false;
+    return hit;
+  }
+  // A value that is not an object. True if it is the value at the path.
+  // (The handlers return true to go on: false would stop the parse.)
+  bool scalar(Found kind) {
+    if (!take_hit()) return false;
+    // Short of the last step, anything but an object means no number there.
+    found_ = matched_ + 1 < path_.size() ? Found::kNothing : kind;
+    return found_ == kind;
+  }
+
+  const std::vector<std::string>& path_;
+  size_t depth_ = 0;    // containers open
+  size_t matched_ = 0;  // steps of the path the open containers follow
+  bool hit_ = false;
+  std::string key_;  // a key that came in parts
+  Found found_ = Found::kNothing;
+  int64_t int64_ = 0;
+  uint64_t uint64_ = 0;
+};
+
+bool plain_json_string_char(char c) { return c >= 0x20 && c != '"' && c != '\\' && c != 0x7f; }
+
+// Appends `s` as a JSON string. Connection and worker ids need no escapes
+// (their own rules allow none), so they are copied as they are.
+void append_json_string(std::string& out, std::string_view s) {
+  if (std::all_of(s.begin(), s.end(), plain_json_string_char)) {
+    out += '"';
+    out += s;
+    out += '"';
+  } else {
+    out += boost::json::serialize(boost::json::string_view(s.data(), s.size()));
+  }
+}
+
+void append_int(std::string& out, int64_t n) {
+  char digits[24];
+  out.append(digits, std::to_chars(digits, digits + sizeof digits, n).ptr);
+}
+
+}  // namespace
+
+Result<int64_t> find_seq(std::string_view message, const std::vector<std::string>& path) {
+  boost::json::basic_parser<SeqFinder> parser(boost::json::parse_options(), path);
+  boost::system::error_code ec;
+  const size_t used = parser.write_some(false, message.data(), message.size(), ec);
+  if (ec || used < message.size()) return invalid_argument("message is not JSON");
+  const SeqFinder& found = parser.handler();
+  switch (found.found()) {
+    case Found::kNothing:
+      return invalid_argument("message has no sequence number");
+    case Found::kInt64:
+      return found.int64();
+    case Found::kUint64:
+      if (found.uint64() <= static_cast<uint64_t>(INT64_MAX)) {
+        return static_cast<int64_t>(found.uint64());
+      }
+      break;
+    case Found::kOther:
+      break;
   }
   return invalid_argument("message's sequence number is not an int64");
 }
 
 void append_sink_line(const SinkRecord& record, std::string& out) {
   out += "{\"conn\":";
-  out += boost::json::serialize(boost::json::string_view(record.conn.data(), record.conn.size()));
+  append_json_string(out, record.conn);
   out += ",\"seq\":";
-  out += std::to_string(record.seq);
+  append_int(out, record.seq);
   out += ",\"worker\":";
-  out +=
-      boost::json::serialize(boost::json::string_view(record.worker.data(), record.worker.size()));
+  append_json_string(out, record.worker);
   out += ",\"epoch\":";
-  out += std::to_string(record.epoch);
+  append_int(out, record.epoch);
   out += ",\"written_at_ms\":";
-  out += std::to_string(record.written_at_ms);
+  append_int(out, record.written_at_ms);
   out += ",\"msg\":";
-  if (record.msg.find_first_of("\r\n") == std::string_view::npos) {
-    out += record.msg;
+  const std::string_view msg = record.msg;
+  if (msg.find('\n') == std::string_view::npos && msg.find('\r') == std::string_view::npos) {
+    out += msg;
   } else {
-    out += boost::json::serialize(boost::json::parse(record.msg));
+    out += boost::json::serialize(boost::json::parse(msg));
   }
   out += '}';
 }

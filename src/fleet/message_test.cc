@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+#include "leasehold/random.h"
 
 namespace leasehold::fleet {
 namespace {
@@ -25,6 +28,92 @@ TEST(FindSeqTest, RefusesWhatHasNoIntegerThere) {
   // The error never quotes the message, which may hold anything.
   EXPECT_EQ(find_seq("secret-ish text", {"seq"}).status().message().find("secret"),
             std::string::npos);
+}
+
+TEST(FindSeqTest, AKeyInEscapesAndARepeatedKey) {
+  EXPECT_EQ(*find_seq(R"({"s\u0065q":5})", {"seq"}), 5);
+  // A repeated key keeps its last value, as a parse into a tree does.
+  EXPECT_EQ(*find_seq(R"({"seq":1,"seq":2})", {"seq"}), 2);
+  EXPECT_FALSE(find_seq(R"({"data":{"seq":1},"data":3})", {"data", "seq"}).ok());
+  EXPECT_EQ(*find_seq(R"({"data":3,"data":{"seq":4}})", {"data", "seq"}), 4);
+  EXPECT_FALSE(find_seq(R"({"data":{"seq":1},"data":{"x":1}})", {"data", "seq"}).ok());
+  EXPECT_FALSE(find_seq(R"({"data":[{"seq":1}]})", {"data", "seq"}).ok());
+  EXPECT_FALSE(find_seq(R"([{"seq":1}])", {"seq"}).ok());
+  EXPECT_EQ(*find_seq(R"({"x":{"seq":1},"seq":2,"y":{"seq":3}})", {"seq"}), 2);
+}
+
+// The reading find_seq must agree with: parse the text into a tree, then
+// walk the path.
+Result<int64_t> find_seq_in_tree(std::string_view message, const std::vector<std::string>& path) {
+  boost::system::error_code ec;
+  const boost::json::value root = boost::json::parse(message, ec);
+  if (ec) return invalid_argument("message is not JSON");
+  const boost::json::value* at = &root;
+  for (const std::string& name : path) {
+    const boost::json::object* object = at->if_object();
+    at = object == nullptr ? nullptr : object->if_contains(name);
+    if (at == nullptr) return invalid_argument("message has no sequence number");
+  }
+  if (const int64_t* n = at->if_int64()) return *n;
+  if (const uint64_t* n = at->if_uint64()) {
+    if (*n <= static_cast<uint64_t>(INT64_MAX)) return static_cast<int64_t>(*n);
+  }
+  return invalid_argument("message's sequence number is not an int64");
+}
+
+// A random JSON-like text over a few keys, with repeated keys, escapes,
+// every kind of value and, sometimes, a byte cut or changed.
+std::string random_text(Random& random, int depth) {
+  static const char* const kKeys[] = {"seq", "data", "x", "s\\u0065q", "da\\u0074a"};
+  static const char* const kScalars[] = {
+      "7",    "-3", "9223372036854775807", "9223372036854775808", "1.5", "1e3", "\"7\"", "null",
+      "true", "0",  "18446744073709551616"};
+  const int64_t kind = depth >= 3 ? random.uniform(0, 1) : random.uniform(0, 4);
+  if (kind <= 1) return kScalars[random.uniform(0, std::size(kScalars) - 1)];
+  if (kind == 2) {
+    std::string out = "[";
+    for (int64_t i = random.uniform(0, 2); i > 0; --i) {
+      out += random_text(random, depth + 1) + (i > 1 ? "," : "");
+    }
+    return out + "]";
+  }
+  std::string out = "{";
+  for (int64_t i = random.uniform(0, 4); i > 0; --i) {
+    out += std::string("\"") + kKeys[random.uniform(0, std::size(kKeys) - 1)] + "\":";
+    out += random_text(random, depth + 1) + (i > 1 ? "," : "");
+  }
+  return out + "}";
+}
+
+TEST(FindSeqTest, AgreesWithAParseIntoATree) {
+  SeededRandom random(20240601);
+  const std::vector<std::vector<std::string>> paths = {
+      {"seq"}, {"data", "seq"}, {"data", "x", "seq"}};
+  int found = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = random_text(random, 0);
+    if (random.chance(0.1) && !text.empty()) {  // cut or change a byte
+      const size_t at =
+          static_cast<size_t>(random.uniform(0, static_cast<int64_t>(text.size()) - 1));
+      if (random.chance(0.5)) {
+        text.resize(at);
+      } else {
+        text[at] = "{}[],:\"x1 "[random.uniform(0, 10)];
+      }
+    }
+    for (const auto& path : paths) {
+      const Result<int64_t> got = find_seq(text, path);
+      const Result<int64_t> want = find_seq_in_tree(text, path);
+      ASSERT_EQ(got.ok(), want.ok()) << text;
+      if (got.ok()) {
+        ASSERT_EQ(*got, *want) << text;
+        ++found;
+      } else {
+        ASSERT_EQ(got.status().message(), want.status().message()) << text;
+      }
+    }
+  }
+  EXPECT_GT(found, 300);  // the texts do reach numbers on the paths
 }
 
 TEST(SplitSeqFieldTest, Splits) {

@@ -17,9 +17,22 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           one and time until each of its connections is written again by
           another (the sinks' written_at_ms), then restart it; nearest-rank
           percentiles over kills and over (kill, connection).
+  throughput  messages/s and CPU per 10,000 messages of one worker owning
+          --throughput-connections (1000) streams of one upstream-sim
+          (--throughput-rate 0: as fast as the reader reads; --sim-threads 2),
+          against bench/bare_ws_reader (Boost.Beast alone, --reader) reading
+          the same streams in the same run; --rounds times, alternately (which
+          goes first alternates too), each over --throughput-window seconds
+          once every stream has delivered. The worker's messages are its
+          leasehold_fleet_messages_total, its CPU /proc/PID/stat; medians
+          over rounds, and the median of the rounds' ratios worker/bare (goal
+          >= 0.8). others_cpu_cores: the machine's busy time not charged to
+          the reader and the upstream-sim (other processes, softirqs).
 
-Usage: scripts/bench_fleet.py [--bin build/bin/leasehold] [memory|writes|failover ...]
+Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|throughput ...]
        [--connections 1000] [--window 60] [--dynamodb-endpoint URL] [--kills 50]
+       [--reader build/bin/bare_ws_reader] [--rounds 5] [--throughput-window 10]
+       [--throughput-rate 0] [--sim-threads 2]
 Without a DynamoDB endpoint, `writes` runs on SQLite only.
 """
 
@@ -42,7 +55,7 @@ PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 
 
 def log(msg):
-    print("leasehold: bench_fleet: " + msg, file=sys.stderr, flush=True)
+    print("leasehold: fleet_bench: " + msg, file=sys.stderr, flush=True)
 
 
 def emit(figures):
@@ -113,9 +126,10 @@ class Fleet:
         subprocess.run([self.bin, "--store", self.store, *args], check=True,
                        stdout=subprocess.DEVNULL)
 
-    def upstream(self, rate):
+    def upstream(self, rate, threads=1):
         err = open(os.path.join(self.work, "upstream-sim.log"), "ab")
-        p = self.procs.start([self.bin, "upstream-sim", "--rate-per-conn", str(rate)],
+        p = self.procs.start([self.bin, "upstream-sim", "--rate-per-conn", str(rate),
+                              "--threads", str(threads)],
                              stdout=subprocess.PIPE, stderr=err, text=True)
         line = p.stdout.readline()
         return json.loads(line)["listening"]
@@ -379,6 +393,168 @@ def bench_failover(args, procs, work):
     })
 
 
+def machine_jiffies():
+    """(all, idle) jiffies of the machine so far, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:8]]
+    return sum(v), v[3] + v[4]
+
+
+class Window:
+    """CPU of some processes and of the machine between start() and stop()."""
+
+    def __init__(self, pids):
+        self.pids = pids
+
+    def start(self):
+        self.t0, self.cpu0, self.m0 = time.monotonic(), [cpu_s(p) for p in self.pids], \
+            machine_jiffies()
+
+    def stop(self):
+        t1, cpu1, m1 = time.monotonic(), [cpu_s(p) for p in self.pids], machine_jiffies()
+        self.seconds = t1 - self.t0
+        self.cpu = [b - a for a, b in zip(self.cpu0, cpu1)]
+        total, idle = m1[0] - self.m0[0], m1[1] - self.m0[1]
+        self.busy_cores = (total - idle) / total * os.cpu_count() if total else 0.0
+
+
+def per_10k_ms(cpu, messages):
+    return round(cpu * 1000 * 10000 / messages, 2) if messages else None
+
+
+def bare_round(args, procs, addr, sim_pid, n):
+    host, port = addr.rsplit(":", 1)
+    p = procs.start([args.reader, "--host", host, "--port", port, "--connections", str(n),
+                     "--seconds", str(args.throughput_window), "--settle",
+                     str(args.throughput_settle), "--prefix", "t"],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    window = Window([sim_pid])
+    said = []
+    while True:  # the reader says on stderr when its window starts
+        line = p.stderr.readline()
+        if not line or "measuring" in line:
+            break
+        said.append(line)
+    if not line:
+        p.wait()
+        raise RuntimeError("bare_ws_reader failed: " + "".join(said).strip())
+    window.start()
+    out = p.stdout.readline()
+    window.stop()
+    if p.wait() != 0 or not out:
+        raise RuntimeError("bare_ws_reader failed: " + p.stderr.read().strip())
+    r = json.loads(out)
+    return {"messages_per_s": r["messages_per_s"], "cpu_ms_per_10k": r["cpu_ms_per_10k"],
+            "cpu_cores": round(r["cpu_s"] / r["seconds"], 2),
+            "sim_cpu_cores": round(window.cpu[0] / window.seconds, 2),
+            "machine_busy_cores": round(window.busy_cores, 2),
+            "others_cpu_cores": round(window.busy_cores - (r["cpu_s"] + window.cpu[0]) /
+                                      window.seconds, 2)}
+
+
+class SinkConns:
+    """The connections that have written to a sink file so far, read incrementally
+    and cheaply (only each line's "conn", which the worker writes first)."""
+
+    def __init__(self, path):
+        self.path, self.offset, self.partial, self.seen = path, 0, "", set()
+
+    def update(self):
+        try:
+            with open(self.path) as f:
+                f.seek(self.offset)
+                data = f.read(64 << 20)
+                self.offset = f.tell()
+        except FileNotFoundError:
+            return self.seen
+        lines = (self.partial + data).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            if line.startswith('{"conn":"'):
+                self.seen.add(line[9:line.index('"', 9)])
+        return self.seen
+
+
+def worker_round(args, procs, fleet, sim_pid, n, k):
+    w = fleet.worker("tp%s" % k, "--max-connections", str(n))
+    sink = SinkConns(w.sink)
+    wait_for("%d connections streaming" % n,
+             lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") >= n and
+             len(sink.update()) >= n, 300, 0.5)
+    time.sleep(args.throughput_settle)
+    window = Window([w.pid, sim_pid])
+    before = metrics(w)
+    window.start()
+    time.sleep(args.throughput_window)
+    window.stop()
+    after = metrics(w)
+    procs.stop(w)
+    os.remove(w.sink)  # at full speed it grows by megabytes a second
+    delta = lambda name: int(metric(after, name) - metric(before, name))
+    messages = delta("leasehold_fleet_messages_total")
+    return {"messages_per_s": round(messages / window.seconds, 1),
+            "cpu_ms_per_10k": per_10k_ms(window.cpu[0], messages),
+            "cpu_cores": round(window.cpu[0] / window.seconds, 2),
+            "sim_cpu_cores": round(window.cpu[1] / window.seconds, 2),
+            "machine_busy_cores": round(window.busy_cores, 2),
+            "others_cpu_cores": round(window.busy_cores - sum(window.cpu) / window.seconds, 2),
+            "bad_messages": delta("leasehold_fleet_bad_messages_total"),
+            "reconnects": delta("leasehold_fleet_upstream_reconnects_total"),
+            "leases_lost": delta("leasehold_fleet_leases_lost_total")}
+
+
+def median(values):
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def bench_throughput(args, procs, work):
+    n = args.throughput_connections
+    fleet = Fleet(args.bin, "sqlite:" + os.path.join(work, "throughput.db"), work, procs)
+    addr = fleet.upstream(args.throughput_rate, args.sim_threads)
+    sim_pid = procs.procs[-1].pid
+    log("throughput: adding %d connections" % n)
+    fleet.add_conns(addr, ["t%d" % i for i in range(n)])  # the bare reader's names too
+    rounds = []
+    for k in range(args.rounds):
+        # Alternate which goes first, so that drift in the machine's speed
+        # within a round hits both alike.
+        order = ["bare", "worker"] if k % 2 == 0 else ["worker", "bare"]
+        got = {}
+        for who in order:
+            got[who] = (bare_round(args, procs, addr, sim_pid, n) if who == "bare" else
+                        worker_round(args, procs, fleet, sim_pid, n, k))
+        got["ratio"] = round(got["worker"]["messages_per_s"] / got["bare"]["messages_per_s"], 3)
+        log("throughput: round %d of %d: %s" % (k + 1, args.rounds, json.dumps(got)))
+        rounds.append(got)
+    med = lambda who, key: median([r[who][key] for r in rounds])
+    ratio = median([r["ratio"] for r in rounds])
+    emit({
+        "bench": "fleet_throughput", "backend": "sqlite", "connections": n,
+        "rate_per_conn": args.throughput_rate, "sim_threads": args.sim_threads,
+        "worker_io_threads": 2, "reader_threads": 2, "rounds": args.rounds,
+        "window_s": args.throughput_window,
+        "worker_messages_per_s": med("worker", "messages_per_s"),
+        "bare_messages_per_s": med("bare", "messages_per_s"),
+        "ratio": ratio, "ratios": [r["ratio"] for r in rounds], "goal_ratio": 0.8,
+        "met": ratio >= 0.8,
+        "worker_cpu_ms_per_10k": med("worker", "cpu_ms_per_10k"),
+        "bare_cpu_ms_per_10k": med("bare", "cpu_ms_per_10k"),
+        "worker_cpu_cores": med("worker", "cpu_cores"),
+        "bare_cpu_cores": med("bare", "cpu_cores"),
+        "sim_cpu_cores_with_worker": med("worker", "sim_cpu_cores"),
+        "sim_cpu_cores_with_bare": med("bare", "sim_cpu_cores"),
+        "machine_busy_cores_with_worker": med("worker", "machine_busy_cores"),
+        "machine_busy_cores_with_bare": med("bare", "machine_busy_cores"),
+        "others_cpu_cores_with_worker": med("worker", "others_cpu_cores"),
+        "others_cpu_cores_with_bare": med("bare", "others_cpu_cores"),
+        "worker_bad_messages": sum(r["worker"]["bad_messages"] for r in rounds),
+        "worker_reconnects": sum(r["worker"]["reconnects"] for r in rounds),
+        "worker_leases_lost": sum(r["worker"]["leases_lost"] for r in rounds),
+    })
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("benches", nargs="*", default=["memory", "writes"])
@@ -394,6 +570,13 @@ def main():
     ap.add_argument("--failover-rate", type=float, default=10.0)
     ap.add_argument("--ttl", default="4s")
     ap.add_argument("--renew", default="1s")
+    ap.add_argument("--reader", default="build/bin/bare_ws_reader")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--throughput-connections", type=int, default=1000)
+    ap.add_argument("--throughput-rate", type=float, default=0.0)
+    ap.add_argument("--throughput-window", type=float, default=10.0)
+    ap.add_argument("--throughput-settle", type=float, default=2.0)
+    ap.add_argument("--sim-threads", type=int, default=2)
     args = ap.parse_args()
     # Stopped by a signal, still stop what it started (a background job
     # starts with SIGINT ignored).
@@ -415,6 +598,8 @@ def main():
                                      + args.dynamodb_endpoint)
                 elif bench == "failover":
                     bench_failover(args, procs, work)
+                elif bench == "throughput":
+                    bench_throughput(args, procs, work)
                 else:
                     sys.exit("unknown benchmark: " + bench)
             finally:
