@@ -2,7 +2,7 @@
 #   make run    build, then run `leasehold demo`: the stream fleet and its dashboard on a
 #               throwaway SQLite store (Ctrl-C stops it); `make serve` serves the web app alone
 #   make test   build, then run every test (and the in-process ones under ASan+UBSan)
-#   make bench  build, then run the lease benchmarks on SQLite and dynalite, `bench http`
+#   make bench  build, then run the lease benchmarks on SQLite and dynalite, `bench http`,
 #               the stream fleet's (bench/fleet_bench.py) and the tracer's (bench/tracer_bench.cc)
 
 JOBS ?= $(shell nproc)
