@@ -176,8 +176,11 @@ Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases) {
 Status record_audit(ItemStore& store, Clock& clock, Random& random, const std::string& movie_id,
                     const AuditEntry& entry) {
   const int64_t at_ms = entry.at_ms != 0 ? entry.at_ms : to_unix_ms(clock.wall_now());
+  // Within one millisecond a trace's start sorts before its end (the clock
+  // gives no order there); the random part keeps keys unique.
+  const int phase = entry.event == kEventTracingStarted ? 0 : 1;
   char sk[64];
-  std::snprintf(sk, sizeof sk, "%015" PRId64 "#%016" PRIx64, at_ms, random.next_u64());
+  std::snprintf(sk, sizeof sk, "%015" PRId64 "#%d#%016" PRIx64, at_ms, phase, random.next_u64());
   Item item{{attr::kPk, movie_pk(movie_id)},
             {attr::kSk, std::string(sk)},
             {"event", entry.event},
@@ -276,9 +279,7 @@ Result<MovieDetail> Movies::Impl::create(const std::string& name, const User& ow
 Result<MovieDetail> Movies::Impl::probe(const std::string& id) {
   ASSIGN_OR_RETURN(MovieDetail m, read(id));
   if (m.status != kStatusProcessing) return failed_precondition("movie is not being processed");
-  ASSIGN_OR_RETURN(Item item, store_.get(kMoviesTable, movie_key(id), true));
-  const std::string path =
-      (std::filesystem::path(options_.media_dir) / str_or(item, attr::kFile)).string();
+  const std::string path = (std::filesystem::path(options_.media_dir) / m.file).string();
   Result<tracer::VideoInfo> info = tracer::probe(path, options_.video_limits);
   Update update;
   if (info.ok()) {

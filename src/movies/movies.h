@@ -12,7 +12,9 @@
 //   tracing   the job that traces: owner = the user who started it, holder =
 //             that user's display name, token = the job ID.
 // Both expire (15 minutes unless set); nothing deletes them: a stale lease is
-// ignored by reads and replaced atomically by the next acquisition. While a
+// ignored by reads and replaced atomically by the next acquisition. A
+// `tracing` movie whose tracing lease has expired (its worker went away
+// without publishing) is read as `tracing failed`, and may be traced again. While a
 // tracing lease is live nobody may take the analysis lease (nothing but the
 // job writes then), and the tracing lease wins in a movie's `lock`.
 //

@@ -7,7 +7,9 @@
 //                 kind-created_at_ms-index (kind = "movie") lists movies.
 //   movie_frames  traced rows, pk "MOVIE#<id>", sk "<frame, 10 digits>#<marker id>"
 //   movie_audit   what happened to a movie, pk "MOVIE#<id>",
-//                 sk "<at_ms, 15 digits>#<16 hex digits>" (time-ordered, unique)
+//                 sk "<at_ms, 15 digits>#<phase>#<16 hex digits>" (time-ordered,
+//                 unique; phase 0 for a start, 1 for an end, so that a start
+//                 sorts first within one millisecond)
 //
 // Plain functions and constants; no state.
 #pragma once

@@ -167,10 +167,13 @@ void TraceWorker::Impl::loop() {
   }
 }
 
+// Waits idle_wait, or until stop(). Condition variables wait on the real
+// steady clock, so the wait is slept there (as the Renewer does), which also
+// keeps a simulated clock from turning it into a busy loop.
 void TraceWorker::Impl::wait_idle() {
-  const MonoTime due = clock_.mono_now() + options_.idle_wait;
+  const auto due = std::chrono::steady_clock::now() + options_.idle_wait;
   MutexLock lock(mu_);
-  while (!stopping_ && clock_.mono_now() < due) cv_.wait_until(mu_, due);
+  while (!stopping_ && std::chrono::steady_clock::now() < due) cv_.wait_until(mu_, due);
 }
 
 void TraceWorker::Impl::handle(const Message& message) {

@@ -328,6 +328,28 @@ TEST_F(TraceWorkerTest, AFailedTraceIsPublishedWithASafeSummary) {
   EXPECT_EQ((*audit)[1].summary.find(dir_.string()), std::string::npos);
 }
 
+TEST_F(TraceWorkerTest, AWorkerStoppedMidTracePublishesTheTraceAsInterrupted) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  start_trace(id, lease_id);
+  GateStore gate(*inner_);
+  gate.hold_frame(4);
+  auto w = start_worker("w1", &gate);
+  ASSERT_TRUE(gate.wait_held(seconds(20)));
+  std::thread stopper([&] { w->stop(); });
+  ASSERT_TRUE(eventually([&] { return w->stats().stopped; }));
+  gate.open();
+  stopper.join();
+  EXPECT_EQ(w->stats().failed, 1u);
+  auto m = movies_->get(id);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, kStatusTracingFailed);
+  EXPECT_EQ(m->failure_summary, "the trace was interrupted");
+  EXPECT_FALSE(m->lock.has_value()) << "the tracing lease is ended";
+  EXPECT_LT(m->frames_done, 12);
+  EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingFailed}));
+}
+
 TEST_F(TraceWorkerTest, StartRefusesBadOptions) {
   TraceWorkerOptions o;
   o.media_dir = dir_.string();
