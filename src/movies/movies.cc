@@ -570,7 +570,12 @@ Result<std::unique_ptr<Movies>> Movies::open(ItemStore& store, Clock& clock, Ran
   for (const TableSpec& spec : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
     RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
   }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options.media_dir, ec)) {
+    return invalid_argument("the media folder is not a folder");
+  }
   options.lease.table = kMoviesTable;
+  if (options.lease.info_log == nullptr) options.lease.info_log = options.logger;
   LeaseManager check(store, clock, random, options.lease);
   for (Duration ttl : {options.analysis_ttl, options.tracing_ttl}) {
     RETURN_IF_ERROR(check.check_timing(ttl, check.default_renew_every(ttl)));

@@ -172,6 +172,8 @@ class Movies {
  public:
   // Requires the three tables (ItemStore::require_table). `queue` is where
   // jobs go (a StoreQueue named kTraceQueueName in production).
+  // kInvalidArgument if the media folder is not a folder or a ttl leaves no
+  // room for the clock-skew bound and margin.
   // REQUIRES: everything given outlives the Movies.
   static Result<std::unique_ptr<Movies>> open(ItemStore& store, Clock& clock, Random& random,
                                               Queue& queue, MoviesOptions options);

@@ -145,6 +145,17 @@ TEST_F(MoviesTest, CreateRefusesBadInputAndProbeMarksNonVideosInvalidWithoutPath
             Code::kFailedPrecondition);
 }
 
+TEST_F(MoviesTest, OpenRefusesAMissingMediaFolderAndTooShortTtls) {
+  MoviesOptions o;
+  o.media_dir = (dir_ / "nowhere").string();
+  EXPECT_EQ(Movies::open(*store_, clock_, random_, *queue_, o).status().code(),
+            Code::kInvalidArgument);
+  o.media_dir = dir_.string();
+  o.analysis_ttl = milliseconds(200);
+  EXPECT_EQ(Movies::open(*store_, clock_, random_, *queue_, o).status().code(),
+            Code::kInvalidArgument);
+}
+
 TEST_F(MoviesTest, UnknownMovieIsNotFoundEverywhere) {
   const std::string lease_id(32, 'a');
   EXPECT_EQ(movies_->get("nope").status().code(), Code::kNotFound);

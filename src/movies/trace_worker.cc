@@ -393,7 +393,7 @@ Result<std::unique_ptr<TraceWorker>> TraceWorker::start(ItemStore& store, Clock&
     RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
   }
   options.lease.table = kMoviesTable;
-  options.lease.info_log = options.logger;
+  if (options.lease.info_log == nullptr) options.lease.info_log = options.logger;
   {
     LeaseManager check(store, clock, random, options.lease);
     const Duration every = options.renew_every != Duration::zero()
