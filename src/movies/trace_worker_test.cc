@@ -242,6 +242,28 @@ TEST_F(TraceWorkerTest, RedeliveredAndStaleMessagesAreNoOps) {
   EXPECT_TRUE(queue_->receive(kReceiveBatchMax, seconds(1))->empty());
 }
 
+TEST_F(TraceWorkerTest, AMessageRedeliveredWhileItsJobRunsIsNotClaimedAgain) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  const std::string job = start_trace(id, lease_id);
+  GateStore gate(*inner_);
+  gate.hold_frame(3);
+  auto w1 = start_worker("w1", &gate);
+  ASSERT_TRUE(gate.wait_held(seconds(20)));
+  auto w2 = start_worker("w2");
+  ASSERT_TRUE(
+      queue_->send(boost::json::serialize(boost::json::object{{"movie_id", id}, {"job_id", job}}))
+          .ok());
+  ASSERT_TRUE(eventually([&] { return w2->stats().messages == 1; }));
+  EXPECT_EQ(w2->stats().claimed, 0u);
+  EXPECT_EQ(w2->stats().stale_messages, 1u);
+  gate.open();
+  ASSERT_TRUE(eventually([&] { return w1->stats().traced == 1; }));
+  EXPECT_EQ(w2->stats().rows_written, 0u);
+  EXPECT_EQ(*get_string(*inner_->get(kMoviesTable, movie_key(id), true), attr::kJobClaimedBy),
+            "w1");
+}
+
 TEST_F(TraceWorkerTest, AWorkerThatLosesItsLeaseMidTraceStopsAndWritesNothingMore) {
   std::string lease_id;
   const std::string id = movie_with_marker(&lease_id);
