@@ -8,6 +8,7 @@
 #include "fleet/members.h"
 #include "fleet/schema.h"
 #include "leasehold/queue.h"
+#include "movies/schema.h"
 #include "runtime/runtime.h"
 
 namespace leasehold::cli {
@@ -21,7 +22,8 @@ int run_store_init(const std::string& store_uri, Logger& logger) {
   ItemStore& store = (*runtime)->store();
   for (const TableSpec& spec :
        {lease_table_spec(), fleet::connections_table_spec(), fleet::workers_table_spec(),
-        accounts::Accounts::table_spec(), StoreQueue::table_spec()}) {
+        accounts::Accounts::table_spec(), StoreQueue::table_spec(), movies::movies_table_spec(),
+        movies::frames_table_spec(), movies::audit_table_spec()}) {
     const Status ensured = store.ensure_table(spec);
     if (!ensured.ok())
       return report(ensured.with_context("cannot create table '" + spec.name + "'"));

@@ -10,7 +10,7 @@ TEST_F(ProcessTest, StoreInitCreatesEveryTableAndIsIdempotent) {
     const RunResult r = lh({"store", "init"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto lines = lines_of(r.out);
-    ASSERT_EQ(lines.size(), 5u) << r.out;
+    ASSERT_EQ(lines.size(), 8u) << r.out;
     EXPECT_EQ(parse_object(lines[0]).at("table"), "leases");
     EXPECT_EQ(parse_object(lines[1]).at("table"), "connections");
     EXPECT_EQ(parse_object(lines[2]).at("table"), "fleet_workers");
@@ -18,6 +18,10 @@ TEST_F(ProcessTest, StoreInitCreatesEveryTableAndIsIdempotent) {
     EXPECT_EQ(parse_object(lines[3]).at("indexes"), 2);
     EXPECT_EQ(parse_object(lines[4]).at("table"), "queue_messages");
     EXPECT_EQ(parse_object(lines[4]).at("indexes"), 1);
+    EXPECT_EQ(parse_object(lines[5]).at("table"), "movies");
+    EXPECT_EQ(parse_object(lines[5]).at("indexes"), 1);
+    EXPECT_EQ(parse_object(lines[6]).at("table"), "movie_frames");
+    EXPECT_EQ(parse_object(lines[7]).at("table"), "movie_audit");
     for (const auto& line : lines) EXPECT_EQ(parse_object(line).at("status"), "ready");
   }
   acquire("k", "w");

@@ -1,0 +1,669 @@
+#include "movies/movies.h"
+
+#include <boost/json.hpp>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "base/logging.h"
+#include "movies/schema.h"
+
+namespace leasehold::movies {
+namespace {
+
+namespace json = boost::json;
+
+const std::string* str(const Item& item, std::string_view a) { return get_string(item, a); }
+
+std::string str_or(const Item& item, std::string_view a) {
+  const std::string* v = get_string(item, a);
+  return v ? *v : std::string();
+}
+
+int64_t int_or(const Item& item, std::string_view a, int64_t fallback = 0) {
+  const int64_t* v = get_int(item, a);
+  return v ? *v : fallback;
+}
+
+Status validate_text(std::string_view what, std::string_view text, size_t bytes_max,
+                     bool may_be_empty) {
+  if (text.empty() && !may_be_empty) return invalid_argument(std::string(what) + " is empty");
+  if (text.size() > bytes_max) {
+    return invalid_argument(std::string(what) + " is longer than " + std::to_string(bytes_max) +
+                            " bytes");
+  }
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f) {
+      return invalid_argument(std::string(what) + " contains a control character");
+    }
+  }
+  return {};
+}
+
+Status validate_markers(const std::vector<tracer::Marker>& markers, const MovieDetail& m) {
+  if (markers.size() > kMarkersMax) {
+    return invalid_argument("at most " + std::to_string(kMarkersMax) + " markers");
+  }
+  std::set<std::string> ids;
+  for (const tracer::Marker& mk : markers) {
+    RETURN_IF_ERROR(validate_text("marker id", mk.id, kMarkerIdBytesMax, false));
+    RETURN_IF_ERROR(validate_text("marker label", mk.label, kMarkerLabelBytesMax, true));
+    if (!ids.insert(mk.id).second) return invalid_argument("marker id '" + mk.id + "' repeats");
+    if (mk.frame < 0 || mk.frame >= m.frame_count) {
+      return invalid_argument("marker '" + mk.id + "': frame outside the movie");
+    }
+    if (!(mk.x >= 0 && mk.x < m.width && mk.y >= 0 && mk.y < m.height)) {
+      return invalid_argument("marker '" + mk.id + "': point outside the frame");
+    }
+  }
+  return {};
+}
+
+// The statuses from which a movie may be locked for analysis or traced. A
+// `tracing` movie qualifies only once its tracing lease has expired (an
+// abandoned job): the slot conditions see to that.
+Condition traceable_status() {
+  return cond::eq(attr::kStatus, kStatusReady) || cond::eq(attr::kStatus, kStatusTraced) ||
+         cond::eq(attr::kStatus, kStatusTracingFailed) || cond::eq(attr::kStatus, kStatusTracing);
+}
+
+bool is_traceable(const std::string& status) {
+  return status == kStatusReady || status == kStatusTraced || status == kStatusTracingFailed ||
+         status == kStatusTracing;
+}
+
+// Free: no owner, or expired at now_ms (a released lease has expiry 0).
+Condition slot_free(const SlotNames& n, int64_t now_ms) {
+  return cond::not_exists(n.owner) || cond::lt(n.expires_at_ms, now_ms);
+}
+
+std::optional<Lock> lock_of(const LeaseView& v) {
+  if (!v.held) return std::nullopt;
+  return Lock{v.slot, v.holder, v.acquired_at_ms};
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// What users see of a probe that failed: never the path.
+std::string probe_summary(const Status& s) {
+  if (s.code() == Code::kNotFound) return "the movie's file is missing";
+  return "the file is not a video that can be traced";
+}
+
+}  // namespace
+
+namespace internal {
+
+std::string markers_json(const std::vector<tracer::Marker>& markers) {
+  json::array a;
+  for (const tracer::Marker& m : markers) {
+    a.push_back(
+        json::object{{"id", m.id}, {"label", m.label}, {"frame", m.frame}, {"x", m.x}, {"y", m.y}});
+  }
+  return json::serialize(a);
+}
+
+Result<std::vector<tracer::Marker>> parse_markers(const std::string& text) {
+  std::vector<tracer::Marker> out;
+  if (text.empty()) return out;
+  boost::system::error_code ec;
+  json::value v = json::parse(text, ec);
+  if (ec || !v.is_array()) return internal_error("malformed markers");
+  for (const json::value& e : v.as_array()) {
+    const json::object* o = e.if_object();
+    if (o == nullptr) return internal_error("malformed marker");
+    tracer::Marker m;
+    try {
+      m.id = std::string(o->at("id").as_string());
+      m.label = std::string(o->at("label").as_string());
+      m.frame = o->at("frame").to_number<int64_t>();
+      m.x = o->at("x").to_number<double>();
+      m.y = o->at("y").to_number<double>();
+    } catch (const std::exception&) {
+      return internal_error("malformed marker");
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases) {
+  MovieDetail m;
+  const std::string* id = str(item, attr::kId);
+  const std::string* status = str(item, attr::kStatus);
+  if (id == nullptr || status == nullptr) return internal_error("malformed movie item");
+  m.id = *id;
+  m.name = str_or(item, attr::kName);
+  m.status = *status;
+  m.frames_done = int_or(item, attr::kFramesDone);
+  m.frames_total = int_or(item, attr::kFramesTotal);
+  const Key key = movie_key(m.id);
+  const LeaseView tracing = leases.view_of(item, key, kTracingSlot);
+  const LeaseView analysis = leases.view_of(item, key, kAnalysisSlot);
+  m.lock = lock_of(tracing);
+  if (!m.lock) m.lock = lock_of(analysis);
+  m.file = str_or(item, attr::kFile);
+  m.owner_user = str_or(item, attr::kOwnerUser);
+  m.owner_display_name = str_or(item, attr::kOwnerDisplayName);
+  m.created_at_ms = int_or(item, attr::kCreatedAtMs);
+  if (const std::string* fps = str(item, attr::kFps)) parse_double(*fps, m.fps);
+  m.width = static_cast<int>(int_or(item, attr::kWidth));
+  m.height = static_cast<int>(int_or(item, attr::kHeight));
+  m.frame_count = int_or(item, attr::kFrameCount);
+  ASSIGN_OR_RETURN(m.markers, parse_markers(str_or(item, attr::kMarkers)));
+  m.trim.start_frame = int_or(item, attr::kTrimStart);
+  m.trim.end_frame = int_or(item, attr::kTrimEnd);
+  m.every_frames = int_or(item, attr::kEveryFrames, 1);
+  m.failure_summary = str_or(item, attr::kFailureSummary);
+  // A trace whose job stopped renewing its lease (a worker killed) ended
+  // without publishing anything: report it as failed.
+  if (m.status == kStatusTracing && !tracing.held) {
+    m.status = kStatusTracingFailed;
+    m.failure_summary = "the trace stopped: its worker went away";
+  }
+  return m;
+}
+
+Status record_audit(ItemStore& store, Clock& clock, Random& random, const std::string& movie_id,
+                    const AuditEntry& entry) {
+  const int64_t at_ms = entry.at_ms != 0 ? entry.at_ms : to_unix_ms(clock.wall_now());
+  // Within one millisecond a trace's start sorts before its end (the clock
+  // gives no order there); the random part keeps keys unique.
+  const int phase = entry.event == kEventTracingStarted ? 0 : 1;
+  char sk[64];
+  std::snprintf(sk, sizeof sk, "%015" PRId64 "#%d#%016" PRIx64, at_ms, phase, random.next_u64());
+  Item item{{attr::kPk, movie_pk(movie_id)},
+            {attr::kSk, std::string(sk)},
+            {"event", entry.event},
+            {"user_display_name", entry.user_display_name},
+            {"at_ms", at_ms}};
+  if (!entry.job_id.empty()) item[attr::kJobId] = entry.job_id;
+  if (!entry.summary.empty()) item["summary"] = entry.summary;
+  return store.put(kAuditTable, item, cond::not_exists(attr::kPk));
+}
+
+}  // namespace internal
+
+class Movies::Impl {
+ public:
+  Impl(ItemStore& store, Clock& clock, Random& random, Queue& queue, MoviesOptions options)
+      : store_(store),
+        clock_(clock),
+        random_(random),
+        queue_(queue),
+        options_(std::move(options)),
+        leases_(store, clock, random, options_.lease) {}
+
+  Result<MovieDetail> create(const std::string& name, const User& owner, const std::string& file);
+  Result<MovieDetail> probe(const std::string& id);
+  Result<std::vector<MovieSummary>> list();
+  Result<MovieDetail> get(const std::string& id);
+  Status remove(const std::string& id, const std::string& user_name, bool is_admin);
+  Result<AnalysisLease> acquire_analysis(const std::string& id, const User& user, Lock* holder);
+  Result<AnalysisLease> heartbeat(const std::string& id, const std::string& user_name,
+                                  const std::string& lease_id);
+  Status release(const std::string& id, const std::string& user_name, const std::string& lease_id);
+  Status edit(const std::string& id, const std::string& user_name, const std::string& lease_id,
+              const Update& update);
+  Result<TraceStarted> start_trace(const std::string& id, const User& user,
+                                   const std::string& lease_id);
+  Result<std::vector<FrameRow>> frames(const std::string& id);
+  Result<std::vector<AuditEntry>> audit(const std::string& id);
+
+  Result<MovieDetail> read(const std::string& id);
+  LeaseRef analysis_ref(const std::string& id, const std::string& user_name,
+                        const std::string& lease_id) {
+    return LeaseRef{movie_key(id), kAnalysisSlot, user_name, lease_id};
+  }
+  Status clear_frames(const std::string& id, int64_t from_frame, int64_t below_epoch);
+  Status remove_partition(std::string_view table, const std::string& id);
+  void fail_unqueued(const std::string& id, const Lease& lease, const Status& why);
+
+ private:
+  ItemStore& store_;
+  Clock& clock_;
+  Random& random_;
+  Queue& queue_;
+  const MoviesOptions options_;
+  LeaseManager leases_;
+};
+
+Result<MovieDetail> Movies::Impl::read(const std::string& id) {
+  if (id.empty() || id.size() > 64) return not_found("no movie '" + id + "'");
+  Result<Item> item = store_.get(kMoviesTable, movie_key(id), /*consistent=*/true);
+  if (!item.ok()) {
+    if (item.status().code() == Code::kNotFound) return not_found("no movie '" + id + "'");
+    return item.status();
+  }
+  return internal::parse_movie(*item, leases_);
+}
+
+Result<MovieDetail> Movies::Impl::create(const std::string& name, const User& owner,
+                                         const std::string& file) {
+  RETURN_IF_ERROR(validate_text("name", name, kMovieNameBytesMax, false));
+  RETURN_IF_ERROR(validate_text("user name", owner.name, kOwnerBytesMax, false));
+  RETURN_IF_ERROR(validate_text("file", file, kFileNameBytesMax, false));
+  if (file.find('/') != std::string::npos || file == "." || file == "..") {
+    return invalid_argument("file must be a plain file name");
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(std::filesystem::path(options_.media_dir) / file, ec)) {
+    return invalid_argument("no such file in the media folder: '" + file + "'");
+  }
+  const std::string id = random_token(random_).substr(0, 16);
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  Item item{{attr::kPk, movie_pk(id)},
+            {attr::kKind, std::string(kMovieKind)},
+            {attr::kId, id},
+            {attr::kName, name},
+            {attr::kFile, file},
+            {attr::kOwnerUser, owner.name},
+            {attr::kOwnerDisplayName, owner.display_name},
+            {attr::kCreatedAtMs, now_ms},
+            {attr::kStatus, std::string(kStatusProcessing)},
+            {attr::kFramesDone, int64_t{0}},
+            {attr::kFramesTotal, int64_t{0}}};
+  RETURN_IF_ERROR(store_.put(kMoviesTable, item, cond::not_exists(attr::kPk)));
+  return internal::parse_movie(item, leases_);
+}
+
+Result<MovieDetail> Movies::Impl::probe(const std::string& id) {
+  ASSIGN_OR_RETURN(MovieDetail m, read(id));
+  if (m.status != kStatusProcessing) return failed_precondition("movie is not being processed");
+  const std::string path = (std::filesystem::path(options_.media_dir) / m.file).string();
+  Result<tracer::VideoInfo> info = tracer::probe(path, options_.video_limits);
+  Update update;
+  if (info.ok()) {
+    update.set(attr::kStatus, std::string(kStatusReady))
+        .set(attr::kFps, format_double(info->fps))
+        .set(attr::kWidth, int64_t{info->width})
+        .set(attr::kHeight, int64_t{info->height})
+        .set(attr::kFrameCount, info->frame_count)
+        .set(attr::kMarkers, std::string("[]"))
+        .set(attr::kTrimStart, int64_t{0})
+        .set(attr::kTrimEnd, info->frame_count - 1)
+        .set(attr::kEveryFrames, int64_t{1});
+  } else {
+    log_to(options_.logger, LogLevel::kWarn, "movie {}: probe failed: {}", id,
+           info.status().to_string());
+    update.set(attr::kStatus, std::string(kStatusInvalid))
+        .set(attr::kFailureSummary, probe_summary(info.status()));
+  }
+  Result<Item> written = store_.update(kMoviesTable, movie_key(id), update,
+                                       cond::eq(attr::kStatus, kStatusProcessing));
+  if (!written.ok()) {
+    if (written.status().code() == Code::kConditionFailed) {
+      return failed_precondition("movie is not being processed");
+    }
+    return written.status();
+  }
+  return internal::parse_movie(*written, leases_);
+}
+
+Result<std::vector<MovieSummary>> Movies::Impl::list() {
+  std::vector<MovieSummary> out;
+  QueryOptions q;
+  q.limit = kQueryLimitMax;
+  do {
+    ASSIGN_OR_RETURN(
+        Page page, store_.query_index(kMoviesTable, kMoviesIndex, kMovieKind, KeyRange::all(), q));
+    for (const Item& item : page.items) {
+      Result<MovieDetail> m = internal::parse_movie(item, leases_);
+      if (!m.ok()) continue;  // a malformed item is skipped, not fatal to the list
+      out.push_back(static_cast<MovieSummary&>(*m));
+      if (out.size() >= kListMax) return out;
+    }
+    q.cursor = page.next_cursor;
+  } while (!q.cursor.empty());
+  return out;
+}
+
+Result<MovieDetail> Movies::Impl::get(const std::string& id) { return read(id); }
+
+Status Movies::Impl::remove(const std::string& id, const std::string& user_name, bool is_admin) {
+  ASSIGN_OR_RETURN(MovieDetail m, read(id));
+  if (!is_admin && m.owner_user != user_name) {
+    return permission_denied("only the movie's owner or an admin may remove it");
+  }
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  const Condition unlocked =
+      slot_free(SlotNames(kAnalysisSlot), now_ms) && slot_free(SlotNames(kTracingSlot), now_ms);
+  const Status removed =
+      store_.remove(kMoviesTable, movie_key(id), cond::exists(attr::kPk) && unlocked);
+  if (removed.code() == Code::kConditionFailed) {
+    RETURN_IF_ERROR(read(id).status());
+    return failed_precondition("the movie is in use (locked); try again when it is free");
+  }
+  RETURN_IF_ERROR(removed);
+  RETURN_IF_ERROR(remove_partition(kFramesTable, id));
+  RETURN_IF_ERROR(remove_partition(kAuditTable, id));
+  std::error_code ec;
+  std::filesystem::remove(std::filesystem::path(options_.media_dir) / m.file, ec);
+  if (ec)
+    log_to(options_.logger, LogLevel::kWarn, "movie {}: file not removed: {}", id, ec.message());
+  return {};
+}
+
+Status Movies::Impl::remove_partition(std::string_view table, const std::string& id) {
+  QueryOptions q;
+  q.limit = kQueryLimitMax;
+  q.consistent = true;
+  while (true) {
+    ASSIGN_OR_RETURN(Page page, store_.query(table, movie_pk(id), KeyRange::all(), q));
+    if (page.items.empty()) return {};
+    for (const Item& item : page.items) {
+      RETURN_IF_ERROR(store_.remove(table, Key{movie_pk(id), str_or(item, attr::kSk)}, {}));
+    }
+  }
+}
+
+}  // namespace leasehold::movies
+
+namespace leasehold::movies {
+
+// A refused acquisition says why: no such movie, who holds it, or a movie
+// not in a state to be edited. A lease that expired between the write and
+// the read is tried again.
+Result<AnalysisLease> Movies::Impl::acquire_analysis(const std::string& id, const User& user,
+                                                     Lock* holder) {
+  RETURN_IF_ERROR(validate_text("user name", user.name, kOwnerBytesMax, false));
+  RETURN_IF_ERROR(validate_text("display name", user.display_name, kHolderBytesMax, true));
+  constexpr int kAttemptsMax = 3;
+  for (int attempt = 0; attempt < kAttemptsMax; ++attempt) {
+    AcquireOptions o;
+    o.owner = user.name;
+    o.holder = user.display_name;
+    o.slot = kAnalysisSlot;
+    o.ttl = options_.analysis_ttl;
+    o.extra_condition = cond::exists(attr::kPk) && traceable_status() &&
+                        slot_free(SlotNames(kTracingSlot), to_unix_ms(clock_.wall_now()));
+    Result<Lease> lease = leases_.acquire(movie_key(id), o);
+    if (lease.ok()) return AnalysisLease{lease->token, lease->expires_at_ms};
+    if (lease.status().code() != Code::kAlreadyExists) return lease.status();
+    ASSIGN_OR_RETURN(MovieDetail m, read(id));
+    if (m.lock) {
+      if (holder != nullptr) *holder = *m.lock;
+      return already_exists("the movie is locked (" + m.lock->kind + ") by " +
+                            m.lock->user_display_name);
+    }
+    if (!is_traceable(m.status)) return failed_precondition("the movie is " + m.status);
+  }
+  return unavailable("the movie's lease changed hands while it was taken; retry");
+}
+
+Result<AnalysisLease> Movies::Impl::heartbeat(const std::string& id, const std::string& user_name,
+                                              const std::string& lease_id) {
+  Result<Lease> lease = leases_.renew(analysis_ref(id, user_name, lease_id), options_.analysis_ttl);
+  if (lease.ok()) return AnalysisLease{lease->token, lease->expires_at_ms};
+  if (lease.status().code() == Code::kFailedPrecondition) RETURN_IF_ERROR(read(id).status());
+  return lease.status();
+}
+
+Status Movies::Impl::release(const std::string& id, const std::string& user_name,
+                             const std::string& lease_id) {
+  const Status released =
+      leases_.release(analysis_ref(id, user_name, lease_id), ReleaseMode::kExpire);
+  if (released.code() == Code::kFailedPrecondition) RETURN_IF_ERROR(read(id).status());
+  return released;
+}
+
+Status Movies::Impl::edit(const std::string& id, const std::string& user_name,
+                          const std::string& lease_id, const Update& update) {
+  Result<Item> written = leases_.fenced_write(analysis_ref(id, user_name, lease_id), update);
+  return written.status();
+}
+
+Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User& user,
+                                               const std::string& lease_id) {
+  ASSIGN_OR_RETURN(MovieDetail m, read(id));
+  if (m.lock && m.lock->kind == kTracingSlot) {
+    return already_exists("the movie is being traced (started by " + m.lock->user_display_name +
+                          ")");
+  }
+  if (m.markers.empty()) return invalid_argument("place at least one marker");
+  tracer::TraceRequest request{m.markers, m.trim, m.every_frames, {}};
+  tracer::VideoInfo video;
+  video.fps = m.fps;
+  video.width = m.width;
+  video.height = m.height;
+  video.frame_count = m.frame_count;
+  RETURN_IF_ERROR(tracer::validate(request, video));
+  const int64_t frames_total = tracer::sampled_frame_count(m.trim, m.every_frames);
+
+  AcquireOptions to;
+  to.owner = user.name;
+  to.holder = user.display_name;
+  to.slot = kTracingSlot;
+  to.ttl = options_.tracing_ttl;
+  // The request validated above is the one traced: the edits it was read
+  // from are part of the condition.
+  to.extra_condition =
+      traceable_status() && cond::eq(attr::kMarkers, internal::markers_json(m.markers)) &&
+      cond::eq(attr::kTrimStart, m.trim.start_frame) &&
+      cond::eq(attr::kTrimEnd, m.trim.end_frame) && cond::eq(attr::kEveryFrames, m.every_frames);
+  to.extra_update.set(attr::kStatus, std::string(kStatusTracing))
+      .set(attr::kFramesDone, int64_t{0})
+      .set(attr::kFramesTotal, frames_total)
+      .remove(attr::kFailureSummary)
+      .remove(attr::kJobClaimedBy)
+      .remove(attr::kJobClaimedAtMs);
+  Result<Lease> lease = leases_.replace(analysis_ref(id, user.name, lease_id), to);
+  if (!lease.ok()) {
+    if (lease.status().code() != Code::kAlreadyExists) return lease.status();
+    ASSIGN_OR_RETURN(MovieDetail now, read(id));
+    if (now.lock && now.lock->kind == kTracingSlot) {
+      return already_exists("the movie is being traced");
+    }
+    return failed_precondition("the movie changed while the trace was started; reload it");
+  }
+  const Status cleared = clear_frames(id, m.trim.start_frame, lease->epoch);
+  if (!cleared.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "movie {}: old frames not cleared: {}", id,
+           cleared.to_string());
+  }
+  const std::string body =
+      json::serialize(json::object{{"movie_id", id}, {"job_id", lease->token}});
+  Result<std::string> sent = queue_.send(body);
+  if (!sent.ok()) {
+    fail_unqueued(id, *lease, sent.status());
+    return sent.status().with_context("the trace could not be queued");
+  }
+  const Status audited = internal::record_audit(
+      store_, clock_, random_, id,
+      AuditEntry{kEventTracingStarted, lease->token, user.display_name, 0, ""});
+  if (!audited.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "movie {}: audit not recorded: {}", id,
+           audited.to_string());
+  }
+  return TraceStarted{lease->token, frames_total, lease->expires_at_ms};
+}
+
+void Movies::Impl::fail_unqueued(const std::string& id, const Lease& lease, const Status& why) {
+  log_to(options_.logger, LogLevel::kError, "movie {}: job {} not queued: {}", id, lease.token,
+         why.to_string());
+  const std::string summary = "the trace could not be queued";
+  Update update;
+  update.set(attr::kStatus, std::string(kStatusTracingFailed)).set(attr::kFailureSummary, summary);
+  const Status released = leases_.release(lease, ReleaseMode::kExpire, update);
+  if (!released.ok()) return;
+  (void)internal::record_audit(
+      store_, clock_, random_, id,
+      AuditEntry{kEventTracingFailed, lease.token, lease.holder, 0, summary});
+}
+
+// Rows of older jobs only: a job's epoch is higher than every earlier one's.
+Status Movies::Impl::clear_frames(const std::string& id, int64_t from_frame, int64_t below_epoch) {
+  QueryOptions q;
+  q.limit = kQueryLimitMax;
+  q.consistent = true;
+  do {
+    ASSIGN_OR_RETURN(Page page, store_.query(kFramesTable, movie_pk(id),
+                                             KeyRange::ge(frame_sk_prefix(from_frame)), q));
+    for (const Item& item : page.items) {
+      const Status removed = store_.remove(
+          kFramesTable, Key{movie_pk(id), str_or(item, attr::kSk)},
+          cond::not_exists(attr::kJobEpoch) || cond::lt(attr::kJobEpoch, below_epoch));
+      if (!removed.ok() && removed.code() != Code::kConditionFailed) return removed;
+    }
+    q.cursor = page.next_cursor;
+  } while (!q.cursor.empty());
+  return {};
+}
+
+Result<std::vector<FrameRow>> Movies::Impl::frames(const std::string& id) {
+  RETURN_IF_ERROR(read(id).status());
+  std::vector<FrameRow> out;
+  QueryOptions q;
+  q.limit = kQueryLimitMax;
+  do {
+    ASSIGN_OR_RETURN(Page page, store_.query(kFramesTable, movie_pk(id), KeyRange::all(), q));
+    for (const Item& item : page.items) {
+      FrameRow r;
+      r.marker_id = str_or(item, "marker_id");
+      r.label = str_or(item, "label");
+      r.frame = int_or(item, "frame");
+      parse_double(str_or(item, "time_s"), r.time_s);
+      parse_double(str_or(item, "x"), r.x);
+      parse_double(str_or(item, "y"), r.y);
+      parse_double(str_or(item, "score"), r.score);
+      r.status = str_or(item, "status");
+      double v = 0;
+      if (parse_double(str_or(item, "vx"), v)) r.vx = v;
+      if (parse_double(str_or(item, "vy"), v)) r.vy = v;
+      r.job_id = str_or(item, attr::kJobId);
+      r.job_epoch = int_or(item, attr::kJobEpoch);
+      out.push_back(std::move(r));
+      if (out.size() >= kFrameRowsMax) return out;
+    }
+    q.cursor = page.next_cursor;
+  } while (!q.cursor.empty());
+  return out;
+}
+
+Result<std::vector<AuditEntry>> Movies::Impl::audit(const std::string& id) {
+  RETURN_IF_ERROR(read(id).status());
+  QueryOptions q;
+  q.limit = static_cast<int>(kAuditEntriesMax);
+  ASSIGN_OR_RETURN(Page page, store_.query(kAuditTable, movie_pk(id), KeyRange::all(), q));
+  std::vector<AuditEntry> out;
+  for (const Item& item : page.items) {
+    out.push_back(AuditEntry{str_or(item, "event"), str_or(item, attr::kJobId),
+                             str_or(item, "user_display_name"), int_or(item, "at_ms"),
+                             str_or(item, "summary")});
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- Movies
+
+Result<std::unique_ptr<Movies>> Movies::open(ItemStore& store, Clock& clock, Random& random,
+                                             Queue& queue, MoviesOptions options) {
+  for (const TableSpec& spec : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
+    RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options.media_dir, ec)) {
+    return invalid_argument("the media folder is not a folder");
+  }
+  options.lease.table = kMoviesTable;
+  if (options.lease.info_log == nullptr) options.lease.info_log = options.logger;
+  LeaseManager check(store, clock, random, options.lease);
+  for (Duration ttl : {options.analysis_ttl, options.tracing_ttl}) {
+    RETURN_IF_ERROR(check.check_timing(ttl, check.default_renew_every(ttl)));
+  }
+  return std::unique_ptr<Movies>(
+      new Movies(std::make_unique<Impl>(store, clock, random, queue, std::move(options))));
+}
+
+Movies::Movies(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Movies::~Movies() = default;
+
+Result<MovieDetail> Movies::create(const std::string& name, const User& owner,
+                                   const std::string& file) {
+  return impl_->create(name, owner, file);
+}
+Result<MovieDetail> Movies::probe(const std::string& id) { return impl_->probe(id); }
+Result<std::vector<MovieSummary>> Movies::list() { return impl_->list(); }
+Result<MovieDetail> Movies::get(const std::string& id) { return impl_->get(id); }
+Status Movies::remove(const std::string& id, const std::string& user_name, bool is_admin) {
+  return impl_->remove(id, user_name, is_admin);
+}
+Result<AnalysisLease> Movies::acquire_analysis(const std::string& id, const User& user,
+                                               Lock* holder) {
+  return impl_->acquire_analysis(id, user, holder);
+}
+Result<AnalysisLease> Movies::heartbeat(const std::string& id, const std::string& user_name,
+                                        const std::string& lease_id) {
+  return impl_->heartbeat(id, user_name, lease_id);
+}
+Status Movies::release(const std::string& id, const std::string& user_name,
+                       const std::string& lease_id) {
+  return impl_->release(id, user_name, lease_id);
+}
+
+Status Movies::set_markers(const std::string& id, const std::string& user_name,
+                           const std::string& lease_id,
+                           const std::vector<tracer::Marker>& markers) {
+  ASSIGN_OR_RETURN(MovieDetail m, impl_->read(id));
+  RETURN_IF_ERROR(validate_markers(markers, m));
+  Update update;
+  update.set(attr::kMarkers, internal::markers_json(markers));
+  return impl_->edit(id, user_name, lease_id, update);
+}
+
+Status Movies::set_trim(const std::string& id, const std::string& user_name,
+                        const std::string& lease_id, const tracer::Trim& trim) {
+  ASSIGN_OR_RETURN(MovieDetail m, impl_->read(id));
+  if (!(0 <= trim.start_frame && trim.start_frame <= trim.end_frame &&
+        trim.end_frame < m.frame_count)) {
+    return invalid_argument("the trim must satisfy 0 <= start <= end < " +
+                            std::to_string(m.frame_count));
+  }
+  Update update;
+  update.set(attr::kTrimStart, trim.start_frame).set(attr::kTrimEnd, trim.end_frame);
+  return impl_->edit(id, user_name, lease_id, update);
+}
+
+Status Movies::set_capture_interval(const std::string& id, const std::string& user_name,
+                                    const std::string& lease_id, int64_t every_frames) {
+  ASSIGN_OR_RETURN(MovieDetail m, impl_->read(id));
+  if (every_frames < 1) return invalid_argument("the capture interval must be at least 1 frame");
+  if (m.frame_count > 0 && every_frames > m.frame_count) {
+    return invalid_argument("the capture interval is longer than the movie");
+  }
+  Update update;
+  update.set(attr::kEveryFrames, every_frames);
+  return impl_->edit(id, user_name, lease_id, update);
+}
+
+Result<TraceStarted> Movies::start_trace(const std::string& id, const User& user,
+                                         const std::string& lease_id) {
+  return impl_->start_trace(id, user, lease_id);
+}
+
+Result<std::vector<FrameRow>> Movies::frames(const std::string& id) { return impl_->frames(id); }
+
+Result<std::string> Movies::frames_csv(const std::string& id) {
+  ASSIGN_OR_RETURN(std::vector<FrameRow> rows, impl_->frames(id));
+  std::string out = "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n";
+  for (const FrameRow& r : rows) {
+    out += std::to_string(r.frame) + "," + format_double(r.time_s) + "," + csv_field(r.marker_id) +
+           "," + csv_field(r.label) + "," + format_double(r.x) + "," + format_double(r.y) + "," +
+           format_double(r.score) + "," + r.status + "," + (r.vx ? format_double(*r.vx) : "") +
+           "," + (r.vy ? format_double(*r.vy) : "") + "\n";
+  }
+  return out;
+}
+
+Result<std::vector<AuditEntry>> Movies::audit(const std::string& id) { return impl_->audit(id); }
+
+}  // namespace leasehold::movies

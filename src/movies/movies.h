@@ -1,0 +1,254 @@
+// Movies: the movie tracing service's core. Movies are created from a file
+// already in the media folder, probed, edited (markers, trim, capture
+// interval) by the one browser that holds the movie's analysis lease, and
+// traced by a TraceWorker (movies/trace_worker.h) through a job queue. No
+// HTTP here: the routes are in app/, and map the Status codes below.
+//
+// The movie item (table `movies`, movies/schema.h) is the single source of
+// truth. It carries two lease slots (include/leasehold/lease.h):
+//   analysis  the browser that edits: owner = the user's name, holder = the
+//             user's display name, token = the lease ID the browser sends
+//             back with every edit, heartbeat and release;
+//   tracing   the job that traces: owner = the user who started it, holder =
+//             that user's display name, token = the job ID.
+// Both expire (15 minutes unless set); nothing deletes them: a stale lease is
+// ignored by reads and replaced atomically by the next acquisition. A
+// `tracing` movie whose tracing lease has expired (its worker went away
+// without publishing) is read as `tracing failed`, and may be traced again. While a
+// tracing lease is live nobody may take the analysis lease (nothing but the
+// job writes then), and the tracing lease wins in a movie's `lock`.
+//
+// Rules, each enforced by one conditional write on the movie item:
+//   - acquire_analysis: the slot is free or expired, no live tracing lease,
+//     and the movie is traceable (ready, traced, tracing failed, or a
+//     `tracing` whose lease expired). A second browser is refused, the same
+//     user's included.
+//   - heartbeat / release / edits / start_trace name the lease by
+//     LeaseRef{owner = user name, token = lease ID} and are conditioned on it
+//     and on its not having expired by this process's wall clock.
+//   - start_trace replaces the analysis lease by a tracing lease with a fresh
+//     job ID and sets status `tracing`, frames_done 0 and frames_total in the
+//     same write; then it clears the frames traced before from the trim start
+//     on, enqueues {movie_id, job_id} and records `movie.tracing.started`.
+//
+// Error codes:
+//   kNotFound           no such movie
+//   kInvalidArgument    bad input (nothing was written), a malformed lease ID
+//   kAlreadyExists      someone else holds the movie: a live analysis lease of
+//                       another browser, or a live tracing lease (the lock is
+//                       reported through `holder` where asked for)
+//   kFailedPrecondition the caller's lease ID is not (or no longer) the
+//                       movie's analysis lease; the movie is not in a state
+//                       for this (not probed, invalid; removed while locked)
+//   kPermissionDenied   not the owner nor an admin
+//   kUnavailable / kUnknownOutcome  the store's, passed on
+// The HTTP layer maps kAlreadyExists and kFailedPrecondition of the lease
+// calls to 409.
+//
+// Time: wall time (Unix ms) from the injected Clock only.
+//
+// Thread-safe: a Movies keeps no mutable state of its own; its store, queue,
+// clock and random source must be safe for concurrent use.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "leasehold/clock.h"
+#include "leasehold/lease.h"
+#include "leasehold/logger.h"
+#include "leasehold/queue.h"
+#include "leasehold/random.h"
+#include "leasehold/status.h"
+#include "leasehold/store.h"
+#include "tracer/tracer.h"
+
+namespace leasehold::movies {
+
+inline constexpr size_t kMovieNameBytesMax = 256;
+inline constexpr size_t kFileNameBytesMax = 255;
+inline constexpr size_t kMarkersMax = tracer::kMarkersMax;
+inline constexpr size_t kMarkerIdBytesMax = tracer::kMarkerIdBytesMax;
+inline constexpr size_t kMarkerLabelBytesMax = tracer::kMarkerLabelBytesMax;
+// The most movies list() returns, and the most frame rows frames() returns.
+inline constexpr size_t kListMax = 1000;
+inline constexpr size_t kFrameRowsMax = 1'000'000;
+inline constexpr size_t kAuditEntriesMax = 1000;
+inline constexpr Duration kDefaultLeaseTtl = std::chrono::minutes(15);
+// The queue the jobs go through (QueueOptions::name).
+inline constexpr char kTraceQueueName[] = "movie-trace";
+
+// Who calls: the account's name (unique, the lease owner) and the name shown
+// to others.
+struct User {
+  std::string name;
+  std::string display_name;
+};
+
+// Who holds a movie: a live lease.
+struct Lock {
+  std::string kind;  // "analysis" or "tracing"
+  std::string user_display_name;
+  int64_t started_at_ms = 0;
+};
+
+struct AnalysisLease {
+  std::string lease_id;
+  int64_t expires_at_ms = 0;
+};
+
+struct MovieSummary {
+  std::string id;
+  std::string name;
+  std::string status;  // processing, ready, invalid, tracing, traced, tracing failed
+  int64_t frames_done = 0;
+  // Sampled frames of the trace (tracer::sampled_frame_count): frames_done
+  // counts them as they are written, whatever the number of markers.
+  int64_t frames_total = 0;
+  std::optional<Lock> lock;  // a live lease; tracing wins over analysis
+};
+
+struct MovieDetail : MovieSummary {
+  std::string file;  // its name in the media folder
+  std::string owner_user;
+  std::string owner_display_name;
+  int64_t created_at_ms = 0;
+  double fps = 0;
+  int width = 0;
+  int height = 0;
+  int64_t frame_count = 0;
+  std::vector<tracer::Marker> markers;
+  tracer::Trim trim;
+  int64_t every_frames = 1;
+  std::string failure_summary;  // empty unless status is `tracing failed` or `invalid`
+};
+
+struct TraceStarted {
+  std::string job_id;
+  int64_t frames_total = 0;
+  int64_t expires_at_ms = 0;  // of the tracing lease, until the worker renews it
+};
+
+// One row of movie_frames.
+struct FrameRow {
+  std::string marker_id;
+  std::string label;
+  int64_t frame = 0;
+  double time_s = 0;
+  double x = 0;
+  double y = 0;
+  double score = 0;
+  std::string status;        // tracked or lost
+  std::optional<double> vx;  // px/s
+  std::optional<double> vy;
+  std::string job_id;
+  int64_t job_epoch = 0;
+};
+
+struct AuditEntry {
+  std::string event;
+  std::string job_id;
+  std::string user_display_name;
+  int64_t at_ms = 0;
+  std::string summary;
+};
+
+struct MoviesOptions {
+  // Where the movie files are; create() names a file in it.
+  std::string media_dir;
+  Duration analysis_ttl = kDefaultLeaseTtl;
+  // The tracing lease's first ttl, until the worker renews it with its own.
+  Duration tracing_ttl = kDefaultLeaseTtl;
+  // The clock-skew bound and safety margin; the table is set here.
+  LeaseConfig lease;
+  tracer::VideoLimits video_limits;
+  Logger* logger = nullptr;  // not owned; null logs nothing
+};
+
+class Movies {
+ public:
+  // Requires the three tables (ItemStore::require_table). `queue` is where
+  // jobs go (a StoreQueue named kTraceQueueName in production).
+  // kInvalidArgument if the media folder is not a folder or a ttl leaves no
+  // room for the clock-skew bound and margin.
+  // REQUIRES: everything given outlives the Movies.
+  static Result<std::unique_ptr<Movies>> open(ItemStore& store, Clock& clock, Random& random,
+                                              Queue& queue, MoviesOptions options);
+  ~Movies();
+
+  // A movie of `file` (a plain file name in the media folder, which must be
+  // a regular file there), status `processing`. kInvalidArgument for an
+  // empty or oversized name, a file name with a path in it, or no such file.
+  Result<MovieDetail> create(const std::string& name, const User& owner, const std::string& file);
+  // Probes the file: status `ready` with fps, size, frame_count and a trim of
+  // all frames, or `invalid` with a summary for users. kFailedPrecondition
+  // unless the movie is `processing`.
+  Result<MovieDetail> probe(const std::string& id);
+
+  Result<std::vector<MovieSummary>> list();
+  Result<MovieDetail> get(const std::string& id);
+  // The owner or an admin; not while a live lease is on the movie
+  // (kFailedPrecondition). Deletes the item, then its frames, its audit and
+  // its file.
+  Status remove(const std::string& id, const std::string& user_name, bool is_admin);
+
+  // Takes the analysis lease. kAlreadyExists if held: then `*holder` (if not
+  // null) says by whom.
+  Result<AnalysisLease> acquire_analysis(const std::string& id, const User& user,
+                                         Lock* holder = nullptr);
+  // Extends the lease by the analysis ttl.
+  Result<AnalysisLease> heartbeat(const std::string& id, const std::string& user_name,
+                                  const std::string& lease_id);
+  // Ends the lease. kFailedPrecondition, and nothing changes, if it is no
+  // longer this one (replaced by a tracing lease, taken after expiry).
+  Status release(const std::string& id, const std::string& user_name, const std::string& lease_id);
+
+  // Edits, each one fenced write conditioned on the lease. Validated first
+  // against the probed movie (kInvalidArgument, nothing written): markers
+  // inside the frame (0 <= x < width, 0 <= y < height, 0 <= frame <
+  // frame_count), unique non-empty ids, at most kMarkersMax, bounded labels;
+  // 0 <= trim start <= end < frame_count; every_frames >= 1.
+  Status set_markers(const std::string& id, const std::string& user_name,
+                     const std::string& lease_id, const std::vector<tracer::Marker>& markers);
+  Status set_trim(const std::string& id, const std::string& user_name, const std::string& lease_id,
+                  const tracer::Trim& trim);
+  Status set_capture_interval(const std::string& id, const std::string& user_name,
+                              const std::string& lease_id, int64_t every_frames);
+
+  // Starts a trace (see the file comment). kInvalidArgument if the markers,
+  // trim and interval do not make a trace (no markers, a marker outside the
+  // trim: tracer::validate); kAlreadyExists while a live tracing lease
+  // exists; kFailedPrecondition if the caller does not hold the analysis
+  // lease. If the job cannot be queued, the trace is published as failed.
+  Result<TraceStarted> start_trace(const std::string& id, const User& user,
+                                   const std::string& lease_id);
+
+  // The traced rows, by frame then marker id.
+  Result<std::vector<FrameRow>> frames(const std::string& id);
+  // The same as CSV with a header line.
+  Result<std::string> frames_csv(const std::string& id);
+  // The audit, oldest first (at most kAuditEntriesMax).
+  Result<std::vector<AuditEntry>> audit(const std::string& id);
+
+ private:
+  class Impl;
+  explicit Movies(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Shared by Movies and TraceWorker (movies.cc).
+namespace internal {
+// Reads a movie item; kInternal for a malformed one.
+Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases);
+// Markers as stored (a JSON array of {id, label, frame, x, y}).
+std::string markers_json(const std::vector<tracer::Marker>& markers);
+Result<std::vector<tracer::Marker>> parse_markers(const std::string& json);
+// Appends an audit entry (sk time-ordered and unique).
+Status record_audit(ItemStore& store, Clock& clock, Random& random, const std::string& movie_id,
+                    const AuditEntry& entry);
+}  // namespace internal
+
+}  // namespace leasehold::movies

@@ -1,0 +1,467 @@
+// Tests for Movies on the memory store, a simulated clock and a real (tiny,
+// synthetic) movie: creation and probing, the analysis lease (races,
+// heartbeats, releases, expiry), fenced and validated edits, start_trace
+// and its refusals, removal, and the reads. The worker's side is in
+// trace_worker_test.cc.
+#include "movies/movies.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "movies/schema.h"
+#include "store/memory/memory_store.h"
+#include "tracer/synthetic_movie.h"
+
+namespace leasehold::movies {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const User kAda{"ada", "Ada L."};
+const User kBob{"bob", "Bob B."};
+
+tracer::SyntheticMovie small_movie() {
+  tracer::SyntheticMovie m;
+  m.width = 96;
+  m.height = 64;
+  m.frames = 12;
+  m.spots = {tracer::Spot{.x0_px = 30.2,
+                          .y0_px = 30.7,
+                          .vx_px_per_frame = 0.8,
+                          .vy_px_per_frame = 0.3,
+                          .amplitude_px = 0,
+                          .period_frames = 50,
+                          .radius_px = 6}};
+  return m;
+}
+
+class MoviesTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::filesystem::temp_directory_path() / ("movies_test_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_movie()).ok());
+    std::ofstream(dir_ / "notes.txt") << "not a video";
+  }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+
+  void SetUp() override {
+    ASSERT_TRUE(store_->ensure_table(StoreQueue::table_spec()).ok());
+    for (const TableSpec& s : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
+      ASSERT_TRUE(store_->ensure_table(s).ok());
+    }
+    auto queue = StoreQueue::open(*store_, clock_, random_, QueueOptions{.name = kTraceQueueName});
+    ASSERT_TRUE(queue.ok());
+    queue_ = std::move(queue).value();
+    MoviesOptions o;
+    o.media_dir = dir_.string();
+    o.analysis_ttl = seconds(2);
+    o.tracing_ttl = seconds(3);
+    o.lease.max_clock_skew = milliseconds(100);
+    o.lease.safety_margin = milliseconds(50);
+    auto movies = Movies::open(*store_, clock_, random_, *queue_, o);
+    ASSERT_TRUE(movies.ok()) << movies.status().to_string();
+    movies_ = std::move(movies).value();
+  }
+
+  std::string ready_movie(const std::string& file = "spots.avi") {
+    auto created = movies_->create("spots", kAda, file);
+    EXPECT_TRUE(created.ok()) << created.status().to_string();
+    auto probed = movies_->probe(created->id);
+    EXPECT_TRUE(probed.ok()) << probed.status().to_string();
+    EXPECT_EQ(probed->status, kStatusReady);
+    return created->id;
+  }
+
+  std::vector<tracer::Marker> one_marker(int64_t frame = 0) {
+    const auto at = tracer::spot_position(small_movie().spots[0], frame);
+    return {tracer::Marker{"m1", "spot", frame, at.x, at.y}};
+  }
+
+  Item raw(const std::string& id) {
+    auto item = store_->get(kMoviesTable, movie_key(id), true);
+    EXPECT_TRUE(item.ok());
+    return item.ok() ? *item : Item{};
+  }
+
+  std::vector<Message> drain_queue() {
+    auto got = queue_->receive(kReceiveBatchMax, seconds(60));
+    EXPECT_TRUE(got.ok());
+    return got.ok() ? *got : std::vector<Message>{};
+  }
+
+  static inline std::filesystem::path dir_;
+  SimulatedClock clock_;
+  SystemRandom random_;
+  std::unique_ptr<ItemStore> store_ = store::make_memory_store();
+  std::unique_ptr<StoreQueue> queue_;
+  std::unique_ptr<Movies> movies_;
+};
+
+TEST_F(MoviesTest, CreateProbeGetAndList) {
+  auto created = movies_->create("spots", kAda, "spots.avi");
+  ASSERT_TRUE(created.ok()) << created.status().to_string();
+  EXPECT_EQ(created->status, kStatusProcessing);
+  auto m = movies_->probe(created->id);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->status, kStatusReady);
+  EXPECT_EQ(m->width, 96);
+  EXPECT_EQ(m->height, 64);
+  EXPECT_EQ(m->frame_count, 12);
+  EXPECT_DOUBLE_EQ(m->fps, 25);
+  EXPECT_EQ(m->trim.start_frame, 0);
+  EXPECT_EQ(m->trim.end_frame, 11);
+  EXPECT_EQ(m->every_frames, 1);
+  EXPECT_TRUE(m->markers.empty());
+  EXPECT_FALSE(m->lock.has_value());
+  EXPECT_EQ(movies_->probe(created->id).status().code(), Code::kFailedPrecondition);
+
+  auto listed = movies_->list();
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].id, created->id);
+  EXPECT_EQ((*listed)[0].name, "spots");
+  EXPECT_EQ((*listed)[0].status, kStatusReady);
+}
+
+TEST_F(MoviesTest, CreateRefusesBadInputAndProbeMarksNonVideosInvalidWithoutPaths) {
+  EXPECT_EQ(movies_->create("", kAda, "spots.avi").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->create("x", kAda, "../spots.avi").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->create("x", kAda, "missing.avi").status().code(), Code::kInvalidArgument);
+  auto created = movies_->create("notes", kAda, "notes.txt");
+  ASSERT_TRUE(created.ok());
+  auto m = movies_->probe(created->id);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ(m->status, kStatusInvalid);
+  EXPECT_FALSE(m->failure_summary.empty());
+  EXPECT_EQ(m->failure_summary.find('/'), std::string::npos) << m->failure_summary;
+  EXPECT_EQ(movies_->acquire_analysis(created->id, kAda).status().code(),
+            Code::kFailedPrecondition);
+}
+
+TEST_F(MoviesTest, OpenRefusesAMissingMediaFolderAndTooShortTtls) {
+  MoviesOptions o;
+  o.media_dir = (dir_ / "nowhere").string();
+  EXPECT_EQ(Movies::open(*store_, clock_, random_, *queue_, o).status().code(),
+            Code::kInvalidArgument);
+  o.media_dir = dir_.string();
+  o.analysis_ttl = milliseconds(200);
+  EXPECT_EQ(Movies::open(*store_, clock_, random_, *queue_, o).status().code(),
+            Code::kInvalidArgument);
+}
+
+TEST_F(MoviesTest, UnknownMovieIsNotFoundEverywhere) {
+  const std::string lease_id(32, 'a');
+  EXPECT_EQ(movies_->get("nope").status().code(), Code::kNotFound);
+  EXPECT_EQ(movies_->probe("nope").status().code(), Code::kNotFound);
+  EXPECT_EQ(movies_->acquire_analysis("nope", kAda).status().code(), Code::kNotFound);
+  EXPECT_EQ(movies_->heartbeat("nope", "ada", lease_id).status().code(), Code::kNotFound);
+  EXPECT_EQ(movies_->release("nope", "ada", lease_id).code(), Code::kNotFound);
+  EXPECT_EQ(movies_->set_markers("nope", "ada", lease_id, {}).code(), Code::kNotFound);
+  EXPECT_EQ(movies_->start_trace("nope", kAda, lease_id).status().code(), Code::kNotFound);
+  EXPECT_EQ(movies_->remove("nope", "ada", true).code(), Code::kNotFound);
+  EXPECT_EQ(movies_->frames("nope").status().code(), Code::kNotFound);
+  EXPECT_EQ(movies_->audit("nope").status().code(), Code::kNotFound);
+  EXPECT_FALSE(store_->get(kMoviesTable, movie_key("nope"), true).ok()) << "nothing created";
+}
+
+TEST_F(MoviesTest, TwoUsersRacingForTheAnalysisLeaseExactlyOneWins) {
+  const std::string id = ready_movie();
+  constexpr int kUsers = 8;
+  std::vector<Result<AnalysisLease>> results(kUsers, Result<AnalysisLease>(internal_error("")));
+  std::vector<Lock> holders(kUsers);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kUsers; ++i) {
+    threads.emplace_back([&, i] {
+      const User u{"user" + std::to_string(i), "User " + std::to_string(i)};
+      results[i] = movies_->acquire_analysis(id, u, &holders[i]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  int winners = 0;
+  int winner = -1;
+  for (int i = 0; i < kUsers; ++i) {
+    if (results[i].ok()) {
+      ++winners;
+      winner = i;
+    } else {
+      EXPECT_EQ(results[i].status().code(), Code::kAlreadyExists)
+          << results[i].status().to_string();
+    }
+  }
+  ASSERT_EQ(winners, 1);
+  for (int i = 0; i < kUsers; ++i) {
+    if (i == winner) continue;
+    EXPECT_EQ(holders[i].kind, "analysis");
+    EXPECT_EQ(holders[i].user_display_name, "User " + std::to_string(winner));
+    EXPECT_EQ(holders[i].started_at_ms, to_unix_ms(clock_.wall_now()));
+  }
+  auto m = movies_->get(id);
+  ASSERT_TRUE(m.ok() && m->lock.has_value());
+  EXPECT_EQ(m->lock->kind, "analysis");
+}
+
+TEST_F(MoviesTest, ASecondBrowserOfTheSameUserIsRefusedUntilTheLeaseExpires) {
+  const std::string id = ready_movie();
+  auto first = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(first.ok());
+  Lock holder;
+  EXPECT_EQ(movies_->acquire_analysis(id, kAda, &holder).status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(holder.user_display_name, "Ada L.");
+
+  // The heartbeat extends the lease past its first expiry.
+  clock_.advance(milliseconds(1500));
+  auto beat = movies_->heartbeat(id, "ada", first->lease_id);
+  ASSERT_TRUE(beat.ok()) << beat.status().to_string();
+  EXPECT_GT(beat->expires_at_ms, first->expires_at_ms);
+  clock_.advance(milliseconds(1500));
+  EXPECT_EQ(movies_->acquire_analysis(id, kBob).status().code(), Code::kAlreadyExists);
+
+  // Expired: nobody holds it, and the next browser replaces it.
+  clock_.advance(seconds(1));
+  ASSERT_TRUE(movies_->get(id).ok());
+  EXPECT_FALSE(movies_->get(id)->lock.has_value());
+  auto second = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(second->lease_id, first->lease_id);
+
+  // The first browser's lease ID is worth nothing now.
+  const Item before = raw(id);
+  EXPECT_EQ(movies_->heartbeat(id, "ada", first->lease_id).status().code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->set_markers(id, "ada", first->lease_id, one_marker()).code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->release(id, "ada", first->lease_id).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(raw(id), before);
+
+  ASSERT_TRUE(movies_->release(id, "ada", second->lease_id).ok());
+  EXPECT_FALSE(movies_->get(id)->lock.has_value());
+  EXPECT_TRUE(movies_->acquire_analysis(id, kBob).ok());
+}
+
+TEST_F(MoviesTest, EditsNeedTheLeaseAndChangeNothingWithoutIt) {
+  const std::string id = ready_movie();
+  auto lease = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(lease.ok());
+  const Item before = raw(id);
+  const std::string wrong(32, 'b');
+  EXPECT_EQ(movies_->set_markers(id, "ada", "", one_marker()).code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->set_markers(id, "ada", wrong, one_marker()).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->set_markers(id, "bob", lease->lease_id, one_marker()).code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->set_trim(id, "ada", wrong, {1, 5}).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->set_capture_interval(id, "ada", wrong, 2).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(raw(id), before);
+
+  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(2)).ok());
+  ASSERT_TRUE(movies_->set_trim(id, "ada", lease->lease_id, {1, 9}).ok());
+  ASSERT_TRUE(movies_->set_capture_interval(id, "ada", lease->lease_id, 2).ok());
+  auto m = movies_->get(id);
+  ASSERT_TRUE(m.ok());
+  ASSERT_EQ(m->markers.size(), 1u);
+  EXPECT_EQ(m->markers[0].id, "m1");
+  EXPECT_EQ(m->markers[0].frame, 2);
+  EXPECT_DOUBLE_EQ(m->markers[0].x, one_marker(2)[0].x);
+  EXPECT_EQ(m->trim.start_frame, 1);
+  EXPECT_EQ(m->trim.end_frame, 9);
+  EXPECT_EQ(m->every_frames, 2);
+
+  // Past its expiry (not renewed), the same lease ID writes nothing.
+  clock_.advance(seconds(3));
+  const Item after = raw(id);
+  EXPECT_EQ(movies_->set_trim(id, "ada", lease->lease_id, {0, 11}).code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(raw(id), after);
+}
+
+TEST_F(MoviesTest, BadEditsAreRefusedAndWriteNothing) {
+  const std::string id = ready_movie();
+  auto lease = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(lease.ok());
+  const std::string& l = lease->lease_id;
+  const Item before = raw(id);
+  auto with = [&](auto change) {
+    auto markers = one_marker();
+    change(markers);
+    return movies_->set_markers(id, "ada", l, markers).code();
+  };
+  EXPECT_EQ(with([](auto& m) { m[0].x = 96; }), Code::kInvalidArgument);
+  EXPECT_EQ(with([](auto& m) { m[0].y = -0.5; }), Code::kInvalidArgument);
+  EXPECT_EQ(with([](auto& m) { m[0].frame = 12; }), Code::kInvalidArgument);
+  EXPECT_EQ(with([](auto& m) { m[0].id = ""; }), Code::kInvalidArgument);
+  EXPECT_EQ(with([](auto& m) { m[0].label = std::string(kMarkerLabelBytesMax + 1, 'x'); }),
+            Code::kInvalidArgument);
+  EXPECT_EQ(with([](auto& m) { m.push_back(m[0]); }), Code::kInvalidArgument);
+  EXPECT_EQ(with([](auto& m) { m.resize(kMarkersMax + 1, m[0]); }), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->set_trim(id, "ada", l, {5, 4}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->set_trim(id, "ada", l, {-1, 4}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->set_trim(id, "ada", l, {0, 12}).code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->set_capture_interval(id, "ada", l, 0).code(), Code::kInvalidArgument);
+  EXPECT_EQ(raw(id), before);
+}
+
+TEST_F(MoviesTest, StartTraceReplacesTheAnalysisLeaseQueuesTheJobAndAudits) {
+  const std::string id = ready_movie();
+  auto lease = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(0)).ok());
+  ASSERT_TRUE(movies_->set_capture_interval(id, "ada", lease->lease_id, 2).ok());
+  auto started = movies_->start_trace(id, kAda, lease->lease_id);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  EXPECT_EQ(started->frames_total, 6);  // frames 0, 2, ..., 10
+
+  auto m = movies_->get(id);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, kStatusTracing);
+  EXPECT_EQ(m->frames_done, 0);
+  EXPECT_EQ(m->frames_total, 6);
+  ASSERT_TRUE(m->lock.has_value());
+  EXPECT_EQ(m->lock->kind, "tracing");
+  EXPECT_EQ(m->lock->user_display_name, "Ada L.");
+  EXPECT_EQ(*get_string(raw(id), "tracing_token"), started->job_id);
+
+  const auto messages = drain_queue();
+  ASSERT_EQ(messages.size(), 1u);
+  const auto body = boost::json::parse(messages[0].body).as_object();
+  EXPECT_EQ(body.at("movie_id").as_string(), id);
+  EXPECT_EQ(body.at("job_id").as_string(), started->job_id);
+
+  auto audit = movies_->audit(id);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 1u);
+  EXPECT_EQ((*audit)[0].event, kEventTracingStarted);
+  EXPECT_EQ((*audit)[0].job_id, started->job_id);
+  EXPECT_EQ((*audit)[0].user_display_name, "Ada L.");
+
+  // A late release, edit or second start of the replaced analysis lease
+  // changes nothing; nobody takes the analysis lease while tracing.
+  const Item before = raw(id);
+  EXPECT_EQ(movies_->release(id, "ada", lease->lease_id).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->set_trim(id, "ada", lease->lease_id, {0, 3}).code(),
+            Code::kFailedPrecondition);
+  EXPECT_NE(movies_->start_trace(id, kAda, lease->lease_id).status().code(), Code::kOk);
+  Lock holder;
+  EXPECT_EQ(movies_->acquire_analysis(id, kBob, &holder).status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(holder.kind, "tracing");
+  EXPECT_EQ(raw(id), before);
+  EXPECT_TRUE(drain_queue().empty());
+  EXPECT_EQ(movies_->remove(id, "ada", false).code(), Code::kFailedPrecondition);
+}
+
+TEST_F(MoviesTest, StartTraceRefusalsWriteNothing) {
+  const std::string id = ready_movie();
+  auto lease = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(lease.ok());
+  Item before = raw(id);
+  EXPECT_EQ(movies_->start_trace(id, kAda, lease->lease_id).status().code(), Code::kInvalidArgument)
+      << "no markers";
+  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(5)).ok());
+  ASSERT_TRUE(movies_->set_trim(id, "ada", lease->lease_id, {6, 11}).ok());
+  before = raw(id);
+  EXPECT_EQ(movies_->start_trace(id, kAda, lease->lease_id).status().code(), Code::kInvalidArgument)
+      << "a marker outside the trim";
+  ASSERT_TRUE(movies_->set_trim(id, "ada", lease->lease_id, {0, 11}).ok());
+  before = raw(id);
+  EXPECT_EQ(movies_->start_trace(id, kBob, lease->lease_id).status().code(),
+            Code::kFailedPrecondition)
+      << "another user with Ada's lease ID";
+  EXPECT_EQ(movies_->start_trace(id, kAda, std::string(32, 'c')).status().code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(raw(id), before);
+  EXPECT_TRUE(drain_queue().empty());
+  EXPECT_TRUE(movies_->audit(id)->empty());
+}
+
+TEST_F(MoviesTest, AnAbandonedTraceExpiresAndTheNextTraceReplacesIt) {
+  const std::string id = ready_movie();
+  auto lease = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(0)).ok());
+  auto first = movies_->start_trace(id, kAda, lease->lease_id);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(movies_->acquire_analysis(id, kBob).status().code(), Code::kAlreadyExists);
+
+  clock_.advance(seconds(4));  // past the tracing ttl: nobody renewed it
+  auto m = movies_->get(id);
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(m->lock.has_value());
+  EXPECT_EQ(m->status, kStatusTracingFailed);
+  EXPECT_FALSE(m->failure_summary.empty());
+
+  auto again = movies_->acquire_analysis(id, kBob);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  auto second = movies_->start_trace(id, kBob, again->lease_id);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_NE(second->job_id, first->job_id);
+  EXPECT_EQ(*get_int(raw(id), "tracing_epoch"), 2);
+  EXPECT_EQ(movies_->get(id)->lock->user_display_name, "Bob B.");
+}
+
+TEST_F(MoviesTest, StartTraceClearsOlderFramesFromTheTrimStartOn) {
+  const std::string id = ready_movie();
+  for (int64_t frame : {1, 4, 8}) {
+    Item row{{"pk", movie_pk(id)},
+             {"sk", frame_sk(frame, "m1")},
+             {"frame", frame},
+             {"job_epoch", int64_t{0}}};
+    ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
+  }
+  auto lease = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(4)).ok());
+  ASSERT_TRUE(movies_->set_trim(id, "ada", lease->lease_id, {4, 11}).ok());
+  ASSERT_TRUE(movies_->start_trace(id, kAda, lease->lease_id).ok());
+  auto rows = movies_->frames(id);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].frame, 1);
+}
+
+TEST_F(MoviesTest, RemoveIsForTheOwnerOrAnAdminAndNotWhileLocked) {
+  std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "copy.avi",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string id = ready_movie("copy.avi");
+  Item row{{"pk", movie_pk(id)}, {"sk", frame_sk(0, "m1")}, {"frame", int64_t{0}}};
+  ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
+  EXPECT_EQ(movies_->remove(id, "bob", false).code(), Code::kPermissionDenied);
+  auto lease = movies_->acquire_analysis(id, kBob);
+  ASSERT_TRUE(lease.ok());
+  EXPECT_EQ(movies_->remove(id, "ada", false).code(), Code::kFailedPrecondition);
+  ASSERT_TRUE(movies_->release(id, "bob", lease->lease_id).ok());
+  ASSERT_TRUE(movies_->remove(id, "root", true).ok());
+  EXPECT_EQ(movies_->get(id).status().code(), Code::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "copy.avi"));
+  auto left = store_->query(kFramesTable, movie_pk(id), KeyRange::all(), {});
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->items.empty());
+}
+
+TEST_F(MoviesTest, FramesCsvQuotesLabels) {
+  const std::string id = ready_movie();
+  Item row{{"pk", movie_pk(id)},
+           {"sk", frame_sk(3, "m1")},
+           {"marker_id", std::string("m1")},
+           {"label", std::string("a, \"b\"")},
+           {"frame", int64_t{3}},
+           {"time_s", std::string("0.12")},
+           {"x", std::string("1.5")},
+           {"y", std::string("2")},
+           {"score", std::string("0.9")},
+           {"status", std::string("tracked")},
+           {"vx", std::string("-3")}};
+  ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
+  auto csv = movies_->frames_csv(id);
+  ASSERT_TRUE(csv.ok());
+  EXPECT_EQ(*csv,
+            "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n"
+            "3,0.12,m1,\"a, \"\"b\"\"\",1.5,2,0.9,tracked,-3,\n");
+}
+
+}  // namespace
+}  // namespace leasehold::movies

@@ -1,0 +1,44 @@
+#include "movies/schema.h"
+
+#include <charconv>
+#include <cstdio>
+
+namespace leasehold::movies {
+
+TableSpec movies_table_spec() {
+  return TableSpec{kMoviesTable,
+                   attr::kPk,
+                   "",
+                   {IndexSpec{kMoviesIndex, attr::kKind, attr::kCreatedAtMs, AttrType::kInt}}};
+}
+
+TableSpec frames_table_spec() { return TableSpec{kFramesTable, attr::kPk, attr::kSk, {}}; }
+
+TableSpec audit_table_spec() { return TableSpec{kAuditTable, attr::kPk, attr::kSk, {}}; }
+
+std::string movie_pk(std::string_view id) { return "MOVIE#" + std::string(id); }
+
+Key movie_key(std::string_view id) { return Key{movie_pk(id), ""}; }
+
+std::string frame_sk_prefix(int64_t frame) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%010lld#", static_cast<long long>(frame));
+  return buf;
+}
+
+std::string frame_sk(int64_t frame, std::string_view marker_id) {
+  return frame_sk_prefix(frame) + std::string(marker_id);
+}
+
+std::string format_double(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("0");
+}
+
+bool parse_double(std::string_view text, double& out) {
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace leasehold::movies

@@ -1,0 +1,95 @@
+// The movie tracing service's tables (docs/schema.md lists every attribute).
+//
+//   movies        one item per movie, pk "MOVIE#<id>": the single source of
+//                 truth for its state, its edits and its two lease slots,
+//                 `analysis` (the browser that edits) and `tracing` (the job
+//                 that traces; its token is the job ID). Index
+//                 kind-created_at_ms-index (kind = "movie") lists movies.
+//   movie_frames  traced rows, pk "MOVIE#<id>", sk "<frame, 10 digits>#<marker id>"
+//   movie_audit   what happened to a movie, pk "MOVIE#<id>",
+//                 sk "<at_ms, 15 digits>#<phase>#<16 hex digits>" (time-ordered,
+//                 unique; phase 0 for a start, 1 for an end, so that a start
+//                 sorts first within one millisecond)
+//
+// Plain functions and constants; no state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "leasehold/store.h"
+
+namespace leasehold::movies {
+
+inline constexpr char kMoviesTable[] = "movies";
+inline constexpr char kFramesTable[] = "movie_frames";
+inline constexpr char kAuditTable[] = "movie_audit";
+inline constexpr char kMoviesIndex[] = "kind-created_at_ms-index";
+inline constexpr char kMovieKind[] = "movie";
+
+// Lease slots of a movie item (include/leasehold/lease.h).
+inline constexpr char kAnalysisSlot[] = "analysis";
+inline constexpr char kTracingSlot[] = "tracing";
+
+// Movie statuses.
+inline constexpr char kStatusProcessing[] = "processing";
+inline constexpr char kStatusReady[] = "ready";
+inline constexpr char kStatusInvalid[] = "invalid";
+inline constexpr char kStatusTracing[] = "tracing";
+inline constexpr char kStatusTraced[] = "traced";
+inline constexpr char kStatusTracingFailed[] = "tracing failed";
+
+// Audit events.
+inline constexpr char kEventTracingStarted[] = "movie.tracing.started";
+inline constexpr char kEventTracingCompleted[] = "movie.tracing.completed";
+inline constexpr char kEventTracingFailed[] = "movie.tracing.failed";
+
+// Attributes of a movie item besides the lease slots.
+namespace attr {
+inline constexpr char kPk[] = "pk";
+inline constexpr char kKind[] = "kind";
+inline constexpr char kId[] = "id";
+inline constexpr char kName[] = "name";
+inline constexpr char kFile[] = "file";
+inline constexpr char kOwnerUser[] = "owner_user";
+inline constexpr char kOwnerDisplayName[] = "owner_display_name";
+inline constexpr char kCreatedAtMs[] = "created_at_ms";
+inline constexpr char kStatus[] = "status";
+inline constexpr char kFps[] = "fps";
+inline constexpr char kWidth[] = "width";
+inline constexpr char kHeight[] = "height";
+inline constexpr char kFrameCount[] = "frame_count";
+inline constexpr char kMarkers[] = "markers";
+inline constexpr char kTrimStart[] = "trim_start_frame";
+inline constexpr char kTrimEnd[] = "trim_end_frame";
+inline constexpr char kEveryFrames[] = "every_frames";
+inline constexpr char kFramesDone[] = "frames_done";
+inline constexpr char kFramesTotal[] = "frames_total";
+inline constexpr char kFailureSummary[] = "failure_summary";
+inline constexpr char kJobClaimedBy[] = "job_claimed_by";
+inline constexpr char kJobClaimedAtMs[] = "job_claimed_at_ms";
+// Frame rows.
+inline constexpr char kSk[] = "sk";
+inline constexpr char kJobId[] = "job_id";
+inline constexpr char kJobEpoch[] = "job_epoch";
+}  // namespace attr
+
+TableSpec movies_table_spec();
+TableSpec frames_table_spec();
+TableSpec audit_table_spec();
+
+// "MOVIE#<id>".
+std::string movie_pk(std::string_view id);
+Key movie_key(std::string_view id);
+// The sort key of a frame row, and the smallest sort key of a frame's rows.
+std::string frame_sk(int64_t frame, std::string_view marker_id);
+std::string frame_sk_prefix(int64_t frame);
+
+// Doubles are stored as strings (the store has no floating point type), in
+// the shortest form that reads back as the same double.
+std::string format_double(double v);
+// False if `text` is not a whole decimal number.
+bool parse_double(std::string_view text, double& out);
+
+}  // namespace leasehold::movies

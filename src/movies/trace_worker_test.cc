@@ -1,0 +1,387 @@
+// Tests for TraceWorker on the memory store, a real clock with short ttls
+// and a real (tiny, synthetic) movie: a completed trace, redelivered and
+// stale messages, a worker that loses its lease mid-trace, a killed worker
+// whose lease expires before the next trace replaces it, and a failure with
+// a safe summary. Waits are on conditions with deadlines, never sleeps.
+#include "movies/trace_worker.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "movies/movies.h"
+#include "movies/schema.h"
+#include "store/memory/memory_store.h"
+#include "testing/store_wrapper.h"
+#include "tracer/synthetic_movie.h"
+
+namespace leasehold::movies {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const User kAda{"ada", "Ada L."};
+
+// Waits for `done` to hold, up to `limit`.
+template <typename F>
+bool eventually(F done, Duration limit = seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  return true;
+}
+
+tracer::SyntheticMovie small_movie() {
+  tracer::SyntheticMovie m;
+  m.width = 96;
+  m.height = 64;
+  m.frames = 12;
+  m.spots = {tracer::Spot{.x0_px = 30.2,
+                          .y0_px = 30.7,
+                          .vx_px_per_frame = 0.8,
+                          .vy_px_per_frame = 0.3,
+                          .amplitude_px = 0,
+                          .period_frames = 50,
+                          .radius_px = 6}};
+  return m;
+}
+
+// Holds the first write of a frame row of frame `frame` until opened.
+class GateStore final : public store::StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  void hold_frame(int64_t frame) {
+    std::lock_guard lock(mu_);
+    frame_ = frame;
+  }
+  bool wait_held(Duration limit) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return held_; });
+  }
+  void open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  Result<Item> update(std::string_view table, const Key& key, const Update& update,
+                      const Condition& condition) override {
+    if (table == kFramesTable) {
+      std::unique_lock lock(mu_);
+      if (frame_ >= 0 && key.sk.rfind(frame_sk_prefix(frame_), 0) == 0 && !held_) {
+        held_ = true;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return open_; });
+      }
+    }
+    return StoreWrapper::update(table, key, update, condition);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t frame_ = -1;
+  bool held_ = false;
+  bool open_ = false;
+};
+
+class TraceWorkerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("trace_worker_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    ASSERT_TRUE(tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_movie()).ok());
+    ASSERT_TRUE(inner_->ensure_table(StoreQueue::table_spec()).ok());
+    for (const TableSpec& s : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
+      ASSERT_TRUE(inner_->ensure_table(s).ok());
+    }
+    auto queue = StoreQueue::open(*inner_, clock_, random_, QueueOptions{.name = kTraceQueueName});
+    ASSERT_TRUE(queue.ok());
+    queue_ = std::move(queue).value();
+    MoviesOptions o;
+    o.media_dir = dir_.string();
+    o.analysis_ttl = seconds(5);
+    o.tracing_ttl = seconds(5);
+    o.lease = lease_config();
+    auto movies = Movies::open(*inner_, clock_, random_, *queue_, o);
+    ASSERT_TRUE(movies.ok()) << movies.status().to_string();
+    movies_ = std::move(movies).value();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static LeaseConfig lease_config() {
+    LeaseConfig c;
+    c.max_clock_skew = milliseconds(50);
+    c.safety_margin = milliseconds(50);
+    return c;
+  }
+
+  std::unique_ptr<TraceWorker> start_worker(const std::string& id, ItemStore* store = nullptr,
+                                            Duration ttl = seconds(2)) {
+    TraceWorkerOptions o;
+    o.id = id;
+    o.tracing_ttl = ttl;
+    o.media_dir = dir_.string();
+    o.queue_visibility = seconds(30);
+    o.idle_wait = milliseconds(10);
+    o.lease = lease_config();
+    auto w = TraceWorker::start(store ? *store : *inner_, clock_, random_, *queue_, o);
+    EXPECT_TRUE(w.ok()) << w.status().to_string();
+    return w.ok() ? std::move(w).value() : nullptr;
+  }
+
+  // A probed movie with one marker on the spot, traced every frame.
+  std::string movie_with_marker(std::string* lease_id) {
+    auto created = movies_->create("spots", kAda, "spots.avi");
+    EXPECT_TRUE(created.ok());
+    EXPECT_TRUE(movies_->probe(created->id).ok());
+    auto lease = movies_->acquire_analysis(created->id, kAda);
+    EXPECT_TRUE(lease.ok());
+    const auto at = tracer::spot_position(small_movie().spots[0], 0);
+    EXPECT_TRUE(movies_
+                    ->set_markers(created->id, "ada", lease->lease_id,
+                                  {tracer::Marker{"m1", "spot", 0, at.x, at.y}})
+                    .ok());
+    *lease_id = lease->lease_id;
+    return created->id;
+  }
+
+  std::string start_trace(const std::string& id, const std::string& lease_id) {
+    auto started = movies_->start_trace(id, kAda, lease_id);
+    EXPECT_TRUE(started.ok()) << started.status().to_string();
+    return started.ok() ? started->job_id : "";
+  }
+
+  std::vector<std::string> events(const std::string& id) {
+    std::vector<std::string> out;
+    auto audit = movies_->audit(id);
+    EXPECT_TRUE(audit.ok());
+    if (!audit.ok()) return out;
+    for (const AuditEntry& e : *audit) out.push_back(e.event);
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  RealClock clock_;
+  SystemRandom random_;
+  std::unique_ptr<ItemStore> inner_ = store::make_memory_store();
+  std::unique_ptr<StoreQueue> queue_;
+  std::unique_ptr<Movies> movies_;
+};
+
+TEST_F(TraceWorkerTest, ACompletedTraceIsPublishedWithItsFramesAndAudit) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  const std::string job = start_trace(id, lease_id);
+  auto w = start_worker("w1");
+  ASSERT_TRUE(eventually([&] { return w->stats().traced == 1; }));
+
+  auto m = movies_->get(id);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, kStatusTraced);
+  EXPECT_EQ(m->frames_done, 12);
+  EXPECT_EQ(m->frames_total, 12);
+  EXPECT_FALSE(m->lock.has_value()) << "the tracing lease is ended";
+  EXPECT_TRUE(m->failure_summary.empty());
+  auto rows = movies_->frames(id);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 12u);
+  for (const FrameRow& r : *rows) {
+    const auto truth = tracer::spot_position(small_movie().spots[0], r.frame);
+    EXPECT_LT(std::hypot(r.x - truth.x, r.y - truth.y), 1.5) << "frame " << r.frame;
+    EXPECT_EQ(r.job_id, job);
+    EXPECT_EQ(r.job_epoch, 1);
+    EXPECT_EQ(r.status, "tracked");
+  }
+  auto audit = movies_->audit(id);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 2u);
+  EXPECT_EQ((*audit)[1].event, kEventTracingCompleted);
+  EXPECT_EQ((*audit)[1].job_id, job);
+  EXPECT_EQ((*audit)[1].user_display_name, "Ada L.");
+  // The message was deleted, and the movie may be edited again.
+  EXPECT_TRUE(queue_->receive(1, seconds(1))->empty());
+  EXPECT_TRUE(movies_->acquire_analysis(id, kAda).ok());
+}
+
+TEST_F(TraceWorkerTest, RedeliveredAndStaleMessagesAreNoOps) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  const std::string job = start_trace(id, lease_id);
+  const std::string body =
+      boost::json::serialize(boost::json::object{{"movie_id", id}, {"job_id", job}});
+  const std::string stale = boost::json::serialize(
+      boost::json::object{{"movie_id", id}, {"job_id", random_token(random_)}});
+  ASSERT_TRUE(queue_->send(body).ok());
+  ASSERT_TRUE(queue_->send(stale).ok());
+  ASSERT_TRUE(queue_->send("not json").ok());
+  auto w = start_worker("w1");
+  ASSERT_TRUE(eventually([&] {
+    const auto s = w->stats();
+    return s.traced == 1 && s.messages == 4;
+  }));
+  ASSERT_TRUE(queue_->send(body).ok());  // a redelivery after the job completed
+  ASSERT_TRUE(eventually([&] { return w->stats().messages == 5; }));
+  w->stop();
+  const auto s = w->stats();
+  EXPECT_EQ(s.claimed, 1u);
+  EXPECT_EQ(s.stale_messages, 3u);
+  EXPECT_EQ(movies_->get(id)->status, kStatusTraced);
+  EXPECT_EQ(movies_->frames(id)->size(), 12u);
+  EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingCompleted}));
+  EXPECT_TRUE(queue_->receive(kReceiveBatchMax, seconds(1))->empty());
+}
+
+TEST_F(TraceWorkerTest, AMessageRedeliveredWhileItsJobRunsIsNotClaimedAgain) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  const std::string job = start_trace(id, lease_id);
+  GateStore gate(*inner_);
+  gate.hold_frame(3);
+  auto w1 = start_worker("w1", &gate);
+  ASSERT_TRUE(gate.wait_held(seconds(20)));
+  auto w2 = start_worker("w2");
+  ASSERT_TRUE(
+      queue_->send(boost::json::serialize(boost::json::object{{"movie_id", id}, {"job_id", job}}))
+          .ok());
+  ASSERT_TRUE(eventually([&] { return w2->stats().messages == 1; }));
+  EXPECT_EQ(w2->stats().claimed, 0u);
+  EXPECT_EQ(w2->stats().stale_messages, 1u);
+  gate.open();
+  ASSERT_TRUE(eventually([&] { return w1->stats().traced == 1; }));
+  EXPECT_EQ(w2->stats().rows_written, 0u);
+  EXPECT_EQ(*get_string(*inner_->get(kMoviesTable, movie_key(id), true), attr::kJobClaimedBy),
+            "w1");
+}
+
+TEST_F(TraceWorkerTest, AWorkerThatLosesItsLeaseMidTraceStopsAndWritesNothingMore) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  start_trace(id, lease_id);
+  GateStore gate(*inner_);
+  gate.hold_frame(5);
+  auto w = start_worker("w1", &gate);
+  ASSERT_TRUE(gate.wait_held(seconds(20)));
+  // Another holder takes the tracing lease over while frame 5 is in flight.
+  Update takeover;
+  takeover.set("tracing_owner", std::string("intruder"))
+      .set("tracing_token", random_token(random_))
+      .set(attr::kStatus, std::string("taken"));
+  ASSERT_TRUE(inner_->update(kMoviesTable, movie_key(id), takeover, {}).ok());
+  gate.open();
+  ASSERT_TRUE(eventually([&] { return w->stats().lost == 1; }));
+  w->stop();
+
+  const Item item = *inner_->get(kMoviesTable, movie_key(id), true);
+  EXPECT_EQ(*get_string(item, attr::kStatus), "taken") << "nothing published";
+  EXPECT_EQ(*get_int(item, attr::kFramesDone), 5) << "frames 0..4 done, 5 refused";
+  auto rows = movies_->frames(id);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 6u) << "frames 0..5: the row in flight, nothing after";
+  EXPECT_EQ(rows->back().frame, 5);
+  EXPECT_EQ(events(id), std::vector<std::string>{kEventTracingStarted});
+  EXPECT_EQ(w->stats().traced + w->stats().failed, 0u);
+}
+
+TEST_F(TraceWorkerTest, AKilledWorkersLeaseExpiresAndTheNextTraceReplacesIt) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  const std::string first_job = start_trace(id, lease_id);
+  GateStore gate(*inner_);
+  gate.hold_frame(3);
+  auto killed = start_worker("w1", &gate, milliseconds(800));
+  ASSERT_TRUE(gate.wait_held(seconds(20)));
+  std::thread killer([&] { killed->abandon(); });
+  ASSERT_TRUE(eventually([&] { return killed->stats().stopped; }));
+  gate.open();
+  killer.join();
+  EXPECT_EQ(movies_->get(id)->lock->kind, "tracing") << "abandoned, not released";
+
+  // Once the lease expires, the movie can be taken and traced again.
+  Result<AnalysisLease> again = internal_error("");
+  ASSERT_TRUE(eventually([&] {
+    again = movies_->acquire_analysis(id, kAda);
+    return again.ok();
+  }));
+  const std::string second_job = start_trace(id, again->lease_id);
+  auto w2 = start_worker("w2");
+  ASSERT_TRUE(eventually([&] { return w2->stats().traced == 1; }));
+  EXPECT_EQ(movies_->get(id)->status, kStatusTraced);
+  auto rows = movies_->frames(id);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 12u);
+  for (const FrameRow& r : *rows) {
+    EXPECT_EQ(r.job_id, second_job);
+    EXPECT_EQ(r.job_epoch, 2);
+  }
+  EXPECT_EQ(killed->stats().traced + killed->stats().failed, 0u);
+  EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingStarted,
+                                                  kEventTracingCompleted}));
+}
+
+TEST_F(TraceWorkerTest, AFailedTraceIsPublishedWithASafeSummary) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  const std::string job = start_trace(id, lease_id);
+  std::filesystem::remove(dir_ / "spots.avi");
+  auto w = start_worker("w1");
+  ASSERT_TRUE(eventually([&] { return w->stats().failed == 1; }));
+  auto m = movies_->get(id);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, kStatusTracingFailed);
+  EXPECT_FALSE(m->lock.has_value());
+  EXPECT_EQ(m->failure_summary, "the movie's file is missing");
+  auto audit = movies_->audit(id);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 2u);
+  EXPECT_EQ((*audit)[1].event, kEventTracingFailed);
+  EXPECT_EQ((*audit)[1].job_id, job);
+  EXPECT_EQ((*audit)[1].summary, "the movie's file is missing");
+  EXPECT_EQ((*audit)[1].summary.find(dir_.string()), std::string::npos);
+}
+
+TEST_F(TraceWorkerTest, AWorkerStoppedMidTracePublishesTheTraceAsInterrupted) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  start_trace(id, lease_id);
+  GateStore gate(*inner_);
+  gate.hold_frame(4);
+  auto w = start_worker("w1", &gate);
+  ASSERT_TRUE(gate.wait_held(seconds(20)));
+  std::thread stopper([&] { w->stop(); });
+  ASSERT_TRUE(eventually([&] { return w->stats().stopped; }));
+  gate.open();
+  stopper.join();
+  EXPECT_EQ(w->stats().failed, 1u);
+  auto m = movies_->get(id);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, kStatusTracingFailed);
+  EXPECT_EQ(m->failure_summary, "the trace was interrupted");
+  EXPECT_FALSE(m->lock.has_value()) << "the tracing lease is ended";
+  EXPECT_LT(m->frames_done, 12);
+  EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingFailed}));
+}
+
+TEST_F(TraceWorkerTest, StartRefusesBadOptions) {
+  TraceWorkerOptions o;
+  o.media_dir = dir_.string();
+  EXPECT_EQ(TraceWorker::start(*inner_, clock_, random_, *queue_, o).status().code(),
+            Code::kInvalidArgument);
+  o.id = "w";
+  o.tracing_ttl = milliseconds(100);
+  EXPECT_EQ(TraceWorker::start(*inner_, clock_, random_, *queue_, o).status().code(),
+            Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace leasehold::movies
