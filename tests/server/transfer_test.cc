@@ -1,7 +1,7 @@
 // Streamed bodies through real sockets: uploads into files (byte-exact,
 // over the limit, refused before a byte is written, a client that leaves,
 // the transfer timeouts) and file responses (whole, ranges, 416, several
-// ranges, HEAD, a file that vanished).
+// ranges, HEAD, a file that vanished, a client that stops reading).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -344,6 +344,25 @@ TEST_F(TransferTest, AStalledUploadIsCutOffAndItsFileRemoved) {
   EXPECT_TRUE(idle.wait_closed(4s));  // well before request_timeout
   ASSERT_TRUE(wait_answered(2));
   EXPECT_EQ(uploads_left(), 0u);
+}
+
+// A client that stops reading a download: once the socket's buffers are
+// full, nothing moves, and transfer_idle_timeout closes the connection
+// long before the file is sent (or request_timeout passes).
+TEST_F(TransferTest, ADownloadThatStopsMovingIsCutOff) {
+  ServerLimits limits = test_limits();
+  limits.request_timeout = 10s;
+  limits.transfer_idle_timeout = 300ms;
+  add_file_route();
+  const std::string data = patterned(64 * 1024 * 1024);
+  write_file(data);
+  start(limits);
+  Client client(port());
+  ASSERT_TRUE(client.send(get_request("/file")));
+  ASSERT_TRUE(wait_answered(1));  // the write failed: the exchange is over
+  EXPECT_LT(answered()[0].elapsed, limits.request_timeout);
+  EXPECT_TRUE(client.wait_closed());
+  EXPECT_LT(client.received().size(), data.size());
 }
 
 TEST_F(TransferTest, TransferLimitsOfZeroAreRefused) {
