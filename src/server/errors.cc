@@ -55,6 +55,8 @@ std::string_view error_code(int http_status) {
       return "payload_too_large";
     case 415:
       return "unsupported_media_type";
+    case 416:
+      return "range_not_satisfiable";
     case 429:
       return "too_many_requests";
     case 431:
@@ -65,6 +67,8 @@ std::string_view error_code(int http_status) {
       return "not_implemented";
     case 503:
       return "unavailable";
+    case 507:
+      return "insufficient_storage";
     default:
       return http_status >= 400 && http_status < 500 ? "bad_request" : "internal";
   }

@@ -39,7 +39,8 @@ HttpError http_error(Code code);
 
 // The error code of an HTTP status: "not_found" for 404, "method_not_allowed"
 // for 405, "payload_too_large" for 413, "unsupported_media_type" for 415,
-// "header_too_large" for 431, ...; "internal" for a 5xx it does not know and
+// "range_not_satisfiable" for 416, "header_too_large" for 431,
+// "insufficient_storage" for 507, ...; "internal" for a 5xx it does not know and
 // "bad_request" for a 4xx.
 std::string_view error_code(int http_status);
 

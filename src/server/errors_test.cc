@@ -55,6 +55,8 @@ TEST(ErrorsTest, AnErrorResponseHasTheOneShape) {
   EXPECT_EQ(error_of(error_response(405, "x")).first, "method_not_allowed");
   EXPECT_EQ(error_of(error_response(413, "x")).first, "payload_too_large");
   EXPECT_EQ(error_of(error_response(415, "x")).first, "unsupported_media_type");
+  EXPECT_EQ(error_of(error_response(416, "x")).first, "range_not_satisfiable");
+  EXPECT_EQ(error_of(error_response(507, "x")).first, "insufficient_storage");
   EXPECT_EQ(error_of(error_response(431, "x")).first, "header_too_large");
   EXPECT_EQ(error_of(error_response(418, "x")).first, "bad_request");
   EXPECT_EQ(error_of(error_response(502, "x")).first, "internal");

@@ -30,7 +30,13 @@ struct Request {
   // Header names lower-cased; values as sent. A repeated header appears once
   // per occurrence.
   std::vector<std::pair<std::string, std::string>> headers;
-  std::string body;
+  std::string body;  // empty on an upload route: see body_file
+  // On an upload route (RouteOptions::upload_dir), the file that holds the
+  // body: a new file in upload_dir, mode 0600, complete and closed when the
+  // handler runs. The handler may keep it by renaming it (within the same
+  // file system); the transport removes whatever is still at this path once
+  // the response is written or the request is dropped. Empty elsewhere.
+  std::string body_file = {};
   std::string client_address;  // the peer's IP address, e.g. "127.0.0.1"
   bool tls = false;            // arrived over TLS
   std::string request_id;      // also sent back as X-Request-Id
@@ -51,6 +57,12 @@ struct Response {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
   std::string body;
+  // A file to send instead of `body`: the transport opens it when it writes
+  // the response (404 if it is gone by then) and streams it from disk. With
+  // status 200 it serves a single Range (206, or 416 when unsatisfiable) and
+  // says Accept-Ranges: bytes. Content-Type is the handler's, else
+  // application/octet-stream. The transport only reads the file.
+  std::string file_path = {};
 
   // Sets header `name` to `value`, replacing every header of that name
   // (compared without case); returns *this. To send a header more than once

@@ -12,9 +12,11 @@
 //
 // Each route carries what the transport must enforce before the handler
 // runs: the most body bytes it accepts (more is 413, refused from the
-// Content-Length before the body is read), who may call it, and whether its
+// Content-Length before the body is read), who may call it, whether its
 // handler may block (it calls the store: it then runs on the runtime's
-// BlockingPool, never on an I/O thread).
+// BlockingPool, never on an I/O thread), and whether its body is streamed
+// to a file rather than held in memory (an upload: admission runs before a
+// byte of the body is read, see server.h).
 //
 // Routes are added before the server starts; after that the router is only
 // read, from many threads at once.
@@ -50,6 +52,11 @@ struct RouteOptions {
   Access access = Access::kUser;
   size_t body_bytes_max = 0;  // 0: the route takes no body (GET, DELETE)
   bool blocking = true;       // the handler calls the store
+  // Non-empty: an upload route. The body, up to body_bytes_max (which may be
+  // gigabytes), is streamed into a new file in this directory
+  // (Request::body_file) instead of Request::body. The directory must exist;
+  // keep it on the file system the handler renames kept files to.
+  std::string upload_dir = {};
 };
 
 struct Route {

@@ -14,6 +14,15 @@
 // handler set one. The server's threads are its `threads` I/O threads, no
 // others.
 //
+// An upload route (RouteOptions::upload_dir) is admitted before its body
+// is read: admit runs once the header is in (on the blocking pool if
+// admit_blocks says so), and a refused request gets its answer with not a
+// byte of the body read or written to disk (a client that sent Expect:
+// 100-continue never sends it). Then the body is streamed into a new file,
+// and the handler runs with Request::body_file. A response with
+// Response::file_path is streamed from disk. Both streamed bodies run under
+// the transfer limits below instead of request_timeout alone.
+//
 // stop() stops accepting, lets requests in flight finish (up to
 // drain_timeout), closes idle keep-alive connections and returns; the
 // destructor stops too. Safe to call stop() from any thread (a signal
@@ -45,6 +54,8 @@ inline constexpr std::chrono::milliseconds kHeaderTimeout{10'000};
 inline constexpr std::chrono::milliseconds kRequestTimeout{30'000};
 inline constexpr std::chrono::milliseconds kIdleTimeout{60'000};
 inline constexpr std::chrono::milliseconds kDrainTimeout{5'000};
+inline constexpr std::chrono::milliseconds kTransferIdleTimeout{30'000};
+inline constexpr size_t kTransferRateMinBytesPerS = 16 * 1024;
 
 struct ServerLimits {
   // The request line and header fields; more is 431, then the connection
@@ -63,6 +74,17 @@ struct ServerLimits {
   std::chrono::milliseconds request_timeout = kRequestTimeout;
   std::chrono::milliseconds idle_timeout = kIdleTimeout;    // between keep-alive requests
   std::chrono::milliseconds drain_timeout = kDrainTimeout;  // stop(): in-flight requests
+  // A streamed body (an upload route's request body, a file response's
+  // body) may take longer than request_timeout as long as it moves: its
+  // deadline is request_timeout from its start plus one second for every
+  // transfer_rate_min_bytes_per_s bytes moved so far, so a transfer that
+  // keeps above that rate never reaches it; and each read or write must
+  // move a byte within transfer_idle_timeout. Past either, the connection
+  // closes (the request is dropped, an upload's file removed). Once an
+  // upload's body is in, the handler and the response get request_timeout
+  // afresh.
+  std::chrono::milliseconds transfer_idle_timeout = kTransferIdleTimeout;
+  size_t transfer_rate_min_bytes_per_s = kTransferRateMinBytesPerS;
 };
 
 struct ServerOptions {

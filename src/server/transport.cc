@@ -7,6 +7,15 @@
 // body_bytes_max (a Content-Length over it is refused before a byte of the
 // body is read) and request_timeout.
 //
+// Streamed bodies: an upload route's body is parsed through a small buffer
+// (Beast's buffer_body) and appended to an UploadFile, after admission; a
+// response's file is read in parts with pread and written after its header.
+// Neither ever holds more than kTransferBufferBytes of the body; both run
+// under the transfer limits (transfer_deadline()). The file writes and reads
+// are ordinary blocking calls on the I/O thread, as Beast's own file_body
+// makes them: on a local disk they cost less than the socket operations
+// around them.
+//
 // Threads: `threads` I/O threads run the io_context; a handler that may
 // block (RouteOptions::blocking), or whose admission may
 // (ServerHooks::admit_blocks), runs with its admission on the owner's
@@ -34,6 +43,8 @@
 #include "base/mutex.h"
 #include "net/beast.h"
 #include "server/errors.h"
+#include "server/files.h"
+#include "server/range.h"
 #include "server/server.h"
 #include "server/target.h"
 #include "server/tls_context.h"
@@ -57,6 +68,12 @@ constexpr std::chrono::milliseconds kAcceptRetryDelay{50};
 constexpr std::chrono::milliseconds kTlsShutdownTimeout{1'000};
 // The most I/O threads a server may have.
 constexpr size_t kThreadsMax = 256;
+// The most of a streamed body (an upload, a file response) a session holds
+// at once.
+constexpr size_t kTransferBufferBytes = 64 * 1024;
+// Past this, the credit a streamed body earns by moving bytes stops growing
+// (it keeps the deadline's arithmetic far from overflowing).
+constexpr std::chrono::hours kTransferCreditMax{24 * 365};
 
 constexpr std::string_view kContentSecurityPolicy =
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -120,11 +137,14 @@ Status validate(const ServerOptions& options, const ServerHooks& hooks) {
         "keep_alive_requests_max must be at least 1");
   }
   using std::chrono::milliseconds;
-  for (milliseconds timeout :
-       {limits.header_timeout, limits.request_timeout, limits.idle_timeout, limits.drain_timeout}) {
+  for (milliseconds timeout : {limits.header_timeout, limits.request_timeout, limits.idle_timeout,
+                               limits.drain_timeout, limits.transfer_idle_timeout}) {
     if (timeout <= milliseconds::zero()) {
       return invalid_argument("server limits: every timeout must be positive");
     }
+  }
+  if (limits.transfer_rate_min_bytes_per_s == 0) {
+    return invalid_argument("server limits: transfer_rate_min_bytes_per_s must be at least 1");
   }
   if (options.threads > kThreadsMax) {
     return invalid_argument("at most " + std::to_string(kThreadsMax) + " server threads");
@@ -186,6 +206,8 @@ class ServerImpl final : public Server {
   const ServerHooks& hooks() const { return hooks_; }
   Logger* logger() const { return options_.logger; }
   Clock& clock() const { return clock_; }
+  // Names upload files: always the CSPRNG, whatever options.random is.
+  Random& upload_random() { return upload_random_; }
   asio::io_context& io() { return io_; }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
   std::string next_request_id() {
@@ -214,6 +236,7 @@ class ServerImpl final : public Server {
   const std::unique_ptr<ssl::context> tls_;
   RealClock real_clock_;
   Clock& clock_;
+  SystemRandom upload_random_;
   asio::io_context io_;
   asio::strand<asio::io_context::executor_type> strand_;  // the acceptor and the timers
   tcp::acceptor acceptor_;
@@ -263,14 +286,32 @@ class Session final : public SessionBase {
   bool take_route();
   void read_body();
   void on_body(error_code ec, size_t bytes);
+  void begin_upload(bool has_body);
+  void on_admitted(std::optional<Response> refused);
+  void read_upload_body();
+  void on_upload_bytes(error_code ec, size_t bytes);
+  void finish_upload();
+  void refuse_upload(const Status& status);
+  asio::steady_timer::time_point transfer_deadline() const;
   bool admit_blocks() const;
+  // What a job on the blocking pool runs: an upload route's admission alone,
+  // or the handler (after admission, unless admitted_ already).
+  enum class Step { kAdmit, kHandle };
   void dispatch();
-  void dispatch_blocking();
-  void on_handled(Request request, Response response, uint64_t generation);
+  void dispatch_blocking(Step step);
+  void on_handled(Request request, std::optional<Response> response, uint64_t generation,
+                  Step step);
   void on_handler_timeout(uint64_t generation, error_code ec);
-  static Response run_handler(ServerImpl& server, Request& request, const Route& route);
+  static std::optional<Response> run_admit(ServerImpl& server, Request& request,
+                                           const Route& route);
+  static Response run_handler(ServerImpl& server, Request& request, const Route& route,
+                              bool admitted);
   void respond(Response response);
+  Response open_file_response(Response response);
   void on_written(error_code ec, size_t bytes);
+  void write_file_part();
+  void on_file_part(error_code ec, size_t bytes);
+  void finish_write(error_code ec);
   void end_exchange(const Response& response);
   void close_gracefully();
   void close_now();
@@ -299,6 +340,23 @@ class Session final : public SessionBase {
   bool awaiting_handler_ = false;
   Response response_;
   http::response<http::string_body> message_;
+
+  // An upload route's exchange: admitted before its body is read, which is
+  // then parsed through upload_parser_ into upload_.
+  bool admitted_ = false;
+  bool has_body_ = false;
+  std::optional<http::request_parser<http::buffer_body>> upload_parser_;
+  // Shared with a handler on the blocking pool: the file is removed once
+  // both the exchange and the handler are done with it.
+  std::shared_ptr<UploadFile> upload_;
+  // A file response's body: what is left to send of it, from where.
+  std::unique_ptr<SendFile> send_file_;
+  uint64_t send_offset_ = 0;
+  uint64_t send_remaining_ = 0;
+  // The streamed body in progress, either way (transfer_deadline()).
+  asio::steady_timer::time_point transfer_started_;
+  uint64_t transfer_bytes_ = 0;
+  std::unique_ptr<char[]> transfer_buffer_;  // kTransferBufferBytes, made on first use
 };
 
 template <class Stream>
@@ -371,6 +429,7 @@ template <class Stream>
 void Session<Stream>::wait_for_request() {
   idle_ = true;
   if (stopping_ || server_.stopping()) return close_now();
+  upload_parser_.reset();
   parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(limits().header_bytes_max));
   // The route's limit is set once the header is read; none until then, so
@@ -457,6 +516,7 @@ void Session<Stream>::begin_exchange() {
   keep_alive_ = header.keep_alive() && !has_body;
   deadline_ = asio::steady_timer::clock_type::now() + limits().request_timeout;
   if (!take_target() || !take_route()) return;
+  if (!route_->options.upload_dir.empty()) return begin_upload(has_body);
   if (!has_body) return dispatch();
   const uint64_t body_bytes_max = route_->options.body_bytes_max;
   if (const auto length = parser_->content_length(); length && *length > body_bytes_max) {
@@ -515,9 +575,118 @@ void Session<Stream>::read_body() {
 
 template <class Stream>
 void Session<Stream>::on_body(error_code ec, size_t) {
+  if (exchange_ != Exchange::kOpen) return;  // force_close() dropped it meanwhile
   if (ec) return on_read_error(ec);
   request_.body = std::move(parser_->get().body());
   dispatch();
+}
+
+// An upload route: refused from its Content-Length, then admitted, all
+// before a byte of the body is read.
+template <class Stream>
+void Session<Stream>::begin_upload(bool has_body) {
+  has_body_ = has_body;
+  if (const auto length = parser_->content_length();
+      has_body && length && *length > route_->options.body_bytes_max) {
+    return on_read_error(http::error::body_limit);  // refused unread
+  }
+  if (admit_blocks()) return dispatch_blocking(Step::kAdmit);
+  on_admitted(run_admit(server_, request_, *route_));
+}
+
+// Admitted (no refusal): the body file is made and the body read into it.
+// Refused: the answer closes the connection, since the body is unread.
+template <class Stream>
+void Session<Stream>::on_admitted(std::optional<Response> refused) {
+  if (refused) return respond(std::move(*refused));
+  admitted_ = true;
+  auto file = UploadFile::create(route_->options.upload_dir, server_.upload_random());
+  if (!file.ok()) return refuse_upload(file.status());
+  upload_ = std::move(file).value();
+  request_.body_file = upload_->path();
+  if (!has_body_) return finish_upload();
+  // The header parser becomes a body parser: Beast moves what it has read so
+  // far into it, body bytes that came with the header included.
+  upload_parser_.emplace(std::move(*parser_));
+  upload_parser_->body_limit(route_->options.body_bytes_max);
+  transfer_started_ = asio::steady_timer::clock_type::now();
+  transfer_bytes_ = 0;
+  if (!beast::iequals(upload_parser_->get()[http::field::expect], "100-continue")) {
+    return read_upload_body();
+  }
+  tcp_layer().expires_at(transfer_deadline());
+  asio::async_write(stream_, asio::buffer(kContinue), [self = self()](error_code ec, size_t) {
+    if (ec) return self->close_now();
+    self->read_upload_body();
+  });
+}
+
+template <class Stream>
+void Session<Stream>::read_upload_body() {
+  if (!transfer_buffer_) transfer_buffer_ = std::make_unique<char[]>(kTransferBufferBytes);
+  auto& body = upload_parser_->get().body();
+  body.data = transfer_buffer_.get();
+  body.size = kTransferBufferBytes;
+  tcp_layer().expires_at(transfer_deadline());
+  http::async_read_some(stream_, buffer_, *upload_parser_,
+                        beast::bind_front_handler(&Session::on_upload_bytes, self()));
+}
+
+// need_buffer only says the buffer is full: its bytes go to the file and
+// the reading goes on.
+template <class Stream>
+void Session<Stream>::on_upload_bytes(error_code ec, size_t) {
+  if (exchange_ != Exchange::kOpen) return;  // force_close() dropped it meanwhile
+  if (ec == http::error::need_buffer) ec = {};
+  if (ec) return on_read_error(ec);  // 413 past the limit; the client left; a timeout
+  const size_t got = kTransferBufferBytes - upload_parser_->get().body().size;
+  if (got > 0) {
+    if (Status written = upload_->write({transfer_buffer_.get(), got}); !written.ok()) {
+      return refuse_upload(written);
+    }
+    transfer_bytes_ += got;
+  }
+  if (upload_parser_->is_done()) return finish_upload();
+  read_upload_body();
+}
+
+// The body is all in the file: the handler runs, with request_timeout
+// afresh for itself and the response.
+template <class Stream>
+void Session<Stream>::finish_upload() {
+  if (Status closed = upload_->close(); !closed.ok()) return refuse_upload(closed);
+  if (upload_parser_) {
+    keep_alive_ = upload_parser_->get().keep_alive();
+    upload_parser_.reset();
+  }
+  deadline_ = asio::steady_timer::clock_type::now() + limits().request_timeout;
+  dispatch();
+}
+
+// The body file could not be made or written: 507 for a full disk, else 500
+// (the log has the cause). The connection closes, as the body may be unread.
+template <class Stream>
+void Session<Stream>::refuse_upload(const Status& status) {
+  keep_alive_ = false;
+  log_to(server_.logger(), LogLevel::kError, "request {}: {} {}: the upload failed: {}",
+         request_.request_id, request_.method, request_.route, status.to_string());
+  if (status.code() == Code::kResourceExhausted) {
+    return respond(error_response(507, "the server has no room for this upload"));
+  }
+  respond(internal_error_response(request_.request_id));
+}
+
+// The deadline of the next read or write of a streamed body: the transfer
+// limits of ServerLimits.
+template <class Stream>
+asio::steady_timer::time_point Session<Stream>::transfer_deadline() const {
+  const ServerLimits& l = limits();
+  const std::chrono::duration<double> credit_s(std::min(
+      static_cast<double>(transfer_bytes_) / static_cast<double>(l.transfer_rate_min_bytes_per_s),
+      std::chrono::duration<double>(kTransferCreditMax).count()));
+  const auto credit = std::chrono::duration_cast<std::chrono::milliseconds>(credit_s);
+  return std::min(asio::steady_timer::clock_type::now() + l.transfer_idle_timeout,
+                  transfer_started_ + l.request_timeout + credit);
 }
 
 template <class Stream>
@@ -529,15 +698,17 @@ bool Session<Stream>::admit_blocks() const {
 
 template <class Stream>
 void Session<Stream>::dispatch() {
-  if (route_->options.blocking || admit_blocks()) return dispatch_blocking();
-  Response response = run_handler(server_, request_, *route_);
+  if (route_->options.blocking || (!admitted_ && admit_blocks())) {
+    return dispatch_blocking(Step::kHandle);
+  }
+  Response response = run_handler(server_, request_, *route_, admitted_);
   respond(std::move(response));
 }
 
-// Hands the request to the blocking pool, and waits for the response under
-// request_timeout.
+// Hands the request to the blocking pool, and waits for the response (or
+// the admission) under request_timeout.
 template <class Stream>
-void Session<Stream>::dispatch_blocking() {
+void Session<Stream>::dispatch_blocking(Step step) {
   const uint64_t generation = ++generation_;
   request_summary_ = Request{};
   request_summary_.method = request_.method;
@@ -548,14 +719,18 @@ void Session<Stream>::dispatch_blocking() {
   request_summary_.tls = request_.tls;
   request_summary_.request_id = request_.request_id;
   request_summary_.route = request_.route;
-  auto job = [self = self(), request = std::move(request_), route = route_, generation,
+  auto job = [self = self(), request = std::move(request_), route = route_, generation, step,
+              admitted = admitted_, upload = upload_,
               work = asio::make_work_guard(server_.io())]() mutable {
-    Response response = run_handler(self->server_, request, *route);
+    std::optional<Response> response = step == Step::kAdmit
+                                           ? run_admit(self->server_, request, *route)
+                                           : run_handler(self->server_, request, *route, admitted);
+    upload.reset();  // the handler is done with the body file
     {
       auto executor = self->stream_.get_executor();
       asio::post(executor, [self = std::move(self), request = std::move(request),
-                            response = std::move(response), generation]() mutable {
-        self->on_handled(std::move(request), std::move(response), generation);
+                            response = std::move(response), generation, step]() mutable {
+        self->on_handled(std::move(request), std::move(response), generation, step);
       });
     }
     work.reset();  // last: the io_context may be gone after this
@@ -571,12 +746,14 @@ void Session<Stream>::dispatch_blocking() {
 }
 
 template <class Stream>
-void Session<Stream>::on_handled(Request request, Response response, uint64_t generation) {
+void Session<Stream>::on_handled(Request request, std::optional<Response> response,
+                                 uint64_t generation, Step step) {
   if (!awaiting_handler_ || generation != generation_) return;  // answered 503 already
   awaiting_handler_ = false;
   handler_timer_.cancel();
   request_ = std::move(request);
-  respond(std::move(response));
+  if (step == Step::kAdmit) return on_admitted(std::move(response));
+  respond(std::move(*response));
 }
 
 template <class Stream>
@@ -589,11 +766,31 @@ void Session<Stream>::on_handler_timeout(uint64_t generation, error_code ec) {
                                   std::to_string(limits().request_timeout.count()) + " ms"));
 }
 
-// Admission and the handler, on whichever thread runs them. Never throws.
+// Admission alone, for an upload route before its body is read: nullopt to
+// go on, else the answer. Never throws.
 template <class Stream>
-Response Session<Stream>::run_handler(ServerImpl& server, Request& request, const Route& route) {
+std::optional<Response> Session<Stream>::run_admit(ServerImpl& server, Request& request,
+                                                   const Route& route) {
+  if (!server.hooks().admit) return std::nullopt;
   try {
-    if (server.hooks().admit) {
+    return server.hooks().admit(request, route);
+  } catch (const std::exception& e) {
+    log_to(server.logger(), LogLevel::kError, "request {}: {} {}: admit threw: {}",
+           request.request_id, request.method, route.pattern, e.what());
+  } catch (...) {
+    log_to(server.logger(), LogLevel::kError, "request {}: {} {}: admit threw a non-exception",
+           request.request_id, request.method, route.pattern);
+  }
+  return internal_error_response(request.request_id);
+}
+
+// Admission (unless `admitted` already) and the handler, on whichever thread
+// runs them. Never throws.
+template <class Stream>
+Response Session<Stream>::run_handler(ServerImpl& server, Request& request, const Route& route,
+                                      bool admitted) {
+  try {
+    if (server.hooks().admit && !admitted) {
       if (std::optional<Response> refused = server.hooks().admit(request, route)) {
         return std::move(*refused);
       }
@@ -617,6 +814,7 @@ void Session<Stream>::respond(Response response) {
            request_.method, request_.route, response.status);
     response = internal_error_response(request_.request_id);
   }
+  if (!response.file_path.empty()) response = open_file_response(std::move(response));
   add_standard_headers(response, request_.request_id, kTls);
   ++requests_;
   keep_alive_ = keep_alive_ && !stopping_ && !server_.stopping() &&
@@ -626,8 +824,10 @@ void Session<Stream>::respond(Response response) {
   message_.result(static_cast<unsigned>(response.status));
   for (const auto& [name, value] : response.headers) message_.insert(name, value);
   const bool bodiless = response.status == 204 || response.status == 304;
-  if (!bodiless) message_.content_length(response.body.size());
-  if (!bodiless && request_.method != "HEAD") message_.body() = std::move(response.body);
+  const bool head = request_.method == "HEAD";
+  if (!bodiless) message_.content_length(send_file_ ? send_remaining_ : response.body.size());
+  if (!bodiless && !head) message_.body() = std::move(response.body);
+  if (bodiless || head) send_file_.reset();  // its size was all that was needed
   message_.keep_alive(keep_alive_);
   response_ = std::move(response);
   exchange_ = Exchange::kWriting;
@@ -635,8 +835,94 @@ void Session<Stream>::respond(Response response) {
   http::async_write(stream_, message_, beast::bind_front_handler(&Session::on_written, self()));
 }
 
+// A response with a file: the file opened (it may have vanished: 404), and
+// the status, Content-Range and Accept-Ranges that the Range asks for. The
+// file is then sent after the header by write_file_part().
+template <class Stream>
+Response Session<Stream>::open_file_response(Response response) {
+  const std::string path = std::exchange(response.file_path, {});
+  if (response.status == 204 || response.status == 304) return response;  // no body to send
+  auto file = SendFile::open(path);
+  if (!file.ok()) {
+    if (file.status().code() == Code::kNotFound) return error_response(404, "no such file");
+    log_to(server_.logger(), LogLevel::kError, "request {}: {} {}: cannot send a file: {}",
+           request_.request_id, request_.method, request_.route, file.status().to_string());
+    return internal_error_response(request_.request_id);
+  }
+  const uint64_t size = (*file)->size();
+  RangeAnswer range{.kind = RangeAnswer::Kind::kWhole, .range = {.first = 0, .length = size}};
+  if (response.status == 200) {
+    response.set_header("Accept-Ranges", "bytes");
+    const bool reads = request_.method == "GET" || request_.method == "HEAD";
+    if (reads && if_range_matches(request_.header("if-range"), response.header("ETag"),
+                                  response.header("Last-Modified"))) {
+      range = resolve_range(request_.header("range"), size);
+    }
+  }
+  if (range.kind == RangeAnswer::Kind::kUnsatisfiable) {
+    Response refused = error_response(
+        416, "the range asked for is outside the file's " + std::to_string(size) + " bytes");
+    refused.set_header("Content-Range", unsatisfied_content_range(size));
+    refused.set_header("Accept-Ranges", "bytes");
+    return refused;
+  }
+  if (range.kind == RangeAnswer::Kind::kPart) {
+    response.status = 206;
+    response.set_header("Content-Range", content_range(range.range, size));
+  }
+  if (!response.header("Content-Type")) {
+    response.set_header("Content-Type", "application/octet-stream");
+  }
+  response.body.clear();
+  send_file_ = std::move(file).value();
+  send_offset_ = range.range.first;
+  send_remaining_ = range.range.length;
+  return response;
+}
+
 template <class Stream>
 void Session<Stream>::on_written(error_code ec, size_t) {
+  if (!ec && send_file_) {
+    transfer_started_ = asio::steady_timer::clock_type::now();
+    transfer_bytes_ = 0;
+    return write_file_part();
+  }
+  finish_write(ec);
+}
+
+// Sends the next part of the file, under the transfer limits. A file that
+// shrank since it was opened cannot fill the Content-Length already sent:
+// the connection closes.
+template <class Stream>
+void Session<Stream>::write_file_part() {
+  if (send_remaining_ == 0) return finish_write({});
+  if (!transfer_buffer_) transfer_buffer_ = std::make_unique<char[]>(kTransferBufferBytes);
+  const size_t want =
+      static_cast<size_t>(std::min<uint64_t>(kTransferBufferBytes, send_remaining_));
+  Result<size_t> read = send_file_->read_at(send_offset_, {transfer_buffer_.get(), want});
+  if (!read.ok() || *read == 0) {
+    log_to(server_.logger(), LogLevel::kError, "request {}: {} {}: the file ended early: {}",
+           request_.request_id, request_.method, request_.route,
+           read.ok() ? "it shrank while it was sent" : read.status().to_string());
+    return finish_write(asio::error::eof);
+  }
+  tcp_layer().expires_at(transfer_deadline());
+  asio::async_write(stream_, asio::buffer(transfer_buffer_.get(), *read),
+                    beast::bind_front_handler(&Session::on_file_part, self()));
+}
+
+template <class Stream>
+void Session<Stream>::on_file_part(error_code ec, size_t bytes) {
+  if (ec) return finish_write(ec);
+  send_offset_ += bytes;
+  send_remaining_ -= bytes;
+  transfer_bytes_ += bytes;
+  write_file_part();
+}
+
+template <class Stream>
+void Session<Stream>::finish_write(error_code ec) {
+  send_file_.reset();
   if (!message_.body().empty()) response_.body = std::move(message_.body());
   end_exchange(response_);
   if (ec) return close_now();
@@ -649,6 +935,12 @@ void Session<Stream>::on_written(error_code ec, size_t) {
 template <class Stream>
 void Session<Stream>::end_exchange(const Response& response) {
   exchange_ = Exchange::kNone;
+  // Before `answered`: whoever hears of the end finds the body file gone
+  // (unless a handler still running on the blocking pool holds it).
+  upload_.reset();
+  send_file_.reset();
+  admitted_ = false;
+  has_body_ = false;
   if (!server_.hooks().answered) return;
   try {
     server_.hooks().answered(request_, response, server_.clock().mono_now() - started_);

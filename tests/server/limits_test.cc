@@ -15,8 +15,7 @@ namespace {
 using LimitsTest = ServerFixture;
 using Clock = std::chrono::steady_clock;
 
-constexpr RouteOptions kSmallBody{
-    .access = Access::kPublic, .body_bytes_max = 16, .blocking = false};
+const RouteOptions kSmallBody{.access = Access::kPublic, .body_bytes_max = 16, .blocking = false};
 
 Handler echo_body_size(std::atomic<int>& calls) {
   return [&calls](Request& r) {

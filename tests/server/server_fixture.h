@@ -160,9 +160,9 @@ class ServerFixture : public ::testing::Test {
     };
   }
 
-  static constexpr RouteOptions kInline{
+  static inline const RouteOptions kInline{
       .access = Access::kPublic, .body_bytes_max = 0, .blocking = false};
-  static constexpr RouteOptions kBlocking{
+  static inline const RouteOptions kBlocking{
       .access = Access::kPublic, .body_bytes_max = 0, .blocking = true};
 
   // Room for a request from each of a thousand connections at once.

@@ -129,5 +129,44 @@ TEST_F(TlsTest, FilesThatCannotBeUsedAreNamedNotQuoted) {
   EXPECT_EQ(start_status(cert_file_, "").code(), Code::kInvalidArgument);
 }
 
+// The streamed bodies over TLS: an upload into a file, and a range of a
+// file back.
+TEST_F(TlsTest, UploadsAndFileRangesWorkOverTls) {
+  std::filesystem::create_directory(dir_ + "/uploads");
+  std::string data(300'000, '\0');
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<char>((i * 7 + i / 300) & 0xff);
+  router_.add("POST", "/upload",
+              [this](Request& r) {
+                std::filesystem::rename(r.body_file, dir_ + "/kept");
+                return Response{.status = 204, .headers = {}, .body = {}};
+              },
+              {.access = Access::kPublic,
+               .body_bytes_max = 1024 * 1024,
+               .blocking = false,
+               .upload_dir = dir_ + "/uploads"});
+  router_.add(
+      "GET", "/kept",
+      [this](Request&) {
+        Response response;
+        response.file_path = dir_ + "/kept";
+        return response;
+      },
+      kInline);
+  start_with(tls_options());
+  Client client(port(), pair_.cert_pem);
+  ASSERT_TRUE(client.tls_ok());
+  ASSERT_TRUE(client.send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                          std::to_string(data.size()) + "\r\n\r\n" + data));
+  auto response = client.read_response();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 204);
+  response = client.get("/kept", "Range: bytes=100000-\r\n");
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 206);
+  EXPECT_EQ(response->header("content-range"), "bytes 100000-299999/300000");
+  EXPECT_TRUE(response->body == data.substr(100'000));
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_ + "/uploads"), {}), 0);
+}
+
 }  // namespace
 }  // namespace leasehold::server::testing
