@@ -364,6 +364,23 @@ async function checkLayout(page, viewport) {
   assert.deepEqual(issues, [], `layout at ${viewport.width}x${viewport.height}`);
 }
 
+test('a lapsed lease is a warning only on a connection that should stream', async () => {
+  await addConnection('lapsed-stopped', 'ws://10.0.0.8:9000/s', { stopped: true });
+  await addConnection('lapsed-started', 'ws://10.0.0.8:9000/t');
+  await leaseTo('lapsed-stopped', 'worker-1', { epoch: 1, ttlMs: -5_000 });
+  await leaseTo('lapsed-started', 'worker-1', { epoch: 1, ttlMs: -5_000 });
+  const page = await fleetPage(alice);
+  await waitForText(cell(page, 'lapsed-stopped', 'lease'), /^expired/);
+  await waitForText(cell(page, 'lapsed-started', 'lease'), /^expired/);
+  const weight = (id) => cell(page, id, 'lease').evaluate((el) => getComputedStyle(el).fontWeight);
+  assert.equal(await weight('lapsed-started'), '600', 'a takeover is due: shown as a warning');
+  assert.equal(await weight('lapsed-stopped'), '400', 'stopped: its lease lapsed as it should');
+  await closePage(page);
+  for (const id of ['lapsed-stopped', 'lapsed-started']) {
+    assert.equal((await store.leasehold('conn', 'rm', id)).code, 0);
+  }
+});
+
 for (const [size, viewport] of [['laptop', LAPTOP], ['phone', PHONE]]) {
   test(`the page is laid out for a ${size} (${viewport.width}x${viewport.height})`, async () => {
     await leaseTo('feed-beta', 'worker-1', { epoch: 1, ttlMs: -5_000 });

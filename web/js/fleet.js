@@ -377,6 +377,8 @@ class FleetPage {
     setText(row.cells.lease, lease.text);
     row.cells.lease.dataset.lease = lease.kind;
     row.cells.owner.dataset.lease = lease.kind;
+    // A lapsed lease is a takeover due only if the connection should stream.
+    row.cells.lease.dataset.stopped = String(c.desired_state === 'STOPPED');
     setTitle(row.cells.lease, c.expires_at_ms ? formatWallTime(c.expires_at_ms) : '');
   }
 
