@@ -5,6 +5,7 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "base/text.h"
 
 namespace leasehold {
 namespace {
@@ -14,21 +15,6 @@ using std::chrono::milliseconds;
 // The shortest validity window worth holding a lease for: enough for a few
 // renewals to be tried before the holder must stop.
 constexpr Duration kValidityMin = milliseconds(300);
-
-Status validate_text(std::string_view what, std::string_view text, size_t bytes_max,
-                     bool may_be_empty) {
-  if (text.empty() && !may_be_empty) return invalid_argument(std::string(what) + " is empty");
-  if (text.size() > bytes_max) {
-    return invalid_argument(std::string(what) + " is longer than " + std::to_string(bytes_max) +
-                            " bytes");
-  }
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      return invalid_argument(std::string(what) + " contains a control character");
-    }
-  }
-  return {};
-}
 
 Status validate_slot(std::string_view slot) {
   const bool ok =

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "base/logging.h"
+#include "base/text.h"
 #include "movies/schema.h"
 
 namespace leasehold::movies {
@@ -24,21 +25,6 @@ std::string str_or(const Item& item, std::string_view a) {
 int64_t int_or(const Item& item, std::string_view a, int64_t fallback = 0) {
   const int64_t* v = get_int(item, a);
   return v ? *v : fallback;
-}
-
-Status validate_text(std::string_view what, std::string_view text, size_t bytes_max,
-                     bool may_be_empty) {
-  if (text.empty() && !may_be_empty) return invalid_argument(std::string(what) + " is empty");
-  if (text.size() > bytes_max) {
-    return invalid_argument(std::string(what) + " is longer than " + std::to_string(bytes_max) +
-                            " bytes");
-  }
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      return invalid_argument(std::string(what) + " contains a control character");
-    }
-  }
-  return {};
 }
 
 Status validate_markers(const std::vector<tracer::Marker>& markers, const MovieDetail& m) {

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "movies/schema.h"
+#include "movies/test_movie.h"
 #include "store/memory/memory_store.h"
 #include "tracer/synthetic_movie.h"
 
@@ -26,27 +27,13 @@ using std::chrono::seconds;
 const User kAda{"ada", "Ada L."};
 const User kBob{"bob", "Bob B."};
 
-tracer::SyntheticMovie small_movie() {
-  tracer::SyntheticMovie m;
-  m.width = 96;
-  m.height = 64;
-  m.frames = 12;
-  m.spots = {tracer::Spot{.x0_px = 30.2,
-                          .y0_px = 30.7,
-                          .vx_px_per_frame = 0.8,
-                          .vy_px_per_frame = 0.3,
-                          .amplitude_px = 0,
-                          .period_frames = 50,
-                          .radius_px = 6}};
-  return m;
-}
-
 class MoviesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = std::filesystem::temp_directory_path() / ("movies_test_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
-    ASSERT_TRUE(tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_movie()).ok());
+    ASSERT_TRUE(
+        tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_test_movie()).ok());
     std::ofstream(dir_ / "notes.txt") << "not a video";
   }
   static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
@@ -80,7 +67,7 @@ class MoviesTest : public ::testing::Test {
   }
 
   std::vector<tracer::Marker> one_marker(int64_t frame = 0) {
-    const auto at = tracer::spot_position(small_movie().spots[0], frame);
+    const auto at = tracer::spot_position(small_test_movie().spots[0], frame);
     return {tracer::Marker{"m1", "spot", frame, at.x, at.y}};
   }
 

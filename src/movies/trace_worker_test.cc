@@ -17,6 +17,7 @@
 
 #include "movies/movies.h"
 #include "movies/schema.h"
+#include "movies/test_movie.h"
 #include "store/memory/memory_store.h"
 #include "testing/store_wrapper.h"
 #include "tracer/synthetic_movie.h"
@@ -38,21 +39,6 @@ bool eventually(F done, Duration limit = seconds(20)) {
     std::this_thread::sleep_for(milliseconds(2));
   }
   return true;
-}
-
-tracer::SyntheticMovie small_movie() {
-  tracer::SyntheticMovie m;
-  m.width = 96;
-  m.height = 64;
-  m.frames = 12;
-  m.spots = {tracer::Spot{.x0_px = 30.2,
-                          .y0_px = 30.7,
-                          .vx_px_per_frame = 0.8,
-                          .vy_px_per_frame = 0.3,
-                          .amplitude_px = 0,
-                          .period_frames = 50,
-                          .radius_px = 6}};
-  return m;
 }
 
 // Holds the first write of a frame row of frame `frame` until opened.
@@ -100,7 +86,8 @@ class TraceWorkerTest : public ::testing::Test {
            ("trace_worker_test_" + std::to_string(::getpid()) + "_" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
-    ASSERT_TRUE(tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_movie()).ok());
+    ASSERT_TRUE(
+        tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_test_movie()).ok());
     ASSERT_TRUE(inner_->ensure_table(StoreQueue::table_spec()).ok());
     for (const TableSpec& s : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
       ASSERT_TRUE(inner_->ensure_table(s).ok());
@@ -147,7 +134,7 @@ class TraceWorkerTest : public ::testing::Test {
     EXPECT_TRUE(movies_->probe(created->id).ok());
     auto lease = movies_->acquire_analysis(created->id, kAda);
     EXPECT_TRUE(lease.ok());
-    const auto at = tracer::spot_position(small_movie().spots[0], 0);
+    const auto at = tracer::spot_position(small_test_movie().spots[0], 0);
     EXPECT_TRUE(movies_
                     ->set_markers(created->id, "ada", lease->lease_id,
                                   {tracer::Marker{"m1", "spot", 0, at.x, at.y}})
@@ -197,7 +184,7 @@ TEST_F(TraceWorkerTest, ACompletedTraceIsPublishedWithItsFramesAndAudit) {
   ASSERT_TRUE(rows.ok());
   ASSERT_EQ(rows->size(), 12u);
   for (const FrameRow& r : *rows) {
-    const auto truth = tracer::spot_position(small_movie().spots[0], r.frame);
+    const auto truth = tracer::spot_position(small_test_movie().spots[0], r.frame);
     EXPECT_LT(std::hypot(r.x - truth.x, r.y - truth.y), 1.5) << "frame " << r.frame;
     EXPECT_EQ(r.job_id, job);
     EXPECT_EQ(r.job_epoch, 1);

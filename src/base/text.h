@@ -1,0 +1,17 @@
+// Checks of short human-readable text that goes into stored items: names,
+// owners, labels.
+#pragma once
+
+#include <cstddef>
+#include <string_view>
+
+#include "leasehold/status.h"
+
+namespace leasehold {
+
+// OK if `text` has at most `bytes_max` bytes and no control character (and
+// is not empty, unless `may_be_empty`); else kInvalidArgument naming `what`.
+Status validate_text(std::string_view what, std::string_view text, size_t bytes_max,
+                     bool may_be_empty);
+
+}  // namespace leasehold
