@@ -11,7 +11,7 @@
 namespace leasehold::app {
 
 using server::Access;
-using server::error_response;
+using server::failed_response;
 using server::json_response;
 using server::kJsonBodyBytesMax;
 using server::read_json_object;
@@ -35,20 +35,6 @@ struct FleetDeps {
 };
 
 int64_t now_ms(Clock& clock) { return to_unix_ms(clock.wall_now()); }
-
-// The error shape for `status`; a 5xx's cause goes to the log, since the
-// answer names only the request's ID.
-Response failed(const Status& status, const Request& request, Logger& log) {
-  Response response = error_response(status, request.request_id);
-  if (response.status >= 500 && log.enabled(LogLevel::kError)) {
-    const std::string cause = status.to_string();
-    const LogField fields[] = {{"request_id", std::string_view(request.request_id)},
-                               {"route", std::string_view(request.route)},
-                               {"error", std::string_view(cause)}};
-    log.log_fields(LogLevel::kError, "fleet API: the store call failed", fields);
-  }
-  return response;
-}
 
 // A connection as the API shows it; never the lease token. The URL's query
 // only for admins (`full_url`).
@@ -77,35 +63,15 @@ json::object member_json(const fleet::Member& m) {
           {"expires_at_ms", m.expires_at_ms}};
 }
 
-// Field `name` of `body` as a string into `out`. Absent: an error if
-// `required`, else `out` is left as it is.
-Status read_string_field(const json::object& body, std::string_view name, bool required,
-                         std::string& out) {
-  const json::value* value = body.if_contains(name);
-  if (value == nullptr) {
-    if (!required) return Status::ok_status();
-    return invalid_argument(std::string(name) + ": missing; expected a string");
-  }
-  if (!value->is_string()) return invalid_argument(std::string(name) + ": expected a string");
-  out = std::string(value->as_string());
-  return Status::ok_status();
-}
-
 // The body of POST /api/fleet/connections: {"id", "url", "seq_field"?,
 // "stopped"?} and nothing else. Each message starts with the field it is
 // about ("url: ..."), so that a form can show it beside that field.
 Result<fleet::NewConnection> parse_new_connection(const json::object& body) {
-  for (const auto& field : body) {
-    const std::string_view key = field.key();
-    if (key != "id" && key != "url" && key != "seq_field" && key != "stopped") {
-      return invalid_argument("unknown field '" + std::string(key.substr(0, 64)) +
-                              "': expected id, url, seq_field and stopped");
-    }
-  }
+  RETURN_IF_ERROR(server::check_fields(body, {"id", "url", "seq_field", "stopped"}));
   fleet::NewConnection c;
-  RETURN_IF_ERROR(read_string_field(body, "id", true, c.id));
-  RETURN_IF_ERROR(read_string_field(body, "url", true, c.url));
-  RETURN_IF_ERROR(read_string_field(body, "seq_field", false, c.seq_field));
+  RETURN_IF_ERROR(server::read_string_field(body, "id", true, c.id));
+  RETURN_IF_ERROR(server::read_string_field(body, "url", true, c.url));
+  RETURN_IF_ERROR(server::read_string_field(body, "seq_field", false, c.seq_field));
   if (const json::value* stopped = body.if_contains("stopped")) {
     if (!stopped->is_bool()) return invalid_argument("stopped: expected true or false");
     c.stopped = stopped->as_bool();
@@ -118,7 +84,7 @@ Result<fleet::NewConnection> parse_new_connection(const json::object& body) {
 
 Response list_connections(const Request& request, const FleetDeps& d) {
   Result<std::vector<fleet::Connection>> listed = fleet::Connections(d.store, d.clock).list();
-  if (!listed.ok()) return failed(listed.status(), request, d.log);
+  if (!listed.ok()) return failed_response(listed.status(), request, d.log);
   const bool admin = request.caller->admin;
   json::array out;
   out.reserve(listed->size());
@@ -130,23 +96,23 @@ Response add_connection(Request& request, const FleetDeps& d) {
   json::object body;
   if (auto refused = read_json_object(request, body)) return *refused;
   Result<fleet::NewConnection> wanted = parse_new_connection(body);
-  if (!wanted.ok()) return failed(wanted.status(), request, d.log);
+  if (!wanted.ok()) return failed_response(wanted.status(), request, d.log);
   Result<fleet::Connection> added = fleet::Connections(d.store, d.clock).add(*wanted);
-  if (!added.ok()) return failed(added.status(), request, d.log);
+  if (!added.ok()) return failed_response(added.status(), request, d.log);
   return json_response(201, connection_json(*added, /*full_url=*/true));
 }
 
 Response set_desired(const Request& request, fleet::DesiredState state, const FleetDeps& d) {
   Result<fleet::Connection> set =
       fleet::Connections(d.store, d.clock).set_desired(request.params.at("id"), state);
-  if (!set.ok()) return failed(set.status(), request, d.log);
+  if (!set.ok()) return failed_response(set.status(), request, d.log);
   return json_response(200, connection_json(*set, request.caller->admin));
 }
 
 Response remove_connection(const Request& request, const FleetDeps& d) {
   const std::string& id = request.params.at("id");
   if (const Status removed = fleet::Connections(d.store, d.clock).remove(id); !removed.ok()) {
-    return failed(removed, request, d.log);
+    return failed_response(removed, request, d.log);
   }
   return json_response(200, json::object{{"id", id}, {"removed", true}});
 }
@@ -154,7 +120,7 @@ Response remove_connection(const Request& request, const FleetDeps& d) {
 Response list_workers(const Request& request, const FleetDeps& d) {
   Result<std::vector<fleet::Member>> members =
       fleet::list_members(d.store, d.clock, /*alive_only=*/false);
-  if (!members.ok()) return failed(members.status(), request, d.log);
+  if (!members.ok()) return failed_response(members.status(), request, d.log);
   json::array out;
   out.reserve(members->size());
   for (const fleet::Member& m : *members) out.push_back(member_json(m));

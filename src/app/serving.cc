@@ -1,13 +1,82 @@
 #include "app/serving.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "app/fleet_api.h"
+#include "base/logging.h"
 #include "fleet/members.h"
 #include "fleet/schema.h"
+#include "movies/schema.h"
 
 namespace leasehold::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Makes the media folder and its uploads folder, and removes the uploads a
+// process that died mid-upload left behind. Their age is read on the file
+// system's own clock, the one that stamped them.
+Result<std::string> prepare_media(const std::string& media_dir, Logger& log) {
+  const fs::path uploads = fs::path(media_dir) / kUploadsFolder;
+  std::error_code ec;
+  fs::create_directories(uploads, ec);
+  if (ec || !fs::is_directory(media_dir) || !fs::is_directory(uploads)) {
+    return invalid_argument("the media folder '" + media_dir +
+                            "' cannot be used: " + (ec ? ec.message() : "not a folder"));
+  }
+  const auto now = fs::file_time_type::clock::now();
+  for (const fs::directory_entry& entry : fs::directory_iterator(uploads, ec)) {
+    if (entry.path().extension() != ".upload") continue;
+    const auto written = entry.last_write_time(ec);
+    if (ec || now - written < kStaleUploadAge) continue;
+    if (fs::remove(entry.path(), ec)) {
+      log_to(log, LogLevel::kInfo, "removed an unfinished upload left behind: {}",
+             entry.path().filename().string());
+    }
+  }
+  return uploads.string();
+}
+
+}  // namespace
+
+movies::ServiceOptions movies_service_options(const MoviesServingOptions& o, std::string_view kind,
+                                              const LeaseConfig& lease, Logger* log) {
+  char host[64] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "host");
+  movies::ServiceOptions so;
+  so.media_dir = o.media_dir;
+  so.analysis_ttl = o.analysis_ttl;
+  so.tracing_ttl = o.tracing_ttl;
+  so.trace_workers = o.trace_workers;
+  so.probe_workers = o.probe_workers;
+  so.worker_prefix = std::string(kind) + "-" + host + "-" + std::to_string(getpid());
+  so.lease = lease;
+  so.logger = log;
+  return so;
+}
+
+Status Serving::start_movies(const MoviesServingOptions& o, Logger& log) {
+  runtime::Runtime& rt = *runtime_;
+  ASSIGN_OR_RETURN(const std::string uploads, prepare_media(o.media_dir, log));
+  ASSIGN_OR_RETURN(movies_, movies::Service::start(
+                                rt.store(), rt.clock(), rt.random(),
+                                movies_service_options(o, "serve", rt.leases().config(), &log)));
+  MoviesApiOptions api;
+  api.media_dir = o.media_dir;
+  api.upload_dir = uploads;
+  api.upload_bytes_max = o.upload_bytes_max;
+  movies::Service& service = *movies_;
+  api.probe_queued = [&service] { service.probe_queued(); };
+  api.trace_queued = [&service] { service.trace_queued(); };
+  add_movie_routes(app_->router(), service.movies(), service.probe_queue(), rt.random(), log,
+                   std::move(api));
+  return {};
+}
 
 Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
   // Not make_unique: the constructor is private, so that start() is the
@@ -25,8 +94,9 @@ Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
   ASSIGN_OR_RETURN(s->runtime_, runtime::Runtime::open(std::move(runtime_options)));
   runtime::Runtime& rt = *s->runtime_;
   const TableSpec table = accounts::Accounts::table_spec();
-  for (const TableSpec& spec :
-       {table, fleet::connections_table_spec(), fleet::workers_table_spec()}) {
+  for (const TableSpec& spec : {table, fleet::connections_table_spec(), fleet::workers_table_spec(),
+                                movies::movies_table_spec(), movies::frames_table_spec(),
+                                movies::audit_table_spec(), StoreQueue::table_spec()}) {
     RETURN_IF_ERROR(rt.store().ensure_table(spec));
   }
   s->accounts_ = std::make_unique<accounts::Accounts>(rt.store(), rt.clock(), rt.random());
@@ -44,13 +114,17 @@ Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
   Logger& log = options.log != nullptr ? *options.log : rt.logger();
   s->app_ = std::make_unique<App>(rt, *s->accounts_, s->registry_, log, app_options);
   add_fleet_routes(s->app_->router(), rt.store(), rt.clock(), log);
+  RETURN_IF_ERROR(s->start_movies(options.movies, log));
   ASSIGN_OR_RETURN(s->server_,
                    server::Server::start(server_options, s->app_->router(), s->app_->hooks()));
   return s;
 }
 
-Serving::~Serving() {
+Serving::~Serving() { stop(); }
+
+void Serving::stop() {
   if (server_) server_->stop();
+  if (movies_) movies_->stop();
 }
 
 }  // namespace leasehold::app

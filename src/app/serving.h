@@ -1,12 +1,15 @@
 // Serving: `leasehold serve` as one object — the runtime on a store (its
 // store calls metered into the registry, its blocking pool sized for a
 // server), the accounts table and Accounts, the stream fleet's tables and
-// API (app/fleet_api.h), the App and the Server it runs on — built the same
-// way by `serve` and by `bench http`.
+// API (app/fleet_api.h), the movie tracing service (its tables, its two job
+// queues, Movies, its API in app/movies_api.h, and the probe and trace
+// workers it runs in-process unless told not to), the App and the Server it
+// runs on — built the same way by `serve` and by `bench http`.
 //
-// The server is stopped first when a Serving is destroyed, then the rest in
-// reverse order of building. Its parts are safe for concurrent use as their
-// own headers say.
+// The server is stopped first when a Serving is destroyed (or stop() is
+// called), then the movie workers (a trace under way is published as
+// interrupted), then the rest in reverse order of building. Its parts are
+// safe for concurrent use as their own headers say.
 #pragma once
 
 #include <memory>
@@ -14,8 +17,10 @@
 
 #include "accounts/accounts.h"
 #include "app/app.h"
+#include "app/movies_api.h"
 #include "leasehold/logger.h"
 #include "metrics/registry.h"
+#include "movies/service.h"
 #include "runtime/runtime.h"
 #include "server/server.h"
 
@@ -25,6 +30,31 @@ namespace leasehold::app {
 // more of them than cores may be under way at once.
 inline constexpr size_t kBlockingThreads = 16;
 
+// The movie tracing service of a Serving (and of `leasehold trace-worker`).
+struct MoviesServingOptions {
+  // Where movie files are kept; created if missing. Uploads stream into its
+  // subfolder kUploadsFolder (the same file system, so that a kept upload
+  // is renamed, not copied).
+  std::string media_dir = "media";
+  Duration analysis_ttl = movies::kDefaultLeaseTtl;
+  Duration tracing_ttl = movies::kDefaultLeaseTtl;
+  uint64_t upload_bytes_max = kUploadBytesMaxDefault;
+  size_t trace_workers = 1;  // run in this process; 0: traces run elsewhere
+  size_t probe_workers = 1;  // likewise for the probes of uploads
+};
+
+// The movies service's options for a process, its workers named after the
+// host and the process ID (kind "serve" or "trace-worker").
+movies::ServiceOptions movies_service_options(const MoviesServingOptions& options,
+                                              std::string_view kind, const LeaseConfig& lease,
+                                              Logger* log);
+
+inline constexpr char kUploadsFolder[] = ".uploads";
+// An `*.upload` file in the uploads folder not written to for this long is
+// left by a process that died mid-upload (a live upload writes a byte at
+// least every transfer_idle_timeout): start() removes it.
+inline constexpr Duration kStaleUploadAge = std::chrono::minutes(10);
+
 struct ServingOptions {
   std::string store_uri;
   // The library's, the app's and the server's log. Not owned; must outlive
@@ -33,31 +63,41 @@ struct ServingOptions {
   // Where and how to listen; the clock, random source and logger are the
   // runtime's and `log`. TLS when tls_cert_file is set.
   server::ServerOptions server;
+  MoviesServingOptions movies;
 };
 
 class Serving {
  public:
-  // Opens the store, ensures the accounts table and the fleet's tables
-  // (connections, fleet_workers), and starts the server. The
-  // store's error, or the server's (kInvalidArgument for a TLS file that
-  // cannot be loaded, kUnavailable for an address that cannot be bound).
+  // Opens the store, ensures the accounts table, the fleet's tables
+  // (connections, fleet_workers) and the movies' (movies, movie_frames,
+  // movie_audit, queue_messages), prepares the media folder, starts the
+  // movie workers and then the server. The store's error, the media
+  // folder's (kInvalidArgument when it cannot be made), or the server's
+  // (kInvalidArgument for a TLS file that cannot be loaded, kUnavailable for
+  // an address that cannot be bound).
   static Result<std::unique_ptr<Serving>> start(ServingOptions options);
-  ~Serving();
+  ~Serving();  // stop()
+  // Stops the server (draining requests in flight), then the movie workers.
+  // Idempotent. REQUIRES: not called from a handler.
+  void stop();
   Serving(const Serving&) = delete;
   Serving& operator=(const Serving&) = delete;
 
   runtime::Runtime& runtime() { return *runtime_; }
   accounts::Accounts& accounts() { return *accounts_; }
+  movies::Service& movies() { return *movies_; }
   server::Server& server() { return *server_; }
   // The I/O threads the server runs.
   size_t threads() const { return threads_; }
 
  private:
   Serving() = default;
+  Status start_movies(const MoviesServingOptions& options, Logger& log);
 
   metrics::Registry registry_;
   std::unique_ptr<runtime::Runtime> runtime_;
   std::unique_ptr<accounts::Accounts> accounts_;
+  std::unique_ptr<movies::Service> movies_;
   std::unique_ptr<App> app_;
   std::unique_ptr<server::Server> server_;
   size_t threads_ = 0;

@@ -50,7 +50,7 @@ class TempDir {
 // `leasehold serve` on its server, and the user the benchmark calls it as.
 // Members in the order they are built; destroyed in reverse.
 struct ServedApp {
-  std::unique_ptr<TempDir> dir;  // holds the store when none was given
+  std::unique_ptr<TempDir> dir;  // the media folder, and the store when none was given
   std::unique_ptr<Logger> log;   // the server's, the app's and the library's
   std::unique_ptr<app::Serving> serving;
   std::string user;
@@ -72,16 +72,19 @@ struct ServedApp {
 
 Result<std::unique_ptr<ServedApp>> serve_app(std::string uri) {
   auto s = std::make_unique<ServedApp>();
-  if (uri.empty()) {
-    ASSIGN_OR_RETURN(s->dir, TempDir::make());
-    uri = "sqlite:" + s->dir->path() + "/bench.db";
-  }
+  ASSIGN_OR_RETURN(s->dir, TempDir::make());
+  if (uri.empty()) uri = "sqlite:" + s->dir->path() + "/bench.db";
   s->log = runtime::make_json_stderr_logger(LogLevel::kWarn);
   app::ServingOptions options;
   options.store_uri = std::move(uri);
   options.log = s->log.get();
   options.server.host = "127.0.0.1";
   options.server.port = 0;
+  // The movies service is built as `serve` builds it, but runs no workers:
+  // nothing here is traced, and their idle polling would share the store.
+  options.movies.media_dir = s->dir->path() + "/media";
+  options.movies.trace_workers = 0;
+  options.movies.probe_workers = 0;
   ASSIGN_OR_RETURN(s->serving, app::Serving::start(std::move(options)));
   accounts::Accounts& accounts = s->serving->accounts();
   const std::string suffix = random_token(s->serving->runtime().random()).substr(0, 8);

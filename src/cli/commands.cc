@@ -15,6 +15,7 @@
 #include "cli/lease_commands.h"
 #include "cli/serve.h"
 #include "cli/store_commands.h"
+#include "cli/trace_worker_command.h"
 #include "cli/upstream_sim_command.h"
 #include "cli/user_commands.h"
 #include "cli/worker_command.h"
@@ -38,6 +39,7 @@ struct CliArgs {
   BenchHttpOptions bench_http;
   UpstreamSimArgs upstream_sim;
   WorkerArgs worker;
+  TraceWorkerArgs trace_worker;
   DemoArgs demo;
   bool store_given = false;  // --store or LEASEHOLD_STORE, rather than the default
 };
@@ -66,6 +68,7 @@ struct Subcommands {
   CLI::App* serve = nullptr;
   CLI::App* upstream_sim = nullptr;
   CLI::App* worker = nullptr;
+  CLI::App* trace_worker = nullptr;
   CLI::App* demo = nullptr;
 };
 
@@ -238,6 +241,9 @@ void add_serve_command(CLI::App& app, ServeArgs& a, Subcommands& subs) {
   subs.serve->add_option("--threads", a.threads, "I/O threads (default: the number of cores)");
   subs.serve->add_flag("--insecure-http", a.insecure_http,
                        "Allow plain HTTP on a non-loopback address (behind a TLS proxy)");
+  add_movies_flags(*subs.serve, a.movies);
+  subs.serve->add_option("--upload-max", a.upload_max, "The largest movie upload (2GiB, 500MiB)")
+      ->capture_default_str();
 }
 
 void add_upstream_sim_command(CLI::App& app, UpstreamSimArgs& a, Subcommands& subs) {
@@ -370,6 +376,7 @@ int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
   if (subs.serve->parsed()) return run_serve(args.serve, uri, args.verbose);
   if (subs.upstream_sim->parsed()) return run_upstream_sim(args.upstream_sim, args.verbose);
   if (subs.worker->parsed()) return run_worker(args.worker, uri, args.verbose);
+  if (subs.trace_worker->parsed()) return run_trace_worker(args.trace_worker, uri, args.verbose);
   if (subs.demo->parsed()) return run_demo(args.demo, args.verbose);
   if (const int code = dispatch_user(args, subs, log); code >= 0) return code;
   if (const int code = dispatch_conn(args, subs, log); code >= 0) return code;
@@ -421,6 +428,7 @@ int run_cli(int argc, char** argv) {
   add_serve_command(app, args.serve, subs);
   add_upstream_sim_command(app, args.upstream_sim, subs);
   subs.worker = add_worker_command(app, args.worker);
+  subs.trace_worker = add_trace_worker_command(app, args.trace_worker);
   subs.demo = add_demo_command(app, args.demo);
   CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
   bench->require_subcommand(1);

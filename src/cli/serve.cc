@@ -6,6 +6,7 @@
 
 #include "app/serving.h"
 #include "cli/common.h"
+#include "cli/validate.h"
 #include "net/endpoint.h"
 #include "runtime/stderr_logger.h"
 
@@ -59,7 +60,8 @@ Status check_serve(const ServeArgs& args) {
   if (args.threads > kServeThreadsMax) {
     return invalid_argument("--threads must be 1.." + std::to_string(kServeThreadsMax));
   }
-  return Status::ok_status();
+  RETURN_IF_ERROR(movies_serving_options(args.movies).status());
+  return parse_byte_size("--upload-max", args.upload_max).status();
 }
 
 int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose) {
@@ -77,6 +79,8 @@ int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose)
   options.server.threads = args.threads;
   options.server.tls_cert_file = args.tls_cert;
   options.server.tls_key_file = args.tls_key;
+  options.movies = movies_serving_options(args.movies).value();
+  options.movies.upload_bytes_max = parse_byte_size("--upload-max", args.upload_max).value();
   auto serving = app::Serving::start(std::move(options));
   if (!serving.ok()) return report(serving.status());
   app::Serving& s = **serving;
@@ -95,7 +99,7 @@ int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose)
   const LogField stopping[] = {
       {"signal", std::string_view(signal == SIGINT ? "SIGINT" : "SIGTERM")}};
   log->log_fields(LogLevel::kInfo, "stopping", stopping);
-  s.server().stop();
+  s.stop();
   log->log(LogLevel::kInfo, "stopped");
   return kExitOk;
 }

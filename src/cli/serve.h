@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <string>
 
+#include "cli/trace_worker_command.h"
 #include "leasehold/status.h"
 
 namespace leasehold::cli {
@@ -18,6 +19,8 @@ struct ServeArgs {
   std::string tls_cert, tls_key;
   size_t threads = 0;  // 0: the number of cores
   bool insecure_http = false;
+  MoviesArgs movies;
+  std::string upload_max = "2GiB";
 };
 
 // Where to listen, checked: an IP literal (or localhost) and a port.
@@ -29,7 +32,7 @@ Result<ListenAddress> parse_listen(std::string_view text);
 
 // Every rule on the flags, before anything is opened: a loopback address, or
 // TLS, or --insecure-http; both TLS files or neither; 1..kServeThreadsMax
-// threads.
+// threads; the movie flags (trace_worker_command.h) and --upload-max.
 Status check_serve(const ServeArgs& args);
 
 // Blocks SIGTERM and SIGINT in this thread and every thread it starts after

@@ -162,6 +162,28 @@ Result<Duration> parse_ttl(std::string_view text) {
   return ttl;
 }
 
+Result<uint64_t> parse_byte_size(std::string_view flag, std::string_view text) {
+  const Status bad = invalid_argument(std::string(flag) + " '" + std::string(text.substr(0, 64)) +
+                                      "': expected a size such as 2GiB, 512MiB or 1048576");
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 19) return bad;
+  const uint64_t number = std::stoull(std::string(text.substr(0, digits)));
+  const std::string_view unit = text.substr(digits);
+  int shift = -1;
+  for (const auto& [name, bits] : {std::pair<std::string_view, int>{"", 0},
+                                   {"B", 0},
+                                   {"KiB", 10},
+                                   {"MiB", 20},
+                                   {"GiB", 30},
+                                   {"TiB", 40}}) {
+    if (unit == name) shift = bits;
+  }
+  constexpr uint64_t kMax = uint64_t{1} << 62;
+  if (shift < 0 || number == 0 || number > (kMax >> shift)) return bad;
+  return number << shift;
+}
+
 Result<Duration> parse_grace(const std::optional<std::string>& text, Duration ttl) {
   ASSIGN_OR_RETURN(const TtlTiming timing, timing_of(ttl));
   const Duration fits = grace_max_of(timing);

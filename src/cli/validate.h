@@ -4,6 +4,7 @@
 // and says what is wrong and what is accepted. Pure functions; thread-safe.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,10 @@ Result<Duration> parse_ttl(std::string_view text);
 // validity(ttl) - 2 * default_renew_every(ttl) - kKillLead, in whole ms. Not
 // given, it is kGraceDefault or that maximum, whichever is shorter.
 Result<Duration> parse_grace(const std::optional<std::string>& text, Duration ttl);
+// A size in bytes: a positive whole number, bare (bytes) or with one of
+// the units KiB, MiB, GiB, TiB ("2GiB", "512MiB", "1048576"), at most
+// 2^62. Errors name `flag`.
+Result<uint64_t> parse_byte_size(std::string_view flag, std::string_view text);
 // "expire" or "clear".
 Result<ReleaseMode> parse_mode(std::string_view text);
 

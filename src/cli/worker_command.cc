@@ -6,14 +6,13 @@
 
 #include "base/duration.h"
 #include "cli/common.h"
+#include "cli/metrics_server.h"
 #include "cli/serve.h"
 #include "fleet/sink.h"
 #include "fleet/worker.h"
 #include "metrics/registry.h"
-#include "net/endpoint.h"
 #include "net/websocket.h"
 #include "runtime/stderr_logger.h"
-#include "server/http.h"
 #include "server/router.h"
 #include "server/server.h"
 
@@ -48,39 +47,6 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   return o;
 }
 
-// GET /metrics and GET /healthz, answered on the I/O threads.
-Result<std::unique_ptr<server::Server>> start_metrics_server(const ListenAddress& address,
-                                                             metrics::Registry& registry,
-                                                             server::Router& router, Logger* log) {
-  const server::RouteOptions open_inline{.access = server::Access::kPublic, .blocking = false};
-  router.add(
-      "GET", "/metrics",
-      [&registry](server::Request&) {
-        server::Response r;
-        r.body = registry.render();
-        r.set_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8");
-        return r;
-      },
-      open_inline);
-  router.add(
-      "GET", "/healthz",
-      [](server::Request&) {
-        server::Response r;
-        r.body = "{\"status\":\"ok\"}";
-        r.set_header("Content-Type", "application/json");
-        return r;
-      },
-      open_inline);
-  server::ServerOptions o;
-  o.host = address.host;
-  o.port = address.port;
-  o.threads = 1;
-  o.logger = log;
-  server::ServerHooks hooks;
-  hooks.submit_blocking = [](std::function<void()>) { return false; };  // no route blocks
-  return server::Server::start(std::move(o), router, std::move(hooks));
-}
-
 }  // namespace
 
 CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
@@ -108,12 +74,7 @@ CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
 Status check_worker(const WorkerArgs& args) {
   RETURN_IF_ERROR(worker_options(args).status());
   RETURN_IF_ERROR(fleet::validate_sink_spec(args.sink));
-  if (!args.metrics_listen.empty()) {
-    ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(args.metrics_listen));
-    if (!net::is_loopback_host(address.host)) {
-      return invalid_argument("--metrics-listen must be a loopback address");
-    }
-  }
+  if (!args.metrics_listen.empty()) RETURN_IF_ERROR(check_metrics_listen(args.metrics_listen));
   return {};
 }
 
@@ -143,8 +104,7 @@ int run_worker(const WorkerArgs& args, const std::string& store_uri, bool verbos
   server::Router router;
   std::unique_ptr<server::Server> metrics_server;
   if (!args.metrics_listen.empty()) {
-    auto started = start_metrics_server(parse_listen(args.metrics_listen).value(), registry, router,
-                                        log.get());
+    auto started = start_metrics_server(args.metrics_listen, registry, router, log.get());
     if (!started.ok()) return report(started.status());
     metrics_server = std::move(started).value();
   }

@@ -190,7 +190,7 @@ class Movies::Impl {
         leases_(store, clock, random, options_.lease) {}
 
   Result<MovieDetail> create(const std::string& name, const User& owner, const std::string& file);
-  Result<MovieDetail> probe(const std::string& id);
+  Result<MovieDetail> probe(const std::string& id, std::stop_token stop);
   Result<std::vector<MovieSummary>> list();
   Result<MovieDetail> get(const std::string& id);
   Status remove(const std::string& id, const std::string& user_name, bool is_admin);
@@ -262,11 +262,12 @@ Result<MovieDetail> Movies::Impl::create(const std::string& name, const User& ow
   return internal::parse_movie(item, leases_);
 }
 
-Result<MovieDetail> Movies::Impl::probe(const std::string& id) {
+Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token stop) {
   ASSIGN_OR_RETURN(MovieDetail m, read(id));
   if (m.status != kStatusProcessing) return failed_precondition("movie is not being processed");
   const std::string path = (std::filesystem::path(options_.media_dir) / m.file).string();
-  Result<tracer::VideoInfo> info = tracer::probe(path, options_.video_limits);
+  Result<tracer::VideoInfo> info = tracer::probe(path, options_.video_limits, stop);
+  if (stop.stop_requested()) return failed_precondition("probing stopped");
   Update update;
   if (info.ok()) {
     update.set(attr::kStatus, std::string(kStatusReady))
@@ -577,7 +578,9 @@ Result<MovieDetail> Movies::create(const std::string& name, const User& owner,
                                    const std::string& file) {
   return impl_->create(name, owner, file);
 }
-Result<MovieDetail> Movies::probe(const std::string& id) { return impl_->probe(id); }
+Result<MovieDetail> Movies::probe(const std::string& id, std::stop_token stop) {
+  return impl_->probe(id, stop);
+}
 Result<std::vector<MovieSummary>> Movies::list() { return impl_->list(); }
 Result<MovieDetail> Movies::get(const std::string& id) { return impl_->get(id); }
 Status Movies::remove(const std::string& id, const std::string& user_name, bool is_admin) {

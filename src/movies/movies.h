@@ -54,6 +54,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -185,8 +186,9 @@ class Movies {
   Result<MovieDetail> create(const std::string& name, const User& owner, const std::string& file);
   // Probes the file: status `ready` with fps, size, frame_count and a trim of
   // all frames, or `invalid` with a summary for users. kFailedPrecondition
-  // unless the movie is `processing`.
-  Result<MovieDetail> probe(const std::string& id);
+  // unless the movie is `processing`, and, with nothing written, once `stop`
+  // is requested while the file is being decoded.
+  Result<MovieDetail> probe(const std::string& id, std::stop_token stop = {});
 
   Result<std::vector<MovieSummary>> list();
   Result<MovieDetail> get(const std::string& id);

@@ -97,6 +97,11 @@ class TraceWorker::Impl {
     thread_ = std::thread([this] { loop(); });
   }
   void stop(bool abandon);
+  void wake() {
+    MutexLock lock(mu_);
+    woken_ = true;
+    cv_.notify_all();
+  }
   TraceWorkerStats stats() const {
     MutexLock lock(mu_);
     return stats_;
@@ -130,6 +135,7 @@ class TraceWorker::Impl {
   mutable Mutex mu_;
   CondVar cv_;
   bool stopping_ GUARDED_BY(mu_) = false;
+  bool woken_ GUARDED_BY(mu_) = false;
   std::shared_ptr<JobState> current_ GUARDED_BY(mu_);
   TraceWorkerStats stats_ GUARDED_BY(mu_);
   std::thread thread_;
@@ -167,13 +173,14 @@ void TraceWorker::Impl::loop() {
   }
 }
 
-// Waits idle_wait, or until stop(). Condition variables wait on the real
+// Waits idle_wait, or until wake() or stop(). Condition variables wait on the real
 // steady clock, so the wait is slept there (as the Renewer does), which also
 // keeps a simulated clock from turning it into a busy loop.
 void TraceWorker::Impl::wait_idle() {
   const auto due = std::chrono::steady_clock::now() + options_.idle_wait;
   MutexLock lock(mu_);
-  while (!stopping_ && std::chrono::steady_clock::now() < due) cv_.wait_until(mu_, due);
+  while (!stopping_ && !woken_ && std::chrono::steady_clock::now() < due) cv_.wait_until(mu_, due);
+  woken_ = false;
 }
 
 void TraceWorker::Impl::handle(const Message& message) {
@@ -410,6 +417,7 @@ TraceWorker::TraceWorker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TraceWorker::~TraceWorker() { stop(); }
 void TraceWorker::stop() { impl_->stop(/*abandon=*/false); }
 void TraceWorker::abandon() { impl_->stop(/*abandon=*/true); }
+void TraceWorker::wake() { impl_->wake(); }
 TraceWorkerStats TraceWorker::stats() const { return impl_->stats(); }
 
 }  // namespace leasehold::movies

@@ -34,7 +34,7 @@
 //
 // Threads: one thread of its own receives and runs jobs (tracer::trace runs
 // on it, with FFmpeg's threads inside); a Renewer's threads renew the lease.
-// stats() may be called from any thread.
+// stats() and wake() may be called from any thread.
 #pragma once
 
 #include <chrono>
@@ -95,6 +95,9 @@ class TraceWorker {
   TraceWorker(const TraceWorker&) = delete;
   TraceWorker& operator=(const TraceWorker&) = delete;
 
+  // Asks the queue now instead of at the end of the idle wait (a job was
+  // just queued in this process).
+  void wake();
   // Stops receiving; a trace under way is stopped and published as
   // `tracing failed` ("the trace was interrupted"). Idempotent; returns once
   // the thread has ended.

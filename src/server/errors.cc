@@ -97,6 +97,18 @@ Response error_response(const Status& status, std::string_view request_id) {
   return error_response(error.status, status.message());
 }
 
+Response failed_response(const Status& status, const Request& request, Logger& log) {
+  Response response = error_response(status, request.request_id);
+  if (response.status >= 500 && log.enabled(LogLevel::kError)) {
+    const std::string cause = status.to_string();
+    const LogField fields[] = {{"request_id", std::string_view(request.request_id)},
+                               {"route", std::string_view(request.route)},
+                               {"error", std::string_view(cause)}};
+    log.log_fields(LogLevel::kError, "the request failed", fields);
+  }
+  return response;
+}
+
 Response internal_error_response(std::string_view request_id) {
   return error_response(500, "internal error (request " + std::string(request_id) + ")");
 }

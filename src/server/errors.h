@@ -14,6 +14,7 @@
 
 #include <string_view>
 
+#include "leasehold/logger.h"
 #include "leasehold/status.h"
 #include "server/http.h"
 
@@ -53,6 +54,12 @@ Response error_response(int http_status, std::string_view message);
 // `request_id` instead, since a store's or a bug's message is for the log, not
 // for the client.
 Response error_response(const Status& status, std::string_view request_id);
+
+// error_response(status, request.request_id) for a handler: a 5xx's cause
+// (the Status, which the answer does not carry) goes to `log` at error
+// level with the request's ID and route, so that the ID in the answer leads
+// to it.
+Response failed_response(const Status& status, const Request& request, Logger& log);
 
 // "internal error (request <request_id>)": the 500 a handler's exception gets.
 Response internal_error_response(std::string_view request_id);

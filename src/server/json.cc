@@ -4,6 +4,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <cctype>
+#include <cmath>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -43,6 +45,75 @@ Response json_response(int status, const boost::json::value& body) {
   Response response{.status = status, .headers = {}, .body = boost::json::serialize(body)};
   response.set_header("Content-Type", "application/json");
   return response;
+}
+
+namespace {
+
+Status missing_or_kept(std::string_view name, bool required, std::string_view expected) {
+  if (!required) return {};
+  return invalid_argument(std::string(name) + ": missing; expected " + std::string(expected));
+}
+
+Status wrong_type(std::string_view name, std::string_view expected) {
+  return invalid_argument(std::string(name) + ": expected " + std::string(expected));
+}
+
+}  // namespace
+
+Status read_string_field(const boost::json::object& body, std::string_view name, bool required,
+                         std::string& out) {
+  const boost::json::value* value = body.if_contains(name);
+  if (value == nullptr) return missing_or_kept(name, required, "a string");
+  if (!value->is_string()) return wrong_type(name, "a string");
+  out = std::string(value->as_string());
+  return {};
+}
+
+Status read_int_field(const boost::json::object& body, std::string_view name, bool required,
+                      int64_t& out) {
+  constexpr std::string_view kExpected = "an integer";
+  const boost::json::value* value = body.if_contains(name);
+  if (value == nullptr) return missing_or_kept(name, required, kExpected);
+  if (value->is_int64()) {
+    out = value->as_int64();
+  } else if (value->is_uint64()) {
+    if (value->as_uint64() > static_cast<uint64_t>(INT64_MAX)) return wrong_type(name, kExpected);
+    out = static_cast<int64_t>(value->as_uint64());
+  } else if (value->is_double()) {
+    const double d = value->as_double();
+    // 2^63 is the first double past int64's range.
+    if (!(d >= -9.2233720368547758e18 && d < 9.2233720368547758e18) || d != std::trunc(d)) {
+      return wrong_type(name, kExpected);
+    }
+    out = static_cast<int64_t>(d);
+  } else {
+    return wrong_type(name, kExpected);
+  }
+  return {};
+}
+
+Status read_number_field(const boost::json::object& body, std::string_view name, bool required,
+                         double& out) {
+  constexpr std::string_view kExpected = "a number";
+  const boost::json::value* value = body.if_contains(name);
+  if (value == nullptr) return missing_or_kept(name, required, kExpected);
+  if (!value->is_number()) return wrong_type(name, kExpected);
+  const double d = value->to_number<double>();
+  if (!std::isfinite(d)) return wrong_type(name, kExpected);
+  out = d;
+  return {};
+}
+
+Status check_fields(const boost::json::object& body,
+                    std::initializer_list<std::string_view> allowed) {
+  for (const auto& field : body) {
+    if (std::find(allowed.begin(), allowed.end(), field.key()) != allowed.end()) continue;
+    std::string names;
+    for (std::string_view a : allowed) names += (names.empty() ? "" : ", ") + std::string(a);
+    return invalid_argument("unknown field '" + std::string(field.key().substr(0, 64)) +
+                            "': expected " + names);
+  }
+  return {};
 }
 
 }  // namespace leasehold::server

@@ -10,8 +10,13 @@
 
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
+#include <cstdint>
+#include <initializer_list>
 #include <optional>
+#include <string>
+#include <string_view>
 
+#include "leasehold/status.h"
 #include "server/http.h"
 
 namespace leasehold::server {
@@ -25,5 +30,22 @@ std::optional<Response> read_json_object(const Request& request, boost::json::ob
 
 // A response with `body` serialised, Content-Type application/json.
 Response json_response(int status, const boost::json::value& body);
+
+// Fields of a request body. Each reads field `name` of `body` into `out`:
+// absent, it is kInvalidArgument ("NAME: missing; expected ...") if
+// `required`, else `out` is left as it is; of another type, kInvalidArgument
+// ("NAME: expected ..."). Messages start with the field's name, so that a
+// form can show them beside it.
+Status read_string_field(const boost::json::object& body, std::string_view name, bool required,
+                         std::string& out);
+// An integer: a JSON integer, or a number with no fractional part.
+Status read_int_field(const boost::json::object& body, std::string_view name, bool required,
+                      int64_t& out);
+// A finite number.
+Status read_number_field(const boost::json::object& body, std::string_view name, bool required,
+                         double& out);
+// kInvalidArgument naming the first field of `body` that is not `allowed`.
+Status check_fields(const boost::json::object& body,
+                    std::initializer_list<std::string_view> allowed);
 
 }  // namespace leasehold::server

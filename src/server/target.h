@@ -6,6 +6,7 @@
 // Pure functions; safe from any thread.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,5 +23,12 @@ struct Target {
 // hex digits, or a decoded path holding a control character (NUL, CR, LF,
 // ...), which no file or route name has and a log must not receive.
 Result<Target> parse_target(std::string_view target);
+
+// The value of the first `name=value` pair of a query ("name=a%20b&x=1"),
+// percent-decoded, with '+' read as a space (the form encoding); nullopt if
+// the query has no such pair ("name" alone is an empty value).
+// kInvalidArgument for a malformed percent-escape or a control character in
+// the value.
+Result<std::optional<std::string>> query_value(std::string_view query, std::string_view name);
 
 }  // namespace leasehold::server

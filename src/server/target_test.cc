@@ -46,5 +46,27 @@ TEST(TargetTest, RefusesWhatIsNotAPath) {
   }
 }
 
+TEST(TargetTest, QueryValuesAreDecodedWithPlusAsSpace) {
+  const std::string query = "x=1&name=a%20b+c&flag&name=second&caf%C3%A9=ok";
+  EXPECT_EQ(query_value(query, "name").value(), "a b c");
+  EXPECT_EQ(query_value(query, "x").value(), "1");
+  EXPECT_EQ(query_value(query, "flag").value(), "");
+  EXPECT_EQ(query_value(query, "caf\xc3\xa9").value(), "ok");
+  EXPECT_EQ(query_value(query, "missing").value(), std::nullopt);
+  EXPECT_EQ(query_value("", "name").value(), std::nullopt);
+  EXPECT_EQ(query_value("names=a", "name").value(), std::nullopt);
+}
+
+TEST(TargetTest, QueryValuesRefuseBadEscapesAndControlCharacters) {
+  for (const char* bad : {"name=a%", "name=%zz", "name=a%00", "name=%0d%0a"}) {
+    auto value = query_value(bad, "name");
+    ASSERT_FALSE(value.ok()) << bad;
+    EXPECT_EQ(value.status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(value.status().message().find("query parameter 'name'"), std::string::npos);
+  }
+  // A bad escape in another parameter does not matter.
+  EXPECT_EQ(query_value("x=%zz&name=ok", "name").value(), "ok");
+}
+
 }  // namespace
 }  // namespace leasehold::server

@@ -135,7 +135,7 @@ FrameImage FrameReader::image() const {
                     m.pixels.step[0]};
 }
 
-Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits) {
+Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits, std::stop_token stop) {
   ASSIGN_OR_RETURN(std::unique_ptr<FrameReader> reader, FrameReader::open(path, limits));
   VideoInfo info;
   static_cast<VideoFormat&>(info) = reader->format();
@@ -147,6 +147,7 @@ Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits) {
         fmt::format("'{}' is not a video that can be read: no frame decodes", path));
   }
   for (;;) {
+    if (stop.stop_requested()) return failed_precondition("probing stopped");
     ASSIGN_OR_RETURN(bool more, reader->next(/*want_pixels=*/false));
     if (!more) break;
   }

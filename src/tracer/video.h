@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 
 #include "leasehold/status.h"
@@ -55,8 +56,11 @@ struct VideoInfo : VideoFormat {
 // such file; kInvalidArgument, with a message naming the file, if it is not
 // a regular file, is empty, is not a video FFmpeg can open, has no frame rate
 // or a frame size outside the limits, has more than `limits.frames_max`
-// frames, or if not even its first frame decodes.
-Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits = {});
+// frames, or if not even its first frame decodes; kFailedPrecondition
+// ("probing stopped") soon after `stop` is requested, which is checked
+// before each frame is decoded.
+Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits = {},
+                        std::stop_token stop = {});
 
 // A decoded frame, row after row, 8 bits a channel: 3 channels in blue,
 // green, red order, or 1 (grey). Not owned: it belongs to the FrameReader

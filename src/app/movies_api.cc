@@ -1,0 +1,457 @@
+#include "app/movies_api.h"
+
+#include <boost/json.hpp>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <utility>
+
+#include "base/text.h"
+#include "movies/probe_worker.h"
+#include "server/errors.h"
+#include "server/json.h"
+#include "server/target.h"
+
+namespace leasehold::app {
+
+using server::Access;
+using server::failed_response;
+using server::json_response;
+using server::kJsonBodyBytesMax;
+using server::read_json_object;
+using server::Request;
+using server::Response;
+using server::RouteOptions;
+using server::Router;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+
+constexpr char kMoviesPath[] = "/api/movies";
+
+struct MoviesDeps {
+  movies::Movies& movies;
+  Queue& probe_queue;
+  Random& random;
+  Logger& log;
+  const MoviesApiOptions options;
+};
+
+// ---------------------------------------------------------------- answers
+
+json::value lock_json(const std::optional<movies::Lock>& lock) {
+  if (!lock) return nullptr;
+  return json::object{{"kind", lock->kind},
+                      {"user_display_name", lock->user_display_name},
+                      {"started_at_ms", lock->started_at_ms}};
+}
+
+json::object summary_json(const movies::MovieSummary& m) {
+  return {{"id", m.id},
+          {"name", m.name},
+          {"status", m.status},
+          {"frames_done", m.frames_done},
+          {"frames_total", m.frames_total},
+          {"lock", lock_json(m.lock)}};
+}
+
+json::object detail_json(const movies::MovieDetail& m) {
+  json::object o = summary_json(m);
+  const bool probed = m.frame_count > 0;
+  json::array markers;
+  for (const tracer::Marker& mk : m.markers) {
+    markers.push_back(json::object{
+        {"id", mk.id}, {"label", mk.label}, {"frame", mk.frame}, {"x", mk.x}, {"y", mk.y}});
+  }
+  // What the probe finds is null until it has run.
+  const auto probed_or_null = [probed](json::value v) { return probed ? v : json::value(nullptr); };
+  o["fps"] = probed_or_null(m.fps);
+  o["width"] = probed_or_null(m.width);
+  o["height"] = probed_or_null(m.height);
+  o["frame_count"] = probed_or_null(m.frame_count);
+  o["markers"] = std::move(markers);
+  o["trim"] = probed ? json::value(json::object{{"start_frame", m.trim.start_frame},
+                                                {"end_frame", m.trim.end_frame}})
+                     : json::value(nullptr);
+  o["capture_interval"] =
+      probed ? json::value(json::object{{"every_frames", m.every_frames}}) : json::value(nullptr);
+  o["failure_summary"] =
+      m.failure_summary.empty() ? json::value(nullptr) : json::value(m.failure_summary);
+  o["owner_display_name"] = m.owner_display_name;
+  o["created_at_ms"] = m.created_at_ms;
+  return o;
+}
+
+json::object frame_json(const movies::FrameRow& r) {
+  const auto optional_number = [](const std::optional<double>& v) {
+    return v ? json::value(*v) : json::value(nullptr);
+  };
+  return {{"marker_id", r.marker_id},   {"label", r.label},   {"frame", r.frame},
+          {"time_s", r.time_s},         {"x", r.x},           {"y", r.y},
+          {"score", r.score},           {"status", r.status}, {"vx", optional_number(r.vx)},
+          {"vy", optional_number(r.vy)}};
+}
+
+// 409 with who holds the movie beside the error, for a page to say so.
+Response conflict_with_holder(const Status& status, const movies::Lock& holder) {
+  json::object body{
+      {"error", json::object{{"code", server::error_code(409)}, {"message", status.message()}}},
+      {"holder", lock_json(holder)}};
+  return json_response(409, body);
+}
+
+Response no_content() { return Response{.status = 204, .headers = {}, .body = {}}; }
+
+// ---------------------------------------------------------------- uploads
+
+struct Container {
+  std::string_view extension;
+  std::string_view content_type;
+};
+
+// What kind of file the first bytes of a video say it is: the extension it
+// is kept under and the Content-Type it is served with. FFmpeg decides
+// whether it is a video at all; this only names it.
+Container sniff_container(const std::string& path) {
+  char head[64] = {};
+  std::ifstream in(path, std::ios::binary);
+  in.read(head, sizeof head);
+  const std::string_view h(head, static_cast<size_t>(in.gcount()));
+  if (h.size() >= 12 && h.substr(4, 4) == "ftyp") {
+    if (h.substr(8, 4) == "qt  ") return {".mov", "video/quicktime"};
+    return {".mp4", "video/mp4"};
+  }
+  if (h.size() >= 12 && h.substr(0, 4) == "RIFF" && h.substr(8, 4) == "AVI ") {
+    return {".avi", "video/x-msvideo"};
+  }
+  if (h.starts_with("\x1a\x45\xdf\xa3")) {
+    if (h.find("webm") != std::string_view::npos) return {".webm", "video/webm"};
+    return {".mkv", "video/x-matroska"};
+  }
+  if (h.starts_with("OggS")) return {".ogv", "video/ogg"};
+  if (h.starts_with(std::string_view("\x00\x00\x01\xba", 4))) return {".mpg", "video/mpeg"};
+  if (h.starts_with("FLV")) return {".flv", "video/x-flv"};
+  return {".video", "application/octet-stream"};
+}
+
+std::string_view content_type_of(std::string_view file) {
+  for (const Container c : {Container{".mp4", "video/mp4"}, Container{".mov", "video/quicktime"},
+                            Container{".avi", "video/x-msvideo"}, Container{".webm", "video/webm"},
+                            Container{".mkv", "video/x-matroska"}, Container{".ogv", "video/ogg"},
+                            Container{".mpg", "video/mpeg"}, Container{".flv", "video/x-flv"}}) {
+    if (file.ends_with(c.extension)) return c.content_type;
+  }
+  return "application/octet-stream";
+}
+
+// True if FFmpeg opens `path` as a video within the limits and its first
+// frame decodes: what a movie needs before it is kept. The whole file is
+// probed later, off the request path.
+bool first_frame_decodes(const std::string& path, const tracer::VideoLimits& limits) {
+  Result<std::unique_ptr<tracer::FrameReader>> reader = tracer::FrameReader::open(path, limits);
+  if (!reader.ok()) return false;
+  Result<bool> first = (*reader)->next(/*want_pixels=*/true);
+  return first.ok() && *first;
+}
+
+Result<std::string> movie_name(const Request& request) {
+  ASSIGN_OR_RETURN(std::optional<std::string> name, server::query_value(request.query, "name"));
+  if (!name) return invalid_argument("name: missing; give ?name=NAME");
+  RETURN_IF_ERROR(validate_text("name", *name, movies::kMovieNameBytesMax, false));
+  return *name;
+}
+
+Response upload(Request& request, const MoviesDeps& d) {
+  Result<std::string> name = movie_name(request);
+  if (!name.ok()) return failed_response(name.status(), request, d.log);
+  if (!first_frame_decodes(request.body_file, d.options.video_limits)) {
+    return server::error_response(415, "the file is not a video that can be read");
+  }
+  const std::string file =
+      random_token(d.random) + std::string(sniff_container(request.body_file).extension);
+  const fs::path kept = fs::path(d.options.media_dir) / file;
+  std::error_code ec;
+  fs::rename(request.body_file, kept, ec);
+  if (ec)
+    return failed_response(internal_error("upload not kept: " + ec.message()), request, d.log);
+  const server::Caller& caller = *request.caller;
+  Result<movies::MovieDetail> created =
+      d.movies.create(*name, {caller.name, caller.display_name}, file);
+  if (!created.ok()) {
+    fs::remove(kept, ec);
+    return failed_response(created.status(), request, d.log);
+  }
+  if (const Status queued = movies::enqueue_probe(d.probe_queue, created->id); !queued.ok()) {
+    // Unprobed, the movie would stay `processing`: take it back (a probe
+    // job that did get queued then finds nothing to do).
+    (void)d.movies.remove(created->id, caller.name, /*is_admin=*/true);
+    return failed_response(queued, request, d.log);
+  }
+  if (d.options.probe_queued) d.options.probe_queued();
+  Response r = json_response(201, detail_json(*created));
+  r.set_header("Location", std::string(kMoviesPath) + "/" + created->id);
+  return r;
+}
+
+// ---------------------------------------------------------------- reads
+
+Response list_movies(const Request& request, const MoviesDeps& d) {
+  Result<std::vector<movies::MovieSummary>> listed = d.movies.list();
+  if (!listed.ok()) return failed_response(listed.status(), request, d.log);
+  json::array out;
+  out.reserve(listed->size());
+  for (const movies::MovieSummary& m : *listed) out.push_back(summary_json(m));
+  return json_response(200, out);
+}
+
+Response get_movie(const Request& request, const MoviesDeps& d) {
+  Result<movies::MovieDetail> m = d.movies.get(request.params.at("id"));
+  if (!m.ok()) return failed_response(m.status(), request, d.log);
+  return json_response(200, detail_json(*m));
+}
+
+Response get_video(const Request& request, const MoviesDeps& d) {
+  Result<movies::MovieDetail> m = d.movies.get(request.params.at("id"));
+  if (!m.ok()) return failed_response(m.status(), request, d.log);
+  Response r;
+  r.file_path = (fs::path(d.options.media_dir) / m->file).string();
+  r.set_header("Content-Type", std::string(content_type_of(m->file)));
+  return r;
+}
+
+Response get_frames(const Request& request, const MoviesDeps& d) {
+  Result<std::vector<movies::FrameRow>> rows = d.movies.frames(request.params.at("id"));
+  if (!rows.ok()) return failed_response(rows.status(), request, d.log);
+  json::array out;
+  out.reserve(rows->size());
+  for (const movies::FrameRow& r : *rows) out.push_back(frame_json(r));
+  return json_response(200, out);
+}
+
+// "Run 3 (v2)" -> "Run_3__v2_": a file name safe in a header.
+std::string download_name(std::string_view name) {
+  std::string out;
+  for (char c : name.substr(0, 64)) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '_' || c == '.';
+    out.push_back(plain ? c : '_');
+  }
+  return out.empty() ? "movie" : out;
+}
+
+Response get_frames_csv(const Request& request, const MoviesDeps& d) {
+  const std::string& id = request.params.at("id");
+  Result<movies::MovieDetail> m = d.movies.get(id);
+  if (!m.ok()) return failed_response(m.status(), request, d.log);
+  Result<std::string> csv = d.movies.frames_csv(id);
+  if (!csv.ok()) return failed_response(csv.status(), request, d.log);
+  Response r{.status = 200, .headers = {}, .body = std::move(*csv)};
+  r.set_header("Content-Type", "text/csv; charset=utf-8");
+  r.set_header("Content-Disposition",
+               "attachment; filename=\"" + download_name(m->name) + "-frames.csv\"");
+  return r;
+}
+
+Response get_audit(const Request& request, const MoviesDeps& d) {
+  Result<std::vector<movies::AuditEntry>> entries = d.movies.audit(request.params.at("id"));
+  if (!entries.ok()) return failed_response(entries.status(), request, d.log);
+  json::array out;
+  out.reserve(entries->size());
+  for (const movies::AuditEntry& e : *entries) {
+    out.push_back(json::object{{"event", e.event},
+                               {"job_id", e.job_id},
+                               {"user_display_name", e.user_display_name},
+                               {"at_ms", e.at_ms},
+                               {"summary", e.summary}});
+  }
+  return json_response(200, out);
+}
+
+Response remove_movie(const Request& request, const MoviesDeps& d) {
+  const Status removed =
+      d.movies.remove(request.params.at("id"), request.caller->name, request.caller->admin);
+  if (!removed.ok()) return failed_response(removed, request, d.log);
+  return no_content();
+}
+
+// ---------------------------------------------------------------- leases and edits
+
+// A lease call's body: a JSON object holding `lease_id` and no field but
+// those in `fields`. The answer to send instead when it is not.
+std::optional<Response> read_lease_body(const Request& request,
+                                        std::initializer_list<std::string_view> fields,
+                                        json::object& body, std::string& lease_id) {
+  if (auto refused = read_json_object(request, body)) return refused;
+  Status ok = server::check_fields(body, fields);
+  if (ok.ok()) ok = server::read_string_field(body, "lease_id", true, lease_id);
+  if (!ok.ok()) return server::error_response(ok, request.request_id);
+  return std::nullopt;
+}
+
+movies::User user_of(const Request& request) {
+  return {request.caller->name, request.caller->display_name};
+}
+
+Response acquire_analysis(const Request& request, const MoviesDeps& d) {
+  movies::Lock holder;
+  Result<movies::AnalysisLease> lease =
+      d.movies.acquire_analysis(request.params.at("id"), user_of(request), &holder);
+  if (!lease.ok()) {
+    if (lease.status().code() == Code::kAlreadyExists) {
+      return conflict_with_holder(lease.status(), holder);
+    }
+    return failed_response(lease.status(), request, d.log);
+  }
+  return json_response(
+      200, json::object{{"lease_id", lease->lease_id}, {"expires_at_ms", lease->expires_at_ms}});
+}
+
+Response heartbeat(Request& request, const MoviesDeps& d) {
+  json::object body;
+  std::string lease_id;
+  if (auto refused = read_lease_body(request, {"lease_id"}, body, lease_id)) return *refused;
+  Result<movies::AnalysisLease> lease =
+      d.movies.heartbeat(request.params.at("id"), request.caller->name, lease_id);
+  if (!lease.ok()) return failed_response(lease.status(), request, d.log);
+  return json_response(
+      200, json::object{{"lease_id", lease->lease_id}, {"expires_at_ms", lease->expires_at_ms}});
+}
+
+Response release_analysis(Request& request, const MoviesDeps& d) {
+  json::object body;
+  std::string lease_id;
+  if (auto refused = read_lease_body(request, {"lease_id"}, body, lease_id)) return *refused;
+  const Status released = d.movies.release(request.params.at("id"), request.caller->name, lease_id);
+  if (!released.ok()) return failed_response(released, request, d.log);
+  return no_content();
+}
+
+// The movie as an edit left it.
+Response edited(const Status& status, const Request& request, const MoviesDeps& d) {
+  if (!status.ok()) return failed_response(status, request, d.log);
+  return get_movie(request, d);
+}
+
+Result<tracer::Marker> parse_marker(const json::value& value) {
+  const json::object* o = value.if_object();
+  if (o == nullptr) return invalid_argument("expected an object {id, label, frame, x, y}");
+  RETURN_IF_ERROR(server::check_fields(*o, {"id", "label", "frame", "x", "y"}));
+  tracer::Marker m;
+  RETURN_IF_ERROR(server::read_string_field(*o, "id", true, m.id));
+  RETURN_IF_ERROR(server::read_string_field(*o, "label", false, m.label));
+  RETURN_IF_ERROR(server::read_int_field(*o, "frame", true, m.frame));
+  RETURN_IF_ERROR(server::read_number_field(*o, "x", true, m.x));
+  RETURN_IF_ERROR(server::read_number_field(*o, "y", true, m.y));
+  return m;
+}
+
+Result<std::vector<tracer::Marker>> parse_markers(const json::object& body) {
+  const json::value* value = body.if_contains("markers");
+  if (value == nullptr) return invalid_argument("markers: missing; expected an array");
+  if (!value->is_array()) return invalid_argument("markers: expected an array");
+  const json::array& array = value->as_array();
+  if (array.size() > movies::kMarkersMax) {
+    return invalid_argument("markers: at most " + std::to_string(movies::kMarkersMax));
+  }
+  std::vector<tracer::Marker> out;
+  for (size_t i = 0; i < array.size(); ++i) {
+    Result<tracer::Marker> m = parse_marker(array[i]);
+    if (!m.ok()) return m.status().with_context("markers[" + std::to_string(i) + "]");
+    out.push_back(std::move(*m));
+  }
+  return out;
+}
+
+Response put_markers(Request& request, const MoviesDeps& d) {
+  json::object body;
+  std::string lease_id;
+  if (auto refused = read_lease_body(request, {"lease_id", "markers"}, body, lease_id)) {
+    return *refused;
+  }
+  Result<std::vector<tracer::Marker>> markers = parse_markers(body);
+  if (!markers.ok()) return failed_response(markers.status(), request, d.log);
+  return edited(
+      d.movies.set_markers(request.params.at("id"), request.caller->name, lease_id, *markers),
+      request, d);
+}
+
+Response put_trim(Request& request, const MoviesDeps& d) {
+  json::object body;
+  std::string lease_id;
+  if (auto refused =
+          read_lease_body(request, {"lease_id", "start_frame", "end_frame"}, body, lease_id)) {
+    return *refused;
+  }
+  tracer::Trim trim;
+  Status ok = server::read_int_field(body, "start_frame", true, trim.start_frame);
+  if (ok.ok()) ok = server::read_int_field(body, "end_frame", true, trim.end_frame);
+  if (!ok.ok()) return failed_response(ok, request, d.log);
+  return edited(d.movies.set_trim(request.params.at("id"), request.caller->name, lease_id, trim),
+                request, d);
+}
+
+Response put_capture_interval(Request& request, const MoviesDeps& d) {
+  json::object body;
+  std::string lease_id;
+  if (auto refused = read_lease_body(request, {"lease_id", "every_frames"}, body, lease_id)) {
+    return *refused;
+  }
+  int64_t every_frames = 0;
+  if (Status ok = server::read_int_field(body, "every_frames", true, every_frames); !ok.ok()) {
+    return failed_response(ok, request, d.log);
+  }
+  return edited(d.movies.set_capture_interval(request.params.at("id"), request.caller->name,
+                                              lease_id, every_frames),
+                request, d);
+}
+
+Response start_trace(Request& request, const MoviesDeps& d) {
+  json::object body;
+  std::string lease_id;
+  if (auto refused = read_lease_body(request, {"lease_id"}, body, lease_id)) return *refused;
+  Result<movies::TraceStarted> started =
+      d.movies.start_trace(request.params.at("id"), user_of(request), lease_id);
+  if (!started.ok()) return failed_response(started.status(), request, d.log);
+  if (d.options.trace_queued) d.options.trace_queued();
+  return json_response(
+      202, json::object{{"job_id", started->job_id}, {"frames_total", started->frames_total}});
+}
+
+}  // namespace
+
+void add_movie_routes(Router& router, movies::Movies& movies, Queue& probe_queue, Random& random,
+                      Logger& log, MoviesApiOptions options) {
+  // One copy of what the handlers use, shared by every route.
+  const auto deps = std::make_shared<const MoviesDeps>(
+      MoviesDeps{movies, probe_queue, random, log, std::move(options)});
+  const MoviesApiOptions& kept = deps->options;
+  const auto on = [deps](auto* handler) {
+    return [deps, handler](Request& r) { return handler(r, *deps); };
+  };
+  const RouteOptions read{.access = Access::kUser};
+  const RouteOptions write{.access = Access::kUser, .body_bytes_max = kJsonBodyBytesMax};
+  const RouteOptions upload_route{.access = Access::kUser,
+                                  .body_bytes_max = kept.upload_bytes_max,
+                                  .upload_dir = kept.upload_dir};
+  const std::string movie = std::string(kMoviesPath) + "/{id}";
+  const std::string lease = movie + "/analysis-lease";
+  router.add("POST", kMoviesPath, on(upload), upload_route);
+  router.add("GET", kMoviesPath, on(list_movies), read);
+  router.add("GET", movie, on(get_movie), read);
+  router.add("DELETE", movie, on(remove_movie), read);
+  router.add("GET", movie + "/video", on(get_video), read);
+  router.add("POST", lease, on(acquire_analysis), write);
+  router.add("POST", lease + "/heartbeat", on(heartbeat), write);
+  router.add("DELETE", lease, on(release_analysis), write);
+  router.add("PUT", movie + "/markers", on(put_markers), write);
+  router.add("PUT", movie + "/trim", on(put_trim), write);
+  router.add("PUT", movie + "/capture-interval", on(put_capture_interval), write);
+  router.add("POST", movie + "/trace", on(start_trace), write);
+  router.add("GET", movie + "/frames", on(get_frames), read);
+  router.add("GET", movie + "/frames.csv", on(get_frames_csv), read);
+  router.add("GET", movie + "/audit", on(get_audit), read);
+}
+
+}  // namespace leasehold::app

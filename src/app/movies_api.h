@@ -1,0 +1,70 @@
+// The movie tracing service's HTTP API, under /api/movies/ (docs/server.md
+// lists every field and status). Every route needs a signed-in user.
+//
+//   POST   /api/movies?name=NAME                    201 the movie (`processing`)
+//   GET    /api/movies                              200 [movie summary, ...]
+//   GET    /api/movies/{id}                         200 the movie
+//   GET    /api/movies/{id}/video                   200/206 the file (Range)
+//   DELETE /api/movies/{id}                         204 (owner or admin; 409 while locked)
+//   POST   /api/movies/{id}/analysis-lease          200 {lease_id, expires_at_ms} | 409 {holder}
+//   POST   /api/movies/{id}/analysis-lease/heartbeat  {lease_id}  200 | 409
+//   DELETE /api/movies/{id}/analysis-lease          {lease_id}  204 | 409
+//   PUT    /api/movies/{id}/markers                 {lease_id, markers}  200 the movie
+//   PUT    /api/movies/{id}/trim                    {lease_id, start_frame, end_frame}
+//   PUT    /api/movies/{id}/capture-interval        {lease_id, every_frames}
+//   POST   /api/movies/{id}/trace                   {lease_id}  202 {job_id, frames_total} | 409
+//   GET    /api/movies/{id}/frames                  200 [frame row, ...]
+//   GET    /api/movies/{id}/frames.csv              200 text/csv
+//   GET    /api/movies/{id}/audit                   200 [audit entry, ...]
+//
+// An upload streams to a file in the upload folder (never whole in memory;
+// 413 over the limit before a byte is read), is checked to be a video whose
+// first frame decodes (415 otherwise, and nothing is kept), is moved into the
+// media folder under a random name, and becomes a `processing` movie whose
+// probe is queued (movies/probe_worker.h): it turns `ready` or `invalid`
+// off the request path. Every other rule (the leases, fenced edits, traces)
+// is the service's (movies/movies.h); each handler validates its input,
+// makes one call of it and maps the Status through server/errors.h, where
+// every lease conflict is a 409. A 409 on taking the analysis lease carries
+// who holds the movie: {"error": {...}, "holder": {kind, user_display_name,
+// started_at_ms}}.
+//
+// Handlers call the store (and the upload's check decodes a frame), so they
+// are blocking routes; they hold only references and are safe on many
+// threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "leasehold/logger.h"
+#include "leasehold/queue.h"
+#include "leasehold/random.h"
+#include "movies/movies.h"
+#include "server/router.h"
+#include "tracer/video.h"
+
+namespace leasehold::app {
+
+inline constexpr uint64_t kUploadBytesMaxDefault = uint64_t{2} << 30;  // 2 GiB
+
+struct MoviesApiOptions {
+  std::string media_dir;   // Movies' media folder
+  std::string upload_dir;  // on the media folder's file system (files are renamed across)
+  uint64_t upload_bytes_max = kUploadBytesMaxDefault;
+  tracer::VideoLimits video_limits;  // what the upload's check accepts
+  // Called once a probe or a trace job has been queued by this process, to
+  // wake the workers of this process (null: nobody to wake).
+  std::function<void()> probe_queued;
+  std::function<void()> trace_queued;
+};
+
+// Adds the routes above to `router`. A failure behind a 5xx answer is
+// logged to `log` with the request's ID (the answer names only the ID).
+// REQUIRES: movies, probe_queue, random and log outlive the router; both
+// folders exist.
+void add_movie_routes(server::Router& router, movies::Movies& movies, Queue& probe_queue,
+                      Random& random, Logger& log, MoviesApiOptions options);
+
+}  // namespace leasehold::app

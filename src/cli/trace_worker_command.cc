@@ -1,0 +1,130 @@
+#include "cli/trace_worker_command.h"
+
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+
+#include "base/duration.h"
+#include "cli/common.h"
+#include "cli/metrics_server.h"
+#include "cli/serve.h"
+#include "metrics/registry.h"
+#include "movies/service.h"
+#include "runtime/stderr_logger.h"
+#include "server/router.h"
+#include "server/server.h"
+
+namespace leasehold::cli {
+namespace {
+
+// A lease ttl for the movies' leases, checked with the lease layer's timing
+// rules on a store that writes nothing.
+Result<Duration> movie_ttl(std::string_view flag, const std::string& text) {
+  Result<Duration> ttl = parse_duration(text);
+  if (!ttl.ok()) return invalid_argument(std::string(flag) + ": " + ttl.status().message());
+  RealClock clock;
+  SeededRandom random(0);
+  ASSIGN_OR_RETURN(std::unique_ptr<ItemStore> none, open_store("memory:"));
+  LeaseManager leases(*none, clock, random);
+  if (const Status ok = leases.check_timing(*ttl, leases.default_renew_every(*ttl)); !ok.ok()) {
+    return invalid_argument(std::string(flag) + " " + text + ": " + ok.message());
+  }
+  return ttl;
+}
+
+}  // namespace
+
+void add_movies_flags(CLI::App& sub, MoviesArgs& a) {
+  sub.add_option("--media-dir", a.media_dir,
+                 "Where movie files are kept (shared by `serve` and `trace-worker`)")
+      ->capture_default_str();
+  sub.add_option("--analysis-lease-ttl", a.analysis_lease_ttl,
+                 "How long a browser's analysis lease lasts without a heartbeat")
+      ->capture_default_str();
+  sub.add_option("--tracing-lease-ttl", a.tracing_lease_ttl,
+                 "How long a trace's lease lasts without renewal (a dead worker's trace is "
+                 "failed, and the movie free, after this)")
+      ->capture_default_str();
+  sub.add_option("--trace-workers", a.trace_workers,
+                 "Traces run at once in this process (0: none here)")
+      ->capture_default_str();
+}
+
+Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& a) {
+  app::MoviesServingOptions o;
+  if (a.media_dir.empty()) return invalid_argument("--media-dir must not be empty");
+  o.media_dir = a.media_dir;
+  ASSIGN_OR_RETURN(o.analysis_ttl, movie_ttl("--analysis-lease-ttl", a.analysis_lease_ttl));
+  ASSIGN_OR_RETURN(o.tracing_ttl, movie_ttl("--tracing-lease-ttl", a.tracing_lease_ttl));
+  if (a.trace_workers > movies::kWorkersMax) {
+    return invalid_argument("--trace-workers must be 0.." + std::to_string(movies::kWorkersMax));
+  }
+  o.trace_workers = a.trace_workers;
+  return o;
+}
+
+CLI::App* add_trace_worker_command(CLI::App& app, TraceWorkerArgs& a) {
+  CLI::App* w = app.add_subcommand(
+      "trace-worker",
+      "Run movie traces (and probe uploads) from the queue, beside `serve`, on the same store "
+      "and media folder");
+  add_movies_flags(*w, a.movies);
+  w->add_option("--metrics-listen", a.metrics_listen,
+                "Serve GET /metrics and /healthz on HOST:PORT (loopback)");
+  return w;
+}
+
+int run_trace_worker(const TraceWorkerArgs& args, const std::string& store_uri, bool verbose) {
+  Result<app::MoviesServingOptions> options = movies_serving_options(args.movies);
+  if (!options.ok()) return report(options.status());
+  std::error_code ec;
+  if (!std::filesystem::is_directory(options->media_dir, ec)) {
+    return report(invalid_argument("--media-dir '" + options->media_dir +
+                                   "' is not a folder (`leasehold serve` makes it)"));
+  }
+  if (!args.metrics_listen.empty()) {
+    if (const Status ok = check_metrics_listen(args.metrics_listen); !ok.ok()) return report(ok);
+  }
+  const sigset_t stop_signals = block_stop_signals();
+  const std::unique_ptr<Logger> log =
+      runtime::make_json_stderr_logger(verbose ? LogLevel::kDebug : LogLevel::kInfo);
+  metrics::Registry registry;
+  runtime::RuntimeOptions ro;
+  ro.store_uri = store_uri;
+  ro.logger = log.get();
+  ro.metrics = &registry;
+  auto runtime = runtime::Runtime::open(std::move(ro));
+  if (!runtime.ok()) return report(runtime.status());
+  runtime::Runtime& rt = **runtime;
+
+  server::Router router;
+  std::unique_ptr<server::Server> metrics_server;
+  if (!args.metrics_listen.empty()) {
+    auto started = start_metrics_server(args.metrics_listen, registry, router, log.get());
+    if (!started.ok()) return report(started.status());
+    metrics_server = std::move(started).value();
+  }
+  auto service = movies::Service::start(
+      rt.store(), rt.clock(), rt.random(),
+      app::movies_service_options(*options, "trace-worker", rt.leases().config(), log.get()));
+  if (!service.ok()) return report(service.status());
+  const LogField started[] = {
+      {"trace_workers", static_cast<int64_t>(options->trace_workers)},
+      {"store", std::string_view(rt.store().backend_name())},
+      {"media_dir", std::string_view(options->media_dir)},
+      {"metrics_port", static_cast<int64_t>(metrics_server ? metrics_server->port() : 0)}};
+  log->log_fields(LogLevel::kInfo, "trace worker started", started);
+
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  const LogField stopping[] = {
+      {"signal", std::string_view(signal == SIGINT ? "SIGINT" : "SIGTERM")}};
+  log->log_fields(LogLevel::kInfo, "stopping", stopping);
+  (*service)->stop();
+  if (metrics_server) metrics_server->stop();
+  log->log(LogLevel::kInfo, "stopped");
+  return kExitOk;
+}
+
+}  // namespace leasehold::cli

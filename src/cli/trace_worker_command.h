@@ -1,0 +1,49 @@
+// `leasehold trace-worker`: the movie tracing service's workers
+// (movies/service.h) as a process of their own, against the same store and
+// media folder as `leasehold serve`: trace workers that run the queued
+// traces, and a probe worker that probes uploads. Runs until SIGTERM or
+// SIGINT; a trace under way is then published as interrupted. With
+// --metrics-listen it also serves GET /metrics and GET /healthz.
+//
+// The flags shared with `serve` (MoviesArgs) are defined here too.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "app/serving.h"
+#include "leasehold/status.h"
+
+namespace CLI {
+class App;
+}
+
+namespace leasehold::cli {
+
+// The movie flags of `serve` and `trace-worker`.
+struct MoviesArgs {
+  std::string media_dir = "media";  // relative to the working directory
+  std::string analysis_lease_ttl = "15m";
+  std::string tracing_lease_ttl = "15m";
+  size_t trace_workers = 1;
+};
+
+// Adds --media-dir, --analysis-lease-ttl, --tracing-lease-ttl and
+// --trace-workers to `sub`.
+void add_movies_flags(CLI::App& sub, MoviesArgs& args);
+
+// The flags checked (kInvalidArgument naming the flag: a ttl the leases
+// cannot use, too many workers) and turned into options.
+Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& args);
+
+struct TraceWorkerArgs {
+  MoviesArgs movies;
+  std::string metrics_listen;  // empty: no metrics server
+};
+
+CLI::App* add_trace_worker_command(CLI::App& app, TraceWorkerArgs& args);
+
+// Runs until SIGTERM or SIGINT; returns the exit code.
+int run_trace_worker(const TraceWorkerArgs& args, const std::string& store_uri, bool verbose);
+
+}  // namespace leasehold::cli

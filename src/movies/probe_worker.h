@@ -1,0 +1,84 @@
+// ProbeWorker: probes uploaded movies off the request path. An upload
+// creates its movie `processing` (Movies::create) and queues a probe job
+// (enqueue_probe); a ProbeWorker receives it, runs Movies::probe (which
+// decodes the whole file, seconds to minutes), and the movie becomes `ready`
+// or `invalid`.
+//
+// The job goes through a Queue (at-least-once, kProbeQueueName), so a
+// process that dies while probing leaves the job to be delivered again to
+// another one once its visibility ends: the visibility is short, and
+// extended every third of it while the probe runs. A repeated job is a
+// no-op: probe()
+// is one conditional write on `status = processing`, and a job whose movie
+// is no longer processing (probed already, or removed) is deleted unread.
+// A job whose probe fails on the store stays in the queue for redelivery.
+//
+// Threads: one thread of its own receives and probes; stats() and wake()
+// may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "leasehold/logger.h"
+#include "leasehold/queue.h"
+#include "leasehold/status.h"
+#include "movies/movies.h"
+
+namespace leasehold::movies {
+
+// The queue probe jobs go through (QueueOptions::name).
+inline constexpr char kProbeQueueName[] = "movie-probe";
+
+// Queues the probe of movie `id`: the queue's errors (kUnavailable: not
+// queued; kUnknownOutcome: perhaps queued).
+Status enqueue_probe(Queue& queue, const std::string& id);
+
+struct ProbeWorkerOptions {
+  std::string id;  // for the log
+  // How long a received job stays hidden from other workers unless extended
+  // (every third of it while its probe runs): about how long a job waits
+  // for another worker after its worker died.
+  Duration visibility = std::chrono::seconds(60);
+  // How long the worker waits before asking an empty queue again, unless
+  // woken.
+  Duration idle_wait = std::chrono::seconds(1);
+  Logger* logger = nullptr;  // not owned; null logs nothing
+};
+
+struct ProbeWorkerStats {
+  uint64_t messages = 0;  // jobs received
+  uint64_t probed = 0;    // movies probed (ready or invalid)
+  uint64_t stale = 0;     // jobs of movies no longer processing: deleted
+  uint64_t failed = 0;    // probes that failed on the store: left for redelivery
+};
+
+class ProbeWorker {
+ public:
+  // Starts the thread. kInvalidArgument for a non-positive visibility or
+  // idle wait. REQUIRES: movies and queue outlive the worker.
+  static Result<std::unique_ptr<ProbeWorker>> start(Movies& movies, Queue& queue,
+                                                    ProbeWorkerOptions options);
+  ~ProbeWorker();  // stop()
+  ProbeWorker(const ProbeWorker&) = delete;
+  ProbeWorker& operator=(const ProbeWorker&) = delete;
+
+  // Asks the queue now instead of at the end of the idle wait (a job was
+  // just queued in this process).
+  void wake();
+  // Stops receiving and returns once the thread has ended. A probe under way
+  // is stopped with nothing written, and its job made visible again at once
+  // for another worker. Idempotent.
+  void stop();
+
+  ProbeWorkerStats stats() const;
+
+ private:
+  class Impl;
+  explicit ProbeWorker(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace leasehold::movies

@@ -1,0 +1,81 @@
+#include "movies/service.h"
+
+#include "movies/schema.h"
+
+namespace leasehold::movies {
+namespace {
+
+// How long an idle worker waits before asking the queue again: one query a
+// second per worker on the store while nothing happens.
+constexpr Duration kIdleWait = std::chrono::seconds(1);
+
+}  // namespace
+
+Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, Random& random,
+                                                ServiceOptions o) {
+  if (o.trace_workers > kWorkersMax || o.probe_workers > kWorkersMax) {
+    return invalid_argument("at most " + std::to_string(kWorkersMax) +
+                            " trace workers and as many probe workers");
+  }
+  RETURN_IF_ERROR(store.require_table(StoreQueue::table_spec()));
+  // Not make_unique: the constructor is private, so that start() is the
+  // only way to get a Service, and every Service runs.
+  std::unique_ptr<Service> s(new Service());
+  ASSIGN_OR_RETURN(s->trace_queue_,
+                   StoreQueue::open(store, clock, random, QueueOptions{.name = kTraceQueueName}));
+  ASSIGN_OR_RETURN(s->probe_queue_,
+                   StoreQueue::open(store, clock, random, QueueOptions{.name = kProbeQueueName}));
+  MoviesOptions mo;
+  mo.media_dir = o.media_dir;
+  mo.analysis_ttl = o.analysis_ttl;
+  mo.tracing_ttl = o.tracing_ttl;
+  mo.lease = o.lease;
+  mo.logger = o.logger;
+  ASSIGN_OR_RETURN(s->movies_, Movies::open(store, clock, random, *s->trace_queue_, mo));
+  for (size_t i = 0; i < o.probe_workers; ++i) {
+    ProbeWorkerOptions po;
+    po.id = o.worker_prefix + "-probe" + std::to_string(i);
+    po.idle_wait = kIdleWait;
+    po.logger = o.logger;
+    ASSIGN_OR_RETURN(auto worker, ProbeWorker::start(*s->movies_, *s->probe_queue_, po));
+    s->probe_workers_.push_back(std::move(worker));
+  }
+  for (size_t i = 0; i < o.trace_workers; ++i) {
+    TraceWorkerOptions to;
+    to.id = o.worker_prefix + "-trace" + std::to_string(i);
+    to.tracing_ttl = o.tracing_ttl;
+    to.media_dir = o.media_dir;
+    // Jobs queued in this process wake the worker at once (trace_queued);
+    // the wait only decides how soon one queued elsewhere is seen.
+    to.idle_wait = kIdleWait;
+    to.lease = o.lease;
+    to.logger = o.logger;
+    ASSIGN_OR_RETURN(auto worker,
+                     TraceWorker::start(store, clock, random, *s->trace_queue_, std::move(to)));
+    s->trace_workers_.push_back(std::move(worker));
+  }
+  return s;
+}
+
+Service::~Service() { stop(); }
+
+void Service::probe_queued() {
+  for (const auto& w : probe_workers_) w->wake();
+}
+
+void Service::trace_queued() {
+  for (const auto& w : trace_workers_) w->wake();
+}
+
+void Service::stop() {
+  for (const auto& w : trace_workers_) w->stop();
+  for (const auto& w : probe_workers_) w->stop();
+}
+
+std::vector<TraceWorkerStats> Service::trace_stats() const {
+  std::vector<TraceWorkerStats> out;
+  for (const auto& w : trace_workers_) out.push_back(w->stats());
+  return out;
+}
+
+}  // namespace leasehold::movies

@@ -1,0 +1,84 @@
+// Service: the movie tracing service of one process, wired the same way by
+// `leasehold serve` (which adds the HTTP API, app/movies_api.h) and by
+// `leasehold trace-worker`: the two job queues on the store (traces and
+// probes, StoreQueue), Movies over them, and the probe and trace workers
+// that run in this process.
+//
+// stop() stops the workers: a trace under way is published as interrupted
+// (TraceWorker::stop) and a probe under way is handed back to the queue.
+//
+// Thread-safe: movies(), probe_queue() and the wake calls may be used from
+// any thread; stop() from one.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "leasehold/clock.h"
+#include "leasehold/lease.h"
+#include "leasehold/logger.h"
+#include "leasehold/queue.h"
+#include "leasehold/random.h"
+#include "leasehold/status.h"
+#include "leasehold/store.h"
+#include "movies/movies.h"
+#include "movies/probe_worker.h"
+#include "movies/trace_worker.h"
+
+namespace leasehold::movies {
+
+inline constexpr size_t kWorkersMax = 64;  // of each kind, in one process
+
+struct ServiceOptions {
+  std::string media_dir;  // must be a folder
+  Duration analysis_ttl = kDefaultLeaseTtl;
+  // The tracing lease's ttl: from the trace's start until a worker claims
+  // it, and then as the worker renews it.
+  Duration tracing_ttl = kDefaultLeaseTtl;
+  size_t trace_workers = 1;  // 0..kWorkersMax
+  size_t probe_workers = 1;  // 0..kWorkersMax
+  // Names the workers: "<prefix>-trace0", "<prefix>-probe0", ... Unique
+  // among the processes of a fleet (host name and process ID, say).
+  std::string worker_prefix;
+  // The clock-skew bound and safety margin of the leases.
+  LeaseConfig lease;
+  Logger* logger = nullptr;  // not owned; null logs nothing
+};
+
+class Service {
+ public:
+  // Requires the movie tables and the queue table, opens the queues and
+  // Movies, and starts the workers. kInvalidArgument for bad options (a ttl
+  // that leaves no room for the skew bound, a media folder that is not one,
+  // too many workers); the store's errors.
+  // REQUIRES: store, clock, random and the logger outlive the service.
+  static Result<std::unique_ptr<Service>> start(ItemStore& store, Clock& clock, Random& random,
+                                                ServiceOptions options);
+  ~Service();  // stop()
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  Movies& movies() { return *movies_; }
+  Queue& probe_queue() { return *probe_queue_; }
+  Queue& trace_queue() { return *trace_queue_; }
+  // A probe or trace job was queued by this process: its workers ask the
+  // queue at once.
+  void probe_queued();
+  void trace_queued();
+  // Stops every worker and returns once they have ended. Idempotent.
+  void stop();
+
+  std::vector<TraceWorkerStats> trace_stats() const;
+
+ private:
+  Service() = default;
+
+  std::unique_ptr<Queue> trace_queue_, probe_queue_;
+  std::unique_ptr<Movies> movies_;
+  std::vector<std::unique_ptr<TraceWorker>> trace_workers_;
+  std::vector<std::unique_ptr<ProbeWorker>> probe_workers_;
+};
+
+}  // namespace leasehold::movies

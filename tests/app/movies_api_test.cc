@@ -1,0 +1,708 @@
+// The movie tracing API (app/movies_api.h) through real sockets, on the
+// server `leasehold serve` builds (app::Serving), on SQLite and on DynamoDB
+// (dynalite): uploads and their probe, every refusal of bad input (and that
+// it leaves nothing behind), the analysis lease (two users racing, the
+// same user in another tab, heartbeats, expiry, an old page's late
+// release), fenced edits, a trace from start to published frames, CSV and
+// audit, a redelivered job message, viewing while a movie is locked, and
+// removal. Killed and paused trace workers are tested with real processes
+// (tests/process/trace_worker_test.cc).
+#include "app/movies_api.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <latch>
+#include <thread>
+
+#include "../dynamodb/dynalite_fixture.h"
+#include "../server/test_client.h"
+#include "app/serving.h"
+#include "movies/schema.h"
+#include "movies/test_movie.h"
+#include "testing/capturing_logger.h"
+#include "tracer/synthetic_movie.h"
+
+namespace leasehold::app {
+namespace {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using server::testing::Client;
+using server::testing::HttpResponse;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+enum class Backend { kSqlite, kDynamoDb };
+
+constexpr uint64_t kUploadMax = 1 << 20;  // the tests' upload limit
+constexpr milliseconds kWaitMax{20'000};
+
+bool wait_until(const std::function<bool()>& condition, milliseconds timeout = kWaitMax) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return true;
+}
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class MoviesApiTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  static void SetUpTestSuite() {
+    files_ = fs::temp_directory_path() / ("movies_api_test_" + std::to_string(getpid()));
+    fs::create_directories(files_);
+    ASSERT_TRUE(
+        tracer::write_synthetic_movie((files_ / "spots.avi").string(), movies::small_test_movie())
+            .ok());
+    std::ofstream(files_ / "notes.txt") << "not a video at all";
+    // A real video's first bytes (its container header) and then garbage:
+    // the container opens, no frame decodes.
+    std::string corrupt = read_bytes(files_ / "spots.avi").substr(0, 600);
+    corrupt.append(4000, '\x5a');
+    std::ofstream(files_ / "corrupt.avi", std::ios::binary) << corrupt;
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(files_);
+    dynalite_.reset();
+  }
+
+  void TearDown() override {
+    if (serving_) serving_->stop();
+    serving_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // Starts the server on a fresh store and media folder, and adds Ada
+  // (admin), Bob and Cy.
+  void serve(size_t trace_workers = 1, Duration analysis_ttl = seconds(30),
+             Duration tracing_ttl = seconds(30)) {
+    dir_ = files_ / ("t" + std::to_string(++tests_));
+    fs::create_directories(dir_);
+    ServingOptions o;
+    o.store_uri = store_uri();
+    o.log = &log_;
+    o.server.port = 0;
+    o.server.threads = 2;
+    o.movies.media_dir = media().string();
+    o.movies.analysis_ttl = analysis_ttl;
+    o.movies.tracing_ttl = tracing_ttl;
+    o.movies.trace_workers = trace_workers;
+    o.movies.upload_bytes_max = kUploadMax;
+    auto started = Serving::start(std::move(o));
+    ASSERT_TRUE(started.ok()) << started.status().to_string();
+    serving_ = std::move(started).value();
+    ada_ = add_user("ada", "Ada L.", true);
+    bob_ = add_user("bob", "Bob B.", false);
+    cy_ = add_user("cy", "Cy C.", false);
+  }
+
+  std::string store_uri() {
+    if (GetParam() == Backend::kSqlite) return "sqlite:" + (dir_ / "store.db").string();
+    if (!dynalite_) {
+      auto started = testing::Dynalite::start();
+      EXPECT_TRUE(started.ok()) << started.status().to_string();
+      if (!started.ok()) return "memory:";
+      dynalite_ = std::move(started).value();
+      setenv("AWS_ACCESS_KEY_ID", "test", 1);
+      setenv("AWS_SECRET_ACCESS_KEY", "test", 1);
+    }
+    return "dynamodb://us-east-1/m" + std::to_string(getpid()) + "_" + std::to_string(tests_) +
+           "_?endpoint=" + dynalite_->endpoint();
+  }
+
+  fs::path media() const { return dir_ / "media"; }
+  // The files in the media folder and its uploads folder, but the folder.
+  std::vector<std::string> media_files() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(media())) {
+      if (!e.is_directory()) out.push_back(e.path().filename().string());
+    }
+    return out;
+  }
+
+  std::string add_user(std::string name, std::string display_name, bool admin) {
+    auto added = serving_->accounts().add_user(
+        {std::move(name), std::move(display_name), admin, std::nullopt});
+    EXPECT_TRUE(added.ok()) << added.status().to_string();
+    return added.ok() ? "Authorization: Bearer " + added->token + "\r\n" : "";
+  }
+
+  uint16_t port() const { return serving_->server().port(); }
+
+  // One request on a new connection. A body goes as application/json unless
+  // `headers` names another Content-Type.
+  HttpResponse call(std::string_view method, std::string_view target, std::string_view who,
+                    std::string_view body = "", std::string_view headers = "") {
+    Client client(port());
+    std::string request = std::string(method) + " " + std::string(target) +
+                          " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port()) + "\r\n" +
+                          std::string(who) + std::string(headers);
+    if (!body.empty() && headers.find("Content-Type") == std::string_view::npos) {
+      request += "Content-Type: application/json\r\n";
+    }
+    if (!body.empty() || method == "POST" || method == "PUT") {
+      request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    }
+    request += "\r\n" + std::string(body);
+    EXPECT_TRUE(client.send(request));
+    auto response = client.read_response();
+    EXPECT_TRUE(response.has_value()) << method << " " << target;
+    return response.value_or(HttpResponse{});
+  }
+
+  json::value ok_json(const HttpResponse& r, int status = 200) {
+    EXPECT_EQ(r.status, status) << r.body;
+    if (r.status != status) return nullptr;
+    EXPECT_EQ(r.header("content-type"), "application/json");
+    return json::parse(r.body);
+  }
+  std::string error_code(const HttpResponse& r) {
+    const json::value body = json::parse(r.body);
+    return std::string(body.at("error").at("code").as_string());
+  }
+
+  HttpResponse upload(const fs::path& file, std::string_view name = "spots",
+                      std::string_view who = "") {
+    const std::string bytes = read_bytes(file);
+    return call("POST", "/api/movies?name=" + std::string(name), who.empty() ? ada_ : who, bytes,
+                "Content-Type: application/octet-stream\r\n");
+  }
+
+  json::object movie(const std::string& id, std::string_view who = "") {
+    const json::value v = ok_json(call("GET", "/api/movies/" + id, who.empty() ? ada_ : who));
+    return v.is_object() ? v.as_object() : json::object{};
+  }
+  std::string status_of(const std::string& id) {
+    return std::string(movie(id).at("status").as_string());
+  }
+
+  // An uploaded movie, probed.
+  std::string ready_movie() {
+    const json::value created = ok_json(upload(files_ / "spots.avi"), 201);
+    if (!created.is_object()) return "";
+    const std::string id(created.at("id").as_string());
+    EXPECT_TRUE(wait_until([&] { return status_of(id) == "ready"; })) << status_of(id);
+    return id;
+  }
+
+  HttpResponse take_lease(const std::string& id, std::string_view who) {
+    return call("POST", "/api/movies/" + id + "/analysis-lease", who, "{}");
+  }
+  std::string lease_of(const std::string& id, std::string_view who) {
+    const json::value v = ok_json(take_lease(id, who));
+    return v.is_object() ? std::string(v.at("lease_id").as_string()) : "";
+  }
+  static std::string with_lease(const std::string& lease, std::string_view rest = "") {
+    return "{\"lease_id\":\"" + lease + "\"" + std::string(rest) + "}";
+  }
+
+  // A marker on the spot of the small test movie at `frame`.
+  static std::string spot_marker(int64_t frame = 0) {
+    const auto at = tracer::spot_position(movies::small_test_movie().spots[0], frame);
+    return "[{\"id\":\"m1\",\"label\":\"spot\",\"frame\":" + std::to_string(frame) +
+           ",\"x\":" + std::to_string(at.x) + ",\"y\":" + std::to_string(at.y) + "}]";
+  }
+
+  // Places the marker and a trim of frames 2..9 every 2, under `lease`.
+  void prepare_trace(const std::string& id, const std::string& lease) {
+    ASSERT_EQ(call("PUT", "/api/movies/" + id + "/markers", ada_,
+                   with_lease(lease, ",\"markers\":" + spot_marker(2)))
+                  .status,
+              200);
+    ASSERT_EQ(call("PUT", "/api/movies/" + id + "/trim", ada_,
+                   with_lease(lease, ",\"start_frame\":2,\"end_frame\":9"))
+                  .status,
+              200);
+    ASSERT_EQ(call("PUT", "/api/movies/" + id + "/capture-interval", ada_,
+                   with_lease(lease, ",\"every_frames\":2"))
+                  .status,
+              200);
+  }
+
+  std::string start_trace(const std::string& id, const std::string& lease) {
+    const json::value v =
+        ok_json(call("POST", "/api/movies/" + id + "/trace", ada_, with_lease(lease)), 202);
+    return v.is_object() ? std::string(v.at("job_id").as_string()) : "";
+  }
+
+  static inline fs::path files_;
+  static inline std::unique_ptr<testing::Dynalite> dynalite_;
+  static inline int tests_ = 0;
+  fs::path dir_;
+  CapturingLogger log_{LogLevel::kWarn};
+  std::unique_ptr<Serving> serving_;
+  std::string ada_, bob_, cy_;
+};
+
+TEST_P(MoviesApiTest, AnUploadIsProbedUntilReadyAndCanBePlayed) {
+  serve();
+  const HttpResponse created = upload(files_ / "spots.avi", "Run%203+(left)");
+  const json::value body = ok_json(created, 201);
+  ASSERT_TRUE(body.is_object());
+  const std::string id(body.at("id").as_string());
+  EXPECT_EQ(created.header("location"), "/api/movies/" + id);
+  EXPECT_EQ(body.at("name"), "Run 3 (left)");
+  EXPECT_EQ(body.at("lock"), nullptr);
+  ASSERT_TRUE(wait_until([&] { return status_of(id) == "ready"; })) << status_of(id);
+
+  const json::object m = movie(id, bob_);
+  EXPECT_EQ(m.at("fps").to_number<double>(), 25);
+  EXPECT_EQ(m.at("width"), 96);
+  EXPECT_EQ(m.at("height"), 64);
+  EXPECT_EQ(m.at("frame_count"), 12);
+  EXPECT_EQ(m.at("trim"), (json::object{{"start_frame", 0}, {"end_frame", 11}}));
+  EXPECT_EQ(m.at("capture_interval"), (json::object{{"every_frames", 1}}));
+  EXPECT_EQ(m.at("markers"), json::array{});
+  EXPECT_EQ(m.at("failure_summary"), nullptr);
+  EXPECT_EQ(m.at("frames_done"), 0);
+  EXPECT_EQ(m.at("owner_display_name"), "Ada L.");
+
+  const json::value listed = ok_json(call("GET", "/api/movies", cy_));
+  ASSERT_EQ(listed.as_array().size(), 1u);
+  const json::object& entry = listed.as_array()[0].as_object();
+  for (const char* field : {"id", "name", "status", "frames_done", "frames_total", "lock"}) {
+    EXPECT_TRUE(entry.contains(field)) << field;
+  }
+  EXPECT_EQ(entry.at("status"), "ready");
+
+  const std::string bytes = read_bytes(files_ / "spots.avi");
+  const HttpResponse video = call("GET", "/api/movies/" + id + "/video", bob_);
+  EXPECT_EQ(video.status, 200);
+  EXPECT_EQ(video.header("content-type"), "video/x-msvideo");
+  EXPECT_EQ(video.body, bytes);
+  const HttpResponse part =
+      call("GET", "/api/movies/" + id + "/video", bob_, "", "Range: bytes=100-199\r\n");
+  EXPECT_EQ(part.status, 206);
+  EXPECT_EQ(part.body, bytes.substr(100, 100));
+  // The kept file is the only one in the media folder.
+  EXPECT_EQ(media_files().size(), 1u);
+}
+
+TEST_P(MoviesApiTest, BadUploadsAreRefusedAndLeaveNothingBehind) {
+  serve();
+  EXPECT_EQ(upload(files_ / "notes.txt").status, 415);
+  EXPECT_EQ(upload(files_ / "corrupt.avi").status, 415);
+  EXPECT_EQ(
+      call("POST", "/api/movies?name=empty", ada_, "", "Content-Type: application/octet-stream\r\n")
+          .status,
+      415);
+  const HttpResponse unnamed = call("POST", "/api/movies", ada_, read_bytes(files_ / "spots.avi"),
+                                    "Content-Type: application/octet-stream\r\n");
+  EXPECT_EQ(unnamed.status, 400);
+  EXPECT_NE(unnamed.body.find("name"), std::string::npos) << unnamed.body;
+  EXPECT_EQ(upload(files_ / "spots.avi", "").status, 400);
+  EXPECT_EQ(upload(files_ / "spots.avi", std::string(300, 'n')).status, 400);
+  EXPECT_EQ(upload(files_ / "spots.avi", "bad%0aname").status, 400);
+  EXPECT_EQ(upload(files_ / "spots.avi", "x", "").status, 201);  // control: Ada may upload
+  const size_t kept = media_files().size();
+  EXPECT_EQ(upload(files_ / "spots.avi", "anon", "X-Nobody: 1\r\n").status, 401);
+
+  // Over the limit: refused from the Content-Length, before the body is read.
+  Client client(port());
+  ASSERT_TRUE(client.send("POST /api/movies?name=big HTTP/1.1\r\nHost: x\r\n" + ada_ +
+                          "Content-Type: application/octet-stream\r\nContent-Length: " +
+                          std::to_string(kUploadMax + 1) + "\r\n\r\n"));
+  const auto refused = client.read_response();
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ(refused->status, 413);
+  EXPECT_EQ(error_code(*refused), "payload_too_large");
+
+  EXPECT_EQ(ok_json(call("GET", "/api/movies", ada_)).as_array().size(), 1u);
+  EXPECT_EQ(media_files().size(), kept);
+  for (const std::string& f : media_files()) EXPECT_EQ(f.find(".upload"), std::string::npos) << f;
+  // The refusals say what is wrong, never where a file is.
+  const HttpResponse not_video = upload(files_ / "notes.txt");
+  EXPECT_EQ(error_code(not_video), "unsupported_media_type");
+  EXPECT_EQ(not_video.body.find(dir_.string()), std::string::npos) << not_video.body;
+}
+
+TEST_P(MoviesApiTest, EveryRouteNeedsASignedInUserAndUnknownMoviesAre404) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string m = "/api/movies/" + id;
+  const std::vector<std::pair<std::string, std::string>> routes = {
+      {"GET", "/api/movies"},
+      {"POST", "/api/movies?name=x"},
+      {"GET", m},
+      {"DELETE", m},
+      {"GET", m + "/video"},
+      {"POST", m + "/analysis-lease"},
+      {"POST", m + "/analysis-lease/heartbeat"},
+      {"DELETE", m + "/analysis-lease"},
+      {"PUT", m + "/markers"},
+      {"PUT", m + "/trim"},
+      {"PUT", m + "/capture-interval"},
+      {"POST", m + "/trace"},
+      {"GET", m + "/frames"},
+      {"GET", m + "/frames.csv"},
+      {"GET", m + "/audit"}};
+  for (const auto& [method, target] : routes) {
+    EXPECT_EQ(call(method, target, "").status, 401) << method << " " << target;
+  }
+  const std::string fake = random_token(serving_->runtime().random());
+  for (const auto& [method, target] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/api/movies/nosuchmovie"},
+           {"GET", "/api/movies/nosuchmovie/video"},
+           {"GET", "/api/movies/nosuchmovie/frames"},
+           {"GET", "/api/movies/nosuchmovie/frames.csv"},
+           {"GET", "/api/movies/nosuchmovie/audit"},
+           {"DELETE", "/api/movies/nosuchmovie"},
+           {"POST", "/api/movies/nosuchmovie/analysis-lease"},
+           {"POST", "/api/movies/nosuchmovie/analysis-lease/heartbeat"},
+           {"PUT", "/api/movies/nosuchmovie/trim"}}) {
+    const std::string body =
+        method == "GET" || target.ends_with("nosuchmovie")
+            ? ""
+            : with_lease(fake,
+                         target.ends_with("trim") ? ",\"start_frame\":0,\"end_frame\":1" : "");
+    EXPECT_EQ(call(method, target, bob_, body).status, 404) << method << " " << target;
+  }
+}
+
+TEST_P(MoviesApiTest, TwoUsersRacingForTheAnalysisLeaseExactlyOneWins) {
+  serve();
+  const std::string id = ready_movie();
+  for (int round = 0; round < 8; ++round) {
+    std::latch go(2);
+    HttpResponse got[2];
+    const std::string* who[2] = {&bob_, &cy_};
+    std::thread racers[2];
+    for (int i = 0; i < 2; ++i) {
+      racers[i] = std::thread([&, i] {
+        go.arrive_and_wait();
+        got[i] = take_lease(id, *who[i]);
+      });
+    }
+    for (std::thread& t : racers) t.join();
+    ASSERT_EQ((got[0].status == 200) + (got[1].status == 200), 1)
+        << got[0].status << " " << got[0].body << " / " << got[1].status << " " << got[1].body;
+    const int winner = got[0].status == 200 ? 0 : 1;
+    const HttpResponse& loser = got[1 - winner];
+    EXPECT_EQ(loser.status, 409);
+    const json::value refusal = json::parse(loser.body);
+    EXPECT_EQ(refusal.at("error").at("code"), "conflict");
+    const json::object& holder = refusal.at("holder").as_object();
+    EXPECT_EQ(holder.at("kind"), "analysis");
+    EXPECT_EQ(holder.at("user_display_name"), winner == 0 ? "Bob B." : "Cy C.");
+    EXPECT_GT(holder.at("started_at_ms").as_int64(), 0);
+    // The lock shows in the movie, to everybody.
+    EXPECT_EQ(movie(id).at("lock"), holder);
+    const std::string lease(json::parse(got[winner].body).at("lease_id").as_string());
+    EXPECT_EQ(
+        call("DELETE", "/api/movies/" + id + "/analysis-lease", *who[winner], with_lease(lease))
+            .status,
+        204);
+    EXPECT_EQ(movie(id).at("lock"), nullptr);
+  }
+}
+
+TEST_P(MoviesApiTest, TheSameUserInAnotherTabIsRefused) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string lease = lease_of(id, bob_);
+  ASSERT_FALSE(lease.empty());
+  const HttpResponse second_tab = take_lease(id, bob_);
+  EXPECT_EQ(second_tab.status, 409);
+  EXPECT_EQ(json::parse(second_tab.body).at("holder").at("user_display_name"), "Bob B.");
+}
+
+TEST_P(MoviesApiTest, HeartbeatsKeepTheLeasePastItsTtlAndAStaleOneIsRefused) {
+  serve(1, /*analysis_ttl=*/seconds(2));
+  const std::string id = ready_movie();
+  const json::value first = ok_json(take_lease(id, bob_));
+  const std::string lease(first.at("lease_id").as_string());
+  const std::string beat = "/api/movies/" + id + "/analysis-lease/heartbeat";
+  // A page beating every 400 ms holds the movie for twice the ttl.
+  const auto until = std::chrono::steady_clock::now() + seconds(4);
+  int64_t expires_at_ms = first.at("expires_at_ms").as_int64();
+  while (std::chrono::steady_clock::now() < until) {
+    const json::value renewed = ok_json(call("POST", beat, bob_, with_lease(lease)));
+    ASSERT_TRUE(renewed.is_object());
+    EXPECT_EQ(renewed.at("lease_id").as_string(), lease);
+    EXPECT_GE(renewed.at("expires_at_ms").as_int64(), expires_at_ms);
+    expires_at_ms = renewed.at("expires_at_ms").as_int64();
+    ASSERT_EQ(take_lease(id, cy_).status, 409);
+    std::this_thread::sleep_for(milliseconds(400));  // the page's heartbeat period
+  }
+  EXPECT_GT(expires_at_ms, first.at("expires_at_ms").as_int64() + 2000);
+
+  const std::string other = random_token(serving_->runtime().random());
+  EXPECT_EQ(call("POST", beat, bob_, with_lease(other)).status, 409);
+  EXPECT_EQ(call("POST", beat, cy_, with_lease(lease)).status, 409);  // another user's lease
+  EXPECT_EQ(call("POST", beat, bob_, with_lease("not-a-lease-id")).status, 400);
+  EXPECT_EQ(call("POST", beat, bob_, "{}").status, 400);
+  EXPECT_EQ(call("POST", beat, bob_, R"({"lease_id": 7})").status, 400);
+  EXPECT_EQ(call("POST", beat, bob_, "{\"lease_id\":").status, 400);
+  EXPECT_EQ(call("DELETE", "/api/movies/" + id + "/analysis-lease", bob_, with_lease(lease)).status,
+            204);
+  EXPECT_EQ(call("POST", beat, bob_, with_lease(lease)).status, 409);
+  // Releasing twice is releasing: the page that leaves may say so more than once.
+  EXPECT_EQ(call("DELETE", "/api/movies/" + id + "/analysis-lease", bob_, with_lease(lease)).status,
+            204);
+  EXPECT_EQ(take_lease(id, cy_).status, 200);
+  EXPECT_EQ(call("DELETE", "/api/movies/" + id + "/analysis-lease", bob_, with_lease(lease)).status,
+            409);
+  EXPECT_EQ(movie(id).at("lock").at("user_display_name"), "Cy C.");
+}
+
+TEST_P(MoviesApiTest, AnExpiredLeaseIsTakenOverAndItsHolderIsRefused) {
+  serve(1, /*analysis_ttl=*/seconds(2));
+  const std::string id = ready_movie();
+  const std::string old_lease = lease_of(id, bob_);
+  std::string new_lease;
+  ASSERT_TRUE(wait_until([&] {
+    const HttpResponse r = take_lease(id, cy_);
+    if (r.status == 200) new_lease = std::string(json::parse(r.body).at("lease_id").as_string());
+    return r.status == 200;
+  }));
+  EXPECT_EQ(
+      call("POST", "/api/movies/" + id + "/analysis-lease/heartbeat", bob_, with_lease(old_lease))
+          .status,
+      409);
+  EXPECT_EQ(call("PUT", "/api/movies/" + id + "/capture-interval", bob_,
+                 with_lease(old_lease, ",\"every_frames\":3"))
+                .status,
+            409);
+  // The old page's late release removes nothing: Cy's lease holds.
+  EXPECT_EQ(
+      call("DELETE", "/api/movies/" + id + "/analysis-lease", bob_, with_lease(old_lease)).status,
+      409);
+  EXPECT_EQ(movie(id).at("lock").at("user_display_name"), "Cy C.");
+  EXPECT_EQ(take_lease(id, bob_).status, 409);
+  EXPECT_EQ(movie(id).at("capture_interval").at("every_frames"), 1);
+}
+
+TEST_P(MoviesApiTest, EditsNeedTheLeaseAndValidInputAndChangeNothingOtherwise) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string lease = lease_of(id, bob_);
+  const std::string m = "/api/movies/" + id;
+  const json::value edited = ok_json(
+      call("PUT", m + "/markers", bob_, with_lease(lease, ",\"markers\":" + spot_marker(3))));
+  ASSERT_TRUE(edited.is_object());
+  ASSERT_EQ(edited.at("markers").as_array().size(), 1u);
+  EXPECT_EQ(edited.at("markers").at(0).at("frame"), 3);
+  EXPECT_EQ(ok_json(call("PUT", m + "/trim", bob_,
+                         with_lease(lease, ",\"start_frame\":1,\"end_frame\":10")))
+                .at("trim"),
+            (json::object{{"start_frame", 1}, {"end_frame", 10}}));
+  const json::object before = movie(id);
+
+  struct Bad {
+    std::string target, body, headers;
+    int status;
+  };
+  const std::string other = random_token(serving_->runtime().random());
+  const std::vector<Bad> bad = {
+      // Without the lease, or with one that is not the movie's.
+      {"/markers", with_lease(other, ",\"markers\":[]"), "", 409},
+      {"/trim", R"({"start_frame":0,"end_frame":5})", "", 400},
+      // Out of range.
+      {"/markers", with_lease(lease, R"(,"markers":[{"id":"a","frame":0,"x":96,"y":3}])"), "", 400},
+      {"/markers", with_lease(lease, R"(,"markers":[{"id":"a","frame":12,"x":5,"y":3}])"), "", 400},
+      {"/markers", with_lease(lease, R"(,"markers":[{"id":"a","frame":0,"x":-1,"y":3}])"), "", 400},
+      {"/markers",
+       with_lease(lease, R"(,"markers":[{"id":"a","frame":0,"x":1,"y":1},)"
+                         R"({"id":"a","frame":1,"x":2,"y":2}])"),
+       "", 400},
+      {"/markers", with_lease(lease, R"(,"markers":[{"id":"","frame":0,"x":1,"y":1}])"), "", 400},
+      {"/markers", with_lease(lease, R"(,"markers":[{"id":"a","frame":0.5,"x":1,"y":1}])"), "",
+       400},
+      {"/markers", with_lease(lease, R"(,"markers":{"id":"a"})"), "", 400},
+      {"/markers", with_lease(lease, R"(,"markers":[{"id":"a","frame":0,"x":1,"y":1,"z":0}])"), "",
+       400},
+      {"/trim", with_lease(lease, ",\"start_frame\":5,\"end_frame\":4"), "", 400},
+      {"/trim", with_lease(lease, ",\"start_frame\":0,\"end_frame\":12"), "", 400},
+      {"/trim", with_lease(lease, ",\"start_frame\":-1,\"end_frame\":3"), "", 400},
+      {"/trim", with_lease(lease, ",\"start_frame\":\"0\",\"end_frame\":3"), "", 400},
+      {"/capture-interval", with_lease(lease, ",\"every_frames\":0"), "", 400},
+      {"/capture-interval", with_lease(lease, ",\"every_frames\":13"), "", 400},
+      {"/capture-interval", with_lease(lease), "", 400},
+      // Malformed bodies.
+      {"/trim", "{\"lease_id\":", "", 400},
+      {"/trim", "[1,2]", "", 400},
+      {"/trim", with_lease(lease, ",\"start_frame\":0,\"end_frame\":3"),
+       "Content-Type: text/plain\r\n", 415},
+      {"/markers", with_lease(lease, ",\"markers\":[],\"pad\":\"" + std::string(17000, 'p') + "\""),
+       "", 413},
+  };
+  for (const Bad& b : bad) {
+    const HttpResponse r = call("PUT", m + b.target, bob_, b.body, b.headers);
+    EXPECT_EQ(r.status, b.status) << b.target << " " << b.body.substr(0, 120) << " -> " << r.body;
+  }
+  // Cy, who does not hold the lease, cannot edit with Bob's lease ID either.
+  EXPECT_EQ(
+      call("PUT", m + "/capture-interval", cy_, with_lease(lease, ",\"every_frames\":2")).status,
+      409);
+  EXPECT_EQ(movie(id), before);
+}
+
+TEST_P(MoviesApiTest, ATraceRunsToTracedWithFramesCsvAndAudit) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string lease = lease_of(id, ada_);
+  prepare_trace(id, lease);
+  const json::value started =
+      ok_json(call("POST", "/api/movies/" + id + "/trace", ada_, with_lease(lease)), 202);
+  ASSERT_TRUE(started.is_object());
+  const std::string job(started.at("job_id").as_string());
+  EXPECT_EQ(started.at("frames_total"), 4);
+  ASSERT_TRUE(wait_until([&] { return status_of(id) == "traced"; })) << status_of(id);
+
+  const json::object m = movie(id);
+  EXPECT_EQ(m.at("frames_done"), 4);
+  EXPECT_EQ(m.at("frames_total"), 4);
+  EXPECT_EQ(m.at("lock"), nullptr);
+  const json::value frames = ok_json(call("GET", "/api/movies/" + id + "/frames", bob_));
+  ASSERT_EQ(frames.as_array().size(), 4u);
+  int64_t frame = 2;
+  for (const json::value& row : frames.as_array()) {
+    EXPECT_EQ(row.at("marker_id"), "m1");
+    EXPECT_EQ(row.at("label"), "spot");
+    EXPECT_EQ(row.at("frame"), frame);
+    EXPECT_EQ(row.at("status"), "tracked");
+    EXPECT_NEAR(row.at("time_s").to_number<double>(), frame / 25.0, 1e-9);
+    const auto truth = tracer::spot_position(movies::small_test_movie().spots[0], frame);
+    EXPECT_NEAR(row.at("x").to_number<double>(), truth.x, 0.5);
+    EXPECT_NEAR(row.at("y").to_number<double>(), truth.y, 0.5);
+    for (const char* f : {"score", "vx", "vy"}) EXPECT_TRUE(row.as_object().contains(f)) << f;
+    frame += 2;
+  }
+  // Velocities by central difference: none at the ends.
+  EXPECT_EQ(frames.at(0).at("vx"), nullptr);
+  EXPECT_EQ(frames.at(3).at("vy"), nullptr);
+  EXPECT_TRUE(frames.at(1).at("vx").is_number());
+
+  const HttpResponse csv = call("GET", "/api/movies/" + id + "/frames.csv", bob_);
+  EXPECT_EQ(csv.status, 200);
+  EXPECT_EQ(csv.header("content-type"), "text/csv; charset=utf-8");
+  EXPECT_EQ(csv.header("content-disposition"), "attachment; filename=\"spots-frames.csv\"");
+  EXPECT_EQ(std::count(csv.body.begin(), csv.body.end(), '\n'), 5);
+  EXPECT_TRUE(csv.body.starts_with("frame,time_s,marker_id,label,x,y,score,status,")) << csv.body;
+
+  const json::value audit = ok_json(call("GET", "/api/movies/" + id + "/audit", bob_));
+  ASSERT_EQ(audit.as_array().size(), 2u);
+  EXPECT_EQ(audit.at(0).at("event"), movies::kEventTracingStarted);
+  EXPECT_EQ(audit.at(1).at("event"), movies::kEventTracingCompleted);
+  for (const json::value& e : audit.as_array()) {
+    EXPECT_EQ(e.at("job_id").as_string(), job);
+    EXPECT_EQ(e.at("user_display_name"), "Ada L.");
+    EXPECT_GT(e.at("at_ms").as_int64(), 0);
+  }
+  // The movie is free to edit again.
+  EXPECT_EQ(take_lease(id, bob_).status, 200);
+}
+
+TEST_P(MoviesApiTest, WhileLockedAMovieCanStillBeViewedAndNothingElseStartsOrEnds) {
+  serve(/*trace_workers=*/0);  // the trace stays queued: the lock holds
+  const std::string id = ready_movie();
+  const std::string lease = lease_of(id, ada_);
+  prepare_trace(id, lease);
+  const std::string job = start_trace(id, lease);
+  ASSERT_FALSE(job.empty());
+
+  const json::object m = movie(id, bob_);
+  EXPECT_EQ(m.at("status"), "tracing");
+  EXPECT_EQ(m.at("lock").at("kind"), "tracing");
+  EXPECT_EQ(m.at("lock").at("user_display_name"), "Ada L.");
+  EXPECT_EQ(ok_json(call("GET", "/api/movies", bob_)).at(0).at("lock").at("kind"), "tracing");
+  EXPECT_EQ(call("GET", "/api/movies/" + id + "/video", bob_).status, 200);
+  EXPECT_EQ(call("GET", "/api/movies/" + id + "/frames", bob_).status, 200);
+
+  // Nobody takes the analysis lease, nobody traces again, nobody removes it,
+  // and the old page's late release of the replaced analysis lease fails.
+  const HttpResponse refused = take_lease(id, bob_);
+  EXPECT_EQ(refused.status, 409);
+  EXPECT_EQ(json::parse(refused.body).at("holder").at("kind"), "tracing");
+  EXPECT_EQ(call("POST", "/api/movies/" + id + "/trace", ada_, with_lease(lease)).status, 409);
+  EXPECT_EQ(call("PUT", "/api/movies/" + id + "/capture-interval", ada_,
+                 with_lease(lease, ",\"every_frames\":3"))
+                .status,
+            409);
+  EXPECT_EQ(call("DELETE", "/api/movies/" + id + "/analysis-lease", ada_, with_lease(lease)).status,
+            409);
+  EXPECT_EQ(call("DELETE", "/api/movies/" + id, ada_).status, 409);
+  EXPECT_EQ(movie(id).at("lock").at("kind"), "tracing");
+  EXPECT_EQ(movie(id).at("capture_interval").at("every_frames"), 2);
+}
+
+TEST_P(MoviesApiTest, ATraceCannotStartWhileAnotherBrowserHoldsTheLease) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string lease = lease_of(id, ada_);
+  prepare_trace(id, lease);
+  ASSERT_EQ(call("DELETE", "/api/movies/" + id + "/analysis-lease", ada_, with_lease(lease)).status,
+            204);
+  const std::string bobs = lease_of(id, bob_);
+  ASSERT_FALSE(bobs.empty());
+  EXPECT_EQ(call("POST", "/api/movies/" + id + "/trace", ada_, with_lease(lease)).status, 409);
+  EXPECT_EQ(call("POST", "/api/movies/" + id + "/trace", ada_, with_lease(bobs)).status, 409);
+  EXPECT_EQ(movie(id).at("status"), "ready");
+  EXPECT_EQ(movie(id).at("lock").at("user_display_name"), "Bob B.");
+}
+
+TEST_P(MoviesApiTest, ARedeliveredJobMessageIsANoOp) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string lease = lease_of(id, ada_);
+  prepare_trace(id, lease);
+  const std::string job = start_trace(id, lease);
+  ASSERT_TRUE(wait_until([&] { return status_of(id) == "traced"; }));
+  const std::string frames = call("GET", "/api/movies/" + id + "/frames", ada_).body;
+  const std::string audit = call("GET", "/api/movies/" + id + "/audit", ada_).body;
+
+  const std::string message = json::serialize(json::object{{"movie_id", id}, {"job_id", job}});
+  ASSERT_TRUE(serving_->movies().trace_queue().send(message).ok());
+  serving_->movies().trace_queued();
+  ASSERT_TRUE(
+      wait_until([&] { return serving_->movies().trace_stats().at(0).stale_messages == 1; }));
+  EXPECT_EQ(serving_->movies().trace_stats().at(0).claimed, 1u);
+  EXPECT_EQ(status_of(id), "traced");
+  EXPECT_EQ(call("GET", "/api/movies/" + id + "/frames", ada_).body, frames);
+  EXPECT_EQ(call("GET", "/api/movies/" + id + "/audit", ada_).body, audit);
+}
+
+TEST_P(MoviesApiTest, OnlyTheOwnerOrAnAdminRemovesAMovieAndOnlyWhenItIsFree) {
+  serve();
+  const json::value created = ok_json(upload(files_ / "spots.avi", "bobs", bob_), 201);
+  const std::string id(created.at("id").as_string());
+  ASSERT_TRUE(wait_until([&] { return status_of(id) == "ready"; }));
+  EXPECT_EQ(call("DELETE", "/api/movies/" + id, cy_).status, 403);
+  const std::string lease = lease_of(id, cy_);
+  EXPECT_EQ(call("DELETE", "/api/movies/" + id, bob_).status, 409);
+  ASSERT_EQ(call("DELETE", "/api/movies/" + id + "/analysis-lease", cy_, with_lease(lease)).status,
+            204);
+  EXPECT_EQ(media_files().size(), 1u);
+  EXPECT_EQ(call("DELETE", "/api/movies/" + id, bob_).status, 204);
+  EXPECT_EQ(call("GET", "/api/movies/" + id, bob_).status, 404);
+  EXPECT_EQ(call("GET", "/api/movies/" + id + "/video", bob_).status, 404);
+  EXPECT_TRUE(media_files().empty());
+
+  // An admin may remove anybody's movie.
+  const std::string other = ready_movie();
+  const std::string bobs_again(
+      ok_json(upload(files_ / "spots.avi", "again", bob_), 201).at("id").as_string());
+  EXPECT_EQ(call("DELETE", "/api/movies/" + bobs_again, ada_).status, 204);
+  EXPECT_EQ(ok_json(call("GET", "/api/movies", bob_)).as_array().size(), 1u);
+  EXPECT_EQ(call("GET", "/api/movies/" + other, bob_).status, 200);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MoviesApiTest,
+                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb),
+                         [](const ::testing::TestParamInfo<Backend>& info) {
+                           return std::string(info.param == Backend::kSqlite ? "sqlite"
+                                                                             : "dynamodb");
+                         });
+
+}  // namespace
+}  // namespace leasehold::app
