@@ -2,7 +2,10 @@
 // movie (tracer/synthetic_movie.h) with one spot moving on a known path, for
 // the process and browser tests that upload and trace movies, and prints
 // one JSON line: the movie's frames, size and fps, and the spot's position
-// on frame 0 ({"x", "y"}), where a test places its marker.
+// on frame 0 ({"x", "y"}), where a test places its marker. The spot stays
+// inside the frame however many frames there are.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -22,10 +25,13 @@ int main(int argc, char** argv) {
     m.height = std::atoi(argv[4]);
   }
   if (argc > 5) m.fourcc = argv[5];
+  // Across 40 % of the width and 20 % of the height over the movie, so
+  // that the spot stays in the frame however long the movie is.
+  const double frames = static_cast<double>(std::max<int64_t>(m.frames, 1));
   m.spots = {leasehold::tracer::Spot{.x0_px = m.width * 0.3 + 0.2,
                                      .y0_px = m.height * 0.45 + 0.7,
-                                     .vx_px_per_frame = 0.35,
-                                     .vy_px_per_frame = 0.15,
+                                     .vx_px_per_frame = 0.4 * m.width / frames,
+                                     .vy_px_per_frame = 0.2 * m.height / frames,
                                      .amplitude_px = 3,
                                      .period_frames = 60,
                                      .radius_px = 6}};

@@ -1,0 +1,257 @@
+// `leasehold trace-worker` as a process beside `leasehold serve` (which runs
+// no trace worker of its own here), on SQLite and on DynamoDB, driven
+// through the HTTP API with curl: a worker killed mid-trace (its lease
+// expires, the movie reads `tracing failed`, the next trace replaces it and
+// completes), a worker paused past its lease while another trace replaced
+// its job (it writes nothing when it wakes), a worker stopped by SIGTERM
+// (the trace is published as interrupted at once), and the flags both
+// commands refuse before opening anything.
+#include <signal.h>
+
+#include <boost/json.hpp>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "process_util.h"
+
+namespace leasehold::process_test {
+namespace {
+
+namespace json = boost::json;
+using namespace std::chrono_literals;
+
+constexpr char kTracingTtl[] = "3s";
+constexpr int64_t kLongMovieFrames = 2500;
+
+struct Http {
+  int status = 0;
+  std::string body;
+  json::value json() const { return json::parse(body); }
+};
+
+class TraceWorkerTest : public BackendTest {
+ protected:
+  void SetUp() override {
+    BackendTest::SetUp();
+    if (HasFatalFailure()) return;
+    movie_ = (dir() / "long.avi").string();
+    const RunResult made = run({MAKE_TEST_MOVIE_BIN, movie_, std::to_string(kLongMovieFrames)});
+    ASSERT_EQ(made.exit_code, 0) << made.err;
+    spot_ = parse_object(made.out);
+    const RunResult added = lh({"user", "add", "ada", "--display-name", "Ada L."});
+    ASSERT_EQ(added.exit_code, 0) << added.err;
+    token_ = std::string(parse_object(added.out).at("token").as_string());
+    serve_ = start_lh({"serve", "--listen", "127.0.0.1:0", "--trace-workers", "0",
+                       "--tracing-lease-ttl", kTracingTtl, "--media-dir", media()});
+    const std::regex listening("\"msg\":\"listening\",\"address\":\"[^\"]*:([0-9]+)\"");
+    std::smatch port;
+    ASSERT_TRUE(wait_until(
+        [&] {
+          const std::string err = serve_->err_so_far();
+          return std::regex_search(err, port, listening) || serve_->wait_for(0ms);
+        },
+        20s))
+        << serve_->err_so_far();
+    const std::string err = serve_->err_so_far();
+    ASSERT_TRUE(std::regex_search(err, port, listening)) << err;
+    base_ = "http://127.0.0.1:" + port[1].str();
+  }
+
+  std::string media() const { return (dir() / "media").string(); }
+
+  Http http(const std::string& method, const std::string& path, const std::string& body = "") {
+    std::vector<std::string> argv = {"curl", "-s",
+                                     "-X",   method,
+                                     "-w",   "\n%{http_code}",
+                                     "-H",   "Authorization: Bearer " + token_};
+    if (!body.empty())
+      argv.insert(argv.end(), {"-H", "Content-Type: application/json", "--data", body});
+    argv.push_back(base_ + path);
+    const RunResult r = run(argv);
+    const size_t newline = r.out.rfind('\n');
+    if (r.exit_code != 0 || newline == std::string::npos) return {};
+    return Http{std::stoi(r.out.substr(newline + 1)), r.out.substr(0, newline)};
+  }
+
+  json::object movie(const std::string& id) {
+    const Http r = http("GET", "/api/movies/" + id);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.status == 200 ? r.json().as_object() : json::object{};
+  }
+  std::string status_of(const std::string& id) {
+    const json::object m = movie(id);
+    return m.contains("status") ? std::string(m.at("status").as_string()) : "";
+  }
+  int64_t frames_done(const std::string& id) { return movie(id).at("frames_done").as_int64(); }
+
+  // Uploads the long movie and waits for its probe.
+  std::string ready_movie() {
+    const RunResult r = run({"curl", "-s", "-H", "Authorization: Bearer " + token_, "-H",
+                             "Content-Type: application/octet-stream", "--data-binary",
+                             "@" + movie_, base_ + "/api/movies?name=long"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const std::string id(parse_object(r.out).at("id").as_string());
+    EXPECT_TRUE(wait_until([&] { return status_of(id) == "ready"; }, 60s)) << status_of(id);
+    return id;
+  }
+
+  // Takes the analysis lease, places a marker on the spot, sets the trim
+  // and starts a trace: its job ID.
+  std::string trace(const std::string& id, int64_t end_frame) {
+    const Http lease = http("POST", "/api/movies/" + id + "/analysis-lease");
+    EXPECT_EQ(lease.status, 200) << lease.body;
+    if (lease.status != 200) return "";
+    const std::string l =
+        "\"lease_id\":\"" + std::string(lease.json().at("lease_id").as_string()) + "\"";
+    const std::string marker =
+        "[{\"id\":\"m1\",\"label\":\"spot\",\"frame\":0,\"x\":" + json::serialize(spot_.at("x")) +
+        ",\"y\":" + json::serialize(spot_.at("y")) + "}]";
+    EXPECT_EQ(
+        http("PUT", "/api/movies/" + id + "/markers", "{" + l + ",\"markers\":" + marker + "}")
+            .status,
+        200);
+    EXPECT_EQ(http("PUT", "/api/movies/" + id + "/trim",
+                   "{" + l + ",\"start_frame\":0,\"end_frame\":" + std::to_string(end_frame) + "}")
+                  .status,
+              200);
+    const Http started = http("POST", "/api/movies/" + id + "/trace", "{" + l + "}");
+    EXPECT_EQ(started.status, 202) << started.body;
+    return started.status == 202 ? std::string(started.json().at("job_id").as_string()) : "";
+  }
+
+  std::unique_ptr<Process> start_worker() {
+    return start_lh({"trace-worker", "--tracing-lease-ttl", kTracingTtl, "--media-dir", media()});
+  }
+
+  // The audit's events, each "event job_id".
+  std::vector<std::string> audit(const std::string& id) {
+    std::vector<std::string> out;
+    const json::value entries = http("GET", "/api/movies/" + id + "/audit").json();
+    for (const json::value& e : entries.as_array()) {
+      out.push_back(std::string(e.at("event").as_string()) + " " +
+                    std::string(e.at("job_id").as_string()));
+    }
+    return out;
+  }
+
+  std::string movie_;
+  json::object spot_;
+  std::string token_, base_;
+  std::unique_ptr<Process> serve_;
+};
+
+TEST_P(TraceWorkerTest, AKilledWorkersTraceFailsWhenItsLeaseExpiresAndTheNextTraceReplacesIt) {
+  const std::string id = ready_movie();
+  const std::string job = trace(id, kLongMovieFrames - 1);
+  ASSERT_FALSE(job.empty());
+  std::unique_ptr<Process> worker = start_worker();
+  ASSERT_TRUE(wait_until([&] { return frames_done(id) >= 1; }, 30s)) << worker->err_so_far();
+  ASSERT_EQ(::kill(worker->pid(), SIGKILL), 0);
+  ASSERT_TRUE(worker->wait_for(10s));
+  const json::object at_kill = movie(id);
+  ASSERT_LT(at_kill.at("frames_done").as_int64(), kLongMovieFrames) << "the trace ended too soon";
+  EXPECT_EQ(at_kill.at("lock").at("kind"), "tracing");
+
+  // Nobody renews the lease: once it expires the movie reads as failed and
+  // is free, with nothing more written.
+  ASSERT_TRUE(wait_until([&] { return status_of(id) == "tracing failed"; }, 20s));
+  const json::object failed = movie(id);
+  EXPECT_EQ(failed.at("lock"), nullptr);
+  EXPECT_EQ(failed.at("frames_done"), at_kill.at("frames_done"));
+  EXPECT_EQ(failed.at("failure_summary"), "the trace stopped: its worker went away");
+
+  const std::string next = trace(id, 99);
+  ASSERT_FALSE(next.empty());
+  std::unique_ptr<Process> other = start_worker();
+  ASSERT_TRUE(wait_until([&] { return status_of(id) == "traced"; }, 60s)) << other->err_so_far();
+  EXPECT_EQ(movie(id).at("frames_done"), 100);
+  EXPECT_EQ(http("GET", "/api/movies/" + id + "/frames").json().as_array().size(), 100u);
+  // The dead job recorded its start and nothing else.
+  EXPECT_EQ(audit(id), (std::vector<std::string>{"movie.tracing.started " + job,
+                                                 "movie.tracing.started " + next,
+                                                 "movie.tracing.completed " + next}));
+}
+
+TEST_P(TraceWorkerTest, AWorkerPausedPastItsLeaseWritesNothingWhenItWakes) {
+  const std::string id = ready_movie();
+  const std::string job = trace(id, kLongMovieFrames - 1);
+  std::unique_ptr<Process> paused = start_worker();
+  ASSERT_TRUE(wait_until([&] { return frames_done(id) >= 1; }, 30s)) << paused->err_so_far();
+  ASSERT_EQ(::kill(paused->pid(), SIGSTOP), 0);
+  ASSERT_LT(frames_done(id), kLongMovieFrames) << "the trace ended too soon";
+  ASSERT_TRUE(wait_until([&] { return status_of(id) == "tracing failed"; }, 20s));
+
+  // Another trace replaces the job, and another worker completes it.
+  const std::string next = trace(id, 199);
+  std::unique_ptr<Process> other = start_worker();
+  ASSERT_TRUE(wait_until([&] { return status_of(id) == "traced"; }, 60s)) << other->err_so_far();
+  const std::string frames = http("GET", "/api/movies/" + id + "/frames").body;
+  const std::vector<std::string> events = audit(id);
+  ASSERT_EQ(events.back(), "movie.tracing.completed " + next);
+
+  ASSERT_EQ(::kill(paused->pid(), SIGCONT), 0);
+  ASSERT_TRUE(wait_until(
+      [&] { return paused->err_so_far().find("lost its lease and stopped") != std::string::npos; },
+      20s))
+      << paused->err_so_far();
+  EXPECT_EQ(status_of(id), "traced");
+  EXPECT_EQ(movie(id).at("frames_done"), 200);
+  EXPECT_EQ(http("GET", "/api/movies/" + id + "/frames").body, frames);
+  EXPECT_EQ(audit(id), events);
+  EXPECT_EQ(events.front(), "movie.tracing.started " + job);
+  ASSERT_EQ(::kill(paused->pid(), SIGTERM), 0);
+  ASSERT_TRUE(paused->wait_for(10s));
+  EXPECT_EQ(paused->result().exit_code, 0);
+}
+
+TEST_P(TraceWorkerTest, SigtermPublishesTheTraceUnderWayAsInterruptedAndExitsZero) {
+  const std::string id = ready_movie();
+  const std::string job = trace(id, kLongMovieFrames - 1);
+  std::unique_ptr<Process> worker = start_worker();
+  ASSERT_TRUE(wait_until([&] { return frames_done(id) >= 1; }, 30s)) << worker->err_so_far();
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(::kill(worker->pid(), SIGTERM), 0);
+  ASSERT_TRUE(worker->wait_for(10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - sent, 5s);
+  const RunResult r = worker->result();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  for (const std::string& line : lines_of(r.err)) parse_object(line);
+  // At once, not after the lease's ttl.
+  const json::object m = movie(id);
+  EXPECT_EQ(m.at("status"), "tracing failed");
+  EXPECT_EQ(m.at("failure_summary"), "the trace was interrupted");
+  EXPECT_EQ(m.at("lock"), nullptr);
+  EXPECT_EQ(audit(id).back(), "movie.tracing.failed " + job);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, TraceWorkerTest,
+                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb), backend_name);
+
+TEST_F(ProcessTest, TraceWorkerAndServeRefuseBadMovieFlagsBeforeOpeningAnything) {
+  const std::string media = (dir() / "media").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"trace-worker", "--media-dir", media}, "is not a folder"},
+           {{"trace-worker", "--media-dir", "/etc", "--tracing-lease-ttl", "20"}, "--tracing"},
+           {{"trace-worker", "--media-dir", "/etc", "--analysis-lease-ttl", "1ms"},
+            "--analysis-lease-ttl"},
+           {{"trace-worker", "--media-dir", "/etc", "--trace-workers", "65"}, "--trace-workers"},
+           {{"trace-worker", "--media-dir", "/etc", "--metrics-listen", "0.0.0.0:9"}, "loopback"},
+           {{"serve", "--upload-max", "2GB"}, "--upload-max"},
+           {{"serve", "--upload-max", "0"}, "--upload-max"},
+           {{"serve", "--media-dir", ""}, "--media-dir"},
+           {{"serve", "--tracing-lease-ttl", "soon"}, "--tracing-lease-ttl"}}) {
+    const RunResult r = lh(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.args[0] << " " << c.args.back() << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(db_path())) << "nothing was opened";
+  EXPECT_FALSE(std::filesystem::exists(media)) << "nothing was made";
+}
+
+}  // namespace
+}  // namespace leasehold::process_test
