@@ -54,6 +54,7 @@ movies::ServiceOptions movies_service_options(const MoviesServingOptions& o, std
   so.tracing_ttl = o.tracing_ttl;
   so.trace_workers = o.trace_workers;
   so.probe_workers = o.probe_workers;
+  so.trace_nice = o.trace_nice;
   so.worker_prefix = std::string(kind) + "-" + host + "-" + std::to_string(getpid());
   so.lease = lease;
   so.logger = log;

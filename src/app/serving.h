@@ -41,6 +41,7 @@ struct MoviesServingOptions {
   uint64_t upload_bytes_max = kUploadBytesMaxDefault;
   size_t trace_workers = 1;  // run in this process; 0: traces run elsewhere
   size_t probe_workers = 1;  // likewise for the probes of uploads
+  int trace_nice = 10;       // the trace workers' nice value (movies/trace_worker.h)
 };
 
 // The movies service's options for a process, its workers named after the

@@ -8,6 +8,7 @@
 #include "base/duration.h"
 #include "cli/bench_http.h"
 #include "cli/bench_leases.h"
+#include "cli/bench_movies.h"
 #include "cli/common.h"
 #include "cli/conn_commands.h"
 #include "cli/demo.h"
@@ -37,6 +38,7 @@ struct CliArgs {
   BenchRenewerOptions bench_renewer;
   ServeArgs serve;
   BenchHttpOptions bench_http;
+  BenchMoviesOptions bench_movies;
   UpstreamSimArgs upstream_sim;
   WorkerArgs worker;
   TraceWorkerArgs trace_worker;
@@ -54,6 +56,7 @@ struct Subcommands {
   CLI::App* bench_leases = nullptr;
   CLI::App* bench_renewer = nullptr;
   CLI::App* bench_http = nullptr;
+  CLI::App* bench_movies = nullptr;
   CLI::App* store_init = nullptr;
   CLI::App* user_add = nullptr;
   CLI::App* user_token = nullptr;
@@ -229,6 +232,22 @@ void add_bench_commands(CLI::App& bench, CliArgs& args, Subcommands& subs) {
   subs.bench_http
       ->add_option("--connections", h.connections, "Concurrent keep-alive connections, per level")
       ->capture_default_str();
+
+  BenchMoviesOptions& m = args.bench_movies;
+  subs.bench_movies = bench.add_subcommand(
+      "movies",
+      "Viewers polling a movie's metadata while a trace of it runs, against the same polling "
+      "while nothing runs; without --store, on a fresh SQLite file in a temporary directory");
+  subs.bench_movies->add_option("--viewers", m.viewers, "Viewers, each a keep-alive connection")
+      ->capture_default_str();
+  subs.bench_movies->add_option("--every", m.every, "Each viewer's polling period")
+      ->capture_default_str();
+  subs.bench_movies->add_option("--seconds", m.seconds, "Timed seconds per kind of round")
+      ->capture_default_str();
+  subs.bench_movies
+      ->add_option("--trace-nice", m.trace_nice,
+                   "The trace worker's nice value (serve's is 10; 0 runs it at the server's)")
+      ->capture_default_str();
 }
 
 void add_serve_command(CLI::App& app, ServeArgs& a, Subcommands& subs) {
@@ -288,6 +307,21 @@ Status check_bench_renewer(const BenchRenewerOptions& b) {
   ASSIGN_OR_RETURN(const Duration every, parse_duration(b.every));
   if (every < std::chrono::milliseconds(100))
     return invalid_argument("--every must be at least 100ms");
+  return {};
+}
+
+Status check_bench_movies(const BenchMoviesOptions& m) {
+  if (m.viewers < 1 || m.viewers > kBenchViewersMax) {
+    return invalid_argument("--viewers must be 1.." + std::to_string(kBenchViewersMax));
+  }
+  if (m.seconds < 2 || m.seconds > kBenchSecondsMax) {
+    return invalid_argument("--seconds must be 2.." + std::to_string(kBenchSecondsMax));
+  }
+  if (m.trace_nice < 0 || m.trace_nice > 19) return invalid_argument("--trace-nice must be 0..19");
+  const Result<Duration> every = parse_duration(m.every);
+  if (!every.ok()) return every.status().with_context("--every");
+  if (*every < std::chrono::milliseconds(10))
+    return invalid_argument("--every must be at least 10ms");
   return {};
 }
 
@@ -391,6 +425,12 @@ int dispatch(const CliArgs& args, const Subcommands& subs, Logger& log) {
     BenchHttpOptions options = args.bench_http;
     if (args.store_given) options.store_uri = uri;
     return run_bench_http(options, log);
+  }
+  if (subs.bench_movies->parsed()) {
+    if (const Status ok = check_bench_movies(args.bench_movies); !ok.ok()) return report(ok);
+    BenchMoviesOptions options = args.bench_movies;
+    if (args.store_given) options.store_uri = uri;
+    return run_bench_movies(options, log);
   }
   return report(invalid_argument("no command given; see --help"));
 }

@@ -3,7 +3,9 @@
 // keeps the counts.
 #include "cli/http_load.h"
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <memory>
 #include <utility>
@@ -35,9 +37,11 @@ struct LoadRun {
 
 class LoadConnection : public std::enable_shared_from_this<LoadConnection> {
  public:
-  LoadConnection(asio::io_context& io, LoadRun& run) : io_(io), run_(run), stream_(io) {}
+  LoadConnection(asio::io_context& io, LoadRun& run) : io_(io), run_(run), stream_(io), pace_(io) {}
 
-  void connect() {
+  // Connects, and sends its first request at `first_send` (paced load only).
+  void connect(MonoTime first_send = {}) {
+    next_send_ = first_send;
     stream_.expires_after(kReplyTimeout);
     stream_.async_connect(loopback(run_.options.port),
                           beast::bind_front_handler(&LoadConnection::on_connect, shared()));
@@ -49,11 +53,22 @@ class LoadConnection : public std::enable_shared_from_this<LoadConnection> {
   void on_connect(error_code ec) {
     if (ec) return fail();
     stream_.socket().set_option(tcp::no_delay(true), ec);
-    send();
+    send_when_due();
+  }
+
+  // At once under closed-loop load; at next_send_ under paced load.
+  void send_when_due() {
+    const MonoTime now = run_.clock.mono_now();
+    if (run_.options.interval == Duration::zero() || next_send_ <= now) return send();
+    pace_.expires_after(next_send_ - now);
+    pace_.async_wait([self = shared()](error_code ec) {
+      if (!ec) self->send();
+    });
   }
 
   void send() {
     sent_at_ = run_.clock.mono_now();
+    next_send_ = std::max(next_send_, sent_at_ - run_.options.interval) + run_.options.interval;
     stream_.expires_after(kReplyTimeout);
     asio::async_write(stream_, asio::buffer(run_.options.request),
                       beast::bind_front_handler(&LoadConnection::on_sent, shared()));
@@ -70,7 +85,7 @@ class LoadConnection : public std::enable_shared_from_this<LoadConnection> {
     if (ec) return fail();
     const MonoTime now = run_.clock.mono_now();
     if (reply_.result_int() != static_cast<unsigned>(run_.options.expected_status) ||
-        reply_.body() != run_.options.expected_body) {
+        (run_.options.check_body && reply_.body() != run_.options.expected_body)) {
       return fail();
     }
     if (now >= run_.window_start && now < run_.window_end) {
@@ -78,10 +93,10 @@ class LoadConnection : public std::enable_shared_from_this<LoadConnection> {
       run_.result.latencies_ns.push_back((now - sent_at_).count());
     }
     if (run_.stopping) return close();
-    if (reply_.keep_alive()) return send();
+    if (reply_.keep_alive()) return send_when_due();
     ++run_.result.reconnects;
     close();
-    std::make_shared<LoadConnection>(io_, run_)->connect();
+    std::make_shared<LoadConnection>(io_, run_)->connect(next_send_);
   }
 
   void fail() {
@@ -91,6 +106,7 @@ class LoadConnection : public std::enable_shared_from_this<LoadConnection> {
 
   void close() {
     error_code ec;
+    pace_.cancel();
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
   }
@@ -101,6 +117,8 @@ class LoadConnection : public std::enable_shared_from_this<LoadConnection> {
   beast::flat_buffer buffer_;
   http::response<http::string_body> reply_;
   MonoTime sent_at_;
+  asio::steady_timer pace_;  // paced load: waits for next_send_
+  MonoTime next_send_{};
 };
 
 // One request on a new connection, and its reply's bytes as they arrive:
@@ -178,7 +196,9 @@ HttpLoadResult run_http_load(const HttpLoadOptions& options, Clock& clock) {
   const MonoTime window_start = start + options.warmup;
   LoadRun run{options, clock, window_start, window_start + options.window, false, {}};
   for (size_t i = 0; i < options.connections; ++i) {
-    std::make_shared<LoadConnection>(io, run)->connect();
+    const Duration phase =
+        options.interval * static_cast<int64_t>(i) / static_cast<int64_t>(options.connections);
+    std::make_shared<LoadConnection>(io, run)->connect(start + phase);
   }
   // The timer runs on the real clock; `clock` is the real one here too.
   asio::steady_timer end(io);

@@ -1,8 +1,10 @@
-// The load generator of `leasehold bench http`: closed-loop HTTP/1.1 load
-// on keep-alive connections to a server on 127.0.0.1, on Beast's
-// asynchronous client operations. Each connection sends the next request as
-// soon as it has read the reply to the previous one; every reply is checked
-// against the expected status and body. A reply that says Connection: close
+// The load generator of `leasehold bench http` and `bench movies`: HTTP/1.1
+// load on keep-alive connections to a server on 127.0.0.1, on Beast's
+// asynchronous client operations. Closed-loop, each connection sends the
+// next request as soon as it has read the reply to the previous one; paced
+// (HttpLoadOptions::interval), it sends one every interval, as a page that
+// polls does. Every reply is checked against the expected status (and
+// body). A reply that says Connection: close
 // (a server's keep-alive limit) makes its connection reconnect; a
 // connection that fails (refused, reset, a reply past kReplyTimeout, a
 // wrong reply) counts one failure and ends.
@@ -35,6 +37,11 @@ struct HttpLoadOptions {
   std::string request;     // one complete request, sent as it is each time
   int expected_status = 200;
   std::string expected_body;
+  bool check_body = true;  // false: any body will do (it changes as the server's state does)
+  // Zero: closed loop. Else each connection sends a request every
+  // `interval` (or as soon as the reply comes, if that is later), the
+  // connections' first requests spread evenly over the first interval.
+  Duration interval{};
   Duration warmup{};  // load before the window; its replies are checked, not counted
   Duration window{};  // the timed window; at least 1 ns
 };

@@ -48,6 +48,7 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
     // Jobs queued in this process wake the worker at once (trace_queued);
     // the wait only decides how soon one queued elsewhere is seen.
     to.idle_wait = kIdleWait;
+    to.nice = o.trace_nice;
     to.lease = o.lease;
     to.logger = o.logger;
     ASSIGN_OR_RETURN(auto worker,

@@ -1,7 +1,13 @@
 #include "movies/trace_worker.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <boost/json.hpp>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <stop_token>
 #include <thread>
@@ -94,7 +100,10 @@ class TraceWorker::Impl {
 
   void start() {
     renewer_.start();
-    thread_ = std::thread([this] { loop(); });
+    thread_ = std::thread([this] {
+      lower_priority();
+      loop();
+    });
   }
   void stop(bool abandon);
   void wake() {
@@ -108,6 +117,7 @@ class TraceWorker::Impl {
   }
 
  private:
+  void lower_priority();
   void loop();
   void wait_idle();
   void handle(const Message& message);
@@ -152,6 +162,18 @@ void TraceWorker::Impl::stop(bool abandon) {
   }
   if (thread_.joinable()) thread_.join();
   renewer_.stop();
+}
+
+// Tracing is CPU work that can wait a moment; a server answering in the
+// same process cannot. The thread (and the decoder threads FFmpeg starts
+// from it, which inherit its nice value) yields the CPU to the others.
+void TraceWorker::Impl::lower_priority() {
+  if (options_.nice <= 0) return;
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(tid), options_.nice) != 0) {
+    log_to(options_.logger, LogLevel::kInfo, "trace worker {}: nice {} not set: {}", options_.id,
+           options_.nice, std::strerror(errno));
+  }
 }
 
 void TraceWorker::Impl::loop() {

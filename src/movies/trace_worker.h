@@ -70,6 +70,10 @@ struct TraceWorkerOptions {
   // The clock-skew bound and safety margin; the table is set here.
   LeaseConfig lease;
   tracer::TraceOptions trace;
+  // The nice value of the worker's thread and the decoder threads it
+  // starts (0..19; 0 leaves it as it is): tracing yields the CPU to a
+  // server in the same process, so that its answers stay quick.
+  int nice = 10;
   Logger* logger = nullptr;  // not owned; null logs nothing
 };
 

@@ -75,6 +75,43 @@ TEST_F(ProcessTest, BenchHttpRefusesBadFlagsBeforeOpeningTheStore) {
   EXPECT_FALSE(std::filesystem::exists(db_path()));
 }
 
+TEST_F(ProcessTest, BenchMoviesReportsPollingWhileTracingAgainstIdle) {
+  const RunResult r =
+      lh({"bench", "movies", "--seconds", "2", "--viewers", "8", "--every", "50ms"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = lines_of(r.out);
+  ASSERT_EQ(lines.size(), 1u) << r.out;
+  const boost::json::object report = parse_object(lines[0]);
+  EXPECT_EQ(report.at("bench"), "movies_poll");
+  EXPECT_EQ(report.at("viewers"), 8);
+  EXPECT_EQ(report.at("every_ms"), 50);
+  EXPECT_EQ(report.at("failures"), 0);
+  for (const char* field :
+       {"idle_requests_per_s", "idle_p50_us", "idle_p99_us", "tracing_requests_per_s",
+        "tracing_p50_us", "tracing_p99_us", "p99_vs_idle", "traced_frames_per_s", "traces"}) {
+    expect_positive(report, field);
+  }
+  // 8 viewers every 50 ms: about 160 requests a second in either kind of round.
+  EXPECT_NEAR(report.at("idle_requests_per_s").to_number<double>(), 160, 40);
+  EXPECT_EQ(lh({"user", "list"}).out, "");
+}
+
+TEST_F(ProcessTest, BenchMoviesRefusesBadFlags) {
+  for (const std::vector<std::string>& flags :
+       std::vector<std::vector<std::string>>{{"--viewers", "0"},
+                                             {"--viewers", "1001"},
+                                             {"--every", "5ms"},
+                                             {"--every", "often"},
+                                             {"--seconds", "1"},
+                                             {"--trace-nice", "20"}}) {
+    std::vector<std::string> args = {"bench", "movies"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const RunResult r = lh(args);
+    EXPECT_EQ(r.exit_code, 2) << flags[0] << " " << flags[1];
+    EXPECT_NE(r.err.find(flags[0]), std::string::npos) << r.err;
+  }
+}
+
 class DynamoDbBenchTest : public BackendTest {};
 
 INSTANTIATE_TEST_SUITE_P(Backends, DynamoDbBenchTest, ::testing::Values(Backend::kDynamoDb),
