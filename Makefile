@@ -3,7 +3,8 @@
 #               throwaway SQLite store (Ctrl-C stops it); `make serve` serves the web app alone
 #   make test   build, then run every test (and the in-process ones under ASan+UBSan)
 #   make bench  build, then run the lease benchmarks on SQLite and dynalite, `bench http`,
-#               the stream fleet's (bench/fleet_bench.py) and the tracer's (bench/tracer_bench.cc)
+#               the stream fleet's (bench/fleet_bench.py), the tracer's (bench/tracer_bench.cc)
+#               and `bench movies`
 
 JOBS ?= $(shell nproc)
 

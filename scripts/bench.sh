@@ -13,7 +13,9 @@
 # the messages per second one worker reads from 1,000 connections against
 # bench/bare_ws_reader (built by `make bench`) on the same streams.
 # Then the movie tracer (build/bin/tracer_bench, built by `make bench`):
-# tracing a synthetic movie against decoding it alone, in the same run.
+# tracing a synthetic movie against decoding it alone, in the same run; and
+# `bench movies`: 100 viewers polling a movie's metadata while it is traced,
+# against the same polling idle.
 # Every JSON line goes to stdout; BENCH_SECONDS (default 10) sets the length
 # of the lease benchmarks.
 set -euo pipefail
@@ -63,3 +65,6 @@ echo "leasehold: fleet_bench" >&2
 
 echo "leasehold: tracer_bench" >&2
 build/bin/tracer_bench
+
+echo "leasehold: bench movies" >&2
+env -u LEASEHOLD_STORE "$bin" bench movies  # a fresh SQLite file of its own

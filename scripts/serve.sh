@@ -31,7 +31,7 @@ password=$(head -c 12 /dev/urandom | base64 | tr -d '/+=' | head -c 16)
 printf '%s\n' "$password" |
   "$bin" user add demo --display-name "Demo User" --admin --password-stdin >/dev/null
 
-"$bin" serve --listen "127.0.0.1:$port" 2>"$tmp/serve.log" &
+"$bin" serve --listen "127.0.0.1:$port" --media-dir "$tmp/media" 2>"$tmp/serve.log" &
 server=$!
 for _ in $(seq 100); do  # up to 10 s to listen
   grep -q '"msg":"listening"' "$tmp/serve.log" 2>/dev/null && break

@@ -299,7 +299,9 @@ Status Demo::start_services() {
                                     dir_ / "upstream-sim.out", dir_ / "upstream-sim.log"));
   services_.push_back(sim);
   ASSIGN_OR_RETURN(upstream_, wait_listening(services_.back(), dir_ / "upstream-sim.out", false));
-  ASSIGN_OR_RETURN(Child serve, spawn("serve", with_store({"serve", "--listen", args_.listen}),
+  ASSIGN_OR_RETURN(Child serve, spawn("serve",
+                                      with_store({"serve", "--listen", args_.listen, "--media-dir",
+                                                  (dir_ / "media").string()}),
                                       dir_ / "serve.out", dir_ / "serve.log"));
   services_.push_back(serve);
   ASSIGN_OR_RETURN(const std::string address,

@@ -163,11 +163,12 @@ export function listeningAddress(stderrText) {
   return null;
 }
 
-// `leasehold serve --listen 127.0.0.1:0` on `store`, ready once it has logged
-// the address it listens on.
+// `leasehold serve --listen 127.0.0.1:0` on `store`, with its media folder in
+// the store's directory, ready once it has logged the address it listens on.
 export class Server {
   static async start(store, extraArgs = []) {
-    const args = ['--store', store.uri, 'serve', '--listen', '127.0.0.1:0', ...extraArgs];
+    const args = ['--store', store.uri, 'serve', '--listen', '127.0.0.1:0',
+                  '--media-dir', path.join(store.dir, 'media'), ...extraArgs];
     const child = spawn(store.bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
     child.on('exit', () => running.delete(child));

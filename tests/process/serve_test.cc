@@ -47,7 +47,7 @@ class ServeTest : public ProcessTest {
   // logs, or "" if it did not listen within 20 s. `tls` is what the line
   // must say of TLS.
   std::string start_serve(const std::vector<std::string>& args, bool tls) {
-    std::vector<std::string> argv = {"serve"};
+    std::vector<std::string> argv = {"serve", "--media-dir", (dir() / "media").string()};
     argv.insert(argv.end(), args.begin(), args.end());
     server_ = start_lh(argv);
     const std::regex listening("\"msg\":\"listening\",\"address\":\"[^\"]*:([0-9]+)\",\"tls\":" +
