@@ -7,13 +7,9 @@
 
 #include "base/duration.h"
 #include "cli/common.h"
-#include "cli/metrics_server.h"
 #include "cli/serve.h"
-#include "metrics/registry.h"
+#include "cli/worker_process.h"
 #include "movies/service.h"
-#include "runtime/stderr_logger.h"
-#include "server/router.h"
-#include "server/server.h"
 
 namespace leasehold::cli {
 namespace {
@@ -87,43 +83,23 @@ int run_trace_worker(const TraceWorkerArgs& args, const std::string& store_uri, 
     if (const Status ok = check_metrics_listen(args.metrics_listen); !ok.ok()) return report(ok);
   }
   const sigset_t stop_signals = block_stop_signals();
-  const std::unique_ptr<Logger> log =
-      runtime::make_json_stderr_logger(verbose ? LogLevel::kDebug : LogLevel::kInfo);
-  metrics::Registry registry;
-  runtime::RuntimeOptions ro;
-  ro.store_uri = store_uri;
-  ro.logger = log.get();
-  ro.metrics = &registry;
-  auto runtime = runtime::Runtime::open(std::move(ro));
-  if (!runtime.ok()) return report(runtime.status());
-  runtime::Runtime& rt = **runtime;
-
-  server::Router router;
-  std::unique_ptr<server::Server> metrics_server;
-  if (!args.metrics_listen.empty()) {
-    auto started = start_metrics_server(args.metrics_listen, registry, router, log.get());
-    if (!started.ok()) return report(started.status());
-    metrics_server = std::move(started).value();
-  }
+  auto process = start_worker_process(store_uri, verbose, args.metrics_listen);
+  if (!process.ok()) return report(process.status());
+  WorkerProcess& p = **process;
+  runtime::Runtime& rt = *p.runtime;
   auto service = movies::Service::start(
       rt.store(), rt.clock(), rt.random(),
-      app::movies_service_options(*options, "trace-worker", rt.leases().config(), log.get()));
+      app::movies_service_options(*options, "trace-worker", rt.leases().config(), p.log.get()));
   if (!service.ok()) return report(service.status());
-  const LogField started[] = {
-      {"trace_workers", static_cast<int64_t>(options->trace_workers)},
-      {"store", std::string_view(rt.store().backend_name())},
-      {"media_dir", std::string_view(options->media_dir)},
-      {"metrics_port", static_cast<int64_t>(metrics_server ? metrics_server->port() : 0)}};
-  log->log_fields(LogLevel::kInfo, "trace worker started", started);
+  const LogField started[] = {{"trace_workers", static_cast<int64_t>(options->trace_workers)},
+                              {"store", std::string_view(rt.store().backend_name())},
+                              {"media_dir", std::string_view(options->media_dir)},
+                              {"metrics_port", static_cast<int64_t>(p.metrics_port())}};
+  p.log->log_fields(LogLevel::kInfo, "trace worker started", started);
 
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  const LogField stopping[] = {
-      {"signal", std::string_view(signal == SIGINT ? "SIGINT" : "SIGTERM")}};
-  log->log_fields(LogLevel::kInfo, "stopping", stopping);
+  wait_for_stop_signal(stop_signals, *p.log);
   (*service)->stop();
-  if (metrics_server) metrics_server->stop();
-  log->log(LogLevel::kInfo, "stopped");
+  p.log->log(LogLevel::kInfo, "stopped");
   return kExitOk;
 }
 

@@ -6,15 +6,11 @@
 
 #include "base/duration.h"
 #include "cli/common.h"
-#include "cli/metrics_server.h"
 #include "cli/serve.h"
+#include "cli/worker_process.h"
 #include "fleet/sink.h"
 #include "fleet/worker.h"
-#include "metrics/registry.h"
 #include "net/websocket.h"
-#include "runtime/stderr_logger.h"
-#include "server/router.h"
-#include "server/server.h"
 
 namespace leasehold::cli {
 namespace {
@@ -81,55 +77,35 @@ Status check_worker(const WorkerArgs& args) {
 int run_worker(const WorkerArgs& args, const std::string& store_uri, bool verbose) {
   if (const Status ok = check_worker(args); !ok.ok()) return report(ok);
   const sigset_t stop_signals = block_stop_signals();
-  const std::unique_ptr<Logger> log =
-      runtime::make_json_stderr_logger(verbose ? LogLevel::kDebug : LogLevel::kInfo);
-  metrics::Registry registry;
-  runtime::RuntimeOptions ro;
-  ro.store_uri = store_uri;
-  ro.logger = log.get();
-  ro.metrics = &registry;
-  auto runtime = runtime::Runtime::open(std::move(ro));
-  if (!runtime.ok()) return report(runtime.status());
-  runtime::Runtime& rt = **runtime;
+  auto process = start_worker_process(store_uri, verbose, args.metrics_listen);
+  if (!process.ok()) return report(process.status());
+  WorkerProcess& p = **process;
+  runtime::Runtime& rt = *p.runtime;
 
   auto sink = fleet::open_sink(args.sink);
   if (!sink.ok()) return report(sink.status());
   net::WsClientOptions wo;
   wo.threads = kUpstreamThreads;
   wo.ca_file = args.ca_file;
-  wo.logger = log.get();
+  wo.logger = p.log.get();
   auto upstream = net::WsClient::open(std::move(wo));
   if (!upstream.ok()) return report(upstream.status());
 
-  server::Router router;
-  std::unique_ptr<server::Server> metrics_server;
-  if (!args.metrics_listen.empty()) {
-    auto started = start_metrics_server(args.metrics_listen, registry, router, log.get());
-    if (!started.ok()) return report(started.status());
-    metrics_server = std::move(started).value();
-  }
-
   fleet::WorkerOptions options = worker_options(args).value();
   options.lease = rt.leases().config();
-  options.logger = log.get();
-  options.metrics = &registry;
+  options.logger = p.log.get();
+  options.metrics = &p.registry;
   auto worker = fleet::Worker::start(rt.store(), rt.clock(), rt.random(), **upstream, **sink,
                                      std::move(options));
   if (!worker.ok()) return report(worker.status());
-  const LogField started[] = {
-      {"worker", std::string_view(args.id)},
-      {"store", std::string_view(rt.store().backend_name())},
-      {"sink", std::string_view(args.sink)},
-      {"metrics_port", static_cast<int64_t>(metrics_server ? metrics_server->port() : 0)}};
-  log->log_fields(LogLevel::kInfo, "worker started", started);
+  const LogField started[] = {{"worker", std::string_view(args.id)},
+                              {"store", std::string_view(rt.store().backend_name())},
+                              {"sink", std::string_view(args.sink)},
+                              {"metrics_port", static_cast<int64_t>(p.metrics_port())}};
+  p.log->log_fields(LogLevel::kInfo, "worker started", started);
 
-  int signal = 0;
-  sigwait(&stop_signals, &signal);
-  const LogField stopping[] = {
-      {"signal", std::string_view(signal == SIGINT ? "SIGINT" : "SIGTERM")}};
-  log->log_fields(LogLevel::kInfo, "stopping", stopping);
+  wait_for_stop_signal(stop_signals, *p.log);
   (*worker)->stop();
-  if (metrics_server) metrics_server->stop();
   return kExitOk;
 }
 

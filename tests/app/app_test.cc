@@ -82,16 +82,7 @@ class AppTest : public ::testing::Test {
   // One request on a new connection.
   HttpResponse call(std::string_view method, std::string_view target, std::string_view headers = "",
                     std::string_view body = "") {
-    Client client(server_->port());
-    std::string request = std::string(method) + " " + std::string(target) +
-                          " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(server_->port()) +
-                          "\r\n" + std::string(headers);
-    if (!body.empty() || method == "POST") {
-      request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-    }
-    request += "\r\n" + std::string(body);
-    EXPECT_TRUE(client.send(request));
-    auto response = client.read_response();
+    auto response = server::testing::exchange(server_->port(), method, target, headers, body);
     EXPECT_TRUE(response.has_value()) << method << " " << target;
     return response.value_or(HttpResponse{});
   }

@@ -143,19 +143,11 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
   // `headers` names another Content-Type.
   HttpResponse call(std::string_view method, std::string_view target, std::string_view who,
                     std::string_view body = "", std::string_view headers = "") {
-    Client client(port());
-    std::string request = std::string(method) + " " + std::string(target) +
-                          " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port()) + "\r\n" +
-                          std::string(who) + std::string(headers);
+    std::string all = std::string(who) + std::string(headers);
     if (!body.empty() && headers.find("Content-Type") == std::string_view::npos) {
-      request += "Content-Type: application/json\r\n";
+      all += "Content-Type: application/json\r\n";
     }
-    if (!body.empty() || method == "POST" || method == "PUT") {
-      request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
-    }
-    request += "\r\n" + std::string(body);
-    EXPECT_TRUE(client.send(request));
-    auto response = client.read_response();
+    auto response = server::testing::exchange(port(), method, target, all, body);
     EXPECT_TRUE(response.has_value()) << method << " " << target;
     return response.value_or(HttpResponse{});
   }
@@ -227,6 +219,17 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
                    with_lease(lease, ",\"every_frames\":2"))
                   .status,
               200);
+  }
+
+  // Waits until the trace is published as traced and its audit recorded
+  // (the audit entry is written after the status).
+  bool wait_traced(const std::string& id) {
+    return wait_until([&] {
+      if (status_of(id) != "traced") return false;
+      const json::value audit = ok_json(call("GET", "/api/movies/" + id + "/audit", ada_));
+      return !audit.as_array().empty() &&
+             audit.as_array().back().at("event") == movies::kEventTracingCompleted;
+    });
   }
 
   std::string start_trace(const std::string& id, const std::string& lease) {
@@ -557,7 +560,7 @@ TEST_P(MoviesApiTest, ATraceRunsToTracedWithFramesCsvAndAudit) {
   ASSERT_TRUE(started.is_object());
   const std::string job(started.at("job_id").as_string());
   EXPECT_EQ(started.at("frames_total"), 4);
-  ASSERT_TRUE(wait_until([&] { return status_of(id) == "traced"; })) << status_of(id);
+  ASSERT_TRUE(wait_traced(id)) << status_of(id);
 
   const json::object m = movie(id);
   EXPECT_EQ(m.at("frames_done"), 4);
@@ -657,7 +660,7 @@ TEST_P(MoviesApiTest, ARedeliveredJobMessageIsANoOp) {
   const std::string lease = lease_of(id, ada_);
   prepare_trace(id, lease);
   const std::string job = start_trace(id, lease);
-  ASSERT_TRUE(wait_until([&] { return status_of(id) == "traced"; }));
+  ASSERT_TRUE(wait_traced(id));
   const std::string frames = call("GET", "/api/movies/" + id + "/frames", ada_).body;
   const std::string audit = call("GET", "/api/movies/" + id + "/audit", ada_).body;
 

@@ -204,6 +204,21 @@ std::string get_request(std::string_view target, std::string_view extra_headers)
   return request;
 }
 
+std::optional<HttpResponse> exchange(uint16_t port, std::string_view method,
+                                     std::string_view target, std::string_view headers,
+                                     std::string_view body) {
+  Client client(port);
+  std::string request = std::string(method) + " " + std::string(target) +
+                        " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\n" +
+                        std::string(headers);
+  if (!body.empty() || method == "POST" || method == "PUT") {
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  }
+  request += "\r\n" + std::string(body);
+  if (!client.send(request)) return std::nullopt;
+  return client.read_response();
+}
+
 uint64_t raise_open_files_limit() {
   rlimit limit{};
   ::getrlimit(RLIMIT_NOFILE, &limit);

@@ -76,6 +76,14 @@ class Client {
 // ending in \r\n).
 std::string get_request(std::string_view target, std::string_view extra_headers = "");
 
+// One request on a new connection to 127.0.0.1:`port`: `method` `target`
+// with a Host header, `headers` (each ending in \r\n), and `body` with its
+// Content-Length (sent for an empty POST or PUT too). nullopt if no
+// response came within the Client's default timeout.
+std::optional<HttpResponse> exchange(uint16_t port, std::string_view method,
+                                     std::string_view target, std::string_view headers = "",
+                                     std::string_view body = "");
+
 // Raises the soft limit on open files to the hard limit; returns the new
 // soft limit.
 uint64_t raise_open_files_limit();

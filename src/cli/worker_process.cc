@@ -1,7 +1,8 @@
-#include "cli/metrics_server.h"
+#include "cli/worker_process.h"
 
 #include "cli/serve.h"
 #include "net/endpoint.h"
+#include "runtime/stderr_logger.h"
 #include "server/http.h"
 
 namespace leasehold::cli {
@@ -14,6 +15,10 @@ Status check_metrics_listen(std::string_view listen) {
   return {};
 }
 
+namespace {
+
+// Adds the two routes to `router` and starts the server on `listen`.
+// REQUIRES: registry and router outlive the server.
 Result<std::unique_ptr<server::Server>> start_metrics_server(std::string_view listen,
                                                              metrics::Registry& registry,
                                                              server::Router& router, Logger* log) {
@@ -45,6 +50,33 @@ Result<std::unique_ptr<server::Server>> start_metrics_server(std::string_view li
   server::ServerHooks hooks;
   hooks.submit_blocking = [](std::function<void()>) { return false; };  // no route blocks
   return server::Server::start(std::move(o), router, std::move(hooks));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<WorkerProcess>> start_worker_process(const std::string& store_uri,
+                                                            bool verbose,
+                                                            const std::string& metrics_listen) {
+  auto p = std::make_unique<WorkerProcess>();
+  p->log = runtime::make_json_stderr_logger(verbose ? LogLevel::kDebug : LogLevel::kInfo);
+  runtime::RuntimeOptions ro;
+  ro.store_uri = store_uri;
+  ro.logger = p->log.get();
+  ro.metrics = &p->registry;
+  ASSIGN_OR_RETURN(p->runtime, runtime::Runtime::open(std::move(ro)));
+  if (!metrics_listen.empty()) {
+    ASSIGN_OR_RETURN(p->metrics_server,
+                     start_metrics_server(metrics_listen, p->registry, p->router, p->log.get()));
+  }
+  return p;
+}
+
+void wait_for_stop_signal(const sigset_t& stop_signals, Logger& log) {
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  const LogField stopping[] = {
+      {"signal", std::string_view(signal == SIGINT ? "SIGINT" : "SIGTERM")}};
+  log.log_fields(LogLevel::kInfo, "stopping", stopping);
 }
 
 }  // namespace leasehold::cli

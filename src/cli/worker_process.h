@@ -1,0 +1,54 @@
+// What a worker process (`leasehold worker`, `leasehold trace-worker`) runs
+// on, built the same way by both: its JSON log on stderr, its metrics
+// registry, the runtime on the store (its calls metered into the registry),
+// and with --metrics-listen a small HTTP server on one I/O thread, loopback
+// only: GET /metrics (the registry, Prometheus text format) and GET
+// /healthz. And the wait for SIGTERM or SIGINT that ends such a process.
+//
+// Used from the main thread only.
+#pragma once
+
+#include <signal.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "leasehold/logger.h"
+#include "leasehold/status.h"
+#include "metrics/registry.h"
+#include "runtime/runtime.h"
+#include "server/router.h"
+#include "server/server.h"
+
+namespace leasehold::cli {
+
+// Members in the order they are built; destroyed in reverse (the metrics
+// server first, the log last).
+struct WorkerProcess {
+  std::unique_ptr<Logger> log;
+  metrics::Registry registry;
+  std::unique_ptr<runtime::Runtime> runtime;
+  server::Router router;
+  std::unique_ptr<server::Server> metrics_server;  // null without --metrics-listen
+
+  uint16_t metrics_port() const { return metrics_server ? metrics_server->port() : 0; }
+};
+
+// Opens the runtime on `store_uri` and starts the metrics server on
+// `metrics_listen` unless it is empty (checked by check_metrics_listen).
+// The runtime's or the server's error.
+Result<std::unique_ptr<WorkerProcess>> start_worker_process(const std::string& store_uri,
+                                                            bool verbose,
+                                                            const std::string& metrics_listen);
+
+// Waits for SIGTERM or SIGINT (blocked by block_stop_signals(), cli/serve.h)
+// and logs `stopping` with the signal's name.
+void wait_for_stop_signal(const sigset_t& stop_signals, Logger& log);
+
+// kInvalidArgument, naming --metrics-listen, unless `listen` is a loopback
+// HOST:PORT.
+Status check_metrics_listen(std::string_view listen);
+
+}  // namespace leasehold::cli
