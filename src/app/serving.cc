@@ -45,7 +45,8 @@ Result<std::string> prepare_media(const std::string& media_dir, Logger& log) {
 }  // namespace
 
 movies::ServiceOptions movies_service_options(const MoviesServingOptions& o, std::string_view kind,
-                                              const LeaseConfig& lease, Logger* log) {
+                                              const LeaseConfig& lease, Logger* log,
+                                              metrics::Registry* metrics) {
   char host[64] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "host");
   movies::ServiceOptions so;
@@ -58,15 +59,17 @@ movies::ServiceOptions movies_service_options(const MoviesServingOptions& o, std
   so.worker_prefix = std::string(kind) + "-" + host + "-" + std::to_string(getpid());
   so.lease = lease;
   so.logger = log;
+  so.metrics = metrics;
   return so;
 }
 
 Status Serving::start_movies(const MoviesServingOptions& o, Logger& log) {
   runtime::Runtime& rt = *runtime_;
   ASSIGN_OR_RETURN(const std::string uploads, prepare_media(o.media_dir, log));
-  ASSIGN_OR_RETURN(movies_, movies::Service::start(
-                                rt.store(), rt.clock(), rt.random(),
-                                movies_service_options(o, "serve", rt.leases().config(), &log)));
+  ASSIGN_OR_RETURN(movies_,
+                   movies::Service::start(
+                       rt.store(), rt.clock(), rt.random(),
+                       movies_service_options(o, "serve", rt.leases().config(), &log, &registry_)));
   MoviesApiOptions api;
   api.media_dir = o.media_dir;
   api.upload_dir = uploads;

@@ -45,10 +45,11 @@ struct MoviesServingOptions {
 };
 
 // The movies service's options for a process, its workers named after the
-// host and the process ID (kind "serve" or "trace-worker").
+// host and the process ID (kind "serve" or "trace-worker"), counting into
+// `metrics` (may be null).
 movies::ServiceOptions movies_service_options(const MoviesServingOptions& options,
                                               std::string_view kind, const LeaseConfig& lease,
-                                              Logger* log);
+                                              Logger* log, metrics::Registry* metrics);
 
 inline constexpr char kUploadsFolder[] = ".uploads";
 // An `*.upload` file in the uploads folder not written to for this long is

@@ -89,7 +89,8 @@ int run_trace_worker(const TraceWorkerArgs& args, const std::string& store_uri, 
   runtime::Runtime& rt = *p.runtime;
   auto service = movies::Service::start(
       rt.store(), rt.clock(), rt.random(),
-      app::movies_service_options(*options, "trace-worker", rt.leases().config(), p.log.get()));
+      app::movies_service_options(*options, "trace-worker", rt.leases().config(), p.log.get(),
+                                  &p.registry));
   if (!service.ok()) return report(service.status());
   const LogField started[] = {{"trace_workers", static_cast<int64_t>(options->trace_workers)},
                               {"store", std::string_view(rt.store().backend_name())},

@@ -8,6 +8,7 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "metrics/registry.h"
 
 namespace leasehold::movies {
 namespace {
@@ -37,7 +38,15 @@ Status enqueue_probe(Queue& queue, const std::string& id) {
 class ProbeWorker::Impl {
  public:
   Impl(Movies& movies, Queue& queue, ProbeWorkerOptions options)
-      : movies_(movies), queue_(queue), options_(std::move(options)) {}
+      : movies_(movies),
+        queue_(queue),
+        options_(std::move(options)),
+        outcomes_(options_.metrics == nullptr
+                      ? nullptr
+                      : &options_.metrics->counter("leasehold_movies_probes_total",
+                                                   "Probe jobs by what became of them: probed "
+                                                   "(ready or invalid), stale, or failed",
+                                                   {"outcome"})) {}
 
   void start() {
     thread_ = std::thread([this] { loop(); });
@@ -66,7 +75,8 @@ class ProbeWorker::Impl {
   void wait_idle();
   void handle(const Message& message);
   Result<MovieDetail> probe_keeping_hidden(const std::string& id, const std::string& receipt);
-  void count(uint64_t ProbeWorkerStats::*field) {
+  void count(uint64_t ProbeWorkerStats::*field, const char* outcome = nullptr) {
+    if (outcomes_ != nullptr && outcome != nullptr) outcomes_->with({outcome}).inc();
     MutexLock lock(mu_);
     ++(stats_.*field);
   }
@@ -74,6 +84,7 @@ class ProbeWorker::Impl {
   Movies& movies_;
   Queue& queue_;
   const ProbeWorkerOptions options_;
+  metrics::Family<metrics::Counter>* const outcomes_;  // null without a registry
   std::stop_source stop_;
 
   mutable Mutex mu_;
@@ -148,13 +159,13 @@ void ProbeWorker::Impl::handle(const Message& message) {
   }
   const Code code = probed.ok() ? Code::kOk : probed.status().code();
   if (code == Code::kOk) {
-    count(&ProbeWorkerStats::probed);
+    count(&ProbeWorkerStats::probed, "probed");
     log_to(options_.logger, LogLevel::kInfo, "probe worker {}: movie {} is {}", options_.id, id,
            probed->status);
   } else if (code == Code::kFailedPrecondition || code == Code::kNotFound) {
-    count(&ProbeWorkerStats::stale);
+    count(&ProbeWorkerStats::stale, "stale");
   } else {
-    count(&ProbeWorkerStats::failed);
+    count(&ProbeWorkerStats::failed, "failed");
     log_to(options_.logger, LogLevel::kWarn, "probe worker {}: movie {} not probed: {}",
            options_.id, id, probed.status().to_string());
     return;  // the job comes back after its visibility

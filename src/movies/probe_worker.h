@@ -27,6 +27,10 @@
 #include "leasehold/status.h"
 #include "movies/movies.h"
 
+namespace leasehold::metrics {
+class Registry;
+}
+
 namespace leasehold::movies {
 
 // The queue probe jobs go through (QueueOptions::name).
@@ -46,6 +50,10 @@ struct ProbeWorkerOptions {
   // woken.
   Duration idle_wait = std::chrono::seconds(1);
   Logger* logger = nullptr;  // not owned; null logs nothing
+  // Where the worker counts probe jobs by outcome
+  // (leasehold_movies_probes_total{outcome}); not owned; null counts
+  // nothing but stats().
+  metrics::Registry* metrics = nullptr;
 };
 
 struct ProbeWorkerStats {

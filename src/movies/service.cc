@@ -37,6 +37,7 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
     po.id = o.worker_prefix + "-probe" + std::to_string(i);
     po.idle_wait = kIdleWait;
     po.logger = o.logger;
+    po.metrics = o.metrics;
     ASSIGN_OR_RETURN(auto worker, ProbeWorker::start(*s->movies_, *s->probe_queue_, po));
     s->probe_workers_.push_back(std::move(worker));
   }
@@ -51,6 +52,7 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
     to.nice = o.trace_nice;
     to.lease = o.lease;
     to.logger = o.logger;
+    to.metrics = o.metrics;
     ASSIGN_OR_RETURN(auto worker,
                      TraceWorker::start(store, clock, random, *s->trace_queue_, std::move(to)));
     s->trace_workers_.push_back(std::move(worker));

@@ -46,6 +46,8 @@ struct ServiceOptions {
   // The clock-skew bound and safety margin of the leases.
   LeaseConfig lease;
   Logger* logger = nullptr;  // not owned; null logs nothing
+  // Where the workers count jobs and probes (not owned); null: nowhere.
+  metrics::Registry* metrics = nullptr;
 };
 
 class Service {

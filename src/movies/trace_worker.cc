@@ -9,12 +9,14 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <stop_token>
 #include <thread>
 
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "leasehold/renewer.h"
+#include "metrics/registry.h"
 #include "movies/movies.h"
 #include "movies/schema.h"
 
@@ -70,6 +72,34 @@ std::string failure_summary(const Status& s) {
   }
 }
 
+// The worker's counters in a registry: each TraceWorkerStats field that has
+// one, by outcome.
+class TraceMetrics {
+ public:
+  explicit TraceMetrics(metrics::Registry& r)
+      : jobs_(r.counter("leasehold_movies_trace_jobs_total",
+                        "Trace job messages by what became of them: claimed, then traced, "
+                        "failed or lost; or stale (redelivered or replaced, nothing done)",
+                        {"outcome"})),
+        frames_(r.counter("leasehold_movies_traced_frames_total",
+                          "Sampled frames whose rows were written")
+                    .with({})) {}
+
+  void add(uint64_t TraceWorkerStats::*field, uint64_t n) {
+    const auto outcome = [&](const char* name) { jobs_.with({name}).inc(static_cast<double>(n)); };
+    if (field == &TraceWorkerStats::claimed) outcome("claimed");
+    if (field == &TraceWorkerStats::traced) outcome("traced");
+    if (field == &TraceWorkerStats::failed) outcome("failed");
+    if (field == &TraceWorkerStats::lost) outcome("lost");
+    if (field == &TraceWorkerStats::stale_messages) outcome("stale");
+    if (field == &TraceWorkerStats::frames_written) frames_.inc(static_cast<double>(n));
+  }
+
+ private:
+  metrics::Family<metrics::Counter>& jobs_;
+  metrics::Counter& frames_;
+};
+
 // One job's state, shared with the Renewer's loss callback, which may run
 // after the job has ended.
 struct JobState {
@@ -88,7 +118,9 @@ class TraceWorker::Impl {
         queue_(queue),
         options_(std::move(options)),
         leases_(store, clock, random, options_.lease),
-        renewer_(leases_, clock, random, renewer_options(options_)) {}
+        renewer_(leases_, clock, random, renewer_options(options_)) {
+    if (options_.metrics != nullptr) metrics_.emplace(*options_.metrics);
+  }
 
   static RenewerOptions renewer_options(const TraceWorkerOptions& o) {
     RenewerOptions r;
@@ -129,6 +161,7 @@ class TraceWorker::Impl {
   void publish(const JobMessage& job, const Lease& lease, const std::string& user_display_name,
                const Status& traced);
   void count(uint64_t TraceWorkerStats::*field, uint64_t n = 1) {
+    if (metrics_) metrics_->add(field, n);
     MutexLock lock(mu_);
     stats_.*field += n;
   }
@@ -140,6 +173,7 @@ class TraceWorker::Impl {
   const TraceWorkerOptions options_;
   LeaseManager leases_;
   Renewer renewer_;
+  std::optional<TraceMetrics> metrics_;  // set once, before the thread starts
   std::atomic<bool> abandoned_{false};
 
   mutable Mutex mu_;

@@ -51,6 +51,10 @@
 #include "leasehold/store.h"
 #include "tracer/tracer.h"
 
+namespace leasehold::metrics {
+class Registry;
+}
+
 namespace leasehold::movies {
 
 inline constexpr size_t kTraceWorkerIdBytesMax = 128;
@@ -75,6 +79,11 @@ struct TraceWorkerOptions {
   // server in the same process, so that its answers stay quick.
   int nice = 10;
   Logger* logger = nullptr;  // not owned; null logs nothing
+  // Where the worker counts jobs by outcome and traced frames
+  // (leasehold_movies_trace_jobs_total{outcome},
+  // leasehold_movies_traced_frames_total); not owned; null counts nothing
+  // but stats().
+  metrics::Registry* metrics = nullptr;
 };
 
 struct TraceWorkerStats {

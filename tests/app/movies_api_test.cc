@@ -604,6 +604,15 @@ TEST_P(MoviesApiTest, ATraceRunsToTracedWithFramesCsvAndAudit) {
   }
   // The movie is free to edit again.
   EXPECT_EQ(take_lease(id, bob_).status, 200);
+
+  // The workers counted what they did.
+  const std::string metrics = call("GET", "/metrics", "").body;
+  for (const char* line : {"leasehold_movies_probes_total{outcome=\"probed\"} 1\n",
+                           "leasehold_movies_trace_jobs_total{outcome=\"claimed\"} 1\n",
+                           "leasehold_movies_trace_jobs_total{outcome=\"traced\"} 1\n",
+                           "leasehold_movies_traced_frames_total 4\n"}) {
+    EXPECT_NE(metrics.find(line), std::string::npos) << line << metrics;
+  }
 }
 
 TEST_P(MoviesApiTest, WhileLockedAMovieCanStillBeViewedAndNothingElseStartsOrEnds) {
