@@ -402,21 +402,31 @@ TEST_F(WorkerTest, ABatchWhoseLeaseLapsedWhileItWaitedWritesNothing) {
   EXPECT_EQ(w->stats().messages, 1u);
 }
 
-// Once a stream is closed (stopped, handed over, lost), a batch that still
-// reaches the worker for it writes nothing.
-TEST_F(WorkerTest, ABatchForAClosedStreamWritesNothing) {
+// Once an upstream connection has ended (it failed, or the connection was
+// stopped and handed over), a batch that still reaches the worker from it
+// writes nothing.
+TEST_F(WorkerTest, ABatchFromAClosedUpstreamConnectionWritesNothing) {
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink);
   ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
   ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
-  auto stream = upstream_.find(prefix("a"));
-  ASSERT_NE(stream, nullptr);
+  auto failed = upstream_.find(prefix("a"));
+  ASSERT_NE(failed, nullptr);
+  failed->fail(unavailable("upstream went away"));
+  ASSERT_TRUE(eventually([&] {
+    auto again = upstream_.find(prefix("a"));
+    return again != nullptr && again != failed;
+  })) << "reconnected";
+  failed->deliver_anyway({msg(2), msg(3)});  // late, from the connection that failed
+  EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
+
+  auto stopped = upstream_.find(prefix("a"));
   Connections connections(*store_, clock_);
   ASSERT_TRUE(connections.set_desired("a", DesiredState::kStopped).ok());
   ASSERT_TRUE(eventually([&] { return w->owned().empty(); }));
   EXPECT_EQ(stored("a").last_seq, 1);
-  stream->deliver_anyway({msg(2), msg(3)});
+  stopped->deliver_anyway({msg(2), msg(3)});
   EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
   EXPECT_EQ(sink.writes(), 1u);
 }
