@@ -30,8 +30,8 @@ class Sink {
   // Appends `lines`: one or more whole lines, each ending in a newline, in
   // one write(2) (more only if the kernel takes a part). Sets
   // `*written_bytes` to how much of `lines` reached the sink: all of it, or
-  // with kUnavailable, when a write failed (disk full, closed pipe), a
-  // prefix: the lines wholly in it are in the sink, the next one partly.
+  // with kUnavailable, when a write failed (disk full, closed pipe), less:
+  // the lines wholly within it are in the sink, the next one partly.
   // REQUIRES: `lines` is empty or ends in '\n'; written_bytes is not null.
   virtual Status write(std::string_view lines, size_t* written_bytes) = 0;
   // Returns once every line written so far is durable.

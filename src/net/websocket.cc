@@ -60,8 +60,9 @@ constexpr size_t kReadBufferKeepBytes = 16 * 1024;
 // The layer under Beast's WebSocket stream: `Next` (the socket, or the TLS
 // stream on it) as it is, except that it counts Beast's reads from it, so
 // that a session knows whether the read it has just begun waits for the
-// network. Beast's completions run on the session's strand, and so does
-// every use of the count.
+// network. (A TLS stream may have the bytes already: its batches can end
+// sooner than they need to, never later.) Beast's completions run on the
+// session's strand, and so does every use of the count.
 template <typename Next>
 class NetworkReads {
  public:
