@@ -1,6 +1,6 @@
 // Finding sequence numbers with Boost.JSON's SAX parser, and writing sink
 // lines. Both run once per upstream message: neither builds a JSON tree nor
-// allocates in the common case.
+// allocates in the common case (a SinkBatch keeps its memory).
 #include "fleet/message.h"
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
+#include <cassert>
 #include <charconv>
 
 namespace leasehold::fleet {
@@ -204,6 +205,24 @@ void append_sink_line(const SinkRecord& record, std::string& out) {
     out += boost::json::serialize(boost::json::parse(msg));
   }
   out += '}';
+}
+
+void SinkBatch::clear() {
+  text_.clear();
+  ends_.clear();
+  seqs_.clear();
+}
+
+void SinkBatch::add(const SinkRecord& record) {
+  assert(empty() || record.seq > last_seq());
+  append_sink_line(record, text_);
+  text_ += '\n';
+  ends_.push_back(text_.size());
+  seqs_.push_back(record.seq);
+}
+
+size_t SinkBatch::lines_within(size_t bytes) const {
+  return static_cast<size_t>(std::upper_bound(ends_.begin(), ends_.end(), bytes) - ends_.begin());
 }
 
 }  // namespace leasehold::fleet

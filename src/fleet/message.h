@@ -6,8 +6,9 @@
 //
 //   {"conn":"a","seq":7,"worker":"w1","epoch":3,"written_at_ms":...,"msg":{...}}
 //
-// where msg is the upstream message itself. Pure functions, safe from any
-// thread.
+// where msg is the upstream message itself. The lines of one stream's batch
+// of messages go to the sink together, as one SinkBatch. Pure functions,
+// safe from any thread; a SinkBatch is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -40,5 +41,32 @@ struct SinkRecord {
 // message goes in as it came, unless it spans lines: then re-serialised on
 // one.
 void append_sink_line(const SinkRecord& record, std::string& out);
+
+// Sink lines of one connection for one sink write: each ends in a newline,
+// and their sequence numbers strictly increase, so that the last line a
+// write got into the sink says what the sink holds. Kept from batch to batch
+// to reuse its memory.
+class SinkBatch {
+ public:
+  void clear();
+  // Appends the line of `record`. REQUIRES: empty() or record.seq > last_seq().
+  void add(const SinkRecord& record);
+
+  bool empty() const { return seqs_.empty(); }
+  size_t size() const { return seqs_.size(); }
+  std::string_view text() const { return text_; }  // the lines, for Sink::write
+  // REQUIRES: i < size().
+  int64_t seq(size_t i) const { return seqs_[i]; }
+  // REQUIRES: !empty().
+  int64_t last_seq() const { return seqs_.back(); }
+  // How many lines lie wholly within the first `bytes` bytes of text(): the
+  // lines a write that got that far put into the sink.
+  size_t lines_within(size_t bytes) const;
+
+ private:
+  std::string text_;
+  std::vector<size_t> ends_;  // where each line ends in text_, past its newline
+  std::vector<int64_t> seqs_;
+};
 
 }  // namespace leasehold::fleet

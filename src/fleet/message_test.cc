@@ -138,5 +138,35 @@ TEST(SinkLineTest, AMessageOnSeveralLinesIsPutOnOne) {
   EXPECT_EQ(parsed.at("worker").as_string(), "w\"1");
 }
 
+TEST(SinkBatchTest, LinesEndInNewlinesAndAPartWriteCountsOnlyWholeLines) {
+  SinkBatch batch;
+  EXPECT_TRUE(batch.empty());
+  std::string one, two;
+  append_sink_line({"a", 3, "w1", 1, 5, R"({"seq":3})"}, one);
+  append_sink_line({"a", 9, "w1", 1, 5, R"({"seq":9})"}, two);
+  batch.add({"a", 3, "w1", 1, 5, R"({"seq":3})"});
+  batch.add({"a", 9, "w1", 1, 5, R"({"seq":9})"});
+  EXPECT_EQ(batch.text(), one + "\n" + two + "\n");
+  EXPECT_EQ(batch.size(), 2u);
+  EXPECT_EQ(batch.seq(0), 3);
+  EXPECT_EQ(batch.last_seq(), 9);
+  EXPECT_EQ(batch.lines_within(0), 0u);
+  EXPECT_EQ(batch.lines_within(one.size()), 0u) << "its newline is not in";
+  EXPECT_EQ(batch.lines_within(one.size() + 1), 1u);
+  EXPECT_EQ(batch.lines_within(batch.text().size() - 1), 1u);
+  EXPECT_EQ(batch.lines_within(batch.text().size()), 2u);
+  batch.clear();
+  EXPECT_TRUE(batch.empty());
+  EXPECT_TRUE(batch.text().empty());
+  batch.add({"a", 1, "w1", 1, 5, R"({"seq":1})"});  // a new batch may start lower
+  EXPECT_EQ(batch.last_seq(), 1);
+}
+
+TEST(SinkBatchDeathTest, ASequenceNumberThatDoesNotGoUpIsABug) {
+  SinkBatch batch;
+  batch.add({"a", 3, "w1", 1, 5, R"({"seq":3})"});
+  EXPECT_DEATH(batch.add({"a", 3, "w1", 1, 5, R"({"seq":3})"}), "last_seq");
+}
+
 }  // namespace
 }  // namespace leasehold::fleet

@@ -1,13 +1,13 @@
-// Sinks on a file descriptor: one write(2) per line, fdatasync to flush.
+// Sinks on a file descriptor: one write(2) per batch of lines, fdatasync to
+// flush.
 #include "fleet/sink.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cerrno>
 #include <cstring>
-
-#include "base/thread_annotations.h"
 
 namespace leasehold::fleet {
 namespace {
@@ -21,16 +21,18 @@ class FdSink final : public Sink {
     if (owned_) ::close(fd_);
   }
 
-  Status write(std::string_view line) override {
+  Status write(std::string_view lines, size_t* written_bytes) override {
+    assert(lines.empty() || lines.back() == '\n');
+    *written_bytes = 0;
+    // The lock keeps writes whole: a short write's rest follows it at once.
     MutexLock lock(mu_);
-    buffer_.assign(line);
-    buffer_ += '\n';
-    std::string_view rest = buffer_;
+    std::string_view rest = lines;
     while (!rest.empty()) {
       const ssize_t n = ::write(fd_, rest.data(), rest.size());
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return unavailable("writing to " + name_ + ": " + std::strerror(errno));
       rest.remove_prefix(static_cast<size_t>(n));
+      *written_bytes += static_cast<size_t>(n);
     }
     return {};
   }
@@ -50,8 +52,7 @@ class FdSink final : public Sink {
   const int fd_;
   const bool owned_;
   const std::string name_;
-  Mutex mu_;
-  std::string buffer_ GUARDED_BY(mu_);  // the line being written, reused
+  Mutex mu_;  // held for a whole write, and for a flush
 };
 
 }  // namespace

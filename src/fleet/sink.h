@@ -6,11 +6,13 @@
 //               machine, not only of the process
 //   stdout      standard output; flush() has nothing to wait for
 //
-// Each write() is one write(2) of a whole line straight to the file, with no
+// Each write() is one write(2) of whole lines straight to the file, with no
 // buffer in the process: a line the worker has written is in the file even
 // if the worker is killed or paused the next instant, and a worker that has
-// stopped writing leaves nothing behind to appear later. Thread-safe: lines
-// from several threads never interleave.
+// stopped writing leaves nothing behind to appear later. A write may carry
+// several lines (the worker writes those of one batch of messages
+// together), never part of one. Thread-safe: writes from several threads
+// never interleave.
 #pragma once
 
 #include <memory>
@@ -25,9 +27,13 @@ namespace leasehold::fleet {
 class Sink {
  public:
   virtual ~Sink() = default;
-  // Appends `line` and a newline. kUnavailable if the write failed (disk
-  // full, closed pipe); the line may then be partly written.
-  virtual Status write(std::string_view line) = 0;
+  // Appends `lines`: one or more whole lines, each ending in a newline, in
+  // one write(2) (more only if the kernel takes a part). Sets
+  // `*written_bytes` to how much of `lines` reached the sink: all of it, or
+  // with kUnavailable, when a write failed (disk full, closed pipe), less:
+  // the lines wholly within it are in the sink, the next one partly.
+  // REQUIRES: `lines` is empty or ends in '\n'; written_bytes is not null.
+  virtual Status write(std::string_view lines, size_t* written_bytes) = 0;
   // Returns once every line written so far is durable.
   virtual Status flush() = 0;
   virtual std::string describe() const = 0;  // "jsonl:PATH", "stdout"

@@ -1,8 +1,11 @@
-// Tests for the sinks: whole lines, in the file at once, from many threads.
+// Tests for the sinks: whole lines, in the file at once, from many threads,
+// and how much a failed write left.
 #include "fleet/sink.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -35,7 +38,9 @@ TEST_F(SinkTest, LinesAreInTheFileAsSoonAsWrittenAndAppended) {
   {
     auto sink = open_sink("jsonl:" + path);
     ASSERT_TRUE(sink.ok()) << sink.status().to_string();
-    ASSERT_TRUE((*sink)->write("{\"a\":1}").ok());
+    size_t bytes = 0;
+    ASSERT_TRUE((*sink)->write("{\"a\":1}\n", &bytes).ok());
+    EXPECT_EQ(bytes, 8u);
     // Not flushed, not closed: already there for a reader (and after a kill).
     EXPECT_EQ(lines_of(path), std::vector<std::string>{"{\"a\":1}"});
     ASSERT_TRUE((*sink)->flush().ok());
@@ -43,8 +48,33 @@ TEST_F(SinkTest, LinesAreInTheFileAsSoonAsWrittenAndAppended) {
   }
   auto again = open_sink("jsonl:" + path);
   ASSERT_TRUE(again.ok());
-  ASSERT_TRUE((*again)->write("{\"a\":2}").ok());
-  EXPECT_EQ(lines_of(path), (std::vector<std::string>{"{\"a\":1}", "{\"a\":2}"}));
+  size_t bytes = 0;
+  ASSERT_TRUE((*again)->write("{\"a\":2}\n{\"a\":3}\n", &bytes).ok());
+  EXPECT_EQ(bytes, 16u);
+  EXPECT_EQ(lines_of(path), (std::vector<std::string>{"{\"a\":1}", "{\"a\":2}", "{\"a\":3}"}));
+}
+
+// A write that fails part way says how far it got: the worker counts as
+// written only the lines wholly before that.
+TEST_F(SinkTest, AFailedWriteSaysHowMuchReachedTheSink) {
+  const std::string path = (dir_ / "small.jsonl").string();
+  auto sink = open_sink("jsonl:" + path);
+  ASSERT_TRUE(sink.ok());
+  // The file may grow to 20 bytes, then write(2) fails with EFBIG (SIGXFSZ
+  // ignored, as the worker's caller would see a full disk).
+  struct rlimit old_limit {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old_limit;
+  small.rlim_cur = 20;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  size_t bytes = 0;
+  const Status written = (*sink)->write("0123456789abcd\n0123456789abcd\n", &bytes);
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(written.code(), Code::kUnavailable) << written.to_string();
+  EXPECT_EQ(bytes, 20u);
+  EXPECT_EQ(std::filesystem::file_size(path), 20u);
 }
 
 TEST_F(SinkTest, LinesFromManyThreadsNeverInterleave) {
@@ -55,8 +85,9 @@ TEST_F(SinkTest, LinesFromManyThreadsNeverInterleave) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      const std::string line(100 + t * 300, static_cast<char>('a' + t));
-      for (int i = 0; i < kLines; ++i) ASSERT_TRUE((*sink)->write(line).ok());
+      const std::string line = std::string(100 + t * 300, static_cast<char>('a' + t)) + '\n';
+      size_t bytes = 0;
+      for (int i = 0; i < kLines; ++i) ASSERT_TRUE((*sink)->write(line, &bytes).ok());
     });
   }
   for (auto& t : threads) t.join();

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cmath>
 #include <map>
+#include <span>
 #include <thread>
 
 #include "base/logging.h"
@@ -234,8 +236,11 @@ class Worker::Impl {
   void connect(const std::shared_ptr<Stream>& stream);
 
   // Streams.
-  void on_message(const std::shared_ptr<Stream>& stream, uint64_t generation,
-                  std::string_view message, bool text);
+  void on_messages(const std::shared_ptr<Stream>& stream, uint64_t generation,
+                   std::span<const net::WsMessage> messages);
+  void add_if_forward(Stream& stream, const Result<int64_t>& seq, std::string_view message,
+                      int64_t written_at_ms, SinkBatch& batch) REQUIRES(stream.mu);
+  Status write_batch(Stream& stream, const SinkBatch& batch) REQUIRES(stream.mu);
   void on_closed(const std::shared_ptr<Stream>& stream, uint64_t generation, const Status& why);
   void lose(const std::shared_ptr<Stream>& stream, const Status& why);
   void hand_over(const std::vector<std::shared_ptr<Stream>>& streams, std::string_view why);
@@ -747,8 +752,8 @@ void Worker::Impl::connect(const std::shared_ptr<Stream>& stream) {
       s->error_changed = true;
     }
   };
-  handlers.on_message = [this, weak, generation](std::string_view message, bool text) {
-    if (auto s = weak.lock()) on_message(s, generation, message, text);
+  handlers.on_messages = [this, weak, generation](std::span<const net::WsMessage> messages) {
+    if (auto s = weak.lock()) on_messages(s, generation, messages);
   };
   handlers.on_closed = [this, weak, generation, open](const Status& why) {
     if (auto s = weak.lock()) on_closed(s, generation, why);
@@ -786,11 +791,32 @@ bool Worker::Impl::still_valid(Stream& stream, MonoTime now) {
   return true;
 }
 
-void Worker::Impl::on_message(const std::shared_ptr<Stream>& stream, uint64_t generation,
-                              std::string_view message, bool text) {
-  Result<int64_t> seq = text ? find_seq(message, stream->seq_path)
-                             : Result<int64_t>(invalid_argument("a binary message"));
-  thread_local std::string line;
+// One batch of a stream's messages (net/websocket.h) becomes one sink write
+// of the lines of those that go forward. The rules that keep one writer per
+// connection hold for every line of it because everything from the state
+// check to the write is done under the stream's lock, which lose(),
+// hand_over() and checkpoints take as well:
+//   - the stream is open and the messages came on its current upstream
+//     connection, else nothing is written (a close or a loss comes first,
+//     or waits until this write is done and counted in written_seq);
+//   - the lease is checked valid after the lines are made, at the monotonic
+//     time just before the write, however long the messages waited;
+//   - a line goes in only if its sequence number is above the last one
+//     written or batched, so repeats are dropped and nothing goes back;
+//   - written_seq moves to the last line wholly in the sink, which is all a
+//     checkpoint (after a flush) may cover.
+void Worker::Impl::on_messages(const std::shared_ptr<Stream>& stream, uint64_t generation,
+                               std::span<const net::WsMessage> messages) {
+  // Parsed before the lock: finding a sequence number needs nothing of the
+  // stream's state.
+  thread_local std::vector<Result<int64_t>> seqs;
+  seqs.clear();
+  for (const net::WsMessage& m : messages) {
+    seqs.push_back(m.text ? find_seq(m.bytes, stream->seq_path)
+                          : Result<int64_t>(invalid_argument("a binary message")));
+  }
+  thread_local SinkBatch batch;
+  batch.clear();
   std::shared_ptr<net::WsStream> to_close;
   bool lost = false;
   {
@@ -799,34 +825,20 @@ void Worker::Impl::on_message(const std::shared_ptr<Stream>& stream, uint64_t ge
         (stream->state != State::kStreaming && stream->state != State::kConnecting)) {
       return;
     }
+    const int64_t written_at_ms = to_unix_ms(clock_.wall_now());
+    for (size_t i = 0; i < messages.size(); ++i) {
+      add_if_forward(*stream, seqs[i], messages[i].bytes, written_at_ms, batch);
+    }
     if (!still_valid(*stream, clock_.mono_now())) {
       stream->state = State::kLost;
       ++stream->generation;
       to_close = std::move(stream->ws);
       lost = true;
-    } else if (!seq.ok()) {
-      note_bad(*stream, seq.status().message());
-      return;
-    } else if (*seq <= stream->written_seq) {
-      if (*seq < stream->written_seq) {
-        note_bad(*stream, "sequence number " + std::to_string(*seq) + " goes back from " +
-                              std::to_string(stream->written_seq));
-      } else {
-        ++repeats_;
-      }
+    } else if (batch.empty()) {
       return;
     } else {
-      line.clear();
-      append_sink_line(
-          {stream->id, *seq, options_.id, stream->epoch, to_unix_ms(clock_.wall_now()), message},
-          line);
-      const Status written = sink_.write(line);
-      if (written.ok()) {
-        stream->written_seq = *seq;
-        ++messages_;
-        m_.messages.inc();
-        return;
-      }
+      const Status written = write_batch(*stream, batch);
+      if (written.ok()) return;
       // The sink failed: stop this stream and retry later, from what was written.
       log_to(options_.logger, LogLevel::kError, "sink: {}", written.message());
       stream->state = State::kWaiting;
@@ -843,6 +855,42 @@ void Worker::Impl::on_message(const std::shared_ptr<Stream>& stream, uint64_t ge
            stream->id);
   }
   wake_keeper();
+}
+
+// Adds the message's line to `batch` if its sequence number is above the
+// last one written or batched; counts the others.
+void Worker::Impl::add_if_forward(Stream& stream, const Result<int64_t>& seq,
+                                  std::string_view message, int64_t written_at_ms,
+                                  SinkBatch& batch) {
+  if (!seq.ok()) return note_bad(stream, seq.status().message());
+  const int64_t last = batch.empty() ? stream.written_seq : batch.last_seq();
+  if (*seq == last) {
+    ++repeats_;
+    return;
+  }
+  if (*seq < last) {
+    return note_bad(stream, "sequence number " + std::to_string(*seq) + " goes back from " +
+                                std::to_string(last));
+  }
+  batch.add({stream.id, *seq, options_.id, stream.epoch, written_at_ms, message});
+}
+
+// One sink write of `batch`; written_seq moves to its last line that the
+// sink took. REQUIRES: the stream is open for the batch's messages and its
+// lease was found valid just now.
+Status Worker::Impl::write_batch(Stream& stream, const SinkBatch& batch) {
+  assert(stream.state == State::kStreaming || stream.state == State::kConnecting);
+  assert(!batch.empty() && batch.seq(0) > stream.written_seq);
+  size_t bytes = 0;
+  const Status written = sink_.write(batch.text(), &bytes);
+  const size_t lines = batch.lines_within(bytes);
+  assert(written.ok() == (lines == batch.size()));
+  if (lines > 0) {
+    stream.written_seq = batch.seq(lines - 1);
+    messages_ += lines;
+    m_.messages.inc(static_cast<double>(lines));
+  }
+  return written;
 }
 
 void Worker::Impl::note_bad(Stream& stream, std::string_view what) {

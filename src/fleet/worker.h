@@ -15,7 +15,9 @@
 // The rules that keep one writer per connection:
 //   - before every sink write the lease is checked valid at the local
 //     monotonic time, so a worker paused past its ttl writes nothing more
-//     for a connection it lost;
+//     for a connection it lost; a write carries the lines of one batch of
+//     one connection's messages (net/websocket.h), checked once the lines
+//     are made, however long the messages waited;
 //   - a loss (the Renewer's report, a foreign owner seen in the desired-state
 //     read) closes the stream at once, and nothing more is written for it;
 //   - a checkpoint is a fenced write (owner and token) of last_seq, made

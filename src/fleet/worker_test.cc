@@ -1,16 +1,19 @@
 // Tests for the worker on the memory store, with a fake upstream that the
-// test drives message by message and a sink that keeps its lines: what is
-// streamed, checkpointed, handed over, stopped and lost. The real upstream
+// test drives message by message (or batch by batch) and a sink that keeps
+// its lines and writes: what is streamed, checkpointed, handed over, stopped
+// and lost. The real upstream
 // and real processes are in tests/process/fleet_test.cc.
 #include "fleet/worker.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json/parse.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "fleet/connections.h"
@@ -37,8 +40,22 @@ bool eventually(F done, Duration limit = seconds(10)) {
   return true;
 }
 
+// Real time, with a jump of the monotonic clock that the test can add: a
+// lease's local deadline passes at once.
+class JumpClock final : public Clock {
+ public:
+  WallTime wall_now() override { return real_.wall_now(); }
+  MonoTime mono_now() override { return real_.mono_now() + Duration(jump_ns_.load()); }
+  void jump(Duration d) { jump_ns_ += d.count(); }
+
+ private:
+  RealClock real_;
+  std::atomic<int64_t> jump_ns_{0};
+};
+
 // An upstream the test drives: each connect() opens at once; send() delivers
-// a message to the open stream of a URL on the test's thread.
+// a message (send_batch() several, as one batch) to the open stream of a URL
+// on the test's thread.
 class FakeUpstream final : public net::WsClient {
  public:
   class Stream final : public net::WsStream {
@@ -47,18 +64,29 @@ class FakeUpstream final : public net::WsClient {
         : owner_(owner), url_(std::move(url)), handlers_(std::move(h)) {}
     void close() override {
       {
-        std::lock_guard lock(mu_);  // waits for a message being delivered
+        // Waits for a batch being delivered; from inside one, as the
+        // WsClient does, makes it the last.
+        std::unique_lock lock(mu_, std::defer_lock);
+        if (delivering_.load() != std::this_thread::get_id()) lock.lock();
         if (closed_) return;
         closed_ = true;
       }
       owner_.closed(url_);
       handlers_.on_closed(Status::ok_status());
     }
-    bool deliver(std::string_view message) {
+    bool deliver(const std::vector<std::string>& messages) {
       std::lock_guard lock(mu_);
       if (closed_) return false;
-      handlers_.on_message(message, true);
+      deliver_anyway(messages);
       return true;
+    }
+    // As a late handler would: even after close() (the worker must ignore it).
+    void deliver_anyway(const std::vector<std::string>& messages) {
+      std::vector<net::WsMessage> batch;
+      for (const auto& m : messages) batch.push_back({m, true});
+      delivering_ = std::this_thread::get_id();
+      handlers_.on_messages(batch);
+      delivering_ = std::thread::id();
     }
     void fail(const Status& why) {
       {
@@ -76,6 +104,7 @@ class FakeUpstream final : public net::WsClient {
     net::WsHandlers handlers_;
     std::mutex mu_;
     bool closed_ = false;
+    std::atomic<std::thread::id> delivering_{};  // the thread in on_messages
   };
 
   Result<std::shared_ptr<net::WsStream>> connect(std::string_view url,
@@ -104,8 +133,11 @@ class FakeUpstream final : public net::WsClient {
     return nullptr;
   }
   bool send(const std::string& prefix, std::string_view message) {
+    return send_batch(prefix, {std::string(message)});
+  }
+  bool send_batch(const std::string& prefix, const std::vector<std::string>& messages) {
     auto s = find(prefix);
-    return s != nullptr && s->deliver(message);
+    return s != nullptr && s->deliver(messages);
   }
   std::vector<std::string> urls() {
     std::lock_guard lock(mu_);
@@ -122,13 +154,41 @@ class FakeUpstream final : public net::WsClient {
   std::vector<std::string> urls_;
 };
 
+// Keeps the lines written, and how many writes carried them. It can be told
+// to fail the next write part way: after `lines` whole lines and a few bytes
+// of the next.
 class CapturingSink final : public Sink {
  public:
-  Status write(std::string_view line) override {
+  Status write(std::string_view lines, size_t* written_bytes) override {
     std::lock_guard lock(mu_);
-    lines_.emplace_back(line);
+    EXPECT_TRUE(!lines.empty() && lines.back() == '\n');
+    ++writes_;
+    std::string_view taken = lines;
+    if (fail_after_lines_) {
+      size_t end = 0;
+      for (size_t i = 0; i < *fail_after_lines_; ++i) end = lines.find('\n', end) + 1;
+      taken = lines.substr(0, end + 10);
+    }
+    *written_bytes = taken.size();
+    partial_ += taken;
+    for (size_t end = partial_.find('\n'); end != std::string::npos; end = partial_.find('\n')) {
+      lines_.push_back(partial_.substr(0, end));
+      partial_.erase(0, end + 1);
+    }
     last_write_at_ = std::chrono::steady_clock::now();
+    if (fail_after_lines_) {
+      fail_after_lines_.reset();
+      return unavailable("the disk is full (test)");
+    }
     return {};
+  }
+  void fail_next_write_after(size_t lines) {
+    std::lock_guard lock(mu_);
+    fail_after_lines_ = lines;
+  }
+  size_t writes() {
+    std::lock_guard lock(mu_);
+    return writes_;
   }
   std::chrono::steady_clock::time_point last_write_at() {
     std::lock_guard lock(mu_);
@@ -153,6 +213,9 @@ class CapturingSink final : public Sink {
  private:
   std::mutex mu_;
   std::vector<std::string> lines_;
+  std::string partial_;  // a line a failed write left unfinished
+  size_t writes_ = 0;
+  std::optional<size_t> fail_after_lines_;
   std::chrono::steady_clock::time_point last_write_at_{};
 };
 
@@ -260,7 +323,7 @@ class WorkerTest : public ::testing::Test {
 
   std::string prefix(const std::string& id) { return "ws://upstream.test/s/" + id + "?"; }
 
-  RealClock clock_;
+  JumpClock clock_;
   SystemRandom random_;
   std::unique_ptr<ItemStore> store_ = store::make_memory_store();
   FakeUpstream upstream_;
@@ -288,6 +351,102 @@ TEST_F(WorkerTest, StreamsInOrderDropsRepeatsAndBadMessagesAndCheckpoints) {
   EXPECT_EQ(line.at("epoch").as_int64(), 1);
   EXPECT_EQ(line.at("msg").at("v").as_string(), "x");
   EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 4; }));
+}
+
+// A batch of messages is one sink write of the lines that go forward:
+// repeats and going back are judged against what the batch already holds.
+TEST_F(WorkerTest, ABatchIsOneSinkWriteOfTheMessagesThatGoForward) {
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(upstream_.send_batch(prefix("a"),
+                                   {msg(1), msg(2), msg(2), msg(1), "not json", msg(3), msg(5)}));
+  EXPECT_EQ(sink.writes(), 1u);
+  EXPECT_EQ(sink.seqs("a"), (std::vector<int64_t>{1, 2, 3, 5}));
+  // A batch of nothing new writes nothing.
+  ASSERT_TRUE(upstream_.send_batch(prefix("a"), {msg(5), msg(4)}));
+  EXPECT_EQ(sink.writes(), 1u);
+  ASSERT_TRUE(upstream_.send_batch(prefix("a"), {msg(6), msg(7)}));
+  EXPECT_EQ(sink.writes(), 2u);
+  EXPECT_EQ(sink.seqs("a"), (std::vector<int64_t>{1, 2, 3, 5, 6, 7}));
+  const WorkerStats s = w->stats();
+  EXPECT_EQ(s.messages, 6u);
+  EXPECT_EQ(s.repeats_dropped, 2u);
+  EXPECT_EQ(s.bad_messages, 3u);  // 1 after 2, "not json", 4 after 5
+  EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 7; }));
+}
+
+// The lease is checked when the batch is written, not when its messages came
+// in: a batch that waited past the local deadline writes nothing, and the
+// stream is lost.
+TEST_F(WorkerTest, ABatchWhoseLeaseLapsedWhileItWaitedWritesNothing) {
+  OutageStore store(*store_);
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink, &store);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
+  auto stream = upstream_.find(prefix("a"));
+  ASSERT_NE(stream, nullptr);
+  // Messages 2 and 3 have arrived under a valid lease; before they are
+  // handed over, the lease can no longer be renewed and its deadline passes.
+  store.set_down(true);
+  clock_.jump(options("w1").lease_ttl);
+  stream->deliver_anyway({msg(2), msg(3)});
+  EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
+  EXPECT_EQ(sink.writes(), 1u);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }))
+      << "the stream is closed";
+  EXPECT_TRUE(eventually([&] { return w->stats().losses == 1; }));
+  EXPECT_EQ(w->stats().messages, 1u);
+}
+
+// Once an upstream connection has ended (it failed, or the connection was
+// stopped and handed over), a batch that still reaches the worker from it
+// writes nothing.
+TEST_F(WorkerTest, ABatchFromAClosedUpstreamConnectionWritesNothing) {
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
+  auto failed = upstream_.find(prefix("a"));
+  ASSERT_NE(failed, nullptr);
+  failed->fail(unavailable("upstream went away"));
+  ASSERT_TRUE(eventually([&] {
+    auto again = upstream_.find(prefix("a"));
+    return again != nullptr && again != failed;
+  })) << "reconnected";
+  failed->deliver_anyway({msg(2), msg(3)});  // late, from the connection that failed
+  EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
+
+  auto stopped = upstream_.find(prefix("a"));
+  Connections connections(*store_, clock_);
+  ASSERT_TRUE(connections.set_desired("a", DesiredState::kStopped).ok());
+  ASSERT_TRUE(eventually([&] { return w->owned().empty(); }));
+  EXPECT_EQ(stored("a").last_seq, 1);
+  stopped->deliver_anyway({msg(2), msg(3)});
+  EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
+  EXPECT_EQ(sink.writes(), 1u);
+}
+
+// A write that the sink took only part of counts the lines wholly in: the
+// checkpoint covers them and nothing after.
+TEST_F(WorkerTest, APartWrittenBatchCountsOnlyItsWholeLines) {
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  sink.fail_next_write_after(1);  // line 1, and part of line 2
+  ASSERT_TRUE(upstream_.send_batch(prefix("a"), {msg(1), msg(2), msg(3)}));
+  EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
+  EXPECT_EQ(w->stats().messages, 1u);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }))
+      << "the stream stops until the sink may work again";
+  EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 1; }));
+  ASSERT_EQ(w->owned().size(), 1u);
+  EXPECT_EQ(w->owned().front().written_seq, 1);
 }
 
 TEST_F(WorkerTest, StopHandsOverWithTheFinalCheckpointAndTheNextOwnerResumesAfterIt) {

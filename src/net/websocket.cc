@@ -5,9 +5,18 @@
 // it.
 //
 // A session's life, on its strand: start -> (resolve) -> TCP connect -> (TLS
-// handshake) -> upgrade, all under one connect timer -> open: a read loop,
-// each whole message handed to on_message from the read buffer, with no copy
-// -> finish: on_closed, once, when no operation of ours is pending.
+// handshake) -> upgrade, all under one connect timer -> open: a read loop
+// (below) -> finish: on_closed, once, when no operation of ours is pending.
+//
+// The read loop reads one whole message at a time with Beast and copies it
+// into the session's batch, then begins the next read at once. Beast reads
+// the network in chunks and finds the next message in what it already has,
+// or asks the layer below it for more bytes; that layer (NetworkReads) counts
+// the asks. So when a read begun asks the network, the batch holds every
+// message that had arrived, and it is handed to on_messages then, while that
+// read waits; otherwise the read's completion is already queued on the
+// strand and the batch grows. The batch lives apart from Beast's buffer,
+// which the pending read fills.
 //
 // What the caller holds is a Gate, not the session: close() must work from
 // any thread, even after the client (and with it the io_context) has gone,
@@ -24,6 +33,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <cassert>
 #include <optional>
 #include <thread>
 #include <unordered_set>
@@ -42,18 +52,69 @@ namespace {
 using error_code = boost::system::error_code;
 using Strand = asio::strand<asio::io_context::executor_type>;
 using Socket = asio::basic_stream_socket<tcp, Strand>;
-// No permessage-deflate: its state costs hundreds of KiB a stream.
-using PlainWs = websocket::stream<Socket, false>;
-using TlsWs = websocket::stream<ssl::stream<Socket>, false>;
 
-// A read buffer that grew past this for a large message is given back once
-// the message has been handled; smaller ones are kept for the next message.
+// A read or batch buffer that grew past this for large messages is given
+// back once they have been handled; smaller ones are kept for the next.
 constexpr size_t kReadBufferKeepBytes = 16 * 1024;
+
+// The layer under Beast's WebSocket stream: `Next` (the socket, or the TLS
+// stream on it) as it is, except that it counts Beast's reads from it, so
+// that a session knows whether the read it has just begun waits for the
+// network. (A TLS stream may have the bytes already: its batches can end
+// sooner than they need to, never later.) Beast's completions run on the
+// session's strand, and so does every use of the count.
+template <typename Next>
+class NetworkReads {
+ public:
+  using executor_type = typename Next::executor_type;
+  using next_layer_type = Next;
+
+  template <typename... Args>
+  explicit NetworkReads(Args&&... args) : next_(std::forward<Args>(args)...) {}
+
+  executor_type get_executor() noexcept { return next_.get_executor(); }
+  Next& next_layer() { return next_; }
+  const Next& next_layer() const { return next_; }
+  uint64_t count() const { return count_; }
+
+  template <typename Buffers, typename Handler>
+  auto async_read_some(const Buffers& buffers, Handler&& handler) {
+    ++count_;
+    return next_.async_read_some(buffers, std::forward<Handler>(handler));
+  }
+  template <typename Buffers, typename Handler>
+  auto async_write_some(const Buffers& buffers, Handler&& handler) {
+    return next_.async_write_some(buffers, std::forward<Handler>(handler));
+  }
+
+ private:
+  Next next_;
+  uint64_t count_ = 0;
+};
+
+// Beast's closing handshake ends with a teardown of the layer under it,
+// found by argument-dependent lookup: the one of `Next`.
+template <typename Next, typename Handler>
+void async_teardown(beast::role_type role, NetworkReads<Next>& layer, Handler&& handler) {
+  using beast::async_teardown;
+  using websocket::async_teardown;
+  async_teardown(role, layer.next_layer(), std::forward<Handler>(handler));
+}
+template <typename Next>
+void teardown(beast::role_type role, NetworkReads<Next>& layer, error_code& ec) {
+  using beast::teardown;
+  using websocket::teardown;
+  teardown(role, layer.next_layer(), ec);
+}
+
+// No permessage-deflate: its state costs hundreds of KiB a stream.
+using PlainWs = websocket::stream<NetworkReads<Socket>, false>;
+using TlsWs = websocket::stream<NetworkReads<ssl::stream<Socket>>, false>;
 
 class SessionCore;
 
-// The stream on_message is running for on this thread, if any: close() from
-// inside on_message must not wait for the call it is part of.
+// The stream on_messages is running for on this thread, if any: close() from
+// inside on_messages must not wait for the call it is part of.
 thread_local const void* delivering_on_this_thread = nullptr;
 
 // What the caller holds (see the top of the file).
@@ -61,15 +122,22 @@ class Gate final : public WsStream {
  public:
   void close() override;
 
-  // On the session's strand: calls `on_message` unless the stream is
-  // closing. False if the stream was closing before the call or is after it.
-  bool deliver(const std::function<void(std::string_view, bool)>& on_message,
-               std::string_view message, bool text) EXCLUDES(deliver_mu_) {
+  // On the session's strand: hands `batch` to the handlers unless the
+  // stream is closing (on_message: message by message, none after a
+  // close()). False if the stream was closing before the call or is after it.
+  bool deliver(const WsHandlers& handlers, std::span<const WsMessage> batch) EXCLUDES(deliver_mu_) {
     MutexLock lock(deliver_mu_);
     if (closing_.load(std::memory_order_relaxed)) return false;
     const void* outer = delivering_on_this_thread;
     delivering_on_this_thread = this;
-    if (on_message) on_message(message, text);
+    if (handlers.on_messages) {
+      handlers.on_messages(batch);
+    } else if (handlers.on_message) {
+      for (const WsMessage& m : batch) {
+        if (closing_.load(std::memory_order_relaxed)) break;
+        handlers.on_message(m.bytes, m.text);
+      }
+    }
     delivering_on_this_thread = outer;
     return !closing_.load(std::memory_order_relaxed);
   }
@@ -273,6 +341,9 @@ class Session final : public SessionCore {
   void on_connect_timeout(error_code ec);
   void read(std::shared_ptr<Session> self);
   void on_read(error_code ec, std::shared_ptr<Session> self);
+  void take_message();
+  bool batch_full() const;
+  bool deliver_batch();
   void read_failed(error_code ec);
   void begin_close();
   void finish_when_idle();
@@ -280,6 +351,15 @@ class Session final : public SessionCore {
 
   Ws ws_;
   beast::flat_buffer buffer_;  // the message being read
+  // Messages read and not yet handed over: their bytes one after another,
+  // and each one's size and kind.
+  std::string batch_;
+  struct Held {
+    size_t bytes;
+    bool text;
+  };
+  std::vector<Held> held_;
+  std::vector<WsMessage> views_;  // the batch as on_messages gets it, reused
   std::unique_ptr<Connecting> connecting_;
   Status failure_;          // the first failure once open
   bool timed_out_ = false;  // the connect timer fired
@@ -334,7 +414,7 @@ void Session<Ws>::connect_to(const std::vector<tcp::endpoint>& endpoints) {
 template <typename Ws>
 void Session<Ws>::tls_handshake() {
   if constexpr (kTls) {
-    auto& tls = ws_.next_layer();
+    auto& tls = ws_.next_layer().next_layer();
     // OpenSSL's record buffers go back while the connection is idle.
     SSL_set_mode(tls.native_handle(), SSL_MODE_RELEASE_BUFFERS);
     const Status prepared = prepare_client_tls_stream(tls, url_.host, where_);
@@ -410,20 +490,66 @@ void Session<Ws>::read(std::shared_ptr<Session> self) {
   });
 }
 
+// The read loop (see the top of the file).
 template <typename Ws>
 void Session<Ws>::on_read(error_code ec, std::shared_ptr<Session> self) {
   read_pending_ = false;
-  if (ec) return read_failed(ec);
-  const auto data = buffer_.cdata();
-  const bool more = gate_->deliver(
-      handlers_.on_message, {static_cast<const char*>(data.data()), data.size()}, ws_.got_text());
-  buffer_.consume(buffer_.size());
-  if (buffer_.capacity() > kReadBufferKeepBytes) buffer_.shrink_to_fit();
-  if (!more || close_requested_) {
+  if (ec) {
+    (void)deliver_batch();  // what came before the failure is whole
+    return read_failed(ec);
+  }
+  take_message();
+  if (close_requested_) {
     begin_close();
     return finish_when_idle();
   }
+  if (batch_full()) {
+    if (!deliver_batch()) {
+      begin_close();
+      return finish_when_idle();
+    }
+    return read(std::move(self));
+  }
+  const uint64_t network_reads = ws_.next_layer().count();
   read(std::move(self));
+  if (ws_.next_layer().count() == network_reads) return;  // its message is here already
+  // The read waits for the network: nothing more is here to add.
+  if (!deliver_batch()) begin_close();  // ends the pending read, then finishes
+}
+
+// Moves the message just read from Beast's buffer to the batch.
+template <typename Ws>
+void Session<Ws>::take_message() {
+  const auto data = buffer_.cdata();
+  batch_.append(static_cast<const char*>(data.data()), data.size());
+  held_.push_back({data.size(), ws_.got_text()});
+  buffer_.consume(buffer_.size());
+  if (buffer_.capacity() > kReadBufferKeepBytes) buffer_.shrink_to_fit();
+}
+
+template <typename Ws>
+bool Session<Ws>::batch_full() const {
+  return held_.size() >= kWsBatchMessagesMax || batch_.size() >= kWsBatchBytesMax;
+}
+
+// Hands the batch over, if there is one, and empties it. False if the
+// stream is closing.
+template <typename Ws>
+bool Session<Ws>::deliver_batch() {
+  if (held_.empty()) return !gate_->closing();
+  views_.clear();
+  size_t at = 0;
+  for (const Held& h : held_) {
+    views_.push_back({std::string_view(batch_).substr(at, h.bytes), h.text});
+    at += h.bytes;
+  }
+  assert(at == batch_.size());
+  const bool more = gate_->deliver(handlers_, views_);
+  views_.clear();
+  held_.clear();
+  batch_.clear();
+  if (batch_.capacity() > kReadBufferKeepBytes) std::string().swap(batch_);
+  return more;
 }
 
 template <typename Ws>
@@ -483,6 +609,9 @@ void Session<Ws>::release() {
   error_code ignored;
   socket().close(ignored);
   buffer_ = beast::flat_buffer();
+  std::string().swap(batch_);
+  held_ = {};
+  views_ = {};
 }
 
 BeastWsClient::~BeastWsClient() {

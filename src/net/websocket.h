@@ -8,8 +8,11 @@
 // connect_timeout, and reads messages until it is closed, the peer closes it,
 // the network fails, the peer stays silent for idle_timeout (a ping is sent
 // halfway; its pong counts as traffic), or a message exceeds
-// message_bytes_max. A stream keeps only small buffers while idle: the one a
-// message is read into grows with the message and shrinks back after it.
+// message_bytes_max. Messages are handed over in batches: all those that
+// came in with the bytes already read, up to the moment the stream has to
+// wait for the network again (see WsHandlers::on_messages). A stream keeps
+// only small buffers while idle: the ones a message and a batch are read
+// into grow with them and shrink back after.
 //
 // Threads: open() starts `threads` I/O threads, and the first URL with a
 // host name (not an IP literal) one more, on which Asio resolves names; all
@@ -29,6 +32,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -48,6 +52,11 @@ inline constexpr size_t kWsThreadsMax = 16;
 inline constexpr std::chrono::milliseconds kWsCloseTimeout{2'000};
 // The largest message_bytes_max a client accepts.
 inline constexpr size_t kWsMessageBytesLimit = size_t{64} << 20;
+// A batch of messages (on_messages) is handed over once it holds this many
+// messages or bytes, even if more are already read: it bounds what a stream
+// holds, and how long its first message waits behind the others.
+inline constexpr size_t kWsBatchMessagesMax = 256;
+inline constexpr size_t kWsBatchBytesMax = 64 * 1024;
 
 struct WsClientOptions {
   size_t threads = 2;   // I/O threads, 1..kWsThreadsMax
@@ -63,11 +72,26 @@ struct WsClientOptions {
   Logger* logger = nullptr;  // debug lines; not owned; must outlive the client
 };
 
+// One whole message as on_messages gets it.
+struct WsMessage {
+  std::string_view bytes;  // valid only during the call
+  bool text = false;       // a text message, not a binary one
+};
+
 // Called on the client's I/O threads; never two at once for one stream;
-// order: on_open (if the upgrade succeeded), then on_message for each whole
-// message, then on_closed exactly once (also when connecting fails).
+// order: on_open (if the upgrade succeeded), then the messages, then
+// on_closed exactly once (also when connecting fails).
 struct WsHandlers {
   std::function<void()> on_open;
+  // Every whole message read, in order, in batches: a batch holds the
+  // messages that came in with the bytes already read from the network
+  // (so a reader that keeps up gets one message a call, one that falls
+  // behind several), and it is handed over at once when the next message
+  // needs bytes that have not arrived, or when it reaches
+  // kWsBatchMessagesMax messages or kWsBatchBytesMax bytes. So no message
+  // waits for the network to be delivered. Never empty.
+  std::function<void(std::span<const WsMessage> messages)> on_messages;
+  // Used only without on_messages: called once per message of each batch;
   // `message` is valid only during the call.
   std::function<void(std::string_view message, bool text)> on_message;
   // OK after close(); kUnavailable for connect/TLS/upgrade failures (with the
@@ -81,11 +105,12 @@ class WsStream {
  public:
   virtual ~WsStream() = default;
   // Asks the stream to close (a close frame, then the socket). Safe from any
-  // thread, idempotent. After close() returns, on_message is never called
-  // again for this stream (a call under way on another thread has returned);
-  // called from inside on_message, the current call is the last.
-  // REQUIRES: not called from inside another stream's on_message whose
-  // stream may, in its own on_message, close this caller's stream (each
+  // thread, idempotent. After close() returns, on_messages (on_message) is
+  // never called again for this stream (a call under way on another thread
+  // has returned); called from inside it, the current call is the last.
+  // Messages read but not yet handed over are dropped.
+  // REQUIRES: not called from inside another stream's on_messages whose
+  // stream may, in its own on_messages, close this caller's stream (each
   // would wait for the other).
   virtual void close() = 0;
 };

@@ -1,19 +1,23 @@
 // Tests for WsClient against a small Beast WebSocket server on 127.0.0.1
 // (port 0), plain or TLS with certificates made in the test, whose behaviour
-// is chosen by the path: send counted messages, flood, send one huge message,
-// stay silent, close with a code, refuse the upgrade.
+// is chosen by the path: send counted messages, flood, send many tiny ones
+// at once, send one huge message, stay silent, close with a code, refuse the
+// upgrade.
 #include "net/websocket.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +84,11 @@ class TestWsServer {
            std::string(path);
   }
   int accepted() const { return accepted_; }
+  // Waits until a /tiny/ stream has sent all its messages.
+  bool wait_tiny_sent(std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return tiny_sent_ > 0; });
+  }
 
  private:
   void accept_loop() {
@@ -115,9 +124,9 @@ class TestWsServer {
     http::request<http::string_body> request;
     http::read(stream, buffer, request);
     const std::string target(request.target());
-    const bool known = target.starts_with("/count/") || target == "/flood" ||
-                       target.starts_with("/big/") || target == "/silent" || target == "/quiet" ||
-                       target == "/close";
+    const bool known = target.starts_with("/count/") || target.starts_with("/tiny/") ||
+                       target == "/flood" || target.starts_with("/big/") || target == "/silent" ||
+                       target == "/quiet" || target == "/close";
     if (!known) {
       http::response<http::string_body> refusal{http::status::not_found, request.version()};
       refusal.body() = "no such stream";
@@ -140,6 +149,16 @@ class TestWsServer {
         ws.binary(i % 3 == 0);
         ws.write(asio::buffer(counted_message(i)));
       }
+      read_until_closed(ws);
+    } else if (target.starts_with("/tiny/")) {
+      // Small enough that all are in the client's socket buffer at once.
+      const size_t n = number_after(target, "/tiny/");
+      for (size_t i = 0; i < n; ++i) ws.write(asio::buffer(std::to_string(i)));
+      {
+        std::lock_guard lock(mu_);
+        ++tiny_sent_;
+      }
+      cv_.notify_all();
       read_until_closed(ws);
     } else if (target == "/flood") {
       for (size_t i = 0;; ++i) ws.write(asio::buffer(std::to_string(i)));
@@ -176,6 +195,7 @@ class TestWsServer {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  int tiny_sent_ = 0;
   std::set<int> fds_;
   std::vector<std::thread> threads_;
   std::atomic<int> accepted_{0};
@@ -308,6 +328,66 @@ TEST(WsClientTest, MessagesArriveWholeAndInOrder) {
   EXPECT_EQ(recorder.closed_count(), 1);
   EXPECT_TRUE(recorder.in_order());
   EXPECT_EQ(client->open_streams(), 0u);
+}
+
+// Messages that are read together are handed over together, up to the
+// batch limit, in order; close() from inside on_messages makes that call
+// the last.
+TEST(WsClientTest, MessagesReadTogetherComeInBatches) {
+  TestWsServer server;
+  auto client = open_client();
+  constexpr size_t kMessages = 1000;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::vector<std::string>> batches;
+  size_t received = 0;
+  bool after_close = false;
+  std::optional<Status> closed;
+  std::shared_ptr<WsStream> stream;
+  WsHandlers handlers;
+  handlers.on_messages = [&](std::span<const WsMessage> messages) {
+    // The first call waits until the server has sent everything, so that
+    // the rest is in the socket buffer when the client reads on.
+    if (batches.empty()) {
+      EXPECT_TRUE(server.wait_tiny_sent());
+    }
+    std::lock_guard lock(mu);
+    after_close = after_close || received >= kMessages;
+    std::vector<std::string> batch;
+    for (const WsMessage& m : messages) {
+      EXPECT_TRUE(m.text);
+      batch.emplace_back(m.bytes);
+    }
+    batches.push_back(std::move(batch));
+    received += messages.size();
+    if (received >= kMessages) stream->close();
+  };
+  handlers.on_closed = [&](const Status& why) {
+    std::lock_guard lock(mu);
+    closed = why;
+    cv.notify_all();
+  };
+  {
+    std::lock_guard lock(mu);  // the handle is set before the last message
+    auto connected =
+        client->connect(server.url("/tiny/" + std::to_string(kMessages)), std::move(handlers));
+    ASSERT_TRUE(connected.ok());
+    stream = *connected;
+  }
+  std::unique_lock lock(mu);
+  ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return closed.has_value(); }));
+  EXPECT_TRUE(closed->ok()) << closed->to_string();
+  EXPECT_FALSE(after_close) << "a call after close()";
+  size_t next = 0, largest = 0;
+  for (const auto& batch : batches) {
+    ASSERT_FALSE(batch.empty());
+    largest = std::max(largest, batch.size());
+    for (const auto& m : batch) ASSERT_EQ(m, std::to_string(next++));
+  }
+  EXPECT_EQ(next, kMessages);
+  // 1,536 bytes (Beast's read buffer) hold more than 256 such messages.
+  EXPECT_EQ(largest, kWsBatchMessagesMax);
+  EXPECT_LT(batches.size(), size_t{20});
 }
 
 TEST(WsClientTest, ManyStreamsOnTwoThreads) {
