@@ -89,12 +89,25 @@ class FleetTest : public BackendTest {
     return counts;
   }
 
-  // Every line of every sink, by connection, in file order per worker.
+  // "owner=N ..." of owned_counts(), for a failure's message.
+  std::string counts_text() {
+    std::string out;
+    for (const auto& [owner, n] : owned_counts()) {
+      out += (owner.empty() ? "(none)" : owner) + "=" + std::to_string(n) + " ";
+    }
+    return out;
+  }
+
+  // Every line of every sink, by connection, in file order per worker. A
+  // sink read while its worker writes may end in part of a line: only whole
+  // lines count.
   std::map<std::string, std::vector<Line>> sinks() {
     std::map<std::string, std::vector<Line>> out;
     for (const auto& entry : std::filesystem::directory_iterator(dir())) {
       if (entry.path().extension() != ".jsonl") continue;
-      for (const std::string& text : lines_of(read_file(entry.path()))) {
+      std::string whole = read_file(entry.path());
+      whole.resize(whole.rfind('\n') + 1);  // npos + 1 == 0: no whole line yet
+      for (const std::string& text : lines_of(whole)) {
         const auto o = parse_object(text);
         out[std::string(o.at("conn").as_string())].push_back(
             {o.at("seq").as_int64(), std::string(o.at("worker").as_string()),
@@ -413,16 +426,18 @@ TEST_P(FleetTest, AMixedFleetWithAForeignWorkerKeepsTheGuarantees) {
       << "F: " << workers[2]->err_so_far();
   ASSERT_TRUE(all_progress());
   // F stops, releasing as that code does (expiry 0, its owner left in place),
-  // and a new worker takes what F had.
+  // and a new worker takes what F had; the balance may then hand it one of
+  // w2's as well (9 between two workers: 5 and 4).
   ASSERT_EQ(::kill(workers[2]->pid(), SIGTERM), 0);
   ASSERT_TRUE(workers[2]->wait_for(10s));
   workers.push_back(start_worker("w3"));
   ASSERT_TRUE(wait_until(
       [&] {
         auto c = owned_counts();
-        return c["w2"] == 6 && c["w3"] == 3;
+        return c["w2"] + c["w3"] == 9 && c["w3"] >= 3 && c["w3"] <= 4;
       },
-      20s));
+      20s))
+      << counts_text();
   ASSERT_TRUE(all_progress());
   workers.erase(workers.begin());
   stop_gracefully(workers);
