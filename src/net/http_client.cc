@@ -1,30 +1,30 @@
-// HttpClient over Boost.Beast. Each pooled connection owns its io_context,
-// so a caller drives its own connection's asynchronous operations on its own
-// thread; every operation carries the request's deadline (tcp_stream expiry,
-// or a timer for name resolution).
+// HttpClient over Boost.Beast. Each pooled connection is a DeadlineSocket
+// (net/deadline_socket.h), with TLS over it for https: the request is written
+// and the reply read with Asio's and Beast's synchronous algorithms on the
+// caller's thread, each read and write waiting with poll() until the
+// request's deadline. Connections share one io_context, which is never run:
+// it only owns the sockets.
 //
 // Threads: none for an endpoint given as an IP literal. For a host name, one:
 // Asio resolves names on a thread of its own per io_context, started on the
 // first resolution and joined when the io_context goes. Names are therefore
-// resolved on one io_context that the client keeps for its life (Resolver),
-// not on each connection's, which would start and join a thread per new
-// connection and keep one per open connection.
+// resolved on one io_context that the client keeps for its life (Resolver).
 #include "net/http_client.h"
 
 #include <strings.h>
-#include <sys/socket.h>
 
-#include <cerrno>
 #include <vector>
 
 #include "base/mutex.h"
 #include "net/beast.h"
+#include "net/deadline_socket.h"
 #include "net/tls.h"
 
 namespace leasehold::net {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+using TlsStream = ssl::stream<DeadlineSocket>;
 
 constexpr uint32_t kHeaderBytesMax = 64 * 1024;
 
@@ -33,29 +33,18 @@ struct Connection {
   static constexpr size_t kBufferBytes = 16 * 1024;
   Connection() { buffer.reserve(kBufferBytes); }
 
-  asio::io_context ioc;
-  std::unique_ptr<beast::tcp_stream> plain;
+  std::unique_ptr<DeadlineSocket> plain;
   std::unique_ptr<TlsStream> tls;
   beast::flat_buffer buffer;
   bool connected = false;
   bool reused = false;
   MonoTime idle_since{};
 
-  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
-
-  // Runs the queued operations to completion; each one has a deadline.
-  void run() {
-    ioc.restart();
-    ioc.run();
-  }
+  DeadlineSocket& socket() { return tls ? tls->next_layer() : *plain; }
 
   // True when the peer closed the idle connection or sent something
   // unsolicited; either way it must not carry a request.
-  bool stale() {
-    char byte;
-    ssize_t n = ::recv(lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
-  }
+  bool stale() { return socket().stale(); }
 };
 
 // Idle connections and the count of open ones, bounded by connections_max.
@@ -190,7 +179,7 @@ class BeastHttpClient final : public HttpClient {
   Status connect(Connection& c, MonoTime deadline) const;
   // The addresses to try: the literal, or what the name resolves to.
   Status addresses(MonoTime deadline, std::vector<tcp::endpoint>& out) const;
-  Status handshake(Connection& c, MonoTime deadline) const;
+  Status handshake(Connection& c) const;
   Exchange exchange(Connection& c, const std::string& wire, MonoTime deadline,
                     Duration timeout) const;
   Exchange read_response(Connection& c, Duration timeout) const;
@@ -207,6 +196,9 @@ class BeastHttpClient final : public HttpClient {
 
   const HttpClientOptions options_;
   const std::unique_ptr<ssl::context> tls_context_;  // null for plain HTTP
+  // Owns the sockets of every connection; never run. Before the pool, so
+  // that the pool's connections go first.
+  mutable asio::io_context sockets_;
   Pool pool_;
   std::string host_header_;
   std::string where_;                   // for error messages: scheme://host:port
@@ -268,31 +260,26 @@ Status BeastHttpClient::addresses(MonoTime deadline, std::vector<tcp::endpoint>&
 
 Status BeastHttpClient::connect(Connection& c, MonoTime deadline) const {
   if (tls_context_) {
-    c.tls = std::make_unique<TlsStream>(c.ioc, *tls_context_);
+    c.tls = std::make_unique<TlsStream>(sockets_, *tls_context_);
   } else {
-    c.plain = std::make_unique<beast::tcp_stream>(c.ioc);
+    c.plain = std::make_unique<DeadlineSocket>(sockets_);
   }
   std::vector<tcp::endpoint> endpoints;
   RETURN_IF_ERROR(addresses(deadline, endpoints));
-  boost::system::error_code ec;
-  c.lowest().expires_at(deadline);
-  c.lowest().async_connect(endpoints,
-                           [&](boost::system::error_code e, const tcp::endpoint&) { ec = e; });
-  c.run();
+  c.socket().expires_at(deadline);
+  const boost::system::error_code ec = c.socket().connect(endpoints);
   if (ec == beast::error::timeout) return unavailable("connecting to " + where_ + ": timed out");
   if (ec) return unavailable("connecting to " + where_ + ": " + ec.message());
-  c.lowest().socket().set_option(tcp::no_delay(true), ec);
-  if (c.tls) RETURN_IF_ERROR(handshake(c, deadline));
+  if (c.tls) RETURN_IF_ERROR(handshake(c));
   c.connected = true;
   return Status::ok_status();
 }
 
-Status BeastHttpClient::handshake(Connection& c, MonoTime deadline) const {
-  RETURN_IF_ERROR(prepare_client_tls(*c.tls, options_.endpoint.host, where_));
+// REQUIRES: the socket's deadline is set.
+Status BeastHttpClient::handshake(Connection& c) const {
+  RETURN_IF_ERROR(prepare_client_tls_stream(*c.tls, options_.endpoint.host, where_));
   boost::system::error_code ec;
-  c.lowest().expires_at(deadline);
-  c.tls->async_handshake(ssl::stream_base::client, [&](boost::system::error_code e) { ec = e; });
-  c.run();
+  c.tls->handshake(ssl::stream_base::client, ec);
   if (ec == beast::error::timeout)
     return unavailable("TLS handshake with " + where_ + ": timed out");
   if (ec) return unavailable("TLS handshake with " + where_ + " failed: " + ec.message());
@@ -310,16 +297,10 @@ Exchange BeastHttpClient::exchange(Connection& c, const std::string& wire, MonoT
     }
   }
   boost::system::error_code ec;
-  size_t written = 0;
-  c.lowest().expires_at(deadline);
-  with_stream(c, [&](auto& stream) {
-    asio::async_write(stream, asio::buffer(wire), [&](boost::system::error_code e, size_t n) {
-      ec = e;
-      written = n;
-    });
-  });
-  c.run();
-  if (ec && written == 0) {
+  c.socket().expires_at(deadline);
+  const size_t sent_before = c.socket().bytes_sent();
+  with_stream(c, [&](auto& stream) { asio::write(stream, asio::buffer(wire), ec); });
+  if (ec && c.socket().bytes_sent() == sent_before) {
     // The kernel took no byte of the request, so the server cannot act on it.
     ex.retry_on_fresh = c.reused && ec != beast::error::timeout;
     ex.response = unavailable("sending to " + where_ + ": " +
@@ -340,13 +321,8 @@ Exchange BeastHttpClient::read_response(Connection& c, Duration timeout) const {
   parser.header_limit(kHeaderBytesMax);
   parser.body_limit(options_.response_bytes_max);
   boost::system::error_code ec;
-  // The deadline set for the write still holds: Beast's stream timeout covers
-  // every operation until it is set again.
-  with_stream(c, [&](auto& stream) {
-    http::async_read(stream, c.buffer, parser,
-                     [&](boost::system::error_code e, size_t) { ec = e; });
-  });
-  c.run();
+  // The deadline set for the write still holds for the reads.
+  with_stream(c, [&](auto& stream) { http::read(stream, c.buffer, parser, ec); });
   if (ec == http::error::body_limit || ec == http::error::buffer_overflow ||
       ec == http::error::header_limit) {
     // The server received the request and answered: a write may have applied.
