@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cassert>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +19,7 @@ namespace {
 constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
 constexpr std::string_view kTerminator = "aws4_request";
 constexpr size_t kSha256Bytes = 32;
+constexpr size_t kSha256BlockBytes = 64;
 
 // Headers botocore never signs: proxies and SDK layers rewrite them.
 constexpr std::array<std::string_view, 3> kUnsignedHeaders = {"expect", "user-agent",
@@ -102,6 +104,14 @@ std::string hmac_sha256(std::string_view key, std::string_view message) {
     openssl_failed("HMAC");
   }
   return out;
+}
+
+using MdCtx = std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)>;
+
+MdCtx new_md_ctx() {
+  MdCtx ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  if (ctx == nullptr) openssl_failed("EVP_MD_CTX_new");
+  return ctx;
 }
 
 // Overwrites key material before the string's memory is released.
@@ -289,24 +299,74 @@ std::string trim_all(std::string_view value) {
   return out;
 }
 
-SigningKeyCache::~SigningKeyCache() {
-  wipe(secret_);
-  wipe(key_);
-}
+// HMAC-SHA256 under one key (RFC 2104): H((K ^ opad) || H((K ^ ipad) || m)).
+// The two pad blocks depend on the key alone, so they are hashed once, here;
+// a signature copies those two states and hashes only the message and the
+// inner digest. (An HMAC context made for every signature costs several
+// times the hashing itself.)
+class SigningKeyCache::Key {
+ public:
+  // REQUIRES: key.size() <= kSha256BlockBytes (a SigV4 key is 32 bytes).
+  explicit Key(std::string_view key) : inner_(new_md_ctx()), outer_(new_md_ctx()) {
+    assert(key.size() <= kSha256BlockBytes);
+    unsigned char ipad[kSha256BlockBytes];
+    unsigned char opad[kSha256BlockBytes];
+    for (size_t i = 0; i < kSha256BlockBytes; ++i) {
+      const unsigned char k = i < key.size() ? static_cast<unsigned char>(key[i]) : 0;
+      ipad[i] = k ^ 0x36;
+      opad[i] = k ^ 0x5c;
+    }
+    const bool ok = EVP_DigestInit_ex2(inner_.get(), sha256_md(), nullptr) == 1 &&
+                    EVP_DigestUpdate(inner_.get(), ipad, sizeof ipad) == 1 &&
+                    EVP_DigestInit_ex2(outer_.get(), sha256_md(), nullptr) == 1 &&
+                    EVP_DigestUpdate(outer_.get(), opad, sizeof opad) == 1;
+    OPENSSL_cleanse(ipad, sizeof ipad);
+    OPENSSL_cleanse(opad, sizeof opad);
+    if (!ok) openssl_failed("SHA-256");
+  }
 
-std::string SigningKeyCache::get(const std::string& secret, std::string_view date,
-                                 std::string_view region, std::string_view service) {
+  // The raw 32-byte MAC of `message`. Freeing a context wipes it.
+  std::string sign(std::string_view message) const {
+    const MdCtx work = new_md_ctx();
+    unsigned char inner[kSha256Bytes];
+    unsigned int length = 0;
+    std::string out(kSha256Bytes, '\0');
+    if (EVP_MD_CTX_copy_ex(work.get(), inner_.get()) != 1 ||
+        EVP_DigestUpdate(work.get(), message.data(), message.size()) != 1 ||
+        EVP_DigestFinal_ex(work.get(), inner, &length) != 1 ||
+        EVP_MD_CTX_copy_ex(work.get(), outer_.get()) != 1 ||
+        EVP_DigestUpdate(work.get(), inner, sizeof inner) != 1 ||
+        EVP_DigestFinal_ex(work.get(), reinterpret_cast<unsigned char*>(out.data()), &length) !=
+            1) {
+      openssl_failed("HMAC-SHA256");
+    }
+    return out;
+  }
+
+ private:
+  const MdCtx inner_;  // after K ^ ipad
+  const MdCtx outer_;  // after K ^ opad
+};
+
+SigningKeyCache::SigningKeyCache() = default;
+
+SigningKeyCache::~SigningKeyCache() { wipe(secret_); }
+
+std::string SigningKeyCache::sign(const std::string& secret, std::string_view date,
+                                  std::string_view region, std::string_view service,
+                                  std::string_view string_to_sign) {
   std::string scope = std::string(date) + '/' + std::string(region) + '/' + std::string(service);
   MutexLock lock(mu_);
-  if (key_.empty() || secret_ != secret || scope_ != scope) {
-    wipe(key_);
+  if (key_ == nullptr || secret_ != secret || scope_ != scope) {
+    std::string raw = derive_signing_key(secret, date, region, service);
+    key_ = std::make_unique<const Key>(raw);
+    wipe(raw);
     wipe(secret_);
-    key_ = derive_signing_key(secret, date, region, service);
     secret_ = secret;
     scope_ = std::move(scope);
     ++derivations_;
   }
-  return key_;
+  return key_->sign(string_to_sign);
 }
 
 uint64_t SigningKeyCache::derivations() const {
@@ -331,11 +391,14 @@ Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials&
                             std::string(kTerminator);
   out.string_to_sign = std::string(kAlgorithm) + '\n' + out.amz_date + '\n' + scope + '\n' +
                        sha256_hex(out.canonical_request);
-  std::string key = cache != nullptr
-                        ? cache->get(credentials.secret_access_key, date, region, service)
-                        : derive_signing_key(credentials.secret_access_key, date, region, service);
-  const std::string mac = hmac_sha256(key, out.string_to_sign);
-  wipe(key);
+  std::string mac;
+  if (cache != nullptr) {
+    mac = cache->sign(credentials.secret_access_key, date, region, service, out.string_to_sign);
+  } else {
+    std::string key = derive_signing_key(credentials.secret_access_key, date, region, service);
+    mac = hmac_sha256(key, out.string_to_sign);
+    wipe(key);
+  }
   out.signature = to_hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
   out.authorization = std::string(kAlgorithm) + " Credential=" + credentials.access_key_id + '/' +
                       scope + ", SignedHeaders=" + headers.names + ", Signature=" + out.signature;
