@@ -13,6 +13,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "base/mutex.h"
@@ -114,6 +115,47 @@ struct Exchange {
 };
 
 std::string ms_text(Duration d) { return std::to_string(to_ms(d)) + " ms"; }
+
+// Parses a response straight into an HttpResponse: Beast's own
+// response_parser would keep every field in a container of its own first,
+// to be copied out again.
+class ResponseParser final : public http::basic_parser<false> {
+ public:
+  // Room for the fields of a typical reply, so that they are stored at once.
+  static constexpr size_t kFieldsReserved = 8;
+
+  explicit ResponseParser(HttpResponse& out) : out_(out) { out_.headers.reserve(kFieldsReserved); }
+
+ private:
+  using error_code = boost::system::error_code;
+
+  void on_request_impl(http::verb, beast::string_view, beast::string_view, int,
+                       error_code&) override {}
+  void on_response_impl(int code, beast::string_view, int, error_code&) override {
+    out_.status = code;
+  }
+  void on_field_impl(http::field, beast::string_view name, beast::string_view value,
+                     error_code&) override {
+    out_.headers.emplace_back(std::string(name), std::string(value));
+  }
+  void on_header_impl(error_code&) override {}
+  // The parser has checked the length against its body limit.
+  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
+    if (length) out_.body.reserve(static_cast<size_t>(*length));
+  }
+  size_t on_body_impl(beast::string_view body, error_code&) override {
+    out_.body.append(body.data(), body.size());
+    return body.size();
+  }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
+  size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, error_code&) override {
+    out_.body.append(body.data(), body.size());
+    return body.size();
+  }
+  void on_finish_impl(error_code&) override {}
+
+  HttpResponse& out_;
+};
 
 // Name resolution for one client, on one io_context (see the top of the
 // file). Resolutions take turns: a name usually comes from a cache in well
@@ -218,14 +260,27 @@ Result<HttpResponse> BeastHttpClient::send(const HttpRequest& request, Duration 
   }
 }
 
+// Bytes that would end a request line or a header line early. (A scan by
+// hand: std::string::find_first_of calls memchr once for every byte of the
+// text, and an Authorization value is hundreds of bytes.)
+bool has_line_break(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) { return c == '\r' || c == '\n'; });
+}
+
+bool is_header_name(std::string_view name) {
+  return !name.empty() && std::none_of(name.begin(), name.end(), [](char c) {
+    return c == ':' || c == ' ' || c == '\r' || c == '\n';
+  });
+}
+
 // The request as it goes on the wire, written as one buffer: for a message
 // this small, Beast's generic serializer (a field list to allocate, buffer
 // views to walk) costs more CPU than the request's own bytes.
 Result<std::string> BeastHttpClient::build(const HttpRequest& request) const {
   const http::verb verb = http::string_to_verb(request.method);
   if (verb == http::verb::unknown) return invalid_argument("unknown HTTP method");
-  if (request.target.empty() || request.target.front() != '/' ||
-      request.target.find_first_of("\r\n ") != std::string::npos) {
+  if (request.target.empty() || request.target.front() != '/' || has_line_break(request.target) ||
+      request.target.find(' ') != std::string::npos) {
     return invalid_argument("HTTP target must be a path starting with '/'");
   }
   std::string wire;
@@ -234,8 +289,7 @@ Result<std::string> BeastHttpClient::build(const HttpRequest& request) const {
   bool has_host = false, has_length = false;
   for (const auto& [name, value] : request.headers) {
     // Never echo the header itself: it may be a credential.
-    if (name.empty() || name.find_first_of(":\r\n ") != std::string::npos ||
-        value.find_first_of("\r\n") != std::string::npos) {
+    if (!is_header_name(name) || has_line_break(value)) {
       return invalid_argument("malformed HTTP header");
     }
     has_host = has_host || strcasecmp(name.c_str(), "host") == 0;
@@ -317,7 +371,8 @@ Exchange BeastHttpClient::exchange(Connection& c, const std::string& wire, MonoT
 
 Exchange BeastHttpClient::read_response(Connection& c, Duration timeout) const {
   Exchange ex;
-  http::response_parser<http::string_body> parser;
+  HttpResponse response;
+  ResponseParser parser(response);
   parser.header_limit(kHeaderBytesMax);
   parser.body_limit(options_.response_bytes_max);
   boost::system::error_code ec;
@@ -341,14 +396,7 @@ Exchange BeastHttpClient::read_response(Connection& c, Duration timeout) const {
                                   "; the request may have been applied");
     return ex;
   }
-  http::response<http::string_body> msg = parser.release();
-  HttpResponse response;
-  response.status = static_cast<int>(msg.result_int());
-  for (const auto& field : msg) {
-    response.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-  }
-  response.body = std::move(msg.body());
-  ex.keep_alive = msg.keep_alive() && c.buffer.size() == 0;
+  ex.keep_alive = parser.keep_alive() && c.buffer.size() == 0;
   ex.response = std::move(response);
   return ex;
 }
