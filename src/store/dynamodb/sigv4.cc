@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 
 namespace leasehold::store::dynamodb {
@@ -60,6 +61,16 @@ std::string to_hex(const unsigned char* bytes, size_t n) {
     out[2 * i] = kDigits[bytes[i] >> 4];
     out[2 * i + 1] = kDigits[bytes[i] & 0xf];
   }
+  return out;
+}
+
+// The pieces joined, in one allocation.
+std::string concat(std::initializer_list<std::string_view> pieces) {
+  size_t size = 0;
+  for (const std::string_view piece : pieces) size += piece.size();
+  std::string out;
+  out.reserve(size);
+  for (const std::string_view piece : pieces) out.append(piece);
   return out;
 }
 
@@ -120,6 +131,12 @@ void wipe(std::string& s) {
   s.clear();
 }
 
+// Appends `n` as exactly `width` decimal digits. REQUIRES: 0 <= n < 10^width.
+void append_digits(int n, int width, std::string& out) {
+  out.resize(out.size() + static_cast<size_t>(width));
+  for (size_t i = out.size(); width-- > 0; n /= 10) out[--i] = static_cast<char>('0' + n % 10);
+}
+
 // "YYYYMMDDTHHMMSSZ" for `now` truncated to the second, in UTC.
 Result<std::string> format_amz_date(WallTime now) {
   using namespace std::chrono;
@@ -129,12 +146,16 @@ Result<std::string> format_amz_date(WallTime now) {
   const hh_mm_ss hms(secs - day);
   const int y = static_cast<int>(ymd.year());
   if (y < 1970 || y > 9999) return invalid_argument("sigv4: signing time outside 1970..9999");
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%04d%02u%02uT%02d%02d%02dZ", y,
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
-                static_cast<int>(hms.seconds().count()));
-  return std::string(buf);
+  std::string out;
+  append_digits(y, 4, out);
+  append_digits(static_cast<int>(static_cast<unsigned>(ymd.month())), 2, out);
+  append_digits(static_cast<int>(static_cast<unsigned>(ymd.day())), 2, out);
+  out += 'T';
+  append_digits(static_cast<int>(hms.hours().count()), 2, out);
+  append_digits(static_cast<int>(hms.minutes().count()), 2, out);
+  append_digits(static_cast<int>(hms.seconds().count()), 2, out);
+  out += 'Z';
+  return out;
 }
 
 // A header name is an HTTP token: visible ASCII without separators we care
@@ -215,34 +236,64 @@ struct CanonicalHeaders {
   std::string names;  // "name;name;...", the SignedHeaders value
 };
 
+// Appends trim_all(value) to `out`.
+void append_trimmed(std::string_view value, std::string& out) {
+  bool first = true;
+  size_t i = 0;
+  while (i < value.size()) {
+    while (i < value.size() && is_space(value[i])) ++i;
+    if (i == value.size()) break;
+    if (!first) out += ' ';
+    first = false;
+    const size_t start = i;
+    while (i < value.size() && !is_space(value[i])) ++i;
+    out.append(value.substr(start, i - start));
+  }
+}
+
 CanonicalHeaders canonical_headers(const HttpRequestToSign& request, const std::string& amz_date,
                                    const std::string& session_token) {
-  std::vector<std::pair<std::string, std::string>> lines;
+  struct Line {
+    std::string name;        // lowercase
+    std::string_view value;  // as given: trimmed as it is written out
+  };
+  std::vector<Line> lines;
+  lines.reserve(request.headers.size() + 3);
   for (const auto& [name, value] : request.headers) {
     std::string lower = to_lower(name);
     if (std::find(kUnsignedHeaders.begin(), kUnsignedHeaders.end(), lower) !=
         kUnsignedHeaders.end()) {
       continue;
     }
-    lines.emplace_back(std::move(lower), trim_all(value));
+    lines.push_back({std::move(lower), value});
   }
-  lines.emplace_back("host", trim_all(request.host));
-  lines.emplace_back("x-amz-date", amz_date);
-  if (!session_token.empty()) lines.emplace_back("x-amz-security-token", trim_all(session_token));
+  lines.push_back({"host", request.host});
+  lines.push_back({"x-amz-date", amz_date});
+  if (!session_token.empty()) lines.push_back({"x-amz-security-token", session_token});
   // Stable by name only: repeated headers keep their order and join with ",".
-  std::stable_sort(lines.begin(), lines.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  // An insertion sort, which needs no buffer: a request has a few headers.
+  for (size_t i = 1; i < lines.size(); ++i) {
+    for (size_t j = i; j > 0 && lines[j].name < lines[j - 1].name; --j) {
+      std::swap(lines[j], lines[j - 1]);
+    }
+  }
   CanonicalHeaders out;
+  size_t bytes = 0;
+  for (const Line& line : lines) bytes += line.name.size() + line.value.size() + 2;
+  out.block.reserve(bytes);
+  out.names.reserve(bytes);
   for (size_t i = 0; i < lines.size(); ++i) {
-    const bool repeat = i > 0 && lines[i].first == lines[i - 1].first;
+    const bool repeat = i > 0 && lines[i].name == lines[i - 1].name;
     if (repeat) {
       out.block.back() = ',';  // replace the previous line's '\n'
     } else {
       if (!out.names.empty()) out.names += ';';
-      out.names += lines[i].first;
-      out.block += lines[i].first + ':';
+      out.names += lines[i].name;
+      out.block += lines[i].name;
+      out.block += ':';
     }
-    out.block += lines[i].second + '\n';
+    append_trimmed(lines[i].value, out.block);
+    out.block += '\n';
   }
   return out;
 }
@@ -289,13 +340,7 @@ std::string uri_encode(std::string_view raw, bool keep_slash) {
 
 std::string trim_all(std::string_view value) {
   std::string out;
-  size_t i = 0;
-  while (i < value.size()) {
-    while (i < value.size() && is_space(value[i])) ++i;
-    if (i == value.size()) break;
-    if (!out.empty()) out += ' ';
-    while (i < value.size() && !is_space(value[i])) out += value[i++];
-  }
+  append_trimmed(value, out);
   return out;
 }
 
@@ -355,15 +400,17 @@ SigningKeyCache::~SigningKeyCache() { wipe(secret_); }
 std::string SigningKeyCache::sign(const std::string& secret, std::string_view date,
                                   std::string_view region, std::string_view service,
                                   std::string_view string_to_sign) {
-  std::string scope = std::string(date) + '/' + std::string(region) + '/' + std::string(service);
   MutexLock lock(mu_);
-  if (key_ == nullptr || secret_ != secret || scope_ != scope) {
+  if (key_ == nullptr || secret_ != secret || date_ != date || region_ != region ||
+      service_ != service) {
     std::string raw = derive_signing_key(secret, date, region, service);
     key_ = std::make_unique<const Key>(raw);
     wipe(raw);
     wipe(secret_);
     secret_ = secret;
-    scope_ = std::move(scope);
+    date_ = date;
+    region_ = region;
+    service_ = service;
     ++derivations_;
   }
   return key_->sign(string_to_sign);
@@ -380,17 +427,16 @@ Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials&
   RETURN_IF_ERROR(validate(request, credentials, region, service));
   SigV4Result out;
   ASSIGN_OR_RETURN(out.amz_date, format_amz_date(now));
-  const std::string date = out.amz_date.substr(0, 8);
+  const std::string_view date = std::string_view(out.amz_date).substr(0, 8);
   const CanonicalHeaders headers =
       canonical_headers(request, out.amz_date, credentials.session_token);
 
-  out.canonical_request = to_upper(request.method) + '\n' + uri_encode(request.path, true) + '\n' +
-                          canonical_query(request.query_params) + '\n' + headers.block + '\n' +
-                          headers.names + '\n' + sha256_hex(request.body);
-  const std::string scope = date + '/' + std::string(region) + '/' + std::string(service) + '/' +
-                            std::string(kTerminator);
-  out.string_to_sign = std::string(kAlgorithm) + '\n' + out.amz_date + '\n' + scope + '\n' +
-                       sha256_hex(out.canonical_request);
+  out.canonical_request = concat({to_upper(request.method), "\n", uri_encode(request.path, true),
+                                  "\n", canonical_query(request.query_params), "\n", headers.block,
+                                  "\n", headers.names, "\n", sha256_hex(request.body)});
+  const std::string scope = concat({date, "/", region, "/", service, "/", kTerminator});
+  out.string_to_sign = concat(
+      {kAlgorithm, "\n", out.amz_date, "\n", scope, "\n", sha256_hex(out.canonical_request)});
   std::string mac;
   if (cache != nullptr) {
     mac = cache->sign(credentials.secret_access_key, date, region, service, out.string_to_sign);
@@ -400,8 +446,8 @@ Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials&
     wipe(key);
   }
   out.signature = to_hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
-  out.authorization = std::string(kAlgorithm) + " Credential=" + credentials.access_key_id + '/' +
-                      scope + ", SignedHeaders=" + headers.names + ", Signature=" + out.signature;
+  out.authorization = concat({kAlgorithm, " Credential=", credentials.access_key_id, "/", scope,
+                              ", SignedHeaders=", headers.names, ", Signature=", out.signature});
   out.security_token = credentials.session_token;
   return out;
 }

@@ -103,7 +103,9 @@ class SigningKeyCache {
 
   mutable Mutex mu_;
   std::string secret_ GUARDED_BY(mu_);
-  std::string scope_ GUARDED_BY(mu_);  // "date/region/service"
+  std::string date_ GUARDED_BY(mu_);
+  std::string region_ GUARDED_BY(mu_);
+  std::string service_ GUARDED_BY(mu_);
   std::unique_ptr<const Key> key_ GUARDED_BY(mu_);
   uint64_t derivations_ GUARDED_BY(mu_) = 0;
 };
