@@ -97,7 +97,12 @@ Result<json::object> DynamoDbStore::send_once(std::string_view op, const std::st
 Result<json::object> DynamoDbStore::call(std::string_view op, const json::object& body,
                                          bool idempotent, json::storage_ptr storage,
                                          MonoTime deadline) {
-  const std::string text = json::serialize(body);
+  return call_text(op, json::serialize(body), idempotent, std::move(storage), deadline);
+}
+
+Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::string& text,
+                                              bool idempotent, json::storage_ptr storage,
+                                              MonoTime deadline) {
   const int attempts_max = std::max(options_.attempts_max, 1);
   Status last;
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
