@@ -54,13 +54,18 @@ std::string to_upper(std::string_view s) {
   return out;
 }
 
-std::string to_hex(const unsigned char* bytes, size_t n) {
+// Writes 2 * n lowercase hex digits to `out`.
+void write_hex(const unsigned char* bytes, size_t n, char* out) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(2 * n, '\0');
   for (size_t i = 0; i < n; ++i) {
     out[2 * i] = kDigits[bytes[i] >> 4];
     out[2 * i + 1] = kDigits[bytes[i] & 0xf];
   }
+}
+
+std::string to_hex(const unsigned char* bytes, size_t n) {
+  std::string out(2 * n, '\0');
+  write_hex(bytes, n, out.data());
   return out;
 }
 
@@ -298,6 +303,25 @@ CanonicalHeaders canonical_headers(const HttpRequestToSign& request, const std::
   return out;
 }
 
+// SHA-256 of some data as 64 hex digits, held without an allocation: the
+// signer only copies it into the text it hashes next.
+class Sha256Hex {
+ public:
+  explicit Sha256Hex(std::string_view data) {
+    unsigned char md[kSha256Bytes];
+    unsigned int md_len = 0;
+    if (EVP_Digest(data.data(), data.size(), md, &md_len, sha256_md(), nullptr) != 1 ||
+        md_len != kSha256Bytes) {
+      openssl_failed("EVP_Digest");
+    }
+    write_hex(md, kSha256Bytes, text_);
+  }
+  std::string_view view() const { return {text_, sizeof text_}; }
+
+ private:
+  char text_[2 * kSha256Bytes];
+};
+
 // The signing key: the secret, through the date, region, service and
 // terminator.
 std::string derive_signing_key(const std::string& secret, std::string_view date,
@@ -313,14 +337,7 @@ std::string derive_signing_key(const std::string& secret, std::string_view date,
 
 }  // namespace
 
-std::string sha256_hex(std::string_view data) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int md_len = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &md_len, sha256_md(), nullptr) != 1) {
-    openssl_failed("EVP_Digest");
-  }
-  return to_hex(md, md_len);
-}
+std::string sha256_hex(std::string_view data) { return std::string(Sha256Hex(data).view()); }
 
 std::string uri_encode(std::string_view raw, bool keep_slash) {
   static constexpr char kDigits[] = "0123456789ABCDEF";
@@ -433,10 +450,10 @@ Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials&
 
   out.canonical_request = concat({to_upper(request.method), "\n", uri_encode(request.path, true),
                                   "\n", canonical_query(request.query_params), "\n", headers.block,
-                                  "\n", headers.names, "\n", sha256_hex(request.body)});
+                                  "\n", headers.names, "\n", Sha256Hex(request.body).view()});
   const std::string scope = concat({date, "/", region, "/", service, "/", kTerminator});
   out.string_to_sign = concat(
-      {kAlgorithm, "\n", out.amz_date, "\n", scope, "\n", sha256_hex(out.canonical_request)});
+      {kAlgorithm, "\n", out.amz_date, "\n", scope, "\n", Sha256Hex(out.canonical_request).view()});
   std::string mac;
   if (cache != nullptr) {
     mac = cache->sign(credentials.secret_access_key, date, region, service, out.string_to_sign);

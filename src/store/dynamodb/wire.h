@@ -81,6 +81,11 @@ void append_key_json(const TableSpec& spec, const Key& key, std::string& out);
 // Collects the placeholders of one request's expressions.
 class ExpressionBuilder {
  public:
+  ExpressionBuilder() {
+    names_.reserve(kPlaceholdersReserved);
+    values_.reserve(kPlaceholdersReserved);
+  }
+
   // "#n<i>"; the same attribute always gets the same placeholder.
   std::string name(const std::string& attr);
   // ":v<i>"; a new placeholder for every value.
@@ -109,7 +114,9 @@ class ExpressionBuilder {
   void append_name(const std::string& attr, std::string& out);
   void append_value(const Value& v, std::string& out);
 
-  // A request has a few of each: a vector searched in order beats a map.
+  // Room for the names and the values of a lease's writes, which have a few
+  // of each: a vector searched in order beats a map.
+  static constexpr size_t kPlaceholdersReserved = 8;
   std::vector<std::string> names_;  // names_[i] is the attribute of #n<i>
   std::vector<Value> values_;       // values_[i] is the value of :v<i>
 };
