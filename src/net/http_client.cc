@@ -1,30 +1,31 @@
-// HttpClient over Boost.Beast. Each pooled connection owns its io_context,
-// so a caller drives its own connection's asynchronous operations on its own
-// thread; every operation carries the request's deadline (tcp_stream expiry,
-// or a timer for name resolution).
+// HttpClient over Boost.Beast. Each pooled connection is a DeadlineSocket
+// (net/deadline_socket.h), with TLS over it for https: the request is written
+// and the reply read with Asio's and Beast's synchronous algorithms on the
+// caller's thread, each read and write waiting with poll() until the
+// request's deadline. Connections share one io_context, which is never run:
+// it only owns the sockets.
 //
 // Threads: none for an endpoint given as an IP literal. For a host name, one:
 // Asio resolves names on a thread of its own per io_context, started on the
 // first resolution and joined when the io_context goes. Names are therefore
-// resolved on one io_context that the client keeps for its life (Resolver),
-// not on each connection's, which would start and join a thread per new
-// connection and keep one per open connection.
+// resolved on one io_context that the client keeps for its life (Resolver).
 #include "net/http_client.h"
 
 #include <strings.h>
-#include <sys/socket.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <vector>
 
 #include "base/mutex.h"
 #include "net/beast.h"
+#include "net/deadline_socket.h"
 #include "net/tls.h"
 
 namespace leasehold::net {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+using TlsStream = ssl::stream<DeadlineSocket>;
 
 constexpr uint32_t kHeaderBytesMax = 64 * 1024;
 
@@ -33,29 +34,18 @@ struct Connection {
   static constexpr size_t kBufferBytes = 16 * 1024;
   Connection() { buffer.reserve(kBufferBytes); }
 
-  asio::io_context ioc;
-  std::unique_ptr<beast::tcp_stream> plain;
+  std::unique_ptr<DeadlineSocket> plain;
   std::unique_ptr<TlsStream> tls;
   beast::flat_buffer buffer;
   bool connected = false;
   bool reused = false;
   MonoTime idle_since{};
 
-  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
-
-  // Runs the queued operations to completion; each one has a deadline.
-  void run() {
-    ioc.restart();
-    ioc.run();
-  }
+  DeadlineSocket& socket() { return tls ? tls->next_layer() : *plain; }
 
   // True when the peer closed the idle connection or sent something
   // unsolicited; either way it must not carry a request.
-  bool stale() {
-    char byte;
-    ssize_t n = ::recv(lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return !(n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
-  }
+  bool stale() { return socket().stale(); }
 };
 
 // Idle connections and the count of open ones, bounded by connections_max.
@@ -126,6 +116,47 @@ struct Exchange {
 
 std::string ms_text(Duration d) { return std::to_string(to_ms(d)) + " ms"; }
 
+// Parses a response straight into an HttpResponse: Beast's own
+// response_parser would keep every field in a container of its own first,
+// to be copied out again.
+class ResponseParser final : public http::basic_parser<false> {
+ public:
+  // Room for the fields of a typical reply, so that they are stored at once.
+  static constexpr size_t kFieldsReserved = 8;
+
+  explicit ResponseParser(HttpResponse& out) : out_(out) { out_.headers.reserve(kFieldsReserved); }
+
+ private:
+  using error_code = boost::system::error_code;
+
+  void on_request_impl(http::verb, beast::string_view, beast::string_view, int,
+                       error_code&) override {}
+  void on_response_impl(int code, beast::string_view, int, error_code&) override {
+    out_.status = code;
+  }
+  void on_field_impl(http::field, beast::string_view name, beast::string_view value,
+                     error_code&) override {
+    out_.headers.emplace_back(std::string(name), std::string(value));
+  }
+  void on_header_impl(error_code&) override {}
+  // The parser has checked the length against its body limit.
+  void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
+    if (length) out_.body.reserve(static_cast<size_t>(*length));
+  }
+  size_t on_body_impl(beast::string_view body, error_code&) override {
+    out_.body.append(body.data(), body.size());
+    return body.size();
+  }
+  void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
+  size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, error_code&) override {
+    out_.body.append(body.data(), body.size());
+    return body.size();
+  }
+  void on_finish_impl(error_code&) override {}
+
+  HttpResponse& out_;
+};
+
 // Name resolution for one client, on one io_context (see the top of the
 // file). Resolutions take turns: a name usually comes from a cache in well
 // under a millisecond, and is needed only when a connection is opened. A
@@ -190,7 +221,7 @@ class BeastHttpClient final : public HttpClient {
   Status connect(Connection& c, MonoTime deadline) const;
   // The addresses to try: the literal, or what the name resolves to.
   Status addresses(MonoTime deadline, std::vector<tcp::endpoint>& out) const;
-  Status handshake(Connection& c, MonoTime deadline) const;
+  Status handshake(Connection& c) const;
   Exchange exchange(Connection& c, const std::string& wire, MonoTime deadline,
                     Duration timeout) const;
   Exchange read_response(Connection& c, Duration timeout) const;
@@ -207,6 +238,9 @@ class BeastHttpClient final : public HttpClient {
 
   const HttpClientOptions options_;
   const std::unique_ptr<ssl::context> tls_context_;  // null for plain HTTP
+  // Owns the sockets of every connection; never run. Before the pool, so
+  // that the pool's connections go first.
+  mutable asio::io_context sockets_;
   Pool pool_;
   std::string host_header_;
   std::string where_;                   // for error messages: scheme://host:port
@@ -226,14 +260,27 @@ Result<HttpResponse> BeastHttpClient::send(const HttpRequest& request, Duration 
   }
 }
 
+// Bytes that would end a request line or a header line early. (One memchr
+// for each: std::string::find_first_of calls memchr once for every byte of
+// the text, and an Authorization value is hundreds of bytes.)
+bool has_line_break(std::string_view text) {
+  return text.find('\r') != std::string_view::npos || text.find('\n') != std::string_view::npos;
+}
+
+bool is_header_name(std::string_view name) {
+  return !name.empty() && std::none_of(name.begin(), name.end(), [](char c) {
+    return c == ':' || c == ' ' || c == '\r' || c == '\n';
+  });
+}
+
 // The request as it goes on the wire, written as one buffer: for a message
 // this small, Beast's generic serializer (a field list to allocate, buffer
 // views to walk) costs more CPU than the request's own bytes.
 Result<std::string> BeastHttpClient::build(const HttpRequest& request) const {
   const http::verb verb = http::string_to_verb(request.method);
   if (verb == http::verb::unknown) return invalid_argument("unknown HTTP method");
-  if (request.target.empty() || request.target.front() != '/' ||
-      request.target.find_first_of("\r\n ") != std::string::npos) {
+  if (request.target.empty() || request.target.front() != '/' || has_line_break(request.target) ||
+      request.target.find(' ') != std::string::npos) {
     return invalid_argument("HTTP target must be a path starting with '/'");
   }
   std::string wire;
@@ -242,8 +289,7 @@ Result<std::string> BeastHttpClient::build(const HttpRequest& request) const {
   bool has_host = false, has_length = false;
   for (const auto& [name, value] : request.headers) {
     // Never echo the header itself: it may be a credential.
-    if (name.empty() || name.find_first_of(":\r\n ") != std::string::npos ||
-        value.find_first_of("\r\n") != std::string::npos) {
+    if (!is_header_name(name) || has_line_break(value)) {
       return invalid_argument("malformed HTTP header");
     }
     has_host = has_host || strcasecmp(name.c_str(), "host") == 0;
@@ -268,31 +314,26 @@ Status BeastHttpClient::addresses(MonoTime deadline, std::vector<tcp::endpoint>&
 
 Status BeastHttpClient::connect(Connection& c, MonoTime deadline) const {
   if (tls_context_) {
-    c.tls = std::make_unique<TlsStream>(c.ioc, *tls_context_);
+    c.tls = std::make_unique<TlsStream>(sockets_, *tls_context_);
   } else {
-    c.plain = std::make_unique<beast::tcp_stream>(c.ioc);
+    c.plain = std::make_unique<DeadlineSocket>(sockets_);
   }
   std::vector<tcp::endpoint> endpoints;
   RETURN_IF_ERROR(addresses(deadline, endpoints));
-  boost::system::error_code ec;
-  c.lowest().expires_at(deadline);
-  c.lowest().async_connect(endpoints,
-                           [&](boost::system::error_code e, const tcp::endpoint&) { ec = e; });
-  c.run();
+  c.socket().expires_at(deadline);
+  const boost::system::error_code ec = c.socket().connect(endpoints);
   if (ec == beast::error::timeout) return unavailable("connecting to " + where_ + ": timed out");
   if (ec) return unavailable("connecting to " + where_ + ": " + ec.message());
-  c.lowest().socket().set_option(tcp::no_delay(true), ec);
-  if (c.tls) RETURN_IF_ERROR(handshake(c, deadline));
+  if (c.tls) RETURN_IF_ERROR(handshake(c));
   c.connected = true;
   return Status::ok_status();
 }
 
-Status BeastHttpClient::handshake(Connection& c, MonoTime deadline) const {
-  RETURN_IF_ERROR(prepare_client_tls(*c.tls, options_.endpoint.host, where_));
+// REQUIRES: the socket's deadline is set.
+Status BeastHttpClient::handshake(Connection& c) const {
+  RETURN_IF_ERROR(prepare_client_tls_stream(*c.tls, options_.endpoint.host, where_));
   boost::system::error_code ec;
-  c.lowest().expires_at(deadline);
-  c.tls->async_handshake(ssl::stream_base::client, [&](boost::system::error_code e) { ec = e; });
-  c.run();
+  c.tls->handshake(ssl::stream_base::client, ec);
   if (ec == beast::error::timeout)
     return unavailable("TLS handshake with " + where_ + ": timed out");
   if (ec) return unavailable("TLS handshake with " + where_ + " failed: " + ec.message());
@@ -310,16 +351,10 @@ Exchange BeastHttpClient::exchange(Connection& c, const std::string& wire, MonoT
     }
   }
   boost::system::error_code ec;
-  size_t written = 0;
-  c.lowest().expires_at(deadline);
-  with_stream(c, [&](auto& stream) {
-    asio::async_write(stream, asio::buffer(wire), [&](boost::system::error_code e, size_t n) {
-      ec = e;
-      written = n;
-    });
-  });
-  c.run();
-  if (ec && written == 0) {
+  c.socket().expires_at(deadline);
+  const size_t sent_before = c.socket().bytes_sent();
+  with_stream(c, [&](auto& stream) { asio::write(stream, asio::buffer(wire), ec); });
+  if (ec && c.socket().bytes_sent() == sent_before) {
     // The kernel took no byte of the request, so the server cannot act on it.
     ex.retry_on_fresh = c.reused && ec != beast::error::timeout;
     ex.response = unavailable("sending to " + where_ + ": " +
@@ -336,17 +371,13 @@ Exchange BeastHttpClient::exchange(Connection& c, const std::string& wire, MonoT
 
 Exchange BeastHttpClient::read_response(Connection& c, Duration timeout) const {
   Exchange ex;
-  http::response_parser<http::string_body> parser;
+  HttpResponse response;
+  ResponseParser parser(response);
   parser.header_limit(kHeaderBytesMax);
   parser.body_limit(options_.response_bytes_max);
   boost::system::error_code ec;
-  // The deadline set for the write still holds: Beast's stream timeout covers
-  // every operation until it is set again.
-  with_stream(c, [&](auto& stream) {
-    http::async_read(stream, c.buffer, parser,
-                     [&](boost::system::error_code e, size_t) { ec = e; });
-  });
-  c.run();
+  // The deadline set for the write still holds for the reads.
+  with_stream(c, [&](auto& stream) { http::read(stream, c.buffer, parser, ec); });
   if (ec == http::error::body_limit || ec == http::error::buffer_overflow ||
       ec == http::error::header_limit) {
     // The server received the request and answered: a write may have applied.
@@ -365,14 +396,7 @@ Exchange BeastHttpClient::read_response(Connection& c, Duration timeout) const {
                                   "; the request may have been applied");
     return ex;
   }
-  http::response<http::string_body> msg = parser.release();
-  HttpResponse response;
-  response.status = static_cast<int>(msg.result_int());
-  for (const auto& field : msg) {
-    response.headers.emplace_back(std::string(field.name_string()), std::string(field.value()));
-  }
-  response.body = std::move(msg.body());
-  ex.keep_alive = msg.keep_alive() && c.buffer.size() == 0;
+  ex.keep_alive = parser.keep_alive() && c.buffer.size() == 0;
   ex.response = std::move(response);
   return ex;
 }

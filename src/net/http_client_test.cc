@@ -1,7 +1,8 @@
 // Tests for HttpClient against a small HTTP/1.1 server on 127.0.0.1 (port 0)
 // written with plain sockets, whose misbehaviours are chosen per test: close
 // after reading the request, never answer, send too much, drop idle
-// connections.
+// connections; and against an HTTPS server (Beast, with certificates from a
+// test CA) that answers or never does.
 #include "net/http_client.h"
 
 #include <arpa/inet.h>
@@ -13,11 +14,15 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "net/beast.h"
+#include "testing/test_pki.h"
 
 namespace leasehold::net {
 namespace {
@@ -340,6 +345,163 @@ TEST(HttpClientTest, HostHeaderOmitsDefaultPorts) {
   EXPECT_EQ((*HttpClient::open(options))->host_header(), "dynamodb.us-east-1.amazonaws.com");
   options.endpoint = {"http", "::1", 8000};
   EXPECT_EQ((*HttpClient::open(options))->host_header(), "[::1]:8000");
+}
+
+// HTTPS on `address` (a loopback address, port 0) with the certificate of
+// `pki`, which names localhost and 127.0.0.1: one thread per connection,
+// blocking Beast calls; each request is answered "ok:" + its body, or never.
+// The destructor shuts every socket down, which ends each thread's call.
+class TlsTestServer {
+ public:
+  TlsTestServer(const testing::TestPki& pki, bool answers, const std::string& address = "127.0.0.1")
+      : answers_(answers), acceptor_(io_) {
+    tls_.use_certificate_chain(asio::buffer(pki.cert_pem));
+    tls_.use_private_key(asio::buffer(pki.key_pem), ssl::context::pem);
+    const tcp::endpoint endpoint(asio::ip::make_address(address), 0);
+    acceptor_.open(endpoint.protocol());
+    acceptor_.bind(endpoint);
+    acceptor_.listen();
+    port_ = acceptor_.local_endpoint().port();
+    accept_thread_ = std::thread([this] { accept_loop(); });
+  }
+
+  ~TlsTestServer() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+      ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
+      for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+    }
+    accept_thread_.join();
+    for (auto& thread : threads_) thread.join();
+  }
+
+  uint16_t port() const { return port_; }
+  int accepted() const { return accepted_; }
+  int requests() const { return requests_; }
+
+ private:
+  void accept_loop() {
+    for (;;) {
+      tcp::socket socket(io_);
+      boost::system::error_code ec;
+      acceptor_.accept(socket, ec);
+      std::lock_guard lock(mu_);
+      if (ec || stopping_) return;
+      ++accepted_;
+      fds_.insert(socket.native_handle());
+      threads_.emplace_back([this, s = std::move(socket)]() mutable { serve(std::move(s)); });
+    }
+  }
+
+  void serve(tcp::socket socket) {
+    try {
+      ssl::stream<tcp::socket&> stream(socket, tls_);
+      stream.handshake(ssl::stream_base::server);
+      beast::flat_buffer buffer;
+      for (;;) {
+        http::request<http::string_body> request;
+        http::read(stream, buffer, request);
+        ++requests_;
+        if (!answers_) continue;
+        http::response<http::string_body> response{http::status::ok, request.version()};
+        response.body() = "ok:" + request.body();
+        response.prepare_payload();
+        http::write(stream, response);
+      }
+    } catch (const boost::system::system_error&) {
+      // The client went or refused the certificate, or the server stops.
+    }
+  }
+
+  const bool answers_;
+  asio::io_context io_;
+  ssl::context tls_{ssl::context::tls_server};
+  tcp::acceptor acceptor_;
+  uint16_t port_ = 0;
+  std::thread accept_thread_;
+  std::mutex mu_;
+  bool stopping_ = false;
+  std::set<int> fds_;
+  std::vector<std::thread> threads_;
+  std::atomic<int> accepted_{0};
+  std::atomic<int> requests_{0};
+};
+
+class HttpClientTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir_template[] = "/tmp/leasehold-http-XXXXXX";
+    ASSERT_NE(::mkdtemp(dir_template), nullptr);
+    dir_ = dir_template;
+    pki_ = testing::make_test_pki();
+    files_ = testing::write_test_pki(pki_, dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::unique_ptr<HttpClient> open_https(const std::string& host, uint16_t port) {
+    HttpClientOptions options;
+    options.endpoint = {"https", host, port};
+    options.ca_file = files_.ca_file;
+    auto client = HttpClient::open(options);
+    EXPECT_TRUE(client.ok()) << client.status().to_string();
+    return std::move(client).value();
+  }
+
+  std::filesystem::path dir_;
+  testing::TestPki pki_;
+  testing::TestPkiFiles files_;
+};
+
+// By address (matched against the certificate's IP) and by name (SNI and the
+// certificate's DNS name), each over one kept connection.
+TEST_F(HttpClientTlsTest, HttpsToAServerTheCaSignedWorksAndKeepsItsConnection) {
+  TlsTestServer server(pki_, /*answers=*/true);
+  for (const std::string host : {"127.0.0.1", "localhost"}) {
+    auto client = open_https(host, server.port());
+    for (int i = 0; i < 5; ++i) {
+      auto response = client->send(post("n" + std::to_string(i)), 5s);
+      ASSERT_TRUE(response.ok()) << host << ": " << response.status().to_string();
+      EXPECT_EQ(response->status, 200);
+      EXPECT_EQ(response->body, "ok:n" + std::to_string(i));
+    }
+  }
+  EXPECT_EQ(server.accepted(), 2);
+  EXPECT_EQ(server.requests(), 10);
+}
+
+TEST_F(HttpClientTlsTest, ACertificateFromAnUnknownCaIsRefusedBeforeSending) {
+  const testing::TestPki other = testing::make_test_pki();
+  TlsTestServer server(other, /*answers=*/true);
+  auto client = open_https("127.0.0.1", server.port());
+  auto response = client->send(post("{}"), 5s);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.status().code(), Code::kUnavailable) << response.status().to_string();
+  EXPECT_NE(response.status().message().find("TLS handshake"), std::string::npos);
+  EXPECT_EQ(server.requests(), 0);
+}
+
+// 127.0.0.2 is loopback too, but the certificate does not name it.
+TEST_F(HttpClientTlsTest, ACertificateForAnotherHostIsRefusedBeforeSending) {
+  TlsTestServer server(pki_, /*answers=*/true, "127.0.0.2");
+  auto client = open_https("127.0.0.2", server.port());
+  auto response = client->send(post("{}"), 5s);
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.status().code(), Code::kUnavailable) << response.status().to_string();
+  EXPECT_NE(response.status().message().find("TLS handshake"), std::string::npos);
+  EXPECT_EQ(server.requests(), 0);
+}
+
+TEST_F(HttpClientTlsTest, HttpsServerThatNeverAnswersIsUnknownOutcomeAtTheDeadline) {
+  TlsTestServer server(pki_, /*answers=*/false);
+  auto client = open_https("127.0.0.1", server.port());
+  auto start = std::chrono::steady_clock::now();
+  auto response = client->send(post("{}"), 300ms);
+  auto elapsed = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(response.ok());
+  EXPECT_EQ(response.status().code(), Code::kUnknownOutcome) << response.status().to_string();
+  EXPECT_GE(elapsed, 300ms);
+  EXPECT_LT(elapsed, 5s);
 }
 
 }  // namespace

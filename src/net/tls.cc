@@ -22,8 +22,4 @@ Result<std::unique_ptr<ssl::context>> make_client_tls_context(const std::string&
   return context;
 }
 
-Status prepare_client_tls(TlsStream& stream, const std::string& host, const std::string& where) {
-  return prepare_client_tls_stream(stream, host, where);
-}
-
 }  // namespace leasehold::net

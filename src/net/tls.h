@@ -17,21 +17,15 @@
 
 namespace leasehold::net {
 
-using TlsStream = beast::ssl_stream<beast::tcp_stream>;
-
 // A TLS 1.2+ client context that requires a verified peer. `ca_file` is a PEM
 // file of trusted CAs used instead of the system store (empty: the system
 // store). kInvalidArgument if the certificates cannot be loaded.
 Result<std::unique_ptr<ssl::context>> make_client_tls_context(const std::string& ca_file);
 
-// Prepares `stream` to talk to `host` before its handshake: SNI for a name
-// (an IP literal is matched against the certificate without SNI) and
-// verification that the certificate names `host`. kUnavailable on failure,
-// with `where` (e.g. "https://host:443") in the message.
-Status prepare_client_tls(TlsStream& stream, const std::string& host, const std::string& where);
-
-// The same for any Asio SSL stream (the WebSocket client's, on a plain
-// socket).
+// Prepares an Asio SSL stream to talk to `host` before its handshake: SNI
+// for a name (an IP literal is matched against the certificate without SNI)
+// and verification that the certificate names `host`. kUnavailable on
+// failure, with `where` (e.g. "https://host:443") in the message.
 template <typename SslStream>
 Status prepare_client_tls_stream(SslStream& stream, const std::string& host,
                                  const std::string& where) {

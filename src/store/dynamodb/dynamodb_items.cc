@@ -29,6 +29,50 @@ void sort_ties(const TableSpec& spec, const IndexSpec& index, std::vector<Item>&
                    [&](const Item& a, const Item& b) { return position(a) < position(b); });
 }
 
+// UpdateItem's body, written as JSON text (see wire.h). `guarded` tells
+// whether the condition carries overflow guards: a failed condition then
+// needs a read-back to tell which part failed.
+std::string update_item_body(const std::string& table, const TableSpec& spec, const Key& key,
+                             const Update& update, const Condition& condition, bool& guarded) {
+  // Room for a heartbeat's body, so that it is written without growing.
+  constexpr size_t kBodyBytesReserved = 1024;
+  std::string body;
+  body.reserve(kBodyBytesReserved);
+  ExpressionBuilder b;
+  body += R"({"TableName":)";
+  append_json_string(table, body);
+  body += R"(,"Key":)";
+  append_key_json(spec, key, body);
+  body += update.returns_updated_only() ? R"(,"ReturnValues":"UPDATED_NEW")"
+                                        : R"(,"ReturnValues":"ALL_NEW")";
+  // With no UpdateExpression, UpdateItem still creates the item (key only).
+  if (!update.empty()) {
+    body += R"(,"UpdateExpression":)";
+    append_json_string(b.update(update), body);
+  }
+  // Each placeholder must be used exactly once: render the condition once,
+  // as a whole or as an operand of the AND with the overflow guards.
+  Condition rewritten;
+  const Condition& portable_condition = portable(condition, spec.pk_attr, rewritten);
+  const std::string guards = overflow_guards(update, b);
+  guarded = !guards.empty();
+  std::string expression;
+  if (guards.empty()) {
+    expression = b.condition(portable_condition);
+  } else if (portable_condition.is_true()) {
+    expression = guards;
+  } else {
+    expression = b.condition_term(portable_condition) + " AND " + guards;
+  }
+  if (!expression.empty()) {
+    body += R"(,"ConditionExpression":)";
+    append_json_string(expression, body);
+  }
+  b.append_placeholders_json(body);
+  body += '}';
+  return body;
+}
+
 }  // namespace
 
 Result<Item> DynamoDbStore::get(std::string_view table, const Key& key, bool consistent) {
@@ -143,40 +187,15 @@ Result<Item> DynamoDbStore::update_until(std::string_view table, const Key& key,
   RETURN_IF_ERROR(validate_key(*spec, key));
   RETURN_IF_ERROR(validate_update(*spec, update));
   RETURN_IF_ERROR(validate_condition(condition));
-  // The request is built, serialised and dropped right here, on every
-  // heartbeat: its JSON lives on a stack arena.
-  unsigned char request_arena[4096];
-  json::monotonic_resource request_memory(request_arena, sizeof(request_arena));
-  const json::storage_ptr storage(&request_memory);
-  ExpressionBuilder b(storage);
-  json::object body(storage);
-  body.reserve(8);
-  body.emplace("TableName", physical(table));
-  body.emplace("Key", encode_key(*spec, key, storage));
-  body.emplace("ReturnValues", update.returns_updated_only() ? "UPDATED_NEW" : "ALL_NEW");
-  // With no UpdateExpression, UpdateItem still creates the item (key only).
-  if (!update.empty()) body["UpdateExpression"] = b.update(update);
-  // Each placeholder must be used exactly once: render the condition once,
-  // as a whole or as an operand of the AND with the overflow guards.
-  Condition rewritten;
-  const Condition& portable_condition = portable(condition, spec->pk_attr, rewritten);
-  const std::string guards = overflow_guards(update, b);
-  std::string expression;
-  if (guards.empty()) {
-    expression = b.condition(portable_condition);
-  } else if (portable_condition.is_true()) {
-    expression = guards;
-  } else {
-    expression = b.condition_term(portable_condition) + " AND " + guards;
-  }
-  if (!expression.empty()) body["ConditionExpression"] = expression;
-  add_placeholders(body, b);
+  bool guarded = false;
+  const std::string body =
+      update_item_body(physical(table), *spec, key, update, condition, guarded);
   // The reply is decoded into an Item right here: parse it on the stack.
   unsigned char arena[8192];
   json::monotonic_resource reply_memory(arena, sizeof(arena));
-  Result<json::object> reply = call("UpdateItem", body, false, &reply_memory, deadline);
+  Result<json::object> reply = call_text("UpdateItem", body, false, &reply_memory, deadline);
   if (!reply.ok()) {
-    if (reply.status().code() == Code::kConditionFailed && !guards.empty()) {
+    if (reply.status().code() == Code::kConditionFailed && guarded) {
       return explain_failed_update(table, *spec, key, update, condition, deadline);
     }
     return reply.status();

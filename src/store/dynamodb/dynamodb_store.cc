@@ -34,10 +34,13 @@ DynamoDbStore::DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpC
 // ---------------------------------------------------------------- requests
 
 Result<net::HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string body) {
+  // The signed headers, then the three the signature adds.
+  constexpr size_t kHeadersMax = 5;
   HttpRequestToSign to_sign;
   to_sign.host = http_->host_header();
-  to_sign.headers = {{"Content-Type", std::string(kContentType)},
-                     {"X-Amz-Target", "DynamoDB_20120810." + std::string(op)}};
+  to_sign.headers.reserve(kHeadersMax);
+  to_sign.headers.emplace_back("Content-Type", kContentType);
+  to_sign.headers.emplace_back("X-Amz-Target", std::string("DynamoDB_20120810.").append(op));
   to_sign.body = std::move(body);
   Credentials fetched;
   if (options_.credentials_source) {
@@ -50,10 +53,10 @@ Result<net::HttpRequest> DynamoDbStore::make_request(std::string_view op, std::s
   request.method = "POST";
   request.target = "/";
   request.headers = std::move(to_sign.headers);
-  request.headers.emplace_back("X-Amz-Date", signature.amz_date);
-  request.headers.emplace_back("Authorization", signature.authorization);
+  request.headers.emplace_back("X-Amz-Date", std::move(signature.amz_date));
+  request.headers.emplace_back("Authorization", std::move(signature.authorization));
   if (!signature.security_token.empty()) {
-    request.headers.emplace_back("X-Amz-Security-Token", signature.security_token);
+    request.headers.emplace_back("X-Amz-Security-Token", std::move(signature.security_token));
   }
   request.body = std::move(to_sign.body);
   return request;
@@ -97,7 +100,12 @@ Result<json::object> DynamoDbStore::send_once(std::string_view op, const std::st
 Result<json::object> DynamoDbStore::call(std::string_view op, const json::object& body,
                                          bool idempotent, json::storage_ptr storage,
                                          MonoTime deadline) {
-  const std::string text = json::serialize(body);
+  return call_text(op, json::serialize(body), idempotent, std::move(storage), deadline);
+}
+
+Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::string& text,
+                                              bool idempotent, json::storage_ptr storage,
+                                              MonoTime deadline) {
   const int attempts_max = std::max(options_.attempts_max, 1);
   Status last;
   for (int attempt = 0; attempt < attempts_max; ++attempt) {

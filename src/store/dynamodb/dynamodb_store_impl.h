@@ -71,6 +71,9 @@ class DynamoDbStore final : public ItemStore {
   // dynamodb_store.cc: signing, sending and retrying one request.
   Result<json::object> call(std::string_view op, const json::object& body, bool idempotent,
                             json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline);
+  // The same for a body already written as JSON text.
+  Result<json::object> call_text(std::string_view op, const std::string& body, bool idempotent,
+                                 json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline);
   Result<json::object> send_once(std::string_view op, const std::string& body, Duration timeout,
                                  json::storage_ptr storage, Verdict* verdict);
   Result<net::HttpRequest> make_request(std::string_view op, std::string body);

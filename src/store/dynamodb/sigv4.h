@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -80,25 +81,32 @@ Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials&
                             std::string_view region, std::string_view service, WallTime now,
                             SigningKeyCache* cache = nullptr);
 
-// The last derived signing key, for one secret, day, region and service.
-// Thread-safe. The key material is wiped when replaced and on destruction.
+// The last derived signing key, for one secret, day, region and service,
+// ready to sign with: the key's two HMAC pad blocks are hashed when it is
+// derived, not for every request (RFC 2104, section 4). Thread-safe. The key
+// material is wiped when replaced and on destruction.
 class SigningKeyCache {
  public:
-  SigningKeyCache() = default;
+  SigningKeyCache();
   SigningKeyCache(const SigningKeyCache&) = delete;
   SigningKeyCache& operator=(const SigningKeyCache&) = delete;
   ~SigningKeyCache();
 
-  // The raw 32-byte key for (secret, date "YYYYMMDD", region, service).
-  std::string get(const std::string& secret, std::string_view date, std::string_view region,
-                  std::string_view service);
+  // The raw 32-byte HMAC-SHA256 of `string_to_sign` under the signing key for
+  // (secret, date "YYYYMMDD", region, service).
+  std::string sign(const std::string& secret, std::string_view date, std::string_view region,
+                   std::string_view service, std::string_view string_to_sign);
   uint64_t derivations() const;  // how many times a key was derived
 
  private:
+  class Key;
+
   mutable Mutex mu_;
   std::string secret_ GUARDED_BY(mu_);
-  std::string scope_ GUARDED_BY(mu_);  // "date/region/service"
-  std::string key_ GUARDED_BY(mu_);
+  std::string date_ GUARDED_BY(mu_);
+  std::string region_ GUARDED_BY(mu_);
+  std::string service_ GUARDED_BY(mu_);
+  std::unique_ptr<const Key> key_ GUARDED_BY(mu_);
   uint64_t derivations_ GUARDED_BY(mu_) = 0;
 };
 

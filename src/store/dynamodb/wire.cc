@@ -138,6 +138,73 @@ boost::json::object encode_key(const TableSpec& spec, const Key& key,
   return out;
 }
 
+void append_json_string(std::string_view s, std::string& out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  size_t plain = 0;  // the start of the bytes that need no escape
+  for (size_t i = 0; i < s.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.substr(plain, i - plain));
+    plain = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += "\\u00";
+        out += kHex[c >> 4];
+        out += kHex[c & 0xf];
+    }
+  }
+  out.append(s.substr(plain));
+  out += '"';
+}
+
+void append_value_json(const Value& value, std::string& out) {
+  switch (type_of(value)) {
+    case AttrType::kString:
+      out += R"({"S":)";
+      append_json_string(std::get<std::string>(value), out);
+      out += '}';
+      break;
+    case AttrType::kInt:
+      out += R"({"N":")";
+      out += std::to_string(std::get<int64_t>(value));
+      out += R"("})";
+      break;
+    case AttrType::kBool:
+      out += std::get<bool>(value) ? R"({"BOOL":true})" : R"({"BOOL":false})";
+      break;
+  }
+}
+
+void append_key_json(const TableSpec& spec, const Key& key, std::string& out) {
+  out += '{';
+  append_json_string(spec.pk_attr, out);
+  out += ':';
+  append_value_json(key.pk, out);
+  if (!spec.sk_attr.empty()) {
+    out += ',';
+    append_json_string(spec.sk_attr, out);
+    out += ':';
+    append_value_json(key.sk, out);
+  }
+  out += '}';
+}
+
 std::string ExpressionBuilder::name(const std::string& attr) {
   std::string out;
   append_name(attr, out);
@@ -151,21 +218,47 @@ std::string ExpressionBuilder::value(const Value& v) {
 }
 
 void ExpressionBuilder::append_name(const std::string& attr, std::string& out) {
-  const auto it = name_of_.find(attr);
-  if (it != name_of_.end()) {
-    out += it->second;
-    return;
-  }
-  std::string placeholder = "#n" + std::to_string(name_of_.size());
-  out += placeholder;
-  names_.emplace(placeholder, attr);
-  name_of_.emplace(attr, std::move(placeholder));
+  size_t i = std::find(names_.begin(), names_.end(), attr) - names_.begin();
+  if (i == names_.size()) names_.push_back(attr);
+  out += "#n";
+  out += std::to_string(i);
 }
 
 void ExpressionBuilder::append_value(const Value& v, std::string& out) {
-  std::string placeholder = ":v" + std::to_string(values_.size());
-  out += placeholder;
-  values_.emplace(std::move(placeholder), encode_value(v, values_.storage()));
+  out += ":v";
+  out += std::to_string(values_.size());
+  values_.push_back(v);
+}
+
+json::object ExpressionBuilder::names() const {
+  json::object out;
+  for (size_t i = 0; i < names_.size(); ++i) out.emplace("#n" + std::to_string(i), names_[i]);
+  return out;
+}
+
+json::object ExpressionBuilder::values() const {
+  json::object out;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    out.emplace(":v" + std::to_string(i), encode_value(values_[i]));
+  }
+  return out;
+}
+
+void ExpressionBuilder::append_placeholders_json(std::string& body) const {
+  for (size_t i = 0; i < names_.size(); ++i) {
+    body += i == 0 ? R"(,"ExpressionAttributeNames":{"#n)" : R"(,"#n)";
+    body += std::to_string(i);
+    body += R"(":)";
+    append_json_string(names_[i], body);
+  }
+  if (!names_.empty()) body += '}';
+  for (size_t i = 0; i < values_.size(); ++i) {
+    body += i == 0 ? R"(,"ExpressionAttributeValues":{":v)" : R"(,":v)";
+    body += std::to_string(i);
+    body += R"(":)";
+    append_value_json(values_[i], body);
+  }
+  if (!values_.empty()) body += '}';
 }
 
 std::string ExpressionBuilder::condition(const Condition& c) {
@@ -231,32 +324,44 @@ void ExpressionBuilder::render(const Condition& c, const Condition* parent, std:
 
 std::string ExpressionBuilder::update(const Update& update) {
   std::string set, add, remove;
-  const auto append = [](std::string& clause, const std::string& part) {
-    clause += clause.empty() ? part : ", " + part;
+  // Each action is appended to its clause, ", " between two.
+  const auto next = [](std::string& clause) -> std::string& {
+    if (!clause.empty()) clause += ", ";
+    return clause;
   };
   for (const auto& a : update.actions()) {
-    const std::string n = name(a.attr);
     switch (a.kind) {
       case UpdateAction::Kind::kSet:
-        append(set, n + " = " + value(a.value));
+        append_name(a.attr, next(set));
+        set += " = ";
+        append_value(a.value, set);
         break;
       case UpdateAction::Kind::kSetIfAbsent:
-        append(set, n + " = if_not_exists(" + n + ", " + value(a.value) + ")");
+        append_name(a.attr, next(set));
+        set += " = if_not_exists(";
+        append_name(a.attr, set);
+        set += ", ";
+        append_value(a.value, set);
+        set += ')';
         break;
       case UpdateAction::Kind::kAdd:
-        append(add, n + " " + value(a.value));
+        append_name(a.attr, next(add));
+        add += ' ';
+        append_value(a.value, add);
         break;
       case UpdateAction::Kind::kRemove:
-        append(remove, n);
+        append_name(a.attr, next(remove));
         break;
     }
   }
   std::string out;
-  for (const auto& [keyword, clause] :
-       {std::pair<const char*, std::string*>{"SET ", &set}, {"ADD ", &add}, {"REMOVE ", &remove}}) {
+  for (const auto& [keyword, clause] : {std::pair<std::string_view, std::string*>{"SET ", &set},
+                                        {"ADD ", &add},
+                                        {"REMOVE ", &remove}}) {
     if (clause->empty()) continue;
-    if (!out.empty()) out += " ";
-    out += keyword + *clause;
+    if (!out.empty()) out += ' ';
+    out += keyword;
+    out += *clause;
   }
   return out;
 }
@@ -284,9 +389,11 @@ std::string overflow_guards(const Update& update, ExpressionBuilder& b) {
   return out;
 }
 
-void add_placeholders(json::object& body, ExpressionBuilder& b) {
-  if (!b.names().empty()) body["ExpressionAttributeNames"] = b.take_names();
-  if (!b.values().empty()) body["ExpressionAttributeValues"] = b.take_values();
+void add_placeholders(json::object& body, const ExpressionBuilder& b) {
+  json::object names = b.names();
+  json::object values = b.values();
+  if (!names.empty()) body["ExpressionAttributeNames"] = std::move(names);
+  if (!values.empty()) body["ExpressionAttributeValues"] = std::move(values);
 }
 
 RangeText range_text(ExpressionBuilder& b, const std::string& attr, const KeyRange& r) {

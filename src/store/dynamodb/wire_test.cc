@@ -42,6 +42,50 @@ TEST(Wire, KeysUseTheTablesAttributeNames) {
             R"({"p":{"S":"a"},"s":{"S":"b"}})");
 }
 
+// The text encoders write what the JSON tree encoders serialise to, and
+// every string comes back as it went in, whatever bytes it holds.
+TEST(WireText, TextEncodersMatchTheTreeEncoders) {
+  std::string control;
+  for (char c = 0; c < 0x20; ++c) control += c;
+  for (const std::string& s :
+       {std::string(), std::string("plain"), std::string("q\"uo\\te/"), control,
+        std::string("h\xc3\xa9llo \xe2\x82\xac"), std::string("a\0b", 3), std::string("\x7f")}) {
+    std::string text;
+    append_json_string(s, text);
+    EXPECT_EQ(boost::json::parse(text).as_string(), s) << text;
+    for (const Value& v : {Value(s), Value(int64_t{0}), Value(INT64_MIN), Value(INT64_MAX),
+                           Value(true), Value(false)}) {
+      std::string value_text;
+      append_value_json(v, value_text);
+      EXPECT_EQ(boost::json::parse(value_text), boost::json::value(encode_value(v))) << value_text;
+    }
+    for (const TableSpec& spec : {TableSpec{"t", "p", "", {}}, TableSpec{"t", "p\"k", "s", {}}}) {
+      std::string key_text;
+      append_key_json(spec, {s, s}, key_text);
+      EXPECT_EQ(boost::json::parse(key_text), boost::json::value(encode_key(spec, {s, s})))
+          << key_text;
+    }
+  }
+}
+
+TEST(WireText, PlaceholdersAsTextMatchTheTrees) {
+  ExpressionBuilder b;
+  std::string none;
+  b.append_placeholders_json(none);
+  EXPECT_EQ(none, "");
+  (void)b.condition(cond::eq("lease_token", std::string("t\"1")) &&
+                    cond::lt("lease_expires_at_ms", int64_t{5}) && cond::eq("ok", true) &&
+                    cond::eq("lease_token", std::string("t2")));
+  std::string text = "{\"x\":1";
+  b.append_placeholders_json(text);
+  text += '}';
+  const boost::json::object parsed = boost::json::parse(text).as_object();
+  EXPECT_EQ(parsed.at("ExpressionAttributeNames"), boost::json::value(b.names()));
+  EXPECT_EQ(parsed.at("ExpressionAttributeValues"), boost::json::value(b.values()));
+  EXPECT_EQ(b.names().size(), 3u);
+  EXPECT_EQ(b.values().size(), 4u);
+}
+
 TEST(Wire, ConditionsUsePlaceholdersOnly) {
   ExpressionBuilder b;
   const std::string text = b.condition(
