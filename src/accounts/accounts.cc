@@ -60,6 +60,11 @@ std::string string_of(const Item& item, std::string_view attr) {
   const std::string* s = get_string(item, attr);
   return s != nullptr ? *s : std::string();
 }
+// The same without a copy, for comparing: valid while the item is.
+std::string_view string_view_of(const Item& item, std::string_view attr) {
+  const std::string* s = get_string(item, attr);
+  return s != nullptr ? std::string_view(*s) : std::string_view();
+}
 int64_t int_of(const Item& item, std::string_view attr) {
   const int64_t* i = get_int(item, attr);
   return i != nullptr ? *i : 0;
@@ -438,7 +443,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
     ASSIGN_OR_RETURN(Owned owned, read_owned_known(key, *known));
     // An item that names another user cannot be (keys are never reused);
     // if it ever did, the user read with it would be the wrong one.
-    if (!owned.item || string_of(*owned.item, kOwner) == *known) return owned;
+    if (!owned.item || string_view_of(*owned.item, kOwner) == *known) return owned;
   }
   Owned owned;
   auto item = store_.get(table(), key, /*consistent=*/true);
@@ -464,7 +469,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned_known(const Key& key,
   ASSIGN_OR_RETURN(std::vector<Item> items, store_.batch_get(table(), keys));
   Owned owned;
   for (Item& item : items) {
-    (string_of(item, kPk) == key.pk ? owned.item : owned.user) = std::move(item);
+    (string_view_of(item, kPk) == key.pk ? owned.item : owned.user) = std::move(item);
   }
   if (!owned.item) {
     // Revoked, ended or expired: it will not be back.
