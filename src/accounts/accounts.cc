@@ -80,6 +80,22 @@ User user_of(const Item& item) {
   user.has_password = get_string(item, kPasswordHash) != nullptr;
   return user;
 }
+// The same, taking the item's strings rather than copying them.
+User user_of(Item&& item) {
+  const auto take = [&item](std::string_view attr) {
+    const auto it = item.find(attr);
+    std::string* s = it != item.end() ? std::get_if<std::string>(&it->second) : nullptr;
+    return s != nullptr ? std::move(*s) : std::string();
+  };
+  User user;
+  user.name = take(kName);
+  user.display_name = take(kDisplayName);
+  const auto admin = item.find(kAdmin);
+  user.admin = admin != item.end() && std::get_if<bool>(&admin->second) != nullptr &&
+               std::get<bool>(admin->second);
+  user.has_password = get_string(item, kPasswordHash) != nullptr;
+  return user;
+}
 
 Status no_such_user(std::string_view name) {
   return not_found("no user named '" + std::string(name) + "'");
@@ -492,10 +508,10 @@ Result<const Item*> Accounts::Impl::owner_of(const Owned& owned, std::string_vie
 
 Result<User> Accounts::Impl::authenticate_token(std::string_view token) {
   if (!is_secret(token)) return unauthenticated("malformed API token");
-  ASSIGN_OR_RETURN(const Owned owned, read_owned(token_key(token)));
+  ASSIGN_OR_RETURN(Owned owned, read_owned(token_key(token)));
   if (!owned.item) return unauthenticated("unknown or revoked API token");
-  ASSIGN_OR_RETURN(const Item* const user, owner_of(owned, "API token"));
-  return user_of(*user);
+  RETURN_IF_ERROR(owner_of(owned, "API token").status());
+  return user_of(std::move(*owned.user));
 }
 
 // ---------------------------------------------------------------- sessions
