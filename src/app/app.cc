@@ -38,11 +38,16 @@ using std::chrono::nanoseconds;
 // keeps at hand; past that (only a flood of unmatched requests with odd
 // methods could get there) they are looked up in the registry each time.
 constexpr size_t kAnswerSeriesMax = 1'000;
+// Room for GET /api/me's object on the stack (the longest name and display
+// name fit; a bigger one would spill to the heap).
+constexpr size_t kMeJsonBytes = 1024;
 
 // ---------------------------------------------------------------- helpers
 
-json::object user_json(const Caller& caller) {
-  return {{"name", caller.name}, {"display_name", caller.display_name}, {"admin", caller.admin}};
+json::object user_json(const Caller& caller, json::storage_ptr storage = {}) {
+  return json::object(
+      {{"name", caller.name}, {"display_name", caller.display_name}, {"admin", caller.admin}},
+      std::move(storage));
 }
 
 Caller caller_of(const accounts::User& user) { return {user.name, user.display_name, user.admin}; }
@@ -207,7 +212,13 @@ void App::Impl::add_routes() {
       "POST", "/api/session", [this](Request& r) { return sign_in(r); }, json_write);
   router_.add("DELETE", "/api/session", [this](Request& r) { return sign_out(r); },
               {.access = Access::kUser});
-  router_.add("GET", "/api/me", [](Request& r) { return json_response(200, user_json(*r.caller)); },
+  router_.add("GET", "/api/me",
+              [](Request& r) {
+                // On the stack: this answers for every client that checks its token.
+                unsigned char buffer[kMeJsonBytes];
+                json::monotonic_resource storage(buffer, sizeof buffer);
+                return json_response(200, user_json(*r.caller, &storage));
+              },
               {.access = Access::kUser, .blocking = false});
   router_.add("GET", "/api/users", [this](Request& r) { return list_users(r); },
               {.access = Access::kAdmin});
