@@ -60,6 +60,11 @@ std::string string_of(const Item& item, std::string_view attr) {
   const std::string* s = get_string(item, attr);
   return s != nullptr ? *s : std::string();
 }
+// The same without a copy, for comparing: valid while the item is.
+std::string_view string_view_of(const Item& item, std::string_view attr) {
+  const std::string* s = get_string(item, attr);
+  return s != nullptr ? std::string_view(*s) : std::string_view();
+}
 int64_t int_of(const Item& item, std::string_view attr) {
   const int64_t* i = get_int(item, attr);
   return i != nullptr ? *i : 0;
@@ -69,6 +74,22 @@ User user_of(const Item& item) {
   User user;
   user.name = string_of(item, kName);
   user.display_name = string_of(item, kDisplayName);
+  const auto admin = item.find(kAdmin);
+  user.admin = admin != item.end() && std::get_if<bool>(&admin->second) != nullptr &&
+               std::get<bool>(admin->second);
+  user.has_password = get_string(item, kPasswordHash) != nullptr;
+  return user;
+}
+// The same, taking the item's strings rather than copying them.
+User user_of(Item&& item) {
+  const auto take = [&item](std::string_view attr) {
+    const auto it = item.find(attr);
+    std::string* s = it != item.end() ? std::get_if<std::string>(&it->second) : nullptr;
+    return s != nullptr ? std::move(*s) : std::string();
+  };
+  User user;
+  user.name = take(kName);
+  user.display_name = take(kDisplayName);
   const auto admin = item.find(kAdmin);
   user.admin = admin != item.end() && std::get_if<bool>(&admin->second) != nullptr &&
                std::get<bool>(admin->second);
@@ -438,7 +459,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
     ASSIGN_OR_RETURN(Owned owned, read_owned_known(key, *known));
     // An item that names another user cannot be (keys are never reused);
     // if it ever did, the user read with it would be the wrong one.
-    if (!owned.item || string_of(*owned.item, kOwner) == *known) return owned;
+    if (!owned.item || string_view_of(*owned.item, kOwner) == *known) return owned;
   }
   Owned owned;
   auto item = store_.get(table(), key, /*consistent=*/true);
@@ -464,7 +485,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned_known(const Key& key,
   ASSIGN_OR_RETURN(std::vector<Item> items, store_.batch_get(table(), keys));
   Owned owned;
   for (Item& item : items) {
-    (string_of(item, kPk) == key.pk ? owned.item : owned.user) = std::move(item);
+    (string_view_of(item, kPk) == key.pk ? owned.item : owned.user) = std::move(item);
   }
   if (!owned.item) {
     // Revoked, ended or expired: it will not be back.
@@ -487,10 +508,10 @@ Result<const Item*> Accounts::Impl::owner_of(const Owned& owned, std::string_vie
 
 Result<User> Accounts::Impl::authenticate_token(std::string_view token) {
   if (!is_secret(token)) return unauthenticated("malformed API token");
-  ASSIGN_OR_RETURN(const Owned owned, read_owned(token_key(token)));
+  ASSIGN_OR_RETURN(Owned owned, read_owned(token_key(token)));
   if (!owned.item) return unauthenticated("unknown or revoked API token");
-  ASSIGN_OR_RETURN(const Item* const user, owner_of(owned, "API token"));
-  return user_of(*user);
+  RETURN_IF_ERROR(owner_of(owned, "API token").status());
+  return user_of(std::move(*owned.user));
 }
 
 // ---------------------------------------------------------------- sessions

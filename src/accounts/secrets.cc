@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 namespace leasehold::accounts {
 namespace {
@@ -16,14 +17,17 @@ constexpr uint32_t kArgon2Lanes = 1;
 
 std::string to_hex(std::span<const unsigned char> bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (const unsigned char b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 0xF]);
+  std::string out(bytes.size() * 2, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    out[2 * i] = kDigits[bytes[i] >> 4];
+    out[2 * i + 1] = kDigits[bytes[i] & 0xF];
   }
   return out;
 }
+
+struct DigestContextFree {
+  void operator()(EVP_MD_CTX* context) const { EVP_MD_CTX_free(context); }
+};
 
 }  // namespace
 
@@ -49,10 +53,15 @@ std::string sha256_hex(std::string_view text) {
   // authenticated request hashes one). Never freed: it lives as long as the
   // process.
   static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  // EVP_Digest fails only if OpenSSL cannot allocate (nor fetch); a hash that
+  // One context per thread, used again for every hash, rather than one
+  // allocated and freed by each EVP_Digest call; freed with its thread.
+  thread_local const std::unique_ptr<EVP_MD_CTX, DigestContextFree> context(EVP_MD_CTX_new());
+  // These fail only if OpenSSL cannot allocate (nor fetch); a hash that
   // could not be computed must not be mistaken for one.
-  if (sha256 == nullptr ||
-      EVP_Digest(text.data(), text.size(), digest.data(), &size, sha256, nullptr) != 1) {
+  if (sha256 == nullptr || context == nullptr ||
+      EVP_DigestInit_ex2(context.get(), sha256, nullptr) != 1 ||
+      EVP_DigestUpdate(context.get(), text.data(), text.size()) != 1 ||
+      EVP_DigestFinal_ex(context.get(), digest.data(), &size) != 1) {
     std::abort();
   }
   return to_hex({digest.data(), size});

@@ -4,8 +4,11 @@
 #include <cassert>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <string_view>
+#include <tuple>
 
+#include "base/mutex.h"
 #include "server/errors.h"
 #include "server/json.h"
 #include "web/assets.h"
@@ -31,13 +34,26 @@ namespace json = boost::json;
 using std::chrono::duration;
 using std::chrono::nanoseconds;
 
+// The most (route, method, status) combinations whose series App::Impl
+// keeps at hand; past that (only a flood of unmatched requests with odd
+// methods could get there) they are looked up in the registry each time.
+constexpr size_t kAnswerSeriesMax = 1'000;
+// Room for GET /api/me's object on the stack (the longest name and display
+// name fit; a bigger one would spill to the heap).
+constexpr size_t kMeJsonBytes = 1024;
+
 // ---------------------------------------------------------------- helpers
 
-json::object user_json(const Caller& caller) {
-  return {{"name", caller.name}, {"display_name", caller.display_name}, {"admin", caller.admin}};
+json::object user_json(const Caller& caller, json::storage_ptr storage = {}) {
+  return json::object(
+      {{"name", caller.name}, {"display_name", caller.display_name}, {"admin", caller.admin}},
+      std::move(storage));
 }
 
 Caller caller_of(const accounts::User& user) { return {user.name, user.display_name, user.admin}; }
+Caller caller_of(accounts::User&& user) {
+  return {std::move(user.name), std::move(user.display_name), user.admin};
+}
 
 // The value of cookie `name` in a Cookie header, if present.
 std::optional<std::string_view> cookie_value(const Request& request, std::string_view name) {
@@ -157,6 +173,13 @@ class App::Impl {
   bool admit_blocks(const Request& request) const;
   std::optional<Response> check_origin(const Request& request) const;
   void answered(const Request& request, const Response& response, nanoseconds took);
+  // The series an answer of `status` to `method` on `route` is counted in.
+  struct AnswerSeries {
+    metrics::Counter* requests;
+    metrics::Histogram* latency;
+  };
+  AnswerSeries answer_series(std::string_view route, std::string_view method, int status)
+      EXCLUDES(series_mu_);
 
   Response sign_in(Request& request);
   Response sign_out(Request& request);
@@ -175,6 +198,12 @@ class App::Impl {
   metrics::Family<metrics::Histogram>& latency_;
   metrics::Gauge& in_flight_;
   metrics::Family<metrics::Counter>& sign_ins_;
+  // The registry's with() builds its label values and searches its family
+  // under the family's lock, twice an answer; this finds both series in one
+  // search of a small map.
+  Mutex series_mu_;
+  std::map<std::tuple<std::string, std::string, int>, AnswerSeries, std::less<>> answer_series_
+      GUARDED_BY(series_mu_);
 };
 
 void App::Impl::add_routes() {
@@ -183,7 +212,13 @@ void App::Impl::add_routes() {
       "POST", "/api/session", [this](Request& r) { return sign_in(r); }, json_write);
   router_.add("DELETE", "/api/session", [this](Request& r) { return sign_out(r); },
               {.access = Access::kUser});
-  router_.add("GET", "/api/me", [](Request& r) { return json_response(200, user_json(*r.caller)); },
+  router_.add("GET", "/api/me",
+              [](Request& r) {
+                // On the stack: this answers for every client that checks its token.
+                unsigned char buffer[kMeJsonBytes];
+                json::monotonic_resource storage(buffer, sizeof buffer);
+                return json_response(200, user_json(*r.caller, &storage));
+              },
               {.access = Access::kUser, .blocking = false});
   router_.add("GET", "/api/users", [this](Request& r) { return list_users(r); },
               {.access = Access::kAdmin});
@@ -229,11 +264,11 @@ std::optional<Response> App::Impl::admit(Request& request, const Route& route) {
   if (const auto token = bearer_token(request)) {
     Result<accounts::User> user = accounts_.authenticate_token(*token);
     if (!user.ok()) return error_response(user.status(), request.request_id);
-    request.caller = caller_of(*user);
+    request.caller = caller_of(std::move(*user));
   } else if (const auto session = cookie_value(request, kSessionCookie)) {
     Result<accounts::User> user = accounts_.authenticate_session(*session);
     if (user.ok()) {
-      request.caller = caller_of(*user);
+      request.caller = caller_of(std::move(*user));
       request.by_cookie = true;
     } else if (route.options.access != Access::kPublic ||
                user.status().code() != Code::kUnauthenticated) {
@@ -289,11 +324,13 @@ std::optional<Response> App::Impl::check_origin(const Request& request) const {
 // since a port scanner or a client that gives up would otherwise fill the log.
 void App::Impl::answered(const Request& request, const Response& response, nanoseconds took) {
   in_flight_.add(-1);
-  const std::string route = request.route.empty() ? "unmatched" : request.route;
+  const std::string_view route =
+      request.route.empty() ? std::string_view("unmatched") : std::string_view(request.route);
   const bool dropped = response.status == server::kStatusDropped;
   if (!dropped) {
-    requests_.with({route, request.method, std::to_string(response.status)}).inc();
-    latency_.with({route, request.method}).observe(duration<double>(took).count());
+    const AnswerSeries series = answer_series(route, request.method, response.status);
+    series.requests->inc();
+    series.latency->observe(duration<double>(took).count());
   }
   const LogLevel level = dropped                  ? LogLevel::kDebug
                          : response.status >= 500 ? LogLevel::kError
@@ -309,6 +346,23 @@ void App::Impl::answered(const Request& request, const Response& response, nanos
       {"user", std::string_view(request.caller ? request.caller->name : "")},
   };
   log_.log_fields(level, dropped ? "request dropped" : "request", fields);
+}
+
+App::Impl::AnswerSeries App::Impl::answer_series(std::string_view route, std::string_view method,
+                                                 int status) {
+  const auto key = std::make_tuple(route, method, status);
+  {
+    MutexLock lock(series_mu_);
+    if (const auto it = answer_series_.find(key); it != answer_series_.end()) return it->second;
+  }
+  const std::string route_label(route), method_label(method);
+  const AnswerSeries series{&requests_.with({route_label, method_label, std::to_string(status)}),
+                            &latency_.with({route_label, method_label})};
+  MutexLock lock(series_mu_);
+  if (answer_series_.size() < kAnswerSeriesMax) {
+    answer_series_.try_emplace(std::make_tuple(route_label, method_label, status), series);
+  }
+  return series;
 }
 
 std::string App::Impl::session_cookie(std::string_view value, std::chrono::seconds max_age) const {

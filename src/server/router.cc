@@ -1,6 +1,7 @@
-// Router: patterns compiled into segments once, at add(); match() compares
-// the path's segments with each route's, which is cheap for the few dozen
-// routes a server has.
+// Router: patterns compiled into segments once, at add(); match() finds a
+// route without parameters by its path, and otherwise compares the path's
+// segments with each route's, which is cheap for the few dozen routes a
+// server has.
 #include "server/router.h"
 
 #include <algorithm>
@@ -68,7 +69,10 @@ void Router::add(std::string method, std::string pattern, Handler handler, Route
                                 })) &&
            "a route with this method and pattern was added before");
   }
-  entries_.push_back(std::move(entry));
+  const bool literal = std::ranges::all_of(
+      entry.segments, [](const Segment& s) { return s.kind == SegmentKind::kLiteral; });
+  const Entry& added = entries_.emplace_back(std::move(entry));
+  if (literal) literal_[added.route.pattern][added.route.method] = &added;
 }
 
 bool Router::matches(const Entry& entry, const std::vector<std::string_view>& segments,
@@ -102,12 +106,17 @@ bool Router::matches(const Entry& entry, const std::vector<std::string_view>& se
 Router::Match Router::match(std::string_view method, std::string_view path) const {
   Match result;
   if (path.empty() || path.front() != '/') return result;
+  if (const auto by_path = literal_.find(path); by_path != literal_.end()) {
+    if (const auto it = by_path->second.find(method); it != by_path->second.end()) {
+      result.route = &it->second->route;
+      return result;
+    }
+  }
   const std::vector<std::string_view> segments = split_segments(path);
   // The most specific matching route of the method (HEAD falls back to GET),
   // and the methods of every route that matches the path.
   const Entry* best = nullptr;
   const Entry* best_get = nullptr;
-  std::set<std::string, std::less<>> allowed;
   auto more_specific = [](const Entry* a, const Entry* b) {
     if (b == nullptr) return true;
     return std::ranges::lexicographical_compare(
@@ -116,7 +125,6 @@ Router::Match Router::match(std::string_view method, std::string_view path) cons
   };
   for (const Entry& entry : entries_) {
     if (!matches(entry, segments, nullptr)) continue;
-    allowed.insert(entry.route.method);
     if (entry.route.method == method && more_specific(&entry, best)) best = &entry;
     if (entry.route.method == "GET" && more_specific(&entry, best_get)) best_get = &entry;
   }
@@ -125,6 +133,12 @@ Router::Match Router::match(std::string_view method, std::string_view path) cons
     result.route = &best->route;
     matches(*best, segments, &result.params);
     return result;
+  }
+  // No route of this method: the methods of those that match, for Allow (a
+  // second pass, so that a request that is routed never builds the set).
+  std::set<std::string, std::less<>> allowed;
+  for (const Entry& entry : entries_) {
+    if (matches(entry, segments, nullptr)) allowed.insert(entry.route.method);
   }
   if (allowed.contains("GET")) allowed.insert("HEAD");
   for (const std::string& m : allowed) {

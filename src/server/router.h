@@ -68,6 +68,14 @@ struct Route {
 
 class Router {
  public:
+  Router() = default;
+  // Matches point into the router, and its index into its routes: not
+  // copied, only moved.
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
+  Router(Router&&) = default;
+  Router& operator=(Router&&) = default;
+
   // REQUIRES: `pattern` starts with '/', its parameters are named
   // ([a-z0-9_]+) and distinct, "{name...}" comes last if at all, and no route
   // with the same method and the same pattern (up to the parameters' names)
@@ -100,6 +108,10 @@ class Router {
                       std::map<std::string, std::string, std::less<>>* params);
 
   std::deque<Entry> entries_;  // a deque: Match::route points into it
+  // The routes whose pattern has no parameter, by path and method. A
+  // request for one of them is routed by one lookup, since such a route is
+  // more specific than any other of its method that matches its path.
+  std::map<std::string, std::map<std::string, const Entry*, std::less<>>, std::less<>> literal_;
 };
 
 }  // namespace leasehold::server

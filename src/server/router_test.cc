@@ -104,6 +104,28 @@ TEST(RouterTest, HeadIsAnsweredByTheGetRouteUnlessItHasItsOwn) {
   EXPECT_EQ(match.route->method, "GET");
   EXPECT_EQ(route_of(router, "HEAD", "/b"), "head b");
   EXPECT_EQ(route_of(router, "HEAD", "/c"), "405 POST");
+  // A HEAD route of its own wins over the GET route, even a more specific one.
+  router.add("GET", "/d/e", named("get d/e"));
+  router.add("HEAD", "/d/{x}", named("head d/x"));
+  EXPECT_EQ(route_of(router, "HEAD", "/d/e"), "head d/x");
+  EXPECT_EQ(route_of(router, "GET", "/d/e"), "get d/e");
+}
+
+// Routes without parameters are found by their path; those with parameters
+// still match the paths they cover, and a path under another method is 405.
+TEST(RouterTest, LiteralAndParameterRoutesMixed) {
+  Router router;
+  router.add("GET", "/api/me", named("me"));
+  router.add("GET", "/api/{thing}", named("thing"));
+  router.add("POST", "/api/me", named("post me"));
+  router.add("GET", "/", named("root"));
+  EXPECT_EQ(route_of(router, "GET", "/api/me"), "me");
+  EXPECT_EQ(route_of(router, "POST", "/api/me"), "post me");
+  EXPECT_EQ(route_of(router, "GET", "/api/you"), "thing");
+  EXPECT_EQ(route_of(router, "DELETE", "/api/me"), "405 GET, HEAD, POST");
+  EXPECT_EQ(route_of(router, "GET", "/"), "root");
+  EXPECT_EQ(route_of(router, "GET", "/api/me/"), "404");
+  EXPECT_TRUE(router.match("GET", "/api/me").params.empty());
 }
 
 TEST(RouterTest, KeepsEachRoutesOptions) {

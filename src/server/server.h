@@ -130,8 +130,11 @@ struct ServerHooks {
   // transport's own answers (400, 404, 413, 431, 503, ...) included, where
   // the request holds what was parsed of it; or with a response of status
   // kStatusDropped (and nothing else) when the connection closed without an
-  // answer. A handler on the blocking pool that overruns request_timeout
-  // still runs after its 503 has ended the request.
+  // answer. The response is the one the handler (or the transport) made:
+  // its status, its own header fields and its body, without the fields the
+  // transport adds when it writes it (X-Request-Id, the security headers,
+  // the framing). A handler on the blocking pool that overruns
+  // request_timeout still runs after its 503 has ended the request.
   std::function<void(const Request&, const Response&, std::chrono::nanoseconds elapsed)> answered;
   // Runs `job` on a thread that may block; false if it cannot be queued
   // (the server answers 503 with Retry-After). Required.

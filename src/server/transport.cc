@@ -16,12 +16,24 @@
 // makes them: on a local disk they cost less than the socket operations
 // around them.
 //
+// Per request, the transport's own work is kept small, since on a route
+// that answers from memory it is most of what a request costs: one timer
+// per session bounds every socket operation (set_io_deadline()), instead of
+// Beast's tcp_stream, which arms and cancels a timer around each read and
+// write; a header that came whole with the bytes already read is parsed at
+// once rather than by an asynchronous read that finds nothing more to read;
+// and the response's status line and header fields are written into one
+// buffer the session keeps (the security headers, the same on every
+// response, written once for the process), sent with the body in one
+// gathered write.
+//
 // Threads: `threads` I/O threads run the io_context; a handler that may
 // block (RouteOptions::blocking), or whose admission may
 // (ServerHooks::admit_blocks), runs with its admission on the owner's
 // blocking pool, and its response is written from the session's strand. A pool job holds work on
 // the io_context, so the I/O threads outlive every handler.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -30,6 +42,7 @@
 #include <boost/asio/strand.hpp>
 #include <cassert>
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -71,13 +84,13 @@ constexpr size_t kThreadsMax = 256;
 // The most of a streamed body (an upload, a file response) a session holds
 // at once.
 constexpr size_t kTransferBufferBytes = 64 * 1024;
+// A response body up to this size is copied after the header and sent with
+// it from one buffer, which costs less than a gathered write of two.
+constexpr size_t kCopiedBodyBytesMax = 4 * 1024;
 // Past this, the credit a streamed body earns by moving bytes stops growing
 // (it keeps the deadline's arithmetic far from overflowing).
 constexpr std::chrono::hours kTransferCreditMax{24 * 365};
 
-constexpr std::string_view kContentSecurityPolicy =
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 constexpr std::string_view kStrictTransportSecurity = "max-age=31536000";
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
@@ -103,24 +116,39 @@ bool is_well_formed(const Response& response) {
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
 
-// The headers every response carries; the transport's framing replaces the
-// handler's.
-void add_standard_headers(Response& response, const std::string& request_id, bool tls) {
-  std::erase_if(response.headers, [](const auto& header) {
-    return equal_ignoring_case(header.first, "Content-Length") ||
-           equal_ignoring_case(header.first, "Transfer-Encoding") ||
-           equal_ignoring_case(header.first, "Connection");
-  });
-  response.set_header("X-Request-Id", request_id);
-  response.set_header("Content-Security-Policy", std::string(kContentSecurityPolicy));
-  response.set_header("X-Content-Type-Options", "nosniff");
-  response.set_header("Referrer-Policy", "same-origin");
-  response.set_header("X-Frame-Options", "DENY");
-  if (tls) response.set_header("Strict-Transport-Security", std::string(kStrictTransportSecurity));
-  if (!response.header("Cache-Control")) response.set_header("Cache-Control", "no-store");
-  if (!response.body.empty() && !response.header("Content-Type")) {
-    response.set_header("Content-Type", "application/json");
+// The header fields every response carries that are the same on every
+// response: written out once.
+constexpr std::string_view kSecurityHeaders =
+    "Content-Security-Policy: "
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'\r\n"
+    "X-Content-Type-Options: nosniff\r\n"
+    "Referrer-Policy: same-origin\r\n"
+    "X-Frame-Options: DENY\r\n";
+
+// The fields the transport writes itself, whatever the handler set: the
+// framing, X-Request-Id and the security headers (Strict-Transport-Security
+// only over TLS: elsewhere a handler's is sent as it is).
+bool is_transport_header(std::string_view name, bool tls) {
+  for (std::string_view own : {"Content-Length", "Transfer-Encoding", "Connection", "X-Request-Id",
+                               "Content-Security-Policy", "X-Content-Type-Options",
+                               "Referrer-Policy", "X-Frame-Options"}) {
+    if (equal_ignoring_case(name, own)) return true;
   }
+  return tls && equal_ignoring_case(name, "Strict-Transport-Security");
+}
+
+void append_number(std::string& out, uint64_t n) {
+  char digits[20];
+  const auto end = std::to_chars(std::begin(digits), std::end(digits), n).ptr;
+  out.append(digits, end);
+}
+
+void append_field(std::string& out, std::string_view name, std::string_view value) {
+  out.append(name);
+  out += ": ";
+  out.append(value);
+  out += "\r\n";
 }
 
 bool is_http_parse_error(const error_code& ec) {
@@ -210,8 +238,12 @@ class ServerImpl final : public Server {
   Random& upload_random() { return upload_random_; }
   asio::io_context& io() { return io_; }
   bool stopping() const { return stopping_.load(std::memory_order_acquire); }
-  std::string next_request_id() {
-    return fmt::format("{:016x}", next_request_id_.fetch_add(1, std::memory_order_relaxed));
+  // The next request's ID, written into `out`: 16 hex digits.
+  void next_request_id(std::string& out) {
+    static constexpr char kDigits[] = "0123456789abcdef";
+    uint64_t id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
+    out.resize(16);
+    for (size_t i = out.size(); i-- > 0; id >>= 4) out[i] = kDigits[id & 0xf];
   }
   // A session counts as an open connection from its constructor to its
   // destructor (connections_max).
@@ -261,7 +293,8 @@ class ServerImpl final : public Server {
 template <class Stream>
 class Session final : public SessionBase {
  public:
-  static constexpr bool kTls = !std::is_same_v<Stream, beast::tcp_stream>;
+  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+  using TimePoint = asio::steady_timer::time_point;
 
   Session(ServerImpl& server, tcp::socket socket, std::string client_address, ssl::context* tls);
   ~Session() override;
@@ -272,13 +305,18 @@ class Session final : public SessionBase {
 
  private:
   std::shared_ptr<Session> self() { return std::static_pointer_cast<Session>(shared_from_this()); }
-  beast::tcp_stream& tcp_layer() { return beast::get_lowest_layer(stream_); }
+  tcp::socket& tcp_layer() { return beast::get_lowest_layer(stream_); }
   const ServerLimits& limits() const { return server_.limits(); }
 
+  void set_io_deadline(TimePoint at);
+  void clear_io_deadline() { io_deadline_ = TimePoint::max(); }
+  void arm_io_timer(TimePoint at);
+  void on_io_timer(uint64_t arming, error_code ec);
   void on_handshake(error_code ec);
   void wait_for_request();
   void on_first_bytes(error_code ec, size_t bytes);
   void read_header();
+  void reset_request();
   void on_header(error_code ec, size_t bytes);
   void on_read_error(error_code ec);
   void begin_exchange();
@@ -307,6 +345,7 @@ class Session final : public SessionBase {
   static Response run_handler(ServerImpl& server, Request& request, const Route& route,
                               bool admitted);
   void respond(Response response);
+  void write_head(const Response& response, bool bodiless, uint64_t content_length);
   Response open_file_response(Response response);
   void on_written(error_code ec, size_t bytes);
   void write_file_part();
@@ -322,6 +361,17 @@ class Session final : public SessionBase {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   asio::steady_timer handler_timer_;
+  // The socket operation in progress fails (the socket is closed) once
+  // io_deadline_ passes; max() while none is bounded (a handler on the
+  // blocking pool). io_timer_ fires at or before it, at io_timer_at_ (max()
+  // when not waiting); arming it again only when a deadline comes earlier
+  // than that keeps a keep-alive connection to about one timer wait per
+  // header_timeout, rather than two timer operations per read or write.
+  asio::steady_timer io_timer_;
+  TimePoint io_deadline_ = TimePoint::max();
+  TimePoint io_timer_at_ = TimePoint::max();
+  uint64_t io_timer_armings_ = 0;  // which wait a timer's completion is from
+
   bool idle_ = true;  // waiting for a request's first byte (or the TLS handshake)
   bool stopping_ = false;
   size_t requests_ = 0;  // answered on this connection
@@ -335,11 +385,11 @@ class Session final : public SessionBase {
   const Route* route_ = nullptr;
   bool keep_alive_ = false;  // the client's wish, and nothing of the request left unread
   MonoTime started_;
-  asio::steady_timer::time_point deadline_;  // request_timeout
-  uint64_t generation_ = 0;                  // which handler run a result is from
+  TimePoint deadline_;       // request_timeout
+  uint64_t generation_ = 0;  // which handler run a result is from
   bool awaiting_handler_ = false;
-  Response response_;
-  http::response<http::string_body> message_;
+  Response response_;  // being written: its body is sent from here
+  std::string head_;   // response_'s status line and header fields, as sent
 
   // An upload route's exchange: admitted before its body is read, which is
   // then parsed through upload_parser_ into upload_.
@@ -372,7 +422,8 @@ Session<Stream>::Session(ServerImpl& server, tcp::socket socket, std::string cli
         }
       }()),
       client_address_(std::move(client_address)),
-      handler_timer_(stream_.get_executor()) {
+      handler_timer_(stream_.get_executor()),
+      io_timer_(stream_.get_executor()) {
   server_.connection_opened();
 }
 
@@ -386,13 +437,49 @@ template <class Stream>
 void Session<Stream>::start() {
   asio::dispatch(stream_.get_executor(), [self = self()] {
     if constexpr (kTls) {
-      self->tcp_layer().expires_after(self->limits().header_timeout);
+      self->set_io_deadline(asio::steady_timer::clock_type::now() + self->limits().header_timeout);
       self->stream_.async_handshake(ssl::stream_base::server,
                                     beast::bind_front_handler(&Session::on_handshake, self));
     } else {
       self->wait_for_request();
     }
   });
+}
+
+// Bounds the socket operation about to start (and those that follow, until
+// the next call) by `at`.
+template <class Stream>
+void Session<Stream>::set_io_deadline(TimePoint at) {
+  io_deadline_ = at;
+  if (io_timer_at_ <= at) return;  // it fires in time, and looks again then
+  arm_io_timer(at);
+}
+
+// The wait holds the session weakly: a session that nothing else holds (its
+// connection closed gracefully) ends without waiting for its timer.
+template <class Stream>
+void Session<Stream>::arm_io_timer(TimePoint at) {
+  io_timer_at_ = at;
+  const uint64_t arming = ++io_timer_armings_;
+  io_timer_.expires_at(at);  // a wait in progress ends with operation_aborted
+  io_timer_.async_wait([weak = weak_from_this(), arming](error_code ec) {
+    if (const auto self = weak.lock()) {
+      std::static_pointer_cast<Session>(self)->on_io_timer(arming, ec);
+    }
+  });
+}
+
+template <class Stream>
+void Session<Stream>::on_io_timer(uint64_t arming, error_code ec) {
+  if (ec || arming != io_timer_armings_) return;  // cancelled, or a later wait is on
+  io_timer_at_ = TimePoint::max();
+  if (io_deadline_ == TimePoint::max()) return;  // nothing to bound
+  if (asio::steady_timer::clock_type::now() < io_deadline_) return arm_io_timer(io_deadline_);
+  // Past the deadline: the operation in progress fails, as Beast's
+  // tcp_stream makes it, by closing the socket.
+  clear_io_deadline();
+  error_code ignored;
+  tcp_layer().close(ignored);
 }
 
 template <class Stream>
@@ -436,7 +523,8 @@ void Session<Stream>::wait_for_request() {
   // that the Content-Length is judged against the route, not Beast's default.
   parser_->body_limit(boost::none);
   if (buffer_.size() > 0) return read_header();  // pipelined
-  tcp_layer().expires_after(requests_ == 0 ? limits().header_timeout : limits().idle_timeout);
+  set_io_deadline(asio::steady_timer::clock_type::now() +
+                  (requests_ == 0 ? limits().header_timeout : limits().idle_timeout));
   stream_.async_read_some(buffer_.prepare(kFirstReadBytes),
                           beast::bind_front_handler(&Session::on_first_bytes, self()));
 }
@@ -452,15 +540,13 @@ template <class Stream>
 void Session<Stream>::read_header() {
   idle_ = false;
   started_ = server_.clock().mono_now();
-  request_ = Request{};
-  request_.request_id = server_.next_request_id();
-  request_.client_address = client_address_;
-  request_.tls = kTls;
+  reset_request();
   route_ = nullptr;
   keep_alive_ = false;
   // Socket deadlines are on the timers' own clock (the real one); the
   // injected clock measures what `answered` reports.
-  deadline_ = asio::steady_timer::clock_type::now() + limits().request_timeout;
+  const TimePoint now = asio::steady_timer::clock_type::now();
+  deadline_ = now + limits().request_timeout;
   exchange_ = Exchange::kOpen;
   if (server_.hooks().started) {
     try {
@@ -470,9 +556,31 @@ void Session<Stream>::read_header() {
              request_.request_id, e.what());
     }
   }
-  tcp_layer().expires_after(limits().header_timeout);
+  // The bytes read so far most often hold the whole header.
+  error_code ec;
+  const size_t used = parser_->put(buffer_.data(), ec);
+  buffer_.consume(used);
+  if (ec != http::error::need_more && (ec || parser_->is_header_done())) {
+    return on_header(ec, used);
+  }
+  set_io_deadline(now + limits().header_timeout);
   http::async_read_header(stream_, buffer_, *parser_,
                           beast::bind_front_handler(&Session::on_header, self()));
+}
+
+// The new request's Request, reusing the storage of the one before (its
+// strings and header list) where it can.
+template <class Stream>
+void Session<Stream>::reset_request() {
+  auto headers = std::move(request_.headers);
+  headers.clear();
+  std::string request_id = std::move(request_.request_id);
+  request_ = Request{};
+  request_.headers = std::move(headers);
+  server_.next_request_id(request_id);
+  request_.request_id = std::move(request_id);
+  request_.client_address = client_address_;
+  request_.tls = kTls;
 }
 
 template <class Stream>
@@ -504,10 +612,10 @@ void Session<Stream>::begin_exchange() {
   const auto& header = parser_->get();
   request_.method = std::string(header.method_string());
   request_.target = std::string(header.target());
-  request_.headers.reserve(std::distance(header.begin(), header.end()));
   for (const auto& field : header) {
     std::string name(field.name_string());
-    std::ranges::transform(name, name.begin(), [](unsigned char c) { return std::tolower(c); });
+    // A field name is a token: ASCII, so no locale is needed to lower it.
+    for (char& c : name) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
     request_.headers.emplace_back(std::move(name), std::string(field.value()));
   }
   // Until the body is read, an answer must close the connection: the unread
@@ -525,7 +633,7 @@ void Session<Stream>::begin_exchange() {
   parser_->body_limit(body_bytes_max);
   keep_alive_ = header.keep_alive();
   if (!beast::iequals(header[http::field::expect], "100-continue")) return read_body();
-  tcp_layer().expires_at(deadline_);
+  set_io_deadline(deadline_);
   asio::async_write(stream_, asio::buffer(kContinue), [self = self()](error_code ec, size_t) {
     if (ec) return self->close_now();
     self->read_body();
@@ -568,7 +676,7 @@ bool Session<Stream>::take_route() {
 
 template <class Stream>
 void Session<Stream>::read_body() {
-  tcp_layer().expires_at(deadline_);
+  set_io_deadline(deadline_);
   http::async_read(stream_, buffer_, *parser_,
                    beast::bind_front_handler(&Session::on_body, self()));
 }
@@ -614,7 +722,7 @@ void Session<Stream>::on_admitted(std::optional<Response> refused) {
   if (!beast::iequals(upload_parser_->get()[http::field::expect], "100-continue")) {
     return read_upload_body();
   }
-  tcp_layer().expires_at(transfer_deadline());
+  set_io_deadline(transfer_deadline());
   asio::async_write(stream_, asio::buffer(kContinue), [self = self()](error_code ec, size_t) {
     if (ec) return self->close_now();
     self->read_upload_body();
@@ -627,7 +735,7 @@ void Session<Stream>::read_upload_body() {
   auto& body = upload_parser_->get().body();
   body.data = transfer_buffer_.get();
   body.size = kTransferBufferBytes;
-  tcp_layer().expires_at(transfer_deadline());
+  set_io_deadline(transfer_deadline());
   http::async_read_some(stream_, buffer_, *upload_parser_,
                         beast::bind_front_handler(&Session::on_upload_bytes, self()));
 }
@@ -740,6 +848,9 @@ void Session<Stream>::dispatch_blocking(Step step) {
     return respond(error_response(503, "the server is busy; try again"));
   }
   awaiting_handler_ = true;
+  // No socket operation is in progress while the pool has the request: the
+  // deadline that bounds it is handler_timer_'s.
+  clear_io_deadline();
   handler_timer_.expires_at(deadline_);
   handler_timer_.async_wait(
       beast::bind_front_handler(&Session::on_handler_timeout, self(), generation));
@@ -815,24 +926,62 @@ void Session<Stream>::respond(Response response) {
     response = internal_error_response(request_.request_id);
   }
   if (!response.file_path.empty()) response = open_file_response(std::move(response));
-  add_standard_headers(response, request_.request_id, kTls);
   ++requests_;
   keep_alive_ = keep_alive_ && !stopping_ && !server_.stopping() &&
                 requests_ < limits().keep_alive_requests_max;
-  message_ = {};
-  message_.version(11);
-  message_.result(static_cast<unsigned>(response.status));
-  for (const auto& [name, value] : response.headers) message_.insert(name, value);
   const bool bodiless = response.status == 204 || response.status == 304;
   const bool head = request_.method == "HEAD";
-  if (!bodiless) message_.content_length(send_file_ ? send_remaining_ : response.body.size());
-  if (!bodiless && !head) message_.body() = std::move(response.body);
+  write_head(response, bodiless, send_file_ ? send_remaining_ : response.body.size());
   if (bodiless || head) send_file_.reset();  // its size was all that was needed
-  message_.keep_alive(keep_alive_);
   response_ = std::move(response);
   exchange_ = Exchange::kWriting;
-  tcp_layer().expires_at(deadline_);
-  http::async_write(stream_, message_, beast::bind_front_handler(&Session::on_written, self()));
+  set_io_deadline(deadline_);
+  const bool body_sent = !bodiless && !head && !response_.body.empty();
+  if (body_sent && response_.body.size() <= kCopiedBodyBytesMax) {
+    head_ += response_.body;  // one buffer, one plain send
+    return asio::async_write(stream_, asio::buffer(head_),
+                             beast::bind_front_handler(&Session::on_written, self()));
+  }
+  const std::array<asio::const_buffer, 2> buffers = {
+      asio::buffer(head_), body_sent ? asio::buffer(response_.body) : asio::const_buffer()};
+  asio::async_write(stream_, buffers, beast::bind_front_handler(&Session::on_written, self()));
+}
+
+// Writes the response's status line and header fields into head_, as
+// Beast's serializer would: the handler's fields, then the transport's
+// (X-Request-Id, the security headers, Cache-Control and Content-Type unless
+// the handler set them, the framing).
+template <class Stream>
+void Session<Stream>::write_head(const Response& response, bool bodiless, uint64_t content_length) {
+  head_ = "HTTP/1.1 ";
+  const auto status = static_cast<unsigned>(response.status);
+  append_number(head_, status);
+  head_ += ' ';
+  const auto reason = http::obsolete_reason(http::int_to_status(status));
+  head_.append(reason.data(), reason.size());
+  head_ += "\r\n";
+  bool has_cache_control = false;
+  bool has_content_type = false;
+  for (const auto& [name, value] : response.headers) {
+    if (is_transport_header(name, kTls)) continue;
+    has_cache_control = has_cache_control || equal_ignoring_case(name, "Cache-Control");
+    has_content_type = has_content_type || equal_ignoring_case(name, "Content-Type");
+    append_field(head_, name, value);
+  }
+  append_field(head_, "X-Request-Id", request_.request_id);
+  head_ += kSecurityHeaders;
+  if (kTls) append_field(head_, "Strict-Transport-Security", kStrictTransportSecurity);
+  if (!has_cache_control) append_field(head_, "Cache-Control", "no-store");
+  if (!has_content_type && !response.body.empty()) {
+    append_field(head_, "Content-Type", "application/json");
+  }
+  if (!bodiless) {
+    head_ += "Content-Length: ";
+    append_number(head_, content_length);
+    head_ += "\r\n";
+  }
+  if (!keep_alive_) head_ += "Connection: close\r\n";
+  head_ += "\r\n";
 }
 
 // A response with a file: the file opened (it may have vanished: 404), and
@@ -906,7 +1055,7 @@ void Session<Stream>::write_file_part() {
            read.ok() ? "it shrank while it was sent" : read.status().to_string());
     return finish_write(asio::error::eof);
   }
-  tcp_layer().expires_at(transfer_deadline());
+  set_io_deadline(transfer_deadline());
   asio::async_write(stream_, asio::buffer(transfer_buffer_.get(), *read),
                     beast::bind_front_handler(&Session::on_file_part, self()));
 }
@@ -923,7 +1072,6 @@ void Session<Stream>::on_file_part(error_code ec, size_t bytes) {
 template <class Stream>
 void Session<Stream>::finish_write(error_code ec) {
   send_file_.reset();
-  if (!message_.body().empty()) response_.body = std::move(message_.body());
   end_exchange(response_);
   if (ec) return close_now();
   if (!keep_alive_) return close_gracefully();
@@ -956,12 +1104,13 @@ template <class Stream>
 void Session<Stream>::close_gracefully() {
   idle_ = true;
   if constexpr (kTls) {
-    tcp_layer().expires_after(
+    set_io_deadline(
+        asio::steady_timer::clock_type::now() +
         std::min<std::chrono::milliseconds>(kTlsShutdownTimeout, limits().header_timeout));
     stream_.async_shutdown([self = self()](error_code) { self->close_now(); });
   } else {
     error_code ec;
-    tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ec);
+    tcp_layer().shutdown(tcp::socket::shutdown_send, ec);
     // The socket closes with the session, which nothing holds any more.
   }
 }
@@ -972,7 +1121,8 @@ void Session<Stream>::close_gracefully() {
 template <class Stream>
 void Session<Stream>::close_now() {
   idle_ = true;
-  tcp_layer().close();
+  error_code ignored;
+  tcp_layer().close(ignored);
   if (exchange_ == Exchange::kOpen) {
     Response dropped;
     dropped.status = kStatusDropped;
@@ -1047,11 +1197,11 @@ void ServerImpl::start_session(tcp::socket socket) {
   std::string address = peer.address().to_string();
   std::shared_ptr<SessionBase> session;
   if (tls_) {
-    session = std::make_shared<Session<beast::ssl_stream<beast::tcp_stream>>>(
+    session = std::make_shared<Session<beast::ssl_stream<tcp::socket>>>(
         *this, std::move(socket), std::move(address), tls_.get());
   } else {
-    session = std::make_shared<Session<beast::tcp_stream>>(*this, std::move(socket),
-                                                           std::move(address), nullptr);
+    session = std::make_shared<Session<tcp::socket>>(*this, std::move(socket), std::move(address),
+                                                     nullptr);
   }
   if (add_session(session.get())) session->start();
 }

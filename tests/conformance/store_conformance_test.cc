@@ -535,6 +535,14 @@ TEST_P(StoreConformance, BatchGetKeepsRequestOrderAndSkipsMissing) {
             (std::vector<std::string>{"c", "a", "b"}));
   EXPECT_TRUE(MUST(store().batch_get(kItems, std::vector<Key>{})).empty());
   EXPECT_TRUE(MUST(store().batch_get(kItems, std::vector<Key>{key("zz")})).empty());
+  // Two keys (a backend may read them otherwise than more).
+  EXPECT_EQ(strings(MUST(store().batch_get(kItems, std::vector<Key>{key("b"), key("a")})), "v"),
+            (std::vector<std::string>{"b", "a"}));
+  EXPECT_EQ(strings(MUST(store().batch_get(kItems, std::vector<Key>{key("zz"), key("a")})), "v"),
+            (std::vector<std::string>{"a"}));
+  EXPECT_EQ(strings(MUST(store().batch_get(kItems, std::vector<Key>{key("c"), key("zz")})), "v"),
+            (std::vector<std::string>{"c"}));
+  EXPECT_TRUE(MUST(store().batch_get(kItems, std::vector<Key>{key("zz"), key("yy")})).empty());
   ASSERT_OK(store().put(kSorted, {{"p", "a"}, {"s", "2"}}, {}));
   ASSERT_OK(store().put(kSorted, {{"p", "a"}, {"s", "1"}}, {}));
   EXPECT_EQ(

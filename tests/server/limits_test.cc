@@ -203,6 +203,44 @@ TEST_F(LimitsTest, AHandlerOverRequestTimeoutGets503AndTheConnectionCloses) {
   EXPECT_EQ(all[1].status, 404);
 }
 
+// While a handler runs on the blocking pool, only request_timeout bounds the
+// request: the header and idle timeouts that bounded the reads before it
+// (of a connection's first request, of one on a kept-alive connection) do
+// not close the connection under it.
+TEST_F(LimitsTest, AHandlerOnThePoolMayOutlastTheHeaderAndIdleTimeouts) {
+  router_.add("GET", "/ok", reply("ok"), kInline);
+  router_.add(
+      "GET", "/slow",
+      [&](Request&) {
+        gate_.pass();
+        return Response{.status = 200, .headers = {}, .body = "late"};
+      },
+      kBlocking);
+  ServerLimits limits = test_limits();
+  limits.header_timeout = std::chrono::milliseconds(200);
+  limits.idle_timeout = std::chrono::milliseconds(200);
+  limits.request_timeout = std::chrono::seconds(10);
+  start(limits);
+  Client first(port());
+  ASSERT_TRUE(first.send(get_request("/slow")));
+  Client kept(port());
+  ASSERT_TRUE(kept.get("/ok"));  // its next request is read under idle_timeout
+  ASSERT_TRUE(kept.send(get_request("/slow")));
+  ASSERT_TRUE(gate_.wait_for_waiting(2));
+  // Past both timeouts, twice over, both connections are still open.
+  EXPECT_TRUE(first.open_after(std::chrono::milliseconds(500)));
+  EXPECT_TRUE(kept.open_after(std::chrono::milliseconds(10)));
+  gate_.open();
+  for (Client* client : {&first, &kept}) {
+    const auto response = client->read_response();
+    ASSERT_TRUE(response);
+    EXPECT_EQ(response->status, 200);
+    EXPECT_EQ(response->body, "late");
+    // Then the connection is idle again, and idle_timeout closes it.
+    EXPECT_TRUE(client->wait_closed());
+  }
+}
+
 TEST_F(LimitsTest, TheLastKeepAliveRequestSaysConnectionClose) {
   router_.add("GET", "/ok", reply("ok"), kInline);
   ServerLimits limits = test_limits();

@@ -155,6 +155,8 @@ TableSql::TableSql(TableSpec s) : spec(std::move(s)) {
   const std::string t = items_table(spec);
   const std::string where = " WHERE pk = ?1 AND sk = ?2";
   get = "SELECT data FROM " + t + where;
+  get_two = "SELECT 0, data FROM " + t + where + " UNION ALL SELECT 1, data FROM " + t +
+            " WHERE pk = ?3 AND sk = ?4";
   put_upsert = "INSERT INTO " + t +
                "(pk, sk, data) VALUES(?1, ?2, ?3) ON CONFLICT(pk, sk) DO UPDATE "
                "SET data = excluded.data WHERE lh_check(data, ?4)";

@@ -51,7 +51,10 @@ std::vector<std::string> add_index_ddl(const TableSpec& spec, size_t ordinal);
 // ?1 pk, ?2 sk, then as noted.
 struct TableSql {
   TableSpec spec;
-  std::string get;         // -> data
+  std::string get;  // -> data
+  // Two items (?1 ?2, then ?3 ?4) in one statement, so from one snapshot
+  // without a transaction around it: -> 0 or 1 (which key), data.
+  std::string get_two;
   std::string put_upsert;  // ?3 data, ?4 WriteOp
   std::string put_update;  // ?3 data, ?4 WriteOp
   // No RETURNING: it costs an ephemeral table per run, and the WriteOp

@@ -191,6 +191,8 @@ class SqliteStore final : public ItemStore {
   Result<std::optional<TableSpec>> load_spec(Connection& c, std::string_view name);
   Result<TableSpec> ensure_table_in_transaction(Connection& c, const TableSpec& spec);
   Result<std::optional<Item>> read_item(Connection& c, const TableSql& t, const Key& key);
+  Result<std::vector<Item>> read_two(Connection& c, const TableSql& t,
+                                     std::span<const Key, 2> keys);
   // REQUIRES: the inputs passed validate_request().
   Result<Item> write_update(Connection& c, const TableSql& t, const Key& key, const Update& update,
                             const Condition& condition);
@@ -300,6 +302,32 @@ Result<std::optional<Item>> SqliteStore::read_item(Connection& c, const TableSql
   return std::optional<Item>(std::move(item));
 }
 
+// The most frequent batch (an item and the item it names: the token check
+// of every authenticated request) in one statement, which SQLite runs in a
+// read transaction of its own: half the statements of BEGIN, two reads and
+// COMMIT.
+Result<std::vector<Item>> SqliteStore::read_two(Connection& c, const TableSql& t,
+                                                std::span<const Key, 2> keys) {
+  ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(t.get_two));
+  StatementReset reset(s);
+  for (int i = 0; i < 2; ++i) {
+    bind_text(s, 2 * i + 1, keys[i].pk);
+    bind_text(s, 2 * i + 2, keys[i].sk);
+  }
+  std::optional<Item> found[2];
+  for (int rc = sqlite3_step(s); rc != SQLITE_DONE; rc = sqlite3_step(s)) {
+    if (rc != SQLITE_ROW) return sqlite::error_status(c.db(), rc, "batch_get");
+    ASSIGN_OR_RETURN(Item item, decode_item(column_text(s, 1)));
+    found[sqlite3_column_int(s, 0) == 0 ? 0 : 1] = std::move(item);
+  }
+  std::vector<Item> out;
+  out.reserve(2);
+  for (std::optional<Item>& item : found) {
+    if (item) out.push_back(std::move(*item));
+  }
+  return out;
+}
+
 Result<Item> SqliteStore::get(std::string_view table_name, const Key& key, bool) {
   ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
   ASSIGN_OR_RETURN(Table t, table(*c, table_name));
@@ -316,6 +344,7 @@ Result<std::vector<Item>> SqliteStore::batch_get(std::string_view table_name,
   for (const auto& key : keys) RETURN_IF_ERROR(validate_key(t->spec, key));
   std::vector<Item> out;
   if (keys.empty()) return out;
+  if (keys.size() == 2) return read_two(*c, *t, keys.first<2>());
   // One read transaction: every key is read from the same snapshot.
   static const std::string kBegin = "BEGIN", kCommit = "COMMIT";
   RETURN_IF_ERROR(c->exec_cached(kBegin).with_context("batch_get"));
