@@ -202,8 +202,18 @@ class App::Impl {
   // under the family's lock, twice an answer; this finds both series in one
   // search of a small map.
   Mutex series_mu_;
-  std::map<std::tuple<std::string, std::string, int>, AnswerSeries, std::less<>> answer_series_
-      GUARDED_BY(series_mu_);
+  using AnswerKey = std::tuple<std::string, std::string, int>;
+  using AnswerKeyView = std::tuple<std::string_view, std::string_view, int>;
+  // Orders owned keys and views of them alike, so that a lookup builds no strings.
+  struct AnswerKeyLess {
+    using is_transparent = void;
+    static AnswerKeyView view(const AnswerKey& key) {
+      return {std::get<0>(key), std::get<1>(key), std::get<2>(key)};
+    }
+    static const AnswerKeyView& view(const AnswerKeyView& key) { return key; }
+    bool operator()(const auto& a, const auto& b) const { return view(a) < view(b); }
+  };
+  std::map<AnswerKey, AnswerSeries, AnswerKeyLess> answer_series_ GUARDED_BY(series_mu_);
 };
 
 void App::Impl::add_routes() {
@@ -350,7 +360,7 @@ void App::Impl::answered(const Request& request, const Response& response, nanos
 
 App::Impl::AnswerSeries App::Impl::answer_series(std::string_view route, std::string_view method,
                                                  int status) {
-  const auto key = std::make_tuple(route, method, status);
+  const AnswerKeyView key{route, method, status};
   {
     MutexLock lock(series_mu_);
     if (const auto it = answer_series_.find(key); it != answer_series_.end()) return it->second;
