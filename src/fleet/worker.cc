@@ -285,6 +285,9 @@ class Worker::Impl {
   std::atomic<uint64_t> messages_{0}, bad_messages_{0}, repeats_{0}, acquired_{0}, takeovers_{0},
       handovers_{0}, losses_{0}, checkpoints_{0}, reconnects_{0};
   uint64_t renew_failures_seen_ = 0;  // control thread only
+  // When this worker last handed connections over to balance the fleet, by
+  // its wall clock (control thread only).
+  int64_t balanced_at_ms_ = 0;
 
   const std::shared_ptr<OpenStreams> open_ = std::make_shared<OpenStreams>();
   std::thread control_;
@@ -494,15 +497,25 @@ void Worker::Impl::balance_and_acquire() {
   }
   // Hand the excess over only if another worker has room below its share
   // (a worker that died still counts until its membership expires, and has
-  // no room).
+  // no room), only once no orphan waits, and only once every other worker
+  // has written its figures since this worker last handed some over: until
+  // then their counts leave out what they have just taken, and the share
+  // they give is too small.
   bool someone_has_room = false;
+  bool counts_are_fresh = true;
   for (size_t i = 0; i < others_owned.size(); ++i) {
     someone_has_room = someone_has_room || others_owned[i] < fair_share(total, capacities, i + 1);
   }
-  if (owned > share && someone_has_room) {
+  if (members.ok()) {
+    for (const Member& m : *members) {
+      if (m.id != options_.id && m.updated_at_ms <= balanced_at_ms_) counts_are_fresh = false;
+    }
+  }
+  if (owned > share && someone_has_room && orphans.empty() && counts_are_fresh) {
     std::vector<std::shared_ptr<Stream>> excess = snapshot();
     excess.resize(static_cast<size_t>(owned - share));
     hand_over(excess, "balancing the fleet");
+    balanced_at_ms_ = to_unix_ms(clock_.wall_now());
     return;
   }
   // Orphans up to the share; beyond it, up to capacity, only those whose

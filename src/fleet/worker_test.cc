@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "fleet/connections.h"
@@ -533,6 +534,63 @@ TEST_F(WorkerTest, ASecondWorkerSharesTheConnectionsByHandover) {
   ASSERT_TRUE(eventually([&] { return w1->owned().size() == 3 && w2->owned().size() == 3; }));
   EXPECT_EQ(w2->stats().takeovers, 0u) << "handed over, not taken";
   EXPECT_EQ(w1->stats().handovers, 3u);
+}
+
+// A worker that has just handed connections over waits for the others'
+// figures to count them: a member's count written before it took them
+// would give a share one too small and a second, needless handover.
+TEST_F(WorkerTest, AfterAHandoverTheWorkerWaitsForTheOthersFiguresBeforeBalancingAgain) {
+  ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
+  const std::vector<std::string> ids = {"c0", "c1", "c2", "c3", "c4", "c5"};
+  for (const auto& id : ids) add(id);
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }));
+
+  // Another member joins with nothing (and room for its share of 3).
+  LeaseManager members(*store_, clock_, random_, [] {
+    LeaseConfig c;
+    c.table = kWorkersTable;
+    return c;
+  }());
+  AcquireOptions slow;
+  slow.owner = "slow";
+  slow.ttl = seconds(60);
+  slow.extra_update.set("kind", std::string(kWorkerKind))
+      .append(member_figures(0, 1000, 0, 0, to_unix_ms(clock_.wall_now())));
+  Result<Lease> membership = members.acquire(worker_key("slow"), slow);
+  ASSERT_TRUE(membership.ok());
+  ASSERT_TRUE(eventually([&] { return w->stats().handovers == 3; }));
+
+  // It takes what was handed over, but has not yet written its figures.
+  LeaseManager conns(*store_, clock_, random_, [] {
+    LeaseConfig c;
+    c.table = kConnectionsTable;
+    return c;
+  }());
+  AcquireOptions take;
+  take.owner = "slow";
+  take.ttl = seconds(60);
+  std::set<std::string> taken;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& id : ids) {
+      if (!taken.contains(id) && conns.acquire(connection_key(id), take).ok()) taken.insert(id);
+    }
+    return taken.size() == 3;
+  }));
+  // Several reconciles of w1 later (each writes its figures), nothing more
+  // was handed over: slow's count is older than the handover.
+  const auto w1_updated = [&] {
+    Result<Item> item = store_->get(kWorkersTable, worker_key("w1"), true);
+    const int64_t* at = item.ok() ? get_int(*item, "updated_at_ms") : nullptr;
+    return at != nullptr ? *at : int64_t{0};
+  };
+  for (int i = 0; i < 3; ++i) {
+    const int64_t before = w1_updated();
+    ASSERT_TRUE(eventually([&] { return w1_updated() > before; }));
+  }
+  EXPECT_EQ(w->stats().handovers, 3u);
+  EXPECT_EQ(w->owned().size(), 3u);
 }
 
 // A worker that died still counts as a member until its membership lease
