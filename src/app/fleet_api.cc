@@ -86,10 +86,10 @@ Response list_connections(const Request& request, const FleetDeps& d) {
   Result<std::vector<fleet::Connection>> listed = fleet::Connections(d.store, d.clock).list();
   if (!listed.ok()) return failed_response(listed.status(), request, d.log);
   const bool admin = request.caller->admin;
-  json::array out;
-  out.reserve(listed->size());
-  for (const fleet::Connection& c : *listed) out.push_back(connection_json(c, admin));
-  return json_response(200, json::object{{"now_ms", now_ms(d.clock)}, {"connections", out}});
+  json::array out = server::json_array(
+      *listed, [admin](const fleet::Connection& c) { return connection_json(c, admin); });
+  return json_response(200,
+                       json::object{{"now_ms", now_ms(d.clock)}, {"connections", std::move(out)}});
 }
 
 Response add_connection(Request& request, const FleetDeps& d) {
@@ -121,10 +121,8 @@ Response list_workers(const Request& request, const FleetDeps& d) {
   Result<std::vector<fleet::Member>> members =
       fleet::list_members(d.store, d.clock, /*alive_only=*/false);
   if (!members.ok()) return failed_response(members.status(), request, d.log);
-  json::array out;
-  out.reserve(members->size());
-  for (const fleet::Member& m : *members) out.push_back(member_json(m));
-  return json_response(200, json::object{{"now_ms", now_ms(d.clock)}, {"workers", out}});
+  return json_response(200, json::object{{"now_ms", now_ms(d.clock)},
+                                         {"workers", server::json_array(*members, member_json)}});
 }
 
 }  // namespace

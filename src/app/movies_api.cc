@@ -200,10 +200,7 @@ Response upload(Request& request, const MoviesDeps& d) {
 Response list_movies(const Request& request, const MoviesDeps& d) {
   Result<std::vector<movies::MovieSummary>> listed = d.movies.list();
   if (!listed.ok()) return failed_response(listed.status(), request, d.log);
-  json::array out;
-  out.reserve(listed->size());
-  for (const movies::MovieSummary& m : *listed) out.push_back(summary_json(m));
-  return json_response(200, out);
+  return json_response(200, server::json_array(*listed, summary_json));
 }
 
 Response get_movie(const Request& request, const MoviesDeps& d) {
@@ -224,10 +221,7 @@ Response get_video(const Request& request, const MoviesDeps& d) {
 Response get_frames(const Request& request, const MoviesDeps& d) {
   Result<std::vector<movies::FrameRow>> rows = d.movies.frames(request.params.at("id"));
   if (!rows.ok()) return failed_response(rows.status(), request, d.log);
-  json::array out;
-  out.reserve(rows->size());
-  for (const movies::FrameRow& r : *rows) out.push_back(frame_json(r));
-  return json_response(200, out);
+  return json_response(200, server::json_array(*rows, frame_json));
 }
 
 // "Run 3 (v2)" -> "Run_3__v2_": a file name safe in a header.
@@ -257,16 +251,13 @@ Response get_frames_csv(const Request& request, const MoviesDeps& d) {
 Response get_audit(const Request& request, const MoviesDeps& d) {
   Result<std::vector<movies::AuditEntry>> entries = d.movies.audit(request.params.at("id"));
   if (!entries.ok()) return failed_response(entries.status(), request, d.log);
-  json::array out;
-  out.reserve(entries->size());
-  for (const movies::AuditEntry& e : *entries) {
-    out.push_back(json::object{{"event", e.event},
-                               {"job_id", e.job_id},
-                               {"user_display_name", e.user_display_name},
-                               {"at_ms", e.at_ms},
-                               {"summary", e.summary}});
-  }
-  return json_response(200, out);
+  return json_response(200, server::json_array(*entries, [](const movies::AuditEntry& e) {
+                         return json::object{{"event", e.event},
+                                             {"job_id", e.job_id},
+                                             {"user_display_name", e.user_display_name},
+                                             {"at_ms", e.at_ms},
+                                             {"summary", e.summary}};
+                       }));
 }
 
 Response remove_movie(const Request& request, const MoviesDeps& d) {

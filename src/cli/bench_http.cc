@@ -1,12 +1,8 @@
 #include "cli/bench_http.h"
 
 #include <fmt/format.h>
-#include <stdlib.h>
 
-#include <algorithm>
 #include <charconv>
-#include <cmath>
-#include <filesystem>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -15,6 +11,7 @@
 #include "app/serving.h"
 #include "base/logging.h"
 #include "cli/bench_leases.h"
+#include "cli/bench_util.h"
 #include "cli/common.h"
 #include "cli/http_load.h"
 #include "runtime/runtime.h"
@@ -25,33 +22,11 @@
 namespace leasehold::cli {
 namespace {
 
-// A directory of its own under the system's temporary directory, removed
-// with what it holds.
-class TempDir {
- public:
-  static Result<std::unique_ptr<TempDir>> make() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "leasehold-bench-XXXXXX");
-    if (mkdtemp(pattern.data()) == nullptr) {
-      return unavailable("cannot create a temporary directory for the benchmark's store");
-    }
-    return std::unique_ptr<TempDir>(new TempDir(std::move(pattern)));
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit TempDir(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
-
 // `leasehold serve` on its server, and the user the benchmark calls it as.
 // Members in the order they are built; destroyed in reverse.
 struct ServedApp {
-  std::unique_ptr<TempDir> dir;  // the media folder, and the store when none was given
-  std::unique_ptr<Logger> log;   // the server's, the app's and the library's
+  std::unique_ptr<BenchDir> dir;  // the media folder, and the store when none was given
+  std::unique_ptr<Logger> log;    // the server's, the app's and the library's
   std::unique_ptr<app::Serving> serving;
   std::string user;
   std::string token;
@@ -72,7 +47,7 @@ struct ServedApp {
 
 Result<std::unique_ptr<ServedApp>> serve_app(std::string uri) {
   auto s = std::make_unique<ServedApp>();
-  ASSIGN_OR_RETURN(s->dir, TempDir::make());
+  ASSIGN_OR_RETURN(s->dir, BenchDir::make());
   if (uri.empty()) uri = "sqlite:" + s->dir->path() + "/bench.db";
   s->log = runtime::make_json_stderr_logger(LogLevel::kWarn);
   app::ServingOptions options;
@@ -133,14 +108,6 @@ struct Measured {
     failures += r.failures;
     latencies_ns.insert(latencies_ns.end(), r.latencies_ns.begin(), r.latencies_ns.end());
   }
-  // The nearest-rank percentile `p` (0..100) in microseconds; 0 if none.
-  double percentile_us(double p) {
-    if (latencies_ns.empty()) return 0;
-    const auto rank = static_cast<size_t>(std::ceil(p / 100 * latencies_ns.size()));
-    const size_t index = std::clamp<size_t>(rank, 1, latencies_ns.size()) - 1;
-    std::nth_element(latencies_ns.begin(), latencies_ns.begin() + index, latencies_ns.end());
-    return static_cast<double>(latencies_ns[index]) / 1000.0;
-  }
 };
 
 std::string level_json(size_t connections, int64_t seconds, size_t threads, Measured& real,
@@ -152,8 +119,9 @@ std::string level_json(size_t connections, int64_t seconds, size_t threads, Meas
       R"("requests_per_s":{:.0f},"p50_us":{:.1f},"p99_us":{:.1f},)"
       R"("baseline_requests_per_s":{:.0f},"baseline_p50_us":{:.1f},"baseline_p99_us":{:.1f},)"
       R"("vs_baseline":{:.3f},"server_threads":{},"failures":{}}})",
-      connections, seconds, real_per_s, real.percentile_us(50), real.percentile_us(99),
-      baseline_per_s, baseline.percentile_us(50), baseline.percentile_us(99),
+      connections, seconds, real_per_s, percentile_us(real.latencies_ns, 50),
+      percentile_us(real.latencies_ns, 99), baseline_per_s,
+      percentile_us(baseline.latencies_ns, 50), percentile_us(baseline.latencies_ns, 99),
       baseline_per_s > 0 ? real_per_s / baseline_per_s : 0.0, threads,
       real.failures + baseline.failures);
 }

@@ -1,4 +1,4 @@
-// Pieces the HTTP benchmarks share: a temporary directory for a run's store
+// Pieces the HTTP benchmarks (bench http, bench movies) share: a temporary directory for a run's store
 // and files, and latency percentiles.
 //
 // Not synchronised; one benchmark, one thread.

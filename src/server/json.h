@@ -8,6 +8,7 @@
 // Pure functions; safe from any thread.
 #pragma once
 
+#include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/value.hpp>
 #include <cstdint>
@@ -30,6 +31,15 @@ std::optional<Response> read_json_object(const Request& request, boost::json::ob
 
 // A response with `body` serialised, Content-Type application/json.
 Response json_response(int status, const boost::json::value& body);
+
+// `items` as a JSON array, each element `to_json(item)`.
+template <class Items, class ToJson>
+boost::json::array json_array(const Items& items, ToJson to_json) {
+  boost::json::array out;
+  out.reserve(items.size());
+  for (const auto& item : items) out.push_back(to_json(item));
+  return out;
+}
 
 // Fields of a request body. Each reads field `name` of `body` into `out`:
 // absent, it is kInvalidArgument ("NAME: missing; expected ...") if
