@@ -8,7 +8,9 @@
 // conditional UPDATE through the SQLite C API; DynamoDB: the same UpdateItem
 // as pre-signed HTTP requests) and, optionally, a second one (DynamoDB: the
 // AWS SDK for JavaScript). Renewals and baselines alternate in two rounds
-// each, so that drift in a shared machine's speed hits them all alike.
+// each, the second in the reverse order of the first, after an unmeasured
+// turn of the library and the first baseline, so that drift in a shared
+// machine's speed (or the server's) hits them all alike.
 //
 // bench renewer: one process keeps N leases alive with one Renewer; after
 // the first renewal round, for S seconds, it measures the CPU the process
