@@ -280,6 +280,49 @@ TEST_F(TraceWorkerTest, AWorkerThatLosesItsLeaseMidTraceStopsAndWritesNothingMor
   EXPECT_EQ(w->stats().traced + w->stats().failed, 0u);
 }
 
+// A newer job's rows are never overwritten by an older job that still
+// believes its lease valid (a paused worker, a skewed clock): here the
+// newer job's row for frame 6 is already there while the older one is
+// held at frame 5, with its lease untouched, so that only the row's epoch
+// condition stands between them.
+TEST_F(TraceWorkerTest, AnOlderJobNeverOverwritesTheRowsOfANewerOne) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  start_trace(id, lease_id);
+  GateStore gate(*inner_);
+  gate.hold_frame(5);
+  auto w = start_worker("w1", &gate);
+  ASSERT_TRUE(gate.wait_held(seconds(20)));
+  Update newer;
+  newer.set("marker_id", std::string("m1"))
+      .set("label", std::string("spot"))
+      .set("frame", int64_t{6})
+      .set("time_s", std::string("0.25"))
+      .set("x", std::string("1"))
+      .set("y", std::string("2"))
+      .set("score", std::string("1"))
+      .set("status", std::string("tracked"))
+      .set(attr::kJobId, std::string("newer-job"))
+      .set(attr::kJobEpoch, int64_t{2});
+  ASSERT_TRUE(inner_->update(kFramesTable, Key{movie_pk(id), frame_sk(6, "m1")}, newer, {}).ok());
+  gate.open();
+  ASSERT_TRUE(eventually([&] { return w->stats().lost == 1; }));
+  w->stop();
+
+  const Item row = *inner_->get(kFramesTable, Key{movie_pk(id), frame_sk(6, "m1")}, true);
+  EXPECT_EQ(*get_string(row, attr::kJobId), "newer-job");
+  EXPECT_EQ(*get_int(row, attr::kJobEpoch), 2);
+  EXPECT_EQ(*get_string(row, "x"), "1");
+  const Item item = *inner_->get(kMoviesTable, movie_key(id), true);
+  EXPECT_EQ(*get_string(item, attr::kStatus), kStatusTracing) << "nothing published";
+  EXPECT_EQ(*get_int(item, attr::kFramesDone), 6) << "frames 0..5 done, 6 refused";
+  auto rows = movies_->frames(id);
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->size(), 7u) << "frames 0..5 of the older job and 6 of the newer, nothing after";
+  EXPECT_EQ(events(id), std::vector<std::string>{kEventTracingStarted});
+  EXPECT_EQ(w->stats().traced + w->stats().failed, 0u);
+}
+
 TEST_F(TraceWorkerTest, AKilledWorkersLeaseExpiresAndTheNextTraceReplacesIt) {
   std::string lease_id;
   const std::string id = movie_with_marker(&lease_id);
