@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include "server/errors.h"
 #include "server_fixture.h"
@@ -314,6 +318,43 @@ TEST_F(ServerTest, PublicNonBlockingRoutesRunInlineAndTheOthersOnThePool) {
     ASSERT_TRUE(response);
     EXPECT_EQ(response->body, body) << target;
   }
+}
+
+// Each I/O thread has an event loop of its own: a connection's inline
+// handlers all run on the thread it was given, and connections are given to
+// the threads in turn. A response from the pool is written on that thread
+// too, so the next inline request of the connection runs there still.
+TEST_F(ServerTest, AConnectionStaysOnOneIOThreadAndConnectionsTakeTheThreadsInTurn) {
+  std::mutex mu;
+  std::map<std::thread::id, int> ids;  // thread -> a small number for the body
+  auto where = [&](Request&) {
+    std::lock_guard lock(mu);
+    const auto [it, added] = ids.emplace(std::this_thread::get_id(), static_cast<int>(ids.size()));
+    return Response{.status = 200, .headers = {}, .body = std::to_string(it->second)};
+  };
+  router_.add("GET", "/where", where, kInline);
+  router_.add("GET", "/pool", reply("pool"), kBlocking);
+  start();  // two I/O threads
+  std::vector<std::unique_ptr<Client>> clients;
+  std::vector<std::string> thread_of;
+  for (int c = 0; c < 4; ++c) {
+    clients.push_back(std::make_unique<Client>(port()));
+    auto first = clients.back()->get("/where");
+    ASSERT_TRUE(first);
+    thread_of.push_back(first->body);
+  }
+  for (int round = 0; round < 5; ++round) {
+    for (size_t c = 0; c < clients.size(); ++c) {
+      ASSERT_TRUE(clients[c]->get("/pool"));
+      auto response = clients[c]->get("/where");
+      ASSERT_TRUE(response);
+      EXPECT_EQ(response->body, thread_of[c]) << "connection " << c << ", round " << round;
+    }
+  }
+  EXPECT_EQ(ids.size(), 2u) << "both I/O threads served, and no pool thread ran an inline route";
+  EXPECT_NE(thread_of[0], thread_of[1]);
+  EXPECT_EQ(thread_of[0], thread_of[2]);
+  EXPECT_EQ(thread_of[1], thread_of[3]);
 }
 
 // With an admit_blocks hook, the request decides: admission and handler run
