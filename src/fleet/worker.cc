@@ -244,6 +244,7 @@ class Worker::Impl {
   void on_closed(const std::shared_ptr<Stream>& stream, uint64_t generation, const Status& why);
   void lose(const std::shared_ptr<Stream>& stream, const Status& why);
   void hand_over(const std::vector<std::shared_ptr<Stream>>& streams, std::string_view why);
+  void note_figures_at_balance(const std::vector<Member>* before);
   void forget(const std::string& id);
   bool still_valid(Stream& stream, MonoTime now) REQUIRES(stream.mu);
   void note_bad(Stream& stream, std::string_view what) REQUIRES(stream.mu);
@@ -285,9 +286,11 @@ class Worker::Impl {
   std::atomic<uint64_t> messages_{0}, bad_messages_{0}, repeats_{0}, acquired_{0}, takeovers_{0},
       handovers_{0}, losses_{0}, checkpoints_{0}, reconnects_{0};
   uint64_t renew_failures_seen_ = 0;  // control thread only
-  // When this worker last handed connections over to balance the fleet, by
-  // its wall clock (control thread only).
-  int64_t balanced_at_ms_ = 0;
+  // After this worker last handed connections over to balance the fleet:
+  // each other member's `updated_at_ms` as it then read (control thread
+  // only). A member has written its figures since once the value differs,
+  // whatever its clock says of the time; one that joined since is not here.
+  std::map<std::string, int64_t, std::less<>> figures_at_balance_;
 
   const std::shared_ptr<OpenStreams> open_ = std::make_shared<OpenStreams>();
   std::thread control_;
@@ -508,14 +511,17 @@ void Worker::Impl::balance_and_acquire() {
   }
   if (members.ok()) {
     for (const Member& m : *members) {
-      if (m.id != options_.id && m.updated_at_ms <= balanced_at_ms_) counts_are_fresh = false;
+      const auto seen = figures_at_balance_.find(m.id);
+      if (seen != figures_at_balance_.end() && seen->second == m.updated_at_ms) {
+        counts_are_fresh = false;
+      }
     }
   }
   if (owned > share && someone_has_room && orphans.empty() && counts_are_fresh) {
     std::vector<std::shared_ptr<Stream>> excess = snapshot();
     excess.resize(static_cast<size_t>(owned - share));
     hand_over(excess, "balancing the fleet");
-    balanced_at_ms_ = to_unix_ms(clock_.wall_now());
+    note_figures_at_balance(members.ok() ? &*members : nullptr);
     return;
   }
   // Orphans up to the share; beyond it, up to capacity, only those whose
@@ -966,6 +972,19 @@ void Worker::Impl::lose(const std::shared_ptr<Stream>& stream, const Status& why
 
 // Closes the streams, flushes once, then releases each lease with its final
 // checkpoint in the same write.
+// After a handover to balance: the other members' figures as they stand
+// now, so that the next balancing waits until each has written them again
+// (as read before the handover if they cannot be read now).
+void Worker::Impl::note_figures_at_balance(const std::vector<Member>* before) {
+  const Result<std::vector<Member>> now = list_members(store_, clock_, /*alive_only=*/true);
+  const std::vector<Member>* members = now.ok() ? &*now : before;
+  figures_at_balance_.clear();
+  if (members == nullptr) return;
+  for (const Member& m : *members) {
+    if (m.id != options_.id) figures_at_balance_.insert_or_assign(m.id, m.updated_at_ms);
+  }
+}
+
 void Worker::Impl::hand_over(const std::vector<std::shared_ptr<Stream>>& streams,
                              std::string_view why) {
   std::vector<std::shared_ptr<Stream>> closing;

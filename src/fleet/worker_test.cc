@@ -593,6 +593,60 @@ TEST_F(WorkerTest, AfterAHandoverTheWorkerWaitsForTheOthersFiguresBeforeBalancin
   EXPECT_EQ(w->owned().size(), 3u);
 }
 
+// "Written its figures since the handover" does not read the other
+// member's clock: one whose clock is an hour behind writes figures that look
+// older than the handover, and balancing must still go on once it has
+// written them.
+TEST_F(WorkerTest, AMemberWhoseClockIsBehindDoesNotHoldBalancingBack) {
+  ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
+  const std::vector<std::string> ids = {"c0", "c1", "c2", "c3", "c4", "c5"};
+  for (const auto& id : ids) add(id);
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }));
+
+  LeaseManager members(*store_, clock_, random_, [] {
+    LeaseConfig c;
+    c.table = kWorkersTable;
+    return c;
+  }());
+  const int64_t hour_behind = to_unix_ms(clock_.wall_now()) - 3'600'000;
+  const auto join = [&](const std::string& id, int64_t updated_at_ms) {
+    AcquireOptions o;
+    o.owner = id;
+    o.ttl = seconds(60);
+    o.extra_update.set("kind", std::string(kWorkerKind))
+        .append(member_figures(0, 1000, 0, 0, updated_at_ms));
+    return members.acquire(worker_key(id), o);
+  };
+  Result<Lease> behind = join("behind", hour_behind);
+  ASSERT_TRUE(behind.ok());
+  ASSERT_TRUE(eventually([&] { return w->stats().handovers == 3; }));
+
+  // It takes its three and writes its figures, by its own clock.
+  LeaseManager conns(*store_, clock_, random_, [] {
+    LeaseConfig c;
+    c.table = kConnectionsTable;
+    return c;
+  }());
+  AcquireOptions take;
+  take.owner = "behind";
+  take.ttl = seconds(60);
+  std::set<std::string> taken;
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& id : ids) {
+      if (!taken.contains(id) && conns.acquire(connection_key(id), take).ok()) taken.insert(id);
+    }
+    return taken.size() == 3;
+  }));
+  ASSERT_TRUE(members.fenced_write(*behind, member_figures(3, 1000, 0, 0, hour_behind + 1)).ok());
+
+  // A third member joins: w1's share is now 2, and it hands one more over.
+  ASSERT_TRUE(join("third", to_unix_ms(clock_.wall_now())).ok());
+  ASSERT_TRUE(eventually([&] { return w->stats().handovers == 4; }));
+  EXPECT_EQ(w->owned().size(), 2u);
+}
+
 // A worker that died still counts as a member until its membership lease
 // expires; its connections must not wait for that.
 TEST_F(WorkerTest, ACrashedOwnersConnectionsAreTakenBeyondTheShareAtOnce) {
