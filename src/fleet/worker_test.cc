@@ -324,6 +324,42 @@ class WorkerTest : public ::testing::Test {
 
   std::string prefix(const std::string& id) { return "ws://upstream.test/s/" + id + "?"; }
 
+  // A lease manager on `table` of the test's store, for a member the test
+  // plays itself.
+  LeaseManager leases_on(const std::string& table) {
+    LeaseConfig c;
+    c.table = table;
+    return LeaseManager(*store_, clock_, random_, c);
+  }
+
+  // Member `id` joins the fleet, saying it owns `owned` connections, with
+  // figures written at `updated_at_ms` by its clock.
+  Result<Lease> join(LeaseManager& members, const std::string& id, int64_t owned,
+                     int64_t updated_at_ms) {
+    AcquireOptions o;
+    o.owner = id;
+    o.ttl = seconds(60);
+    o.extra_update.set("kind", std::string(kWorkerKind))
+        .append(member_figures(owned, 1000, 0, 0, updated_at_ms));
+    return members.acquire(worker_key(id), o);
+  }
+
+  // `owner` takes `count` of the connections `ids` (those handed over to
+  // it); false if it could not within the deadline.
+  bool take(LeaseManager& conns, const std::vector<std::string>& ids, const std::string& owner,
+            size_t count) {
+    AcquireOptions o;
+    o.owner = owner;
+    o.ttl = seconds(60);
+    std::set<std::string> taken;
+    return eventually([&] {
+      for (const auto& id : ids) {
+        if (!taken.contains(id) && conns.acquire(connection_key(id), o).ok()) taken.insert(id);
+      }
+      return taken.size() == count;
+    });
+  }
+
   JumpClock clock_;
   SystemRandom random_;
   std::unique_ptr<ItemStore> store_ = store::make_memory_store();
@@ -548,36 +584,13 @@ TEST_F(WorkerTest, AfterAHandoverTheWorkerWaitsForTheOthersFiguresBeforeBalancin
   ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }));
 
   // Another member joins with nothing (and room for its share of 3).
-  LeaseManager members(*store_, clock_, random_, [] {
-    LeaseConfig c;
-    c.table = kWorkersTable;
-    return c;
-  }());
-  AcquireOptions slow;
-  slow.owner = "slow";
-  slow.ttl = seconds(60);
-  slow.extra_update.set("kind", std::string(kWorkerKind))
-      .append(member_figures(0, 1000, 0, 0, to_unix_ms(clock_.wall_now())));
-  Result<Lease> membership = members.acquire(worker_key("slow"), slow);
-  ASSERT_TRUE(membership.ok());
+  LeaseManager members = leases_on(kWorkersTable);
+  ASSERT_TRUE(join(members, "slow", 0, to_unix_ms(clock_.wall_now())).ok());
   ASSERT_TRUE(eventually([&] { return w->stats().handovers == 3; }));
 
   // It takes what was handed over, but has not yet written its figures.
-  LeaseManager conns(*store_, clock_, random_, [] {
-    LeaseConfig c;
-    c.table = kConnectionsTable;
-    return c;
-  }());
-  AcquireOptions take;
-  take.owner = "slow";
-  take.ttl = seconds(60);
-  std::set<std::string> taken;
-  ASSERT_TRUE(eventually([&] {
-    for (const auto& id : ids) {
-      if (!taken.contains(id) && conns.acquire(connection_key(id), take).ok()) taken.insert(id);
-    }
-    return taken.size() == 3;
-  }));
+  LeaseManager conns = leases_on(kConnectionsTable);
+  ASSERT_TRUE(take(conns, ids, "slow", 3));
   // Several reconciles of w1 later (each writes its figures), nothing more
   // was handed over: slow's count is older than the handover.
   const auto w1_updated = [&] {
@@ -605,44 +618,19 @@ TEST_F(WorkerTest, AMemberWhoseClockIsBehindDoesNotHoldBalancingBack) {
   auto w = start("w1", sink);
   ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }));
 
-  LeaseManager members(*store_, clock_, random_, [] {
-    LeaseConfig c;
-    c.table = kWorkersTable;
-    return c;
-  }());
+  LeaseManager members = leases_on(kWorkersTable);
   const int64_t hour_behind = to_unix_ms(clock_.wall_now()) - 3'600'000;
-  const auto join = [&](const std::string& id, int64_t updated_at_ms) {
-    AcquireOptions o;
-    o.owner = id;
-    o.ttl = seconds(60);
-    o.extra_update.set("kind", std::string(kWorkerKind))
-        .append(member_figures(0, 1000, 0, 0, updated_at_ms));
-    return members.acquire(worker_key(id), o);
-  };
-  Result<Lease> behind = join("behind", hour_behind);
+  Result<Lease> behind = join(members, "behind", 0, hour_behind);
   ASSERT_TRUE(behind.ok());
   ASSERT_TRUE(eventually([&] { return w->stats().handovers == 3; }));
 
   // It takes its three and writes its figures, by its own clock.
-  LeaseManager conns(*store_, clock_, random_, [] {
-    LeaseConfig c;
-    c.table = kConnectionsTable;
-    return c;
-  }());
-  AcquireOptions take;
-  take.owner = "behind";
-  take.ttl = seconds(60);
-  std::set<std::string> taken;
-  ASSERT_TRUE(eventually([&] {
-    for (const auto& id : ids) {
-      if (!taken.contains(id) && conns.acquire(connection_key(id), take).ok()) taken.insert(id);
-    }
-    return taken.size() == 3;
-  }));
+  LeaseManager conns = leases_on(kConnectionsTable);
+  ASSERT_TRUE(take(conns, ids, "behind", 3));
   ASSERT_TRUE(members.fenced_write(*behind, member_figures(3, 1000, 0, 0, hour_behind + 1)).ok());
 
   // A third member joins: w1's share is now 2, and it hands one more over.
-  ASSERT_TRUE(join("third", to_unix_ms(clock_.wall_now())).ok());
+  ASSERT_TRUE(join(members, "third", 0, to_unix_ms(clock_.wall_now())).ok());
   ASSERT_TRUE(eventually([&] { return w->stats().handovers == 4; }));
   EXPECT_EQ(w->owned().size(), 2u);
 }
@@ -652,23 +640,11 @@ TEST_F(WorkerTest, AMemberWhoseClockIsBehindDoesNotHoldBalancingBack) {
 TEST_F(WorkerTest, ACrashedOwnersConnectionsAreTakenBeyondTheShareAtOnce) {
   ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
   for (int i = 0; i < 4; ++i) add("c" + std::to_string(i));
-  LeaseManager conns(*store_, clock_, random_, [] {
-    LeaseConfig c;
-    c.table = kConnectionsTable;
-    return c;
-  }());
-  LeaseManager members(*store_, clock_, random_, [] {
-    LeaseConfig c;
-    c.table = kWorkersTable;
-    return c;
-  }());
+  LeaseManager conns = leases_on(kConnectionsTable);
+  LeaseManager members = leases_on(kWorkersTable);
+  ASSERT_TRUE(join(members, "dead", 2, to_unix_ms(clock_.wall_now())).ok());
   AcquireOptions dead;
   dead.owner = "dead";
-  dead.ttl = seconds(60);
-  dead.extra_update.set("kind", std::string(kWorkerKind))
-      .append(member_figures(2, 1000, 0, 0, to_unix_ms(clock_.wall_now())));
-  ASSERT_TRUE(members.acquire(worker_key("dead"), dead).ok());
-  dead.extra_update = {};
   dead.ttl = milliseconds(1500);
   for (const char* id : {"c0", "c1"}) ASSERT_TRUE(conns.acquire(connection_key(id), dead).ok());
 

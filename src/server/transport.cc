@@ -1,6 +1,6 @@
 // Server on Boost.Beast, after Beast's advanced_server example: an acceptor
-// on a strand, and per connection a Session that reads a request, answers it
-// and loops while the connection is kept alive.
+// on the first I/O thread, and per connection a Session that reads a
+// request, answers it and loops while the connection is kept alive.
 // Every limit of ServerLimits is applied where the session is built and
 // checked before the bytes it bounds are read: the header within
 // header_bytes_max and header_timeout, the body within the route's
@@ -48,7 +48,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <cassert>
 #include <cctype>
 #include <charconv>
@@ -220,10 +219,10 @@ class ServerImpl final : public Server {
         tls_(std::move(tls)),
         clock_(options_.clock != nullptr ? *options_.clock : real_clock_),
         ios_(make_contexts(threads)),
-        strand_(asio::make_strand(*ios_.front())),
-        acceptor_(strand_),
-        retry_timer_(strand_),
-        drain_timer_(strand_),
+        control_(ios_.front()->get_executor()),
+        acceptor_(control_),
+        retry_timer_(control_),
+        drain_timer_(control_),
         next_request_id_(first_request_id) {
     work_.reserve(ios_.size());
     for (const auto& io : ios_) work_.push_back(asio::make_work_guard(*io));
@@ -277,7 +276,7 @@ class ServerImpl final : public Server {
   void accept();
   void on_accept(error_code ec, tcp::socket socket);
   void start_session(tcp::socket socket);
-  void shut_down();  // on strand_
+  void shut_down();  // on control_
   std::vector<std::shared_ptr<SessionBase>> live_sessions() EXCLUDES(mu_);
   bool on_own_thread() const;
   void join() EXCLUDES(join_mu_);
@@ -290,12 +289,13 @@ class ServerImpl final : public Server {
   Clock& clock_;
   SystemRandom upload_random_;
   const std::vector<std::unique_ptr<asio::io_context>> ios_;  // one per I/O thread
-  // The acceptor and the timers, on the first thread's io_context.
-  asio::strand<asio::io_context::executor_type> strand_;
+  // The acceptor and the timers: on the first thread's io_context, which
+  // one thread runs, so that their handlers never run at once.
+  const asio::io_context::executor_type control_;
   tcp::acceptor acceptor_;
   asio::steady_timer retry_timer_;
   asio::steady_timer drain_timer_;
-  size_t next_io_ = 0;  // on strand_: the io_context of the next connection
+  size_t next_io_ = 0;  // on control_: the io_context of the next connection
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> work_;  // until stop()
   uint16_t port_ = 0;
   std::vector<std::thread> threads_;
@@ -1183,7 +1183,7 @@ void ServerImpl::run() {
       io.run();
     });
   }
-  asio::post(strand_, [this] { accept(); });
+  asio::post(control_, [this] { accept(); });
 }
 
 void ServerImpl::accept() {
@@ -1244,7 +1244,7 @@ void ServerImpl::remove_session(SessionBase* session) {
     last = stopping() && sessions_.empty();
   }
   // Nothing left to drain: the io_context may run out of work.
-  if (last) asio::post(strand_, [this] { drain_timer_.cancel(); });
+  if (last) asio::post(control_, [this] { drain_timer_.cancel(); });
 }
 
 std::vector<std::shared_ptr<SessionBase>> ServerImpl::live_sessions() {
@@ -1280,7 +1280,7 @@ void ServerImpl::shut_down() {
 
 void ServerImpl::stop() {
   if (!stopping_.exchange(true, std::memory_order_acq_rel)) {
-    asio::post(strand_, [this] { shut_down(); });
+    asio::post(control_, [this] { shut_down(); });
   }
   if (!on_own_thread()) join();
 }
