@@ -429,7 +429,6 @@ void TraceWorker::Impl::publish(const JobMessage& job, const Lease& lease,
            options_.id, job.job_id, released.to_string());
     return;
   }
-  count(traced.ok() ? &TraceWorkerStats::traced : &TraceWorkerStats::failed);
   const Status audited =
       internal::record_audit(store_, clock_, random_, job.movie_id,
                              AuditEntry{traced.ok() ? kEventTracingCompleted : kEventTracingFailed,
@@ -438,6 +437,8 @@ void TraceWorker::Impl::publish(const JobMessage& job, const Lease& lease,
     log_to(options_.logger, LogLevel::kWarn, "trace worker {}: audit of job {} not recorded: {}",
            options_.id, job.job_id, audited.to_string());
   }
+  // Counted last, so that whoever sees the count sees the whole publication.
+  count(traced.ok() ? &TraceWorkerStats::traced : &TraceWorkerStats::failed);
 }
 
 // ---------------------------------------------------------------- TraceWorker
