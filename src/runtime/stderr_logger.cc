@@ -7,6 +7,8 @@
 #include <cassert>
 #include <chrono>
 #include <ctime>
+#include <string>
+#include <type_traits>
 
 namespace leasehold::runtime {
 namespace {
@@ -54,26 +56,63 @@ std::string_view level_name(LogLevel level) {
   return "error";
 }
 
-// "2026-12-01T09:30:00.123Z": UTC, milliseconds.
-std::string utc_timestamp() {
+// Appends "2026-12-01T09:30:00.123Z": UTC, milliseconds. Each thread
+// formats a second's date and time once and reuses the text for the lines
+// it writes within that second.
+void append_utc_timestamp(std::string& out) {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  const size_t n = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(text + n, sizeof(text) - n, ".%03dZ", static_cast<int>(ms));
-  return text;
+  thread_local std::time_t formatted_second = -1;
+  thread_local char date_time[24];
+  thread_local size_t date_time_size = 0;
+  if (seconds != formatted_second) {
+    std::tm utc{};
+    gmtime_r(&seconds, &utc);
+    date_time_size = std::strftime(date_time, sizeof(date_time), "%Y-%m-%dT%H:%M:%S", &utc);
+    formatted_second = seconds;
+  }
+  out.append(date_time, date_time_size);
+  const char millis[] = {'.', static_cast<char>('0' + ms / 100),
+                         static_cast<char>('0' + ms / 10 % 10), static_cast<char>('0' + ms % 10),
+                         'Z'};
+  out.append(millis, sizeof(millis));
 }
 
-boost::json::value json_value(const LogField& field) {
-  return std::visit([](auto v) { return boost::json::value(v); }, field.value);
+// Appends `text` as a JSON string, quoted and escaped by Boost.JSON's
+// serializer `sr` (one for the whole line) straight into `out`: no value is
+// built.
+void append_json_string(boost::json::serializer& sr, std::string& out, std::string_view text) {
+  sr.reset(boost::json::string_view(text.data(), text.size()));
+  char buffer[256];
+  while (!sr.done()) {
+    const boost::json::string_view chunk = sr.read(buffer, sizeof(buffer));
+    out.append(chunk.data(), chunk.size());
+  }
 }
 
-// Formats the line itself and hands spdlog only the finished text, so that
-// the level check stays spdlog's and the writes stay one per line.
+void append_json_value(boost::json::serializer& sr, std::string& out, const LogField& field) {
+  std::visit(
+      [&](auto v) {
+        using T = decltype(v);
+        if constexpr (std::is_same_v<T, std::string_view>) {
+          append_json_string(sr, out, v);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out += v ? "true" : "false";
+        } else if constexpr (std::is_same_v<T, int64_t>) {
+          out += std::to_string(v);
+        } else {
+          out += boost::json::serialize(boost::json::value(v));
+        }
+      },
+      field.value);
+}
+
+// Writes the line itself, in order (ts, level, msg, then the fields), and
+// hands spdlog only the finished text, so that the level check stays
+// spdlog's and the writes stay one per line. Every request's access line
+// comes through here: no JSON tree is built for it.
 class JsonLogger final : public Logger {
  public:
   explicit JsonLogger(std::shared_ptr<spdlog::logger> logger) : logger_(std::move(logger)) {}
@@ -83,15 +122,24 @@ class JsonLogger final : public Logger {
   void log_fields(LogLevel level, std::string_view message,
                   std::span<const LogField> fields) override {
     if (!enabled(level)) return;
-    boost::json::object line;
-    line["ts"] = utc_timestamp();
-    line["level"] = level_name(level);
-    line["msg"] = message;
+    std::string line;
+    line.reserve(160 + message.size());
+    boost::json::serializer sr;
+    line += R"({"ts":")";
+    append_utc_timestamp(line);
+    line += R"(","level":")";
+    line += level_name(level);
+    line += R"(","msg":)";
+    append_json_string(sr, line, message);
     for (const LogField& field : fields) {
       assert(field.key != "ts" && field.key != "level" && field.key != "msg");
-      line[field.key] = json_value(field);
+      line += ',';
+      append_json_string(sr, line, field.key);
+      line += ':';
+      append_json_value(sr, line, field);
     }
-    logger_->log(to_spdlog(level), boost::json::serialize(line));
+    line += '}';
+    logger_->log(to_spdlog(level), line);
   }
 
  private:

@@ -60,7 +60,7 @@ TEST(JsonLoggerTest, WritesOneObjectPerLineWithItsFieldsEscaped) {
     EXPECT_FALSE(log->enabled(LogLevel::kDebug));
     log->log(LogLevel::kDebug, "not written");
     const LogField fields[] = {
-        {"status", int64_t{200}}, {"path", std::string_view("/a\"b\n")}, {"ok", true}, {"ms", 1.5}};
+        {"status", int64_t{200}}, {"path", std::string_view("/a\"b\n\x01é")}, {"ok", true}, {"ms", 1.5}};
     log->log_fields(LogLevel::kInfo, "request", fields);
     log->log(LogLevel::kWarn, "plain \"message\"");
   }
@@ -70,7 +70,10 @@ TEST(JsonLoggerTest, WritesOneObjectPerLineWithItsFieldsEscaped) {
   EXPECT_EQ(first.at("level"), "info");
   EXPECT_EQ(first.at("msg"), "request");
   EXPECT_EQ(first.at("status"), 200);
-  EXPECT_EQ(first.at("path"), "/a\"b\n");
+  EXPECT_EQ(first.at("path"), "/a\"b\n\x01é");
+  EXPECT_EQ(lines[0].rfind(R"({"ts":")", 0), 0u) << "ts, level and msg come first";
+  EXPECT_NE(lines[0].find(R"("level":"info","msg":"request","status":200,)"), std::string::npos)
+      << lines[0];
   EXPECT_EQ(first.at("ok"), true);
   EXPECT_EQ(first.at("ms"), 1.5);
   const std::string ts(first.at("ts").as_string());
