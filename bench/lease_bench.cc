@@ -182,15 +182,18 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o, LeaseBenchE
   RETURN_IF_ERROR(acquire_all(*fleet, o.leases, o.threads, kBenchTtl, took));
   r.acquire_per_s = (per_second(o.leases, took));
 
-  // Library and baselines take turns over the same leases, two rounds
-  // each, the second in the reverse order of the first (library, raw, SDK;
-  // SDK, raw, library), so that a speed that drifts through the run (a
-  // shared machine's, a server's still settling) weighs on them alike. The
+  // Library and baselines take turns over the same leases, in rounds of
+  // about two seconds: each round is two turns each, the second in the
+  // reverse order of the first (library, raw, SDK; SDK, raw, library), so
+  // that a speed that drifts through the run (a shared machine's, a
+  // server's still settling) weighs on them alike, and short turns spread a
+  // slow spell of a few seconds over all of them rather than one. The
   // library and the raw loop each have an unmeasured turn first: the first
   // requests on a new connection, and to a server that has just taken the
   // acquisitions, are slower than the rest. (The SDK script times itself
   // after a request of its own.)
-  const Duration half = std::chrono::duration_cast<Duration>(seconds(o.seconds)) / 2;
+  const int64_t rounds = std::max<int64_t>(1, o.seconds / 2);
+  const Duration turn = std::chrono::duration_cast<Duration>(seconds(o.seconds)) / (2 * rounds);
   std::vector<int64_t> latencies;
   int64_t renewed = 0, raw_done = 0, sdk_done = 0;
   Duration renew_cpu{};
@@ -210,24 +213,26 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o, LeaseBenchE
     }
   }
   const auto library = [&] {
-    renewed += renew_round(*fleet, o.threads, half, latencies, r.renew_failures, renew_cpu);
+    renewed += renew_round(*fleet, o.threads, turn, latencies, r.renew_failures, renew_cpu);
     return Status::ok_status();
   };
   const auto raw = [&] {
     if (!env.raw) return Status::ok_status();
-    return run_baseline(env.raw, *fleet, o.threads, half, raw_done, raw_cpu);
+    return run_baseline(env.raw, *fleet, o.threads, turn, raw_done, raw_cpu);
   };
   const auto sdk = [&] {
     if (!env.sdk) return Status::ok_status();
-    return run_baseline(env.sdk, *fleet, o.threads, half, sdk_done, sdk_cpu);
+    return run_baseline(env.sdk, *fleet, o.threads, turn, sdk_done, sdk_cpu);
   };
-  RETURN_IF_ERROR(library());
-  RETURN_IF_ERROR(raw());
-  RETURN_IF_ERROR(sdk());
-  RETURN_IF_ERROR(sdk());
-  RETURN_IF_ERROR(raw());
-  RETURN_IF_ERROR(library());
-  const Duration renew_time = half * 2;
+  for (int64_t i = 0; i < rounds; ++i) {
+    RETURN_IF_ERROR(library());
+    RETURN_IF_ERROR(raw());
+    RETURN_IF_ERROR(sdk());
+    RETURN_IF_ERROR(sdk());
+    RETURN_IF_ERROR(raw());
+    RETURN_IF_ERROR(library());
+  }
+  const Duration renew_time = turn * (2 * rounds);
   r.renew_per_s = (per_second(renewed, renew_time));
   r.renew_p50_us = (percentile_us(latencies, 0.50));
   r.renew_p99_us = (percentile_us(latencies, 0.99));
