@@ -162,8 +162,10 @@ struct Outcome {
 // requests[2 * i + p] renews lease i on pass p (0 or 1): passes alternate
 // between two expiries, so that every write moves the item's expiry, and its
 // index entry, as a real renewal does.
+// Its `duration` starts once it is connected, as the library's pooled
+// connection is already open when its turn starts.
 void bare_loop(const net::HttpEndpoint& endpoint, const std::vector<std::string>& requests,
-               size_t first, size_t stride, MonoTime until, Outcome& out) {
+               size_t first, size_t stride, Duration duration, Outcome& out) {
   auto socket = connect_to(endpoint);
   if (!socket.ok()) {
     out.error = socket.status().message();
@@ -173,6 +175,7 @@ void bare_loop(const net::HttpEndpoint& endpoint, const std::vector<std::string>
   buffer.reserve(1 << 14);
   const ThreadCpuTimer timer;
   RealClock clock;
+  const MonoTime until = clock.mono_now() + duration;
   const size_t leases = requests.size() / 2;
   size_t pass = 0;
   for (size_t i = first; clock.mono_now() < until; i += stride) {
@@ -250,10 +253,9 @@ Result<RawRun> bare_http_renewals(const DynamoDbTarget& target, const std::vecto
 
   std::vector<Outcome> outcomes(static_cast<size_t>(threads));
   std::vector<std::thread> workers;
-  const MonoTime until = clock.mono_now() + duration;
   for (int64_t t = 0; t < threads; ++t) {
     workers.emplace_back(bare_loop, std::cref(endpoint), std::cref(requests),
-                         static_cast<size_t>(t), static_cast<size_t>(threads), until,
+                         static_cast<size_t>(t), static_cast<size_t>(threads), duration,
                          std::ref(outcomes[static_cast<size_t>(t)]));
   }
   for (auto& w : workers) w.join();
