@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "leasehold/status.h"
@@ -13,5 +14,10 @@ namespace leasehold {
 // is not empty, unless `may_be_empty`); else kInvalidArgument naming `what`.
 Status validate_text(std::string_view what, std::string_view text, size_t bytes_max,
                      bool may_be_empty);
+
+// Appends `s` to `out` as a JSON string: quoted, with '"', '\' and the
+// control characters escaped (other bytes as they are). For JSON written as
+// text, where building a tree to serialise would cost more than the text.
+void append_json_string(std::string_view s, std::string& out);
 
 }  // namespace leasehold

@@ -10,6 +10,8 @@
 #include <string>
 #include <type_traits>
 
+#include "base/text.h"
+
 namespace leasehold::runtime {
 namespace {
 
@@ -80,24 +82,12 @@ void append_utc_timestamp(std::string& out) {
   out.append(millis, sizeof(millis));
 }
 
-// Appends `text` as a JSON string, quoted and escaped by Boost.JSON's
-// serializer `sr` (one for the whole line) straight into `out`: no value is
-// built.
-void append_json_string(boost::json::serializer& sr, std::string& out, std::string_view text) {
-  sr.reset(boost::json::string_view(text.data(), text.size()));
-  char buffer[256];
-  while (!sr.done()) {
-    const boost::json::string_view chunk = sr.read(buffer, sizeof(buffer));
-    out.append(chunk.data(), chunk.size());
-  }
-}
-
-void append_json_value(boost::json::serializer& sr, std::string& out, const LogField& field) {
+void append_json_value(std::string& out, const LogField& field) {
   std::visit(
       [&](auto v) {
         using T = decltype(v);
         if constexpr (std::is_same_v<T, std::string_view>) {
-          append_json_string(sr, out, v);
+          append_json_string(v, out);
         } else if constexpr (std::is_same_v<T, bool>) {
           out += v ? "true" : "false";
         } else if constexpr (std::is_same_v<T, int64_t>) {
@@ -124,19 +114,18 @@ class JsonLogger final : public Logger {
     if (!enabled(level)) return;
     std::string line;
     line.reserve(160 + message.size());
-    boost::json::serializer sr;
     line += R"({"ts":")";
     append_utc_timestamp(line);
     line += R"(","level":")";
     line += level_name(level);
     line += R"(","msg":)";
-    append_json_string(sr, line, message);
+    append_json_string(message, line);
     for (const LogField& field : fields) {
       assert(field.key != "ts" && field.key != "level" && field.key != "msg");
       line += ',';
-      append_json_string(sr, line, field.key);
+      append_json_string(field.key, line);
       line += ':';
-      append_json_value(sr, line, field);
+      append_json_value(line, field);
     }
     line += '}';
     logger_->log(to_spdlog(level), line);

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/text.h"
 #include "leasehold/store.h"
 
 namespace leasehold::store::dynamodb {
@@ -70,8 +71,8 @@ boost::json::object encode_key(const TableSpec& spec, const Key& key,
 // every heartbeat (UpdateItem): writing its body as text costs a fraction of
 // building a JSON tree and serialising it.
 
-// `s` quoted, with '"', '\' and the control characters escaped.
-void append_json_string(std::string_view s, std::string& out);
+// Strings are written by append_json_string (base/text.h).
+
 // encode_value(value) and encode_key(spec, key) as text.
 void append_value_json(const Value& value, std::string& out);
 void append_key_json(const TableSpec& spec, const Key& key, std::string& out);
