@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -231,6 +232,14 @@ struct UpdateRequest {
 // A call with no bound of its own (the backend's own timeouts still apply).
 inline constexpr Duration kNoTimeout = Duration::max();
 
+// What a store can tell, without a read, of whether anything in it changed:
+// see ItemStore::change_stamp(). Only equality means something.
+struct ChangeStamp {
+  uint64_t high = 0;
+  uint64_t low = 0;
+  bool operator==(const ChangeStamp&) const = default;
+};
+
 class ItemStore {
  public:
   virtual ~ItemStore() = default;
@@ -303,6 +312,15 @@ class ItemStore {
                                         std::span<const UpdateRequest> requests) {
     return update_each(table, requests, kNoTimeout);
   }
+
+  // A stamp of the store's whole content, for caches of what was read: if two
+  // calls return equal stamps, no write became visible in between, from any
+  // thread or process, so a read begun after the first call is still what a
+  // read would return at the second. Different stamps say nothing (a store
+  // may change its stamp without a write). Cheap: no round trip, no lock
+  // another process holds. nullopt if the store cannot tell (DynamoDB: only
+  // a read can), and callers read as usual.
+  virtual std::optional<ChangeStamp> change_stamp() const { return std::nullopt; }
 
   // A name for messages and benchmarks: "sqlite", "memory", "dynamodb", ...
   virtual std::string_view backend_name() const = 0;

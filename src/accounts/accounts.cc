@@ -47,9 +47,9 @@ constexpr std::string_view kUserIndex = "kind-name-index";
 // user's oldest items.
 constexpr int kPruneItemsMax = 100;
 
-// Tokens and sessions whose user's name this process remembers (see
-// Impl::read_owned), at most; past that it forgets them all, which costs
-// each one read more the next time it is used.
+// Tokens and sessions whose user's name (and, for tokens, last check) this
+// process remembers (see Impl::Known), at most; past that it forgets them
+// all, which costs each one read more the next time it is used.
 constexpr size_t kKnownOwnersMax = 10'000;
 
 Key user_key(std::string_view name) { return Key{"USER#" + std::string(name), ""}; }
@@ -248,13 +248,27 @@ class Accounts::Impl {
   SignInLimiter limiter_;
   std::once_flag decoy_once_;
   std::string decoy_hash_;  // written once under decoy_once_
-  // A token's or session's key (its pk) -> its user's name. Nothing in it
-  // can go stale: a token or session never changes its user while it lives,
-  // and a key is never reused (the SHA-256 of 256 random bits). What can
-  // change (the item's presence, the user's presence, generation, admin
-  // flag, session epoch) is read from the store at every check.
+  // What this process knows of a token or session, by its key (its pk).
+  struct Known {
+    // Its user's name, which cannot go stale: a token or session never
+    // changes its user while it lives, and a key is never reused (the
+    // SHA-256 of 256 random bits).
+    std::string owner;
+    // Tokens, on a store that has change stamps: the user that the last
+    // check found, and the store's stamp taken before that check's read.
+    // What can change (the item's presence, the user's presence,
+    // generation, admin flag) changes only by a write, and a write moves the
+    // stamp: while the store's stamp is still `stamp`, the check's answer
+    // stands, in every process. Otherwise it is read again.
+    std::optional<User> checked;
+    ChangeStamp stamp;
+  };
+  // The user of the token at `pk` if a check found it at `stamp`.
+  std::optional<User> checked_user(const std::string& pk, const ChangeStamp& stamp);
+  void remember_check(const std::string& pk, const User& user, const ChangeStamp& stamp);
+
   Mutex owners_mu_;
-  std::unordered_map<std::string, std::string> known_owners_ GUARDED_BY(owners_mu_);
+  std::unordered_map<std::string, Known> known_ GUARDED_BY(owners_mu_);
 };
 
 std::string Accounts::Impl::draw_secret() {
@@ -453,7 +467,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
   std::optional<std::string> known;
   {
     MutexLock lock(owners_mu_);
-    if (const auto it = known_owners_.find(key.pk); it != known_owners_.end()) known = it->second;
+    if (const auto it = known_.find(key.pk); it != known_.end()) known = it->second.owner;
   }
   if (known) {
     ASSIGN_OR_RETURN(Owned owned, read_owned_known(key, *known));
@@ -474,8 +488,8 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
     return user.status();
   }
   MutexLock lock(owners_mu_);
-  if (known_owners_.size() >= kKnownOwnersMax) known_owners_.clear();
-  known_owners_.insert_or_assign(key.pk, name);
+  if (known_.size() >= kKnownOwnersMax) known_.clear();
+  known_.insert_or_assign(key.pk, Known{name, std::nullopt, {}});
   return owned;
 }
 
@@ -490,7 +504,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned_known(const Key& key,
   if (!owned.item) {
     // Revoked, ended or expired: it will not be back.
     MutexLock lock(owners_mu_);
-    known_owners_.erase(key.pk);
+    known_.erase(key.pk);
   }
   return owned;
 }
@@ -506,12 +520,39 @@ Result<const Item*> Accounts::Impl::owner_of(const Owned& owned, std::string_vie
   return &*owned.user;
 }
 
+std::optional<User> Accounts::Impl::checked_user(const std::string& pk,
+                                                 const ChangeStamp& stamp) {
+  MutexLock lock(owners_mu_);
+  const auto it = known_.find(pk);
+  if (it == known_.end() || !it->second.checked || it->second.stamp != stamp) return std::nullopt;
+  return it->second.checked;
+}
+
+void Accounts::Impl::remember_check(const std::string& pk, const User& user,
+                                    const ChangeStamp& stamp) {
+  MutexLock lock(owners_mu_);
+  // Gone if the table was cleared meanwhile, or the token found revoked by
+  // a later check: then the next check reads.
+  const auto it = known_.find(pk);
+  if (it == known_.end()) return;
+  it->second.checked = user;
+  it->second.stamp = stamp;
+}
+
 Result<User> Accounts::Impl::authenticate_token(std::string_view token) {
   if (!is_secret(token)) return unauthenticated("malformed API token");
-  ASSIGN_OR_RETURN(Owned owned, read_owned(token_key(token)));
+  const Key key = token_key(token);
+  // Taken before the read: a write that the read misses moves it on.
+  const std::optional<ChangeStamp> stamp = store_.change_stamp();
+  if (stamp) {
+    if (std::optional<User> user = checked_user(key.pk, *stamp)) return std::move(*user);
+  }
+  ASSIGN_OR_RETURN(Owned owned, read_owned(key));
   if (!owned.item) return unauthenticated("unknown or revoked API token");
   RETURN_IF_ERROR(owner_of(owned, "API token").status());
-  return user_of(std::move(*owned.user));
+  User user = user_of(std::move(*owned.user));
+  if (stamp) remember_check(key.pk, user, *stamp);
+  return user;
 }
 
 // ---------------------------------------------------------------- sessions

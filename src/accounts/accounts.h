@@ -8,12 +8,15 @@
 // (add_user, new_token, sign_in) and cannot be read back. Nothing here logs
 // or puts a secret in a Status message.
 //
-// Every check reads the store, with no cache of anything that can change,
-// so that a token or a user removed, or a user changed, by another process
-// counts at the next request. What a process remembers is only which user
-// each token and session it has seen belongs to, which never changes: it
-// lets a check read the item and its user in one batch_get instead of two
-// reads in a row. A session's
+// A check sees what the store holds when it begins, so that a token or a
+// user removed, or a user changed, by another process counts at the next
+// request. What a process remembers is which user each token and session
+// it has seen belongs to, which never changes: it lets a check read the
+// item and its user in one batch_get instead of two reads in a row. On a
+// store with change stamps (ItemStore::change_stamp(): SQLite, memory) a
+// token's check is also kept with the stamp taken before its read, and
+// stands for as long as the stamp stays the same, that is until anything
+// is written to the store; every other check reads. A session's
 // expiry slides on use, written at most once per slide_every so that a busy
 // browser does not cost a write per request. Each user carries a random
 // generation ID that its tokens and sessions repeat, and a session epoch

@@ -47,6 +47,13 @@ class WatchingStore final : public store::StoreWrapper {
   // follows it.
   std::string after_get_key;
   std::function<void()> after_get;
+  // False: the store says nothing of its changes (as DynamoDB), so every
+  // check reads.
+  bool stamps = true;
+
+  std::optional<ChangeStamp> change_stamp() const override {
+    return stamps ? StoreWrapper::change_stamp() : std::nullopt;
+  }
 
   Result<Item> get(std::string_view table, const Key& key, bool consistent) override {
     ++calls;
@@ -355,12 +362,47 @@ TEST_P(AccountsTest, ARevokedTokenStopsWorkingAtOnce) {
 }
 
 TEST_P(AccountsTest, AfterTheFirstCheckATokenAndItsUserAreReadInOneBatch) {
+  store_->stamps = false;
   const std::string token = add("ann");
   ASSERT_EQ(token_code(token), Code::kOk);
   const int calls = store_->calls;
   for (int i = 0; i < 3; ++i) ASSERT_EQ(token_code(token), Code::kOk);
   EXPECT_EQ(store_->calls - calls, 3);
   EXPECT_EQ(store_->batch_gets, 3);
+}
+
+// On a store with change stamps, a check stands until anything is written
+// (here, by another process, to an item that has nothing to do with it).
+TEST_P(AccountsTest, WhileTheStoreIsUnchangedATokenCheckReadsNothing) {
+  const std::string token = add("ann");
+  ASSERT_TRUE(backend_->change_stamp().has_value()) << "memory and SQLite have stamps";
+  ASSERT_EQ(token_code(token), Code::kOk);
+  int calls = store_->calls;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(token_code(token), Code::kOk);
+  EXPECT_EQ(store_->calls - calls, 0);
+
+  ASSERT_TRUE(backend_->put("accounts", Item{{"pk", "OTHER#1"}}, {}).ok());
+  calls = store_->calls;
+  const int batch_gets = store_->batch_gets;
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(token_code(token), Code::kOk);
+  EXPECT_EQ(store_->calls - calls, 1);
+  EXPECT_EQ(store_->batch_gets - batch_gets, 1);
+  EXPECT_EQ(accounts_->authenticate_token(token)->name, "ann");
+}
+
+// A revocation that lands while a check reads: that check may still pass
+// (the two were concurrent), but what it found is not kept, because the
+// stamp it keeps was taken before its read.
+TEST_P(AccountsTest, ATokenRevokedDuringACheckIsRefusedByTheNextOne) {
+  const std::string token = add("ann");
+  ASSERT_EQ(token_code(token), Code::kOk);  // its owner is known: one batch from here
+  ASSERT_TRUE(backend_->put("accounts", Item{{"pk", "OTHER#1"}}, {}).ok());  // no check stands
+  const std::string pk = "TOKEN#" + sha256_hex(token);
+  store_->after_get_key = pk;
+  store_->after_get = [&] { ASSERT_TRUE(backend_->remove("accounts", Key{pk, ""}, {}).ok()); };
+  ASSERT_EQ(token_code(token), Code::kOk);
+  ASSERT_FALSE(store_->after_get) << "the check read the store";
+  EXPECT_EQ(token_code(token), Code::kUnauthenticated);
 }
 
 // What a process remembers of a token or session (its user's name) keeps

@@ -61,6 +61,8 @@ class MeteredStore final : public ItemStore {
                                         Duration timeout) override;
   std::string_view backend_name() const override { return inner_.backend_name(); }
   bool reads_are_local() const override { return inner_.reads_are_local(); }
+  // Not timed: it reads no store.
+  std::optional<ChangeStamp> change_stamp() const override { return inner_.change_stamp(); }
 
  private:
   enum Op {

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <limits>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -1152,6 +1154,76 @@ TEST_P(StoreConformance, ConcurrentConditionalIncrementsLoseNothing) {
   const Item counter = MUST(store().get(kItems, key("counter"), true));
   EXPECT_EQ(counter.at("count"), Value(int64_t{kThreads * kIncrements}));
   EXPECT_EQ(counter.at("version"), Value(int64_t{kThreads * kIncrements}));
+}
+
+// ---------------------------------------------------------------- change stamps
+
+// A backend that has stamps keeps its stamp through reads and moves it with
+// every write; one that has none says so every time.
+TEST_P(StoreConformance, ChangeStampStaysWithReadsAndMovesWithEveryWrite) {
+  std::optional<ChangeStamp> stamp = store().change_stamp();
+  if (!stamp) {
+    ASSERT_OK(store().put(kItems, {{"id", "a"}}, {}));
+    EXPECT_FALSE(store().change_stamp().has_value()) << "a store has stamps or has none";
+    GTEST_SKIP() << GetParam().name << " has no change stamps: its callers always read";
+  }
+  const auto moved = [&](const char* what) {
+    const std::optional<ChangeStamp> now = store().change_stamp();
+    EXPECT_TRUE(now.has_value()) << what;
+    EXPECT_NE(now, stamp) << what << " did not move the stamp";
+    stamp = now;
+  };
+  ASSERT_OK(store().put(kItems, {{"id", "a"}, {"state", "s"}, {"n", int64_t{1}}}, {}));
+  moved("put");
+  ASSERT_OK(store().update(kItems, key("a"), Update().add("n", 1), {}));
+  moved("update");
+  const UpdateRequest requests[] = {{key("b"), Update().set("x", "y"), {}}};
+  ASSERT_OK(store().update_each(kItems, requests)[0]);
+  moved("update_each");
+  ASSERT_OK(store().remove(kItems, key("b"), {}));
+  moved("remove");
+
+  ASSERT_OK(store().get(kItems, key("a"), true));
+  const Key keys[] = {key("a"), key("missing")};
+  ASSERT_OK(store().batch_get(kItems, keys));
+  ASSERT_OK(store().query(kSorted, "p", KeyRange::all(), {}));
+  ASSERT_OK(store().query_index(kItems, kByState, "s", KeyRange::all(), {}));
+  EXPECT_EQ(store().change_stamp(), stamp) << "a read moved the stamp";
+}
+
+// What a cache of reads relies on: while the stamp stays the same, a read
+// finds what the read before it found, however fast another thread writes.
+// The writer writes for as long as the reader reads, so that they overlap.
+TEST_P(StoreConformance, AnUnmovedChangeStampMeansAnUnchangedStore) {
+  if (!store().change_stamp()) GTEST_SKIP() << GetParam().name << " has no change stamps";
+  ASSERT_OK(store().put(kItems, {{"id", "counter"}, {"n", int64_t{0}}}, {}));
+  std::atomic<bool> reading{true};
+  std::atomic<int64_t> written{0};
+  std::thread writer([&] {
+    while (reading && store().update(kItems, key("counter"), Update().add("n", 1), {}).ok()) {
+      ++written;
+    }
+  });
+  // At least 2,000 rounds, and more until one has overlapped a write (a
+  // writer that starts late, or is descheduled, would leave none).
+  int moved = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int i = 0; i < 2000 || (moved == 0 && std::chrono::steady_clock::now() < deadline); ++i) {
+    const std::optional<ChangeStamp> before = store().change_stamp();
+    const Item first = MUST(store().get(kItems, key("counter"), true));
+    const Item second = MUST(store().get(kItems, key("counter"), true));
+    if (!before || store().change_stamp() != before) {
+      ++moved;
+      continue;
+    }
+    EXPECT_EQ(first.at("n"), second.at("n")) << "a write went by an unmoved stamp";
+    if (first.at("n") != second.at("n")) break;
+  }
+  reading = false;
+  writer.join();
+  const Item last = MUST(store().get(kItems, key("counter"), true));
+  EXPECT_EQ(last.at("n"), Value(written.load())) << "a write failed";
+  EXPECT_GT(moved, 0) << "the reads never overlapped a write: the test proved nothing";
 }
 
 }  // namespace leasehold::conformance

@@ -10,6 +10,7 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
 #include <string>
@@ -101,6 +102,31 @@ TEST_F(ServeTest, ServesUntilSigtermThenExitsZeroAndLogsNoSecret) {
   EXPECT_NE(me.out.find("unauthenticated"), std::string::npos) << me.out;
   const std::string log = stop_serve();
   EXPECT_EQ(log.find("s3cr3t"), std::string::npos) << "a credential reached the log";
+}
+
+// `serve` keeps a token check for as long as the store is unchanged; a
+// user removed by another process is refused at its next request.
+TEST_F(ServeTest, AUserRemovedByAnotherProcessIsRefusedAtTheNextRequest) {
+  ASSERT_EQ(lh({"store", "init"}).exit_code, 0);
+  std::map<std::string, std::string> tokens;
+  for (const std::string name : {"ann", "bob"}) {
+    const RunResult added = lh({"user", "add", name, "--display-name", name});
+    ASSERT_EQ(added.exit_code, 0) << added.err;
+    tokens[name] = std::string(parse_object(added.out).at("token").as_string());
+  }
+  const std::string port = start_serve({"--listen", "127.0.0.1:0", "--trace-workers", "0"}, false);
+  ASSERT_FALSE(port.empty());
+  const auto me = [&](const std::string& name) {
+    const RunResult r = run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H",
+                             "Authorization: Bearer " + tokens[name],
+                             "http://127.0.0.1:" + port + "/api/me"});
+    return r.out;
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(me("ann"), "200");
+  ASSERT_EQ(lh({"user", "rm", "ann"}).exit_code, 0);
+  EXPECT_EQ(me("ann"), "401");
+  EXPECT_EQ(me("bob"), "200");
+  stop_serve();
 }
 
 class ServeTlsTest : public ServeTest {

@@ -51,6 +51,7 @@ class StoreWrapper : public ItemStore {
                                         Duration timeout) override {
     return inner_.update_each(table, requests, timeout);
   }
+  std::optional<ChangeStamp> change_stamp() const override { return inner_.change_stamp(); }
   std::string_view backend_name() const override { return inner_.backend_name(); }
 
  private:

@@ -1,6 +1,7 @@
 #include "store/memory/memory_store.h"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 
 #include "base/mutex.h"
@@ -25,11 +26,27 @@ std::string make_cursor(const Value* range, const Key& key) {
   return encode_item(c);
 }
 
+// Moves the store's stamp on when it goes out of scope. A call that may
+// write declares one right after its lock, so that the stamp moves before
+// the lock is let go: whoever reads the write's effect (under the lock)
+// reads the new stamp after it.
+class StampOnExit {
+ public:
+  explicit StampOnExit(std::atomic<uint64_t>& writes) : writes_(writes) {}
+  StampOnExit(const StampOnExit&) = delete;
+  StampOnExit& operator=(const StampOnExit&) = delete;
+  ~StampOnExit() { writes_.fetch_add(1, std::memory_order_release); }
+
+ private:
+  std::atomic<uint64_t>& writes_;
+};
+
 class MemoryStore final : public ItemStore {
  public:
   Status ensure_table(const TableSpec& spec) override {
     RETURN_IF_ERROR(validate_table_spec(spec));
     MutexLock lock(mu_);
+    const StampOnExit stamp(writes_);
     const auto found = tables_.find(spec.name);
     if (found == tables_.end()) {
       tables_.emplace(spec.name, Table{spec, {}});
@@ -76,6 +93,7 @@ class MemoryStore final : public ItemStore {
 
   Status put(std::string_view table, const Item& item, const Condition& condition) override {
     MutexLock lock(mu_);
+    const StampOnExit stamp(writes_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     RETURN_IF_ERROR(validate_item(t->spec, item));
     RETURN_IF_ERROR(validate_index_attrs(t->spec, item));
@@ -92,6 +110,7 @@ class MemoryStore final : public ItemStore {
   Result<Item> update(std::string_view table, const Key& key, const Update& update,
                       const Condition& condition) override {
     MutexLock lock(mu_);
+    const StampOnExit stamp(writes_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     return update_locked(*t, key, update, condition);
   }
@@ -102,6 +121,7 @@ class MemoryStore final : public ItemStore {
                                         std::span<const UpdateRequest> requests,
                                         Duration /*timeout*/) override {
     MutexLock lock(mu_);
+    const StampOnExit stamp(writes_);
     std::vector<Result<Item>> out;
     auto t = find_table(table);
     for (const auto& r : requests) {
@@ -113,6 +133,7 @@ class MemoryStore final : public ItemStore {
 
   Status remove(std::string_view table, const Key& key, const Condition& condition) override {
     MutexLock lock(mu_);
+    const StampOnExit stamp(writes_);
     ASSIGN_OR_RETURN(Table * t, find_table(table));
     RETURN_IF_ERROR(validate_key(t->spec, key));
     RETURN_IF_ERROR(validate_condition(condition));
@@ -207,6 +228,11 @@ class MemoryStore final : public ItemStore {
     return page;
   }
 
+  // Counts the calls that may have written; a read does not move it.
+  std::optional<ChangeStamp> change_stamp() const override {
+    return ChangeStamp{0, writes_.load(std::memory_order_acquire)};
+  }
+
   std::string_view backend_name() const override { return "memory"; }
   bool reads_are_local() const override { return true; }  // one short lock
 
@@ -250,6 +276,7 @@ class MemoryStore final : public ItemStore {
 
   Mutex mu_;
   std::map<std::string, Table, std::less<>> tables_ GUARDED_BY(mu_);
+  std::atomic<uint64_t> writes_{0};
 };
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "store/sqlite/sqlite_db.h"
 #include "store/sqlite/sqlite_functions.h"
 #include "store/sqlite/sqlite_schema.h"
+#include "store/sqlite/wal_index.h"
 
 namespace leasehold::store {
 namespace {
@@ -155,10 +156,13 @@ Status validate_request(const TableSpec& spec, const Key& key, const Update& upd
 
 class SqliteStore final : public ItemStore {
  public:
-  SqliteStore(SqliteOptions options, std::unique_ptr<Connection> first)
+  // `wal_index` may be null: change_stamp() then says nothing.
+  SqliteStore(SqliteOptions options, std::unique_ptr<Connection> first,
+              std::unique_ptr<sqlite::WalIndexHeader> wal_index)
       : busy_timeout_(options.busy_timeout),
         pool_(options, options.connections_max, std::move(first)),
-        read_pool_(options, options.read_connections_max, nullptr) {}
+        read_pool_(options, options.read_connections_max, nullptr),
+        wal_index_(std::move(wal_index)) {}
 
   Status ensure_table(const TableSpec& spec) override;
   Result<Item> get(std::string_view table, const Key& key, bool consistent) override;
@@ -180,6 +184,10 @@ class SqliteStore final : public ItemStore {
   // WAL mode: a read never waits for a writer, and reads have connections
   // of their own.
   bool reads_are_local() const override { return true; }
+  // The wal-index header: it moves with every commit, from any process.
+  std::optional<ChangeStamp> change_stamp() const override {
+    return wal_index_ ? wal_index_->stamp() : std::nullopt;
+  }
 
  private:
   using Table = std::shared_ptr<const TableSql>;
@@ -203,6 +211,8 @@ class SqliteStore final : public ItemStore {
   RealClock clock_;           // to share one timeout between the waits of a call
   ConnectionPool pool_;       // writes and table changes
   ConnectionPool read_pool_;  // get, batch_get, query, query_index
+  // SQLite's mapping: valid while the pools' connections are open.
+  const std::unique_ptr<sqlite::WalIndexHeader> wal_index_;
   Mutex tables_mu_;
   std::map<std::string, Table, std::less<>> tables_ GUARDED_BY(tables_mu_);
 };
@@ -627,7 +637,12 @@ Result<std::unique_ptr<ItemStore>> open_sqlite_store(const SqliteOptions& option
   ASSIGN_OR_RETURN(std::unique_ptr<Connection> first, Connection::open(options));
   RETURN_IF_ERROR(first->exec(sqlite::kCreateMetaTable)
                       .with_context("cannot prepare SQLite database '" + options.path + "'"));
-  return std::unique_ptr<ItemStore>(std::make_unique<SqliteStore>(options, std::move(first)));
+  // The first connection has read and written the database in WAL mode, so
+  // the wal-index is mapped; it stays so while the pool keeps a connection
+  // open, which is for as long as the store lives.
+  auto wal_index = sqlite::WalIndexHeader::map(first->db());
+  return std::unique_ptr<ItemStore>(std::make_unique<SqliteStore>(
+      options, std::move(first), wal_index.ok() ? std::move(*wal_index) : nullptr));
 }
 
 }  // namespace leasehold::store

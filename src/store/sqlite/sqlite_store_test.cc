@@ -219,6 +219,42 @@ TEST(SqliteStore, StoresOnOneFileShareTablesAndLaterIndexes) {
   EXPECT_EQ(b->ensure_table({"t", "other", "", {}}).code(), Code::kInvalidArgument);
 }
 
+// The stamp is the wal-index header: every commit moves it, whichever
+// connection makes it (another store, plain SQL), and a WAL that restarts
+// after a checkpoint does not bring an old stamp back.
+TEST(SqliteStore, EveryCommitFromAnyConnectionMovesTheChangeStamp) {
+  TempDir dir;
+  auto a = open_or_die(dir.file("s.db"));
+  auto b = open_or_die(dir.file("s.db"));
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(a->ensure_table({"t", "pk", "", {}}).ok());
+  RawDb raw(dir.file("s.db"));
+  std::vector<ChangeStamp> seen;
+  const auto stamp = [&] {
+    const std::optional<ChangeStamp> now = a->change_stamp();
+    EXPECT_TRUE(now.has_value());
+    EXPECT_EQ(b->change_stamp(), now) << "two stores on one file see one header";
+    return now.value_or(ChangeStamp{});
+  };
+  seen.push_back(stamp());
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(b->put("t", {{"pk", "x"}, {"n", int64_t{i}}}, {}).ok());
+    seen.push_back(stamp());
+    ASSERT_TRUE(a->get("t", {"x", ""}, true).ok());
+    EXPECT_EQ(stamp(), seen.back()) << "a read moved it";
+    if (i % 10 == 9) {
+      ASSERT_EQ(raw.exec("PRAGMA wal_checkpoint(TRUNCATE)"), SQLITE_OK);
+    } else {
+      ASSERT_EQ(raw.exec("CREATE TABLE IF NOT EXISTS plain(v); INSERT INTO plain VALUES (1)"),
+                SQLITE_OK);
+      seen.push_back(stamp());
+    }
+  }
+  std::vector<ChangeStamp> distinct = seen;
+  std::ranges::sort(distinct, {}, [](const ChangeStamp& s) { return std::pair(s.high, s.low); });
+  EXPECT_EQ(std::ranges::adjacent_find(distinct), distinct.end()) << "a stamp came back";
+}
+
 // ---------------------------------------------------------------- layout and plans
 
 // The raw renew statement documented at the top of sqlite_store.cc (the
