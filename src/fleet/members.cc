@@ -28,13 +28,14 @@ Key worker_key(std::string_view id) {
 }
 
 Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double messages_per_s,
-                      int64_t now_ms) {
+                      int64_t now_ms, bool taking) {
   Update u;
   u.set("owned", owned)
       .set("capacity", capacity)
       .set("messages", messages)
       .set("messages_per_s", static_cast<int64_t>(std::llround(messages_per_s * 1000)))
-      .set("updated_at_ms", now_ms);
+      .set("updated_at_ms", now_ms)
+      .set("taking", taking);
   return u;
 }
 
@@ -61,6 +62,9 @@ Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool al
       m.messages_per_s = static_cast<double>(int_or_zero(item, "messages_per_s")) / 1000;
       m.started_at_ms = int_or_zero(item, "started_at_ms");
       m.updated_at_ms = int_or_zero(item, "updated_at_ms");
+      const auto taking = item.find("taking");
+      m.taking = taking == item.end() || !std::holds_alternative<bool>(taking->second) ||
+                 std::get<bool>(taking->second);
       members.push_back(std::move(m));
     }
     options.cursor = page->next_cursor;

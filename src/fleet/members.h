@@ -10,6 +10,8 @@
 //   capacity          the most it may own
 //   messages          messages written to the sink since the worker started
 //   messages_per_s    over the last reconcile period, in thousandths
+//   taking            false while the worker cannot take connections (its
+//                     last query of the orphan index failed); absent: true
 //   started_at_ms, updated_at_ms
 //
 // The index kind-lease_expires_at_ms-index lists every worker, alive first
@@ -44,6 +46,7 @@ struct Member {
   double messages_per_s = 0;
   int64_t started_at_ms = 0;
   int64_t updated_at_ms = 0;
+  bool taking = true;  // it says it can take connections
 };
 
 // Every worker the table knows, sorted by id. `alive_only` leaves out the
@@ -52,6 +55,6 @@ Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool al
 
 // The figures part of a membership write.
 Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double messages_per_s,
-                      int64_t now_ms);
+                      int64_t now_ms, bool taking = true);
 
 }  // namespace leasehold::fleet

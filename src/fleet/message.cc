@@ -186,7 +186,7 @@ Result<int64_t> find_seq(std::string_view message, const std::vector<std::string
   return invalid_argument("message's sequence number is not an int64");
 }
 
-void append_sink_line(const SinkRecord& record, std::string& out) {
+void append_sink_line(const SinkRecord& record, std::string& out, size_t* stamp_at) {
   out += "{\"conn\":";
   append_json_string(out, record.conn);
   out += ",\"seq\":";
@@ -196,6 +196,7 @@ void append_sink_line(const SinkRecord& record, std::string& out) {
   out += ",\"epoch\":";
   append_int(out, record.epoch);
   out += ",\"written_at_ms\":";
+  if (stamp_at != nullptr) *stamp_at = out.size();
   append_int(out, record.written_at_ms);
   out += ",\"msg\":";
   const std::string_view msg = record.msg;
@@ -211,14 +212,49 @@ void SinkBatch::clear() {
   text_.clear();
   ends_.clear();
   seqs_.clear();
+  stamps_.clear();
+  stamped_.clear();
 }
 
 void SinkBatch::add(const SinkRecord& record) {
   assert(empty() || record.seq > last_seq());
-  append_sink_line(record, text_);
+  size_t stamp_at = 0;
+  append_sink_line(record, text_, &stamp_at);
   text_ += '\n';
   ends_.push_back(text_.size());
   seqs_.push_back(record.seq);
+  stamps_.push_back(stamp_at);
+  stamped_.push_back(record.written_at_ms);
+}
+
+void SinkBatch::stamp(int64_t written_at_ms) {
+  char digits[24];
+  const std::string_view now(digits,
+                             std::to_chars(digits, digits + sizeof digits, written_at_ms).ptr);
+  const auto width = [](int64_t n) {
+    char buffer[24];
+    return static_cast<size_t>(std::to_chars(buffer, buffer + sizeof buffer, n).ptr - buffer);
+  };
+  if (std::all_of(stamped_.begin(), stamped_.end(),
+                  [&](int64_t was) { return width(was) == now.size(); })) {
+    // The usual case: wall times in ms have 13 digits from 2001 to 2286.
+    for (const size_t at : stamps_) text_.replace(at, now.size(), now);
+  } else {  // rebuilt line by line, and every position after a stamp moves
+    std::string text;
+    text.reserve(text_.size() + stamps_.size() * now.size());
+    size_t line_start = 0;
+    for (size_t i = 0; i < stamps_.size(); ++i) {
+      text.append(text_, line_start, stamps_[i] - line_start);
+      const size_t rest = stamps_[i] + width(stamped_[i]);
+      stamps_[i] = text.size();
+      text += now;
+      text.append(text_, rest, ends_[i] - rest);
+      line_start = ends_[i];
+      ends_[i] = text.size();
+    }
+    text_ = std::move(text);
+  }
+  std::fill(stamped_.begin(), stamped_.end(), written_at_ms);
 }
 
 size_t SinkBatch::lines_within(size_t bytes) const {

@@ -39,8 +39,8 @@ struct SinkRecord {
 
 // Appends `record` as one line of JSON, without the newline, to `out`. The
 // message goes in as it came, unless it spans lines: then re-serialised on
-// one.
-void append_sink_line(const SinkRecord& record, std::string& out);
+// one. Sets `*stamp_at`, if given, to where written_at_ms's digits begin.
+void append_sink_line(const SinkRecord& record, std::string& out, size_t* stamp_at = nullptr);
 
 // Sink lines of one connection for one sink write: each ends in a newline,
 // and their sequence numbers strictly increase, so that the last line a
@@ -62,11 +62,18 @@ class SinkBatch {
   // How many lines lie wholly within the first `bytes` bytes of text(): the
   // lines a write that got that far put into the sink.
   size_t lines_within(size_t bytes) const;
+  // Sets every line's written_at_ms to `written_at_ms`: the time of the
+  // write itself, stamped at the last moment before it (Sink, BeforeWrite).
+  // In place, unless the number has another count of digits than the one it
+  // replaces; text() may then move.
+  void stamp(int64_t written_at_ms);
 
  private:
   std::string text_;
   std::vector<size_t> ends_;  // where each line ends in text_, past its newline
   std::vector<int64_t> seqs_;
+  std::vector<size_t> stamps_;    // where each line's written_at_ms begins in text_
+  std::vector<int64_t> stamped_;  // and what it says
 };
 
 }  // namespace leasehold::fleet

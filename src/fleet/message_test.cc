@@ -162,6 +162,30 @@ TEST(SinkBatchTest, LinesEndInNewlinesAndAPartWriteCountsOnlyWholeLines) {
   EXPECT_EQ(batch.last_seq(), 1);
 }
 
+// The stamp taken at the last moment before the write replaces the one the
+// lines were made with, in place or, with another count of digits, by
+// rebuilding them; the line ends move with it.
+TEST(SinkBatchTest, StampSetsEveryLinesWriteTime) {
+  const auto line = [](int64_t seq, int64_t at) {
+    std::string out;
+    append_sink_line({"a", seq, "w1", 2, at, R"({"seq":1,"x":"written_at_ms"})"}, out);
+    return out + "\n";
+  };
+  SinkBatch batch;
+  batch.add({"a", 1, "w1", 2, 1796110627714, R"({"seq":1,"x":"written_at_ms"})"});
+  batch.add({"a", 2, "w1", 2, 1796110627714, R"({"seq":1,"x":"written_at_ms"})"});
+  batch.stamp(1796110699999);
+  EXPECT_EQ(batch.text(), line(1, 1796110699999) + line(2, 1796110699999));
+  batch.stamp(7);  // fewer digits
+  EXPECT_EQ(batch.text(), line(1, 7) + line(2, 7));
+  EXPECT_EQ(batch.lines_within(line(1, 7).size()), 1u);
+  EXPECT_EQ(batch.lines_within(batch.text().size() - 1), 1u);
+  batch.stamp(12345678901234);  // more
+  EXPECT_EQ(batch.text(), line(1, 12345678901234) + line(2, 12345678901234));
+  EXPECT_EQ(batch.lines_within(batch.text().size()), 2u);
+  EXPECT_EQ(batch.lines_within(batch.text().size() - 1), 1u);
+}
+
 TEST(SinkBatchDeathTest, ASequenceNumberThatDoesNotGoUpIsABug) {
   SinkBatch batch;
   batch.add({"a", 3, "w1", 1, 5, R"({"seq":3})"});

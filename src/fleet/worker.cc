@@ -3,6 +3,7 @@
 #include "fleet/worker.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cassert>
 #include <cmath>
@@ -17,6 +18,7 @@
 #include "fleet/connections.h"
 #include "fleet/members.h"
 #include "fleet/message.h"
+#include "fleet/placement.h"
 #include "fleet/schema.h"
 #include "leasehold/renewer.h"
 #include "metrics/registry.h"
@@ -62,12 +64,23 @@ struct Stream {
   MonoTime valid_until GUARDED_BY(mu){};
   int64_t written_seq GUARDED_BY(mu) = 0;
   int64_t checkpointed_seq GUARDED_BY(mu) = 0;
-  int failures GUARDED_BY(mu) = 0;  // upstream connections that failed in a row
+  // Upstream connections that ended in a row without one that stayed up for
+  // kStableAfter: what the reconnect backoff grows with.
+  int failures GUARDED_BY(mu) = 0;
+  MonoTime opened_at GUARDED_BY(mu){};  // of the current upstream connection
   MonoTime reconnect_at GUARDED_BY(mu){};
   std::string last_error GUARDED_BY(mu);
   bool error_changed GUARDED_BY(mu) = false;  // last_error differs from the stored one
   MonoTime bad_logged_at GUARDED_BY(mu){};
   uint64_t bad_unlogged GUARDED_BY(mu) = 0;
+  // The operator's figures, since this worker took the connection; written
+  // to its item with the checkpoints.
+  MonoTime acquired_at GUARDED_BY(mu){};
+  uint64_t messages GUARDED_BY(mu) = 0;
+  uint64_t reconnects GUARDED_BY(mu) = 0;
+  int64_t last_message_at_ms GUARDED_BY(mu) = 0;  // wall; 0: none yet
+  MonoTime last_message_mono GUARDED_BY(mu){};
+  bool reconnects_changed GUARDED_BY(mu) = false;  // not yet on the item
 };
 
 // Upstream connections whose on_closed has not run yet, so that stop()
@@ -125,7 +138,24 @@ struct Metrics {
                 .with({})),
         reconnects(r.counter("leasehold_fleet_upstream_reconnects_total",
                              "Upstream connections that ended and were retried")
-                       .with({})) {}
+                       .with({})),
+        conflicts(r.counter("leasehold_fleet_acquire_conflicts_total",
+                            "Acquisitions of orphaned connections that another worker won")
+                      .with({})),
+        connection_messages(r.collected(/*counter=*/true,
+                                        "leasehold_fleet_connection_messages_total",
+                                        "Messages written to the sink for a connection this "
+                                        "worker owns, since it took it",
+                                        {"conn"})),
+        connection_reconnects(r.collected(true, "leasehold_fleet_connection_reconnects_total",
+                                          "Upstream reconnects of a connection this worker "
+                                          "owns, since it took it",
+                                          {"conn"})),
+        connection_message_age(r.collected(false,
+                                           "leasehold_fleet_connection_last_message_age_seconds",
+                                           "Time since the last message of a connection this "
+                                           "worker owns (or since it took it, before the first)",
+                                           {"conn"})) {}
 
   metrics::Gauge& owned;
   metrics::Counter& messages;
@@ -137,6 +167,10 @@ struct Metrics {
   metrics::Counter& losses;
   metrics::Histogram& reconcile_seconds;
   metrics::Counter& reconnects;
+  metrics::Counter& conflicts;
+  metrics::Collected& connection_messages;
+  metrics::Collected& connection_reconnects;
+  metrics::Collected& connection_message_age;
 };
 
 LeaseConfig config_for(LeaseConfig config, std::string table, Logger* logger) {
@@ -161,6 +195,12 @@ Status validate_worker_options(const WorkerOptions& o) {
   }
   if (o.checkpoint_every < Duration::zero()) {
     return invalid_argument("checkpoint period must not be negative");
+  }
+  if (o.stall_after < Duration::zero()) {
+    return invalid_argument("stall period must not be negative");
+  }
+  if (o.upstream_stable_after <= Duration::zero()) {
+    return invalid_argument("upstream stable period must be positive");
   }
   return {};
 }
@@ -187,15 +227,27 @@ class Worker::Impl {
     if (options_.checkpoint_every == Duration::zero()) {
       options_.checkpoint_every = options_.renew_every;
     }
+    metrics::Collected* families[] = {&m_.connection_messages, &m_.connection_reconnects,
+                                      &m_.connection_message_age};
+    for (int i = 0; i < 3; ++i) {
+      collect_ids_[i] = families[i]->add(
+          [this, i](std::vector<metrics::Collected::Sample>& out) { collect_figures(out, i); });
+    }
   }
 
-  ~Impl() { stop(); }
+  ~Impl() {
+    stop();
+    m_.connection_messages.remove(collect_ids_[0]);
+    m_.connection_reconnects.remove(collect_ids_[1]);
+    m_.connection_message_age.remove(collect_ids_[2]);
+  }
 
   Status join();
   void start_threads();
   void stop();
 
   WorkerStats stats() const;
+  WorkerHealth health() const;
   std::vector<OwnedConnection> owned() const;
   const std::string& id() const { return options_.id; }
 
@@ -213,6 +265,13 @@ class Worker::Impl {
   void reconcile();
   void read_desired_state();
   void balance_and_acquire();
+  // The orphans found, with how long this worker has seen each free.
+  std::vector<OrphanSeen> note_orphans(const std::vector<Connection>& orphans);
+  // The other live members' figures, `taking` false for one whose figures
+  // have not changed for a while (it stopped reconciling).
+  std::vector<MemberFigures> note_members(const std::vector<Member>& members);
+  bool may_balance(const Result<std::vector<Member>>& members,
+                   const std::vector<OrphanSeen>& orphans);
   bool acquire(const Connection& seen);
   void write_figures();
   void rejoin_if_lost();
@@ -223,12 +282,15 @@ class Worker::Impl {
   struct Checkpoint {
     std::shared_ptr<Stream> stream;
     Lease lease;
-    int64_t seq = 0;    // the last sequence number flushed to the sink
-    std::string error;  // last_error as planned
+    int64_t seq = 0;          // the last sequence number flushed to the sink
+    std::string error;        // last_error as planned
+    uint64_t reconnects = 0;  // as planned
     Update update;
     Condition forward;  // last_seq only moves forward
   };
   void checkpoint_all();
+  // Plans each stream's checkpoint, flushes the sink, then writes them: a
+  // checkpoint covers only lines written before the flush began.
   void checkpoint(const std::vector<std::shared_ptr<Stream>>& streams);
   std::optional<Checkpoint> plan_checkpoint(const std::shared_ptr<Stream>& stream);
   void finish_checkpoint(const Checkpoint& c, const Result<Item>& written);
@@ -240,7 +302,7 @@ class Worker::Impl {
                    std::span<const net::WsMessage> messages);
   void add_if_forward(Stream& stream, const Result<int64_t>& seq, std::string_view message,
                       int64_t written_at_ms, SinkBatch& batch) REQUIRES(stream.mu);
-  Status write_batch(Stream& stream, const SinkBatch& batch) REQUIRES(stream.mu);
+  Status write_batch(Stream& stream, SinkBatch& batch) REQUIRES(stream.mu);
   void on_closed(const std::shared_ptr<Stream>& stream, uint64_t generation, const Status& why);
   void lose(const std::shared_ptr<Stream>& stream, const Status& why);
   void hand_over(const std::vector<std::shared_ptr<Stream>>& streams, std::string_view why);
@@ -248,6 +310,9 @@ class Worker::Impl {
   void forget(const std::string& id);
   bool still_valid(Stream& stream, MonoTime now) REQUIRES(stream.mu);
   void note_bad(Stream& stream, std::string_view what) REQUIRES(stream.mu);
+  void note_sink(const Status& result) EXCLUDES(sink_mu_);
+  bool stalled(const Stream& stream, MonoTime now) const REQUIRES(stream.mu);
+  void collect_figures(std::vector<metrics::Collected::Sample>& out, int which) const;
 
   std::vector<std::shared_ptr<Stream>> snapshot() const EXCLUDES(mu_);
   std::shared_ptr<Stream> find(const std::string& id) const EXCLUDES(mu_);
@@ -284,8 +349,33 @@ class Worker::Impl {
   Mutex random_mu_;
 
   std::atomic<uint64_t> messages_{0}, bad_messages_{0}, repeats_{0}, acquired_{0}, takeovers_{0},
-      handovers_{0}, losses_{0}, checkpoints_{0}, reconnects_{0};
+      handovers_{0}, losses_{0}, checkpoints_{0}, reconnects_{0}, conflicts_{0};
   uint64_t renew_failures_seen_ = 0;  // control thread only
+  // For health(): when the control loop last read the orphan index (mono
+  // ns), and the sink's last failure, cleared by its next success.
+  std::atomic<int64_t> store_read_at_ns_{0};
+  const MonoTime started_at_ = clock_.mono_now();
+  mutable Mutex sink_mu_;
+  std::string sink_error_ GUARDED_BY(sink_mu_);
+  std::atomic<bool> sink_failing_{false};
+  std::atomic<bool> taking_{true};  // the last orphan query answered
+  std::array<metrics::Collected::Id, 3> collect_ids_{};
+
+  // Control thread only: when this worker first saw each orphan it found
+  // free, and each other member's updated_at_ms with when it last changed.
+  std::map<std::string, MonoTime, std::less<>> orphan_first_seen_;
+  struct FiguresSeen {
+    int64_t updated_at_ms = 0;
+    MonoTime changed_at{};
+  };
+  std::map<std::string, FiguresSeen, std::less<>> figures_seen_;
+  // Control thread only: what this worker last handed over to balance the
+  // fleet, and when; if some of it is still free once stranded, the others
+  // did not take it, and balancing waits (balance_backoff_, doubling).
+  std::vector<std::string> balanced_away_;
+  MonoTime balanced_at_{};
+  Duration balance_backoff_{};
+  MonoTime no_balance_until_{};
   // After this worker last handed connections over to balance the fleet:
   // each other member's `updated_at_ms` as it then read (control thread
   // only). A member has written its figures since once the value differs,
@@ -432,7 +522,7 @@ void Worker::Impl::read_desired_state() {
              items.status().message());
       return;
     }
-    std::vector<std::shared_ptr<Stream>> stop;
+    std::vector<std::shared_ptr<Stream>> stop, changed;
     for (const Item& item : *items) {
       Result<Connection> c = parse_connection(item);
       if (!c.ok()) continue;
@@ -443,17 +533,25 @@ void Worker::Impl::read_desired_state() {
       if (c->owner != options_.id) {
         lose(stream, failed_precondition("connection " + c->id + " is now owned by " + c->owner));
       } else if (c->desired_state != DesiredState::kStarted) {
-        stop.push_back(stream);
+        stop.push_back(stream);  // stopped, or removed (a tombstone)
+      } else if (c->ws_url != stream->url_template ||
+                 split_seq_field(c->seq_field) != stream->seq_path) {
+        // Handed over, so that the new URL is streamed under a new epoch,
+        // after this stream has closed and checkpointed.
+        changed.push_back(stream);
       }
     }
-    for (auto& [pk, stream] : by_pk) stop.push_back(stream);  // removed
+    for (auto& [pk, stream] : by_pk) stop.push_back(stream);  // deleted
     hand_over(stop, "stopped or removed");
+    hand_over(changed, "its URL or sequence field changed");
   }
 }
 
-// Takes orphans up to this worker's fair share, or hands the excess over.
+// Takes orphans as placement says (fleet/placement.h), or hands the excess
+// over to balance the fleet.
 void Worker::Impl::balance_and_acquire() {
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  const MonoTime now = clock_.mono_now();
   const Duration skew = options_.lease.max_clock_skew;
   const int64_t horizon_ms = now_ms + to_ms(options_.reconcile_every + skew);
   QueryOptions q;
@@ -461,11 +559,13 @@ void Worker::Impl::balance_and_acquire() {
   Result<Page> page = store_.query_index(kConnectionsTable, kOrphanIndex,
                                          std::string(desired_state_name(DesiredState::kStarted)),
                                          KeyRange::lt(horizon_ms), q);
+  taking_ = page.ok();
   if (!page.ok()) {
     log_to(options_.logger, LogLevel::kWarn, "finding orphaned connections: {}",
            page.status().message());
     return;
   }
+  store_read_at_ns_ = now.time_since_epoch().count();
   std::vector<Connection> orphans;
   MonoTime soonest = MonoTime::max();
   for (const Item& item : page->items) {
@@ -474,68 +574,128 @@ void Worker::Impl::balance_and_acquire() {
     if (c->expires_at_ms < now_ms) {
       orphans.push_back(std::move(*c));
     } else {  // due to expire before the next reconcile: try then
-      soonest =
-          std::min(soonest, clock_.mono_now() + milliseconds(c->expires_at_ms - now_ms) + skew);
+      soonest = std::min(soonest, now + milliseconds(c->expires_at_ms - now_ms) + skew);
     }
   }
+  const std::vector<OrphanSeen> seen = note_orphans(orphans);
   Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/true);
+  const std::vector<MemberFigures> others =
+      members.ok() ? note_members(*members) : std::vector<MemberFigures>{};
   const int64_t owned = static_cast<int64_t>(snapshot().size());
   const int64_t capacity = static_cast<int64_t>(options_.max_connections);
-  std::vector<int64_t> capacities{capacity};
-  std::vector<int64_t> others_owned;
-  int64_t total = owned + static_cast<int64_t>(orphans.size());
-  if (members.ok()) {
-    for (const Member& m : *members) {
-      if (m.id == options_.id) continue;
-      capacities.push_back(m.capacity > 0 ? m.capacity
-                                          : static_cast<int64_t>(kMaxConnectionsDefault));
-      others_owned.push_back(m.owned);
-      total += m.owned;
-    }
-  }
-  const int64_t share = fair_share(total, capacities, 0);
+  const PlacementOptions placement{options_.reconcile_every / 2, 4 * options_.reconcile_every};
+  const Placement plan =
+      place(options_.id, owned, capacity, others, seen, may_balance(members, seen), placement);
+  if (plan.next_due != Duration::max()) soonest = std::min(soonest, now + plan.next_due);
   {
     MutexLock lock(mu_);
     next_attempt_ = std::min(next_attempt_, soonest);
   }
-  // Hand the excess over only if another worker has room below its share
-  // (a worker that died still counts until its membership expires, and has
-  // no room), only once no orphan waits, and only once every other worker
-  // has written its figures since this worker last handed some over: until
-  // then their counts leave out what they have just taken, and the share
-  // they give is too small.
-  bool someone_has_room = false;
-  bool counts_are_fresh = true;
-  for (size_t i = 0; i < others_owned.size(); ++i) {
-    someone_has_room = someone_has_room || others_owned[i] < fair_share(total, capacities, i + 1);
-  }
-  if (members.ok()) {
-    for (const Member& m : *members) {
-      const auto seen = figures_at_balance_.find(m.id);
-      if (seen != figures_at_balance_.end() && seen->second == m.updated_at_ms) {
-        counts_are_fresh = false;
-      }
-    }
-  }
-  if (owned > share && someone_has_room && orphans.empty() && counts_are_fresh) {
+  if (plan.hand_over > 0) {
     std::vector<std::shared_ptr<Stream>> excess = snapshot();
-    excess.resize(static_cast<size_t>(owned - share));
+    excess.resize(static_cast<size_t>(plan.hand_over));
     hand_over(excess, "balancing the fleet");
+    balanced_away_.clear();
+    for (const auto& s : excess) balanced_away_.push_back(s->id);
+    balanced_at_ = now;
     note_figures_at_balance(members.ok() ? &*members : nullptr);
     return;
   }
-  // Orphans up to the share; beyond it, up to capacity, only those whose
-  // owner died (expired, not handed over): recovery first, balance after.
-  int64_t room = share - owned;
-  int64_t spare = capacity - std::max(owned, share);
-  for (const Connection& c : orphans) {
-    const bool crashed = c.expires_at_ms != 0;
+  // Up to the share; beyond it, up to capacity, only orphans whose owner
+  // died or that waited past stranded: recovery first, balance after.
+  int64_t room = plan.share - owned;
+  int64_t spare = capacity - std::max(owned, plan.share);
+  for (const Attempt& a : plan.attempts) {
     if (room > 0) {
-      if (acquire(c)) --room;
-    } else if (crashed && spare > 0) {
-      if (acquire(c)) --spare;
+      if (acquire(orphans[a.orphan])) --room;
+    } else if (a.beyond_share && spare > 0) {
+      if (acquire(orphans[a.orphan])) --spare;
     }
   }
+}
+
+std::vector<OrphanSeen> Worker::Impl::note_orphans(const std::vector<Connection>& orphans) {
+  const MonoTime now = clock_.mono_now();
+  std::map<std::string, MonoTime, std::less<>> first_seen;
+  std::vector<OrphanSeen> out;
+  out.reserve(orphans.size());
+  for (const Connection& c : orphans) {
+    const auto it = orphan_first_seen_.find(c.id);
+    const MonoTime first = it == orphan_first_seen_.end() ? now : it->second;
+    first_seen.emplace(c.id, first);
+    out.push_back({c.id, c.owner, /*crashed=*/c.expires_at_ms != 0, now - first});
+  }
+  orphan_first_seen_ = std::move(first_seen);  // forgets those no longer free
+  return out;
+}
+
+std::vector<MemberFigures> Worker::Impl::note_members(const std::vector<Member>& members) {
+  const MonoTime now = clock_.mono_now();
+  // Figures are written every reconcile: unchanged for five, the member has
+  // stopped reconciling (it crashed, or its control loop is stuck) and takes
+  // nothing, whatever they say.
+  const Duration stale_after = 5 * options_.reconcile_every;
+  std::map<std::string, FiguresSeen, std::less<>> seen;
+  std::vector<MemberFigures> out;
+  for (const Member& m : members) {
+    if (m.id == options_.id) continue;
+    const auto it = figures_seen_.find(m.id);
+    const FiguresSeen f = it == figures_seen_.end() || it->second.updated_at_ms != m.updated_at_ms
+                              ? FiguresSeen{m.updated_at_ms, now}
+                              : it->second;
+    seen.emplace(m.id, f);
+    out.push_back({m.id, m.owned,
+                   m.capacity > 0 ? m.capacity : static_cast<int64_t>(kMaxConnectionsDefault),
+                   m.taking && now - f.changed_at < stale_after});
+  }
+  figures_seen_ = std::move(seen);
+  return out;
+}
+
+// Whether this worker may hand connections over to balance the fleet now:
+// not while the members that take connections may not have counted what it
+// handed over last (until each has written its figures again, its count
+// leaves that out and the share comes out too small), and not for a while
+// after a handover that nobody took.
+bool Worker::Impl::may_balance(const Result<std::vector<Member>>& members,
+                               const std::vector<OrphanSeen>& orphans) {
+  const MonoTime now = clock_.mono_now();
+  if (!balanced_away_.empty()) {
+    bool stranded = false, waiting = false;
+    for (const OrphanSeen& o : orphans) {
+      if (std::find(balanced_away_.begin(), balanced_away_.end(), o.id) == balanced_away_.end()) {
+        continue;
+      }
+      (o.free_for >= 4 * options_.reconcile_every ? stranded : waiting) = true;
+    }
+    if (stranded) {
+      const Duration first = 10 * options_.reconcile_every;
+      balance_backoff_ =
+          std::min(balance_backoff_ == Duration::zero() ? first : 2 * balance_backoff_, 64 * first);
+      no_balance_until_ = now + balance_backoff_;
+      balanced_away_.clear();
+      log_to(
+          options_.logger, LogLevel::kWarn,
+          "connections handed over to balance the fleet were not taken; balancing again in {} ms",
+          to_ms(balance_backoff_));
+    } else if (!waiting && now - balanced_at_ >= options_.reconcile_every) {
+      balanced_away_.clear();  // taken
+      balance_backoff_ = Duration::zero();
+    }
+  }
+  if (now < no_balance_until_) return false;
+  if (!members.ok()) return true;
+  for (const Member& m : *members) {
+    const auto at_balance = figures_at_balance_.find(m.id);
+    const auto seen = figures_seen_.find(m.id);
+    const bool stale_or_not_taking = !m.taking || seen == figures_seen_.end() ||
+                                     now - seen->second.changed_at >= 5 * options_.reconcile_every;
+    if (at_balance != figures_at_balance_.end() && at_balance->second == m.updated_at_ms &&
+        !stale_or_not_taking) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // Acquires `seen` (as the index showed it), reads it back consistently (the
@@ -549,7 +709,10 @@ bool Worker::Impl::acquire(const Connection& seen) {
       cond::eq(kDesiredStateAttr, std::string(desired_state_name(DesiredState::kStarted)));
   Result<Lease> lease = conn_leases_.acquire(connection_key(seen.id), o);
   if (!lease.ok()) {
-    if (lease.status().code() != Code::kAlreadyExists) {
+    if (lease.status().code() == Code::kAlreadyExists) {
+      ++conflicts_;  // another worker took it first (or it was stopped)
+      m_.conflicts.inc();
+    } else {
       log_to(options_.logger, LogLevel::kWarn, "acquiring {}: {}", seen.id,
              lease.status().message());
     }
@@ -570,6 +733,7 @@ bool Worker::Impl::acquire(const Connection& seen) {
     stream->valid_until = lease->valid_until;
     stream->written_seq = stream->checkpointed_seq = now->last_seq;
     stream->last_error = now->last_error;
+    stream->acquired_at = clock_.mono_now();
   }
   std::weak_ptr<Stream> weak = stream;
   stream->renew_id = renewer_.add(*lease, [this, weak](const Lease&, const Status& why) {
@@ -612,7 +776,7 @@ void Worker::Impl::write_figures() {
   if (!lease) return;
   const Update figures = member_figures(
       static_cast<int64_t>(snapshot().size()), static_cast<int64_t>(options_.max_connections),
-      static_cast<int64_t>(messages), rate, to_unix_ms(clock_.wall_now()));
+      static_cast<int64_t>(messages), rate, to_unix_ms(clock_.wall_now()), taking_);
   Result<Item> written = member_leases_.fenced_write(*lease, figures);
   if (!written.ok()) {
     log_to(options_.logger, LogLevel::kDebug, "writing membership figures: {}",
@@ -657,11 +821,6 @@ void Worker::Impl::keeper_loop() {
 }
 
 void Worker::Impl::checkpoint_all() {
-  const Status flushed = sink_.flush();
-  if (!flushed.ok()) {
-    log_to(options_.logger, LogLevel::kError, "flushing the sink: {}", flushed.message());
-    return;  // no checkpoint may cover what is not durable
-  }
   const std::vector<std::shared_ptr<Stream>> streams = snapshot();
   checkpoint(streams);
   int64_t lag = 0;
@@ -672,12 +831,26 @@ void Worker::Impl::checkpoint_all() {
   m_.checkpoint_lag.set(static_cast<double>(lag));
 }
 
-// Writes last_seq (and last_error, if it changed) of streams whose sink lines
-// are flushed, many per store call. Never moves last_seq back.
+// Writes last_seq (and last_error and the figures, if they changed) of the
+// streams, many per store call. Never moves last_seq back. What each covers
+// is read before the flush: a line written while the flush runs may not be
+// durable when it returns.
 void Worker::Impl::checkpoint(const std::vector<std::shared_ptr<Stream>>& streams) {
   std::vector<Checkpoint> planned;
+  bool covers_lines = false;
   for (const auto& s : streams) {
-    if (std::optional<Checkpoint> c = plan_checkpoint(s)) planned.push_back(std::move(*c));
+    if (std::optional<Checkpoint> c = plan_checkpoint(s)) {
+      covers_lines = covers_lines || !c->forward.is_true();
+      planned.push_back(std::move(*c));
+    }
+  }
+  if (covers_lines) {
+    const Status flushed = sink_.flush();
+    note_sink(flushed);
+    if (!flushed.ok()) {
+      log_to(options_.logger, LogLevel::kError, "flushing the sink: {}", flushed.message());
+      return;  // no checkpoint may cover what is not durable
+    }
   }
   for (size_t at = 0; at < planned.size(); at += kCheckpointBatchMax) {
     const size_t end = std::min(planned.size(), at + kCheckpointBatchMax);
@@ -695,15 +868,30 @@ std::optional<Worker::Impl::Checkpoint> Worker::Impl::plan_checkpoint(
     const std::shared_ptr<Stream>& stream) {
   Checkpoint c;
   int64_t checkpointed = 0;
+  bool figures = false;
   {
     MutexLock l(stream->mu);
     if (stream->state == State::kClosing || stream->state == State::kLost) return std::nullopt;
+    const MonoTime now = clock_.mono_now();
+    // Up long enough: the error it had before is over.
+    if (stream->state == State::kStreaming &&
+        now - stream->opened_at >= options_.upstream_stable_after && !stream->last_error.empty()) {
+      stream->last_error.clear();
+      stream->error_changed = true;
+    }
     c.seq = stream->written_seq;
     checkpointed = stream->checkpointed_seq;
     c.error = stream->last_error;
-    if (c.seq <= checkpointed && !stream->error_changed) return std::nullopt;
+    figures = c.seq > checkpointed || stream->reconnects_changed;
+    if (!figures && !stream->error_changed) return std::nullopt;
     if (stream->error_changed) {
-      c.update.set("last_error", c.error).set("last_error_at_ms", to_unix_ms(clock_.wall_now()));
+      c.update.set(kLastErrorAttr, c.error).set(kLastErrorAtMsAttr, to_unix_ms(clock_.wall_now()));
+    }
+    if (figures) {
+      c.update.set("messages", static_cast<int64_t>(stream->messages))
+          .set("reconnects", static_cast<int64_t>(stream->reconnects))
+          .set("last_message_at_ms", stream->last_message_at_ms);
+      c.reconnects = stream->reconnects;
     }
   }
   std::optional<Lease> lease = renewer_.get(stream->renew_id);
@@ -711,8 +899,8 @@ std::optional<Worker::Impl::Checkpoint> Worker::Impl::plan_checkpoint(
   c.stream = stream;
   c.lease = std::move(*lease);
   if (c.seq > checkpointed) {
-    c.update.set("last_seq", c.seq);
-    c.forward = cond::lt("last_seq", c.seq) || cond::not_exists("last_seq");
+    c.update.set(kLastSeqAttr, c.seq);
+    c.forward = cond::lt(kLastSeqAttr, c.seq) || cond::not_exists(kLastSeqAttr);
   }
   return c;
 }
@@ -731,6 +919,7 @@ void Worker::Impl::finish_checkpoint(const Checkpoint& c, const Result<Item>& wr
   MutexLock l(c.stream->mu);
   c.stream->checkpointed_seq = std::max(c.stream->checkpointed_seq, c.seq);
   if (applied && c.stream->last_error == c.error) c.stream->error_changed = false;
+  if (applied && c.stream->reconnects == c.reconnects) c.stream->reconnects_changed = false;
 }
 
 void Worker::Impl::reconnect_due() {
@@ -741,7 +930,7 @@ void Worker::Impl::reconnect_due() {
       if (s->state != State::kWaiting || s->reconnect_at > now) continue;
     }
     // Resume from a checkpoint of everything written, as the URL says.
-    if (sink_.flush().ok()) checkpoint({s});
+    checkpoint({s});
     connect(s);
   }
 }
@@ -764,12 +953,11 @@ void Worker::Impl::connect(const std::shared_ptr<Stream>& stream) {
     if (!s) return;
     MutexLock l(s->mu);
     if (s->generation != generation || s->state != State::kConnecting) return;
+    // The failure count and last_error stay until it has stayed up a while
+    // (upstream_stable_after): a peer that accepts and closes at once is a
+    // failure like any other, and writes nothing to the store each time.
     s->state = State::kStreaming;
-    s->failures = 0;
-    if (!s->last_error.empty()) {
-      s->last_error.clear();
-      s->error_changed = true;
-    }
+    s->opened_at = clock_.mono_now();
   };
   handlers.on_messages = [this, weak, generation](std::span<const net::WsMessage> messages) {
     if (auto s = weak.lock()) on_messages(s, generation, messages);
@@ -848,16 +1036,17 @@ void Worker::Impl::on_messages(const std::shared_ptr<Stream>& stream, uint64_t g
     for (size_t i = 0; i < messages.size(); ++i) {
       add_if_forward(*stream, seqs[i], messages[i].bytes, written_at_ms, batch);
     }
-    if (!still_valid(*stream, clock_.mono_now())) {
+    const Status written = !still_valid(*stream, clock_.mono_now()) ? deadline_exceeded("")
+                           : batch.empty()                          ? Status::ok_status()
+                                                                    : write_batch(*stream, batch);
+    if (written.code() == Code::kDeadlineExceeded) {
       stream->state = State::kLost;
       ++stream->generation;
       to_close = std::move(stream->ws);
       lost = true;
-    } else if (batch.empty()) {
+    } else if (written.ok()) {
       return;
     } else {
-      const Status written = write_batch(*stream, batch);
-      if (written.ok()) return;
       // The sink failed: stop this stream and retry later, from what was written.
       log_to(options_.logger, LogLevel::kError, "sink: {}", written.message());
       stream->state = State::kWaiting;
@@ -894,18 +1083,60 @@ void Worker::Impl::add_if_forward(Stream& stream, const Result<int64_t>& seq,
   batch.add({stream.id, *seq, options_.id, stream.epoch, written_at_ms, message});
 }
 
+// The last moment of a stream's write, under the sink's lock
+// (Sink::write): the lease is checked once more against the local deadline
+// given, and the lines are stamped with the time they go out, so that no
+// wait for the sink (another stream's write) carries a line past the
+// deadline, and each line says when it was written.
+class LeasedWrite final : public BeforeWrite {
+ public:
+  LeasedWrite(Clock& clock, MonoTime valid_until, SinkBatch& batch)
+      : clock_(clock), valid_until_(valid_until), batch_(batch) {}
+
+  Result<std::string_view> lines() override {
+    if (clock_.mono_now() >= valid_until_) {
+      return deadline_exceeded(
+          "the lease reached its local deadline before the sink took the write");
+    }
+    written_at_ms_ = to_unix_ms(clock_.wall_now());
+    batch_.stamp(written_at_ms_);
+    return batch_.text();
+  }
+  int64_t written_at_ms() const { return written_at_ms_; }
+
+ private:
+  Clock& clock_;
+  const MonoTime valid_until_;
+  SinkBatch& batch_;
+  int64_t written_at_ms_ = 0;
+};
+
 // One sink write of `batch`; written_seq moves to its last line that the
-// sink took. REQUIRES: the stream is open for the batch's messages and its
+// sink took. kDeadlineExceeded, with nothing written, if the lease was past
+// its local deadline when the sink was ready for it (and no renewal since
+// moved it). REQUIRES: the stream is open for the batch's messages and its
 // lease was found valid just now.
-Status Worker::Impl::write_batch(Stream& stream, const SinkBatch& batch) {
+Status Worker::Impl::write_batch(Stream& stream, SinkBatch& batch) {
   assert(stream.state == State::kStreaming || stream.state == State::kConnecting);
   assert(!batch.empty() && batch.seq(0) > stream.written_seq);
   size_t bytes = 0;
-  const Status written = sink_.write(batch.text(), &bytes);
+  LeasedWrite write(clock_, stream.valid_until, batch);
+  Status written = sink_.write(write, &bytes);
+  int64_t written_at_ms = write.written_at_ms();
+  if (written.code() == Code::kDeadlineExceeded && still_valid(stream, clock_.mono_now())) {
+    LeasedWrite renewed(clock_, stream.valid_until, batch);  // renewed while it waited
+    written = sink_.write(renewed, &bytes);
+    written_at_ms = renewed.written_at_ms();
+  }
+  if (written.code() == Code::kDeadlineExceeded) return written;
+  note_sink(written);
   const size_t lines = batch.lines_within(bytes);
   assert(written.ok() == (lines == batch.size()));
   if (lines > 0) {
     stream.written_seq = batch.seq(lines - 1);
+    stream.messages += lines;
+    stream.last_message_at_ms = written_at_ms;
+    stream.last_message_mono = clock_.mono_now();
     messages_ += lines;
     m_.messages.inc(static_cast<double>(lines));
   }
@@ -935,12 +1166,19 @@ void Worker::Impl::on_closed(const std::shared_ptr<Stream>& stream, uint64_t gen
         (stream->state != State::kStreaming && stream->state != State::kConnecting)) {
       return;
     }
+    const MonoTime now = clock_.mono_now();
+    if (stream->state == State::kStreaming &&
+        now - stream->opened_at >= options_.upstream_stable_after) {
+      stream->failures = 0;  // it was up long enough to start the backoff afresh
+    }
     stream->ws.reset();
     stream->state = State::kWaiting;
     ++stream->failures;
+    ++stream->reconnects;
+    stream->reconnects_changed = true;
     const Duration cap = std::min<Duration>(
         kReconnectBackoffMax, kReconnectBackoffMin * (1 << std::min(stream->failures - 1, 16)));
-    stream->reconnect_at = clock_.mono_now() + jittered(cap * 3 / 4, 1.0 / 3);  // cap/2 .. cap
+    stream->reconnect_at = now + jittered(cap * 3 / 4, 1.0 / 3);  // cap/2 .. cap
     if (stream->last_error != why.message()) {
       stream->last_error = why.message();
       stream->error_changed = true;
@@ -1002,28 +1240,48 @@ void Worker::Impl::hand_over(const std::vector<std::shared_ptr<Stream>>& streams
   }
   if (closing.empty()) return;
   const Status flushed = sink_.flush();
+  note_sink(flushed);
+  // Each lease goes back with its final checkpoint in the same write, many
+  // per store call: a stopping worker of 1,000 connections on DynamoDB gives
+  // them back in parallel rather than one round trip after another.
+  struct Final {
+    std::shared_ptr<Stream> stream;
+    Lease lease;
+    int64_t seq = 0;
+  };
+  std::vector<Final> finals;
   for (const auto& s : closing) {
     std::optional<Lease> lease = renewer_.remove(s->renew_id);
-    int64_t seq = 0;
-    {
-      MutexLock l(s->mu);
-      seq = s->written_seq;
-    }
-    if (lease) {
+    if (!lease) continue;  // lost meanwhile: nothing to give back
+    MutexLock l(s->mu);
+    finals.push_back({s, std::move(*lease), s->written_seq});
+  }
+  for (size_t at = 0; at < finals.size(); at += kCheckpointBatchMax) {
+    const size_t end = std::min(finals.size(), at + kCheckpointBatchMax);
+    std::vector<Release> releases;
+    for (size_t i = at; i < end; ++i) {
       // Unflushed lines may not be covered: then the lease goes back without them.
       Update final_checkpoint;
-      if (flushed.ok() && seq > 0) final_checkpoint.set("last_seq", seq);
-      const Status released = conn_leases_.release(*lease, ReleaseMode::kExpire, final_checkpoint);
-      if (released.ok()) {
+      if (flushed.ok() && finals[i].seq > 0) final_checkpoint.set(kLastSeqAttr, finals[i].seq);
+      releases.push_back({&finals[i].lease, std::move(final_checkpoint)});
+    }
+    const std::vector<Status> released = conn_leases_.release_each(releases);
+    for (size_t i = at; i < end; ++i) {
+      const std::string& id = finals[i].stream->id;
+      if (released[i - at].ok()) {
         ++handovers_;
         m_.handovers.inc();
-        log_to(options_.logger, LogLevel::kInfo, "handed over {} at seq {} ({})", s->id, seq, why);
+        log_to(options_.logger, LogLevel::kInfo, "handed over {} at seq {} ({})", id, finals[i].seq,
+               why);
       } else {
-        log_to(options_.logger, LogLevel::kWarn, "handing over {}: {}", s->id, released.message());
+        log_to(options_.logger, LogLevel::kWarn, "handing over {}: {}", id,
+               released[i - at].message());
       }
     }
+  }
+  {
     MutexLock lock(mu_);
-    streams_.erase(s->id);
+    for (const auto& s : closing) streams_.erase(s->id);
   }
   m_.owned.set(static_cast<double>(snapshot().size()));
 }
@@ -1083,15 +1341,83 @@ WorkerStats Worker::Impl::stats() const {
   s.losses = losses_;
   s.checkpoints = checkpoints_;
   s.reconnects = reconnects_;
+  s.conflicts = conflicts_;
   return s;
+}
+
+void Worker::Impl::note_sink(const Status& result) {
+  sink_failing_ = !result.ok();
+  if (result.ok()) return;
+  MutexLock lock(sink_mu_);
+  sink_error_ = result.message();
+}
+
+// No message for stall_after, counted from when this worker took it if none
+// came since.
+bool Worker::Impl::stalled(const Stream& stream, MonoTime now) const {
+  if (options_.stall_after == Duration::zero()) return false;
+  return now - std::max(stream.acquired_at, stream.last_message_mono) >= options_.stall_after;
+}
+
+WorkerHealth Worker::Impl::health() const {
+  WorkerHealth h;
+  const MonoTime now = clock_.mono_now();
+  const int64_t read_at_ns = store_read_at_ns_.load();
+  const MonoTime read_at = read_at_ns == 0 ? started_at_ : MonoTime(Duration(read_at_ns));
+  h.store_silent_ms = to_ms(now - read_at);
+  const Duration silence_max =
+      std::max<Duration>(5 * options_.reconcile_every, std::chrono::seconds(10));
+  if (now - read_at > silence_max) {
+    h.problems.push_back("the store has not answered for " + std::to_string(h.store_silent_ms) +
+                         " ms");
+  }
+  if (sink_failing_) {
+    MutexLock lock(sink_mu_);
+    h.problems.push_back("the sink fails: " + sink_error_);
+  }
+  for (const auto& s : snapshot()) {
+    MutexLock l(s->mu);
+    ++h.owned;
+    if (s->state == State::kStreaming) ++h.streaming;
+    if (stalled(*s, now)) ++h.stalled;
+  }
+  if (h.owned > 0 && h.stalled == h.owned) {
+    h.problems.push_back("no connection it owns has had a message for " +
+                         std::to_string(to_ms(options_.stall_after) / 1000) + " s");
+  }
+  h.ok = h.problems.empty();
+  return h;
+}
+
+// The samples of one per-connection family: 0 messages, 1 reconnects, 2 the
+// last message's age.
+void Worker::Impl::collect_figures(std::vector<metrics::Collected::Sample>& out, int which) const {
+  const MonoTime now = clock_.mono_now();
+  for (const auto& s : snapshot()) {
+    MutexLock l(s->mu);
+    if (s->state == State::kClosing || s->state == State::kLost) continue;
+    double value = 0;
+    switch (which) {
+      case 0:
+        value = static_cast<double>(s->messages);
+        break;
+      case 1:
+        value = static_cast<double>(s->reconnects);
+        break;
+      default:
+        value = std::chrono::duration<double>(now - std::max(s->acquired_at, s->last_message_mono))
+                    .count();
+    }
+    out.push_back({{s->id}, value});
+  }
 }
 
 std::vector<OwnedConnection> Worker::Impl::owned() const {
   std::vector<OwnedConnection> out;
   for (const auto& s : snapshot()) {
     MutexLock l(s->mu);
-    out.push_back(
-        {s->id, s->epoch, s->written_seq, s->checkpointed_seq, s->state == State::kStreaming});
+    out.push_back({s->id, s->epoch, s->written_seq, s->checkpointed_seq,
+                   s->state == State::kStreaming, s->messages, s->reconnects});
   }
   return out;
 }
@@ -1112,6 +1438,7 @@ Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Worker::~Worker() = default;
 void Worker::stop() { impl_->stop(); }
 WorkerStats Worker::stats() const { return impl_->stats(); }
+WorkerHealth Worker::health() const { return impl_->health(); }
 std::vector<OwnedConnection> Worker::owned() const { return impl_->owned(); }
 const std::string& Worker::id() const { return impl_->id(); }
 

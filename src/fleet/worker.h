@@ -29,7 +29,9 @@
 //
 // Takeover after a crash: a lease that will expire before the next reconcile
 // is tried at its expiry plus the clock-skew bound, so that failover costs
-// about the ttl, not the ttl and a reconcile period.
+// about the ttl, not the ttl and a reconcile period. Which worker tries which
+// orphan first, and when the others follow, is placement's (fleet/
+// placement.h): one worker per orphan at first, not all of them at once.
 //
 // Thread-safe. stop() (also the destructor) hands every connection over.
 #pragma once
@@ -64,6 +66,7 @@ inline constexpr size_t kWorkerIdBytesMax = 128;
 // failure up to the cap, each drawn between half and all of it.
 inline constexpr std::chrono::milliseconds kReconnectBackoffMin{200};
 inline constexpr std::chrono::milliseconds kReconnectBackoffMax{10'000};
+
 // Bad upstream messages are logged at most this often per connection.
 inline constexpr std::chrono::milliseconds kBadMessageLogEvery{10'000};
 
@@ -75,6 +78,15 @@ struct WorkerOptions {
   Duration reconcile_every = std::chrono::seconds(2);
   // Zero: renew_every.
   Duration checkpoint_every{};
+  // A connection without a message for this long counts as stalled (its
+  // figures, health()); zero: never.
+  Duration stall_after = std::chrono::seconds(60);
+  // An upstream connection that stays open this long starts the reconnect
+  // backoff (and clears the connection's last_error) afresh; one that ends
+  // sooner is one more failure, so that a peer that accepts and closes at
+  // once is retried ever more slowly rather than every 200 ms, and costs no
+  // store write each time.
+  Duration upstream_stable_after = std::chrono::seconds(10);
   // The clock-skew bound and safety margin; table and info_log are set here.
   LeaseConfig lease;
   Logger* logger = nullptr;  // not owned; null logs nothing
@@ -96,6 +108,18 @@ struct WorkerStats {
   uint64_t losses = 0;           // leases lost
   uint64_t checkpoints = 0;      // checkpoint writes that applied
   uint64_t reconnects = 0;       // upstream connections that ended and were retried
+  uint64_t conflicts = 0;        // acquisitions of orphans that another worker won
+};
+
+// Whether the worker does its job, for /healthz: it reaches the store, its
+// sink takes writes, and its streams make progress.
+struct WorkerHealth {
+  bool ok = true;
+  std::vector<std::string> problems;  // each in words; empty when ok
+  int64_t store_silent_ms = 0;        // since the control loop last read the store
+  uint64_t owned = 0;
+  uint64_t streaming = 0;  // upstream connections open
+  uint64_t stalled = 0;    // without a message for stall_after
 };
 
 // One owned connection, for tests and diagnostics.
@@ -105,6 +129,8 @@ struct OwnedConnection {
   int64_t written_seq = 0;       // the last sequence number in the sink
   int64_t checkpointed_seq = 0;  // last_seq as last written to the store
   bool streaming = false;        // the upstream connection is open
+  uint64_t messages = 0;         // written since this worker took it
+  uint64_t reconnects = 0;       // since this worker took it
 };
 
 class Worker {
@@ -125,6 +151,7 @@ class Worker {
   void stop();
 
   WorkerStats stats() const;
+  WorkerHealth health() const;
   std::vector<OwnedConnection> owned() const;
   const std::string& id() const;
 

@@ -11,6 +11,7 @@
 #include <boost/json/parse.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -116,8 +117,10 @@ class FakeUpstream final : public net::WsClient {
       std::lock_guard lock(mu_);
       open_[std::string(url)] = stream;
       urls_.push_back(std::string(url));
+      connected_at_.push_back(std::chrono::steady_clock::now());
     }
     if (on_open) on_open();
+    if (flapping_) stream->fail(unavailable("the upstream closed at once"));
     return std::shared_ptr<net::WsStream>(stream);
   }
   size_t open_streams() const override {
@@ -144,6 +147,12 @@ class FakeUpstream final : public net::WsClient {
     std::lock_guard lock(mu_);
     return urls_;
   }
+  std::vector<std::chrono::steady_clock::time_point> connected_at() {
+    std::lock_guard lock(mu_);
+    return connected_at_;
+  }
+  // Every connection from now on opens and closes at once.
+  void set_flapping(bool flapping) { flapping_ = flapping; }
   void closed(const std::string& url) {
     std::lock_guard lock(mu_);
     open_.erase(url);
@@ -153,6 +162,8 @@ class FakeUpstream final : public net::WsClient {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Stream>> open_;
   std::vector<std::string> urls_;
+  std::vector<std::chrono::steady_clock::time_point> connected_at_;
+  std::atomic<bool> flapping_{false};
 };
 
 // Keeps the lines written, and how many writes carried them. It can be told
@@ -160,8 +171,15 @@ class FakeUpstream final : public net::WsClient {
 // of the next.
 class CapturingSink final : public Sink {
  public:
-  Status write(std::string_view lines, size_t* written_bytes) override {
-    std::lock_guard lock(mu_);
+  Status write(BeforeWrite& before, size_t* written_bytes) override {
+    *written_bytes = 0;
+    std::unique_lock lock(mu_);
+    ++writes_waiting_;
+    gate_cv_.wait(lock, [&] { return !hold_writes_; });
+    --writes_waiting_;
+    Result<std::string_view> ready = before.lines();
+    if (!ready.ok()) return ready.status();
+    const std::string_view lines = *ready;
     EXPECT_TRUE(!lines.empty() && lines.back() == '\n');
     ++writes_;
     std::string_view taken = lines;
@@ -195,7 +213,53 @@ class CapturingSink final : public Sink {
     std::lock_guard lock(mu_);
     return last_write_at_;
   }
-  Status flush() override { return {}; }
+  // Each flush makes durable the lines written before it began.
+  Status flush() override {
+    size_t at_entry = 0;
+    {
+      std::unique_lock lock(mu_);
+      at_entry = lines_.size();
+      ++flushes_entered_;
+      gate_cv_.wait(lock, [&] { return !hold_flushes_; });
+    }
+    durable_lines_ = std::max(durable_lines_.load(), at_entry);
+    return {};
+  }
+  // Flushes wait until let_flushes_go().
+  void hold_flushes() {
+    std::lock_guard lock(mu_);
+    hold_flushes_ = true;
+  }
+  void let_flushes_go() {
+    {
+      std::lock_guard lock(mu_);
+      hold_flushes_ = false;
+    }
+    gate_cv_.notify_all();
+  }
+  size_t flushes_entered() {
+    std::lock_guard lock(mu_);
+    return flushes_entered_;
+  }
+  // Lines a completed flush made durable.
+  size_t durable_lines() const { return durable_lines_.load(); }
+  // The next write waits, before its last moment, until let_writes_go(): as
+  // one waits for another's write to the same sink.
+  void hold_writes() {
+    std::lock_guard lock(mu_);
+    hold_writes_ = true;
+  }
+  void let_writes_go() {
+    {
+      std::lock_guard lock(mu_);
+      hold_writes_ = false;
+    }
+    gate_cv_.notify_all();
+  }
+  size_t writes_waiting() {
+    std::lock_guard lock(mu_);
+    return writes_waiting_;
+  }
   std::string describe() const override { return "capture"; }
   std::vector<std::string> lines() {
     std::lock_guard lock(mu_);
@@ -213,6 +277,10 @@ class CapturingSink final : public Sink {
 
  private:
   std::mutex mu_;
+  std::condition_variable gate_cv_;
+  bool hold_flushes_ = false, hold_writes_ = false;
+  size_t flushes_entered_ = 0, writes_waiting_ = 0;
+  std::atomic<size_t> durable_lines_{0};
   std::vector<std::string> lines_;
   std::string partial_;  // a line a failed write left unfinished
   size_t writes_ = 0;
@@ -230,6 +298,10 @@ class OutageStore final : public store::StoreWrapper {
 
   // Checkpoint writes sent one by one, and the most sent in one batch.
   size_t single_checkpoints() const { return single_.load(); }
+  // Writes that set last_error, alone or in a batch.
+  size_t error_writes() const { return error_writes_.load(); }
+  // Called with each last_seq a write sets, as it is sent.
+  void on_checkpoint(std::function<void(int64_t)> f) { on_checkpoint_ = std::move(f); }
   size_t largest_checkpoint_batch() const { return largest_batch_.load(); }
 
   Result<Item> get(std::string_view t, const Key& k, bool consistent) override {
@@ -248,6 +320,8 @@ class OutageStore final : public store::StoreWrapper {
                       const Condition& c) override {
     if (down_) return down();
     if (sets_last_seq(u)) ++single_;
+    if (sets(u, "last_error")) ++error_writes_;
+    report_checkpoint(u);
     return StoreWrapper::update(t, k, u, c);
   }
   Status remove(std::string_view t, const Key& k, const Condition& c) override {
@@ -263,6 +337,9 @@ class OutageStore final : public store::StoreWrapper {
   std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> r,
                                         Duration timeout) override {
     if (down_) return std::vector<Result<Item>>(r.size(), Result<Item>(down()));
+    for (const UpdateRequest& w : r) report_checkpoint(w.update);
+    error_writes_ += static_cast<size_t>(std::count_if(
+        r.begin(), r.end(), [](const auto& w) { return sets(w.update, "last_error"); }));
     const size_t checkpoints = static_cast<size_t>(
         std::count_if(r.begin(), r.end(), [](const auto& w) { return sets_last_seq(w.update); }));
     size_t largest = largest_batch_.load();
@@ -273,12 +350,20 @@ class OutageStore final : public store::StoreWrapper {
 
  private:
   static Status down() { return unavailable("the store is down (test)"); }
-  static bool sets_last_seq(const Update& u) {
+  static bool sets(const Update& u, std::string_view attr) {
     return std::any_of(u.actions().begin(), u.actions().end(),
-                       [](const UpdateAction& a) { return a.attr == "last_seq"; });
+                       [&](const UpdateAction& a) { return a.attr == attr; });
   }
+  static bool sets_last_seq(const Update& u) { return sets(u, "last_seq"); }
+  void report_checkpoint(const Update& u) {
+    if (!on_checkpoint_) return;
+    for (const UpdateAction& a : u.actions()) {
+      if (a.attr == "last_seq") on_checkpoint_(std::get<int64_t>(a.value));
+    }
+  }
+  std::function<void(int64_t)> on_checkpoint_;
   std::atomic<bool> down_{false};
-  std::atomic<size_t> single_{0}, largest_batch_{0};
+  std::atomic<size_t> single_{0}, largest_batch_{0}, error_writes_{0};
 };
 
 std::string msg(int64_t seq) { return "{\"seq\":" + std::to_string(seq) + ",\"v\":\"x\"}"; }
@@ -296,6 +381,7 @@ class WorkerTest : public ::testing::Test {
     o.checkpoint_every = milliseconds(100);
     o.lease.max_clock_skew = milliseconds(100);
     o.lease.safety_margin = milliseconds(50);
+    o.upstream_stable_after = milliseconds(300);
     return o;
   }
 
@@ -556,9 +642,34 @@ TEST_F(WorkerTest, AnUpstreamFailureReconnectsFromTheCheckpointAndKeepsTheLease)
   upstream_.find(prefix("a"))->fail(unavailable("upstream went away"));
   ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
   EXPECT_EQ(upstream_.urls().back(), "ws://upstream.test/s/a?from=4");
+  // Said until the new connection has stayed up a while, then cleared.
+  EXPECT_TRUE(eventually([&] { return stored("a").last_error == "upstream went away"; }));
   EXPECT_TRUE(eventually([&] { return stored("a").last_error.empty(); }));
   EXPECT_EQ(stored("a").epoch, 1) << "the lease was kept";
   EXPECT_EQ(w->stats().reconnects, 1u);
+}
+
+// A peer that accepts and closes at once: each try is one more failure, so
+// the waits between tries double (each drawn between half and all of 200 ms,
+// 400 ms, ...), and the error is written once, not twice a try.
+TEST_F(WorkerTest, AFlappingUpstreamIsRetriedEverMoreSlowlyAndWritesItsErrorOnce) {
+  add("a");
+  upstream_.set_flapping(true);
+  OutageStore counting(*store_);
+  CapturingSink sink;
+  auto w = start("w1", sink, &counting);
+  ASSERT_TRUE(eventually([&] { return !upstream_.connected_at().empty(); }));
+  // The scenario: three seconds of a flapping peer.
+  std::this_thread::sleep_until(upstream_.connected_at().front() + seconds(3));
+  const auto at = upstream_.connected_at();
+  ASSERT_GE(at.size(), 3u) << "it retries";
+  // 100 + 200 + 400 + 800 + 1600 ms of the shortest waits pass 3 s.
+  EXPECT_LE(at.size(), 6u) << "retried without backing off";
+  for (size_t i = 2; i < at.size(); ++i) {
+    EXPECT_GE(at[i] - at[i - 1], at[i - 1] - at[i - 2]) << "try " << i;
+  }
+  EXPECT_TRUE(eventually([&] { return stored("a").last_error == "the upstream closed at once"; }));
+  EXPECT_LE(counting.error_writes(), 1u);
 }
 
 TEST_F(WorkerTest, ASecondWorkerSharesTheConnectionsByHandover) {
@@ -720,6 +831,141 @@ TEST_F(WorkerTest, AStoreOutageStopsEveryStreamInTimeAndTheWorkerRecovers) {
     const int64_t* expires_at_ms = member.ok() ? get_int(*member, "lease_expires_at_ms") : nullptr;
     return expires_at_ms != nullptr && *expires_at_ms > to_unix_ms(clock_.wall_now());
   })) << "the worker rejoined the fleet";
+}
+
+// A checkpoint covers only what a finished flush made durable: lines written
+// while the flush ran are left to the next one.
+TEST_F(WorkerTest, ACheckpointNeverCoversALineWrittenDuringItsFlush) {
+  add("a");
+  OutageStore checking(*store_);
+  CapturingSink sink;
+  std::atomic<int64_t> worst{0};  // the most a checkpoint ran past the durable lines
+  checking.on_checkpoint([&](int64_t seq) {
+    const int64_t over = seq - static_cast<int64_t>(sink.durable_lines());
+    int64_t was = worst.load();
+    while (over > was && !worst.compare_exchange_weak(was, over)) {
+    }
+  });
+  auto w = start("w1", sink, &checking);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(upstream_.send_batch(prefix("a"), {msg(1), msg(2), msg(3)}));
+  sink.hold_flushes();
+  const size_t entered = sink.flushes_entered();
+  ASSERT_TRUE(eventually([&] { return sink.flushes_entered() > entered; }));
+  // The checkpoint's flush is under way: more lines arrive meanwhile.
+  ASSERT_TRUE(upstream_.send_batch(prefix("a"), {msg(4), msg(5), msg(6)}));
+  ASSERT_TRUE(eventually([&] { return sink.lines().size() == 6; }));
+  sink.let_flushes_go();
+  ASSERT_TRUE(eventually([&] { return stored("a").last_seq == 6; }));
+  EXPECT_LE(worst.load(), 0) << "a checkpoint covered lines no flush had made durable";
+}
+
+// A write that waited for the sink (another stream's write, a slow disk)
+// until past its lease's local deadline writes nothing.
+TEST_F(WorkerTest, ABatchThatWaitedForTheSinkPastItsDeadlineWritesNothing) {
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
+  sink.hold_writes();
+  std::thread late([&] { upstream_.send(prefix("a"), msg(2)); });
+  ASSERT_TRUE(eventually([&] { return sink.writes_waiting() == 1; }));
+  clock_.jump(seconds(10));  // past the deadline while the write waits
+  sink.let_writes_go();
+  late.join();
+  EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
+  EXPECT_TRUE(eventually([&] { return w->stats().losses == 1; }));
+}
+
+// One worker of 5 with 6 connections streams 5, not 1; a second of 5 takes
+// the sixth; when the first stops, the second fills its 5 at once.
+TEST_F(WorkerTest, OverCapacityEverySlotIsUsed) {
+  ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
+  for (int i = 0; i < 8; ++i) add("c" + std::to_string(i));
+  CapturingSink sink1, sink2;
+  WorkerOptions o1 = options("w1");
+  o1.max_connections = 5;
+  auto w1 = Worker::start(*store_, clock_, random_, upstream_, sink1, o1);
+  ASSERT_TRUE(w1.ok());
+  ASSERT_TRUE(eventually([&] { return (*w1)->owned().size() == 5; })) << (*w1)->owned().size();
+  WorkerOptions o2 = options("w2");
+  o2.max_connections = 5;
+  auto w2 = Worker::start(*store_, clock_, random_, upstream_, sink2, o2);
+  ASSERT_TRUE(w2.ok());
+  ASSERT_TRUE(eventually([&] { return (*w2)->owned().size() == 3; }));
+  EXPECT_EQ((*w1)->owned().size(), 5u);
+  (*w1)->stop();  // scale-in: what it releases fills w2
+  ASSERT_TRUE(eventually([&] { return (*w2)->owned().size() == 5; }, seconds(5)))
+      << (*w2)->owned().size();
+}
+
+// A member that was handed connections and never takes them (its figures
+// are fresh, it just does not take) holds nothing up for long: they are
+// taken back once stranded, and balancing then waits before trying it again.
+TEST_F(WorkerTest, ConnectionsHandedToAMemberThatNeverTakesThemAreTakenBack) {
+  ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
+  const std::vector<std::string> ids = {"c0", "c1", "c2", "c3", "c4", "c5"};
+  for (const auto& id : ids) add(id);
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }));
+  LeaseManager members = leases_on(kWorkersTable);
+  Result<Lease> lazy = join(members, "lazy", 0, to_unix_ms(clock_.wall_now()));
+  ASSERT_TRUE(lazy.ok());
+  std::atomic<bool> done{false};
+  std::thread figures([&] {  // fresh figures every 50 ms, and it never takes
+    while (!done) {
+      (void)members.fenced_write(*lazy,
+                                 member_figures(0, 1000, 0, 0, to_unix_ms(clock_.wall_now())));
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return w->stats().handovers >= 3; }));
+  EXPECT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }, seconds(5)))
+      << "stranded with a member that never takes them";
+  const uint64_t handovers = w->stats().handovers;
+  // Ten of w1's reconciles later it has not handed them over again.
+  const uint64_t acquired = w->stats().acquired;
+  std::this_thread::sleep_for(10 * options("w1").reconcile_every);
+  EXPECT_EQ(w->stats().handovers, handovers);
+  EXPECT_EQ(w->stats().acquired, acquired);
+  done = true;
+  figures.join();
+}
+
+// After a crash, each orphan is tried by one worker at first, not by every
+// worker in the same order at once: failed acquisitions stay far below one
+// per worker per orphan.
+TEST_F(WorkerTest, TakeoversAfterACrashAreSpreadWithFewConflicts) {
+  ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
+  constexpr int kOrphans = 40;
+  LeaseManager conns = leases_on(kConnectionsTable);
+  AcquireOptions dead;
+  dead.owner = "dead";
+  dead.ttl = milliseconds(1500);
+  for (int i = 0; i < kOrphans; ++i) {
+    add("c" + std::to_string(i));
+    ASSERT_TRUE(conns.acquire(connection_key("c" + std::to_string(i)), dead).ok());
+  }
+  std::vector<std::unique_ptr<CapturingSink>> sinks;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int i = 0; i < 4; ++i) {
+    sinks.push_back(std::make_unique<CapturingSink>());
+    workers.push_back(start("w" + std::to_string(i), *sinks.back()));
+  }
+  const auto owned = [&] {
+    size_t n = 0;
+    for (const auto& w : workers) n += w->owned().size();
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return owned() == kOrphans; }, seconds(10))) << owned();
+  uint64_t conflicts = 0;
+  for (const auto& w : workers) {
+    conflicts += w->stats().conflicts;
+    EXPECT_GT(w->owned().size(), 0u) << w->id() << ": the takeovers are spread";
+  }
+  EXPECT_LE(conflicts, static_cast<uint64_t>(kOrphans) / 4) << "of " << kOrphans << " orphans";
 }
 
 TEST_F(WorkerTest, BadOptionsAreRefused) {

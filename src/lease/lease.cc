@@ -499,7 +499,14 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode, const Update
     return invalid_argument("a release with an update must use mode expire");
   }
   const auto names_n = names(ref.slot);
-  const SlotNames& n = *names_n;
+  Result<Item> written =
+      store_.update(config_.table, ref.key, release_update(*names_n, mode, extra_update),
+                    still_mine(*names_n, ref.owner, ref.token));
+  return release_result(ref, *names_n, !extra_update.empty(), std::move(written));
+}
+
+Update LeaseManager::release_update(const SlotNames& n, ReleaseMode mode,
+                                    const Update& extra_update) {
   Update update;
   if (mode == ReleaseMode::kExpire) {
     update.set(n.expires_at_ms, int64_t{0}).set(n.heartbeat_at_ms, to_unix_ms(clock_.wall_now()));
@@ -507,21 +514,51 @@ Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode, const Update
   } else {
     clear_slot(n, update);
   }
-  Result<Item> written =
-      store_.update(config_.table, ref.key, update, still_mine(n, ref.owner, ref.token));
+  return update;
+}
+
+Status LeaseManager::release_result(const LeaseRef& ref, const SlotNames& n, bool with_update,
+                                    Result<Item> written) {
   if (written.ok()) return {};
   switch (written.status().code()) {
     case Code::kConditionFailed:
       return no_longer_yours(ref.key, ref.slot);
     case Code::kUnknownOutcome: {
-      const Status outcome =
-          release_outcome(read_back(ref.key), n, ref, /*with_update=*/!extra_update.empty());
+      const Status outcome = release_outcome(read_back(ref.key), n, ref, with_update);
       log_read_back(config_.info_log, "release", ref.key, ref.slot, outcome);
       return outcome;
     }
     default:
       return written.status().with_context("release " + describe_key(ref.key, ref.slot));
   }
+}
+
+std::vector<Status> LeaseManager::release_each(std::span<const Release> releases) {
+  std::vector<Status> results(releases.size());
+  std::vector<UpdateRequest> requests;
+  std::vector<size_t> sent_index;
+  for (size_t i = 0; i < releases.size(); ++i) {
+    assert(releases[i].lease != nullptr);
+    const Lease& lease = *releases[i].lease;
+    const LeaseRef ref = ref_of(lease);
+    if (Status valid = validate_ref(ref); !valid.ok()) {
+      results[i] = std::move(valid);
+      continue;
+    }
+    const auto names_n = names(lease.slot);
+    requests.push_back({lease.key,
+                        release_update(*names_n, ReleaseMode::kExpire, releases[i].extra_update),
+                        still_mine(*names_n, lease.owner, lease.token)});
+    sent_index.push_back(i);
+  }
+  std::vector<Result<Item>> written = store_.update_each(config_.table, requests);
+  assert(written.size() == requests.size());
+  for (size_t j = 0; j < requests.size(); ++j) {
+    const Release& r = releases[sent_index[j]];
+    results[sent_index[j]] = release_result(ref_of(*r.lease), *names(r.lease->slot),
+                                            !r.extra_update.empty(), std::move(written[j]));
+  }
+  return results;
 }
 
 Status LeaseManager::release(const Lease& lease, ReleaseMode mode, const Update& extra_update) {

@@ -286,6 +286,32 @@ template class Family<Counter>;
 template class Family<Gauge>;
 template class Family<Histogram>;
 
+Collected::Id Collected::add(Collect collect) {
+  MutexLock lock(mu_);
+  const Id id = next_id_++;
+  collects_.emplace(id, std::move(collect));
+  return id;
+}
+
+void Collected::remove(Id id) {
+  MutexLock lock(mu_);
+  collects_.erase(id);
+}
+
+void Collected::render(std::string& out) const {
+  std::vector<Sample> samples;
+  MutexLock lock(mu_);
+  for (const auto& [id, collect] : collects_) collect(samples);
+  if (samples.empty()) return;
+  render_header(out);
+  for (const Sample& sample : samples) {
+    assert(sample.label_values.size() == label_names_.size() && "one value for each label");
+    append_series_name(out, *this, "", sample.label_values);
+    out += format_number(sample.value);
+    out += '\n';
+  }
+}
+
 // ---------------------------------------------------------------- registry
 
 Registry::Registry() = default;
@@ -318,9 +344,9 @@ Family<Series>& Registry::add(detail::Type type, std::string name, std::string h
   MutexLock lock(mu_);
   for (const auto& family : families_) {
     if (family->name() != name) continue;
-    assert(family->type() == type && family->help() == help &&
-           family->label_names() == label_names && family->bounds() == bounds &&
-           "a metric registered again is registered the same way");
+    assert(dynamic_cast<Family<Series>*>(family.get()) != nullptr && family->type() == type &&
+           family->help() == help && family->label_names() == label_names &&
+           family->bounds() == bounds && "a metric registered again is registered the same way");
     return static_cast<Family<Series>&>(*family);
   }
   // Not make_unique: the constructor is private to the registry.
@@ -329,6 +355,26 @@ Family<Series>& Registry::add(detail::Type type, std::string name, std::string h
   Family<Series>& added = *family;
   families_.push_back(std::move(family));
   if (added.label_names().empty()) added.with({});
+  return added;
+}
+
+Collected& Registry::collected(bool counter, std::string name, std::string help,
+                               std::vector<std::string> label_names) {
+  const detail::Type type = counter ? detail::Type::kCounter : detail::Type::kGauge;
+  check_family(type, name, label_names, {});
+  MutexLock lock(mu_);
+  for (const auto& family : families_) {
+    if (family->name() != name) continue;
+    auto* collected = dynamic_cast<Collected*>(family.get());
+    assert(collected != nullptr && family->type() == type && family->help() == help &&
+           family->label_names() == label_names &&
+           "a metric registered again is registered the same way");
+    return *collected;
+  }
+  std::unique_ptr<Collected> family(
+      new Collected(type, std::move(name), std::move(help), std::move(label_names), {}));
+  Collected& added = *family;
+  families_.push_back(std::move(family));
   return added;
 }
 

@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -180,6 +181,35 @@ extern template class Family<Counter>;
 extern template class Family<Gauge>;
 extern template class Family<Histogram>;
 
+// A family whose series are read when the registry renders, from callbacks
+// that list them: figures of things that come and go (a worker's
+// connections), which series that live as long as the registry would keep
+// long after they went. Counters and gauges only. A callback runs under the
+// family's lock, so it must not touch this family; it may read anything
+// else. remove() returns only once its callback is not running, and it
+// never runs again.
+class Collected final : public detail::FamilyBase {
+ public:
+  struct Sample {
+    std::vector<std::string> label_values;  // one per label name, in order
+    double value = 0;
+  };
+  using Collect = std::function<void(std::vector<Sample>& out)>;
+  using Id = uint64_t;
+
+  Id add(Collect collect) EXCLUDES(mu_);
+  void remove(Id id) EXCLUDES(mu_);
+
+  void render(std::string& out) const override EXCLUDES(mu_);
+
+ private:
+  friend class Registry;
+  using FamilyBase::FamilyBase;
+
+  std::map<Id, Collect> collects_ GUARDED_BY(mu_);
+  Id next_id_ GUARDED_BY(mu_) = 1;
+};
+
 class Registry {
  public:
   Registry();
@@ -199,6 +229,11 @@ class Registry {
   Family<Histogram>& histogram(std::string name, std::string help,
                                std::vector<std::string> label_names,
                                std::vector<double> buckets = latency_buckets()) EXCLUDES(mu_);
+
+  // A family of counters (`counter`) or gauges read from callbacks
+  // (Collected), under the same rules of names.
+  Collected& collected(bool counter, std::string name, std::string help,
+                       std::vector<std::string> label_names) EXCLUDES(mu_);
 
   // Every family, in the order registered, each series in the order created.
   std::string render() const EXCLUDES(mu_);

@@ -251,5 +251,31 @@ TEST(RegistryTest, ConcurrentWithCreatesEachSeriesOnce) {
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), kSeries + 2);
 }
 
+// Series read at render time: what each callback lists now, and nothing of
+// one removed.
+TEST(RegistryTest, CollectedSeriesAreWhatTheCallbacksListWhenRendered) {
+  Registry registry;
+  Collected& family =
+      registry.collected(/*counter=*/true, "conn_messages_total", "Messages.", {"conn"});
+  EXPECT_EQ(&family, &registry.collected(true, "conn_messages_total", "Messages.", {"conn"}));
+  EXPECT_EQ(registry.render(), "");
+  double a = 3;
+  const Collected::Id first = family.add([&](std::vector<Collected::Sample>& out) {
+    out.push_back({{"a"}, a});
+  });
+  family.add([](std::vector<Collected::Sample>& out) { out.push_back({{"b\"q"}, 0.5}); });
+  EXPECT_EQ(registry.render(),
+            "# HELP conn_messages_total Messages.\n# TYPE conn_messages_total counter\n"
+            "conn_messages_total{conn=\"a\"} 3\nconn_messages_total{conn=\"b\\\"q\"} 0.5\n");
+  a = 4;
+  family.remove(first);
+  EXPECT_EQ(registry.render(),
+            "# HELP conn_messages_total Messages.\n# TYPE conn_messages_total counter\n"
+            "conn_messages_total{conn=\"b\\\"q\"} 0.5\n");
+  Collected& gauge = registry.collected(false, "conn_age_seconds", "Age.", {"conn"});
+  gauge.add([](std::vector<Collected::Sample>&) {});  // lists nothing: not rendered
+  EXPECT_EQ(registry.render().find("conn_age_seconds"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace leasehold::metrics

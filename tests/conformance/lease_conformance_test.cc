@@ -513,6 +513,46 @@ TEST_P(LeaseConformance, FencedWritesInOneBatchAreEachJudgedAlone) {
   EXPECT_FALSE(stored("cond").contains("data"));
 }
 
+// A stopping holder gives many leases back in one store call, each with its
+// final update; each release is judged alone, as release() would judge it.
+TEST_P(LeaseConformance, ReleasesInOneBatchAreEachJudgedAlone) {
+  const Key other{"other", ""}, taken{"taken", ""};
+  auto mine = leases_->acquire(key_, as("a"));
+  auto second = leases_->acquire(other, as("a"));
+  auto lost = leases_->acquire(taken, as("a"));
+  ASSERT_TRUE(mine.ok() && second.ok() && lost.ok());
+  clock_.advance(seconds(10) + milliseconds(1));  // all three have expired
+  mine = leases_->acquire(key_, as("a"));
+  second = leases_->acquire(other, as("a"));
+  ASSERT_TRUE(mine.ok() && second.ok());
+  ASSERT_TRUE(leases_->acquire(taken, as("b")).ok());
+  Lease stale = *lost;  // as a holder that slept through its deadline sees it
+  stale.valid_until = clock_.mono_now() + seconds(1);
+  const Item taken_before = stored("taken");
+
+  const std::vector<Release> releases = {
+      {&*mine, Update().set("last_seq", int64_t{7})},
+      {&stale, Update().set("last_seq", int64_t{8})},
+      {&*second, {}},
+  };
+  CountingStore counting(*faulty_);
+  const std::vector<Status> results =
+      LeaseManager(counting, clock_, random_).release_each(releases);
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_EQ(counting.batches, 1) << "one store call";
+  EXPECT_TRUE(results[0].ok()) << results[0].to_string();
+  EXPECT_EQ(*get_int(stored("k"), "last_seq"), 7);
+  EXPECT_EQ(*get_int(stored("k"), "lease_expires_at_ms"), 0);
+  EXPECT_EQ(results[1].code(), Code::kFailedPrecondition);
+  EXPECT_EQ(stored("taken"), taken_before);
+  EXPECT_TRUE(results[2].ok()) << results[2].to_string();
+  EXPECT_EQ(*get_int(stored("other"), "lease_expires_at_ms"), 0);
+  // Released: free at once, and the next holder's epoch is above.
+  auto next = leases_->acquire(key_, as("c"));
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
+  EXPECT_EQ(next->epoch, mine->epoch + 1);
+}
+
 // A fenced write without an answer: the read-back tells a lease still ours
 // (kUnknownOutcome: the write may or may not have applied) from a lease lost
 // meanwhile (kFailedPrecondition).
