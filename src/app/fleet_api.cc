@@ -111,9 +111,8 @@ Response set_desired(const Request& request, fleet::DesiredState state, const Fl
 
 Response remove_connection(const Request& request, const FleetDeps& d) {
   const std::string& id = request.params.at("id");
-  if (const Status removed = fleet::Connections(d.store, d.clock).remove(id); !removed.ok()) {
-    return failed_response(removed, request, d.log);
-  }
+  Result<fleet::Connection> removed = fleet::Connections(d.store, d.clock).remove(id);
+  if (!removed.ok()) return failed_response(removed.status(), request, d.log);
   return json_response(200, json::object{{"id", id}, {"removed", true}});
 }
 

@@ -64,6 +64,7 @@ struct Subcommands {
   CLI::App* user_list = nullptr;
   CLI::App* user_rm = nullptr;
   CLI::App* conn_add = nullptr;
+  CLI::App* conn_set = nullptr;
   CLI::App* conn_start = nullptr;
   CLI::App* conn_stop = nullptr;
   CLI::App* conn_rm = nullptr;
@@ -192,12 +193,26 @@ void add_conn_commands(CLI::App& conn, CliArgs& args, Subcommands& subs) {
       ->capture_default_str();
   subs.conn_add->add_flag("--stopped", c.stopped, "Add it stopped: no worker streams it");
 
+  subs.conn_set = conn.add_subcommand(
+      "set", "Change a connection's URL and/or sequence field; it resumes from its checkpoint");
+  add_conn_id(subs.conn_set, c);
+  subs.conn_set->add_option("--url", c.new_url,
+                            "The new upstream ws:// or wss:// URL, a template as for `conn add`");
+  subs.conn_set->add_option("--seq-field", c.new_seq_field,
+                            "The new path of a message's sequence number in its JSON");
+
   subs.conn_start = conn.add_subcommand("start", "Ask the workers to stream a connection");
   add_conn_id(subs.conn_start, c);
   subs.conn_stop = conn.add_subcommand("stop", "Ask the workers to stop streaming a connection");
   add_conn_id(subs.conn_stop, c);
-  subs.conn_rm = conn.add_subcommand("rm", "Remove a connection; its worker closes it");
+  subs.conn_rm = conn.add_subcommand(
+      "rm", "Remove a connection; wait for the worker streaming it to close it and let go");
   add_conn_id(subs.conn_rm, c);
+  subs.conn_rm
+      ->add_option("--wait", c.wait,
+                   "How long to wait for the worker holding it to let go (5s, 2m; 0: do not "
+                   "wait); the removal stays either way")
+      ->capture_default_str();
   subs.conn_list = conn.add_subcommand("list", "Print every connection, by ID");
 }
 
@@ -374,9 +389,10 @@ int dispatch_conn(const CliArgs& args, const Subcommands& subs, Logger& log) {
   const auto with_id = [&](auto run) {
     return with_session(uri, log, make_conn_id(c), run, table);
   };
+  if (subs.conn_set->parsed()) return with_session(uri, log, make_conn_set(c), run_conn_set, table);
   if (subs.conn_start->parsed()) return with_id(run_conn_start);
   if (subs.conn_stop->parsed()) return with_id(run_conn_stop);
-  if (subs.conn_rm->parsed()) return with_id(run_conn_rm);
+  if (subs.conn_rm->parsed()) return with_session(uri, log, make_conn_rm(c), run_conn_rm, table);
   if (subs.conn_list->parsed()) {
     auto session = open_session(uri, log, table);
     return session.ok() ? run_conn_list(*session) : report(session.status());

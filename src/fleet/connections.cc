@@ -1,6 +1,8 @@
 #include "fleet/connections.h"
 
 #include <cassert>
+#include <cstdio>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <utility>
@@ -18,6 +20,10 @@ constexpr int64_t kSeqMax = std::numeric_limits<int64_t>::max();
 // made of [a-z0-9_] (a misspelt placeholder); anything else could be a
 // credential that happens to sit between braces.
 constexpr size_t kQuotedPlaceholderBytesMax = 20;
+// Writes add() tries when a refusal turns out, on reading the item, to have
+// been a tombstone freed meanwhile. More would mean the ID is being removed
+// and added in a loop by others.
+constexpr int kAddAttemptsMax = 3;
 
 bool is_id_char(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -145,24 +151,102 @@ Result<std::string> id_of(const Item& item) {
 
 Result<DesiredState> desired_state_of(const Item& item) {
   const std::string* state = get_string(item, kDesiredStateAttr);
-  if (state != nullptr && *state == desired_state_name(DesiredState::kStarted)) {
-    return DesiredState::kStarted;
-  }
-  if (state != nullptr && *state == desired_state_name(DesiredState::kStopped)) {
-    return DesiredState::kStopped;
+  for (const DesiredState known :
+       {DesiredState::kStarted, DesiredState::kStopped, DesiredState::kRemoved}) {
+    if (state != nullptr && *state == desired_state_name(known)) return known;
   }
   return invalid_argument(std::string("not a connection: ") + kDesiredStateAttr +
-                          " is not STARTED or STOPPED");
+                          " is not STARTED, STOPPED or REMOVED");
 }
 
 Status no_such_connection(std::string_view id) {
   return not_found("no connection named '" + std::string(id) + "'");
 }
 
+std::string removed_name() { return std::string(desired_state_name(DesiredState::kRemoved)); }
+
+// The item is a connection, not a tombstone: the condition of every write
+// but add()'s.
+Condition live_connection() {
+  return cond::exists(kConnectionsKeyAttr) && cond::ne(kDesiredStateAttr, removed_name());
+}
+
+// add()'s condition: no item, or a tombstone whose lease is free (never
+// taken, released, or expired by `now_ms`), as acquiring a lease requires.
+Condition addable(int64_t now_ms) {
+  const SlotNames lease(kDefaultSlot);
+  return cond::not_exists(kConnectionsKeyAttr) ||
+         (cond::eq(kDesiredStateAttr, removed_name()) &&
+          (cond::not_exists(lease.owner) || cond::lt(lease.expires_at_ms, now_ms)));
+}
+
+// add()'s update: the new connection's fields, and the old one's removed,
+// all but lease_epoch, which must keep rising across the ID's lives.
+Update new_connection_update(const NewConnection& connection, int64_t now_ms) {
+  const DesiredState state = connection.stopped ? DesiredState::kStopped : DesiredState::kStarted;
+  const SlotNames lease(kDefaultSlot);
+  Update update;
+  update.set(kDesiredStateAttr, std::string(desired_state_name(state)))
+      .set(kWsUrlAttr, connection.url)
+      .set(kSeqFieldAttr, connection.seq_field)
+      .set(kLastSeqAttr, int64_t{0})
+      // 0, not absent: an item without it would not be in the orphan index,
+      // and no worker would ever find the connection.
+      .set(lease.expires_at_ms, int64_t{0})
+      .set(kCreatedAtMsAttr, now_ms);
+  // Everything else of the old connection goes: its checkpoint, error and
+  // figures, and the lease's owner and token, so that a late write of the
+  // old holder, conditioned on them, can never land on the new connection.
+  for (const std::string_view attr :
+       {std::string_view(kRemovedAtMsAttr), std::string_view(kLastErrorAttr),
+        std::string_view(kLastErrorAtMsAttr), std::string_view(kMessagesAttr),
+        std::string_view(kReconnectsAttr), std::string_view(kLastMessageAtMsAttr),
+        std::string_view(lease.owner), std::string_view(lease.token),
+        std::string_view(lease.holder), std::string_view(lease.acquired_at_ms),
+        std::string_view(lease.heartbeat_at_ms)}) {
+    update.remove(std::string(attr));
+  }
+  return update;
+}
+
+// The items a written connection must parse from; anything else is a bug
+// or another tool's write, not bad input.
+Result<Connection> parse_written(const Item& item) {
+  auto connection = parse_connection(item);
+  if (!connection.ok()) return internal_error(connection.status().message());
+  return connection;
+}
+
 }  // namespace
 
 std::string_view desired_state_name(DesiredState state) {
-  return state == DesiredState::kStarted ? "STARTED" : "STOPPED";
+  switch (state) {
+    case DesiredState::kStarted:
+      return "STARTED";
+    case DesiredState::kStopped:
+      return "STOPPED";
+    case DesiredState::kRemoved:
+      return "REMOVED";
+  }
+  assert(false && "unknown desired state");
+  return "";
+}
+
+bool lease_held(const Connection& connection, int64_t now_ms) {
+  // At expires_at_ms itself the lease is not yet free: a taker needs
+  // expires_at_ms < now, as add() does.
+  return !connection.owner.empty() && connection.expires_at_ms >= now_ms;
+}
+
+std::string format_utc_ms(int64_t unix_ms) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char date_time[32];
+  const size_t size = std::strftime(date_time, sizeof(date_time), "%Y-%m-%dT%H:%M:%S", &utc);
+  char millis[8];
+  std::snprintf(millis, sizeof(millis), ".%03dZ", static_cast<int>(unix_ms % 1000));
+  return std::string(date_time, size) + millis;
 }
 
 Status validate_connection_id(std::string_view id) {
@@ -262,7 +346,8 @@ Result<Connection> parse_connection(const Item& item) {
        {IntField{lease.epoch, &c.epoch}, IntField{lease.expires_at_ms, &c.expires_at_ms},
         IntField{lease.heartbeat_at_ms, &c.heartbeat_at_ms}, IntField{kLastSeqAttr, &c.last_seq},
         IntField{kLastErrorAtMsAttr, &c.last_error_at_ms},
-        IntField{kCreatedAtMsAttr, &c.created_at_ms}}) {
+        IntField{kCreatedAtMsAttr, &c.created_at_ms},
+        IntField{kRemovedAtMsAttr, &c.removed_at_ms}}) {
     RETURN_IF_ERROR(read_int(item, attr, *out).with_context("connection '" + c.id + "'"));
   }
   if (c.last_seq < 0 || c.last_seq == kSeqMax) {
@@ -280,61 +365,104 @@ Result<Connection> Connections::add(const NewConnection& connection) {
   RETURN_IF_ERROR(validate_connection_id(connection.id));
   RETURN_IF_ERROR(validate_url_template(connection.url));
   RETURN_IF_ERROR(validate_seq_field(connection.seq_field));
-  const DesiredState state = connection.stopped ? DesiredState::kStopped : DesiredState::kStarted;
-  Item item;
-  item[kConnectionsKeyAttr] = connection_key(connection.id).pk;
-  item[kDesiredStateAttr] = std::string(desired_state_name(state));
-  item[kWsUrlAttr] = connection.url;
-  item[kSeqFieldAttr] = connection.seq_field;
-  // 0, not absent: an item without it would not be in the orphan index, and
-  // no worker would ever find the connection.
-  item[SlotNames(kDefaultSlot).expires_at_ms] = int64_t{0};
-  item[kLastSeqAttr] = int64_t{0};
-  item[kCreatedAtMsAttr] = to_unix_ms(clock_.wall_now());
-  const Status put = store_.put(kConnectionsTable, item, cond::not_exists(kConnectionsKeyAttr));
-  if (put.code() == Code::kConditionFailed) {
-    return already_exists("a connection named '" + connection.id + "' already exists");
+  for (int attempt = 0; attempt < kAddAttemptsMax; ++attempt) {
+    const int64_t now_ms = to_unix_ms(clock_.wall_now());
+    auto written = store_.update(kConnectionsTable, connection_key(connection.id),
+                                 new_connection_update(connection, now_ms), addable(now_ms));
+    if (written.ok()) return parse_written(*written);
+    if (written.status().code() != Code::kConditionFailed) {
+      return written.status().with_context("cannot add connection '" + connection.id + "'");
+    }
+    RETURN_IF_ERROR(explain_refused_add(connection.id));
   }
-  RETURN_IF_ERROR(put.with_context("cannot add connection '" + connection.id + "'"));
-  return parse_connection(item);
+  return unavailable("connection '" + connection.id +
+                     "' was removed and added again by others while it was being added; try again");
+}
+
+// Why add() was refused, read consistently after the refusal: OK if the ID
+// has been freed since (the caller writes again).
+Status Connections::explain_refused_add(std::string_view id) {
+  auto item = store_.get(kConnectionsTable, connection_key(id), /*consistent=*/true);
+  if (item.status().code() == Code::kNotFound) return Status::ok_status();
+  RETURN_IF_ERROR(item.status().with_context("cannot add connection '" + std::string(id) + "'"));
+  // Anything but a tombstone, even an item another tool wrote, takes the ID.
+  const Result<Connection> now = parse_connection(*item);
+  if (!now.ok() || now->desired_state != DesiredState::kRemoved) {
+    return already_exists("a connection named '" + std::string(id) + "' already exists");
+  }
+  if (!lease_held(*now, to_unix_ms(clock_.wall_now()))) return Status::ok_status();
+  return already_exists("connection '" + std::string(id) + "' was removed and worker " +
+                        now->owner + " still holds it (its lease ends by " +
+                        format_utc_ms(now->expires_at_ms) + "); add it again once it has let go");
+}
+
+Result<Connection> Connections::set(std::string_view id, const ConnectionChange& change) {
+  RETURN_IF_ERROR(validate_connection_id(id));
+  if (!change.url && !change.seq_field) {
+    return invalid_argument("nothing to change: give a URL, a sequence field or both");
+  }
+  Update update;
+  if (change.url) {
+    RETURN_IF_ERROR(validate_url_template(*change.url));
+    update.set(kWsUrlAttr, *change.url);
+  }
+  if (change.seq_field) {
+    RETURN_IF_ERROR(validate_seq_field(*change.seq_field));
+    update.set(kSeqFieldAttr, *change.seq_field);
+  }
+  auto written = store_.update(kConnectionsTable, connection_key(id), update, live_connection());
+  // kNotFound too: a table that does not exist holds no connection.
+  if (written.status().code() == Code::kConditionFailed ||
+      written.status().code() == Code::kNotFound) {
+    return no_such_connection(id);
+  }
+  RETURN_IF_ERROR(
+      written.status().with_context("cannot change connection '" + std::string(id) + "'"));
+  return parse_written(*written);
 }
 
 Result<Connection> Connections::set_desired(std::string_view id, DesiredState state) {
   RETURN_IF_ERROR(validate_connection_id(id));
+  assert(state != DesiredState::kRemoved && "remove() makes tombstones");
   Update update;
   update.set(kDesiredStateAttr, std::string(desired_state_name(state)));
-  auto written = store_.update(kConnectionsTable, connection_key(id), update,
-                               cond::exists(kConnectionsKeyAttr));
-  // kNotFound too: a table that does not exist holds no connection.
+  auto written = store_.update(kConnectionsTable, connection_key(id), update, live_connection());
   if (written.status().code() == Code::kConditionFailed ||
       written.status().code() == Code::kNotFound) {
     return no_such_connection(id);
   }
   RETURN_IF_ERROR(written.status().with_context("cannot set the desired state of connection '" +
                                                 std::string(id) + "'"));
-  auto connection = parse_connection(*written);
-  if (!connection.ok()) return internal_error(connection.status().message());
-  return connection;
+  return parse_written(*written);
 }
 
-Status Connections::remove(std::string_view id) {
+Result<Connection> Connections::remove(std::string_view id) {
   RETURN_IF_ERROR(validate_connection_id(id));
-  const Status removed =
-      store_.remove(kConnectionsTable, connection_key(id), cond::exists(kConnectionsKeyAttr));
-  if (removed.code() == Code::kConditionFailed || removed.code() == Code::kNotFound) {
+  Update update;
+  update.set(kDesiredStateAttr, removed_name())
+      .set(kRemovedAtMsAttr, to_unix_ms(clock_.wall_now()));
+  auto written = store_.update(kConnectionsTable, connection_key(id), update, live_connection());
+  if (written.status().code() == Code::kConditionFailed ||
+      written.status().code() == Code::kNotFound) {
     return no_such_connection(id);
   }
-  return removed.with_context("cannot remove connection '" + std::string(id) + "'");
+  RETURN_IF_ERROR(
+      written.status().with_context("cannot remove connection '" + std::string(id) + "'"));
+  return parse_written(*written);
 }
 
 Result<Connection> Connections::get(std::string_view id) {
+  ASSIGN_OR_RETURN(Connection connection, inspect(id));
+  if (connection.desired_state == DesiredState::kRemoved) return no_such_connection(id);
+  return connection;
+}
+
+Result<Connection> Connections::inspect(std::string_view id) {
   RETURN_IF_ERROR(validate_connection_id(id));
   auto item = store_.get(kConnectionsTable, connection_key(id), /*consistent=*/true);
   if (item.status().code() == Code::kNotFound) return no_such_connection(id);
   RETURN_IF_ERROR(item.status().with_context("cannot read connection '" + std::string(id) + "'"));
-  auto connection = parse_connection(*item);
-  if (!connection.ok()) return internal_error(connection.status().message());
-  return connection;
+  return parse_written(*item);
 }
 
 Result<std::vector<Connection>> Connections::list() {

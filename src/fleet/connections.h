@@ -1,16 +1,30 @@
 // The stream fleet's connections: one item each in the table `connections`
 // (fleet/schema.h), Pk = "CONN#<id>". This file checks what a user gives for
-// a connection, reads a connection out of an item, and adds, starts, stops,
-// removes and lists connections on an ItemStore.
+// a connection, reads a connection out of an item, and adds, changes,
+// starts, stops, removes and lists connections on an ItemStore.
 //
 // Who writes what: Connections (the `conn` commands) writes what a user
 // decides, desired_state, ws_url and seq_field, and on add the starting
 // values created_at_ms, last_seq = 0 and lease_expires_at_ms = 0 (so that
 // the orphan index, desired_state-lease_expires_at_ms-index, finds a new
 // connection at once). The lease slot "lease" belongs to the lease layer,
-// and last_seq, last_error and last_error_at_ms to the worker holding the
+// and last_seq, last_error, last_error_at_ms and the holder's figures
+// (messages, reconnects, last_message_at_ms) to the worker holding the
 // lease, which writes them with fenced writes. Nothing here touches them
-// after add.
+// between an add and a removal.
+//
+// A removed connection leaves a *tombstone*: the item stays, with
+// desired_state = REMOVED and removed_at_ms, and keeps its lease slot. Its
+// holder reads REMOVED at its next desired-state read and lets go (a release
+// conditioned on its owner and token, which still match); no worker takes a
+// tombstone, since workers take only STARTED connections. Keeping the slot
+// keeps lease_epoch, so that a connection added again under the same ID is
+// leased under a higher epoch than every earlier holder, and keeping the
+// lease lets add() refuse the ID until the old holder has let go, so that
+// two workers never stream one connection. get(), set(), set_desired(),
+// remove() and list() treat a tombstone as missing; add() takes it over
+// once its lease is free, and removes the old holder's token in the same
+// write, so that no late write of the old holder lands on the new one.
 //
 // The validation functions, expand_url() and parse_connection() are pure and
 // safe from any thread. A Connections object holds nothing but references
@@ -20,6 +34,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,14 +59,22 @@ inline constexpr char kLastSeqAttr[] = "last_seq";
 inline constexpr char kLastErrorAttr[] = "last_error";
 inline constexpr char kLastErrorAtMsAttr[] = "last_error_at_ms";
 inline constexpr char kCreatedAtMsAttr[] = "created_at_ms";
+inline constexpr char kRemovedAtMsAttr[] = "removed_at_ms";  // on a tombstone only
+// The holder's figures for the connection, written by the worker holding it;
+// add() clears them when it takes a tombstone over.
+inline constexpr char kMessagesAttr[] = "messages";
+inline constexpr char kReconnectsAttr[] = "reconnects";
+inline constexpr char kLastMessageAtMsAttr[] = "last_message_at_ms";
 
 // The placeholders a URL template may hold.
 inline constexpr char kNextSeqPlaceholder[] = "{next_seq}";
 inline constexpr char kLastSeqPlaceholder[] = "{last_seq}";
 
-enum class DesiredState { kStarted, kStopped };
+// kRemoved marks a tombstone (see the file comment): a connection that was
+// removed, which no worker takes and every call but add() treats as missing.
+enum class DesiredState { kStarted, kStopped, kRemoved };
 
-// "STARTED" or "STOPPED", as stored.
+// "STARTED", "STOPPED" or "REMOVED", as stored.
 std::string_view desired_state_name(DesiredState state);
 
 // 1 to kConnectionIdBytesMax bytes of [A-Za-z0-9._~-], the characters a URL
@@ -96,16 +119,27 @@ struct Connection {
   std::string last_error;
   int64_t last_error_at_ms = 0;
   int64_t created_at_ms = 0;  // 0 for an item written by another tool
+  int64_t removed_at_ms = 0;  // a tombstone's removal (wall ms); 0 otherwise
 
   bool operator==(const Connection&) const = default;
 };
+
+// A worker holds the connection's lease at wall time `now_ms`: an owner, and
+// a lease neither released (expires_at_ms 0) nor expired (expires_at_ms <
+// now_ms, the acquisition condition). Of a tombstone: its holder has not
+// let go yet, and add() refuses the ID.
+bool lease_held(const Connection& connection, int64_t now_ms);
+
+// "2026-12-01T09:30:00.123Z": a wall time (Unix ms, >= 0) in UTC, for
+// messages that say when a lease ends.
+std::string format_utc_ms(int64_t unix_ms);
 
 // The key of connection `id`: Pk = "CONN#<id>".
 Key connection_key(std::string_view id);
 
 // Reads a connection out of an item of the table. kInvalidArgument if the
 // item is not one: no string Pk starting with "CONN#" and a valid ID, a
-// desired_state other than STARTED or STOPPED, no string ws_url, an
+// desired_state other than STARTED, STOPPED or REMOVED, no string ws_url, an
 // attribute of the wrong type, or a last_seq outside 0..INT64_MAX-1. Absent
 // optional attributes take their defaults (seq_field "seq", the rest empty
 // or 0), so that items written by other tools of the reference pattern read.
@@ -119,6 +153,12 @@ struct NewConnection {
   bool stopped = false;  // added STOPPED rather than STARTED
 };
 
+// What Connections::set() changes: each field given replaces the stored one.
+struct ConnectionChange {
+  std::optional<std::string> url;        // a template (validate_url_template)
+  std::optional<std::string> seq_field;  // validate_seq_field
+};
+
 class Connections {
  public:
   // REQUIRES: store and clock outlive this object.
@@ -130,28 +170,55 @@ class Connections {
   Status ensure_table();
 
   // Adds the connection if no connection has its ID, and returns it as
-  // written. kInvalidArgument for bad input, kAlreadyExists naming the ID if
-  // the ID is taken; nothing is written in either case.
+  // written. An ID whose connection was removed is taken over once the old
+  // holder's lease is free (released, or expired by this process's wall
+  // clock): the tombstone's lease_epoch stays, so the next acquisition's
+  // epoch is above every earlier one, and everything else the old
+  // connection had (its checkpoint, error, figures, and the lease's owner
+  // and token) is removed, so it starts from last_seq 0. kInvalidArgument
+  // for bad input; kAlreadyExists naming the ID if a connection has it, or
+  // if its tombstone's lease is still held (naming the holder and when its
+  // lease ends); nothing is written in these cases. A refusal is explained
+  // by a consistent read after it; should that read find the ID freed
+  // meanwhile, the write is tried again, a few times at most (then
+  // kUnavailable).
   Result<Connection> add(const NewConnection& connection);
+
+  // Replaces ws_url and/or seq_field and nothing else: last_seq stays, so
+  // the stream resumes from its checkpoint at the new URL. Returns the
+  // connection after the write. kInvalidArgument for bad input or a change
+  // that gives neither field, kNotFound for an unknown or removed ID;
+  // nothing is written in these cases.
+  Result<Connection> set(std::string_view id, const ConnectionChange& change);
 
   // Sets desired_state and nothing else; setting the state it already has
   // succeeds. Returns the connection after the write. kInvalidArgument for a
-  // malformed ID, kNotFound for an unknown one (nothing is written).
+  // malformed ID, kNotFound for an unknown or removed one (nothing is
+  // written). REQUIRES: state is not kRemoved (remove() makes tombstones).
   Result<Connection> set_desired(std::string_view id, DesiredState state);
 
-  // Removes the connection, whoever holds its lease: the holder finds it gone
-  // at its next heartbeat or checkpoint and closes it. kInvalidArgument for a
-  // malformed ID, kNotFound for an unknown one.
-  Status remove(std::string_view id);
+  // Removes the connection, whoever holds its lease, by turning it into a
+  // tombstone (desired_state REMOVED, removed_at_ms now) in one write; the
+  // rest of the item stays. Returns the tombstone as written: its owner and
+  // expires_at_ms say whether a worker still holds it, which it does until
+  // it reads REMOVED and lets go. kInvalidArgument for a malformed ID,
+  // kNotFound for an unknown or already removed one (nothing is written).
+  Result<Connection> remove(std::string_view id);
 
-  // The connection (a consistent read); kNotFound if unknown.
+  // The connection (a consistent read); kNotFound if unknown or removed.
   Result<Connection> get(std::string_view id);
+
+  // The item as stored, a tombstone included (a consistent read), for a
+  // caller that waits for a removed connection's holder to let go.
+  // kNotFound only if there is no item.
+  Result<Connection> inspect(std::string_view id);
 
   // Every connection, sorted by ID. Read from the orphan index (the store has
   // no scan), page by page, for both desired states, so it is a listing, not
   // a snapshot: eventually consistent on DynamoDB, and a connection whose
   // state or lease changes meanwhile is shown at most once, as last read (or
-  // missed). An item without lease_expires_at_ms (a lease released in `clear`
+  // missed). Tombstones are not listed (only STARTED and STOPPED are
+  // queried). An item without lease_expires_at_ms (a lease released in `clear`
   // mode, which the fleet never uses) is not in the index and not listed.
   // An item the index holds that is not a connection is kInternal, naming
   // its key.
@@ -159,6 +226,7 @@ class Connections {
 
  private:
   Status list_state(DesiredState state, std::vector<Connection>& out);
+  Status explain_refused_add(std::string_view id);
 
   ItemStore& store_;
   Clock& clock_;

@@ -1,6 +1,8 @@
 // Connections on the memory store: the input rules, URL templates, reading
-// items, and add / set_desired / remove / get / list, with what reaches the
-// store and what a lease on a connection looks like through them.
+// items, and add / set / set_desired / remove / get / list, with what reaches
+// the store and what a lease on a connection looks like through them, and
+// the tombstone a removal leaves: what it keeps, and when its ID may be
+// added again.
 #include "fleet/connections.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +20,7 @@
 namespace leasehold::fleet {
 namespace {
 
+using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 constexpr char kSecret[] = "s3cr3t-api-key";
@@ -159,10 +162,28 @@ TEST(ParseConnection, ReadsEveryField) {
   item["last_error"] = std::string("upstream closed");
   item["last_error_at_ms"] = int64_t{950};
   item["created_at_ms"] = int64_t{5};
+  item["removed_at_ms"] = int64_t{6};
   auto c = parse_connection(item);
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   EXPECT_EQ(*c, (Connection{"feed.1", DesiredState::kStopped, "ws://h/s", "data.seq", "w1",
-                            std::string(32, 'a'), 3, 1000, 900, 77, "upstream closed", 950, 5}));
+                            std::string(32, 'a'), 3, 1000, 900, 77, "upstream closed", 950, 5, 6}));
+}
+
+TEST(ParseConnection, ReadsATombstone) {
+  Item item = connection_item("a");
+  item["desired_state"] = std::string("REMOVED");
+  item["removed_at_ms"] = int64_t{1234};
+  auto c = parse_connection(item);
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->desired_state, DesiredState::kRemoved);
+  EXPECT_EQ(c->removed_at_ms, 1234);
+  EXPECT_EQ(desired_state_name(DesiredState::kRemoved), "REMOVED");
+}
+
+TEST(FormatUtcMs, IsUtcWithMilliseconds) {
+  EXPECT_EQ(format_utc_ms(0), "1970-01-01T00:00:00.000Z");
+  EXPECT_EQ(format_utc_ms(1796110627714), "2026-12-01T07:37:07.714Z");
+  EXPECT_EQ(format_utc_ms(1796110627005), "2026-12-01T07:37:07.005Z");
 }
 
 TEST(ParseConnection, RefusesItemsThatAreNotConnections) {
@@ -187,6 +208,8 @@ TEST(ParseConnection, RefusesItemsThatAreNotConnections) {
   EXPECT_TRUE(refused([](Item& i) { i["lease_owner"] = int64_t{1}; }));
   EXPECT_TRUE(refused([](Item& i) { i["lease_epoch"] = std::string("1"); }));
   EXPECT_TRUE(refused([](Item& i) { i["created_at_ms"] = true; }));
+  EXPECT_TRUE(refused([](Item& i) { i["removed_at_ms"] = std::string("1"); }));
+  EXPECT_TRUE(refused([](Item& i) { i["desired_state"] = std::string("removed"); }));
   EXPECT_FALSE(refused([](Item& i) { i["last_seq"] = INT64_MAX - 1; }));
   EXPECT_FALSE(refused([](Item& i) { i["something_else"] = true; }));
 }
@@ -238,6 +261,29 @@ class ConnectionsTest : public ::testing::Test {
     auto c = connections_.add(NewConnection{id, url, "seq", stopped});
     EXPECT_TRUE(c.ok()) << c.status().to_string();
     return c.ok() ? *c : Connection{};
+  }
+
+  // The connection's item as stored now; an empty item if there is none.
+  Item stored(std::string_view id) {
+    auto item = memory_->get(kConnectionsTable, connection_key(id), true);
+    return item.ok() ? *item : Item{};
+  }
+
+  // A worker's lease on connection `id`, which must be free.
+  Lease lease_to(LeaseManager& leases, std::string_view id, const std::string& owner,
+                 Duration ttl = seconds(20)) {
+    AcquireOptions options;
+    options.owner = owner;
+    options.ttl = ttl;
+    auto lease = leases.acquire(connection_key(id), options);
+    EXPECT_TRUE(lease.ok()) << lease.status().to_string();
+    return lease.ok() ? *lease : Lease{};
+  }
+
+  LeaseConfig connections_lease_config() {
+    LeaseConfig config;
+    config.table = kConnectionsTable;
+    return config;
   }
 
   std::vector<std::string> listed_ids() {
@@ -312,7 +358,15 @@ TEST_F(ConnectionsTest, BadInputIsInvalidArgumentAndWritesNothing) {
   }
   EXPECT_EQ(connections_.set_desired("a/b", DesiredState::kStopped).status().code(),
             Code::kInvalidArgument);
-  EXPECT_EQ(connections_.remove("").code(), Code::kInvalidArgument);
+  EXPECT_EQ(connections_.remove("").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(connections_.set("a/b", ConnectionChange{"ws://h/", std::nullopt}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(connections_.set("a", ConnectionChange{}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(connections_.set("a", ConnectionChange{"http://h/", std::nullopt}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(connections_.set("a", ConnectionChange{"ws://h/", "a..b"}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(connections_.inspect("..").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(connections_.get("a b").status().code(), Code::kInvalidArgument);
   EXPECT_EQ(store_.writes, 0);
   EXPECT_TRUE(listed_ids().empty());
@@ -351,32 +405,200 @@ TEST_F(ConnectionsTest, UnknownIdsAreNotFoundAndWriteNothing) {
   add("a");
   const int writes = store_.writes;
   EXPECT_EQ(connections_.set_desired("b", DesiredState::kStopped).status().code(), Code::kNotFound);
-  const Status removed = connections_.remove("b");
+  const Status removed = connections_.remove("b").status();
   EXPECT_EQ(removed.code(), Code::kNotFound);
   EXPECT_TRUE(mentions(removed, "no connection named 'b'")) << removed.message();
+  EXPECT_EQ(connections_.set("b", ConnectionChange{"ws://h/", std::nullopt}).status().code(),
+            Code::kNotFound);
   EXPECT_EQ(connections_.get("b").status().code(), Code::kNotFound);
-  EXPECT_EQ(store_.writes, writes + 2);  // two conditional writes, both refused
+  EXPECT_EQ(connections_.inspect("b").status().code(), Code::kNotFound);
+  EXPECT_EQ(store_.writes, writes + 3);  // three conditional writes, all refused
   EXPECT_EQ(listed_ids(), std::vector<std::string>{"a"});
   EXPECT_FALSE(memory_->get(kConnectionsTable, connection_key("b"), true).ok());
 }
 
-TEST_F(ConnectionsTest, RemoveDeletesTheItemWhoeverHoldsIt) {
+TEST_F(ConnectionsTest, SetChangesOnlyTheUrlAndTheSeqField) {
+  add("a", "ws://h/old?from={next_seq}");
+  LeaseManager leases(store_, clock_, random_, connections_lease_config());
+  const Lease lease = lease_to(leases, "a", "worker-1");
+  ASSERT_TRUE(leases.fenced_write(lease, Update().set("last_seq", int64_t{12})).ok());
+  Item expected = stored("a");
+  clock_.advance(seconds(1));
+
+  auto c = connections_.set("a", ConnectionChange{"wss://h/new/{last_seq}", std::nullopt});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  expected["ws_url"] = std::string("wss://h/new/{last_seq}");
+  EXPECT_EQ(stored("a"), expected);
+  EXPECT_EQ(c->ws_url, "wss://h/new/{last_seq}");
+  EXPECT_EQ(c->seq_field, "seq");
+  EXPECT_EQ(c->last_seq, 12);  // resumes from its checkpoint at the new URL
+  EXPECT_EQ(c->owner, "worker-1");
+
+  c = connections_.set("a", ConnectionChange{std::nullopt, "data.seq"});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  expected["seq_field"] = std::string("data.seq");
+  EXPECT_EQ(stored("a"), expected);
+
+  c = connections_.set("a", ConnectionChange{"ws://h/third", "n"});
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  expected["ws_url"] = std::string("ws://h/third");
+  expected["seq_field"] = std::string("n");
+  EXPECT_EQ(stored("a"), expected);
+  EXPECT_EQ(*c, *parse_connection(expected));
+  EXPECT_TRUE(leases.renew(lease).ok()) << "the lease is its holder's still";
+
+  // Bad input changes nothing, even with a good field beside it.
+  EXPECT_EQ(connections_.set("a", ConnectionChange{"ws://h/fourth", ""}).status().code(),
+            Code::kInvalidArgument);
+  EXPECT_EQ(stored("a")["ws_url"], Value(std::string("ws://h/third")));
+}
+
+TEST_F(ConnectionsTest, RemoveLeavesATombstoneThatOnlyAddSees) {
   add("a");
   add("b");
-  LeaseConfig config;
-  config.table = kConnectionsTable;
-  LeaseManager leases(store_, clock_, random_, config);
-  AcquireOptions options;
-  options.owner = "worker-1";
-  auto lease = leases.acquire(connection_key("a"), options);
-  ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(connections_.remove("a").ok());
-  EXPECT_EQ(connections_.get("a").status().code(), Code::kNotFound);
-  EXPECT_EQ(connections_.remove("a").code(), Code::kNotFound);
+  LeaseManager leases(store_, clock_, random_, connections_lease_config());
+  const Lease lease = lease_to(leases, "a", "worker-1");
+  ASSERT_TRUE(leases.fenced_write(lease, Update().set("last_seq", int64_t{12})).ok());
+  const Item before = stored("a");
+  clock_.advance(seconds(1));
+
+  auto tombstone = connections_.remove("a");
+  ASSERT_TRUE(tombstone.ok()) << tombstone.status().to_string();
+  const int64_t removed_at_ms = to_unix_ms(clock_.wall_now());
+  Item expected = before;
+  expected["desired_state"] = std::string("REMOVED");
+  expected["removed_at_ms"] = removed_at_ms;
+  EXPECT_EQ(stored("a"), expected) << "only the state and the time of removal change";
+  EXPECT_EQ(tombstone->desired_state, DesiredState::kRemoved);
+  EXPECT_EQ(tombstone->removed_at_ms, removed_at_ms);
+  EXPECT_EQ(tombstone->owner, "worker-1");  // who still holds it
+  EXPECT_EQ(tombstone->expires_at_ms, lease.expires_at_ms);
+  EXPECT_TRUE(lease_held(*tombstone, removed_at_ms));
+  EXPECT_EQ(tombstone->epoch, 1);
+  EXPECT_EQ(tombstone->last_seq, 12);
+
+  // Missing to everything but add() and inspect(); nothing is written.
+  for (const Status& s :
+       {connections_.get("a").status(), connections_.remove("a").status(),
+        connections_.set_desired("a", DesiredState::kStarted).status(),
+        connections_.set_desired("a", DesiredState::kStopped).status(),
+        connections_.set("a", ConnectionChange{"ws://h/x", std::nullopt}).status()}) {
+    EXPECT_EQ(s.code(), Code::kNotFound) << s.to_string();
+    EXPECT_TRUE(mentions(s, "no connection named 'a'")) << s.message();
+  }
+  EXPECT_EQ(stored("a"), expected);
   EXPECT_EQ(listed_ids(), std::vector<std::string>{"b"});
-  // The holder finds it gone: a checkpoint no longer applies.
-  EXPECT_FALSE(leases.fenced_write(*lease, Update().set("last_seq", int64_t{1})).ok());
-  EXPECT_EQ(connections_.get("a").status().code(), Code::kNotFound);
+  auto inspected = connections_.inspect("a");
+  ASSERT_TRUE(inspected.ok()) << inspected.status().to_string();
+  EXPECT_EQ(*inspected, *tombstone);
+  // No worker takes it: it is not among the STARTED orphans, even expired.
+  clock_.advance(seconds(60));
+  auto orphans = memory_->query_index(kConnectionsTable, kOrphanIndex, "STARTED",
+                                      KeyRange::lt(to_unix_ms(clock_.wall_now())), {});
+  ASSERT_TRUE(orphans.ok());
+  ASSERT_EQ(orphans->items.size(), 1u);
+  EXPECT_EQ(orphans->items[0].at("Pk"), Value(std::string("CONN#b")));
+}
+
+TEST_F(ConnectionsTest, TheHolderOfARemovedConnectionCanStillLetGo) {
+  add("a");
+  LeaseManager leases(store_, clock_, random_, connections_lease_config());
+  const Lease lease = lease_to(leases, "a", "worker-1");
+  ASSERT_TRUE(connections_.remove("a").ok());
+  EXPECT_TRUE(leases.renew(lease).ok());
+  // Its final checkpoint lands on the tombstone with the release: harmless.
+  ASSERT_TRUE(
+      leases.release(lease, ReleaseMode::kExpire, Update().set("last_seq", int64_t{20})).ok());
+  auto tombstone = connections_.inspect("a");
+  ASSERT_TRUE(tombstone.ok());
+  EXPECT_EQ(tombstone->desired_state, DesiredState::kRemoved);
+  EXPECT_EQ(tombstone->expires_at_ms, 0);
+  EXPECT_EQ(tombstone->last_seq, 20);
+  EXPECT_FALSE(lease_held(*tombstone, to_unix_ms(clock_.wall_now())));
+}
+
+TEST_F(ConnectionsTest, AddingARemovedIdIsRefusedWhileItsHolderHoldsIt) {
+  add("a");
+  LeaseManager leases(store_, clock_, random_, connections_lease_config());
+  const Lease lease = lease_to(leases, "a", "worker-1", seconds(20));
+  ASSERT_TRUE(connections_.remove("a").ok());
+  const Item tombstone = stored("a");
+  // Up to and including the instant the lease ends by this clock.
+  for (const int64_t advance_s : {0, 10, 10}) {
+    clock_.advance(seconds(advance_s));
+    auto again = connections_.add(NewConnection{"a", "ws://h/again"});
+    EXPECT_EQ(again.status().code(), Code::kAlreadyExists);
+    EXPECT_EQ(again.status().message(),
+              "connection 'a' was removed and worker worker-1 still holds it (its lease ends by " +
+                  format_utc_ms(lease.expires_at_ms) + "); add it again once it has let go");
+    EXPECT_EQ(stored("a"), tombstone) << "nothing written";
+  }
+  // Once the lease has expired, unreleased (its holder crashed), the ID is
+  // free again, as it would be to a worker taking the lease over.
+  clock_.advance(milliseconds(1));
+  auto added = connections_.add(NewConnection{"a", "ws://h/again"});
+  ASSERT_TRUE(added.ok()) << added.status().to_string();
+  EXPECT_EQ(lease_to(leases, "a", "worker-2").epoch, 2);
+}
+
+// The bug this tombstone fixes: an ID removed and added again started a new
+// item, and its lease's epoch began again at 1.
+TEST_F(ConnectionsTest, AnIdAddedAgainAfterItsHolderLetGoStartsAfreshUnderAHigherEpoch) {
+  add("a", "ws://h/first", /*stopped=*/false);
+  LeaseManager leases(store_, clock_, random_, connections_lease_config());
+  const Lease old = lease_to(leases, "a", "worker-1");
+  ASSERT_TRUE(leases
+                  .fenced_write(old, Update()
+                                         .set("last_seq", int64_t{12})
+                                         .set("last_error", std::string("reset"))
+                                         .set("last_error_at_ms", int64_t{5})
+                                         .set(kMessagesAttr, int64_t{12})
+                                         .set(kReconnectsAttr, int64_t{1})
+                                         .set(kLastMessageAtMsAttr, int64_t{6}))
+                  .ok());
+  ASSERT_TRUE(connections_.remove("a").ok());
+  EXPECT_TRUE(leases.release(old, ReleaseMode::kExpire).ok()) << "the holder lets go";
+  clock_.advance(seconds(1));
+
+  auto added = connections_.add(NewConnection{"a", "ws://h/second", "data.seq"});
+  ASSERT_TRUE(added.ok()) << added.status().to_string();
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  const Item expected{{"Pk", std::string("CONN#a")},
+                      {"desired_state", std::string("STARTED")},
+                      {"ws_url", std::string("ws://h/second")},
+                      {"seq_field", std::string("data.seq")},
+                      {"lease_expires_at_ms", int64_t{0}},
+                      {"last_seq", int64_t{0}},
+                      {"created_at_ms", now_ms},
+                      {"lease_epoch", int64_t{1}}};
+  EXPECT_EQ(stored("a"), expected) << "only the epoch is left of the old connection";
+  EXPECT_EQ(*added, *parse_connection(expected));
+  EXPECT_EQ(added->owner, "");
+  EXPECT_EQ(added->token, "");
+  EXPECT_EQ(added->last_error, "");
+  auto got = connections_.get("a");
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(*got, *added);
+  EXPECT_EQ(listed_ids(), std::vector<std::string>{"a"});
+
+  // A late checkpoint of the old holder, conditioned on its owner and token,
+  // does not land on the new connection.
+  EXPECT_EQ(leases.fenced_write(old, Update().set("last_seq", int64_t{13})).status().code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(stored("a"), expected);
+
+  EXPECT_EQ(lease_to(leases, "a", "worker-2").epoch, old.epoch + 1) << "the epoch went back";
+}
+
+TEST_F(ConnectionsTest, AnIdAddedAgainIsLiveAndRefusedAsTakenByTheNextAdd) {
+  add("a");
+  ASSERT_TRUE(connections_.remove("a").ok());  // never leased: free at once
+  const Connection again = add("a", "ws://h/again");
+  EXPECT_EQ(again.desired_state, DesiredState::kStarted);
+  auto third = connections_.add(NewConnection{"a", "ws://h/third"});
+  EXPECT_EQ(third.status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(third.status().message(), "a connection named 'a' already exists");
+  EXPECT_EQ(*connections_.get("a"), again);
 }
 
 TEST_F(ConnectionsTest, ListIsSortedByIdAcrossStatesAndPages) {
@@ -472,13 +694,39 @@ TEST_F(ConnectionsTest, OnlyOneOfTwoConcurrentAddsOfAnIdSucceeds) {
   }
 }
 
+TEST_F(ConnectionsTest, OnlyOneOfTwoConcurrentAddsOfARemovedIdSucceeds) {
+  for (int round = 0; round < 20; ++round) {
+    const std::string id = "r" + std::to_string(round);
+    add(id);
+    ASSERT_TRUE(connections_.remove(id).ok());
+    std::atomic<int> added{0}, refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, t] {
+        auto c = connections_.add(NewConnection{id, "ws://h/" + std::to_string(t)});
+        (c.ok() ? added : refused)++;
+        if (!c.ok()) {
+          EXPECT_EQ(c.status().code(), Code::kAlreadyExists);
+          EXPECT_TRUE(mentions(c.status(), "already exists")) << c.status().message();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(added.load(), 1);
+    EXPECT_EQ(refused.load(), 1);
+  }
+}
+
 TEST(ConnectionsWithoutTable, EveryCallSaysNotFoundUntilTheTableIsMade) {
   SimulatedClock clock;
   std::unique_ptr<ItemStore> store = store::make_memory_store();
   Connections connections(*store, clock);
   EXPECT_EQ(connections.get("a").status().code(), Code::kNotFound);
   EXPECT_EQ(connections.set_desired("a", DesiredState::kStarted).status().code(), Code::kNotFound);
-  EXPECT_EQ(connections.remove("a").code(), Code::kNotFound);
+  EXPECT_EQ(connections.remove("a").status().code(), Code::kNotFound);
+  EXPECT_EQ(connections.set("a", ConnectionChange{"ws://h/", std::nullopt}).status().code(),
+            Code::kNotFound);
+  EXPECT_EQ(connections.inspect("a").status().code(), Code::kNotFound);
   EXPECT_EQ(connections.list().status().code(), Code::kNotFound);
   EXPECT_EQ(connections.add(NewConnection{"a", "ws://h/"}).status().code(), Code::kNotFound);
   ASSERT_TRUE(connections.ensure_table().ok());

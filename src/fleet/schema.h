@@ -3,10 +3,11 @@
 // describes (docs/schema.md).
 //
 //   Pk                   string  "CONN#<id>" (partition key)
-//   desired_state        string  STARTED | STOPPED
+//   desired_state        string  STARTED | STOPPED | REMOVED (a tombstone: connections.h)
 //   ws_url               string  the upstream URL, a template ({next_seq}, {last_seq})
 //   seq_field            string  where a message's sequence number is ("seq")
 //   created_at_ms        int
+//   removed_at_ms        int     on a tombstone: when it was removed
 //   lease_owner, lease_token, lease_epoch, lease_expires_at_ms, ...
 //                                the default lease slot (include/leasehold/lease.h)
 //   last_seq             int     the last checkpointed sequence number

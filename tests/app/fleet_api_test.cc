@@ -2,7 +2,8 @@
 // who may call what (401, 403), each route's answers and errors, the
 // redacted URL for users who are not admins, the lease fields as a worker
 // wrote them (through the lease layer, as a worker does), the workers'
-// membership, and bad input that changes nothing.
+// membership, a removed connection's ID refused until its worker lets go,
+// and bad input that changes nothing.
 #include "app/fleet_api.h"
 
 #include <gtest/gtest.h>
@@ -269,6 +270,37 @@ TEST_F(FleetApiTest, BadInputIsRefusedWithTheFieldNamedAndAddsNothing) {
   const json::array now = listed();
   ASSERT_EQ(now.size(), 1u) << "nothing was added";
   EXPECT_EQ(now[0].at("ws_url"), "ws://h/first") << "the taken ID kept its URL";
+}
+
+TEST_F(FleetApiTest, ARemovedIdIs409UntilItsWorkerLetsGoThenAddedUnderAHigherEpoch) {
+  ASSERT_EQ(add(R"({"id":"feed","url":"ws://h/first"})").status, 201);
+  const Lease held = take("feed", "worker-a");
+  // DELETE answers at once, while worker-a still holds the connection.
+  const json::object removed = ok_body(call("DELETE", "/api/fleet/connections/feed", admin_));
+  EXPECT_EQ(json::value(removed), json::parse(R"({"id":"feed","removed":true})"));
+  EXPECT_TRUE(listed().empty());
+  EXPECT_EQ(error_of(call("DELETE", "/api/fleet/connections/feed", admin_), 404).first,
+            "not_found");
+  EXPECT_EQ(error_of(call("POST", "/api/fleet/connections/feed/start", admin_), 404).first,
+            "not_found");
+
+  const auto [conflict, says] = error_of(add(R"({"id":"feed","url":"ws://h/second"})"), 409);
+  EXPECT_EQ(conflict, "conflict");
+  EXPECT_EQ(says,
+            "connection 'feed' was removed and worker worker-a still holds it (its lease "
+            "ends by " +
+                fleet::format_utc_ms(held.expires_at_ms) + "); add it again once it has let go");
+  EXPECT_TRUE(listed().empty()) << "nothing was added";
+
+  LeaseConfig config;
+  config.table = fleet::kConnectionsTable;
+  LeaseManager leases(runtime_->store(), runtime_->clock(), runtime_->random(), config);
+  ASSERT_TRUE(leases.release(held, ReleaseMode::kExpire).ok());
+  const json::object added = ok_body(add(R"({"id":"feed","url":"ws://h/second"})"), 201);
+  EXPECT_EQ(added.at("ws_url"), "ws://h/second");
+  EXPECT_EQ(added.at("owner"), "");
+  EXPECT_EQ(added.at("epoch"), held.epoch) << "kept for the next holder";
+  EXPECT_EQ(take("feed", "worker-b").epoch, held.epoch + 1);
 }
 
 TEST_F(FleetApiTest, UsersWhoAreNotAdminsGetTheUrlWithoutItsQuery) {

@@ -1,6 +1,14 @@
-// `leasehold conn ...` as separate processes see it: add, start, stop, rm and
-// list, what they print, their exit codes, what a worker's lease looks like
-// through them, and bad input, which exits 2 and changes nothing.
+// `leasehold conn ...` as separate processes see it: add, set, start, stop,
+// rm and list, what they print, their exit codes, what a worker's lease
+// looks like through them, how rm waits for the worker holding a removed
+// connection to let go and how add refuses the ID until it has, with a
+// real worker that a connection removed and added again is streamed after
+// its old holder and under a higher epoch, and bad input, which exits 2 and
+// changes nothing.
+#include <signal.h>
+
+#include <ctime>
+
 #include "leasehold/lease.h"
 #include "leasehold/store.h"
 #include "process_util.h"
@@ -21,8 +29,53 @@ boost::json::object connection(const std::string& id, const std::string& state,
                              {"epoch", 0},  {"last_error", ""}};
 }
 
+// "2026-12-01T09:30:00.123Z", as the commands write a lease's end.
+std::string utc(int64_t unix_ms) {
+  const std::time_t seconds = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char text[40];
+  const size_t n = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &tm);
+  return std::string(text, n) + "." + std::to_string(1000 + unix_ms % 1000).substr(1) + "Z";
+}
+
+const boost::json::object kRemovedA{{"id", "a"}, {"removed", true}};
+
 class ConnCommandsTest : public BackendTest {
  protected:
+  // A worker's leases on the connections, written through the library in
+  // this process as a worker writes them. Opened on first use.
+  LeaseManager& worker_leases() {
+    if (leases_ == nullptr) {
+      auto store = open_store(store_uri());
+      EXPECT_TRUE(store.ok()) << store.status().to_string();
+      store_ = std::move(store).value();
+      LeaseConfig config;
+      config.table = "connections";
+      leases_ = std::make_unique<LeaseManager>(*store_, clock_, random_, config);
+    }
+    return *leases_;
+  }
+
+  // Connection `id`'s lease, taken for `owner`; it must be free.
+  Lease lease_to(const std::string& id, const std::string& owner,
+                 Duration ttl = std::chrono::minutes(5)) {
+    AcquireOptions options;
+    options.owner = owner;
+    options.ttl = ttl;
+    auto lease = worker_leases().acquire(Key{"CONN#" + id, ""}, options);
+    EXPECT_TRUE(lease.ok()) << lease.status().to_string();
+    return lease.ok() ? *lease : Lease{};
+  }
+
+  // Connection `id`'s item as stored.
+  Item stored(const std::string& id) {
+    worker_leases();
+    auto item = store_->get("connections", Key{"CONN#" + id, ""}, /*consistent=*/true);
+    EXPECT_TRUE(item.ok()) << item.status().to_string();
+    return item.ok() ? *item : Item{};
+  }
+
   // A command that must succeed and print one JSON object.
   boost::json::object ok(const std::vector<std::string>& args) {
     const RunResult r = lh(args);
@@ -40,6 +93,12 @@ class ConnCommandsTest : public BackendTest {
     for (const std::string& line : lines_of(r.out)) out.push_back(parse_object(line));
     return out;
   }
+
+ private:
+  RealClock clock_;
+  SystemRandom random_;
+  std::unique_ptr<ItemStore> store_;
+  std::unique_ptr<LeaseManager> leases_;
 };
 
 TEST_P(ConnCommandsTest, AddListStartStopRmRoundTrip) {
@@ -128,12 +187,193 @@ TEST_P(ConnCommandsTest, ListShowsTheWorkersLeaseButNeverItsToken) {
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(parse_object(lines[1]), b);
 
-  // Stopping leaves the lease to its holder, who releases it.
+  // Stopping, and removing, leave the lease to its holder, who releases it.
   b["desired_state"] = "STOPPED";
   EXPECT_EQ(ok({"conn", "stop", "b"}), b);
   EXPECT_TRUE(leases.renew(*lease).ok());
-  ASSERT_EQ(lh({"conn", "rm", "b"}).exit_code, 0);
-  EXPECT_FALSE(leases.renew(*lease).ok());
+  ASSERT_EQ(lh({"conn", "rm", "b", "--wait", "0"}).exit_code, 0);
+  EXPECT_TRUE(leases.renew(*lease).ok());
+  EXPECT_TRUE(leases.release(*lease, ReleaseMode::kExpire).ok());
+  EXPECT_EQ(lines_of(lh({"conn", "list"}).out).size(), 1u);
+}
+
+TEST_P(ConnCommandsTest, SetChangesTheUrlAndTheSeqFieldAndNothingElse) {
+  ok({"conn", "add", "a", "--url", kUrl});
+  ok({"conn", "add", "b", "--url", kUrl});
+  const Lease lease = lease_to("a", "worker-1");
+  ASSERT_TRUE(worker_leases().fenced_write(lease, Update().set("last_seq", int64_t{41})).ok());
+  Item expected = stored("a");
+
+  const std::string url = "ws://127.0.0.1:9/new/{last_seq}";
+  boost::json::object a = connection("a", "STARTED", url);
+  a["owner"] = "worker-1";
+  a["expires_at_ms"] = lease.expires_at_ms;
+  a["epoch"] = 1;
+  a["last_seq"] = 41;  // the stream resumes from its checkpoint at the new URL
+  EXPECT_EQ(ok({"conn", "set", "a", "--url", url}), a);
+  expected["ws_url"] = url;
+  EXPECT_EQ(stored("a"), expected);
+  EXPECT_EQ(ok({"conn", "set", "a", "--seq-field", "data.seq"}), a);
+  expected["seq_field"] = std::string("data.seq");
+  EXPECT_EQ(stored("a"), expected);
+  a["ws_url"] = kUrl;
+  EXPECT_EQ(ok({"conn", "set", "a", "--url", kUrl, "--seq-field", "n"}), a);
+  expected["ws_url"] = kUrl;
+  expected["seq_field"] = std::string("n");
+  EXPECT_EQ(stored("a"), expected);
+
+  // Bad input and unknown IDs exit 2 and change nothing.
+  const Item b = stored("b");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"conn", "set", "a"},
+           {"conn", "set", "a", "--url", "http://h/s"},
+           {"conn", "set", "a", "--url", "ws://h/ok", "--seq-field", "a..b"},
+           {"conn", "set", "c", "--url", "ws://h/ok"}}) {
+    const RunResult r = lh(args);
+    EXPECT_EQ(r.exit_code, 2) << args.back();
+    EXPECT_EQ(r.out, "");
+  }
+  const RunResult unknown = lh({"conn", "set", "c", "--url", "ws://h/ok"});
+  EXPECT_NE(unknown.err.find("no connection named 'c'"), std::string::npos) << unknown.err;
+  const RunResult nothing = lh({"conn", "set", "a"});
+  EXPECT_NE(nothing.err.find("nothing to change; give --url, --seq-field or both"),
+            std::string::npos)
+      << nothing.err;
+  EXPECT_EQ(stored("a"), expected);
+  EXPECT_EQ(stored("b"), b);
+  EXPECT_TRUE(worker_leases().renew(lease).ok()) << "the lease stays its holder's";
+}
+
+TEST_P(ConnCommandsTest, RmWithoutWaitingRefusesTheIdUntilTheWorkerLetsGo) {
+  ok({"conn", "add", "a", "--url", kUrl});
+  const Lease old = lease_to("a", "worker-1");
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(ok({"conn", "rm", "a", "--wait", "0"}), kRemovedA);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(15))
+      << "--wait 0 waited";
+  EXPECT_TRUE(list().empty());
+  EXPECT_EQ(lh({"conn", "rm", "a"}).exit_code, 2) << "removed already";
+  EXPECT_EQ(lh({"conn", "start", "a"}).exit_code, 2);
+
+  const RunResult refused = lh({"conn", "add", "a", "--url", kUrl});
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_EQ(refused.err,
+            "leasehold: connection 'a' was removed and worker worker-1 still holds "
+            "it (its lease ends by " +
+                utc(old.expires_at_ms) + "); add it again once it has let go\n");
+
+  // The worker reads REMOVED and lets go; then the ID is free, and its next
+  // holder's epoch is above the old one's.
+  ASSERT_TRUE(worker_leases().release(old, ReleaseMode::kExpire).ok());
+  boost::json::object added = connection("a", "STARTED", kUrl);
+  added["epoch"] = 1;  // kept from the removed connection
+  EXPECT_EQ(ok({"conn", "add", "a", "--url", kUrl}), added);
+  EXPECT_EQ(list(), std::vector<boost::json::object>{added});
+  EXPECT_FALSE(worker_leases().fenced_write(old, Update().set("last_seq", int64_t{9})).ok())
+      << "a late write of the old holder landed on the new connection";
+  EXPECT_EQ(lease_to("a", "worker-2").epoch, old.epoch + 1);
+}
+
+TEST_P(ConnCommandsTest, RmWaitsForTheWorkerToLetGo) {
+  ok({"conn", "add", "a", "--url", kUrl});
+  const Lease lease = lease_to("a", "worker-1");
+  const std::unique_ptr<Process> rm = start_lh({"conn", "rm", "a"});
+  const std::string waiting =
+      "leasehold: connection 'a' is removed; waiting up to 30s for worker worker-1 to let go\n";
+  ASSERT_TRUE(wait_until([&] { return rm->err_so_far() == waiting; }, milliseconds(20'000)))
+      << rm->err_so_far();
+  EXPECT_FALSE(rm->exited());
+  EXPECT_EQ(rm->out_so_far(), "");
+  ASSERT_TRUE(worker_leases().release(lease, ReleaseMode::kExpire).ok());
+  ASSERT_TRUE(rm->wait_for(milliseconds(20'000)));
+  const RunResult r = rm->result();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, waiting);
+  EXPECT_EQ(parse_object(r.out), kRemovedA);
+  ok({"conn", "add", "a", "--url", kUrl});
+}
+
+TEST_P(ConnCommandsTest, RmGivesUpAtItsDeadlineWhileTheWorkerHoldsOn) {
+  ok({"conn", "add", "a", "--url", kUrl});
+  const Lease lease = lease_to("a", "worker-1");
+  const RunResult r = lh({"conn", "rm", "a", "--wait", "1s"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err,
+            "leasehold: connection 'a' is removed; waiting up to 1s for worker worker-1 to let "
+            "go\nleasehold: connection 'a' is removed, but worker worker-1 still holds it after "
+            "1s; 'conn add a' is refused until it lets go (at the latest when its lease ends at " +
+                utc(lease.expires_at_ms) + ")\n");
+  // The removal stays.
+  EXPECT_TRUE(list().empty());
+  EXPECT_EQ(lh({"conn", "add", "a", "--url", kUrl}).exit_code, 3);
+  EXPECT_EQ(lh({"conn", "rm", "a"}).exit_code, 2);
+  EXPECT_TRUE(worker_leases().renew(lease).ok());
+}
+
+// The issue this fixes, with a real worker: a connection removed while it
+// streams and added again at once used to get a second owner at once, under
+// epoch 1 again. Now rm waits for the worker to let go, and the connection
+// added again is streamed from seq 1 under epoch 2, after the old stream.
+TEST_P(ConnCommandsTest, ARemovedConnectionAddedAgainStreamsAfterItsOldHolderUnderAHigherEpoch) {
+  using namespace std::chrono_literals;
+  const std::unique_ptr<Process> sim =
+      start_lh({"upstream-sim", "--listen", "127.0.0.1:0", "--rate-per-conn", "50"});
+  ASSERT_TRUE(wait_until([&] { return sim->out_so_far().find('\n') != std::string::npos; }, 20s))
+      << sim->err_so_far();
+  const std::string listening(
+      parse_object(lines_of(sim->out_so_far()).at(0)).at("listening").as_string());
+  const std::string url = "ws://" + listening + "/s/a?from={next_seq}";
+  ok({"conn", "add", "a", "--url", url});
+  const std::filesystem::path sink = dir() / "w1.jsonl";
+  const std::unique_ptr<Process> worker = start_lh(
+      {"worker", "--id", "w1", "--lease-ttl", "4s", "--renew-every", "1s", "--reconcile-every",
+       "500ms", "--checkpoint-every", "500ms", "--sink", "jsonl:" + sink.string()});
+  // The sink's whole lines: epoch and seq of each, and when it was written.
+  struct Line {
+    int64_t epoch, seq, written_at_ms;
+  };
+  const auto lines = [&] {
+    std::string whole = read_file(sink);
+    whole.resize(whole.rfind('\n') + 1);  // npos + 1 == 0: no whole line yet
+    std::vector<Line> out;
+    for (const std::string& text : lines_of(whole)) {
+      const auto o = parse_object(text);
+      out.push_back(
+          {o.at("epoch").as_int64(), o.at("seq").as_int64(), o.at("written_at_ms").as_int64()});
+    }
+    return out;
+  };
+  const auto has_epoch = [&](int64_t epoch) {
+    const std::vector<Line> all = lines();
+    return std::any_of(all.begin(), all.end(), [&](const Line& l) { return l.epoch == epoch; });
+  };
+  ASSERT_TRUE(wait_until([&] { return has_epoch(1); }, 20s)) << worker->err_so_far();
+
+  const RunResult rm = lh({"conn", "rm", "a"});
+  ASSERT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_EQ(parse_object(rm.out), kRemovedA);
+  boost::json::object added = connection("a", "STARTED", url);
+  added["epoch"] = 1;
+  EXPECT_EQ(ok({"conn", "add", "a", "--url", url}), added);
+  ASSERT_TRUE(wait_until([&] { return has_epoch(2); }, 20s)) << worker->err_so_far();
+
+  ASSERT_EQ(::kill(worker->pid(), SIGTERM), 0);
+  ASSERT_TRUE(worker->wait_for(20'000ms));
+  int64_t epoch_1_last_ms = 0, epoch_2_first_ms = INT64_MAX, epoch_2_first_seq = 0;
+  for (const Line& l : lines()) {
+    ASSERT_TRUE(l.epoch == 1 || l.epoch == 2) << l.epoch;
+    if (l.epoch == 1) epoch_1_last_ms = std::max(epoch_1_last_ms, l.written_at_ms);
+    if (l.epoch == 2 && l.written_at_ms < epoch_2_first_ms) {
+      epoch_2_first_ms = l.written_at_ms;
+      epoch_2_first_seq = l.seq;
+    }
+  }
+  EXPECT_LE(epoch_1_last_ms, epoch_2_first_ms) << "the two streams overlapped";
+  EXPECT_EQ(epoch_2_first_seq, 1) << "the connection added again did not start afresh";
+  ASSERT_EQ(::kill(sim->pid(), SIGTERM), 0);
+  EXPECT_TRUE(sim->wait_for(10'000ms));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ConnCommandsTest,
@@ -193,8 +433,26 @@ std::vector<BadConnCase> bad_conn_cases() {
       {"StartBadId", {"conn", "start", "a/b"}, "'a/b'"},
       {"StopBadId", {"conn", "stop", "a?b"}, "'a?b'"},
       {"StopTwoIds", {"conn", "stop", "a", "b"}, "b"},
+      {"SetNothing", {"conn", "set", "a"}, "nothing to change; give --url, --seq-field or both"},
+      {"SetNoId", {"conn", "set", "--url", ok_url}, "ID"},
+      {"SetBadId", {"conn", "set", "a/b", "--url", ok_url}, "'a/b'"},
+      {"SetStopped", {"conn", "set", "a", "--stopped"}, "--stopped"},
+      {"SetUrlHttp",
+       {"conn", "set", "a", "--url", "https://h/s?key=" + kSecret},
+       "--url: WebSocket URL must start"},
+      {"SetUrlUnknownPlaceholder",
+       {"conn", "set", "a", "--url", "wss://h/s?key=" + kSecret + "&from={next}"},
+       "unknown placeholder {next}"},
+      {"SetSeqFieldEmpty", {"conn", "set", "a", "--seq-field", ""}, "--seq-field"},
+      {"SetGoodUrlBadSeqField",
+       {"conn", "set", "a", "--url", ok_url, "--seq-field", "a[0]"},
+       "'a[0]'"},
       {"RmEmptyId", {"conn", "rm", ""}, "connection ID is empty"},
       {"RmDot", {"conn", "rm", "."}, "'.'"},
+      {"RmWaitBareNumber", {"conn", "rm", "a", "--wait", "30"}, "--wait: invalid duration '30'"},
+      {"RmWaitWord", {"conn", "rm", "a", "--wait", "soon"}, "--wait"},
+      {"RmWaitNegative", {"conn", "rm", "a", "--wait", "-1s"}, "--wait"},
+      {"RmWaitTooLong", {"conn", "rm", "a", "--wait", "61m"}, "--wait 61m: at most 1h"},
       {"ListWithArgument", {"conn", "list", "a"}, "a"},
       {"ListUnknownFlag", {"conn", "list", "--held"}, "--held"},
   };
@@ -245,6 +503,9 @@ TEST_F(ProcessTest, ConnCommandsOnAFreshSqliteFileFindNoConnections) {
     EXPECT_EQ(r.exit_code, 2) << command;
     EXPECT_NE(r.err.find("no connection named 'x'"), std::string::npos) << r.err;
   }
+  const RunResult set = lh({"conn", "set", "x", "--url", "ws://h/s"});
+  EXPECT_EQ(set.exit_code, 2);
+  EXPECT_NE(set.err.find("no connection named 'x'"), std::string::npos) << set.err;
 }
 
 }  // namespace
