@@ -65,6 +65,14 @@ struct LeaseConfig {
   Logger* info_log = nullptr;
 };
 
+// The part of ttl a holder may trust: ttl - max_clock_skew - safety_margin.
+Duration validity(const LeaseConfig& config, Duration ttl);
+// Refuses (kInvalidArgument, saying what would do) a negative skew, a ttl
+// that leaves no room for the skew and margin, and a renew period that does
+// not fit at least twice into the validity window. Needs no store: a
+// configuration is checked before anything is opened.
+Status check_timing(const LeaseConfig& config, Duration ttl, Duration renew_every);
+
 // The attribute names of one slot.
 struct SlotNames {
   explicit SlotNames(std::string_view slot);
@@ -147,12 +155,10 @@ class LeaseManager {
   LeaseManager(const LeaseManager&) = delete;
   LeaseManager& operator=(const LeaseManager&) = delete;
 
-  // Refuses a ttl that leaves no room for the skew and margin, and a renew
-  // period that does not fit at least twice into the validity window.
+  // check_timing() and validity() (above) of this manager's config.
   Status check_timing(Duration ttl, Duration renew_every) const;
   // The renew period used when none is given: a third of the validity window.
   Duration default_renew_every(Duration ttl) const;
-  // The part of ttl the holder may trust: ttl - max_clock_skew - safety_margin.
   Duration validity(Duration ttl) const;
 
   // kAlreadyExists if another holder's lease is live (or `extra_condition`

@@ -48,7 +48,10 @@ json::object connection_json(const fleet::Connection& c, bool full_url) {
           {"epoch", c.epoch},
           {"last_error", c.last_error},
           {"last_error_at_ms", c.last_error_at_ms},
-          {"heartbeat_at_ms", c.heartbeat_at_ms}};
+          {"heartbeat_at_ms", c.heartbeat_at_ms},
+          {"messages", c.messages},
+          {"reconnects", c.reconnects},
+          {"last_message_at_ms", c.last_message_at_ms}};
 }
 
 json::object member_json(const fleet::Member& m) {

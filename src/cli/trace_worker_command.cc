@@ -15,15 +15,12 @@ namespace leasehold::cli {
 namespace {
 
 // A lease ttl for the movies' leases, checked with the lease layer's timing
-// rules on a store that writes nothing.
+// rules (default configuration) at the default renew period.
 Result<Duration> movie_ttl(std::string_view flag, const std::string& text) {
   Result<Duration> ttl = parse_duration(text);
   if (!ttl.ok()) return invalid_argument(std::string(flag) + ": " + ttl.status().message());
-  RealClock clock;
-  SeededRandom random(0);
-  ASSIGN_OR_RETURN(std::unique_ptr<ItemStore> none, open_store("memory:"));
-  LeaseManager leases(*none, clock, random);
-  if (const Status ok = leases.check_timing(*ttl, leases.default_renew_every(*ttl)); !ok.ok()) {
+  const LeaseConfig config;
+  if (const Status ok = check_timing(config, *ttl, validity(config, *ttl) / 3); !ok.ok()) {
     return invalid_argument(std::string(flag) + " " + text + ": " + ok.message());
   }
   return ttl;

@@ -106,9 +106,8 @@ Status check_slot(std::string_view slot) {
 
 namespace {
 
-// What the CLI's LeaseManager (default configuration) says about a ttl. It
-// depends only on that configuration, so a manager over a throwaway
-// in-process store answers it without touching the real one.
+// What the lease layer's timing rules (default configuration) say about a
+// ttl, without a store.
 struct TtlTiming {
   Duration validity{};
   Duration renew_every{};
@@ -116,13 +115,9 @@ struct TtlTiming {
 };
 
 Result<TtlTiming> timing_of(Duration ttl) {
-  auto scratch = open_store("memory:");
-  if (!scratch.ok()) return scratch.status();
-  RealClock clock;
-  SystemRandom random;
-  const LeaseManager manager(**scratch, clock, random);
-  const Duration renew_every = manager.default_renew_every(ttl);
-  return TtlTiming{manager.validity(ttl), renew_every, manager.check_timing(ttl, renew_every)};
+  const LeaseConfig config;
+  const Duration renew_every = validity(config, ttl) / 3;  // LeaseManager's default
+  return TtlTiming{validity(config, ttl), renew_every, check_timing(config, ttl, renew_every)};
 }
 
 // The longest grace period that fits: the command gets SIGTERM grace +

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <boost/json.hpp>
 
 #include "base/duration.h"
 #include "cli/common.h"
@@ -33,14 +34,24 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   if (!a.checkpoint_every.empty()) {
     ASSIGN_OR_RETURN(o.checkpoint_every, flag_duration("--checkpoint-every", a.checkpoint_every));
   }
+  ASSIGN_OR_RETURN(o.lease.max_clock_skew, flag_duration("--max-clock-skew", a.max_clock_skew));
+  ASSIGN_OR_RETURN(o.stall_after, flag_duration("--stall-after", a.stall_after));
   RETURN_IF_ERROR(fleet::validate_worker_options(o));
-  // The lease layer's timing rules, checked on a store that writes nothing.
-  RealClock clock;
-  SeededRandom random(0);
-  ASSIGN_OR_RETURN(std::unique_ptr<ItemStore> none, open_store("memory:"));
-  LeaseManager leases(*none, clock, random);
-  RETURN_IF_ERROR(leases.check_timing(o.lease_ttl, o.renew_every));
+  // The lease layer's timing rules, the skew given included.
+  RETURN_IF_ERROR(check_timing(o.lease, o.lease_ttl, o.renew_every));
   return o;
+}
+
+Health health_of(const fleet::WorkerHealth& h) {
+  boost::json::array problems;
+  for (const std::string& p : h.problems) problems.emplace_back(p);
+  boost::json::object figures{{"owned", h.owned},
+                              {"streaming", h.streaming},
+                              {"stalled", h.stalled},
+                              {"store_silent_ms", h.store_silent_ms}};
+  std::string members = boost::json::serialize(figures);
+  members = members.substr(1, members.size() - 2);  // the object's members alone
+  return Health{h.ok, boost::json::serialize(problems), std::move(members)};
 }
 
 }  // namespace
@@ -59,6 +70,13 @@ CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
       ->capture_default_str();
   w->add_option("--checkpoint-every", a.checkpoint_every,
                 "How often to checkpoint (default: the renew period)");
+  w->add_option("--max-clock-skew", a.max_clock_skew,
+                "The most any two wall clocks of the fleet may differ; a lease is trusted "
+                "for its ttl less this and a 100 ms margin")
+      ->capture_default_str();
+  w->add_option("--stall-after", a.stall_after,
+                "A connection without a message for this long counts as stalled (0: never)")
+      ->capture_default_str();
   w->add_option("--sink", a.sink, "Where messages go: jsonl:PATH or stdout")->capture_default_str();
   w->add_option("--metrics-listen", a.metrics_listen,
                 "Serve GET /metrics and /healthz on HOST:PORT (loopback)");
@@ -92,7 +110,9 @@ int run_worker(const WorkerArgs& args, const std::string& store_uri, bool verbos
   if (!upstream.ok()) return report(upstream.status());
 
   fleet::WorkerOptions options = worker_options(args).value();
+  const Duration skew = options.lease.max_clock_skew;
   options.lease = rt.leases().config();
+  options.lease.max_clock_skew = skew;
   options.logger = p.log.get();
   options.metrics = &p.registry;
   auto worker = fleet::Worker::start(rt.store(), rt.clock(), rt.random(), **upstream, **sink,
@@ -104,8 +124,12 @@ int run_worker(const WorkerArgs& args, const std::string& store_uri, bool verbos
                               {"metrics_port", static_cast<int64_t>(p.metrics_port())}};
   p.log->log_fields(LogLevel::kInfo, "worker started", started);
 
+  fleet::Worker& running = **worker;
+  p.health.set([&running] { return health_of(running.health()); });
+
   wait_for_stop_signal(stop_signals, *p.log);
   (*worker)->stop();
+  p.health.set(nullptr);  // before the worker goes
   return kExitOk;
 }
 

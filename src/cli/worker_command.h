@@ -22,6 +22,8 @@ struct WorkerArgs {
   std::string renew_every = "5s";
   std::string reconcile_every = "2s";
   std::string checkpoint_every;  // empty: the renew period
+  std::string max_clock_skew = "500ms";
+  std::string stall_after = "60s";
   std::string sink = "stdout";
   std::string metrics_listen;  // empty: no metrics server
   std::string ca_file;         // PEM CAs for wss:// instead of the system store

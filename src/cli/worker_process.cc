@@ -15,12 +15,23 @@ Status check_metrics_listen(std::string_view listen) {
   return {};
 }
 
+void HealthCheck::set(std::function<Health()> check) {
+  MutexLock lock(mu_);
+  check_ = std::move(check);
+}
+
+Health HealthCheck::run() const {
+  MutexLock lock(mu_);  // held while it runs, so that set() waits for it
+  return check_ ? check_() : Health{};
+}
+
 namespace {
 
 // Adds the two routes to `router` and starts the server on `listen`.
 // REQUIRES: registry and router outlive the server.
 Result<std::unique_ptr<server::Server>> start_metrics_server(std::string_view listen,
                                                              metrics::Registry& registry,
+                                                             const HealthCheck& health,
                                                              server::Router& router, Logger* log) {
   ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(listen));
   const server::RouteOptions open_inline{.access = server::Access::kPublic, .blocking = false};
@@ -35,10 +46,15 @@ Result<std::unique_ptr<server::Server>> start_metrics_server(std::string_view li
       open_inline);
   router.add(
       "GET", "/healthz",
-      [](server::Request&) {
+      [&health](server::Request&) {
+        const Health h = health.run();
         server::Response r;
-        r.body = "{\"status\":\"ok\"}";
+        r.status = h.ok ? 200 : 503;
+        r.body = std::string("{\"status\":\"") + (h.ok ? "ok" : "failing") +
+                 "\",\"problems\":" + h.problems_json +
+                 (h.figures_json.empty() ? "" : "," + h.figures_json) + "}";
         r.set_header("Content-Type", "application/json");
+        r.set_header("Cache-Control", "no-store");
         return r;
       },
       open_inline);
@@ -66,7 +82,8 @@ Result<std::unique_ptr<WorkerProcess>> start_worker_process(const std::string& s
   ASSIGN_OR_RETURN(p->runtime, runtime::Runtime::open(std::move(ro)));
   if (!metrics_listen.empty()) {
     ASSIGN_OR_RETURN(p->metrics_server,
-                     start_metrics_server(metrics_listen, p->registry, p->router, p->log.get()));
+                     start_metrics_server(metrics_listen, p->registry, p->health, p->router,
+                                          p->log.get()));
   }
   return p;
 }

@@ -3,7 +3,9 @@
 // registry, the runtime on the store (its calls metered into the registry),
 // and with --metrics-listen a small HTTP server on one I/O thread, loopback
 // only: GET /metrics (the registry, Prometheus text format) and GET
-// /healthz. And the wait for SIGTERM or SIGINT that ends such a process.
+// /healthz (what the process's health check says: 200 when it does its job,
+// 503 saying what is wrong when not). And the wait for SIGTERM or SIGINT
+// that ends such a process.
 //
 // Used from the main thread only.
 #pragma once
@@ -11,10 +13,12 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "leasehold/logger.h"
 #include "leasehold/status.h"
 #include "metrics/registry.h"
@@ -24,11 +28,32 @@
 
 namespace leasehold::cli {
 
+// What /healthz answers: whether the process does its job, and its figures
+// as a JSON object (the body, with "status" set from `ok`).
+struct Health {
+  bool ok = true;
+  std::string problems_json = "[]";  // a JSON array of strings
+  std::string figures_json;          // more members of the body: `"owned":3,...`, or empty
+};
+
+// The process's health check, called on the metrics server's thread. Until
+// one is set (and after it is cleared) /healthz answers ok.
+class HealthCheck {
+ public:
+  void set(std::function<Health()> check) EXCLUDES(mu_);
+  Health run() const EXCLUDES(mu_);
+
+ private:
+  mutable Mutex mu_;
+  std::function<Health()> check_ GUARDED_BY(mu_);
+};
+
 // Members in the order they are built; destroyed in reverse (the metrics
 // server first, the log last).
 struct WorkerProcess {
   std::unique_ptr<Logger> log;
   metrics::Registry registry;
+  HealthCheck health;
   std::unique_ptr<runtime::Runtime> runtime;
   server::Router router;
   std::unique_ptr<server::Server> metrics_server;  // null without --metrics-listen

@@ -346,7 +346,9 @@ Result<Connection> parse_connection(const Item& item) {
        {IntField{lease.epoch, &c.epoch}, IntField{lease.expires_at_ms, &c.expires_at_ms},
         IntField{lease.heartbeat_at_ms, &c.heartbeat_at_ms}, IntField{kLastSeqAttr, &c.last_seq},
         IntField{kLastErrorAtMsAttr, &c.last_error_at_ms},
-        IntField{kCreatedAtMsAttr, &c.created_at_ms},
+        IntField{kCreatedAtMsAttr, &c.created_at_ms}, IntField{kMessagesAttr, &c.messages},
+        IntField{kReconnectsAttr, &c.reconnects},
+        IntField{kLastMessageAtMsAttr, &c.last_message_at_ms},
         IntField{kRemovedAtMsAttr, &c.removed_at_ms}}) {
     RETURN_IF_ERROR(read_int(item, attr, *out).with_context("connection '" + c.id + "'"));
   }

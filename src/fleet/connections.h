@@ -120,6 +120,12 @@ struct Connection {
   int64_t last_error_at_ms = 0;
   int64_t created_at_ms = 0;  // 0 for an item written by another tool
   int64_t removed_at_ms = 0;  // a tombstone's removal (wall ms); 0 otherwise
+  // The holder's figures since it took the connection, as of its last
+  // checkpoint: messages written, upstream reconnects, and when the last
+  // message was written (wall ms; 0: none yet).
+  int64_t messages = 0;
+  int64_t reconnects = 0;
+  int64_t last_message_at_ms = 0;
 
   bool operator==(const Connection&) const = default;
 };

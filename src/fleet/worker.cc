@@ -888,9 +888,9 @@ std::optional<Worker::Impl::Checkpoint> Worker::Impl::plan_checkpoint(
       c.update.set(kLastErrorAttr, c.error).set(kLastErrorAtMsAttr, to_unix_ms(clock_.wall_now()));
     }
     if (figures) {
-      c.update.set("messages", static_cast<int64_t>(stream->messages))
-          .set("reconnects", static_cast<int64_t>(stream->reconnects))
-          .set("last_message_at_ms", stream->last_message_at_ms);
+      c.update.set(kMessagesAttr, static_cast<int64_t>(stream->messages))
+          .set(kReconnectsAttr, static_cast<int64_t>(stream->reconnects))
+          .set(kLastMessageAtMsAttr, stream->last_message_at_ms);
       c.reconnects = stream->reconnects;
     }
   }

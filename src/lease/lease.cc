@@ -197,20 +197,21 @@ std::shared_ptr<const SlotNames> LeaseManager::names(std::string_view slot) {
   return names_->get(slot);
 }
 
-Duration LeaseManager::validity(Duration ttl) const {
-  return ttl - config_.max_clock_skew - config_.safety_margin;
+Duration validity(const LeaseConfig& config, Duration ttl) {
+  return ttl - config.max_clock_skew - config.safety_margin;
 }
 
-Duration LeaseManager::default_renew_every(Duration ttl) const { return validity(ttl) / 3; }
-
-Status LeaseManager::check_timing(Duration ttl, Duration renew_every) const {
-  const Duration window = validity(ttl);
+Status check_timing(const LeaseConfig& config, Duration ttl, Duration renew_every) {
+  if (config.max_clock_skew < Duration::zero()) {
+    return invalid_argument("the clock-skew allowance must not be negative");
+  }
+  const Duration window = validity(config, ttl);
   if (window < kValidityMin) {
-    const auto min_ttl = kValidityMin + config_.max_clock_skew + config_.safety_margin;
+    const auto min_ttl = kValidityMin + config.max_clock_skew + config.safety_margin;
     return invalid_argument(
         "ttl " + std::to_string(to_ms(ttl)) + "ms is too short: after the " +
-        std::to_string(to_ms(config_.max_clock_skew)) + "ms clock-skew allowance and " +
-        std::to_string(to_ms(config_.safety_margin)) + "ms margin the holder could trust it for " +
+        std::to_string(to_ms(config.max_clock_skew)) + "ms clock-skew allowance and " +
+        std::to_string(to_ms(config.safety_margin)) + "ms margin the holder could trust it for " +
         std::to_string(to_ms(window)) + "ms; use a ttl of at least " +
         std::to_string(to_ms(min_ttl)) + "ms");
   }
@@ -220,6 +221,14 @@ Status LeaseManager::check_timing(Duration ttl, Duration renew_every) const {
                             "ms validity window of a " + std::to_string(to_ms(ttl)) + "ms ttl");
   }
   return {};
+}
+
+Duration LeaseManager::validity(Duration ttl) const { return leasehold::validity(config_, ttl); }
+
+Duration LeaseManager::default_renew_every(Duration ttl) const { return validity(ttl) / 3; }
+
+Status LeaseManager::check_timing(Duration ttl, Duration renew_every) const {
+  return leasehold::check_timing(config_, ttl, renew_every);
 }
 
 Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {

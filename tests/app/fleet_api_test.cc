@@ -334,7 +334,10 @@ TEST_F(FleetApiTest, TheListShowsTheLeaseAsWorkersWroteItAndTheServersTime) {
   Update checkpoint;
   checkpoint.set(fleet::kLastSeqAttr, int64_t{1042})
       .set(fleet::kLastErrorAttr, std::string("upstream closed the connection"))
-      .set(fleet::kLastErrorAtMsAttr, int64_t{1700000000000});
+      .set(fleet::kLastErrorAtMsAttr, int64_t{1700000000000})
+      .set(fleet::kMessagesAttr, int64_t{1040})
+      .set(fleet::kReconnectsAttr, int64_t{2})
+      .set(fleet::kLastMessageAtMsAttr, int64_t{1700000001000});
   ASSERT_TRUE(leases.fenced_write(first, checkpoint).ok());
 
   const int64_t before_ms = to_unix_ms(runtime_->clock().wall_now());
@@ -351,8 +354,11 @@ TEST_F(FleetApiTest, TheListShowsTheLeaseAsWorkersWroteItAndTheServersTime) {
   EXPECT_EQ(c.at("last_seq"), 1042);
   EXPECT_EQ(c.at("last_error"), "upstream closed the connection");
   EXPECT_EQ(c.at("last_error_at_ms"), 1700000000000);
+  EXPECT_EQ(c.at("messages"), 1040);
+  EXPECT_EQ(c.at("reconnects"), 2);
+  EXPECT_EQ(c.at("last_message_at_ms"), 1700000001000);
   EXPECT_EQ(answer.body.find(first.token), std::string::npos) << "never the lease token";
-  EXPECT_EQ(c.size(), 10u) << answer.body;
+  EXPECT_EQ(c.size(), 13u) << answer.body;
 
   // Released, as a stopping worker does: the owner stays, the lease expires.
   ASSERT_TRUE(leases.release(first, ReleaseMode::kExpire).ok());

@@ -135,7 +135,8 @@ async function fleetPage(user) {
 }
 
 // What the page shows of each connection: owner, epoch (the owner cell's
-// title), the lease's kind ('held', 'expired', ...) and last_seq (a number).
+// title), the lease's kind ('held', 'expired', ...), last_seq (a number),
+// the last message's age and the reconnects ('' when none).
 function shownConnections(page) {
   return page.evaluate(() => {
     const shown = {};
@@ -147,6 +148,8 @@ function shownConnections(page) {
         epoch: row.querySelector('td[data-field="owner"]')?.getAttribute('title') ?? '',
         lease: row.querySelector('td[data-field="lease"]')?.dataset.lease ?? '',
         lastSeq: Number(text('last_seq').replace(/,/g, '')),
+        lastMessage: row.querySelector('td[data-field="last_message"] .age')?.textContent ?? '',
+        reconnects: row.querySelector('[data-field="reconnects"]')?.textContent ?? '',
       };
     }
     return shown;
@@ -184,8 +187,11 @@ test('a killed worker\'s connection is shown owned by the other, moving on', asy
   const page = await fleetPage(alice);
   // Every connection owned by a live lease and streaming, and both workers
   // holding some (the fleet is balanced), before anything is killed.
+  // The owner's figures for each: its last message a moment ago, and no
+  // reconnect (the upstream never drops them).
   const before = await waitForShown(page, 'every connection owned and streaming', (shown) =>
-    CONNECTIONS.every((id) => ownedAlive(shown[id], WORKERS) && shown[id].lastSeq > 0) &&
+    CONNECTIONS.every((id) => ownedAlive(shown[id], WORKERS) && shown[id].lastSeq > 0 &&
+      /^(just now|\d+ s ago)$/.test(shown[id].lastMessage) && shown[id].reconnects === '') &&
     WORKERS.every((w) => CONNECTIONS.some((id) => shown[id].owner === w)),
   ALL_OWNED_WITHIN_MS);
   const victim = before.c1.owner;

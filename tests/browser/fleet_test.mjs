@@ -195,6 +195,27 @@ test('last_seq and its rate follow the checkpoints', async () => {
   await closePage(page);
 });
 
+test('the owner\'s figures: the last message\'s age, reconnects, and quiet streams', async () => {
+  const page = await fleetPage(alice);
+  const now = Date.now();
+  await store.write(storeTool, 'update', 'connections', 'CONN#feed-alpha', JSON.stringify({
+    messages: 4990, reconnects: 3, last_message_at_ms: now - 5000,
+  }));
+  const age = cell(page, 'feed-alpha', 'last_message').locator('.age');
+  await waitForText(age, /^\d s ago$/, SHOWN_WITHIN_MS);
+  await waitForText(cell(page, 'feed-alpha', 'last_message').locator('[data-field="reconnects"]'),
+    /^3 reconnects$/);
+  assert.equal(await cell(page, 'feed-alpha', 'last_message').getAttribute('data-quiet'), 'false');
+  // A started connection silent for over a minute is shown as a warning.
+  await store.write(storeTool, 'update', 'connections', 'CONN#feed-alpha', JSON.stringify({
+    last_message_at_ms: now - 90_000,
+  }));
+  await waitForText(age, /^1 min ago$/, SHOWN_WITHIN_MS);
+  assert.equal(await cell(page, 'feed-alpha', 'last_message').getAttribute('data-quiet'), 'true');
+  await screenshot(page, screenshots, 'fleet-figures-laptop');
+  await closePage(page);
+});
+
 test('the workers are listed, alive or gone, with their load', async () => {
   const page = await fleetPage(alice);
   await waitForText(workerCell(page, 'worker-1', 'alive'), /^Alive$/);

@@ -108,7 +108,7 @@ class Foreign {
       append_sink_line({conn, *seq, id_, 0, now_ms(), message}, line);
       line += '\n';
       size_t written_bytes = 0;
-      if (sink_.write(line, &written_bytes).ok()) owned->written = *seq;
+      if (sink_.write_lines(line, &written_bytes).ok()) owned->written = *seq;
     };
     h.on_closed = [](const Status&) {};
     auto ws = client_.connect(expand_url(c.ws_url, c.last_seq), std::move(h));

@@ -20,6 +20,9 @@ Paths (N >= 1, 1 when `from` is absent):
                           K messages, then the TCP connection is aborted (no
                           close frame), so that a client must reconnect and
                           resume
+  /flap/<conn>?from=N     the upgrade is accepted and the connection closed at
+                          once, every time (a peer that flaps); each one is
+                          logged on stderr as "flap <conn> <wall ms>"
   anything else           the upgrade is refused with 404
 
 Run it with /usr/bin/python3 (Debian's, where python3-websockets is).
@@ -40,7 +43,7 @@ import urllib.parse
 import websockets
 
 HUGE_BYTES = 2 * 1024 * 1024
-PATH = re.compile(r"^/(s|garbage|huge|drop)/([A-Za-z0-9._-]{1,128})$")
+PATH = re.compile(r"^/(s|garbage|huge|drop|flap)/([A-Za-z0-9._-]{1,128})$")
 
 
 def parse(path):
@@ -97,6 +100,10 @@ class Upstream:
     async def stream(self, ws, kind, conn, seq, after):
         loop = asyncio.get_running_loop()
         due = loop.time()
+        if kind == "flap":
+            print("flap %s %d" % (conn, int(time.time() * 1000)), file=sys.stderr, flush=True)
+            await ws.close(1011, "flapping")
+            return
         if kind == "huge":
             await ws.send("h" * HUGE_BYTES)
         sent = 0

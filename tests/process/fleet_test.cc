@@ -62,11 +62,28 @@ class FleetTest : public BackendTest {
   }
 
   std::unique_ptr<Process> start_worker(const std::string& id,
-                                        const std::string& max_connections = "1000") {
-    return start_lh({"worker", "--id", id, "--lease-ttl", "4s", "--renew-every", "1s",
-                     "--reconcile-every", "500ms", "--checkpoint-every", "500ms",
-                     "--max-connections", max_connections, "--sink",
-                     "jsonl:" + (dir() / (id + ".jsonl")).string()});
+                                        const std::string& max_connections = "1000",
+                                        std::vector<std::string> more = {}) {
+    std::vector<std::string> args = {"worker", "--id", id, "--lease-ttl", "4s", "--renew-every",
+                                      "1s", "--reconcile-every", "500ms", "--checkpoint-every",
+                                      "500ms", "--max-connections", max_connections, "--sink",
+                                      "jsonl:" + (dir() / (id + ".jsonl")).string()};
+    args.insert(args.end(), more.begin(), more.end());
+    return start_lh(args);
+  }
+
+  // The connections that have streamed past `seq`.
+  int streaming_past(int64_t seq) {
+    int n = 0;
+    for (const auto& [conn, lines] : sinks()) {
+      for (const Line& l : lines) {
+        if (l.seq > seq) {
+          ++n;
+          break;
+        }
+      }
+    }
+    return n;
   }
 
   // conn list: id → owner ("" when the lease has expired or was released).
@@ -489,6 +506,133 @@ TEST_P(FleetTest, BadUpstreamsAreSurvivedAndReportedAndNothingIsLost) {
   check_sinks({});
 }
 
+// More connections than the fleet holds: every slot is used. One worker of
+// 5 with 6 connections streams 5 (it streamed 1, forever); two of 5 with 8
+// stream all 8, and when one stops (scale-in), the other fills its 5 at once
+// (it stayed at its share of what was left).
+TEST_P(FleetTest, OverCapacityEverySlotIsUsed) {
+  add_connections(6);
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(start_worker("w1", "5"));
+  ASSERT_TRUE(wait_until([&] { return owned_counts()["w1"] == 5; }, 20s)) << counts_text();
+  ASSERT_TRUE(wait_until([&] { return streaming_past(3) == 5; }, 20s)) << counts_text();
+  add_connections(2, "d");
+  workers.push_back(start_worker("w2", "5"));
+  ASSERT_TRUE(wait_until([&] { return streaming_past(3) == 8; }, 20s)) << counts_text();
+  // Eight between two of five: both full or 4 and 4, as the balance goes.
+  ASSERT_TRUE(wait_until([&] { return owned_counts()["w1"] + owned_counts()["w2"] == 8; }, 10s))
+      << counts_text();
+  const int64_t stopped_at = now_ms();
+  ASSERT_EQ(::kill(workers[0]->pid(), SIGTERM), 0);
+  ASSERT_TRUE(workers[0]->wait_for(10s));
+  ASSERT_TRUE(wait_until([&] { return owned_counts()["w2"] == 5; }, 10s)) << counts_text();
+  EXPECT_LE(now_ms() - stopped_at, std::chrono::milliseconds(kReconcileEvery + 2s).count());
+  // Five of the eight stream on (the fleet holds five now).
+  std::map<std::string, int64_t> before;
+  for (const auto& [conn, lines] : sinks()) before[conn] = last_seq(conn);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        int moving = 0;
+        for (const auto& [conn, seq] : before) moving += last_seq(conn) >= seq + 2 ? 1 : 0;
+        return moving == 5;
+      },
+      20s));
+  workers.erase(workers.begin());
+  stop_gracefully(workers);
+  for (auto& [conn, lines] : sinks()) {
+    std::set<int64_t> seqs;
+    for (const Line& l : lines) {
+      EXPECT_TRUE(seqs.insert(l.seq).second) << conn << " seq " << l.seq << " written twice";
+    }
+  }
+}
+
+// A peer that accepts and closes at once is retried after waits that double
+// (each drawn between half and all of 200 ms, 400 ms, ... up to 10 s), not
+// every 200 ms; the worker says what is wrong, and /healthz says its streams
+// make no progress.
+TEST_P(FleetTest, AFlappingUpstreamIsRetriedWithCappedBackoffAndReported) {
+  ASSERT_EQ(lh({"conn", "add", "f", "--url", "ws://127.0.0.1:" + port_ + "/flap/f?from={next_seq}"})
+                .exit_code,
+            0);
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(start_worker("w1", "1000",
+                                 {"--metrics-listen", "127.0.0.1:0", "--stall-after", "2s"}));
+  // The tries, by the upstream's clock.
+  const auto tries = [&] {
+    std::vector<int64_t> at;
+    for (const std::string& line : lines_of(upstream_->err_so_far())) {
+      if (line.starts_with("flap f ")) at.push_back(std::stoll(line.substr(7)));
+    }
+    return at;
+  };
+  ASSERT_TRUE(wait_until([&] { return !tries().empty(); }, 20s)) << workers[0]->err_so_far();
+  const int64_t first = tries().front();
+  // The scenario: eight seconds of a flapping peer. Waits of at least 100,
+  // 200, 400, 800, 1600 and 3200 ms: at most 7 tries (every 200 ms: 40).
+  std::this_thread::sleep_for(std::chrono::milliseconds(first + 8000 - now_ms()));
+  const std::vector<int64_t> at = tries();
+  EXPECT_GE(at.size(), 4u) << "it keeps trying";
+  EXPECT_LE(at.size(), 7u) << "it retried without backing off";
+  for (size_t i = 2; i < at.size(); ++i) {
+    // Each wait at least the one before, less the clocks' resolution.
+    EXPECT_GE(at[i] - at[i - 1] + 5, at[i - 1] - at[i - 2]) << "try " << i;
+  }
+  std::string error;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const std::string& line : lines_of(lh({"conn", "list"}).out)) {
+          error = std::string(parse_object(line).at("last_error").as_string());
+        }
+        return !error.empty();
+      },
+      10s));
+  // Its stream has made no progress for longer than --stall-after.
+  const std::string port = [&] {
+    for (const std::string& line : lines_of(workers[0]->err_so_far())) {
+      const auto o = parse_object(line);
+      if (o.contains("metrics_port")) return std::to_string(o.at("metrics_port").as_int64());
+    }
+    return std::string();
+  }();
+  ASSERT_FALSE(port.empty());
+  const RunResult health =
+      run({"curl", "-s", "-w", "\n%{http_code}", "http://127.0.0.1:" + port + "/healthz"});
+  ASSERT_EQ(health.exit_code, 0) << health.err;
+  EXPECT_TRUE(health.out.ends_with("\n503")) << health.out;
+  EXPECT_NE(health.out.find("\"status\":\"failing\""), std::string::npos) << health.out;
+  EXPECT_NE(health.out.find("no connection it owns has had a message"), std::string::npos)
+      << health.out;
+  stop_gracefully(workers);
+}
+
+// `conn set --url` of a streaming connection: its worker hands it over, and
+// the new URL is streamed under a higher epoch after the old stream closed,
+// from the checkpoint, with no gap and no repeat.
+TEST_P(FleetTest, ConnSetUrlMovesTheStreamUnderANewEpochWithoutOverlap) {
+  add_connections(2);
+  std::vector<std::unique_ptr<Process>> workers;
+  workers.push_back(start_worker("w1"));
+  ASSERT_TRUE(all_streaming_past(2, 3));
+  const RunResult set = lh({"conn", "set", "c0", "--url",
+                            "ws://127.0.0.1:" + port_ + "/s/c0-moved?from={next_seq}"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  // The upstream names the connection in each message: the moved stream's say so.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const std::string all = read_file(dir() / "w1.jsonl");
+        return all.find("\"conn\":\"c0-moved\"") != std::string::npos;
+      },
+      20s))
+      << workers[0]->err_so_far();
+  ASSERT_TRUE(all_progress());
+  std::set<int64_t> epochs;
+  for (const Line& l : sinks().at("c0")) epochs.insert(l.epoch);
+  EXPECT_EQ(epochs.size(), 2u) << "a new epoch for the new URL";
+  stop_gracefully(workers);
+  check_sinks({});  // no overlap, no gap, no repeat
+}
+
 TEST_P(FleetTest, BadWorkerFlagsAreRefusedBeforeAnythingStarts) {
   for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
            {"worker"},
@@ -496,6 +640,9 @@ TEST_P(FleetTest, BadWorkerFlagsAreRefusedBeforeAnythingStarts) {
            {"worker", "--id", "w", "--lease-ttl", "1s", "--renew-every", "1s"},
            {"worker", "--id", "w", "--sink", "file:/tmp/x"},
            {"worker", "--id", "w", "--max-connections", "0"},
+           {"worker", "--id", "w", "--max-clock-skew", "-1s"},
+           {"worker", "--id", "w", "--lease-ttl", "4s", "--renew-every", "1s", "--max-clock-skew",
+            "3s"},
            {"worker", "--id", "w", "--metrics-listen", "0.0.0.0:0"}}) {
     const RunResult r = lh(bad);
     EXPECT_EQ(r.exit_code, 2) << bad.back() << ": " << r.err;

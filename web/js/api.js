@@ -148,7 +148,8 @@ function connectionPath(id) {
 }
 
 // {now_ms, connections: [{id, desired_state, ws_url, owner, expires_at_ms,
-// last_seq, epoch, last_error, last_error_at_ms, heartbeat_at_ms}]}, by id.
+// last_seq, epoch, last_error, last_error_at_ms, heartbeat_at_ms, messages, reconnects,
+// last_message_at_ms}]}, by id.
 // now_ms is the server's clock: count leases down against it.
 export function listConnections() {
   return request('GET', '/api/fleet/connections');

@@ -25,6 +25,9 @@ const STALE_AFTER_MS = 4000;
 const TICK_MS = 250;
 
 const STATE_NAMES = { STARTED: 'Started', STOPPED: 'Stopped' };
+// A streaming connection without a message for this long is shown as quiet
+// (a worker's --stall-after, by default).
+const QUIET_AFTER_MS = 60000;
 
 function td(field, label, ...children) {
   return h('td', { 'data-field': field, 'data-label': label }, ...children);
@@ -197,7 +200,8 @@ class FleetPage {
     this.connTable = h('table', { class: 'data-table conn-table', id: 'connections' },
       h('caption', { class: 'visually-hidden', text: 'Connections' }),
       h('thead', {}, h('tr', {},
-        ['ID', 'State', 'Owner', 'Lease expires', 'Last seq', 'Rate', 'Last error']
+        ['ID', 'State', 'Owner', 'Lease expires', 'Last seq', 'Rate', 'Last message',
+          'Last error']
           .map((label) => h('th', { scope: 'col', text: label })),
         this.admin
           ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' }))
@@ -315,10 +319,14 @@ class FleetPage {
       lease: td('lease', 'Lease expires'),
       lastSeq: td('last_seq', 'Last seq'),
       rate: td('rate', 'Rate'),
+      lastMessage: td('last_message', 'Last message'),
       lastError: td('last_error', 'Last error'),
     };
     const row = { id, cells, confirming: false, busy: false, connection: null };
     row.stateTag = h('span', { class: 'tag' });
+    row.messageAge = h('span', { class: 'age' });
+    row.reconnects = h('span', { class: 'muted when', 'data-field': 'reconnects' });
+    cells.lastMessage.append(row.messageAge, row.reconnects);
     cells.state.append(row.stateTag);
     row.element = h('tr', { 'data-conn-id': id }, Object.values(cells));
     if (this.admin) {
@@ -339,6 +347,11 @@ class FleetPage {
     setTitle(cells.owner, c.epoch ? `Epoch ${c.epoch}` : '');
     setText(cells.lastSeq, formatCount(c.last_seq));
     setText(cells.rate, formatRate(this.rates.rate(c.id)));
+    // Reconnects since the owner took it: said only when there were some.
+    const reconnects = c.owner ? c.reconnects || 0 : 0;
+    setText(row.reconnects,
+      reconnects === 0 ? '' : `${formatCount(reconnects)} reconnect${reconnects === 1 ? '' : 's'}`);
+    row.reconnects.hidden = reconnects === 0;
     this.fillError(row, c, nowMs);
     this.showLease(row, nowMs);
     const changed = !previous || previous.desired_state !== c.desired_state;
@@ -370,9 +383,27 @@ class FleetPage {
       ? `${c.last_error} (${formatWallTime(c.last_error_at_ms)})` : c.last_error);
   }
 
+  // The last message's age, counted on the server's clock.
+  showLastMessage(row, nowMs) {
+    const c = row.connection;
+    const cell = row.cells.lastMessage;
+    if (!c.last_message_at_ms) {
+      setText(row.messageAge, '—');
+      cell.dataset.quiet = 'false';
+      setTitle(cell, c.owner ? `No message since ${c.owner} took it` : '');
+      return;
+    }
+    const ageMs = Math.max(0, nowMs - c.last_message_at_ms);
+    setText(row.messageAge, formatAgo(ageMs));
+    cell.dataset.quiet = String(c.desired_state === 'STARTED' && ageMs >= QUIET_AFTER_MS);
+    setTitle(cell, `${formatWallTime(c.last_message_at_ms)}; ${formatCount(c.messages || 0)} ` +
+      `messages since ${c.owner} took it`);
+  }
+
   showLease(row, nowMs) {
     const c = row.connection;
     if (!c) return;
+    this.showLastMessage(row, nowMs);
     const lease = leaseState(c, nowMs);
     setText(row.cells.lease, lease.text);
     row.cells.lease.dataset.lease = lease.kind;
