@@ -1,5 +1,5 @@
-// Pieces the HTTP benchmarks (bench http, bench movies) share: a temporary directory for a run's store
-// and files, and latency percentiles.
+// Pieces the HTTP benchmarks (bench http, bench movies) share: a temporary directory for a run's
+// store and files, and latency percentiles.
 //
 // Not synchronised; one benchmark, one thread.
 #pragma once

@@ -81,9 +81,8 @@ Result<std::unique_ptr<WorkerProcess>> start_worker_process(const std::string& s
   ro.metrics = &p->registry;
   ASSIGN_OR_RETURN(p->runtime, runtime::Runtime::open(std::move(ro)));
   if (!metrics_listen.empty()) {
-    ASSIGN_OR_RETURN(p->metrics_server,
-                     start_metrics_server(metrics_listen, p->registry, p->health, p->router,
-                                          p->log.get()));
+    ASSIGN_OR_RETURN(p->metrics_server, start_metrics_server(metrics_listen, p->registry, p->health,
+                                                             p->router, p->log.get()));
   }
   return p;
 }

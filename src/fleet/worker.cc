@@ -310,7 +310,7 @@ class Worker::Impl {
   void forget(const std::string& id);
   bool still_valid(Stream& stream, MonoTime now) REQUIRES(stream.mu);
   void note_bad(Stream& stream, std::string_view what) REQUIRES(stream.mu);
-  void note_sink(const Status& result) EXCLUDES(sink_mu_);
+  void note_sink(const Status& result, bool write) EXCLUDES(sink_mu_);
   bool stalled(const Stream& stream, MonoTime now) const REQUIRES(stream.mu);
   void collect_figures(std::vector<metrics::Collected::Sample>& out, int which) const;
 
@@ -846,7 +846,7 @@ void Worker::Impl::checkpoint(const std::vector<std::shared_ptr<Stream>>& stream
   }
   if (covers_lines) {
     const Status flushed = sink_.flush();
-    note_sink(flushed);
+    note_sink(flushed, /*write=*/false);
     if (!flushed.ok()) {
       log_to(options_.logger, LogLevel::kError, "flushing the sink: {}", flushed.message());
       return;  // no checkpoint may cover what is not durable
@@ -1129,7 +1129,7 @@ Status Worker::Impl::write_batch(Stream& stream, SinkBatch& batch) {
     written_at_ms = renewed.written_at_ms();
   }
   if (written.code() == Code::kDeadlineExceeded) return written;
-  note_sink(written);
+  note_sink(written, /*write=*/true);
   const size_t lines = batch.lines_within(bytes);
   assert(written.ok() == (lines == batch.size()));
   if (lines > 0) {
@@ -1240,7 +1240,7 @@ void Worker::Impl::hand_over(const std::vector<std::shared_ptr<Stream>>& streams
   }
   if (closing.empty()) return;
   const Status flushed = sink_.flush();
-  note_sink(flushed);
+  note_sink(flushed, /*write=*/false);
   // Each lease goes back with its final checkpoint in the same write, many
   // per store call: a stopping worker of 1,000 connections on DynamoDB gives
   // them back in parallel rather than one round trip after another.
@@ -1345,9 +1345,14 @@ WorkerStats Worker::Impl::stats() const {
   return s;
 }
 
-void Worker::Impl::note_sink(const Status& result) {
-  sink_failing_ = !result.ok();
-  if (result.ok()) return;
+// A failed write or flush makes the sink failing; only a write that goes
+// through makes it well again (a flush may work on a full disk).
+void Worker::Impl::note_sink(const Status& result, bool write) {
+  if (result.ok()) {
+    if (write) sink_failing_ = false;
+    return;
+  }
+  sink_failing_ = true;
   MutexLock lock(sink_mu_);
   sink_error_ = result.message();
 }
@@ -1365,8 +1370,7 @@ WorkerHealth Worker::Impl::health() const {
   const int64_t read_at_ns = store_read_at_ns_.load();
   const MonoTime read_at = read_at_ns == 0 ? started_at_ : MonoTime(Duration(read_at_ns));
   h.store_silent_ms = to_ms(now - read_at);
-  const Duration silence_max =
-      std::max<Duration>(5 * options_.reconcile_every, std::chrono::seconds(10));
+  const Duration silence_max = 5 * options_.reconcile_every;
   if (now - read_at > silence_max) {
     h.problems.push_back("the store has not answered for " + std::to_string(h.store_silent_ms) +
                          " ms");

@@ -968,6 +968,59 @@ TEST_F(WorkerTest, TakeoversAfterACrashAreSpreadWithFewConflicts) {
   EXPECT_LE(conflicts, static_cast<uint64_t>(kOrphans) / 4) << "of " << kOrphans << " orphans";
 }
 
+// health() says what is wrong: a sink that fails (until it takes a write
+// again), streams without a message for stall_after, a store that does not
+// answer.
+TEST_F(WorkerTest, HealthSaysWhenTheSinkTheStreamsOrTheStoreFail) {
+  add("a");
+  add("b");
+  OutageStore outage(*store_);
+  CapturingSink sink;
+  WorkerOptions o = options("w1");
+  o.stall_after = milliseconds(300);
+  auto made = Worker::start(outage, clock_, random_, upstream_, sink, o);
+  ASSERT_TRUE(made.ok());
+  Worker& w = **made;
+  ASSERT_TRUE(eventually([&] {
+    return upstream_.find(prefix("a")) != nullptr && upstream_.find(prefix("b")) != nullptr;
+  }));
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
+  WorkerHealth h = w.health();
+  EXPECT_TRUE(h.ok) << ::testing::PrintToString(h.problems);
+  EXPECT_EQ(h.owned, 2u);
+  EXPECT_EQ(h.streaming, 2u);
+
+  // A write fails: failing until a write goes through.
+  sink.fail_next_write_after(0);
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(2)));
+  h = w.health();
+  EXPECT_FALSE(h.ok);
+  ASSERT_EQ(h.problems.size(), 1u);
+  EXPECT_EQ(h.problems[0], "the sink fails: the disk is full (test)");
+  ASSERT_TRUE(upstream_.send(prefix("b"), msg(1)));
+  EXPECT_TRUE(w.health().ok) << ::testing::PrintToString(w.health().problems);
+
+  // No message on either for stall_after: no progress. One message: some.
+  ASSERT_TRUE(eventually([&] { return w.health().stalled == 2; }));
+  h = w.health();
+  EXPECT_FALSE(h.ok);
+  EXPECT_NE(::testing::PrintToString(h.problems).find("has had a message"), std::string::npos);
+  ASSERT_TRUE(upstream_.send(prefix("b"), msg(2)));
+  h = w.health();
+  EXPECT_EQ(h.stalled, 1u);
+  EXPECT_TRUE(h.ok) << ::testing::PrintToString(h.problems);
+
+  outage.set_down(true);
+  ASSERT_TRUE(eventually([&] {
+    return ::testing::PrintToString(w.health().problems).find("the store has not answered") !=
+           std::string::npos;
+  }));
+  outage.set_down(false);
+  EXPECT_TRUE(eventually([&] {
+    return ::testing::PrintToString(w.health().problems).find("the store") == std::string::npos;
+  }));
+}
+
 TEST_F(WorkerTest, BadOptionsAreRefused) {
   CapturingSink sink;
   for (const char* id : {"", "a b", "w/1"}) {

@@ -64,10 +64,21 @@ class FleetTest : public BackendTest {
   std::unique_ptr<Process> start_worker(const std::string& id,
                                         const std::string& max_connections = "1000",
                                         std::vector<std::string> more = {}) {
-    std::vector<std::string> args = {"worker", "--id", id, "--lease-ttl", "4s", "--renew-every",
-                                      "1s", "--reconcile-every", "500ms", "--checkpoint-every",
-                                      "500ms", "--max-connections", max_connections, "--sink",
-                                      "jsonl:" + (dir() / (id + ".jsonl")).string()};
+    std::vector<std::string> args = {"worker",
+                                     "--id",
+                                     id,
+                                     "--lease-ttl",
+                                     "4s",
+                                     "--renew-every",
+                                     "1s",
+                                     "--reconcile-every",
+                                     "500ms",
+                                     "--checkpoint-every",
+                                     "500ms",
+                                     "--max-connections",
+                                     max_connections,
+                                     "--sink",
+                                     "jsonl:" + (dir() / (id + ".jsonl")).string()};
     args.insert(args.end(), more.begin(), more.end());
     return start_lh(args);
   }
@@ -556,8 +567,8 @@ TEST_P(FleetTest, AFlappingUpstreamIsRetriedWithCappedBackoffAndReported) {
                 .exit_code,
             0);
   std::vector<std::unique_ptr<Process>> workers;
-  workers.push_back(start_worker("w1", "1000",
-                                 {"--metrics-listen", "127.0.0.1:0", "--stall-after", "2s"}));
+  workers.push_back(
+      start_worker("w1", "1000", {"--metrics-listen", "127.0.0.1:0", "--stall-after", "2s"}));
   // The tries, by the upstream's clock.
   const auto tries = [&] {
     std::vector<int64_t> at;
@@ -614,8 +625,8 @@ TEST_P(FleetTest, ConnSetUrlMovesTheStreamUnderANewEpochWithoutOverlap) {
   std::vector<std::unique_ptr<Process>> workers;
   workers.push_back(start_worker("w1"));
   ASSERT_TRUE(all_streaming_past(2, 3));
-  const RunResult set = lh({"conn", "set", "c0", "--url",
-                            "ws://127.0.0.1:" + port_ + "/s/c0-moved?from={next_seq}"});
+  const RunResult set =
+      lh({"conn", "set", "c0", "--url", "ws://127.0.0.1:" + port_ + "/s/c0-moved?from={next_seq}"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
   // The upstream names the connection in each message: the moved stream's say so.
   ASSERT_TRUE(wait_until(
