@@ -13,10 +13,18 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           reconcile 2 s), from leasehold_store_operation_seconds_count per
           operation over a measured window; on SQLite also the rows the
           connections table saw written (counted by triggers in the file).
-  failover  three workers on SQLite with a 4 s ttl; --kills times, kill -9
-          one and time until each of its connections is written again by
-          another (the sinks' written_at_ms), then restart it; nearest-rank
-          percentiles over kills and over (kill, connection).
+  failover  --failover-workers (3) workers on SQLite with a 4 s ttl; --kills
+          times, kill -9 one and time until each of its connections is written
+          again by another (the sinks' written_at_ms), then restart it;
+          nearest-rank percentiles over kills and over (kill, connection); and
+          the conditional writes the survivors saw fail meanwhile
+          (leasehold_store_condition_failures_total), per kill and per orphan:
+          the takeover herd, were every survivor to try every orphan.
+  handover  one worker owning --handover-connections (1000), SIGTERMed once
+          all stream: the time from the signal to its exit (streams closed,
+          sink flushed, every lease released with its final checkpoint), and
+          to every connection free in `conn list`; --rounds times, on SQLite
+          and (with --dynamodb-endpoint) on DynamoDB.
   throughput  messages/s and CPU per 10,000 messages of one worker owning
           --throughput-connections (1000) streams of one upstream-sim
           (--throughput-rate 0: as fast as the reader reads; --sim-threads 2),
@@ -29,7 +37,7 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           >= 0.8). others_cpu_cores: the machine's busy time not charged to
           the reader and the upstream-sim (other processes, softirqs).
 
-Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|throughput ...]
+Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|handover|throughput ...]
        [--connections 1000] [--window 60] [--dynamodb-endpoint URL] [--kills 50]
        [--reader build/bin/bare_ws_reader] [--rounds 5] [--throughput-window 10]
        [--throughput-rate 0] [--sim-threads 2]
@@ -334,7 +342,7 @@ def bench_failover(args, procs, work):
     fleet.add_conns(addr, ["f%03d" % i for i in range(n)])
     timing = ["--lease-ttl", args.ttl, "--renew-every", args.renew,
               "--checkpoint-every", args.renew]
-    ids = ["fo1", "fo2", "fo3"]
+    ids = ["fo%d" % (i + 1) for i in range(args.failover_workers)]
     workers = {wid: fleet.worker(wid, *timing) for wid in ids}
     tails = {wid: SinkTail(workers[wid].sink) for wid in ids}
     share = -(-n // len(ids))
@@ -345,13 +353,22 @@ def bench_failover(args, procs, work):
         return o if sum(counts) == n and max(counts) - min(counts) <= 1 else None
 
     wait_for("a balanced fleet", balanced, 120, 0.5)
-    per_kill, per_conn = [], []
+    per_kill, per_conn, failures = [], [], []
+
+    def condition_failures(skip):
+        total = 0.0
+        for wid in ids:
+            if wid != skip:
+                total += metric(metrics(workers[wid]) or {}, "leasehold_store_condition_failures_total")
+        return total
+
     for k in range(args.kills):
         o = wait_for("a balanced fleet", balanced, 120, 0.5)
         victim = ids[k % len(ids)]
         lost = {c for c, w in o.items() if w == victim}
         for t in tails.values():
             t.new_lines()  # skip what came before the kill
+        failed_before = condition_failures(victim)
         workers[victim].kill()
         kill_ms = time.time() * 1000
         workers[victim].wait()
@@ -370,6 +387,7 @@ def bench_failover(args, procs, work):
                         back[c] = line["written_at_ms"] - kill_ms
         per_conn.extend(back.values())
         per_kill.append(max(back.values()))
+        failures.append((condition_failures(victim) - failed_before, len(lost)))
         log("failover: kill %d of %d (%s, %d connections): all back after %.0f ms"
             % (k + 1, args.kills, victim, len(lost), per_kill[-1]))
         # Restart under the same name once its membership lease has expired.
@@ -390,6 +408,41 @@ def bench_failover(args, procs, work):
         "conn_back_p50_ms": ms(percentile(per_conn, 50)),
         "conn_back_p90_ms": ms(percentile(per_conn, 90)),
         "conn_back_max_ms": ms(max(per_conn)),
+        "condition_failures_per_kill": round(sum(f for f, _ in failures) / len(failures), 2),
+        "condition_failures_per_orphan": round(sum(f for f, _ in failures)
+                                               / max(1, sum(n for _, n in failures)), 3),
+    })
+
+
+def bench_handover(args, procs, work, backend, store):
+    fleet = Fleet(args.bin, store, work, procs)
+    if backend == "dynamodb":
+        fleet.cli("store", "init")
+    n = args.handover_connections
+    addr = fleet.upstream(1.0)
+    fleet.add_conns(addr, ["h%04d" % i for i in range(n)])
+    stop_ms, free_ms = [], []
+    for r in range(args.rounds):
+        w = fleet.worker("ho%d" % r, "--max-connections", str(n))
+        wait_for("%d connections owned" % n,
+                 lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") == n, 180, 0.5)
+        wait_for("every connection streaming",
+                 lambda: len(sink_conns(w.sink)) == n, 120, 0.5)
+        t0 = time.monotonic()
+        w.send_signal(signal.SIGTERM)
+        w.wait(120)
+        stop_ms.append((time.monotonic() - t0) * 1000)
+        wait_for("every connection free",
+                 lambda: all(v == "" for v in owners(fleet).values()), 120, 0.1)
+        free_ms.append((time.monotonic() - t0) * 1000)
+        if w.returncode != 0:
+            raise RuntimeError("worker exited with %d" % w.returncode)
+        log("handover (%s): round %d: exit after %.0f ms, every connection free after %.0f ms"
+            % (backend, r + 1, stop_ms[-1], free_ms[-1]))
+    emit({
+        "bench": "fleet_handover", "backend": backend, "connections": n, "rounds": args.rounds,
+        "stop_ms_median": round(median(stop_ms)), "stop_ms": [round(v) for v in stop_ms],
+        "free_ms_median": round(median(free_ms)), "free_ms": [round(v) for v in free_ms],
     })
 
 
@@ -568,6 +621,8 @@ def main():
     ap.add_argument("--kills", type=int, default=50)
     ap.add_argument("--failover-connections", type=int, default=30)
     ap.add_argument("--failover-rate", type=float, default=10.0)
+    ap.add_argument("--failover-workers", type=int, default=3)
+    ap.add_argument("--handover-connections", type=int, default=1000)
     ap.add_argument("--ttl", default="4s")
     ap.add_argument("--renew", default="1s")
     ap.add_argument("--reader", default="build/bin/bare_ws_reader")
@@ -588,14 +643,13 @@ def main():
             try:
                 if bench == "memory":
                     bench_memory(args, procs, work)
-                elif bench == "writes":
-                    bench_writes(args, procs, work, "sqlite",
-                                 "sqlite:" + os.path.join(work, "writes.db"))
+                elif bench in ("writes", "handover"):
+                    run = bench_writes if bench == "writes" else bench_handover
+                    run(args, procs, work, "sqlite", "sqlite:" + os.path.join(work, bench + ".db"))
                     if args.dynamodb_endpoint:
-                        prefix = "fleet%d_" % int(time.time())
-                        bench_writes(args, procs, work, "dynamodb",
-                                     f"dynamodb://us-east-1/{prefix}?endpoint="
-                                     + args.dynamodb_endpoint)
+                        prefix = "%s%d_" % (bench, int(time.time()))
+                        run(args, procs, work, "dynamodb",
+                            f"dynamodb://us-east-1/{prefix}?endpoint=" + args.dynamodb_endpoint)
                 elif bench == "failover":
                     bench_failover(args, procs, work)
                 elif bench == "throughput":

@@ -1,0 +1,359 @@
+// The worker's control loop: the desired state of what it owns, placement
+// (orphans to take, connections to hand over to balance) and its membership.
+#include <algorithm>
+#include <map>
+
+#include "base/logging.h"
+#include "fleet/schema.h"
+#include "fleet/worker_impl.h"
+
+namespace leasehold::fleet {
+namespace {
+
+// DynamoDB's BatchGetItem limit.
+constexpr size_t kBatchGetMax = 100;
+
+}  // namespace
+
+using std::chrono::milliseconds;
+using worker_parts::kCheckpointBatchMax;
+using worker_parts::State;
+using worker_parts::Stream;
+
+// ---------------------------------------------------------------- control loop
+
+void Worker::Impl::control_loop() {
+  while (true) {
+    const MonoTime started = clock_.mono_now();
+    reconcile();
+    m_.reconcile_seconds.observe(
+        std::chrono::duration<double>(clock_.mono_now() - started).count());
+    const MonoTime next = started + jittered(options_.reconcile_every, 0.2);
+    MutexLock lock(mu_);
+    while (!stopping_) {
+      const MonoTime due = std::min(next, next_attempt_);
+      if (clock_.mono_now() >= due) break;
+      control_cv_.wait_until(mu_, due);
+    }
+    if (stopping_) return;
+    next_attempt_ = MonoTime::max();
+  }
+}
+
+void Worker::Impl::reconcile() {
+  rejoin_if_lost();
+  read_desired_state();
+  balance_and_acquire();
+  write_figures();
+  const RenewerStats rs = renewer_.stats();
+  if (rs.failures > renew_failures_seen_) {
+    m_.renew_failures.inc(static_cast<double>(rs.failures - renew_failures_seen_));
+    renew_failures_seen_ = rs.failures;
+  }
+}
+
+// A membership lost to a store outage is taken again once the store answers.
+void Worker::Impl::rejoin_if_lost() {
+  {
+    MutexLock lock(mu_);
+    if (member_id_) return;
+  }
+  const Status joined = join();
+  if (!joined.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "rejoining the fleet: {}", joined.message());
+  }
+}
+
+// One batch read of everything owned: STOPPED or removed connections are
+// handed over, and one that another owner holds is lost at once.
+void Worker::Impl::read_desired_state() {
+  const std::vector<std::shared_ptr<Stream>> streams = snapshot();
+  for (size_t at = 0; at < streams.size(); at += kBatchGetMax) {
+    std::vector<Key> keys;
+    std::map<std::string, std::shared_ptr<Stream>> by_pk;
+    for (size_t i = at; i < std::min(streams.size(), at + kBatchGetMax); ++i) {
+      keys.push_back(connection_key(streams[i]->id));
+      by_pk[keys.back().pk] = streams[i];
+    }
+    Result<std::vector<Item>> items = store_.batch_get(kConnectionsTable, keys);
+    if (!items.ok()) {
+      log_to(options_.logger, LogLevel::kWarn, "reading desired state: {}",
+             items.status().message());
+      return;
+    }
+    std::vector<std::shared_ptr<Stream>> stop, changed;
+    for (const Item& item : *items) {
+      Result<Connection> c = parse_connection(item);
+      if (!c.ok()) continue;
+      auto found = by_pk.find(connection_key(c->id).pk);
+      if (found == by_pk.end()) continue;
+      std::shared_ptr<Stream> stream = found->second;
+      by_pk.erase(found);
+      if (c->owner != options_.id) {
+        lose(stream, failed_precondition("connection " + c->id + " is now owned by " + c->owner));
+      } else if (c->desired_state != DesiredState::kStarted) {
+        stop.push_back(stream);  // stopped, or removed (a tombstone)
+      } else if (c->ws_url != stream->url_template ||
+                 split_seq_field(c->seq_field) != stream->seq_path) {
+        // Handed over, so that the new URL is streamed under a new epoch,
+        // after this stream has closed and checkpointed.
+        changed.push_back(stream);
+      }
+    }
+    for (auto& [pk, stream] : by_pk) stop.push_back(stream);  // deleted
+    hand_over(stop, "stopped or removed");
+    hand_over(changed, "its URL or sequence field changed");
+  }
+}
+
+// Takes orphans as placement says (fleet/placement.h), or hands the excess
+// over to balance the fleet.
+void Worker::Impl::balance_and_acquire() {
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  const MonoTime now = clock_.mono_now();
+  const Duration skew = options_.lease.max_clock_skew;
+  const int64_t horizon_ms = now_ms + to_ms(options_.reconcile_every + skew);
+  QueryOptions q;
+  q.limit = kQueryLimitMax;
+  Result<Page> page = store_.query_index(kConnectionsTable, kOrphanIndex,
+                                         std::string(desired_state_name(DesiredState::kStarted)),
+                                         KeyRange::lt(horizon_ms), q);
+  taking_ = page.ok();
+  if (!page.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "finding orphaned connections: {}",
+           page.status().message());
+    return;
+  }
+  store_read_at_ns_ = now.time_since_epoch().count();
+  std::vector<Connection> orphans;
+  MonoTime soonest = MonoTime::max();
+  for (const Item& item : page->items) {
+    Result<Connection> c = parse_connection(item);
+    if (!c.ok() || find(c->id) != nullptr) continue;
+    if (c->expires_at_ms < now_ms) {
+      orphans.push_back(std::move(*c));
+    } else {  // due to expire before the next reconcile: try then
+      soonest = std::min(soonest, now + milliseconds(c->expires_at_ms - now_ms) + skew);
+    }
+  }
+  const std::vector<OrphanSeen> seen = note_orphans(orphans);
+  Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/true);
+  const std::vector<MemberFigures> others =
+      members.ok() ? note_members(*members) : std::vector<MemberFigures>{};
+  const int64_t owned = static_cast<int64_t>(snapshot().size());
+  const int64_t capacity = static_cast<int64_t>(options_.max_connections);
+  const PlacementOptions placement{options_.reconcile_every / 2, 4 * options_.reconcile_every};
+  const Placement plan =
+      place(options_.id, owned, capacity, others, seen, may_balance(members, seen), placement);
+  if (plan.next_due != Duration::max()) soonest = std::min(soonest, now + plan.next_due);
+  {
+    MutexLock lock(mu_);
+    next_attempt_ = std::min(next_attempt_, soonest);
+  }
+  if (plan.hand_over > 0) {
+    std::vector<std::shared_ptr<Stream>> excess = snapshot();
+    excess.resize(static_cast<size_t>(plan.hand_over));
+    hand_over(excess, "balancing the fleet");
+    balanced_away_.clear();
+    for (const auto& s : excess) balanced_away_.push_back(s->id);
+    balanced_at_ = now;
+    note_figures_at_balance(members.ok() ? &*members : nullptr);
+    return;
+  }
+  // Up to the share; beyond it, up to capacity, only orphans whose owner
+  // died or that waited past stranded: recovery first, balance after.
+  int64_t room = plan.share - owned;
+  int64_t spare = capacity - std::max(owned, plan.share);
+  for (const Attempt& a : plan.attempts) {
+    if (room > 0) {
+      if (acquire(orphans[a.orphan])) --room;
+    } else if (a.beyond_share && spare > 0) {
+      if (acquire(orphans[a.orphan])) --spare;
+    }
+  }
+}
+
+std::vector<OrphanSeen> Worker::Impl::note_orphans(const std::vector<Connection>& orphans) {
+  const MonoTime now = clock_.mono_now();
+  std::map<std::string, MonoTime, std::less<>> first_seen;
+  std::vector<OrphanSeen> out;
+  out.reserve(orphans.size());
+  for (const Connection& c : orphans) {
+    const auto it = orphan_first_seen_.find(c.id);
+    const MonoTime first = it == orphan_first_seen_.end() ? now : it->second;
+    first_seen.emplace(c.id, first);
+    out.push_back({c.id, c.owner, /*crashed=*/c.expires_at_ms != 0, now - first});
+  }
+  orphan_first_seen_ = std::move(first_seen);  // forgets those no longer free
+  return out;
+}
+
+std::vector<MemberFigures> Worker::Impl::note_members(const std::vector<Member>& members) {
+  const MonoTime now = clock_.mono_now();
+  // Figures are written every reconcile: unchanged for five, the member has
+  // stopped reconciling (it crashed, or its control loop is stuck) and takes
+  // nothing, whatever they say.
+  const Duration stale_after = 5 * options_.reconcile_every;
+  std::map<std::string, FiguresSeen, std::less<>> seen;
+  std::vector<MemberFigures> out;
+  for (const Member& m : members) {
+    if (m.id == options_.id) continue;
+    const auto it = figures_seen_.find(m.id);
+    const FiguresSeen f = it == figures_seen_.end() || it->second.updated_at_ms != m.updated_at_ms
+                              ? FiguresSeen{m.updated_at_ms, now}
+                              : it->second;
+    seen.emplace(m.id, f);
+    out.push_back({m.id, m.owned,
+                   m.capacity > 0 ? m.capacity : static_cast<int64_t>(kMaxConnectionsDefault),
+                   m.taking && now - f.changed_at < stale_after});
+  }
+  figures_seen_ = std::move(seen);
+  return out;
+}
+
+// Whether this worker may hand connections over to balance the fleet now:
+// not while the members that take connections may not have counted what it
+// handed over last (until each has written its figures again, its count
+// leaves that out and the share comes out too small), and not for a while
+// after a handover that nobody took.
+bool Worker::Impl::may_balance(const Result<std::vector<Member>>& members,
+                               const std::vector<OrphanSeen>& orphans) {
+  const MonoTime now = clock_.mono_now();
+  if (!balanced_away_.empty()) {
+    bool stranded = false, waiting = false;
+    for (const OrphanSeen& o : orphans) {
+      if (std::find(balanced_away_.begin(), balanced_away_.end(), o.id) == balanced_away_.end()) {
+        continue;
+      }
+      (o.free_for >= 4 * options_.reconcile_every ? stranded : waiting) = true;
+    }
+    if (stranded) {
+      const Duration first = 10 * options_.reconcile_every;
+      balance_backoff_ =
+          std::min(balance_backoff_ == Duration::zero() ? first : 2 * balance_backoff_, 64 * first);
+      no_balance_until_ = now + balance_backoff_;
+      balanced_away_.clear();
+      log_to(
+          options_.logger, LogLevel::kWarn,
+          "connections handed over to balance the fleet were not taken; balancing again in {} ms",
+          to_ms(balance_backoff_));
+    } else if (!waiting && now - balanced_at_ >= options_.reconcile_every) {
+      balanced_away_.clear();  // taken
+      balance_backoff_ = Duration::zero();
+    }
+  }
+  if (now < no_balance_until_) return false;
+  if (!members.ok()) return true;
+  for (const Member& m : *members) {
+    const auto at_balance = figures_at_balance_.find(m.id);
+    const auto seen = figures_seen_.find(m.id);
+    const bool stale_or_not_taking = !m.taking || seen == figures_seen_.end() ||
+                                     now - seen->second.changed_at >= 5 * options_.reconcile_every;
+    if (at_balance != figures_at_balance_.end() && at_balance->second == m.updated_at_ms &&
+        !stale_or_not_taking) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Acquires `seen` (as the index showed it), reads it back consistently (the
+// index may lag the checkpoint), and starts streaming from last_seq.
+bool Worker::Impl::acquire(const Connection& seen) {
+  AcquireOptions o;
+  o.owner = options_.id;
+  o.holder = options_.id;
+  o.ttl = options_.lease_ttl;
+  o.extra_condition =
+      cond::eq(kDesiredStateAttr, std::string(desired_state_name(DesiredState::kStarted)));
+  Result<Lease> lease = conn_leases_.acquire(connection_key(seen.id), o);
+  if (!lease.ok()) {
+    if (lease.status().code() == Code::kAlreadyExists) {
+      ++conflicts_;  // another worker took it first (or it was stopped)
+      m_.conflicts.inc();
+    } else {
+      log_to(options_.logger, LogLevel::kWarn, "acquiring {}: {}", seen.id,
+             lease.status().message());
+    }
+    return false;
+  }
+  Result<Item> item = store_.get(kConnectionsTable, connection_key(seen.id), /*consistent=*/true);
+  Result<Connection> now = item.ok() ? parse_connection(*item) : Result<Connection>(item.status());
+  if (!now.ok() || now->owner != options_.id || now->token != lease->token) {
+    log_to(options_.logger, LogLevel::kWarn, "connection {} changed while it was acquired",
+           seen.id);
+    (void)conn_leases_.release(*lease, ReleaseMode::kExpire);
+    return false;
+  }
+  auto stream = std::make_shared<Stream>(now->id, now->ws_url, split_seq_field(now->seq_field));
+  {
+    MutexLock l(stream->mu);
+    stream->epoch = lease->epoch;
+    stream->valid_until = lease->valid_until;
+    stream->written_seq = stream->checkpointed_seq = now->last_seq;
+    stream->last_error = now->last_error;
+    stream->acquired_at = clock_.mono_now();
+  }
+  std::weak_ptr<Stream> weak = stream;
+  stream->renew_id = renewer_.add(*lease, [this, weak](const Lease&, const Status& why) {
+    if (auto s = weak.lock()) lose(s, why);
+  });
+  {
+    MutexLock lock(mu_);
+    streams_[stream->id] = stream;
+  }
+  ++acquired_;
+  const bool takeover = !seen.owner.empty() && seen.expires_at_ms != 0;
+  if (takeover) {
+    ++takeovers_;
+    m_.takeovers.inc();
+  }
+  m_.owned.set(static_cast<double>(snapshot().size()));
+  log_to(options_.logger, LogLevel::kInfo, "acquired {} (epoch {}, from seq {}{})", stream->id,
+         lease->epoch, now->last_seq, takeover ? ", taken over from " + seen.owner : "");
+  connect(stream);
+  return true;
+}
+
+// This worker's figures on its membership item, for the others' balancing
+// and for the fleet API.
+void Worker::Impl::write_figures() {
+  std::optional<Renewer::Id> member;
+  double rate = 0;
+  const uint64_t messages = messages_.load();
+  {
+    MutexLock lock(mu_);
+    member = member_id_;
+    const MonoTime now = clock_.mono_now();
+    const double seconds = std::chrono::duration<double>(now - last_figures_at_).count();
+    if (seconds > 0) rate = static_cast<double>(messages - messages_at_last_figures_) / seconds;
+    messages_at_last_figures_ = messages;
+    last_figures_at_ = now;
+  }
+  if (!member) return;
+  std::optional<Lease> lease = member_renewer_.get(*member);
+  if (!lease) return;
+  const Update figures = member_figures(
+      static_cast<int64_t>(snapshot().size()), static_cast<int64_t>(options_.max_connections),
+      static_cast<int64_t>(messages), rate, to_unix_ms(clock_.wall_now()), taking_);
+  Result<Item> written = member_leases_.fenced_write(*lease, figures);
+  if (!written.ok()) {
+    log_to(options_.logger, LogLevel::kDebug, "writing membership figures: {}",
+           written.status().message());
+  }
+}
+
+// After a handover to balance: the other members' figures as they stand
+// now, so that the next balancing waits until each has written them again
+// (as read before the handover if they cannot be read now).
+void Worker::Impl::note_figures_at_balance(const std::vector<Member>* before) {
+  const Result<std::vector<Member>> now = list_members(store_, clock_, /*alive_only=*/true);
+  const std::vector<Member>* members = now.ok() ? &*now : before;
+  figures_at_balance_.clear();
+  if (members == nullptr) return;
+  for (const Member& m : *members) {
+    if (m.id != options_.id) figures_at_balance_.insert_or_assign(m.id, m.updated_at_ms);
+  }
+}
+
+}  // namespace leasehold::fleet

@@ -1,0 +1,364 @@
+// The worker's parts, shared by the files that define them (not part of
+// the fleet's interface; fleet/worker.h is):
+//   worker.cc          start, stop, figures and health, the Worker facade
+//   worker_control.cc  the control loop: desired state, placement, membership
+//   worker_keeper.cc   the keeper loop: checkpoints and reconnects
+//   worker_streams.cc  the streams: connecting, writing, closing, handing over
+// Threads and the rules that keep one writer per connection are in
+// fleet/worker.h.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/mutex.h"
+#include "base/thread_annotations.h"
+#include "fleet/connections.h"
+#include "fleet/members.h"
+#include "fleet/message.h"
+#include "fleet/placement.h"
+#include "fleet/schema.h"
+#include "fleet/worker.h"
+#include "leasehold/renewer.h"
+#include "metrics/registry.h"
+#include "net/websocket.h"
+
+namespace leasehold::fleet {
+namespace worker_parts {
+
+// Checkpoints (and final checkpoints of a hand-over) written per store call
+// (one SQLite transaction).
+inline constexpr size_t kCheckpointBatchMax = 500;
+
+// What a stream is doing. Only kConnecting and kStreaming write to the sink.
+enum class State { kConnecting, kStreaming, kWaiting, kClosing, kLost };
+
+// One owned connection.
+struct Stream {
+  Stream(std::string id_, std::string url_template_, std::vector<std::string> seq_path_)
+      : id(std::move(id_)),
+        url_template(std::move(url_template_)),
+        seq_path(std::move(seq_path_)) {}
+
+  const std::string id;
+  const std::string url_template;
+  const std::vector<std::string> seq_path;
+  Renewer::Id renew_id = 0;  // set once, before the stream is shared
+
+  Mutex mu;
+  State state GUARDED_BY(mu) = State::kWaiting;
+  uint64_t generation GUARDED_BY(mu) =
+      0;  // of the upstream connection; stale callbacks are ignored
+  std::shared_ptr<net::WsStream> ws GUARDED_BY(mu);
+  int64_t epoch GUARDED_BY(mu) = 0;
+  MonoTime valid_until GUARDED_BY(mu){};
+  int64_t written_seq GUARDED_BY(mu) = 0;
+  int64_t checkpointed_seq GUARDED_BY(mu) = 0;
+  // Upstream connections that ended in a row without one that stayed up for
+  // kStableAfter: what the reconnect backoff grows with.
+  int failures GUARDED_BY(mu) = 0;
+  MonoTime opened_at GUARDED_BY(mu){};  // of the current upstream connection
+  MonoTime reconnect_at GUARDED_BY(mu){};
+  std::string last_error GUARDED_BY(mu);
+  bool error_changed GUARDED_BY(mu) = false;  // last_error differs from the stored one
+  MonoTime bad_logged_at GUARDED_BY(mu){};
+  uint64_t bad_unlogged GUARDED_BY(mu) = 0;
+  // The operator's figures, since this worker took the connection; written
+  // to its item with the checkpoints.
+  MonoTime acquired_at GUARDED_BY(mu){};
+  uint64_t messages GUARDED_BY(mu) = 0;
+  uint64_t reconnects GUARDED_BY(mu) = 0;
+  int64_t last_message_at_ms GUARDED_BY(mu) = 0;  // wall; 0: none yet
+  MonoTime last_message_mono GUARDED_BY(mu){};
+  bool reconnects_changed GUARDED_BY(mu) = false;  // not yet on the item
+};
+
+// Upstream connections whose on_closed has not run yet, so that stop()
+// returns only once no handler can reach the worker any more.
+class OpenStreams {
+ public:
+  void add() {
+    MutexLock lock(mu_);
+    ++count_;
+  }
+  void done() {
+    MutexLock lock(mu_);
+    if (--count_ == 0) cv_.notify_all();
+  }
+  // False if some were still open at `deadline`.
+  bool wait_for_none(MonoTime deadline) {
+    MutexLock lock(mu_);
+    while (count_ > 0) {
+      if (cv_.wait_until(mu_, deadline) == std::cv_status::timeout) return count_ == 0;
+    }
+    return true;
+  }
+
+ private:
+  Mutex mu_;
+  CondVar cv_;
+  size_t count_ GUARDED_BY(mu_) = 0;
+};
+
+struct Metrics {
+  explicit Metrics(metrics::Registry& r)
+      : owned(
+            r.gauge("leasehold_fleet_owned_connections", "Connections this worker owns").with({})),
+        messages(
+            r.counter("leasehold_fleet_messages_total", "Messages written to the sink").with({})),
+        bad_messages(
+            r.counter("leasehold_fleet_bad_messages_total",
+                      "Upstream messages refused: not JSON, no sequence number, going back")
+                .with({})),
+        checkpoint_lag(r.gauge("leasehold_fleet_checkpoint_lag_messages",
+                               "Messages in the sink that no checkpoint covers yet")
+                           .with({})),
+        renew_failures(r.counter("leasehold_fleet_renew_failures_total",
+                                 "Lease renewals that failed and were retried")
+                           .with({})),
+        takeovers(r.counter("leasehold_fleet_takeovers_total",
+                            "Connections taken from a worker that did not hand them over")
+                      .with({})),
+        handovers(r.counter("leasehold_fleet_handovers_total",
+                            "Connections handed over with a final checkpoint")
+                      .with({})),
+        losses(r.counter("leasehold_fleet_leases_lost_total", "Connection leases lost").with({})),
+        reconcile_seconds(
+            r.histogram("leasehold_fleet_reconcile_seconds", "Time one reconcile took", {})
+                .with({})),
+        reconnects(r.counter("leasehold_fleet_upstream_reconnects_total",
+                             "Upstream connections that ended and were retried")
+                       .with({})),
+        conflicts(r.counter("leasehold_fleet_acquire_conflicts_total",
+                            "Acquisitions of orphaned connections that another worker won")
+                      .with({})),
+        connection_messages(r.collected(/*counter=*/true,
+                                        "leasehold_fleet_connection_messages_total",
+                                        "Messages written to the sink for a connection this "
+                                        "worker owns, since it took it",
+                                        {"conn"})),
+        connection_reconnects(r.collected(true, "leasehold_fleet_connection_reconnects_total",
+                                          "Upstream reconnects of a connection this worker "
+                                          "owns, since it took it",
+                                          {"conn"})),
+        connection_message_age(r.collected(false,
+                                           "leasehold_fleet_connection_last_message_age_seconds",
+                                           "Time since the last message of a connection this "
+                                           "worker owns (or since it took it, before the first)",
+                                           {"conn"})) {}
+
+  metrics::Gauge& owned;
+  metrics::Counter& messages;
+  metrics::Counter& bad_messages;
+  metrics::Gauge& checkpoint_lag;
+  metrics::Counter& renew_failures;
+  metrics::Counter& takeovers;
+  metrics::Counter& handovers;
+  metrics::Counter& losses;
+  metrics::Histogram& reconcile_seconds;
+  metrics::Counter& reconnects;
+  metrics::Counter& conflicts;
+  metrics::Collected& connection_messages;
+  metrics::Collected& connection_reconnects;
+  metrics::Collected& connection_message_age;
+};
+
+LeaseConfig config_for(LeaseConfig config, std::string table, Logger* logger);
+
+}  // namespace worker_parts
+
+class Worker::Impl {
+ public:
+  using State = worker_parts::State;
+  using Stream = worker_parts::Stream;
+  using Metrics = worker_parts::Metrics;
+  using OpenStreams = worker_parts::OpenStreams;
+
+  Impl(ItemStore& store, Clock& clock, Random& random, net::WsClient& upstream, Sink& sink,
+       WorkerOptions options)
+      : store_(store),
+        clock_(clock),
+        random_(random),
+        upstream_(upstream),
+        sink_(sink),
+        options_(std::move(options)),
+        own_registry_(options_.metrics == nullptr ? std::make_unique<metrics::Registry>()
+                                                  : nullptr),
+        metrics_(options_.metrics != nullptr ? *options_.metrics : *own_registry_),
+        conn_leases_(store, clock, random,
+                     worker_parts::config_for(options_.lease, kConnectionsTable, options_.logger)),
+        member_leases_(store, clock, random,
+                       worker_parts::config_for(options_.lease, kWorkersTable, options_.logger)),
+        renewer_(conn_leases_, clock, random, renewer_options(2)),
+        member_renewer_(member_leases_, clock, random, renewer_options(1)) {
+    if (options_.checkpoint_every == Duration::zero()) {
+      options_.checkpoint_every = options_.renew_every;
+    }
+    metrics::Collected* families[] = {&m_.connection_messages, &m_.connection_reconnects,
+                                      &m_.connection_message_age};
+    for (int i = 0; i < 3; ++i) {
+      collect_ids_[i] = families[i]->add(
+          [this, i](std::vector<metrics::Collected::Sample>& out) { collect_figures(out, i); });
+    }
+  }
+
+  ~Impl() {
+    stop();
+    m_.connection_messages.remove(collect_ids_[0]);
+    m_.connection_reconnects.remove(collect_ids_[1]);
+    m_.connection_message_age.remove(collect_ids_[2]);
+  }
+
+  Status join();
+  void start_threads();
+  void stop();
+
+  WorkerStats stats() const;
+  WorkerHealth health() const;
+  std::vector<OwnedConnection> owned() const;
+  const std::string& id() const { return options_.id; }
+
+ private:
+  RenewerOptions renewer_options(size_t threads) const {
+    RenewerOptions o;
+    o.renew_every = options_.renew_every;
+    o.renew_threads = threads;
+    o.info_log = options_.logger;
+    return o;
+  }
+
+  // The control loop and its parts.
+  void control_loop();
+  void reconcile();
+  void read_desired_state();
+  void balance_and_acquire();
+  // The orphans found, with how long this worker has seen each free.
+  std::vector<OrphanSeen> note_orphans(const std::vector<Connection>& orphans);
+  // The other live members' figures, `taking` false for one whose figures
+  // have not changed for a while (it stopped reconciling).
+  std::vector<MemberFigures> note_members(const std::vector<Member>& members);
+  bool may_balance(const Result<std::vector<Member>>& members,
+                   const std::vector<OrphanSeen>& orphans);
+  bool acquire(const Connection& seen);
+  void write_figures();
+  void rejoin_if_lost();
+
+  // The keeper loop and its parts.
+  void keeper_loop();
+  // One stream's checkpoint write, planned under its lock.
+  struct Checkpoint {
+    std::shared_ptr<Stream> stream;
+    Lease lease;
+    int64_t seq = 0;          // the last sequence number flushed to the sink
+    std::string error;        // last_error as planned
+    uint64_t reconnects = 0;  // as planned
+    Update update;
+    Condition forward;  // last_seq only moves forward
+  };
+  void checkpoint_all();
+  // Plans each stream's checkpoint, flushes the sink, then writes them: a
+  // checkpoint covers only lines written before the flush began.
+  void checkpoint(const std::vector<std::shared_ptr<Stream>>& streams);
+  std::optional<Checkpoint> plan_checkpoint(const std::shared_ptr<Stream>& stream);
+  void finish_checkpoint(const Checkpoint& c, const Result<Item>& written);
+  void reconnect_due();
+  void connect(const std::shared_ptr<Stream>& stream);
+
+  // Streams.
+  void on_messages(const std::shared_ptr<Stream>& stream, uint64_t generation,
+                   std::span<const net::WsMessage> messages);
+  void add_if_forward(Stream& stream, const Result<int64_t>& seq, std::string_view message,
+                      int64_t written_at_ms, SinkBatch& batch) REQUIRES(stream.mu);
+  Status write_batch(Stream& stream, SinkBatch& batch) REQUIRES(stream.mu);
+  void on_closed(const std::shared_ptr<Stream>& stream, uint64_t generation, const Status& why);
+  void lose(const std::shared_ptr<Stream>& stream, const Status& why);
+  void hand_over(const std::vector<std::shared_ptr<Stream>>& streams, std::string_view why);
+  void note_figures_at_balance(const std::vector<Member>* before);
+  void forget(const std::string& id);
+  bool still_valid(Stream& stream, MonoTime now) REQUIRES(stream.mu);
+  void note_bad(Stream& stream, std::string_view what) REQUIRES(stream.mu);
+  void note_sink(const Status& result, bool write) EXCLUDES(sink_mu_);
+  bool stalled(const Stream& stream, MonoTime now) const REQUIRES(stream.mu);
+  void collect_figures(std::vector<metrics::Collected::Sample>& out, int which) const;
+
+  std::vector<std::shared_ptr<Stream>> snapshot() const EXCLUDES(mu_);
+  std::shared_ptr<Stream> find(const std::string& id) const EXCLUDES(mu_);
+  Duration jittered(Duration d, double fraction) EXCLUDES(random_mu_);
+  void wake_keeper() EXCLUDES(mu_);
+
+  ItemStore& store_;
+  Clock& clock_;
+  Random& random_;
+  net::WsClient& upstream_;
+  Sink& sink_;
+  WorkerOptions options_;
+  const std::unique_ptr<metrics::Registry> own_registry_;
+  metrics::Registry& metrics_;
+  Metrics m_{metrics_};
+  LeaseManager conn_leases_;
+  LeaseManager member_leases_;
+  Renewer renewer_;
+  Renewer member_renewer_;
+
+  mutable Mutex mu_;
+  CondVar control_cv_;
+  CondVar keeper_cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  bool stopped_ GUARDED_BY(mu_) = false;
+  bool keeper_woken_ GUARDED_BY(mu_) = false;
+  std::map<std::string, std::shared_ptr<Stream>> streams_ GUARDED_BY(mu_);
+  std::optional<Renewer::Id> member_id_ GUARDED_BY(mu_);
+  // When the control loop should next try a lease due to expire.
+  MonoTime next_attempt_ GUARDED_BY(mu_) = MonoTime::max();
+  uint64_t messages_at_last_figures_ GUARDED_BY(mu_) = 0;
+  MonoTime last_figures_at_ GUARDED_BY(mu_){};
+
+  Mutex random_mu_;
+
+  std::atomic<uint64_t> messages_{0}, bad_messages_{0}, repeats_{0}, acquired_{0}, takeovers_{0},
+      handovers_{0}, losses_{0}, checkpoints_{0}, reconnects_{0}, conflicts_{0};
+  uint64_t renew_failures_seen_ = 0;  // control thread only
+  // For health(): when the control loop last read the orphan index (mono
+  // ns), and the sink's last failure, cleared by its next success.
+  std::atomic<int64_t> store_read_at_ns_{0};
+  const MonoTime started_at_ = clock_.mono_now();
+  mutable Mutex sink_mu_;
+  std::string sink_error_ GUARDED_BY(sink_mu_);
+  std::atomic<bool> sink_failing_{false};
+  std::atomic<bool> taking_{true};  // the last orphan query answered
+  std::array<metrics::Collected::Id, 3> collect_ids_{};
+
+  // Control thread only: when this worker first saw each orphan it found
+  // free, and each other member's updated_at_ms with when it last changed.
+  std::map<std::string, MonoTime, std::less<>> orphan_first_seen_;
+  struct FiguresSeen {
+    int64_t updated_at_ms = 0;
+    MonoTime changed_at{};
+  };
+  std::map<std::string, FiguresSeen, std::less<>> figures_seen_;
+  // Control thread only: what this worker last handed over to balance the
+  // fleet, and when; if some of it is still free once stranded, the others
+  // did not take it, and balancing waits (balance_backoff_, doubling).
+  std::vector<std::string> balanced_away_;
+  MonoTime balanced_at_{};
+  Duration balance_backoff_{};
+  MonoTime no_balance_until_{};
+  // After this worker last handed connections over to balance the fleet:
+  // each other member's `updated_at_ms` as it then read (control thread
+  // only). A member has written its figures since once the value differs,
+  // whatever its clock says of the time; one that joined since is not here.
+  std::map<std::string, int64_t, std::less<>> figures_at_balance_;
+
+  const std::shared_ptr<OpenStreams> open_ = std::make_shared<OpenStreams>();
+  std::thread control_;
+  std::thread keeper_;
+};
+
+}  // namespace leasehold::fleet
