@@ -182,7 +182,9 @@ WorkerStats Worker::Impl::stats() const {
 // through makes it well again (a flush may work on a full disk).
 void Worker::Impl::note_sink(const Status& result, bool write) {
   if (result.ok()) {
-    if (write) sink_failing_ = false;
+    // Read first: every write passes here, from every I/O thread, and a
+    // store to the shared flag each time would bounce its cache line.
+    if (write && sink_failing_.load(std::memory_order_relaxed)) sink_failing_ = false;
     return;
   }
   sink_failing_ = true;

@@ -20,7 +20,8 @@ class LeasedWrite final : public BeforeWrite {
       : clock_(clock), valid_until_(valid_until), batch_(batch) {}
 
   Result<std::string_view> lines() override {
-    if (clock_.mono_now() >= valid_until_) {
+    checked_at_ = clock_.mono_now();
+    if (checked_at_ >= valid_until_) {
       return deadline_exceeded(
           "the lease reached its local deadline before the sink took the write");
     }
@@ -28,12 +29,14 @@ class LeasedWrite final : public BeforeWrite {
     batch_.stamp(written_at_ms_);
     return batch_.text();
   }
+  MonoTime checked_at() const { return checked_at_; }
   int64_t written_at_ms() const { return written_at_ms_; }
 
  private:
   Clock& clock_;
   const MonoTime valid_until_;
   SinkBatch& batch_;
+  MonoTime checked_at_{};
   int64_t written_at_ms_ = 0;
 };
 
@@ -115,8 +118,10 @@ bool Worker::Impl::still_valid(Stream& stream, MonoTime now) {
 //   - the stream is open and the messages came on its current upstream
 //     connection, else nothing is written (a close or a loss comes first,
 //     or waits until this write is done and counted in written_seq);
-//   - the lease is checked valid after the lines are made, at the monotonic
-//     time just before the write, however long the messages waited;
+//   - the lease is checked valid after the lines are made, under the sink's
+//     lock at the monotonic time just before the write (LeasedWrite),
+//     however long the messages or the write waited, and the lines are
+//     stamped with the time they go out;
 //   - a line goes in only if its sequence number is above the last one
 //     written or batched, so repeats are dropped and nothing goes back;
 //   - written_seq moves to the last line wholly in the sink, which is all a
@@ -141,13 +146,16 @@ void Worker::Impl::on_messages(const std::shared_ptr<Stream>& stream, uint64_t g
         (stream->state != State::kStreaming && stream->state != State::kConnecting)) {
       return;
     }
-    const int64_t written_at_ms = to_unix_ms(clock_.wall_now());
+    // A stamp for now: the write stamps its lines again as it goes out, in
+    // place while the number of digits is the same.
+    const int64_t stamp_ms = stream->last_message_at_ms;
     for (size_t i = 0; i < messages.size(); ++i) {
-      add_if_forward(*stream, seqs[i], messages[i].bytes, written_at_ms, batch);
+      add_if_forward(*stream, seqs[i], messages[i].bytes, stamp_ms, batch);
     }
-    const Status written = !still_valid(*stream, clock_.mono_now()) ? deadline_exceeded("")
-                           : batch.empty()                          ? Status::ok_status()
-                                                                    : write_batch(*stream, batch);
+    // write_batch() checks the lease itself, at the last moment.
+    const Status written = !batch.empty()                            ? write_batch(*stream, batch)
+                           : still_valid(*stream, clock_.mono_now()) ? Status::ok_status()
+                                                                     : deadline_exceeded("");
     if (written.code() == Code::kDeadlineExceeded) {
       stream->state = State::kLost;
       ++stream->generation;
@@ -195,8 +203,7 @@ void Worker::Impl::add_if_forward(Stream& stream, const Result<int64_t>& seq,
 // One sink write of `batch`; written_seq moves to its last line that the
 // sink took. kDeadlineExceeded, with nothing written, if the lease was past
 // its local deadline when the sink was ready for it (and no renewal since
-// moved it). REQUIRES: the stream is open for the batch's messages and its
-// lease was found valid just now.
+// moved it). REQUIRES: the stream is open for the batch's messages.
 Status Worker::Impl::write_batch(Stream& stream, SinkBatch& batch) {
   assert(stream.state == State::kStreaming || stream.state == State::kConnecting);
   assert(!batch.empty() && batch.seq(0) > stream.written_seq);
@@ -204,10 +211,13 @@ Status Worker::Impl::write_batch(Stream& stream, SinkBatch& batch) {
   LeasedWrite write(clock_, stream.valid_until, batch);
   Status written = sink_.write(write, &bytes);
   int64_t written_at_ms = write.written_at_ms();
-  if (written.code() == Code::kDeadlineExceeded && still_valid(stream, clock_.mono_now())) {
-    LeasedWrite renewed(clock_, stream.valid_until, batch);  // renewed while it waited
+  MonoTime written_at = write.checked_at();
+  // Past the deadline last seen: a renewal may have moved it.
+  if (written.code() == Code::kDeadlineExceeded && still_valid(stream, write.checked_at())) {
+    LeasedWrite renewed(clock_, stream.valid_until, batch);
     written = sink_.write(renewed, &bytes);
     written_at_ms = renewed.written_at_ms();
+    written_at = renewed.checked_at();
   }
   if (written.code() == Code::kDeadlineExceeded) return written;
   note_sink(written, /*write=*/true);
@@ -217,7 +227,7 @@ Status Worker::Impl::write_batch(Stream& stream, SinkBatch& batch) {
     stream.written_seq = batch.seq(lines - 1);
     stream.messages += lines;
     stream.last_message_at_ms = written_at_ms;
-    stream.last_message_mono = clock_.mono_now();
+    stream.last_message_mono = written_at;
     messages_ += lines;
     m_.messages.inc(static_cast<double>(lines));
   }
