@@ -66,5 +66,19 @@ TEST_F(MembersTest, AWorkerThatLeftIsNotAlive) {
   EXPECT_TRUE(alive->empty());
 }
 
+// A worker that cannot take connections says so; one of an older build
+// writes nothing of it and is read as taking.
+TEST_F(MembersTest, TakingIsWhatTheWorkerWroteAndTrueWhenAbsent) {
+  const Lease w1 = join("w1", std::chrono::seconds(60), 0);
+  join("w2", std::chrono::seconds(60), 0);
+  ASSERT_TRUE(leases_.fenced_write(w1, member_figures(0, 1000, 0, 0, 1, /*taking=*/false)).ok());
+  ASSERT_TRUE(store_->update(kWorkersTable, worker_key("w2"), Update().remove("taking"), {}).ok());
+  auto all = list_members(*store_, clock_, /*alive_only=*/true);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_FALSE((*all)[0].taking);
+  EXPECT_TRUE((*all)[1].taking);
+}
+
 }  // namespace
 }  // namespace leasehold::fleet

@@ -23,8 +23,6 @@ bool valid_id_char(char c) {
 
 }  // namespace
 
-using std::chrono::milliseconds;
-using worker_parts::kCheckpointBatchMax;
 using worker_parts::State;
 using worker_parts::Stream;
 

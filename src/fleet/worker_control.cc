@@ -16,7 +16,6 @@ constexpr size_t kBatchGetMax = 100;
 }  // namespace
 
 using std::chrono::milliseconds;
-using worker_parts::kCheckpointBatchMax;
 using worker_parts::State;
 using worker_parts::Stream;
 

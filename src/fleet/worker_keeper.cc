@@ -7,7 +7,6 @@
 
 namespace leasehold::fleet {
 
-using std::chrono::milliseconds;
 using worker_parts::kCheckpointBatchMax;
 using worker_parts::State;
 using worker_parts::Stream;

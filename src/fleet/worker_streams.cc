@@ -42,7 +42,6 @@ class LeasedWrite final : public BeforeWrite {
 
 }  // namespace
 
-using std::chrono::milliseconds;
 using worker_parts::kCheckpointBatchMax;
 using worker_parts::State;
 using worker_parts::Stream;
