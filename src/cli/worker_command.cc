@@ -3,7 +3,6 @@
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
-#include <boost/json.hpp>
 
 #include "base/duration.h"
 #include "cli/common.h"
@@ -43,15 +42,12 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
 }
 
 Health health_of(const fleet::WorkerHealth& h) {
-  boost::json::array problems;
-  for (const std::string& p : h.problems) problems.emplace_back(p);
-  boost::json::object figures{{"owned", h.owned},
-                              {"streaming", h.streaming},
-                              {"stalled", h.stalled},
-                              {"store_silent_ms", h.store_silent_ms}};
-  std::string members = boost::json::serialize(figures);
-  members = members.substr(1, members.size() - 2);  // the object's members alone
-  return Health{h.ok, boost::json::serialize(problems), std::move(members)};
+  return Health{h.ok,
+                h.problems,
+                {{"owned", static_cast<int64_t>(h.owned)},
+                 {"streaming", static_cast<int64_t>(h.streaming)},
+                 {"stalled", static_cast<int64_t>(h.stalled)},
+                 {"store_silent_ms", h.store_silent_ms}}};
 }
 
 }  // namespace

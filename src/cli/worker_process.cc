@@ -1,9 +1,12 @@
 #include "cli/worker_process.h"
 
+#include <boost/json.hpp>
+
 #include "cli/serve.h"
 #include "net/endpoint.h"
 #include "runtime/stderr_logger.h"
 #include "server/http.h"
+#include "server/json.h"
 
 namespace leasehold::cli {
 
@@ -48,11 +51,14 @@ Result<std::unique_ptr<server::Server>> start_metrics_server(std::string_view li
       "GET", "/healthz",
       [&health](server::Request&) {
         const Health h = health.run();
+        boost::json::object body{{"status", h.ok ? "ok" : "failing"},
+                                 {"problems", server::json_array(h.problems, [](const auto& p) {
+                                    return boost::json::string(p);
+                                  })}};
+        for (const auto& [name, value] : h.figures) body[name] = value;
         server::Response r;
         r.status = h.ok ? 200 : 503;
-        r.body = std::string("{\"status\":\"") + (h.ok ? "ok" : "failing") +
-                 "\",\"problems\":" + h.problems_json +
-                 (h.figures_json.empty() ? "" : "," + h.figures_json) + "}";
+        r.body = boost::json::serialize(body);
         r.set_header("Content-Type", "application/json");
         r.set_header("Cache-Control", "no-store");
         return r;

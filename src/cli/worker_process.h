@@ -17,6 +17,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/mutex.h"
 #include "leasehold/logger.h"
@@ -28,12 +30,12 @@
 
 namespace leasehold::cli {
 
-// What /healthz answers: whether the process does its job, and its figures
-// as a JSON object (the body, with "status" set from `ok`).
+// What /healthz answers: whether the process does its job, what is wrong
+// if not, and its figures; the body is {"status","problems",<figures>...}.
 struct Health {
   bool ok = true;
-  std::string problems_json = "[]";  // a JSON array of strings
-  std::string figures_json;          // more members of the body: `"owned":3,...`, or empty
+  std::vector<std::string> problems;
+  std::vector<std::pair<std::string, int64_t>> figures;
 };
 
 // The process's health check, called on the metrics server's thread. Until

@@ -412,15 +412,7 @@ Result<Connection> Connections::set(std::string_view id, const ConnectionChange&
     RETURN_IF_ERROR(validate_seq_field(*change.seq_field));
     update.set(kSeqFieldAttr, *change.seq_field);
   }
-  auto written = store_.update(kConnectionsTable, connection_key(id), update, live_connection());
-  // kNotFound too: a table that does not exist holds no connection.
-  if (written.status().code() == Code::kConditionFailed ||
-      written.status().code() == Code::kNotFound) {
-    return no_such_connection(id);
-  }
-  RETURN_IF_ERROR(
-      written.status().with_context("cannot change connection '" + std::string(id) + "'"));
-  return parse_written(*written);
+  return update_live(id, update, "cannot change connection '");
 }
 
 Result<Connection> Connections::set_desired(std::string_view id, DesiredState state) {
@@ -428,14 +420,7 @@ Result<Connection> Connections::set_desired(std::string_view id, DesiredState st
   assert(state != DesiredState::kRemoved && "remove() makes tombstones");
   Update update;
   update.set(kDesiredStateAttr, std::string(desired_state_name(state)));
-  auto written = store_.update(kConnectionsTable, connection_key(id), update, live_connection());
-  if (written.status().code() == Code::kConditionFailed ||
-      written.status().code() == Code::kNotFound) {
-    return no_such_connection(id);
-  }
-  RETURN_IF_ERROR(written.status().with_context("cannot set the desired state of connection '" +
-                                                std::string(id) + "'"));
-  return parse_written(*written);
+  return update_live(id, update, "cannot set the desired state of connection '");
 }
 
 Result<Connection> Connections::remove(std::string_view id) {
@@ -443,13 +428,20 @@ Result<Connection> Connections::remove(std::string_view id) {
   Update update;
   update.set(kDesiredStateAttr, removed_name())
       .set(kRemovedAtMsAttr, to_unix_ms(clock_.wall_now()));
+  return update_live(id, update, "cannot remove connection '");
+}
+
+// One write to a connection that exists and is not a tombstone; `what`
+// begins the message of a store failure ("cannot remove connection '").
+Result<Connection> Connections::update_live(std::string_view id, const Update& update,
+                                            std::string_view what) {
   auto written = store_.update(kConnectionsTable, connection_key(id), update, live_connection());
+  // kNotFound too: a table that does not exist holds no connection.
   if (written.status().code() == Code::kConditionFailed ||
       written.status().code() == Code::kNotFound) {
     return no_such_connection(id);
   }
-  RETURN_IF_ERROR(
-      written.status().with_context("cannot remove connection '" + std::string(id) + "'"));
+  RETURN_IF_ERROR(written.status().with_context(std::string(what) + std::string(id) + "'"));
   return parse_written(*written);
 }
 

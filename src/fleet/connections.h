@@ -233,6 +233,7 @@ class Connections {
  private:
   Status list_state(DesiredState state, std::vector<Connection>& out);
   Status explain_refused_add(std::string_view id);
+  Result<Connection> update_live(std::string_view id, const Update& update, std::string_view what);
 
   ItemStore& store_;
   Clock& clock_;

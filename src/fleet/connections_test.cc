@@ -256,6 +256,25 @@ class ConnectionsTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(connections_.ensure_table().ok()); }
 
+  // Two threads add `id` at once: one succeeds, the other is told it exists.
+  void two_adds_race(const std::string& id) {
+    std::atomic<int> added{0}, refused{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 2; ++t) {
+      threads.emplace_back([&, t] {
+        auto c = connections_.add(NewConnection{id, "ws://h/" + std::to_string(t)});
+        (c.ok() ? added : refused)++;
+        if (!c.ok()) {
+          EXPECT_EQ(c.status().code(), Code::kAlreadyExists);
+          EXPECT_TRUE(mentions(c.status(), "already exists")) << c.status().message();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(added.load(), 1) << id;
+    EXPECT_EQ(refused.load(), 1) << id;
+  }
+
   Connection add(const std::string& id, const std::string& url = "ws://h/s?from={next_seq}",
                  bool stopped = false) {
     auto c = connections_.add(NewConnection{id, url, "seq", stopped});
@@ -675,23 +694,7 @@ TEST_F(ConnectionsTest, ListRefusesAnItemThatIsNotAConnectionNamingIt) {
 }
 
 TEST_F(ConnectionsTest, OnlyOneOfTwoConcurrentAddsOfAnIdSucceeds) {
-  for (int round = 0; round < 20; ++round) {
-    const std::string id = "c" + std::to_string(round);
-    std::atomic<int> added{0}, refused{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 2; ++t) {
-      threads.emplace_back([&, t] {
-        auto c = connections_.add(NewConnection{id, "ws://h/" + std::to_string(t)});
-        (c.ok() ? added : refused)++;
-        if (!c.ok()) {
-          EXPECT_EQ(c.status().code(), Code::kAlreadyExists);
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    EXPECT_EQ(added.load(), 1);
-    EXPECT_EQ(refused.load(), 1);
-  }
+  for (int round = 0; round < 20; ++round) two_adds_race("c" + std::to_string(round));
 }
 
 TEST_F(ConnectionsTest, OnlyOneOfTwoConcurrentAddsOfARemovedIdSucceeds) {
@@ -699,21 +702,7 @@ TEST_F(ConnectionsTest, OnlyOneOfTwoConcurrentAddsOfARemovedIdSucceeds) {
     const std::string id = "r" + std::to_string(round);
     add(id);
     ASSERT_TRUE(connections_.remove(id).ok());
-    std::atomic<int> added{0}, refused{0};
-    std::vector<std::thread> threads;
-    for (int t = 0; t < 2; ++t) {
-      threads.emplace_back([&, t] {
-        auto c = connections_.add(NewConnection{id, "ws://h/" + std::to_string(t)});
-        (c.ok() ? added : refused)++;
-        if (!c.ok()) {
-          EXPECT_EQ(c.status().code(), Code::kAlreadyExists);
-          EXPECT_TRUE(mentions(c.status(), "already exists")) << c.status().message();
-        }
-      });
-    }
-    for (auto& t : threads) t.join();
-    EXPECT_EQ(added.load(), 1);
-    EXPECT_EQ(refused.load(), 1);
+    two_adds_race(id);
   }
 }
 

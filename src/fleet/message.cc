@@ -213,48 +213,45 @@ void SinkBatch::clear() {
   ends_.clear();
   seqs_.clear();
   stamps_.clear();
-  stamped_.clear();
+  stamp_widths_.clear();
 }
 
 void SinkBatch::add(const SinkRecord& record) {
   assert(empty() || record.seq > last_seq());
   size_t stamp_at = 0;
   append_sink_line(record, text_, &stamp_at);
+  stamps_.push_back(stamp_at);
+  stamp_widths_.push_back(text_.find(',', stamp_at) - stamp_at);  // the digits, up to ,"msg"
   text_ += '\n';
   ends_.push_back(text_.size());
   seqs_.push_back(record.seq);
-  stamps_.push_back(stamp_at);
-  stamped_.push_back(record.written_at_ms);
 }
 
 void SinkBatch::stamp(int64_t written_at_ms) {
   char digits[24];
   const std::string_view now(digits,
                              std::to_chars(digits, digits + sizeof digits, written_at_ms).ptr);
-  const auto width = [](int64_t n) {
-    char buffer[24];
-    return static_cast<size_t>(std::to_chars(buffer, buffer + sizeof buffer, n).ptr - buffer);
-  };
-  if (std::all_of(stamped_.begin(), stamped_.end(),
-                  [&](int64_t was) { return width(was) == now.size(); })) {
+  if (std::all_of(stamp_widths_.begin(), stamp_widths_.end(),
+                  [&](size_t width) { return width == now.size(); })) {
     // The usual case: wall times in ms have 13 digits from 2001 to 2286.
     for (const size_t at : stamps_) text_.replace(at, now.size(), now);
-  } else {  // rebuilt line by line, and every position after a stamp moves
-    std::string text;
-    text.reserve(text_.size() + stamps_.size() * now.size());
-    size_t line_start = 0;
-    for (size_t i = 0; i < stamps_.size(); ++i) {
-      text.append(text_, line_start, stamps_[i] - line_start);
-      const size_t rest = stamps_[i] + width(stamped_[i]);
-      stamps_[i] = text.size();
-      text += now;
-      text.append(text_, rest, ends_[i] - rest);
-      line_start = ends_[i];
-      ends_[i] = text.size();
-    }
-    text_ = std::move(text);
+    return;
   }
-  std::fill(stamped_.begin(), stamped_.end(), written_at_ms);
+  // Rebuilt line by line, and every position after a stamp moves.
+  std::string text;
+  text.reserve(text_.size() + stamps_.size() * now.size());
+  size_t line_start = 0;
+  for (size_t i = 0; i < stamps_.size(); ++i) {
+    text.append(text_, line_start, stamps_[i] - line_start);
+    const size_t rest = stamps_[i] + stamp_widths_[i];
+    stamps_[i] = text.size();
+    stamp_widths_[i] = now.size();
+    text += now;
+    text.append(text_, rest, ends_[i] - rest);
+    line_start = ends_[i];
+    ends_[i] = text.size();
+  }
+  text_ = std::move(text);
 }
 
 size_t SinkBatch::lines_within(size_t bytes) const {

@@ -72,8 +72,8 @@ class SinkBatch {
   std::string text_;
   std::vector<size_t> ends_;  // where each line ends in text_, past its newline
   std::vector<int64_t> seqs_;
-  std::vector<size_t> stamps_;    // where each line's written_at_ms begins in text_
-  std::vector<int64_t> stamped_;  // and what it says
+  std::vector<size_t> stamps_;        // where each line's written_at_ms begins in text_
+  std::vector<size_t> stamp_widths_;  // and how many digits it has
 };
 
 }  // namespace leasehold::fleet

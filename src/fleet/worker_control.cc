@@ -141,9 +141,8 @@ void Worker::Impl::balance_and_acquire() {
       members.ok() ? note_members(*members) : std::vector<MemberFigures>{};
   const int64_t owned = static_cast<int64_t>(snapshot().size());
   const int64_t capacity = static_cast<int64_t>(options_.max_connections);
-  const PlacementOptions placement{options_.reconcile_every / 2, 4 * options_.reconcile_every};
-  const Placement plan =
-      place(options_.id, owned, capacity, others, seen, may_balance(members, seen), placement);
+  const Placement plan = place(options_.id, owned, capacity, others, seen,
+                               may_balance(others, seen), placement_options());
   if (plan.next_due != Duration::max()) soonest = std::min(soonest, now + plan.next_due);
   {
     MutexLock lock(mu_);
@@ -215,7 +214,7 @@ std::vector<MemberFigures> Worker::Impl::note_members(const std::vector<Member>&
 // handed over last (until each has written its figures again, its count
 // leaves that out and the share comes out too small), and not for a while
 // after a handover that nobody took.
-bool Worker::Impl::may_balance(const Result<std::vector<Member>>& members,
+bool Worker::Impl::may_balance(const std::vector<MemberFigures>& others,
                                const std::vector<OrphanSeen>& orphans) {
   const MonoTime now = clock_.mono_now();
   if (!balanced_away_.empty()) {
@@ -224,7 +223,7 @@ bool Worker::Impl::may_balance(const Result<std::vector<Member>>& members,
       if (std::find(balanced_away_.begin(), balanced_away_.end(), o.id) == balanced_away_.end()) {
         continue;
       }
-      (o.free_for >= 4 * options_.reconcile_every ? stranded : waiting) = true;
+      (o.free_for >= placement_options().stranded_after ? stranded : waiting) = true;
     }
     if (stranded) {
       const Duration first = 10 * options_.reconcile_every;
@@ -242,18 +241,17 @@ bool Worker::Impl::may_balance(const Result<std::vector<Member>>& members,
     }
   }
   if (now < no_balance_until_) return false;
-  if (!members.ok()) return true;
-  for (const Member& m : *members) {
+  // A member that takes nothing (note_members) holds nothing back.
+  return std::none_of(others.begin(), others.end(), [&](const MemberFigures& m) {
     const auto at_balance = figures_at_balance_.find(m.id);
-    const auto seen = figures_seen_.find(m.id);
-    const bool stale_or_not_taking = !m.taking || seen == figures_seen_.end() ||
-                                     now - seen->second.changed_at >= 5 * options_.reconcile_every;
-    if (at_balance != figures_at_balance_.end() && at_balance->second == m.updated_at_ms &&
-        !stale_or_not_taking) {
-      return false;
-    }
-  }
-  return true;
+    return m.taking && at_balance != figures_at_balance_.end() &&
+           at_balance->second == figures_seen_.at(m.id).updated_at_ms;
+  });
+}
+
+// Half a reconcile period between ranks; stranded after four.
+PlacementOptions Worker::Impl::placement_options() const {
+  return {options_.reconcile_every / 2, 4 * options_.reconcile_every};
 }
 
 // Acquires `seen` (as the index showed it), reads it back consistently (the

@@ -244,8 +244,9 @@ class Worker::Impl {
   // The other live members' figures, `taking` false for one whose figures
   // have not changed for a while (it stopped reconciling).
   std::vector<MemberFigures> note_members(const std::vector<Member>& members);
-  bool may_balance(const Result<std::vector<Member>>& members,
+  bool may_balance(const std::vector<MemberFigures>& others,
                    const std::vector<OrphanSeen>& orphans);
+  PlacementOptions placement_options() const;
   bool acquire(const Connection& seen);
   void write_figures();
   void rejoin_if_lost();

@@ -226,17 +226,8 @@ class CapturingSink final : public Sink {
     return {};
   }
   // Flushes wait until let_flushes_go().
-  void hold_flushes() {
-    std::lock_guard lock(mu_);
-    hold_flushes_ = true;
-  }
-  void let_flushes_go() {
-    {
-      std::lock_guard lock(mu_);
-      hold_flushes_ = false;
-    }
-    gate_cv_.notify_all();
-  }
+  void hold_flushes() { set_gate(hold_flushes_, true); }
+  void let_flushes_go() { set_gate(hold_flushes_, false); }
   size_t flushes_entered() {
     std::lock_guard lock(mu_);
     return flushes_entered_;
@@ -245,17 +236,8 @@ class CapturingSink final : public Sink {
   size_t durable_lines() const { return durable_lines_.load(); }
   // The next write waits, before its last moment, until let_writes_go(): as
   // one waits for another's write to the same sink.
-  void hold_writes() {
-    std::lock_guard lock(mu_);
-    hold_writes_ = true;
-  }
-  void let_writes_go() {
-    {
-      std::lock_guard lock(mu_);
-      hold_writes_ = false;
-    }
-    gate_cv_.notify_all();
-  }
+  void hold_writes() { set_gate(hold_writes_, true); }
+  void let_writes_go() { set_gate(hold_writes_, false); }
   size_t writes_waiting() {
     std::lock_guard lock(mu_);
     return writes_waiting_;
@@ -276,6 +258,14 @@ class CapturingSink final : public Sink {
   }
 
  private:
+  void set_gate(bool& hold, bool value) {
+    {
+      std::lock_guard lock(mu_);
+      hold = value;
+    }
+    gate_cv_.notify_all();
+  }
+
   std::mutex mu_;
   std::condition_variable gate_cv_;
   bool hold_flushes_ = false, hold_writes_ = false;

@@ -546,6 +546,7 @@ std::vector<Status> LeaseManager::release_each(std::span<const Release> releases
   std::vector<Status> results(releases.size());
   std::vector<UpdateRequest> requests;
   std::vector<size_t> sent_index;
+  std::vector<std::shared_ptr<const SlotNames>> sent_names;
   for (size_t i = 0; i < releases.size(); ++i) {
     assert(releases[i].lease != nullptr);
     const Lease& lease = *releases[i].lease;
@@ -559,12 +560,13 @@ std::vector<Status> LeaseManager::release_each(std::span<const Release> releases
                         release_update(*names_n, ReleaseMode::kExpire, releases[i].extra_update),
                         still_mine(*names_n, lease.owner, lease.token)});
     sent_index.push_back(i);
+    sent_names.push_back(names_n);
   }
   std::vector<Result<Item>> written = store_.update_each(config_.table, requests);
   assert(written.size() == requests.size());
   for (size_t j = 0; j < requests.size(); ++j) {
     const Release& r = releases[sent_index[j]];
-    results[sent_index[j]] = release_result(ref_of(*r.lease), *names(r.lease->slot),
+    results[sent_index[j]] = release_result(ref_of(*r.lease), *sent_names[j],
                                             !r.extra_update.empty(), std::move(written[j]));
   }
   return results;

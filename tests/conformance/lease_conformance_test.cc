@@ -551,6 +551,15 @@ TEST_P(LeaseConformance, ReleasesInOneBatchAreEachJudgedAlone) {
   auto next = leases_->acquire(key_, as("c"));
   ASSERT_TRUE(next.ok()) << next.status().to_string();
   EXPECT_EQ(next->epoch, mine->epoch + 1);
+
+  // No answer from the store: the read-back shows the release applied.
+  faulty_->inject_next(store::Fault::kDropReply);
+  const std::vector<Release> unanswered = {{&*next, Update().set("last_seq", int64_t{9})}};
+  const std::vector<Status> resolved = leases_->release_each(unanswered);
+  ASSERT_EQ(resolved.size(), 1u);
+  EXPECT_TRUE(resolved[0].ok()) << resolved[0].to_string();
+  EXPECT_EQ(*get_int(stored("k"), "last_seq"), 9);
+  EXPECT_EQ(*get_int(stored("k"), "lease_expires_at_ms"), 0);
 }
 
 // A fenced write without an answer: the read-back tells a lease still ours
