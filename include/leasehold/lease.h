@@ -130,6 +130,12 @@ struct AcquireOptions {
   // Joined into the same conditional write (e.g. "status = ready").
   Condition extra_condition;
   Update extra_update;
+  // The new lease's token; empty: a fresh one from the manager's Random. A
+  // caller that must name the lease before taking it (a job ID sent ahead
+  // on a queue) passes one. REQUIRES: well formed and never used before
+  // (random_token() of a CSPRNG): the read-back that resolves an unknown
+  // outcome takes the token in the slot for proof that the write applied.
+  std::string token;
 };
 
 enum class ReleaseMode { kExpire, kClear };

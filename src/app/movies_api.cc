@@ -184,9 +184,16 @@ Response upload(Request& request, const MoviesDeps& d) {
     return failed_response(created.status(), request, d.log);
   }
   if (const Status queued = movies::enqueue_probe(d.probe_queue, created->id); !queued.ok()) {
-    // Unprobed, the movie would stay `processing`: take it back (a probe
-    // job that did get queued then finds nothing to do).
-    (void)d.movies.remove(created->id, caller.name, /*is_admin=*/true);
+    // Unprobed, the movie would stay `processing`: take it back, file and
+    // all (it has no rows yet; a probe job that did get queued then finds
+    // nothing to do).
+    Status taken_back = d.movies.remove(created->id, caller.name, /*is_admin=*/true);
+    if (taken_back.ok()) taken_back = d.movies.finish_remove(created->id);
+    if (!taken_back.ok()) {
+      d.log.log(LogLevel::kWarn,
+                "movie " + created->id +
+                    " not taken back after its probe was not queued: " + taken_back.to_string());
+    }
     return failed_response(queued, request, d.log);
   }
   if (d.options.probe_queued) d.options.probe_queued();
@@ -260,11 +267,22 @@ Response get_audit(const Request& request, const MoviesDeps& d) {
                        }));
 }
 
+// Marks the movie `deleting` and queues the rest (movies/probe_worker.h):
+// 202, however many rows it has. Asked again, a removal whose job was lost
+// is queued again.
 Response remove_movie(const Request& request, const MoviesDeps& d) {
-  const Status removed =
-      d.movies.remove(request.params.at("id"), request.caller->name, request.caller->admin);
+  const std::string& id = request.params.at("id");
+  const Status removed = d.movies.remove(id, request.caller->name, request.caller->admin);
   if (!removed.ok()) return failed_response(removed, request, d.log);
-  return no_content();
+  const Status queued = movies::enqueue_remove(d.probe_queue, id);
+  if (!queued.ok()) {
+    return failed_response(
+        queued.with_context("the movie is marked for removal, but its removal could not be "
+                            "queued; ask again"),
+        request, d.log);
+  }
+  if (d.options.probe_queued) d.options.probe_queued();
+  return Response{.status = 202, .headers = {}, .body = {}};
 }
 
 // ---------------------------------------------------------------- leases and edits

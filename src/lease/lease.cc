@@ -236,10 +236,13 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
   RETURN_IF_ERROR(validate_text("owner", o.owner, kOwnerBytesMax, false));
   RETURN_IF_ERROR(validate_text("holder", o.holder, kHolderBytesMax, true));
   RETURN_IF_ERROR(check_timing(o.ttl, default_renew_every(o.ttl)));
+  if (!o.token.empty()) RETURN_IF_ERROR(validate_token(o.token));
 
   const auto names_n = names(o.slot);
   const SlotNames& n = *names_n;
-  Lease lease{key, o.slot, o.owner, o.holder, random_token(random_), 0, 0, 0, 0, o.ttl, {}};
+  Lease lease{key, o.slot, o.owner, o.holder, o.token.empty() ? random_token(random_) : o.token,
+              0,   0,      0,       0,        o.ttl,
+              {}};
   const MonoTime sent = clock_.mono_now();
   lease.acquired_at_ms = to_unix_ms(clock_.wall_now());
   lease.heartbeat_at_ms = lease.acquired_at_ms;

@@ -1,5 +1,6 @@
 #include "movies/movies.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cinttypes>
 #include <cstdio>
@@ -47,16 +48,15 @@ Status validate_markers(const std::vector<tracer::Marker>& markers, const MovieD
 }
 
 // The statuses from which a movie may be locked for analysis or traced. A
-// `tracing` movie qualifies only once its tracing lease has expired (an
-// abandoned job): the slot conditions see to that.
+// movie whose job is queued or tracing is taken only by the write that ends
+// that job (Impl::acquire_analysis).
 Condition traceable_status() {
   return cond::eq(attr::kStatus, kStatusReady) || cond::eq(attr::kStatus, kStatusTraced) ||
-         cond::eq(attr::kStatus, kStatusTracingFailed) || cond::eq(attr::kStatus, kStatusTracing);
+         cond::eq(attr::kStatus, kStatusTracingFailed);
 }
 
 bool is_traceable(const std::string& status) {
-  return status == kStatusReady || status == kStatusTraced || status == kStatusTracingFailed ||
-         status == kStatusTracing;
+  return status == kStatusReady || status == kStatusTraced || status == kStatusTracingFailed;
 }
 
 // Free: no owner, or expired at now_ms (a released lease has expiry 0).
@@ -151,12 +151,72 @@ Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases) {
   m.every_frames = int_or(item, attr::kEveryFrames, 1);
   m.failure_summary = str_or(item, attr::kFailureSummary);
   // A trace whose job stopped renewing its lease (a worker killed) ended
-  // without publishing anything: report it as failed.
+  // without publishing anything: report it as failed (the next read through
+  // Movies records it so, once).
   if (m.status == kStatusTracing && !tracing.held) {
     m.status = kStatusTracingFailed;
-    m.failure_summary = "the trace stopped: its worker went away";
+    m.failure_summary = kSummaryWorkerWentAway;
   }
   return m;
+}
+
+std::optional<JobEnd> dead_job(const Item& item, LeaseManager& leases) {
+  const std::string* status = get_string(item, attr::kStatus);
+  const std::string* id = get_string(item, attr::kId);
+  if (status == nullptr || id == nullptr || *status != kStatusTracing) return std::nullopt;
+  const LeaseView tracing = leases.view_of(item, movie_key(*id), kTracingSlot);
+  if (tracing.held || tracing.token.empty()) return std::nullopt;
+  return JobEnd{tracing.token, kStatusTracingFailed, kSummaryWorkerWentAway};
+}
+
+Update job_end_update(const JobEnd& end, int64_t now_ms) {
+  Update u;
+  u.set(attr::kStatus, end.status)
+      .set(attr::kJobEndedAtMs, now_ms)
+      .set(attr::kJobAuditPending, end.job_id);
+  if (end.summary.empty())
+    u.remove(attr::kFailureSummary);
+  else
+    u.set(attr::kFailureSummary, end.summary);
+  return u;
+}
+
+Condition job_is(const JobEnd& end, std::string_view status) {
+  return cond::eq(SlotNames(kTracingSlot).token, end.job_id) &&
+         cond::eq(attr::kStatus, std::string(status));
+}
+
+Status record_job_audit(ItemStore& store, const std::string& movie_id, const Item& item) {
+  const std::string* job_id = get_string(item, attr::kJobAuditPending);
+  if (job_id == nullptr) return {};
+  const std::string status = str_or(item, attr::kStatus);
+  const int64_t started_at_ms = int_or(item, attr::kJobStartedAtMs);
+  const int64_t ended_at_ms = std::max(started_at_ms, int_or(item, attr::kJobEndedAtMs));
+  const std::string by = str_or(item, attr::kJobStartedBy);
+  const auto put = [&](int phase, const std::string& event, int64_t at_ms,
+                       const std::string& summary) {
+    Item entry{{attr::kPk, movie_pk(movie_id)},
+               {attr::kSk, job_audit_sk(at_ms, phase, *job_id)},
+               {"event", event},
+               {"user_display_name", by},
+               {"at_ms", at_ms},
+               {attr::kJobId, *job_id}};
+    if (!summary.empty()) entry["summary"] = summary;
+    const Status put = store.put(kAuditTable, entry, cond::not_exists(attr::kPk));
+    return put.code() == Code::kConditionFailed ? Status() : put;  // written before
+  };
+  // The start first, in case its own write never happened (a server killed
+  // in start_trace): both are then in the audit, the start sorting first.
+  RETURN_IF_ERROR(put(0, kEventTracingStarted, started_at_ms, ""));
+  const bool traced = status == kStatusTraced;
+  RETURN_IF_ERROR(put(1, traced ? kEventTracingCompleted : kEventTracingFailed, ended_at_ms,
+                      traced ? "" : str_or(item, attr::kFailureSummary)));
+  Update done;
+  done.remove(attr::kJobAuditPending);
+  const Result<Item> cleared = store.update(kMoviesTable, movie_key(movie_id), done,
+                                            cond::eq(attr::kJobAuditPending, *job_id));
+  if (cleared.ok() || cleared.status().code() == Code::kConditionFailed) return {};
+  return cleared.status();
 }
 
 Status record_audit(ItemStore& store, Clock& clock, Random& random, const std::string& movie_id,
@@ -205,14 +265,18 @@ class Movies::Impl {
   Result<std::vector<FrameRow>> frames(const std::string& id);
   Result<std::vector<AuditEntry>> audit(const std::string& id);
 
+  Status finish_remove(const std::string& id);
+
   Result<MovieDetail> read(const std::string& id);
+  Result<Item> read_item(const std::string& id);
   LeaseRef analysis_ref(const std::string& id, const std::string& user_name,
                         const std::string& lease_id) {
     return LeaseRef{movie_key(id), kAnalysisSlot, user_name, lease_id};
   }
-  Status clear_frames(const std::string& id, int64_t from_frame, int64_t below_epoch);
+  Result<Item> settle(const std::string& id, Item item);
+  Result<Lease> take_ending_job(const std::string& id, const AcquireOptions& o, const Item& item);
   Status remove_partition(std::string_view table, const std::string& id);
-  void fail_unqueued(const std::string& id, const Lease& lease, const Status& why);
+  Result<bool> end_unqueued(const std::string& id, const Lease& lease, const Status& why);
 
  private:
   ItemStore& store_;
@@ -223,14 +287,47 @@ class Movies::Impl {
   LeaseManager leases_;
 };
 
-Result<MovieDetail> Movies::Impl::read(const std::string& id) {
+Result<Item> Movies::Impl::read_item(const std::string& id) {
   if (id.empty() || id.size() > 64) return not_found("no movie '" + id + "'");
   Result<Item> item = store_.get(kMoviesTable, movie_key(id), /*consistent=*/true);
-  if (!item.ok()) {
-    if (item.status().code() == Code::kNotFound) return not_found("no movie '" + id + "'");
-    return item.status();
+  if (!item.ok() && item.status().code() == Code::kNotFound) {
+    return not_found("no movie '" + id + "'");
   }
-  return internal::parse_movie(*item, leases_);
+  return item;
+}
+
+// A movie as read settles what its readers find unfinished: a job whose
+// worker went away is ended as failed, and a job's missing audit written.
+Result<MovieDetail> Movies::Impl::read(const std::string& id) {
+  ASSIGN_OR_RETURN(Item item, read_item(id));
+  ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
+  return internal::parse_movie(item, leases_);
+}
+
+// Ends a dead job by one conditional write (one reader among many wins; the
+// others find it ended), and writes the audit a job's ender did not. A store
+// failure here fails nothing: the item read is returned, the next reader
+// tries again.
+Result<Item> Movies::Impl::settle(const std::string& id, Item item) {
+  if (std::optional<internal::JobEnd> dead = internal::dead_job(item, leases_)) {
+    const int64_t now_ms = to_unix_ms(clock_.wall_now());
+    Result<Item> ended = store_.update(
+        kMoviesTable, movie_key(id), internal::job_end_update(*dead, now_ms),
+        internal::job_is(*dead, kStatusTracing) && slot_free(SlotNames(kTracingSlot), now_ms));
+    if (ended.ok()) {
+      log_to(options_.logger, LogLevel::kWarn, "movie {}: job {} ended: its worker went away", id,
+             dead->job_id);
+      item = std::move(*ended);
+    } else if (ended.status().code() == Code::kConditionFailed) {
+      ASSIGN_OR_RETURN(item, read_item(id));
+    }
+  }
+  const Status audited = internal::record_job_audit(store_, id, item);
+  if (!audited.ok()) {
+    log_to(options_.logger, LogLevel::kInfo, "movie {}: job audit not written yet: {}", id,
+           audited.to_string());
+  }
+  return item;
 }
 
 Result<MovieDetail> Movies::Impl::create(const std::string& name, const User& owner,
@@ -316,28 +413,49 @@ Result<std::vector<MovieSummary>> Movies::Impl::list() {
 
 Result<MovieDetail> Movies::Impl::get(const std::string& id) { return read(id); }
 
+// One write marks the movie `deleting` (nothing may take it then); the rows,
+// the audit, the file and the item go later, off the request
+// (finish_remove). A movie already `deleting` is marked again: a removal
+// whose job was lost is started over by asking again.
 Status Movies::Impl::remove(const std::string& id, const std::string& user_name, bool is_admin) {
   ASSIGN_OR_RETURN(MovieDetail m, read(id));
   if (!is_admin && m.owner_user != user_name) {
     return permission_denied("only the movie's owner or an admin may remove it");
   }
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
-  const Condition unlocked =
-      slot_free(SlotNames(kAnalysisSlot), now_ms) && slot_free(SlotNames(kTracingSlot), now_ms);
-  const Status removed =
-      store_.remove(kMoviesTable, movie_key(id), cond::exists(attr::kPk) && unlocked);
-  if (removed.code() == Code::kConditionFailed) {
+  // A queued job keeps its movie, live lease or not: its claim would take it
+  // back (end it first by taking the movie, Impl::acquire_analysis).
+  const Condition unlocked = slot_free(SlotNames(kAnalysisSlot), now_ms) &&
+                             slot_free(SlotNames(kTracingSlot), now_ms) &&
+                             cond::ne(attr::kStatus, kStatusQueued);
+  Update mark;
+  mark.set(attr::kStatus, std::string(kStatusDeleting));
+  const Result<Item> marked =
+      store_.update(kMoviesTable, movie_key(id), mark, cond::exists(attr::kPk) && unlocked);
+  if (!marked.ok() && marked.status().code() == Code::kConditionFailed) {
     RETURN_IF_ERROR(read(id).status());
     return failed_precondition("the movie is in use (locked); try again when it is free");
   }
-  RETURN_IF_ERROR(removed);
+  return marked.status();
+}
+
+// Each step is idempotent and the item goes last, so a removal stopped at
+// any point is finished by running it again.
+Status Movies::Impl::finish_remove(const std::string& id) {
+  ASSIGN_OR_RETURN(Item item, read_item(id));
+  if (str_or(item, attr::kStatus) != kStatusDeleting) {
+    return failed_precondition("the movie is not being removed");
+  }
   RETURN_IF_ERROR(remove_partition(kFramesTable, id));
   RETURN_IF_ERROR(remove_partition(kAuditTable, id));
+  const std::string file = str_or(item, attr::kFile);
   std::error_code ec;
-  std::filesystem::remove(std::filesystem::path(options_.media_dir) / m.file, ec);
-  if (ec)
-    log_to(options_.logger, LogLevel::kWarn, "movie {}: file not removed: {}", id, ec.message());
-  return {};
+  if (!file.empty()) std::filesystem::remove(std::filesystem::path(options_.media_dir) / file, ec);
+  if (ec) return unavailable("the movie's file could not be removed: " + ec.message());
+  const Status removed =
+      store_.remove(kMoviesTable, movie_key(id), cond::eq(attr::kStatus, kStatusDeleting));
+  if (removed.code() == Code::kConditionFailed) return {};  // removed by another worker
+  return removed;
 }
 
 Status Movies::Impl::remove_partition(std::string_view table, const std::string& id) {
@@ -359,7 +477,8 @@ namespace leasehold::movies {
 
 // A refused acquisition says why: no such movie, who holds it, or a movie
 // not in a state to be edited. A lease that expired between the write and
-// the read is tried again.
+// the read is tried again, and a queued job whose tracing lease has expired
+// is ended by the acquisition (take_ending_job).
 Result<AnalysisLease> Movies::Impl::acquire_analysis(const std::string& id, const User& user,
                                                      Lock* holder) {
   RETURN_IF_ERROR(validate_text("user name", user.name, kOwnerBytesMax, false));
@@ -376,15 +495,45 @@ Result<AnalysisLease> Movies::Impl::acquire_analysis(const std::string& id, cons
     Result<Lease> lease = leases_.acquire(movie_key(id), o);
     if (lease.ok()) return AnalysisLease{lease->token, lease->expires_at_ms};
     if (lease.status().code() != Code::kAlreadyExists) return lease.status();
-    ASSIGN_OR_RETURN(MovieDetail m, read(id));
+    ASSIGN_OR_RETURN(Item item, read_item(id));
+    ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
+    ASSIGN_OR_RETURN(MovieDetail m, internal::parse_movie(item, leases_));
     if (m.lock) {
       if (holder != nullptr) *holder = *m.lock;
       return already_exists("the movie is locked (" + m.lock->kind + ") by " +
                             m.lock->user_display_name);
     }
+    if (m.status == kStatusQueued) {
+      lease = take_ending_job(id, o, item);
+      if (lease.ok()) return AnalysisLease{lease->token, lease->expires_at_ms};
+      if (lease.status().code() != Code::kAlreadyExists) return lease.status();
+      continue;
+    }
     if (!is_traceable(m.status)) return failed_precondition("the movie is " + m.status);
   }
   return unavailable("the movie's lease changed hands while it was taken; retry");
+}
+
+// A queued job keeps its movie past its tracing lease's expiry as long as
+// nobody takes the movie: its claim re-arms the lease. Taking the movie
+// then ends the job, in the same write, as failed; the claim finds it ended.
+Result<Lease> Movies::Impl::take_ending_job(const std::string& id, const AcquireOptions& o,
+                                            const Item& item) {
+  const LeaseView tracing = leases_.view_of(item, movie_key(id), kTracingSlot);
+  const internal::JobEnd end{tracing.token, kStatusTracingFailed,
+                             "the trace was cancelled: the movie was taken back before a worker "
+                             "started it"};
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  AcquireOptions ending = o;
+  ending.extra_condition =
+      internal::job_is(end, kStatusQueued) && slot_free(SlotNames(kTracingSlot), now_ms);
+  ending.extra_update = internal::job_end_update(end, now_ms);
+  ASSIGN_OR_RETURN(Lease lease, leases_.acquire(movie_key(id), ending));
+  log_to(options_.logger, LogLevel::kInfo, "movie {}: queued job {} ended: the movie was taken", id,
+         end.job_id);
+  Result<Item> now = read_item(id);
+  if (now.ok()) (void)settle(id, std::move(*now));  // the ended job's audit
+  return lease;
 }
 
 Result<AnalysisLease> Movies::Impl::heartbeat(const std::string& id, const std::string& user_name,
@@ -411,7 +560,9 @@ Status Movies::Impl::edit(const std::string& id, const std::string& user_name,
 
 Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User& user,
                                                const std::string& lease_id) {
-  ASSIGN_OR_RETURN(MovieDetail m, read(id));
+  ASSIGN_OR_RETURN(Item item, read_item(id));
+  ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
+  ASSIGN_OR_RETURN(MovieDetail m, internal::parse_movie(item, leases_));
   if (m.lock && m.lock->kind == kTracingSlot) {
     return already_exists("the movie is being traced (started by " + m.lock->user_display_name +
                           ")");
@@ -437,12 +588,20 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
       traceable_status() && cond::eq(attr::kMarkers, internal::markers_json(m.markers)) &&
       cond::eq(attr::kTrimStart, m.trim.start_frame) &&
       cond::eq(attr::kTrimEnd, m.trim.end_frame) && cond::eq(attr::kEveryFrames, m.every_frames);
-  to.extra_update.set(attr::kStatus, std::string(kStatusTracing))
+  // After the last job's end in the audit, even within its millisecond (or
+  // behind this clock).
+  const int64_t now_ms =
+      std::max(to_unix_ms(clock_.wall_now()), int_or(item, attr::kJobEndedAtMs) + 1);
+  to.extra_update.set(attr::kStatus, std::string(kStatusQueued))
       .set(attr::kFramesDone, int64_t{0})
       .set(attr::kFramesTotal, frames_total)
+      .set(attr::kJobStartedAtMs, now_ms)
+      .set(attr::kJobStartedBy, user.display_name)
       .remove(attr::kFailureSummary)
       .remove(attr::kJobClaimedBy)
-      .remove(attr::kJobClaimedAtMs);
+      .remove(attr::kJobClaimedAtMs)
+      .remove(attr::kJobEndedAtMs)
+      .remove(attr::kJobAuditPending);
   Result<Lease> lease = leases_.replace(analysis_ref(id, user.name, lease_id), to);
   if (!lease.ok()) {
     if (lease.status().code() != Code::kAlreadyExists) return lease.status();
@@ -452,58 +611,47 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
     }
     return failed_precondition("the movie changed while the trace was started; reload it");
   }
-  const Status cleared = clear_frames(id, m.trim.start_frame, lease->epoch);
-  if (!cleared.ok()) {
-    log_to(options_.logger, LogLevel::kWarn, "movie {}: old frames not cleared: {}", id,
-           cleared.to_string());
+  // Its start in the audit now (a settle writes it later if this fails).
+  const Status audited = store_.put(kAuditTable,
+                                    Item{{attr::kPk, movie_pk(id)},
+                                         {attr::kSk, job_audit_sk(now_ms, 0, lease->token)},
+                                         {"event", std::string(kEventTracingStarted)},
+                                         {"user_display_name", user.display_name},
+                                         {"at_ms", now_ms},
+                                         {attr::kJobId, lease->token}},
+                                    cond::not_exists(attr::kPk));
+  if (!audited.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "movie {}: audit not recorded: {}", id,
+           audited.to_string());
   }
   const std::string body =
       json::serialize(json::object{{"movie_id", id}, {"job_id", lease->token}});
   Result<std::string> sent = queue_.send(body);
   if (!sent.ok()) {
-    fail_unqueued(id, *lease, sent.status());
-    return sent.status().with_context("the trace could not be queued");
-  }
-  const Status audited = internal::record_audit(
-      store_, clock_, random_, id,
-      AuditEntry{kEventTracingStarted, lease->token, user.display_name, 0, ""});
-  if (!audited.ok()) {
-    log_to(options_.logger, LogLevel::kWarn, "movie {}: audit not recorded: {}", id,
-           audited.to_string());
+    ASSIGN_OR_RETURN(bool ended, end_unqueued(id, *lease, sent.status()));
+    // Not ended: a worker claimed the job, so the message was sent after all.
+    if (ended) return sent.status().with_context("the trace could not be queued");
   }
   return TraceStarted{lease->token, frames_total, lease->expires_at_ms};
 }
 
-void Movies::Impl::fail_unqueued(const std::string& id, const Lease& lease, const Status& why) {
+// A job whose message may not have been sent is ended as failed, unless a
+// worker has claimed it meanwhile (then it was sent: false). If this write
+// fails too, the job stays queued, and ends when someone takes the movie
+// after its tracing lease expires.
+Result<bool> Movies::Impl::end_unqueued(const std::string& id, const Lease& lease,
+                                        const Status& why) {
   log_to(options_.logger, LogLevel::kError, "movie {}: job {} not queued: {}", id, lease.token,
          why.to_string());
-  const std::string summary = "the trace could not be queued";
-  Update update;
-  update.set(attr::kStatus, std::string(kStatusTracingFailed)).set(attr::kFailureSummary, summary);
-  const Status released = leases_.release(lease, ReleaseMode::kExpire, update);
-  if (!released.ok()) return;
-  (void)internal::record_audit(
-      store_, clock_, random_, id,
-      AuditEntry{kEventTracingFailed, lease.token, lease.holder, 0, summary});
-}
-
-// Rows of older jobs only: a job's epoch is higher than every earlier one's.
-Status Movies::Impl::clear_frames(const std::string& id, int64_t from_frame, int64_t below_epoch) {
-  QueryOptions q;
-  q.limit = kQueryLimitMax;
-  q.consistent = true;
-  do {
-    ASSIGN_OR_RETURN(Page page, store_.query(kFramesTable, movie_pk(id),
-                                             KeyRange::ge(frame_sk_prefix(from_frame)), q));
-    for (const Item& item : page.items) {
-      const Status removed = store_.remove(
-          kFramesTable, Key{movie_pk(id), str_or(item, attr::kSk)},
-          cond::not_exists(attr::kJobEpoch) || cond::lt(attr::kJobEpoch, below_epoch));
-      if (!removed.ok() && removed.code() != Code::kConditionFailed) return removed;
-    }
-    q.cursor = page.next_cursor;
-  } while (!q.cursor.empty());
-  return {};
+  const internal::JobEnd end{lease.token, kStatusTracingFailed, "the trace could not be queued"};
+  Update update = internal::job_end_update(end, to_unix_ms(clock_.wall_now()));
+  update.set(SlotNames(kTracingSlot).expires_at_ms, int64_t{0});
+  Result<Item> ended =
+      store_.update(kMoviesTable, movie_key(id), update, internal::job_is(end, kStatusQueued));
+  if (!ended.ok() && ended.status().code() == Code::kConditionFailed) return false;
+  if (!ended.ok()) return ended.status().with_context("the trace could not be queued");
+  (void)settle(id, std::move(*ended));  // its audit
+  return true;
 }
 
 Result<std::vector<FrameRow>> Movies::Impl::frames(const std::string& id) {
@@ -586,6 +734,7 @@ Result<MovieDetail> Movies::get(const std::string& id) { return impl_->get(id); 
 Status Movies::remove(const std::string& id, const std::string& user_name, bool is_admin) {
   return impl_->remove(id, user_name, is_admin);
 }
+Status Movies::finish_remove(const std::string& id) { return impl_->finish_remove(id); }
 Result<AnalysisLease> Movies::acquire_analysis(const std::string& id, const User& user,
                                                Lock* holder) {
   return impl_->acquire_analysis(id, user, holder);

@@ -192,10 +192,18 @@ class Movies {
 
   Result<std::vector<MovieSummary>> list();
   Result<MovieDetail> get(const std::string& id);
-  // The owner or an admin; not while a live lease is on the movie
-  // (kFailedPrecondition). Deletes the item, then its frames, its audit and
-  // its file.
+  // The owner or an admin; not while a live lease or a queued job is on the
+  // movie (kFailedPrecondition). Marks the movie `deleting` in one write,
+  // after which nobody may take it; finish_remove() does the rest, off the
+  // request (a removal job, movies/probe_worker.h). Removing a `deleting`
+  // movie again is allowed: it starts over a removal whose job was lost.
   Status remove(const std::string& id, const std::string& user_name, bool is_admin);
+  // Removes a `deleting` movie's frames, audit and file, then its item.
+  // Idempotent: each step may have run before, so a removal interrupted at
+  // any point (a process killed, a store that stopped answering) is finished
+  // by calling it again. kFailedPrecondition if the movie is not
+  // `deleting`; kNotFound once it is gone.
+  Status finish_remove(const std::string& id);
 
   // Takes the analysis lease. kAlreadyExists if held: then `*holder` (if not
   // null) says by whom.
@@ -243,8 +251,34 @@ class Movies {
 
 // Shared by Movies and TraceWorker (movies.cc).
 namespace internal {
+
+inline constexpr char kSummaryWorkerWentAway[] = "the trace stopped: its worker went away";
+
+// How a trace job ends: its ID (the tracing lease's token), the status it
+// leaves (traced or tracing failed) and the summary users see (empty when
+// traced).
+struct JobEnd {
+  std::string job_id;
+  std::string status;
+  std::string summary;
+};
+
 // Reads a movie item; kInternal for a malformed one.
 Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases);
+// The end of a job that went away: a `tracing` movie whose tracing lease has
+// expired by this process's wall clock (its worker stopped renewing it and
+// published nothing); none otherwise.
+std::optional<JobEnd> dead_job(const Item& item, LeaseManager& leases);
+// What the one write that ends a job sets besides the lease: the status, the
+// summary, job_ended_at_ms and job_audit_pending (record_job_audit's cue).
+Update job_end_update(const JobEnd& end, int64_t now_ms);
+// The movie's job is `end`'s and in `status`: the condition of that write.
+Condition job_is(const JobEnd& end, std::string_view status);
+// Writes the audit of the job an item names in job_audit_pending: its start
+// and its end, each under a key of its own made from the job ID (a second
+// writer finds them written), then clears the cue. Nothing when no job
+// awaits its audit.
+Status record_job_audit(ItemStore& store, const std::string& movie_id, const Item& item);
 // Markers as stored (a JSON array of {id, label, frame, x, y}).
 std::string markers_json(const std::vector<tracer::Marker>& markers);
 Result<std::vector<tracer::Marker>> parse_markers(const std::string& json);

@@ -305,7 +305,7 @@ TEST_F(MoviesTest, StartTraceReplacesTheAnalysisLeaseQueuesTheJobAndAudits) {
 
   auto m = movies_->get(id);
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->status, kStatusTracing);
+  EXPECT_EQ(m->status, kStatusQueued);
   EXPECT_EQ(m->frames_done, 0);
   EXPECT_EQ(m->frames_total, 6);
   ASSERT_TRUE(m->lock.has_value());
@@ -365,7 +365,10 @@ TEST_F(MoviesTest, StartTraceRefusalsWriteNothing) {
   EXPECT_TRUE(movies_->audit(id)->empty());
 }
 
-TEST_F(MoviesTest, AnAbandonedTraceExpiresAndTheNextTraceReplacesIt) {
+// Past its tracing ttl a queued job still holds its movie against removal,
+// and a worker's claim would take it back; taking the movie ends it, in the
+// same write, with one failed event in the audit.
+TEST_F(MoviesTest, AQueuedJobPastItsTtlEndsOnceWhenTheMovieIsTakenBack) {
   const std::string id = ready_movie();
   auto lease = movies_->acquire_analysis(id, kAda);
   ASSERT_TRUE(lease.ok());
@@ -374,59 +377,115 @@ TEST_F(MoviesTest, AnAbandonedTraceExpiresAndTheNextTraceReplacesIt) {
   ASSERT_TRUE(first.ok());
   EXPECT_EQ(movies_->acquire_analysis(id, kBob).status().code(), Code::kAlreadyExists);
 
-  clock_.advance(seconds(4));  // past the tracing ttl: nobody renewed it
+  clock_.advance(seconds(4));  // past the tracing ttl: no worker came
   auto m = movies_->get(id);
   ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->status, kStatusQueued) << "the queue's wait does not end a job";
   EXPECT_FALSE(m->lock.has_value());
-  EXPECT_EQ(m->status, kStatusTracingFailed);
-  EXPECT_FALSE(m->failure_summary.empty());
+  EXPECT_EQ(movies_->remove(id, "ada", false).code(), Code::kFailedPrecondition);
 
   auto again = movies_->acquire_analysis(id, kBob);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
+  m = movies_->get(id);
+  EXPECT_EQ(m->status, kStatusTracingFailed);
+  EXPECT_NE(m->failure_summary.find("cancelled"), std::string::npos) << m->failure_summary;
+  auto audit = movies_->audit(id);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 2u);
+  EXPECT_EQ((*audit)[0].event, kEventTracingStarted);
+  EXPECT_EQ((*audit)[1].event, kEventTracingFailed);
+  EXPECT_EQ((*audit)[1].job_id, first->job_id);
+  EXPECT_EQ((*audit)[1].user_display_name, "Ada L.");
+
   auto second = movies_->start_trace(id, kBob, again->lease_id);
   ASSERT_TRUE(second.ok()) << second.status().to_string();
   EXPECT_NE(second->job_id, first->job_id);
   EXPECT_EQ(*get_int(raw(id), "tracing_epoch"), 2);
   EXPECT_EQ(movies_->get(id)->lock->user_display_name, "Bob B.");
+  EXPECT_EQ(movies_->audit(id)->size(), 3u);
 }
 
-TEST_F(MoviesTest, StartTraceClearsOlderFramesFromTheTrimStartOn) {
+// A claimed job whose worker died (its lease expired unrenewed) is ended by
+// the next reader: one conditional write, one failed event, however many
+// read it.
+TEST_F(MoviesTest, AJobWhoseWorkerWentAwayEndsOnceAtTheNextRead) {
   const std::string id = ready_movie();
-  for (int64_t frame : {1, 4, 8}) {
-    Item row{{"pk", movie_pk(id)},
-             {"sk", frame_sk(frame, "m1")},
-             {"frame", frame},
-             {"job_epoch", int64_t{0}}};
-    ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
-  }
   auto lease = movies_->acquire_analysis(id, kAda);
   ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(4)).ok());
-  ASSERT_TRUE(movies_->set_trim(id, "ada", lease->lease_id, {4, 11}).ok());
-  ASSERT_TRUE(movies_->start_trace(id, kAda, lease->lease_id).ok());
-  auto rows = movies_->frames(id);
-  ASSERT_TRUE(rows.ok());
-  ASSERT_EQ(rows->size(), 1u);
-  EXPECT_EQ((*rows)[0].frame, 1);
+  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(0)).ok());
+  auto started = movies_->start_trace(id, kAda, lease->lease_id);
+  ASSERT_TRUE(started.ok());
+  Update claim;  // as a worker's claim, then nothing: the worker was killed
+  claim.set("status", std::string(kStatusTracing)).set("job_claimed_by", std::string("w1"));
+  ASSERT_TRUE(store_->update(kMoviesTable, movie_key(id), claim, {}).ok());
+  EXPECT_EQ(movies_->get(id)->status, kStatusTracing);
+  EXPECT_EQ(movies_->audit(id)->size(), 1u);
+
+  clock_.advance(seconds(4));
+  EXPECT_EQ(*get_string(raw(id), "status"), kStatusTracing) << "nobody read it yet";
+  std::vector<std::thread> readers;
+  for (int i = 0; i < 4; ++i) readers.emplace_back([&] { (void)movies_->get(id); });
+  for (auto& t : readers) t.join();
+  EXPECT_EQ(*get_string(raw(id), "status"), kStatusTracingFailed);
+  EXPECT_EQ(raw(id).count("job_audit_pending"), 0u);
+  auto audit = movies_->audit(id);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 2u);
+  EXPECT_EQ((*audit)[0].event, kEventTracingStarted);
+  EXPECT_EQ((*audit)[1].event, kEventTracingFailed);
+  EXPECT_EQ((*audit)[1].summary, internal::kSummaryWorkerWentAway);
+  EXPECT_TRUE(movies_->acquire_analysis(id, kBob).ok());
+  EXPECT_EQ(movies_->audit(id)->size(), 2u);
 }
 
-TEST_F(MoviesTest, RemoveIsForTheOwnerOrAnAdminAndNotWhileLocked) {
+// A start whose audit write was lost still gets both events, the start
+// first, when the job ends.
+TEST_F(MoviesTest, AJobsStartIsAuditedAtItsEndIfItsOwnWriteWasLost) {
+  const std::string id = ready_movie();
+  auto lease = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(0)).ok());
+  auto started = movies_->start_trace(id, kAda, lease->lease_id);
+  ASSERT_TRUE(started.ok());
+  auto written = store_->query(kAuditTable, movie_pk(id), KeyRange::all(), {});
+  ASSERT_TRUE(written.ok());
+  ASSERT_EQ(written->items.size(), 1u);
+  const Key start{movie_pk(id), *get_string(written->items[0], "sk")};
+  ASSERT_TRUE(store_->remove(kAuditTable, start, {}).ok());  // as if never written
+  clock_.advance(seconds(4));
+  ASSERT_TRUE(movies_->acquire_analysis(id, kBob).ok());  // ends the queued job
+  auto audit = movies_->audit(id);
+  ASSERT_EQ(audit->size(), 2u);
+  EXPECT_EQ((*audit)[0].event, kEventTracingStarted);
+  EXPECT_EQ((*audit)[1].event, kEventTracingFailed);
+  EXPECT_LE((*audit)[0].at_ms, (*audit)[1].at_ms);
+}
+
+TEST_F(MoviesTest, RemoveMarksTheMovieAndFinishRemoveTakesEverything) {
   std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "copy.avi",
                              std::filesystem::copy_options::overwrite_existing);
   const std::string id = ready_movie("copy.avi");
   Item row{{"pk", movie_pk(id)}, {"sk", frame_sk(0, "m1")}, {"frame", int64_t{0}}};
   ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
   EXPECT_EQ(movies_->remove(id, "bob", false).code(), Code::kPermissionDenied);
+  EXPECT_EQ(movies_->finish_remove(id).code(), Code::kFailedPrecondition) << "not deleting";
   auto lease = movies_->acquire_analysis(id, kBob);
   ASSERT_TRUE(lease.ok());
   EXPECT_EQ(movies_->remove(id, "ada", false).code(), Code::kFailedPrecondition);
   ASSERT_TRUE(movies_->release(id, "bob", lease->lease_id).ok());
   ASSERT_TRUE(movies_->remove(id, "root", true).ok());
+  EXPECT_EQ(movies_->get(id)->status, kStatusDeleting);
+  EXPECT_EQ(movies_->acquire_analysis(id, kBob).status().code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "copy.avi")) << "nothing more in the request";
+  ASSERT_TRUE(movies_->remove(id, "ada", false).ok()) << "asked again: allowed";
+
+  ASSERT_TRUE(movies_->finish_remove(id).ok());
   EXPECT_EQ(movies_->get(id).status().code(), Code::kNotFound);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "copy.avi"));
   auto left = store_->query(kFramesTable, movie_pk(id), KeyRange::all(), {});
   ASSERT_TRUE(left.ok());
   EXPECT_TRUE(left->items.empty());
+  EXPECT_EQ(movies_->finish_remove(id).code(), Code::kNotFound);
 }
 
 TEST_F(MoviesTest, FramesCsvQuotesLabels) {

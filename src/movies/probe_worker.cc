@@ -17,8 +17,14 @@ namespace json = boost::json;
 
 constexpr size_t kMovieIdBytesMax = 64;
 
-// The movie a probe job names, or empty if the body is not a probe job.
-std::string movie_of(std::string_view body) {
+// What a job asks: {"movie_id"} probes, {"movie_id", "job": "remove"}
+// finishes a removal.
+struct MovieJob {
+  std::string movie_id;  // empty if the body is not a job
+  bool remove = false;
+};
+
+MovieJob job_of(std::string_view body) {
   boost::system::error_code ec;
   const json::value v = json::parse(body, ec);
   const json::object* o = ec ? nullptr : v.if_object();
@@ -26,13 +32,19 @@ std::string movie_of(std::string_view body) {
   if (id == nullptr || !id->is_string()) return {};
   const json::string& s = id->as_string();
   if (s.empty() || s.size() > kMovieIdBytesMax) return {};
-  return std::string(s);
+  const json::value* job = o->if_contains("job");
+  if (job != nullptr && !(job->is_string() && job->as_string() == "remove")) return {};
+  return MovieJob{std::string(s), job != nullptr};
 }
 
 }  // namespace
 
 Status enqueue_probe(Queue& queue, const std::string& id) {
   return queue.send(json::serialize(json::object{{"movie_id", id}})).status();
+}
+
+Status enqueue_remove(Queue& queue, const std::string& id) {
+  return queue.send(json::serialize(json::object{{"movie_id", id}, {"job", "remove"}})).status();
 }
 
 class ProbeWorker::Impl {
@@ -44,8 +56,9 @@ class ProbeWorker::Impl {
         outcomes_(options_.metrics == nullptr
                       ? nullptr
                       : &options_.metrics->counter("leasehold_movies_probes_total",
-                                                   "Probe jobs by what became of them: probed "
-                                                   "(ready or invalid), stale, or failed",
+                                                   "Probe and removal jobs by what became of "
+                                                   "them: probed (ready or invalid), removed, "
+                                                   "stale, or failed",
                                                    {"outcome"})) {}
 
   void start() {
@@ -74,7 +87,7 @@ class ProbeWorker::Impl {
   void loop();
   void wait_idle();
   void handle(const Message& message);
-  Result<MovieDetail> probe_keeping_hidden(const std::string& id, const std::string& receipt);
+  Status run_keeping_hidden(const MovieJob& job, const std::string& receipt);
   void count(uint64_t ProbeWorkerStats::*field, const char* outcome = nullptr) {
     if (outcomes_ != nullptr && outcome != nullptr) outcomes_->with({outcome}).inc();
     MutexLock lock(mu_);
@@ -119,11 +132,10 @@ void ProbeWorker::Impl::wait_idle() {
   woken_ = false;
 }
 
-// Probes while a thread of its own keeps the job hidden from other workers
+// Runs the job while a thread of its own keeps it hidden from other workers
 // (a probe may take minutes; the visibility is short so that a dead
 // worker's job comes back soon).
-Result<MovieDetail> ProbeWorker::Impl::probe_keeping_hidden(const std::string& id,
-                                                            const std::string& receipt) {
+Status ProbeWorker::Impl::run_keeping_hidden(const MovieJob& job, const std::string& receipt) {
   std::jthread keeper([this, &receipt](std::stop_token done) {
     std::mutex mu;
     std::condition_variable_any cv;
@@ -139,35 +151,44 @@ Result<MovieDetail> ProbeWorker::Impl::probe_keeping_hidden(const std::string& i
       }
     }
   });
-  return movies_.probe(id, stop_.get_token());
+  if (job.remove) return movies_.finish_remove(job.movie_id);
+  Result<MovieDetail> probed = movies_.probe(job.movie_id, stop_.get_token());
+  if (probed.ok()) {
+    log_to(options_.logger, LogLevel::kInfo, "probe worker {}: movie {} is {}", options_.id,
+           job.movie_id, probed->status);
+  }
+  return probed.status();
 }
 
 void ProbeWorker::Impl::handle(const Message& message) {
   count(&ProbeWorkerStats::messages);
-  const std::string id = movie_of(message.body);
-  if (id.empty()) {
-    log_to(options_.logger, LogLevel::kWarn, "probe worker {}: message {} is not a probe job",
+  const MovieJob job = job_of(message.body);
+  if (job.movie_id.empty()) {
+    log_to(options_.logger, LogLevel::kWarn, "probe worker {}: message {} is not a movie job",
            options_.id, message.id);
     (void)queue_.remove(message.receipt);
     return;
   }
-  Result<MovieDetail> probed = probe_keeping_hidden(id, message.receipt);
-  if (stop_.stop_requested()) {
+  const Status done = run_keeping_hidden(job, message.receipt);
+  if (stop_.stop_requested() && !job.remove) {
     // Nothing was written: the job is another worker's to take now.
     (void)queue_.extend_visibility(message.receipt, std::chrono::milliseconds(1));
     return;
   }
-  const Code code = probed.ok() ? Code::kOk : probed.status().code();
-  if (code == Code::kOk) {
-    count(&ProbeWorkerStats::probed, "probed");
-    log_to(options_.logger, LogLevel::kInfo, "probe worker {}: movie {} is {}", options_.id, id,
-           probed->status);
-  } else if (code == Code::kFailedPrecondition || code == Code::kNotFound) {
+  if (done.ok()) {
+    if (job.remove) {
+      count(&ProbeWorkerStats::removed, "removed");
+      log_to(options_.logger, LogLevel::kInfo, "probe worker {}: movie {} removed", options_.id,
+             job.movie_id);
+    } else {
+      count(&ProbeWorkerStats::probed, "probed");
+    }
+  } else if (done.code() == Code::kFailedPrecondition || done.code() == Code::kNotFound) {
     count(&ProbeWorkerStats::stale, "stale");
   } else {
     count(&ProbeWorkerStats::failed, "failed");
-    log_to(options_.logger, LogLevel::kWarn, "probe worker {}: movie {} not probed: {}",
-           options_.id, id, probed.status().to_string());
+    log_to(options_.logger, LogLevel::kWarn, "probe worker {}: {} of movie {} failed: {}",
+           options_.id, job.remove ? "removal" : "probe", job.movie_id, done.to_string());
     return;  // the job comes back after its visibility
   }
   const Status removed = queue_.remove(message.receipt);

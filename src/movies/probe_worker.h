@@ -1,8 +1,12 @@
-// ProbeWorker: probes uploaded movies off the request path. An upload
-// creates its movie `processing` (Movies::create) and queues a probe job
-// (enqueue_probe); a ProbeWorker receives it, runs Movies::probe (which
-// decodes the whole file, seconds to minutes), and the movie becomes `ready`
-// or `invalid`.
+// ProbeWorker: probes uploaded movies off the request path, and finishes
+// their removal. An upload creates its movie `processing` (Movies::create)
+// and queues a probe job (enqueue_probe); a ProbeWorker receives it, runs
+// Movies::probe (which decodes the whole file, seconds to minutes), and the
+// movie becomes `ready` or `invalid`. A removal marks the movie `deleting`
+// (Movies::remove) and queues a removal job (enqueue_remove), which runs
+// Movies::finish_remove: the movie's rows, audit, file and item go, however
+// many, off the request. A removal job that fails, or whose worker dies, is
+// delivered again and carries on where it stopped.
 //
 // The job goes through a Queue (at-least-once, kProbeQueueName), so a
 // process that dies while probing leaves the job to be delivered again to
@@ -39,6 +43,9 @@ inline constexpr char kProbeQueueName[] = "movie-probe";
 // Queues the probe of movie `id`: the queue's errors (kUnavailable: not
 // queued; kUnknownOutcome: perhaps queued).
 Status enqueue_probe(Queue& queue, const std::string& id);
+// Queues the end of the removal of movie `id` (Movies::finish_remove); errors
+// as for enqueue_probe.
+Status enqueue_remove(Queue& queue, const std::string& id);
 
 struct ProbeWorkerOptions {
   std::string id;  // for the log
@@ -59,7 +66,8 @@ struct ProbeWorkerOptions {
 struct ProbeWorkerStats {
   uint64_t messages = 0;  // jobs received
   uint64_t probed = 0;    // movies probed (ready or invalid)
-  uint64_t stale = 0;     // jobs of movies no longer processing: deleted
+  uint64_t removed = 0;   // removals finished
+  uint64_t stale = 0;     // jobs of movies no longer processing (or deleting): deleted
   uint64_t failed = 0;    // probes that failed on the store: left for redelivery
 };
 

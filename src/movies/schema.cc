@@ -30,6 +30,16 @@ std::string frame_sk(int64_t frame, std::string_view marker_id) {
   return frame_sk_prefix(frame) + std::string(marker_id);
 }
 
+std::string job_audit_sk(int64_t at_ms, int phase, std::string_view job_id) {
+  // FNV-1a: the same job ID gives the same key in every process.
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : job_id) h = (h ^ c) * 0x100000001b3ULL;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%015lld#%d#%016llx", static_cast<long long>(at_ms), phase,
+                static_cast<unsigned long long>(h));
+  return buf;
+}
+
 std::string format_double(double v) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);

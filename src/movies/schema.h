@@ -9,7 +9,9 @@
 //   movie_audit   what happened to a movie, pk "MOVIE#<id>",
 //                 sk "<at_ms, 15 digits>#<phase>#<16 hex digits>" (time-ordered,
 //                 unique; phase 0 for a start, 1 for an end, so that a start
-//                 sorts first within one millisecond)
+//                 sorts first within one millisecond). A trace's two events
+//                 take the last part from the job ID (job_audit_sk), so that
+//                 each is written once however often it is tried.
 //
 // Plain functions and constants; no state.
 #pragma once
@@ -36,9 +38,13 @@ inline constexpr char kTracingSlot[] = "tracing";
 inline constexpr char kStatusProcessing[] = "processing";
 inline constexpr char kStatusReady[] = "ready";
 inline constexpr char kStatusInvalid[] = "invalid";
+// Traced, waiting for a worker to claim the job.
+inline constexpr char kStatusQueued[] = "queued";
 inline constexpr char kStatusTracing[] = "tracing";
 inline constexpr char kStatusTraced[] = "traced";
 inline constexpr char kStatusTracingFailed[] = "tracing failed";
+// Removal under way: frames, audit and file are being removed, the item last.
+inline constexpr char kStatusDeleting[] = "deleting";
 
 // Audit events.
 inline constexpr char kEventTracingStarted[] = "movie.tracing.started";
@@ -69,6 +75,13 @@ inline constexpr char kFramesTotal[] = "frames_total";
 inline constexpr char kFailureSummary[] = "failure_summary";
 inline constexpr char kJobClaimedBy[] = "job_claimed_by";
 inline constexpr char kJobClaimedAtMs[] = "job_claimed_at_ms";
+// The current (or last) trace job: when it started and by whom (display
+// name), when it ended, and, until both of its audit entries are written,
+// its ID in job_audit_pending.
+inline constexpr char kJobStartedAtMs[] = "job_started_at_ms";
+inline constexpr char kJobStartedBy[] = "job_started_by";
+inline constexpr char kJobEndedAtMs[] = "job_ended_at_ms";
+inline constexpr char kJobAuditPending[] = "job_audit_pending";
 // Frame rows.
 inline constexpr char kSk[] = "sk";
 inline constexpr char kJobId[] = "job_id";
@@ -85,6 +98,9 @@ Key movie_key(std::string_view id);
 // The sort key of a frame row, and the smallest sort key of a frame's rows.
 std::string frame_sk(int64_t frame, std::string_view marker_id);
 std::string frame_sk_prefix(int64_t frame);
+// The sort key of an audit entry of trace job `job_id`: phase 0 for its
+// start, 1 for its end; the same key for the same arguments.
+std::string job_audit_sk(int64_t at_ms, int phase, std::string_view job_id);
 
 // Doubles are stored as strings (the store has no floating point type), in
 // the shortest form that reads back as the same double.

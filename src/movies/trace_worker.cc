@@ -4,11 +4,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/json.hpp>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <thread>
@@ -100,12 +103,31 @@ class TraceMetrics {
   metrics::Counter& frames_;
 };
 
-// One job's state, shared with the Renewer's loss callback, which may run
-// after the job has ended.
+// One job's state, shared with the Renewer's loss callback and the
+// watchdog, which may run after the job has ended.
 struct JobState {
   std::stop_source stop;
   std::atomic<bool> lost{false};
+  // Who publishes the job's end: the thread that traced it, or the watchdog
+  // of a trace that stopped making progress; the first to set it.
+  std::atomic<bool> ended{false};
+  // Steady-clock ns when the trace last made progress (a frame written).
+  std::atomic<int64_t> progress_ns{0};
+  Renewer::Id renewal{};
+  JobMessage job;
+  std::string user_display_name;
 };
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool transient(const Status& s) {
+  return s.code() == Code::kUnavailable || s.code() == Code::kUnknownOutcome ||
+         s.code() == Code::kDeadlineExceeded;
+}
 
 }  // namespace
 
@@ -136,6 +158,7 @@ class TraceWorker::Impl {
       lower_priority();
       loop();
     });
+    watchdog_ = std::jthread([this](std::stop_token stop) { watch(stop); });
   }
   void stop(bool abandon);
   void wake() {
@@ -154,12 +177,18 @@ class TraceWorker::Impl {
   void wait_idle();
   void handle(const Message& message);
   Result<Item> claim(const JobMessage& job);
-  void run(const JobMessage& job, const Item& movie);
+  Result<Item> claimed_by_me(const JobMessage& job);
+  Result<Lease> take_over(const JobMessage& job, const Item& movie, MonoTime claimed);
+  void run(const JobMessage& job, const Item& movie, MonoTime claimed);
   Status write_frame(const tracer::TracedFrame& frame, Renewer::Id rid, JobState& state,
                      const JobMessage& job, int64_t epoch, int64_t& frames_done);
   Result<Lease> current_lease(Renewer::Id rid, JobState& state);
-  void publish(const JobMessage& job, const Lease& lease, const std::string& user_display_name,
-               const Status& traced);
+  // `summary`: what users see of a failure, if not failure_summary(traced).
+  void publish(const JobState& state, const Lease& lease, const Status& traced,
+               std::string summary = {});
+  void remove_old_rows(const JobMessage& job, int64_t epoch);
+  void watch(std::stop_token stop);
+  void pause(Duration d);
   void count(uint64_t TraceWorkerStats::*field, uint64_t n = 1) {
     if (metrics_) metrics_->add(field, n);
     MutexLock lock(mu_);
@@ -183,6 +212,7 @@ class TraceWorker::Impl {
   std::shared_ptr<JobState> current_ GUARDED_BY(mu_);
   TraceWorkerStats stats_ GUARDED_BY(mu_);
   std::thread thread_;
+  std::jthread watchdog_;
 };
 
 void TraceWorker::Impl::stop(bool abandon) {
@@ -195,6 +225,8 @@ void TraceWorker::Impl::stop(bool abandon) {
     cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
+  watchdog_.request_stop();
+  if (watchdog_.joinable()) watchdog_.join();
   renewer_.stop();
 }
 
@@ -248,6 +280,7 @@ void TraceWorker::Impl::handle(const Message& message) {
     (void)queue_.remove(message.receipt);
     return;
   }
+  const MonoTime claim_sent = clock_.mono_now();
   Result<Item> claimed = claim(*job);
   if (!claimed.ok()) {
     if (claimed.status().code() != Code::kConditionFailed) {
@@ -269,26 +302,73 @@ void TraceWorker::Impl::handle(const Message& message) {
     log_to(options_.logger, LogLevel::kInfo, "trace worker {}: message {} not removed: {}",
            options_.id, message.id, removed.to_string());
   }
-  run(*job, *claimed);
+  run(*job, *claimed, claim_sent);
 }
 
-// kConditionFailed if the job is not there to claim (claimed already,
-// replaced by another job, or its movie gone).
+// One conditional write takes a queued job: its token still in the tracing
+// slot (no later job replaced it) and the movie still `queued` (nobody took
+// the movie back). It re-arms the tracing lease for tracing_ttl, which may
+// have expired while the job waited: the queue's wait does not count
+// against the job. kConditionFailed if the job is not there to claim
+// (claimed already, replaced, ended, or its movie gone).
+//
+// A claim without an answer is read back: ours, tried again while the job
+// is still queued, or not there. A claim that applied but could not be read
+// back leaves the message for redelivery, and the next delivery to this
+// worker finds the job claimed by it (claimed_by_me).
 Result<Item> TraceWorker::Impl::claim(const JobMessage& job) {
   const SlotNames tracing(kTracingSlot);
+  constexpr int kAttemptsMax = 3;
+  for (int attempt = 0; attempt < kAttemptsMax; ++attempt) {
+    const int64_t now_ms = to_unix_ms(clock_.wall_now());
+    Update update;
+    update.set(attr::kStatus, std::string(kStatusTracing))
+        .set(attr::kJobClaimedBy, options_.id)
+        .set(attr::kJobClaimedAtMs, now_ms)
+        .set(tracing.expires_at_ms, now_ms + to_ms(options_.tracing_ttl));
+    const Condition condition =
+        cond::eq(tracing.token, job.job_id) && cond::eq(attr::kStatus, kStatusQueued);
+    Result<Item> written = store_.update(kMoviesTable, movie_key(job.movie_id), update, condition);
+    if (written.ok()) return written;
+    if (written.status().code() == Code::kConditionFailed) return claimed_by_me(job);
+    if (written.status().code() != Code::kUnknownOutcome) return written;
+    Result<Item> item = store_.get(kMoviesTable, movie_key(job.movie_id), true);
+    if (!item.ok()) {
+      if (item.status().code() == Code::kNotFound) return condition_failed("the movie is gone");
+      return item.status();
+    }
+    if (str_or(*item, tracing.token) != job.job_id) return condition_failed("the job was replaced");
+    const std::string status = str_or(*item, attr::kStatus);
+    if (status == kStatusTracing && str_or(*item, attr::kJobClaimedBy) == options_.id) {
+      return item;
+    }
+    if (status != kStatusQueued) return condition_failed("the job was not claimed");
+  }
+  return unavailable("the claim got no answer");
+}
+
+// A job this worker claimed before without learning so (or whose run it
+// lost), and which nobody has ended since: the claim is re-armed under the
+// same conditions, for this worker only. A worker runs one job at a time,
+// so none of its threads is running this one.
+Result<Item> TraceWorker::Impl::claimed_by_me(const JobMessage& job) {
+  const SlotNames tracing(kTracingSlot);
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
   Update update;
-  update.set(attr::kJobClaimedBy, options_.id)
-      .set(attr::kJobClaimedAtMs, to_unix_ms(clock_.wall_now()));
+  update.set(attr::kJobClaimedAtMs, now_ms)
+      .set(tracing.expires_at_ms, now_ms + to_ms(options_.tracing_ttl));
   const Condition condition = cond::eq(tracing.token, job.job_id) &&
-                              cond::not_exists(attr::kJobClaimedBy) &&
-                              cond::eq(attr::kStatus, kStatusTracing);
+                              cond::eq(attr::kStatus, kStatusTracing) &&
+                              cond::eq(attr::kJobClaimedBy, options_.id);
   Result<Item> written = store_.update(kMoviesTable, movie_key(job.movie_id), update, condition);
-  if (written.ok() || written.status().code() != Code::kUnknownOutcome) return written;
-  // No answer: the claim is ours only if the item says so.
-  ASSIGN_OR_RETURN(Item item, store_.get(kMoviesTable, movie_key(job.movie_id), true));
-  if (str_or(item, attr::kJobClaimedBy) == options_.id && str_or(item, tracing.token) == job.job_id)
-    return item;
-  return condition_failed("the job was not claimed");
+  if (written.ok()) {
+    log_to(options_.logger, LogLevel::kInfo, "trace worker {}: job {} was claimed by it already",
+           options_.id, job.job_id);
+  }
+  if (!written.ok() && written.status().code() == Code::kUnknownOutcome) {
+    return unavailable("the claim got no answer");
+  }
+  return written;
 }
 
 Result<Lease> TraceWorker::Impl::current_lease(Renewer::Id rid, JobState& state) {
@@ -352,28 +432,57 @@ Status TraceWorker::Impl::write_frame(const tracer::TracedFrame& frame, Renewer:
   return {};
 }
 
-void TraceWorker::Impl::run(const JobMessage& job, const Item& movie) {
-  Result<MovieDetail> m = internal::parse_movie(movie, leases_);
+// Takes the tracing lease over from the claim by renewing it under the job
+// ID. A renewal the store does not answer is tried again, with a pause,
+// until the claim's own lease would be past its local deadline: a transient
+// error must not cost the job. kFailedPrecondition if the lease is lost.
+Result<Lease> TraceWorker::Impl::take_over(const JobMessage& job, const Item& movie,
+                                           MonoTime claimed) {
   const LeaseView tracing = leases_.view_of(movie, movie_key(job.movie_id), kTracingSlot);
-  Result<Lease> lease =
-      leases_.renew(LeaseRef{movie_key(job.movie_id), kTracingSlot, tracing.owner, job.job_id},
-                    options_.tracing_ttl);
-  if (!lease.ok() || !m.ok()) {
+  const LeaseRef ref{movie_key(job.movie_id), kTracingSlot, tracing.owner, job.job_id};
+  const MonoTime deadline = claimed + leases_.validity(options_.tracing_ttl);
+  Duration wait = std::chrono::milliseconds(50);
+  while (true) {
+    Result<Lease> lease = leases_.renew(ref, options_.tracing_ttl);
+    if (lease.ok() || !transient(lease.status())) return lease;
+    if (clock_.mono_now() + wait >= deadline || abandoned_) return lease;
+    log_to(options_.logger, LogLevel::kInfo, "trace worker {}: job {}: renewal failed, retried: {}",
+           options_.id, job.job_id, lease.status().to_string());
+    pause(wait);
+    wait = std::min<Duration>(wait * 2, std::chrono::seconds(1));
+  }
+}
+
+// Sleeps on the real steady clock, or until stop().
+void TraceWorker::Impl::pause(Duration d) {
+  const auto due = std::chrono::steady_clock::now() + d;
+  MutexLock lock(mu_);
+  while (!stopping_ && std::chrono::steady_clock::now() < due) cv_.wait_until(mu_, due);
+}
+
+void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime claimed) {
+  Result<MovieDetail> m = internal::parse_movie(movie, leases_);
+  Result<Lease> lease = m.ok() ? take_over(job, movie, claimed) : Result<Lease>(m.status());
+  if (!lease.ok()) {
     count(&TraceWorkerStats::lost);
     log_to(options_.logger, LogLevel::kWarn, "trace worker {}: job {} not run: {}", options_.id,
-           job.job_id, (!lease.ok() ? lease.status() : m.status()).to_string());
+           job.job_id, lease.status().to_string());
     return;
   }
   auto state = std::make_shared<JobState>();
+  state->job = job;
+  state->user_display_name = str_or(movie, attr::kJobStartedBy);
+  state->progress_ns = steady_ns();
+  state->renewal = renewer_.add(*lease, [state](const Lease&, const Status&) {
+    state->lost = true;
+    state->stop.request_stop();
+  });
+  const Renewer::Id rid = state->renewal;
   {
     MutexLock lock(mu_);
     current_ = state;
     if (stopping_) state->stop.request_stop();
   }
-  const Renewer::Id rid = renewer_.add(*lease, [state](const Lease&, const Status&) {
-    state->lost = true;
-    state->stop.request_stop();
-  });
   tracer::TraceRequest request{m->markers, m->trim, m->every_frames, options_.trace};
   tracer::VideoInfo video;
   video.fps = m->fps;
@@ -384,12 +493,14 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie) {
   int64_t frames_done = 0;
   Status traced;
   try {
-    traced = tracer::trace(
-        path, video, request,
-        [&](const tracer::TracedFrame& f) {
-          return write_frame(f, rid, *state, job, lease->epoch, frames_done);
-        },
-        state->stop.get_token());
+    const tracer::FrameCallback on_frame = [&](const tracer::TracedFrame& f) {
+      Status written = write_frame(f, rid, *state, job, lease->epoch, frames_done);
+      if (written.ok()) state->progress_ns = steady_ns();
+      return written;
+    };
+    traced = options_.trace_fn
+                 ? options_.trace_fn(path, video, request, on_frame, state->stop.get_token())
+                 : tracer::trace(path, video, request, on_frame, state->stop.get_token());
   } catch (const std::exception& e) {
     traced = internal_error(std::string("tracer threw: ") + e.what());
   }
@@ -398,7 +509,8 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie) {
     current_.reset();
   }
   const std::optional<Lease> latest = renewer_.remove(rid);
-  if (abandoned_) return;  // as a killed process: nothing more is written
+  if (abandoned_) return;                   // as a killed process: nothing more is written
+  if (state->ended.exchange(true)) return;  // the watchdog published it
   if (state->lost || !latest || !latest->valid_at(clock_.mono_now())) {
     count(&TraceWorkerStats::lost);
     log_to(options_.logger, LogLevel::kWarn,
@@ -406,39 +518,124 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie) {
            job.job_id, job.movie_id, traced.to_string());
     return;
   }
-  publish(job, *latest, tracing.holder, traced);
+  publish(*state, *latest, traced);
+  remove_old_rows(job, lease->epoch);
 }
 
-void TraceWorker::Impl::publish(const JobMessage& job, const Lease& lease,
-                                const std::string& user_display_name, const Status& traced) {
-  Update update;
-  std::string summary;
-  if (traced.ok()) {
-    update.set(attr::kStatus, std::string(kStatusTraced)).remove(attr::kFailureSummary);
-  } else {
-    summary = failure_summary(traced);
+// The job's end in one write, the lease's release: the status, the summary
+// and the cue for its audit, conditioned on the lease (only its own job is
+// ended). A write the store does not answer is tried again while the lease
+// is valid; a job never published is ended by the next reader once its
+// lease expires ("its worker went away"). Then the audit, exactly once.
+void TraceWorker::Impl::publish(const JobState& state, const Lease& lease, const Status& traced,
+                                std::string summary) {
+  const JobMessage& job = state.job;
+  if (!traced.ok()) {
+    if (summary.empty()) summary = failure_summary(traced);
     log_to(options_.logger, LogLevel::kWarn, "trace worker {}: job {} of movie {} failed: {}",
            options_.id, job.job_id, job.movie_id, traced.to_string());
-    update.set(attr::kStatus, std::string(kStatusTracingFailed))
-        .set(attr::kFailureSummary, summary);
   }
-  const Status released = leases_.release(lease, ReleaseMode::kExpire, update);
+  const internal::JobEnd end{job.job_id, traced.ok() ? kStatusTraced : kStatusTracingFailed,
+                             summary};
+  Status released;
+  Duration wait = std::chrono::milliseconds(50);
+  while (true) {
+    released = leases_.release(lease, ReleaseMode::kExpire,
+                               internal::job_end_update(end, to_unix_ms(clock_.wall_now())));
+    if (released.ok() || !transient(released) || !lease.valid_at(clock_.mono_now() + wait)) {
+      break;
+    }
+    pause(wait);
+    wait = std::min<Duration>(wait * 2, std::chrono::seconds(1));
+  }
   if (!released.ok()) {
     count(&TraceWorkerStats::lost);
     log_to(options_.logger, LogLevel::kWarn, "trace worker {}: job {} not published: {}",
            options_.id, job.job_id, released.to_string());
     return;
   }
+  Result<Item> movie = store_.get(kMoviesTable, movie_key(job.movie_id), true);
   const Status audited =
-      internal::record_audit(store_, clock_, random_, job.movie_id,
-                             AuditEntry{traced.ok() ? kEventTracingCompleted : kEventTracingFailed,
-                                        job.job_id, user_display_name, 0, summary});
+      movie.ok() ? internal::record_job_audit(store_, job.movie_id, *movie) : movie.status();
   if (!audited.ok()) {
-    log_to(options_.logger, LogLevel::kWarn, "trace worker {}: audit of job {} not recorded: {}",
+    log_to(options_.logger, LogLevel::kWarn,
+           "trace worker {}: audit of job {} not recorded (the next reader records it): {}",
            options_.id, job.job_id, audited.to_string());
   }
   // Counted last, so that whoever sees the count sees the whole publication.
   count(traced.ok() ? &TraceWorkerStats::traced : &TraceWorkerStats::failed);
+}
+
+// Rows of earlier jobs of the movie (lower epochs), which no reader returns,
+// are removed off the request path once the job has published; a row
+// rewritten by a later job since is kept by the condition.
+void TraceWorker::Impl::remove_old_rows(const JobMessage& job, int64_t epoch) {
+  const std::string pk = movie_pk(job.movie_id);
+  QueryOptions q;
+  q.limit = kQueryLimitMax;
+  uint64_t removed = 0;
+  do {
+    Result<Page> page = store_.query(kFramesTable, pk, KeyRange::all(), q);
+    if (!page.ok()) {
+      log_to(options_.logger, LogLevel::kInfo, "trace worker {}: old rows of movie {} kept: {}",
+             options_.id, job.movie_id, page.status().to_string());
+      return;
+    }
+    for (const Item& row : page->items) {
+      const int64_t* row_epoch = get_int(row, attr::kJobEpoch);
+      if (row_epoch != nullptr && *row_epoch >= epoch) continue;
+      const Status gone =
+          store_.remove(kFramesTable, Key{pk, str_or(row, attr::kSk)},
+                        cond::not_exists(attr::kJobEpoch) || cond::lt(attr::kJobEpoch, epoch));
+      if (gone.ok()) ++removed;
+    }
+    q.cursor = page->next_cursor;
+  } while (!q.cursor.empty() && !abandoned_);
+  if (removed > 0) {
+    log_to(options_.logger, LogLevel::kInfo, "trace worker {}: {} old rows of movie {} removed",
+           options_.id, removed, job.movie_id);
+  }
+}
+
+// A trace that writes no frame for progress_deadline (a decode stuck in a
+// broken file, a stalled read) is asked to stop; if it has not ended after
+// another progress_deadline / 4, the watchdog takes its lease from the
+// Renewer and publishes it as failed. The stuck thread, should it ever
+// return, finds no lease and writes nothing.
+void TraceWorker::Impl::watch(std::stop_token stop) {
+  const Duration deadline = options_.progress_deadline;
+  const Duration grace = deadline / 4;
+  std::mutex mu;
+  std::condition_variable_any cv;
+  std::unique_lock lock(mu);
+  while (!stop.stop_requested()) {
+    (void)cv.wait_for(lock, stop, std::max<Duration>(grace, std::chrono::milliseconds(10)),
+                      [] { return false; });
+    std::shared_ptr<JobState> state;
+    {
+      MutexLock l(mu_);
+      state = current_;
+    }
+    if (!state || state->ended || abandoned_) continue;
+    const auto idle = std::chrono::nanoseconds(steady_ns() - state->progress_ns.load());
+    if (idle < deadline) continue;
+    if (!state->stop.stop_requested()) {
+      log_to(options_.logger, LogLevel::kWarn,
+             "trace worker {}: job {} made no progress for {} ms: stopped", options_.id,
+             state->job.job_id, to_ms(std::chrono::duration_cast<Duration>(idle)));
+      state->stop.request_stop();
+      continue;
+    }
+    if (idle < deadline + grace || state->ended.exchange(true)) continue;
+    const std::optional<Lease> latest = renewer_.remove(state->renewal);
+    if (!latest || !latest->valid_at(clock_.mono_now())) continue;
+    log_to(options_.logger, LogLevel::kWarn,
+           "trace worker {}: job {} did not stop: published as failed", options_.id,
+           state->job.job_id);
+    const std::string why = "the trace stopped: reading the movie made no progress for " +
+                            std::to_string(to_ms(deadline)) + " ms";
+    publish(*state, *latest, deadline_exceeded(why), why);
+  }
 }
 
 // ---------------------------------------------------------------- TraceWorker
@@ -450,8 +647,9 @@ Result<std::unique_ptr<TraceWorker>> TraceWorker::start(ItemStore& store, Clock&
     return invalid_argument("trace worker id must be 1.." + std::to_string(kTraceWorkerIdBytesMax) +
                             " bytes");
   }
-  if (options.queue_visibility <= Duration::zero() || options.idle_wait <= Duration::zero()) {
-    return invalid_argument("queue visibility and idle wait must be positive");
+  if (options.queue_visibility <= Duration::zero() || options.idle_wait <= Duration::zero() ||
+      options.progress_deadline <= Duration::zero()) {
+    return invalid_argument("queue visibility, idle wait and progress deadline must be positive");
   }
   for (const TableSpec& spec : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
     RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));

@@ -4,13 +4,19 @@
 // A job message {movie_id, job_id} may be delivered more than once (the queue
 // delivers at least once). The worker claims a job exactly once with a
 // conditional write on the movie item:
-//   tracing_token = job_id AND not_exists(job_claimed_by) AND status = tracing
-//   -> set job_claimed_by
-// A redelivered message, or one of a job that was replaced since, fails that
-// condition and is deleted without doing anything. After claiming, the
-// worker deletes the message, takes the tracing lease over by renewing it
+//   tracing_token = job_id AND status = queued
+//   -> status tracing, job_claimed_by, tracing_expires_at_ms = now + ttl
+// which re-arms a tracing lease that expired while the job waited in the
+// queue (nobody replaced it: the token says so; nobody took the movie back:
+// the status says so). A redelivered message, or one of a job that was
+// replaced or ended since, fails that condition and is deleted without
+// doing anything. A claim without an answer is read back; one that cannot
+// be read back leaves the message for redelivery, and this worker, finding
+// the job claimed by itself, re-arms it then. After claiming, the worker
+// deletes the message, takes the tracing lease over by renewing it
 // (LeaseManager::renew(LeaseRef): owner = the movie's tracing_owner, token =
-// the job ID), hands it to a Renewer, and traces.
+// the job ID; a renewal without an answer is tried again while the claim's
+// lease lasts), hands it to a Renewer, and traces.
 //
 // Fencing of the frame rows (table movie_frames; single-item writes only,
 // no transactions):
@@ -30,7 +36,12 @@
 // safe to show (no paths, no internals; the full error goes to the log), and
 // ends the tracing lease in the same write (LeaseManager::release, mode
 // expire), which is conditioned on the job ID: only its own lease is ended.
-// Then it records movie.tracing.completed or movie.tracing.failed.
+// Then it records movie.tracing.completed or movie.tracing.failed
+// (internal::record_job_audit: once, whoever else tries), and removes the
+// rows of the movie's earlier jobs. A job whose worker died is ended by the
+// next reader of the movie (Movies::get), once its lease has expired.
+// A trace that makes no progress for progress_deadline is stopped, and
+// published as failed by a watchdog thread if it does not stop.
 //
 // Threads: one thread of its own receives and runs jobs (tracer::trace runs
 // on it, with FFmpeg's threads inside); a Renewer's threads renew the lease.
@@ -39,7 +50,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 
 #include "leasehold/clock.h"
@@ -74,6 +87,16 @@ struct TraceWorkerOptions {
   // The clock-skew bound and safety margin; the table is set here.
   LeaseConfig lease;
   tracer::TraceOptions trace;
+  // The longest a trace may go without writing a frame (a decode stuck in a
+  // broken file): it is then stopped, and if it does not stop within a
+  // quarter of this again, its lease is taken back and the job published as
+  // failed. A sampled frame may be many decoded frames apart from the last.
+  Duration progress_deadline = std::chrono::minutes(2);
+  // Runs the trace instead of tracer::trace (tests: a decode that hangs).
+  std::function<Status(const std::string& path, const tracer::VideoInfo& video,
+                       const tracer::TraceRequest& request, const tracer::FrameCallback& on_frame,
+                       std::stop_token stop)>
+      trace_fn;
   // The nice value of the worker's thread and the decoder threads it
   // starts (0..19; 0 leaves it as it is): tracing yields the CPU to a
   // server in the same process, so that its answers stay quick.

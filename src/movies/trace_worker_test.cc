@@ -316,9 +316,10 @@ TEST_F(TraceWorkerTest, AnOlderJobNeverOverwritesTheRowsOfANewerOne) {
   const Item item = *inner_->get(kMoviesTable, movie_key(id), true);
   EXPECT_EQ(*get_string(item, attr::kStatus), kStatusTracing) << "nothing published";
   EXPECT_EQ(*get_int(item, attr::kFramesDone), 6) << "frames 0..5 done, 6 refused";
-  auto rows = movies_->frames(id);
+  auto rows = inner_->query(kFramesTable, movie_pk(id), KeyRange::all(), {});
   ASSERT_TRUE(rows.ok());
-  EXPECT_EQ(rows->size(), 7u) << "frames 0..5 of the older job and 6 of the newer, nothing after";
+  EXPECT_EQ(rows->items.size(), 7u)
+      << "frames 0..5 of the older job and 6 of the newer, nothing after";
   EXPECT_EQ(events(id), std::vector<std::string>{kEventTracingStarted});
   EXPECT_EQ(w->stats().traced + w->stats().failed, 0u);
 }
@@ -355,8 +356,9 @@ TEST_F(TraceWorkerTest, AKilledWorkersLeaseExpiresAndTheNextTraceReplacesIt) {
     EXPECT_EQ(r.job_epoch, 2);
   }
   EXPECT_EQ(killed->stats().traced + killed->stats().failed, 0u);
-  EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingStarted,
-                                                  kEventTracingCompleted}));
+  EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingFailed,
+                                                  kEventTracingStarted, kEventTracingCompleted}))
+      << "the killed worker's job ended once, as failed, when the movie was taken";
 }
 
 TEST_F(TraceWorkerTest, AFailedTraceIsPublishedWithASafeSummary) {
@@ -400,6 +402,57 @@ TEST_F(TraceWorkerTest, AWorkerStoppedMidTracePublishesTheTraceAsInterrupted) {
   EXPECT_FALSE(m->lock.has_value()) << "the tracing lease is ended";
   EXPECT_LT(m->frames_done, 12);
   EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingFailed}));
+}
+
+// A decode that hangs after its first frame and does not heed the stop: the
+// watchdog takes the lease back and publishes the job as failed, and the
+// stuck thread, once it returns, writes nothing more.
+TEST_F(TraceWorkerTest, ATraceThatMakesNoProgressIsEndedByTheWatchdog) {
+  std::string lease_id;
+  const std::string id = movie_with_marker(&lease_id);
+  start_trace(id, lease_id);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  TraceWorkerOptions o;
+  o.id = "w1";
+  o.tracing_ttl = seconds(2);
+  o.media_dir = dir_.string();
+  o.idle_wait = milliseconds(10);
+  o.lease = lease_config();
+  o.progress_deadline = milliseconds(300);
+  Status second_write;
+  o.trace_fn = [&](const std::string&, const tracer::VideoInfo&, const tracer::TraceRequest&,
+                   const tracer::FrameCallback& on_frame, std::stop_token) {
+    tracer::TracedFrame frame;
+    frame.rows.emplace_back();
+    frame.rows[0].marker_id = "m1";
+    RETURN_IF_ERROR(on_frame(frame));
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return release; });  // deaf to the stop token
+    frame.rows[0].frame = 1;
+    second_write = on_frame(frame);
+    return second_write;
+  };
+  auto w = TraceWorker::start(*inner_, clock_, random_, *queue_, o);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  ASSERT_TRUE(eventually([&] { return movies_->get(id)->status == kStatusTracingFailed; }));
+  auto m = movies_->get(id);
+  EXPECT_NE(m->failure_summary.find("no progress"), std::string::npos) << m->failure_summary;
+  EXPECT_FALSE(m->lock.has_value()) << "the tracing lease is ended";
+  EXPECT_EQ(m->frames_done, 1);
+  EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingFailed}));
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(eventually([&] { return (*w)->stats().failed == 1; }));
+  (*w)->stop();
+  EXPECT_EQ(second_write.code(), Code::kFailedPrecondition) << second_write.to_string();
+  EXPECT_EQ(movies_->get(id)->frames_done, 1);
+  EXPECT_EQ((*w)->stats().rows_written, 1u);
+  EXPECT_EQ(events(id).size(), 2u);
 }
 
 TEST_F(TraceWorkerTest, StartRefusesBadOptions) {
