@@ -12,24 +12,37 @@
 //   tracing   the job that traces: owner = the user who started it, holder =
 //             that user's display name, token = the job ID.
 // Both expire (15 minutes unless set); nothing deletes them: a stale lease is
-// ignored by reads and replaced atomically by the next acquisition. A
-// `tracing` movie whose tracing lease has expired (its worker went away
-// without publishing) is read as `tracing failed`, and may be traced again. While a
+// ignored by reads and replaced atomically by the next acquisition. While a
 // tracing lease is live nobody may take the analysis lease (nothing but the
 // job writes then), and the tracing lease wins in a movie's `lock`.
 //
+// A trace job is `queued`, then `tracing` once a worker claims it, then
+// `traced` or `tracing failed`. It ends exactly once, by one write
+// conditioned on its ID (the tracing token) and its status, made by
+// whichever comes first of: its worker publishing; a read of the movie
+// (Movies::get and every call that reads) finding a `tracing` job whose
+// lease expired unrenewed (its worker went away); a taker of the movie
+// finding a `queued` job whose lease expired (the queue's wait does not end
+// a job, but it does not keep a movie from its users forever either: the
+// claim re-arms the lease unless the movie was taken first); start_trace
+// failing to queue it. That write leaves job_audit_pending, and the job's
+// two audit entries (internal::record_job_audit) are then written, by the
+// ender or the next reader, once each.
+//
 // Rules, each enforced by one conditional write on the movie item:
 //   - acquire_analysis: the slot is free or expired, no live tracing lease,
-//     and the movie is traceable (ready, traced, tracing failed, or a
-//     `tracing` whose lease expired). A second browser is refused, the same
-//     user's included.
+//     and the movie is traceable (ready, traced, tracing failed; a job whose
+//     lease expired is ended first, see above). A second browser is
+//     refused, the same user's included.
 //   - heartbeat / release / edits / start_trace name the lease by
 //     LeaseRef{owner = user name, token = lease ID} and are conditioned on it
 //     and on its not having expired by this process's wall clock.
 //   - start_trace replaces the analysis lease by a tracing lease with a fresh
-//     job ID and sets status `tracing`, frames_done 0 and frames_total in the
-//     same write; then it clears the frames traced before from the trim start
-//     on, enqueues {movie_id, job_id} and records `movie.tracing.started`.
+//     job ID and sets status `queued`, frames_done 0 and frames_total in the
+//     same write; then it records `movie.tracing.started` and enqueues
+//     {movie_id, job_id}. The rows of earlier jobs are not touched here (the
+//     reads skip them; the worker removes them once the job is published).
+//   - remove marks the movie `deleting`; finish_remove takes the rest.
 //
 // Error codes:
 //   kNotFound           no such movie
@@ -232,7 +245,9 @@ class Movies {
   // trim and interval do not make a trace (no markers, a marker outside the
   // trim: tracer::validate); kAlreadyExists while a live tracing lease
   // exists; kFailedPrecondition if the caller does not hold the analysis
-  // lease. If the job cannot be queued, the trace is published as failed.
+  // lease. If the job cannot be queued, the trace is ended as failed and the
+  // queue's error returned (unless a worker claimed it meanwhile: then the
+  // message was stored after all, and the trace runs).
   Result<TraceStarted> start_trace(const std::string& id, const User& user,
                                    const std::string& lease_id);
 
