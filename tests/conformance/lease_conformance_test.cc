@@ -78,6 +78,24 @@ TEST_P(LeaseConformance, OneHolderUntilExpiryThenEpochGoesUp) {
   EXPECT_NE(b->token, a->token);
 }
 
+// A token chosen by the caller (a job ID sent ahead) is the lease's, also
+// when the acquisition is resolved by reading back; a malformed one is
+// refused with nothing written.
+TEST_P(LeaseConformance, ACallersTokenNamesTheLease) {
+  AcquireOptions o = as("a");
+  o.token = "0123456789abcdef0123456789abcdef";
+  faulty_->inject_next(store::Fault::kDropReply);
+  auto a = leases_->acquire(key_, o);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ(a->token, o.token);
+  EXPECT_EQ(*get_string(stored(key_.pk), "lease_token"), o.token);
+  ASSERT_TRUE(leases_->release(*a, ReleaseMode::kExpire).ok());
+
+  o.token = "not a token";
+  EXPECT_EQ(leases_->acquire(key_, o).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(*get_string(stored(key_.pk), "lease_token"), "0123456789abcdef0123456789abcdef");
+}
+
 TEST_P(LeaseConformance, ValidityIsTtlLessSkewAndMarginFromTheSendTime) {
   // The store takes 300 ms to apply the write: validity still counts from the send.
   faulty_->set_options({0, 0, 1.0, milliseconds(300)});
