@@ -1,6 +1,7 @@
 #include "app/movies_api.h"
 
 #include <boost/json.hpp>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -197,10 +198,45 @@ Response upload(Request& request, const MoviesDeps& d) {
 
 // ---------------------------------------------------------------- reads
 
+// Which page a request asks for: ?limit=N (1 to `limit_max`, else
+// `limit_default`) and ?after=... (absent on the first page).
+struct PageQuery {
+  size_t limit = 0;
+  std::string after;
+};
+
+Result<PageQuery> page_query(const Request& request, size_t limit_default, size_t limit_max) {
+  ASSIGN_OR_RETURN(std::optional<std::string> limit, server::query_value(request.query, "limit"));
+  ASSIGN_OR_RETURN(std::optional<std::string> after, server::query_value(request.query, "after"));
+  PageQuery out{limit_default, after.value_or("")};
+  if (limit) {
+    const char* end = limit->data() + limit->size();
+    const auto [stop, ec] = std::from_chars(limit->data(), end, out.limit);
+    if (ec != std::errc() || stop != end || out.limit < 1 || out.limit > limit_max) {
+      return invalid_argument("limit: expected an integer from 1 to " + std::to_string(limit_max));
+    }
+  }
+  if (after && after->empty()) return invalid_argument("after: empty; leave it out for page one");
+  return out;
+}
+
+// Link: <PATH?limit=N&after=NEXT>; rel="next", when another page follows.
+// `next_after` (a movie ID, a frames cursor) needs no escaping.
+void link_next(Response& response, std::string_view path, size_t limit,
+               const std::string& next_after) {
+  if (next_after.empty()) return;
+  response.set_header("Link", "<" + std::string(path) + "?limit=" + std::to_string(limit) +
+                                  "&after=" + next_after + ">; rel=\"next\"");
+}
+
 Response list_movies(const Request& request, const MoviesDeps& d) {
-  Result<std::vector<movies::MovieSummary>> listed = d.movies.list();
+  Result<PageQuery> query = page_query(request, movies::kListLimitDefault, movies::kListLimitMax);
+  if (!query.ok()) return failed_response(query.status(), request, d.log);
+  Result<movies::MoviePage> listed = d.movies.list({query->limit, query->after});
   if (!listed.ok()) return failed_response(listed.status(), request, d.log);
-  return json_response(200, server::json_array(*listed, summary_json));
+  Response r = json_response(200, server::json_array(listed->items, summary_json));
+  link_next(r, kMoviesPath, query->limit, listed->next_after);
+  return r;
 }
 
 Response get_movie(const Request& request, const MoviesDeps& d) {

@@ -2,7 +2,7 @@
 // lists every field and status). Every route needs a signed-in user.
 //
 //   POST   /api/movies?name=NAME                    201 the movie (`processing`)
-//   GET    /api/movies                              200 [movie summary, ...]
+//   GET    /api/movies?limit=N&after=ID             200 [movie summary, ...], Link rel=next
 //   GET    /api/movies/{id}                         200 the movie
 //   GET    /api/movies/{id}/video                   200/206 the file (Range)
 //   DELETE /api/movies/{id}                         204 (owner or admin; 409 while locked)
@@ -28,6 +28,10 @@
 // every lease conflict is a 409. A 409 on taking the analysis lease carries
 // who holds the movie: {"error": {...}, "holder": {kind, user_display_name,
 // started_at_ms}}.
+//
+// The movie list comes a page at a time: ?limit=N (100 by default, at most
+// 1000) and ?after= the previous page's last movie's ID, with a header
+// `Link: </api/movies?limit=N&after=ID>; rel="next"` while more follow.
 //
 // Handlers call the store (and the upload's check decodes a frame), so they
 // are blocking routes; they hold only references and are safe on many

@@ -1,10 +1,13 @@
 #include "movies/movies.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <string_view>
+#include <tuple>
 
 #include "base/logging.h"
 #include "base/text.h"
@@ -77,6 +80,15 @@ std::string csv_field(const std::string& s) {
     out += c;
   }
   return out + "\"";
+}
+
+// A movie ID as create() makes them (16 hex digits), or as a client may
+// have been given one: short, of letters, digits, '-' and '_'.
+bool is_movie_id(std::string_view id) {
+  return !id.empty() && id.size() <= 64 && std::ranges::all_of(id, [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
+           c == '_';
+  });
 }
 
 // What users see of a probe that failed: never the path.
@@ -191,7 +203,7 @@ class Movies::Impl {
 
   Result<MovieDetail> create(const std::string& name, const User& owner, const std::string& file);
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop);
-  Result<std::vector<MovieSummary>> list();
+  Result<MoviePage> list(const ListOptions& options);
   Result<MovieDetail> get(const std::string& id);
   Status remove(const std::string& id, const std::string& user_name, bool is_admin);
   Result<AnalysisLease> acquire_analysis(const std::string& id, const User& user, Lock* holder);
@@ -296,21 +308,59 @@ Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token s
   return internal::parse_movie(*written, leases_);
 }
 
-Result<std::vector<MovieSummary>> Movies::Impl::list() {
-  std::vector<MovieSummary> out;
+// The index orders movies by created_at_ms alone, and movies created in the
+// same millisecond in an order of the store's choosing, which may differ
+// from one query to the next. A page is therefore read on until the
+// millisecond of its last movie is complete, and ordered by (created_at_ms,
+// id): an order that resuming after a movie's ID can rebuild exactly.
+Result<MoviePage> Movies::Impl::list(const ListOptions& options) {
+  if (options.limit < 1 || options.limit > kListLimitMax) {
+    return invalid_argument("limit: expected 1 to " + std::to_string(kListLimitMax));
+  }
+  struct Listed {
+    int64_t created_at_ms;
+    MovieSummary summary;
+  };
+  std::optional<Listed> after;
+  if (!options.after.empty()) {
+    if (!is_movie_id(options.after)) return invalid_argument("after: not a movie ID");
+    Result<Item> item = store_.get(kMoviesTable, movie_key(options.after), /*consistent=*/true);
+    if (!item.ok() && item.status().code() != Code::kNotFound) return item.status();
+    if (!item.ok() || get_int(*item, attr::kCreatedAtMs) == nullptr) {
+      return invalid_argument("after: no movie '" + options.after +
+                              "' (removed since?); list again from the first page");
+    }
+    after = Listed{*get_int(*item, attr::kCreatedAtMs), {}};
+    after->summary.id = options.after;
+  }
+  const auto before = [](const Listed& a, const Listed& b) {
+    return std::tie(a.created_at_ms, a.summary.id) < std::tie(b.created_at_ms, b.summary.id);
+  };
+  std::vector<Listed> got;
   QueryOptions q;
-  q.limit = kQueryLimitMax;
+  q.limit = static_cast<int>(std::min<size_t>(kQueryLimitMax, options.limit + 1));
+  const KeyRange range = after ? KeyRange::ge(after->created_at_ms) : KeyRange::all();
+  bool complete = false;  // a page and one more, and all of the last one's millisecond
   do {
-    ASSIGN_OR_RETURN(
-        Page page, store_.query_index(kMoviesTable, kMoviesIndex, kMovieKind, KeyRange::all(), q));
+    ASSIGN_OR_RETURN(Page page,
+                     store_.query_index(kMoviesTable, kMoviesIndex, kMovieKind, range, q));
     for (const Item& item : page.items) {
       Result<MovieDetail> m = internal::parse_movie(item, leases_);
       if (!m.ok()) continue;  // a malformed item is skipped, not fatal to the list
-      out.push_back(static_cast<MovieSummary&>(*m));
-      if (out.size() >= kListMax) return out;
+      Listed listed{m->created_at_ms, static_cast<MovieSummary&>(*m)};
+      if (after && !before(*after, listed)) continue;
+      complete = got.size() > options.limit && listed.created_at_ms > got.back().created_at_ms;
+      if (complete) break;
+      got.push_back(std::move(listed));
     }
     q.cursor = page.next_cursor;
-  } while (!q.cursor.empty());
+  } while (!complete && !q.cursor.empty());
+  std::sort(got.begin(), got.end(), before);
+  MoviePage out;
+  for (size_t i = 0; i < got.size() && i < options.limit; ++i) {
+    out.items.push_back(std::move(got[i].summary));
+  }
+  if (got.size() > options.limit) out.next_after = out.items.back().id;
   return out;
 }
 
@@ -581,7 +631,7 @@ Result<MovieDetail> Movies::create(const std::string& name, const User& owner,
 Result<MovieDetail> Movies::probe(const std::string& id, std::stop_token stop) {
   return impl_->probe(id, stop);
 }
-Result<std::vector<MovieSummary>> Movies::list() { return impl_->list(); }
+Result<MoviePage> Movies::list(const ListOptions& options) { return impl_->list(options); }
 Result<MovieDetail> Movies::get(const std::string& id) { return impl_->get(id); }
 Status Movies::remove(const std::string& id, const std::string& user_name, bool is_admin) {
   return impl_->remove(id, user_name, is_admin);

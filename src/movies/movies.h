@@ -74,8 +74,10 @@ inline constexpr size_t kFileNameBytesMax = 255;
 inline constexpr size_t kMarkersMax = tracer::kMarkersMax;
 inline constexpr size_t kMarkerIdBytesMax = tracer::kMarkerIdBytesMax;
 inline constexpr size_t kMarkerLabelBytesMax = tracer::kMarkerLabelBytesMax;
-// The most movies list() returns, and the most frame rows frames() returns.
-inline constexpr size_t kListMax = 1000;
+// A page of list() (ListOptions::limit): by default, and at most.
+inline constexpr size_t kListLimitDefault = 100;
+inline constexpr size_t kListLimitMax = 1000;
+// The most frame rows frames() returns.
 inline constexpr size_t kFrameRowsMax = 1'000'000;
 inline constexpr size_t kAuditEntriesMax = 1000;
 inline constexpr Duration kDefaultLeaseTtl = std::chrono::minutes(15);
@@ -149,6 +151,20 @@ struct FrameRow {
   int64_t job_epoch = 0;
 };
 
+// Which page of list(): `limit` movies after the movie `after` (none: from
+// the first movie).
+struct ListOptions {
+  size_t limit = kListLimitDefault;  // 1..kListLimitMax
+  std::string after;                 // a movie's ID: the previous page's last
+};
+
+struct MoviePage {
+  std::vector<MovieSummary> items;
+  // The `after` of the next page (the ID of this page's last movie); empty
+  // on the last page.
+  std::string next_after;
+};
+
 struct AuditEntry {
   std::string event;
   std::string job_id;
@@ -190,7 +206,14 @@ class Movies {
   // is requested while the file is being decoded.
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop = {});
 
-  Result<std::vector<MovieSummary>> list();
+  // A page of the movies, in the order they were created (by created_at_ms,
+  // then by ID within one millisecond), resuming strictly after the movie
+  // `after`. kInvalidArgument, with nothing read, for a limit out of range
+  // or a malformed ID, and for an `after` that names no movie (removed since
+  // the page before: its place in the order is gone with it, so the caller
+  // starts again from the first page). Holds the page and the movies of one
+  // millisecond in memory, whatever the number of movies.
+  Result<MoviePage> list(const ListOptions& options = {});
   Result<MovieDetail> get(const std::string& id);
   // The owner or an admin; not while a live lease is on the movie
   // (kFailedPrecondition). Deletes the item, then its frames, its audit and

@@ -1,8 +1,8 @@
 // Tests for Movies on the memory store, a simulated clock and a real (tiny,
 // synthetic) movie: creation and probing, the analysis lease (races,
 // heartbeats, releases, expiry), fenced and validated edits, start_trace
-// and its refusals, removal, and the reads. The worker's side is in
-// trace_worker_test.cc.
+// and its refusals, removal, and the reads (the list in pages). The
+// worker's side is in trace_worker_test.cc.
 #include "movies/movies.h"
 
 #include <gtest/gtest.h>
@@ -12,10 +12,12 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <tuple>
 
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "store/memory/memory_store.h"
+#include "testing/store_wrapper.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::movies {
@@ -26,6 +28,25 @@ using std::chrono::seconds;
 
 const User kAda{"ada", "Ada L."};
 const User kBob{"bob", "Bob B."};
+
+// Gives the movies of one millisecond in each page of the index in the
+// reverse of the memory store's order (which is by ID): an order of the
+// store's choosing, as ItemStore::query_index allows.
+class TiesReversedStore final : public store::StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  Result<Page> query_index(std::string_view table, std::string_view index,
+                           std::string_view hash_value, const KeyRange& range,
+                           const QueryOptions& options) override {
+    ASSIGN_OR_RETURN(Page page,
+                     StoreWrapper::query_index(table, index, hash_value, range, options));
+    std::stable_sort(page.items.begin(), page.items.end(), [](const Item& a, const Item& b) {
+      return std::tuple(*get_int(a, attr::kCreatedAtMs), *get_string(b, attr::kPk)) <
+             std::tuple(*get_int(b, attr::kCreatedAtMs), *get_string(a, attr::kPk));
+    });
+    return page;
+  }
+};
 
 class MoviesTest : public ::testing::Test {
  protected:
@@ -83,6 +104,28 @@ class MoviesTest : public ::testing::Test {
     return got.ok() ? *got : std::vector<Message>{};
   }
 
+  // Every page of list() with `limit` (of `movies`, else movies_), checking
+  // that only the last has no next_after; the IDs in order.
+  std::vector<std::string> list_all(size_t limit, size_t* pages = nullptr,
+                                    Movies* movies = nullptr) {
+    std::vector<std::string> ids;
+    ListOptions o{limit, ""};
+    for (size_t page = 1;; ++page) {
+      auto listed = (movies != nullptr ? movies : movies_.get())->list(o);
+      EXPECT_TRUE(listed.ok()) << listed.status().to_string();
+      if (!listed.ok()) return ids;
+      EXPECT_LE(listed->items.size(), limit);
+      for (const MovieSummary& m : listed->items) ids.push_back(m.id);
+      if (listed->next_after.empty()) {
+        if (pages != nullptr) *pages = page;
+        return ids;
+      }
+      EXPECT_EQ(listed->items.size(), limit) << "a page before the last is full";
+      EXPECT_EQ(listed->next_after, listed->items.back().id);
+      o.after = listed->next_after;
+    }
+  }
+
   static inline std::filesystem::path dir_;
   SimulatedClock clock_;
   SystemRandom random_;
@@ -111,10 +154,75 @@ TEST_F(MoviesTest, CreateProbeGetAndList) {
 
   auto listed = movies_->list();
   ASSERT_TRUE(listed.ok());
-  ASSERT_EQ(listed->size(), 1u);
-  EXPECT_EQ((*listed)[0].id, created->id);
-  EXPECT_EQ((*listed)[0].name, "spots");
-  EXPECT_EQ((*listed)[0].status, kStatusReady);
+  ASSERT_EQ(listed->items.size(), 1u);
+  EXPECT_EQ(listed->items[0].id, created->id);
+  EXPECT_EQ(listed->items[0].name, "spots");
+  EXPECT_EQ(listed->items[0].status, kStatusReady);
+  EXPECT_TRUE(listed->next_after.empty());
+}
+
+// Movies created in one millisecond (the index's sort key) are each listed
+// once, in one order, however the pages fall across them; the list does not
+// stop at a thousand.
+TEST_F(MoviesTest, ListPagesEveryMovieOnceInCreationOrderThroughTiesInOneMillisecond) {
+  std::vector<std::pair<int64_t, std::string>> created;
+  for (int i = 0; i < 1005; ++i) {
+    if (i % 250 == 0 || (i > 600 && i % 7 == 0)) clock_.advance(milliseconds(1));
+    auto m = movies_->create("m" + std::to_string(i), kAda, "spots.avi");
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    created.emplace_back(m->created_at_ms, m->id);
+  }
+  std::sort(created.begin(), created.end());
+  std::vector<std::string> expected;
+  for (const auto& [at_ms, id] : created) expected.push_back(id);
+
+  size_t pages = 0;
+  EXPECT_EQ(list_all(kListLimitMax, &pages), expected);
+  EXPECT_EQ(pages, 2u);
+  EXPECT_EQ(list_all(7, &pages), expected);
+  EXPECT_EQ(pages, 144u);  // 1005 / 7 = 143.6
+  EXPECT_EQ(list_all(5, &pages), expected);
+  EXPECT_EQ(pages, 201u) << "1005 / 5: the last full page has no next";
+  EXPECT_EQ(movies_->list()->items.size(), kListLimitDefault);
+
+  // The same on a store that gives the movies of one millisecond in another
+  // order: the list's order is its own.
+  TiesReversedStore reversed(*store_);
+  MoviesOptions o;
+  o.media_dir = dir_.string();
+  auto other = Movies::open(reversed, clock_, random_, *queue_, o);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(list_all(7, &pages, other->get()), expected);
+  EXPECT_EQ(list_all(kListLimitMax, &pages, other->get()), expected);
+}
+
+TEST_F(MoviesTest, ListRefusesABadLimitAndAnAfterThatNamesNoMovie) {
+  std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "listed.avi",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string first = movies_->create("a", kAda, "listed.avi")->id;
+  clock_.advance(milliseconds(1));
+  const std::string second = movies_->create("b", kAda, "spots.avi")->id;
+  EXPECT_EQ(movies_->list({0, ""}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->list({kListLimitMax + 1, ""}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->list({10, "no such"}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->list({10, std::string(65, 'a')}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->list({10, "0123456789abcdef"}).status().code(), Code::kInvalidArgument);
+
+  auto page = movies_->list({1, ""});
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->items.size(), 1u);
+  EXPECT_EQ(page->items[0].id, first);
+  EXPECT_EQ(page->next_after, first);
+  // The movie a client resumes after is removed meanwhile: its place is gone.
+  ASSERT_TRUE(movies_->remove(first, "ada", false).ok());
+  auto gone = movies_->list({1, page->next_after});
+  EXPECT_EQ(gone.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(gone.status().message().find("first page"), std::string::npos);
+  auto rest = movies_->list({1, ""});
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->items.size(), 1u);
+  EXPECT_EQ(rest->items[0].id, second);
+  EXPECT_TRUE(rest->next_after.empty());
 }
 
 TEST_F(MoviesTest, CreateRefusesBadInputAndProbeMarksNonVideosInvalidWithoutPaths) {

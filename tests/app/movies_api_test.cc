@@ -4,8 +4,9 @@
 // it leaves nothing behind), the analysis lease (two users racing, the
 // same user in another tab, heartbeats, expiry, an old page's late
 // release), fenced edits, a trace from start to published frames, CSV and
-// audit, a redelivered job message, viewing while a movie is locked, and
-// removal. Killed and paused trace workers are tested with real processes
+// audit, the movie list in pages (Link rel=next), a redelivered job
+// message, viewing while a movie is locked, and removal. Killed and paused
+// trace workers are tested with real processes
 // (tests/process/trace_worker_test.cc).
 #include "app/movies_api.h"
 
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <latch>
+#include <set>
 #include <thread>
 
 #include "../dynamodb/dynalite_fixture.h"
@@ -707,6 +709,67 @@ TEST_P(MoviesApiTest, OnlyTheOwnerOrAnAdminRemovesAMovieAndOnlyWhenItIsFree) {
   EXPECT_EQ(call("DELETE", "/api/movies/" + bobs_again, ada_).status, 204);
   EXPECT_EQ(ok_json(call("GET", "/api/movies", bob_)).as_array().size(), 1u);
   EXPECT_EQ(call("GET", "/api/movies/" + other, bob_).status, 200);
+}
+
+// The target of a Link: <TARGET>; rel="next", or "" if there is none.
+std::string next_link(const HttpResponse& r) {
+  const std::string link = r.header("link");
+  if (link.empty()) return "";
+  EXPECT_TRUE(link.starts_with("<") && link.ends_with(">; rel=\"next\"")) << link;
+  return link.substr(1, link.find('>') - 1);
+}
+
+TEST_P(MoviesApiTest, TheMovieListComesInPagesLinkedToTheNext) {
+  serve(/*trace_workers=*/0);
+  fs::copy_file(files_ / "spots.avi", media() / "listed.avi");
+  std::vector<std::string> created;
+  for (int i = 0; i < 7; ++i) {
+    auto m = serving_->movies().movies().create("m" + std::to_string(i), {"ada", "Ada L."},
+                                                "listed.avi");
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    created.push_back(m->id);
+  }
+  // Everything on one page by default, in the order of creation.
+  const HttpResponse all = call("GET", "/api/movies", bob_);
+  const json::value whole = ok_json(all);
+  ASSERT_EQ(whole.as_array().size(), 7u);
+  EXPECT_FALSE(all.has_header("link"));
+
+  std::vector<std::string> listed;
+  std::string target = "/api/movies?limit=3";
+  int pages = 0;
+  while (!target.empty()) {
+    const HttpResponse page = call("GET", target, bob_);
+    const json::value items = ok_json(page);
+    ASSERT_TRUE(items.is_array());
+    ++pages;
+    for (const json::value& m : items.as_array())
+      listed.push_back(std::string(m.at("id").as_string()));
+    target = next_link(page);
+    if (!target.empty()) {
+      EXPECT_EQ(target, "/api/movies?limit=3&after=" + listed.back());
+    }
+  }
+  EXPECT_EQ(pages, 3);
+  ASSERT_EQ(listed.size(), 7u);
+  for (size_t i = 0; i < listed.size(); ++i) {
+    EXPECT_EQ(listed[i], std::string(whole.at(i).at("id").as_string()));
+  }
+  EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()),
+            std::set<std::string>(created.begin(), created.end()));
+  const HttpResponse last = call("GET", "/api/movies?limit=6&after=" + listed[0], bob_);
+  EXPECT_EQ(ok_json(last).as_array().size(), 6u);
+  EXPECT_FALSE(last.has_header("link")) << "six left: a full last page links to nothing";
+
+  for (const std::string& bad : std::vector<std::string>{
+           "limit=0", "limit=1001", "limit=abc", "limit=-1", "limit=3x", "limit=", "limit=%2B3",
+           "after=", "after=no%20such", "after=0123456789abcdef",
+           "limit=2&after=" + std::string(65, 'a')}) {
+    const HttpResponse r = call("GET", "/api/movies?" + bad, bob_);
+    EXPECT_EQ(r.status, 400) << bad << " " << r.body;
+    EXPECT_EQ(error_code(r), "bad_request") << bad;
+  }
+  EXPECT_EQ(ok_json(call("GET", "/api/movies?limit=1000", bob_)).as_array().size(), 7u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MoviesApiTest,
