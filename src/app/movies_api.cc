@@ -255,9 +255,15 @@ Response get_video(const Request& request, const MoviesDeps& d) {
 }
 
 Response get_frames(const Request& request, const MoviesDeps& d) {
-  Result<std::vector<movies::FrameRow>> rows = d.movies.frames(request.params.at("id"));
+  Result<PageQuery> query =
+      page_query(request, movies::kFramesLimitDefault, movies::kFramesLimitMax);
+  if (!query.ok()) return failed_response(query.status(), request, d.log);
+  Result<movies::FramePage> rows =
+      d.movies.frames(request.params.at("id"), {query->limit, query->after});
   if (!rows.ok()) return failed_response(rows.status(), request, d.log);
-  return json_response(200, server::json_array(*rows, frame_json));
+  Response r = json_response(200, server::json_array(rows->items, frame_json));
+  link_next(r, request.path, query->limit, rows->next_after);
+  return r;
 }
 
 // "Run 3 (v2)" -> "Run_3__v2_": a file name safe in a header.
@@ -271,13 +277,24 @@ std::string download_name(std::string_view name) {
   return out.empty() ? "movie" : out;
 }
 
+// Every row, streamed a part at a time (server/http.h, BodyStream). The
+// first part is read here, so that a failure before a byte is sent still
+// gets its status; a later one breaks the response off.
 Response get_frames_csv(const Request& request, const MoviesDeps& d) {
   const std::string& id = request.params.at("id");
   Result<movies::MovieDetail> m = d.movies.get(id);
   if (!m.ok()) return failed_response(m.status(), request, d.log);
-  Result<std::string> csv = d.movies.frames_csv(id);
-  if (!csv.ok()) return failed_response(csv.status(), request, d.log);
-  Response r{.status = 200, .headers = {}, .body = std::move(*csv)};
+  auto csv = std::make_shared<movies::FramesCsv>(d.movies.frames_csv(id));
+  auto first = std::make_shared<std::string>();
+  Result<bool> more = csv->next(*first);
+  if (!more.ok()) return failed_response(more.status(), request, d.log);
+  Response r;
+  r.body_stream = [csv, first, more = *more](std::string& part) mutable -> Result<bool> {
+    if (!first) return csv->next(part);
+    part = std::move(*first);
+    first.reset();
+    return more;
+  };
   r.set_header("Content-Type", "text/csv; charset=utf-8");
   r.set_header("Content-Disposition",
                "attachment; filename=\"" + download_name(m->name) + "-frames.csv\"");

@@ -13,8 +13,8 @@
 //   PUT    /api/movies/{id}/trim                    {lease_id, start_frame, end_frame}
 //   PUT    /api/movies/{id}/capture-interval        {lease_id, every_frames}
 //   POST   /api/movies/{id}/trace                   {lease_id}  202 {job_id, frames_total} | 409
-//   GET    /api/movies/{id}/frames                  200 [frame row, ...]
-//   GET    /api/movies/{id}/frames.csv              200 text/csv
+//   GET    /api/movies/{id}/frames?limit=N&after=C  200 [frame row, ...], Link rel=next
+//   GET    /api/movies/{id}/frames.csv              200 text/csv, streamed
 //   GET    /api/movies/{id}/audit                   200 [audit entry, ...]
 //
 // An upload streams to a file in the upload folder (never whole in memory;
@@ -29,9 +29,11 @@
 // who holds the movie: {"error": {...}, "holder": {kind, user_display_name,
 // started_at_ms}}.
 //
-// The movie list comes a page at a time: ?limit=N (100 by default, at most
-// 1000) and ?after= the previous page's last movie's ID, with a header
-// `Link: </api/movies?limit=N&after=ID>; rel="next"` while more follow.
+// The movie list and the frame rows come a page at a time: ?limit=N (movies
+// 100 by default, at most 1000; rows 1000, at most 10,000) and ?after= the
+// last movie's ID or the cursor the page before gave, with a header
+// `Link: <...?limit=N&after=...>; rel="next"` while more follow. frames.csv
+// is every row of the latest trace, streamed (server/http.h, BodyStream).
 //
 // Handlers call the store (and the upload's check decodes a frame), so they
 // are blocking routes; they hold only references and are safe on many

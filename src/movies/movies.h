@@ -56,6 +56,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "leasehold/clock.h"
@@ -77,8 +78,13 @@ inline constexpr size_t kMarkerLabelBytesMax = tracer::kMarkerLabelBytesMax;
 // A page of list() (ListOptions::limit): by default, and at most.
 inline constexpr size_t kListLimitDefault = 100;
 inline constexpr size_t kListLimitMax = 1000;
-// The most frame rows frames() returns.
+// A page of frames(id, options) (FramesOptions::limit): by default, and at most.
+inline constexpr size_t kFramesLimitDefault = 1000;
+inline constexpr size_t kFramesLimitMax = 10'000;
+// The most rows frames(id) returns.
 inline constexpr size_t kFrameRowsMax = 1'000'000;
+// The rows of one part of frames_csv() (FramesCsv::next()).
+inline constexpr size_t kFramesCsvRowsPerPart = 1000;
 inline constexpr size_t kAuditEntriesMax = 1000;
 inline constexpr Duration kDefaultLeaseTtl = std::chrono::minutes(15);
 // The queue the jobs go through (QueueOptions::name).
@@ -165,6 +171,19 @@ struct MoviePage {
   std::string next_after;
 };
 
+// Which page of frames(id, options): `limit` rows after the cursor `after`
+// (none: from the first row).
+struct FramesOptions {
+  size_t limit = kFramesLimitDefault;  // 1..kFramesLimitMax
+  std::string after;                   // a FramePage::next_after, as given
+};
+
+struct FramePage {
+  std::vector<FrameRow> items;
+  // An opaque cursor, the `after` of the next page; empty on the last page.
+  std::string next_after;
+};
+
 struct AuditEntry {
   std::string event;
   std::string job_id;
@@ -184,6 +203,8 @@ struct MoviesOptions {
   tracer::VideoLimits video_limits;
   Logger* logger = nullptr;  // not owned; null logs nothing
 };
+
+class FramesCsv;
 
 class Movies {
  public:
@@ -251,10 +272,24 @@ class Movies {
   Result<TraceStarted> start_trace(const std::string& id, const User& user,
                                    const std::string& lease_id);
 
-  // The traced rows, by frame then marker id.
+  // Every stored row of the movie, by frame then marker id, whatever job
+  // wrote it (an older trace's rows too, until they are removed), up to
+  // kFrameRowsMax: what the store holds, for tests and tools.
   Result<std::vector<FrameRow>> frames(const std::string& id);
-  // The same as CSV with a header line.
-  Result<std::string> frames_csv(const std::string& id);
+  // A page of the rows of the movie's latest trace: rows whose job_epoch is
+  // the epoch of the movie's tracing slot (none if it was never traced), by
+  // frame then marker id. The cursor names the trace too: a page after
+  // one of an earlier trace is kFailedPrecondition (the movie was traced
+  // again: start from the first page). kInvalidArgument, with nothing read,
+  // for a limit out of range or a cursor this class did not make.
+  Result<FramePage> frames(const std::string& id, const FramesOptions& options);
+  // The rows of frames(id, options), every page of them, as CSV read a part
+  // at a time (FramesCsv below), never whole in memory. A header line
+  //   frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s
+  // then a line per row; a text cell holding ',', '"', CR or LF is quoted,
+  // its '"' doubled. Reads nothing until FramesCsv::next().
+  // REQUIRES: the Movies outlives the FramesCsv.
+  FramesCsv frames_csv(const std::string& id);
   // The audit, oldest first (at most kAuditEntriesMax).
   Result<std::vector<AuditEntry>> audit(const std::string& id);
 
@@ -262,6 +297,30 @@ class Movies {
   class Impl;
   explicit Movies(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// A movie's rows as CSV (Movies::frames_csv()), read a part at a time:
+// the header line and the first kFramesCsvRowsPerPart rows, then as many
+// rows per part, each part one frames(id, options) page.
+//
+// Not thread-safe: one reader at a time.
+class FramesCsv {
+ public:
+  // Sets `part` to the next part of the CSV. True while more parts may
+  // follow; false once `part` is the last (it may be empty). The errors of
+  // frames(id, options): kNotFound once the movie is removed,
+  // kFailedPrecondition if it was traced again since the first part.
+  // REQUIRES: not called again after it returned false or an error.
+  Result<bool> next(std::string& part);
+
+ private:
+  friend class Movies;
+  FramesCsv(Movies& movies, std::string id) : movies_(&movies), id_(std::move(id)) {}
+
+  Movies* movies_;
+  std::string id_;
+  std::string after_;  // the cursor of the next page
+  bool started_ = false;
 };
 
 // Shared by Movies and TraceWorker (movies.cc).

@@ -1,8 +1,8 @@
 // Tests for Movies on the memory store, a simulated clock and a real (tiny,
 // synthetic) movie: creation and probing, the analysis lease (races,
 // heartbeats, releases, expiry), fenced and validated edits, start_trace
-// and its refusals, removal, and the reads (the list in pages). The
-// worker's side is in trace_worker_test.cc.
+// and its refusals, removal, and the reads (the list and the frames in
+// pages, the CSV in parts). The worker's side is in trace_worker_test.cc.
 #include "movies/movies.h"
 
 #include <gtest/gtest.h>
@@ -104,6 +104,30 @@ class MoviesTest : public ::testing::Test {
     return got.ok() ? *got : std::vector<Message>{};
   }
 
+  // A frame row as a trace of epoch `epoch` writes it, and the movie's
+  // tracing slot at that epoch (as start_trace leaves it).
+  void put_row(const std::string& id, int64_t frame, const std::string& marker_id,
+               const std::string& label, int64_t epoch) {
+    Item row{{"pk", movie_pk(id)},
+             {"sk", frame_sk(frame, marker_id)},
+             {"marker_id", marker_id},
+             {"label", label},
+             {"frame", frame},
+             {"time_s", format_double(static_cast<double>(frame) / 25)},
+             {"x", std::string("1.5")},
+             {"y", std::string("2")},
+             {"score", std::string("0.9")},
+             {"status", std::string("tracked")},
+             {"job_id", "job" + std::to_string(epoch)},
+             {"job_epoch", epoch}};
+    ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
+  }
+  void set_tracing_epoch(const std::string& id, int64_t epoch) {
+    Update update;
+    update.set("tracing_epoch", epoch);
+    ASSERT_TRUE(store_->update(kMoviesTable, movie_key(id), update, {}).ok());
+  }
+
   // Every page of list() with `limit` (of `movies`, else movies_), checking
   // that only the last has no next_after; the IDs in order.
   std::vector<std::string> list_all(size_t limit, size_t* pages = nullptr,
@@ -123,6 +147,21 @@ class MoviesTest : public ::testing::Test {
       EXPECT_EQ(listed->items.size(), limit) << "a page before the last is full";
       EXPECT_EQ(listed->next_after, listed->items.back().id);
       o.after = listed->next_after;
+    }
+  }
+
+  // The whole of frames_csv(id), and how many parts it came in.
+  Result<std::string> read_csv(const std::string& id, size_t* parts = nullptr) {
+    FramesCsv csv = movies_->frames_csv(id);
+    std::string all;
+    for (size_t n = 1;; ++n) {
+      std::string part;
+      ASSIGN_OR_RETURN(bool more, csv.next(part));
+      all += part;
+      if (!more) {
+        if (parts != nullptr) *parts = n;
+        return all;
+      }
     }
   }
 
@@ -539,6 +578,7 @@ TEST_F(MoviesTest, RemoveIsForTheOwnerOrAnAdminAndNotWhileLocked) {
 
 TEST_F(MoviesTest, FramesCsvQuotesLabels) {
   const std::string id = ready_movie();
+  set_tracing_epoch(id, 1);
   Item row{{"pk", movie_pk(id)},
            {"sk", frame_sk(3, "m1")},
            {"marker_id", std::string("m1")},
@@ -549,13 +589,89 @@ TEST_F(MoviesTest, FramesCsvQuotesLabels) {
            {"y", std::string("2")},
            {"score", std::string("0.9")},
            {"status", std::string("tracked")},
-           {"vx", std::string("-3")}};
+           {"vx", std::string("-3")},
+           {"job_epoch", int64_t{1}}};
   ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
-  auto csv = movies_->frames_csv(id);
-  ASSERT_TRUE(csv.ok());
+  auto csv = read_csv(id);
+  ASSERT_TRUE(csv.ok()) << csv.status().to_string();
   EXPECT_EQ(*csv,
             "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n"
             "3,0.12,m1,\"a, \"\"b\"\"\",1.5,2,0.9,tracked,-3,\n");
+}
+
+TEST_F(MoviesTest, FramesCsvStreamsEveryRowOfTheLatestTraceInParts) {
+  const std::string id = ready_movie();
+  set_tracing_epoch(id, 2);
+  const size_t rows = 2 * kFramesCsvRowsPerPart + 5;
+  for (size_t i = 0; i < rows; ++i) {
+    put_row(id, static_cast<int64_t>(i / 3), "m" + std::to_string(i % 3), "spot", 2);
+  }
+  put_row(id, 0, "old", "an older trace's", 1);
+  put_row(id, 900, "old", "an older trace's", 1);
+  size_t parts = 0;
+  auto csv = read_csv(id, &parts);
+  ASSERT_TRUE(csv.ok()) << csv.status().to_string();
+  EXPECT_EQ(parts, 3u);
+  EXPECT_EQ(static_cast<size_t>(std::count(csv->begin(), csv->end(), '\n')), rows + 1);
+  EXPECT_EQ(csv->find("older"), std::string::npos);
+  EXPECT_TRUE(csv->ends_with("\n668,26.72,m0,spot,1.5,2,0.9,tracked,,\n")) << "the last row";
+
+  // A movie never traced has a header and no rows; a removed one is not found.
+  const std::string untraced = ready_movie();
+  put_row(untraced, 0, "m1", "stray", 0);
+  EXPECT_EQ(*read_csv(untraced),
+            "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n");
+  EXPECT_EQ(read_csv("nope").status().code(), Code::kNotFound);
+}
+
+TEST_F(MoviesTest, FramesPagesTheRowsOfTheLatestTraceOnly) {
+  const std::string id = ready_movie();
+  EXPECT_TRUE(movies_->frames(id, {})->items.empty()) << "never traced";
+  set_tracing_epoch(id, 3);
+  for (int64_t frame = 0; frame < 4; ++frame) {
+    put_row(id, frame, "a", "spot", 3);
+    put_row(id, frame, "b", "other", frame % 2 == 0 ? 2 : 3);  // b's even frames: older
+    put_row(id, frame, "c", "spot", 1);
+  }
+  std::vector<std::string> got;
+  FramesOptions o{3, ""};
+  size_t pages = 0;
+  while (true) {
+    auto page = movies_->frames(id, o);
+    ASSERT_TRUE(page.ok()) << page.status().to_string();
+    ++pages;
+    for (const FrameRow& r : page->items) {
+      EXPECT_EQ(r.job_epoch, 3);
+      got.push_back(std::to_string(r.frame) + r.marker_id);
+    }
+    if (page->next_after.empty()) break;
+    EXPECT_EQ(page->items.size(), 3u);
+    o.after = page->next_after;
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"0a", "1a", "1b", "2a", "3a", "3b"}));
+  EXPECT_EQ(pages, 2u) << "six rows in pages of three: no empty third page";
+
+  // A cursor is this movie's, of this trace, and as given.
+  auto first = movies_->frames(id, {2, ""});
+  ASSERT_TRUE(first.ok());
+  const std::string cursor = first->next_after;
+  ASSERT_FALSE(cursor.empty());
+  for (const std::string& bad : std::vector<std::string>{
+           "x", "3.", "3" + cursor.substr(1) + "0", "0" + cursor.substr(1), "-3" + cursor.substr(1),
+           "3.zz", "3." + std::string(600, 'a'), "3.3030"}) {
+    EXPECT_EQ(movies_->frames(id, {2, bad}).status().code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(movies_->frames(id, {0, ""}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->frames(id, {kFramesLimitMax + 1, ""}).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(movies_->frames("nope", {}).status().code(), Code::kNotFound);
+  auto second = movies_->frames(id, {2, cursor});
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->items.at(0).frame, 1);
+  EXPECT_EQ(second->items.at(0).marker_id, "b");
+  // Traced again: the next page of the old listing would mix two traces.
+  set_tracing_epoch(id, 4);
+  EXPECT_EQ(movies_->frames(id, {2, cursor}).status().code(), Code::kFailedPrecondition);
+  EXPECT_TRUE(movies_->frames(id, {})->items.empty());
 }
 
 }  // namespace

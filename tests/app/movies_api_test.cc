@@ -3,10 +3,10 @@
 // (dynalite): uploads and their probe, every refusal of bad input (and that
 // it leaves nothing behind), the analysis lease (two users racing, the
 // same user in another tab, heartbeats, expiry, an old page's late
-// release), fenced edits, a trace from start to published frames, CSV and
-// audit, the movie list in pages (Link rel=next), a redelivered job
-// message, viewing while a movie is locked, and removal. Killed and paused
-// trace workers are tested with real processes
+// release), fenced edits, a trace from start to published frames, pages of
+// movies and of frames (Link rel=next), the streamed CSV, audit, a
+// redelivered job message, viewing while a movie is locked, and removal.
+// Killed and paused trace workers are tested with real processes
 // (tests/process/trace_worker_test.cc).
 #include "app/movies_api.h"
 
@@ -770,6 +770,71 @@ TEST_P(MoviesApiTest, TheMovieListComesInPagesLinkedToTheNext) {
     EXPECT_EQ(error_code(r), "bad_request") << bad;
   }
   EXPECT_EQ(ok_json(call("GET", "/api/movies?limit=1000", bob_)).as_array().size(), 7u);
+}
+
+TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamed) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string m = "/api/movies/" + id;
+  std::string lease = lease_of(id, ada_);
+  prepare_trace(id, lease);  // frames 2, 4, 6, 8
+  start_trace(id, lease);
+  ASSERT_TRUE(wait_traced(id));
+
+  // Traced again from frame 6.
+  lease = lease_of(id, ada_);
+  ASSERT_EQ(
+      call("PUT", m + "/markers", ada_, with_lease(lease, ",\"markers\":" + spot_marker(6))).status,
+      200);
+  ASSERT_EQ(call("PUT", m + "/trim", ada_, with_lease(lease, ",\"start_frame\":6,\"end_frame\":9"))
+                .status,
+            200);
+  start_trace(id, lease);
+  ASSERT_TRUE(wait_until([&] {
+    const json::value audit = ok_json(call("GET", m + "/audit", ada_));
+    return audit.as_array().size() == 4 &&
+           audit.as_array().back().at("event") == movies::kEventTracingCompleted;
+  }));
+
+  // Frames 2 and 4 of the first trace are still stored; only 6 and 8 are read.
+  const HttpResponse first = call("GET", m + "/frames?limit=1", bob_);
+  const json::value page = ok_json(first);
+  ASSERT_EQ(page.as_array().size(), 1u);
+  EXPECT_EQ(page.at(0).at("frame"), 6);
+  EXPECT_EQ(page.at(0).at("marker_id"), "m1");
+  const std::string next = next_link(first);
+  ASSERT_TRUE(next.starts_with(m + "/frames?limit=1&after=")) << next;
+  const HttpResponse second = call("GET", next, bob_);
+  ASSERT_EQ(ok_json(second).as_array().size(), 1u);
+  EXPECT_EQ(ok_json(second).at(0).at("frame"), 8);
+  EXPECT_FALSE(second.has_header("link"));
+  const json::value whole = ok_json(call("GET", m + "/frames", bob_));
+  ASSERT_EQ(whole.as_array().size(), 2u);
+  for (const std::string& bad :
+       {std::string("limit=0"), std::string("limit=10001"), std::string("limit=1.5"),
+        std::string("after=zz"), std::string("after="), std::string("after=2.3030")}) {
+    EXPECT_EQ(call("GET", m + "/frames?" + bad, bob_).status, 400) << bad;
+  }
+  // A cursor of the first trace's rows: that listing is over.
+  EXPECT_EQ(call("GET", m + "/frames?after=1" + next.substr(next.find('.')), bob_).status, 409);
+  EXPECT_EQ(call("GET", m + "/frames?limit=10000", bob_).status, 200);
+
+  const HttpResponse csv = call("GET", m + "/frames.csv", bob_);
+  EXPECT_EQ(csv.status, 200);
+  EXPECT_EQ(csv.header("transfer-encoding"), "chunked");
+  EXPECT_EQ(csv.header("content-type"), "text/csv; charset=utf-8");
+  EXPECT_EQ(std::count(csv.body.begin(), csv.body.end(), '\n'), 3) << csv.body;
+  EXPECT_NE(csv.body.find("\n6,0.24,m1,spot,"), std::string::npos) << csv.body;
+  EXPECT_EQ(csv.body.find("\n2,"), std::string::npos) << "the older trace's rows";
+
+  // Traced again while a client pages: its next page would mix two traces.
+  lease = lease_of(id, ada_);
+  start_trace(id, lease);
+  ASSERT_TRUE(
+      wait_until([&] { return ok_json(call("GET", m + "/audit", ada_)).as_array().size() == 6; }));
+  const HttpResponse stale = call("GET", next, bob_);
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_NE(stale.body.find("first page"), std::string::npos) << stale.body;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MoviesApiTest,
