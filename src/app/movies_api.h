@@ -33,7 +33,9 @@
 // 100 by default, at most 1000; rows 1000, at most 10,000) and ?after= the
 // last movie's ID or the cursor the page before gave, with a header
 // `Link: <...?limit=N&after=...>; rel="next"` while more follow. frames.csv
-// is every row of the latest trace, streamed (server/http.h, BodyStream).
+// is every row of the latest trace, streamed (server/http.h, BodyStream),
+// with cells a spreadsheet would run as formulas neutralised
+// (Movies::frames_csv).
 //
 // Handlers call the store (and the upload's check decodes a frame), so they
 // are blocking routes; they hold only references and are safe on many

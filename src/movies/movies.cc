@@ -73,11 +73,15 @@ std::optional<Lock> lock_of(const LeaseView& v) {
   return Lock{v.slot, v.holder, v.acquired_at_ms};
 }
 
-// A text cell of the CSV: quoted if it holds a comma, a quote or a line
-// break, its quotes doubled.
+// A text cell of the CSV. One that begins as a formula would (=, +, -, @,
+// tab, CR) is prefixed with a single quote, which a spreadsheet shows and
+// never runs (OWASP's advice on CSV injection); then a cell with a comma, a
+// quote or a line break is quoted, its quotes doubled.
 void append_csv_text(const std::string& s, std::string& out) {
+  const bool formula = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string::npos;
   const bool quoted = s.find_first_of(",\"\r\n") != std::string::npos;
   if (quoted) out += '"';
+  if (formula) out += '\'';
   for (char c : s) {
     if (c == '"') out += '"';
     out += c;

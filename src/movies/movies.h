@@ -286,8 +286,13 @@ class Movies {
   // The rows of frames(id, options), every page of them, as CSV read a part
   // at a time (FramesCsv below), never whole in memory. A header line
   //   frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s
-  // then a line per row; a text cell holding ',', '"', CR or LF is quoted,
-  // its '"' doubled. Reads nothing until FramesCsv::next().
+  // then a line per row. Text cells (marker_id, label, status) that begin
+  // with '=', '+', '-', '@', a tab or a CR, which a spreadsheet would run as
+  // a formula, are neutralised as OWASP's advice on CSV injection says:
+  // prefixed with a single quote ("=1+2" is written '=1+2). Then a cell
+  // holding ',', '"', CR or LF is quoted, its '"' doubled. The numbers are
+  // written as they are (a velocity may be -3). Reads nothing until
+  // FramesCsv::next().
   // REQUIRES: the Movies outlives the FramesCsv.
   FramesCsv frames_csv(const std::string& id);
   // The audit, oldest first (at most kAuditEntriesMax).

@@ -2,7 +2,8 @@
 // synthetic) movie: creation and probing, the analysis lease (races,
 // heartbeats, releases, expiry), fenced and validated edits, start_trace
 // and its refusals, removal, and the reads (the list and the frames in
-// pages, the CSV in parts). The worker's side is in trace_worker_test.cc.
+// pages, the CSV in parts and its neutralised cells). The worker's side is
+// in trace_worker_test.cc.
 #include "movies/movies.h"
 
 #include <gtest/gtest.h>
@@ -597,6 +598,42 @@ TEST_F(MoviesTest, FramesCsvQuotesLabels) {
   EXPECT_EQ(*csv,
             "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n"
             "3,0.12,m1,\"a, \"\"b\"\"\",1.5,2,0.9,tracked,-3,\n");
+}
+
+// A cell that a spreadsheet would take for a formula is shown as text.
+TEST_F(MoviesTest, FramesCsvNeutralisesCellsThatWouldRunAsFormulas) {
+  const std::string id = ready_movie();
+  set_tracing_epoch(id, 1);
+  const std::vector<std::pair<std::string, std::string>> cells = {
+      {"=HYPERLINK(\"http://x\")", "\"'=HYPERLINK(\"\"http://x\"\")\""},
+      {"+1", "'+1"},
+      {"-1", "'-1"},
+      {"@SUM(A1)", "'@SUM(A1)"},
+      {"\tlabel", "'\tlabel"},
+      {"\rlabel", "\"'\rlabel\""},
+      {"a=1", "a=1"},
+      {"", ""},
+  };
+  for (size_t i = 0; i < cells.size(); ++i) {
+    put_row(id, 0, "m" + std::to_string(i), cells[i].first, 1);
+  }
+  put_row(id, 1, "=cmd|' /C calc'!A0", "plain", 1);
+  auto csv = read_csv(id);
+  ASSERT_TRUE(csv.ok()) << csv.status().to_string();
+  std::string expected = "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n";
+  for (size_t i = 0; i < cells.size(); ++i) {
+    expected += "0,0,m" + std::to_string(i) + "," + cells[i].second + ",1.5,2,0.9,tracked,,\n";
+  }
+  expected += "1,0.04,'=cmd|' /C calc'!A0,plain,1.5,2,0.9,tracked,,\n";
+  EXPECT_EQ(*csv, expected);
+
+  // The status cell too, though the worker writes only tracked or lost.
+  Update status;
+  status.set("status", std::string("-lost"));
+  ASSERT_TRUE(
+      store_->update(kFramesTable, Key{movie_pk(id), frame_sk(1, "=cmd|' /C calc'!A0")}, status, {})
+          .ok());
+  EXPECT_NE(read_csv(id)->find(",'-lost,"), std::string::npos);
 }
 
 TEST_F(MoviesTest, FramesCsvStreamsEveryRowOfTheLatestTraceInParts) {

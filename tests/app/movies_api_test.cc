@@ -4,10 +4,10 @@
 // it leaves nothing behind), the analysis lease (two users racing, the
 // same user in another tab, heartbeats, expiry, an old page's late
 // release), fenced edits, a trace from start to published frames, pages of
-// movies and of frames (Link rel=next), the streamed CSV, audit, a
-// redelivered job message, viewing while a movie is locked, and removal.
-// Killed and paused trace workers are tested with real processes
-// (tests/process/trace_worker_test.cc).
+// movies and of frames (Link rel=next), the streamed CSV and its
+// neutralised cells, audit, a redelivered job message, viewing while a
+// movie is locked, and removal. Killed and paused trace workers are tested
+// with real processes (tests/process/trace_worker_test.cc).
 #include "app/movies_api.h"
 
 #include <gtest/gtest.h>
@@ -772,7 +772,7 @@ TEST_P(MoviesApiTest, TheMovieListComesInPagesLinkedToTheNext) {
   EXPECT_EQ(ok_json(call("GET", "/api/movies?limit=1000", bob_)).as_array().size(), 7u);
 }
 
-TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamed) {
+TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamedAndSafe) {
   serve();
   const std::string id = ready_movie();
   const std::string m = "/api/movies/" + id;
@@ -781,11 +781,14 @@ TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamed) {
   start_trace(id, lease);
   ASSERT_TRUE(wait_traced(id));
 
-  // Traced again from frame 6.
+  // Traced again from frame 6, with a marker a spreadsheet would run.
   lease = lease_of(id, ada_);
-  ASSERT_EQ(
-      call("PUT", m + "/markers", ada_, with_lease(lease, ",\"markers\":" + spot_marker(6))).status,
-      200);
+  const auto at = tracer::spot_position(movies::small_test_movie().spots[0], 6);
+  const std::string markers =
+      R"js([{"id":"@SUM(A1)","label":"=HYPERLINK(\"http://x\")","frame":6,"x":)js" +
+      std::to_string(at.x) + ",\"y\":" + std::to_string(at.y) + "}]";
+  ASSERT_EQ(call("PUT", m + "/markers", ada_, with_lease(lease, ",\"markers\":" + markers)).status,
+            200);
   ASSERT_EQ(call("PUT", m + "/trim", ada_, with_lease(lease, ",\"start_frame\":6,\"end_frame\":9"))
                 .status,
             200);
@@ -801,7 +804,7 @@ TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamed) {
   const json::value page = ok_json(first);
   ASSERT_EQ(page.as_array().size(), 1u);
   EXPECT_EQ(page.at(0).at("frame"), 6);
-  EXPECT_EQ(page.at(0).at("marker_id"), "m1");
+  EXPECT_EQ(page.at(0).at("marker_id"), "@SUM(A1)");
   const std::string next = next_link(first);
   ASSERT_TRUE(next.starts_with(m + "/frames?limit=1&after=")) << next;
   const HttpResponse second = call("GET", next, bob_);
@@ -824,7 +827,9 @@ TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamed) {
   EXPECT_EQ(csv.header("transfer-encoding"), "chunked");
   EXPECT_EQ(csv.header("content-type"), "text/csv; charset=utf-8");
   EXPECT_EQ(std::count(csv.body.begin(), csv.body.end(), '\n'), 3) << csv.body;
-  EXPECT_NE(csv.body.find("\n6,0.24,m1,spot,"), std::string::npos) << csv.body;
+  EXPECT_NE(csv.body.find("\n6,0.24,'@SUM(A1),\"'=HYPERLINK(\"\"http://x\"\")\","),
+            std::string::npos)
+      << csv.body;
   EXPECT_EQ(csv.body.find("\n2,"), std::string::npos) << "the older trace's rows";
 
   // Traced again while a client pages: its next page would mix two traces.
