@@ -372,6 +372,21 @@ Response release_analysis(Request& request, const MoviesDeps& d) {
   return no_content();
 }
 
+// An admin's break of another user's analysis lease: no body, or `{}`.
+Response break_analysis(Request& request, const MoviesDeps& d) {
+  if (!request.body.empty()) {
+    json::object body;
+    if (auto refused = read_json_object(request, body)) return *refused;
+    if (Status ok = server::check_fields(body, {}); !ok.ok()) {
+      return failed_response(ok, request, d.log);
+    }
+  }
+  const Status broken =
+      d.movies.break_analysis(request.params.at("id"), user_of(request), request.caller->admin);
+  if (!broken.ok()) return failed_response(broken, request, d.log);
+  return get_movie(request, d);
+}
+
 // The movie as an edit left it.
 Response edited(const Status& status, const Request& request, const MoviesDeps& d) {
   if (!status.ok()) return failed_response(status, request, d.log);
@@ -489,6 +504,7 @@ void add_movie_routes(Router& router, movies::Movies& movies, Queue& probe_queue
   router.add("POST", lease, on(acquire_analysis), write);
   router.add("POST", lease + "/heartbeat", on(heartbeat), write);
   router.add("DELETE", lease, on(release_analysis), write);
+  router.add("POST", lease + "/break", on(break_analysis), write);
   router.add("PUT", movie + "/markers", on(put_markers), write);
   router.add("PUT", movie + "/trim", on(put_trim), write);
   router.add("PUT", movie + "/capture-interval", on(put_capture_interval), write);

@@ -9,6 +9,7 @@
 //   POST   /api/movies/{id}/analysis-lease          200 {lease_id, expires_at_ms} | 409 {holder}
 //   POST   /api/movies/{id}/analysis-lease/heartbeat  {lease_id}  200 | 409
 //   DELETE /api/movies/{id}/analysis-lease          {lease_id}  204 | 409
+//   POST   /api/movies/{id}/analysis-lease/break    200 the movie (admin; 403 | 409 none live)
 //   PUT    /api/movies/{id}/markers                 {lease_id, markers}  200 the movie
 //   PUT    /api/movies/{id}/trim                    {lease_id, start_frame, end_frame}
 //   PUT    /api/movies/{id}/capture-interval        {lease_id, every_frames}
@@ -35,7 +36,7 @@
 // `Link: <...?limit=N&after=...>; rel="next"` while more follow. frames.csv
 // is every row of the latest trace, streamed (server/http.h, BodyStream),
 // with cells a spreadsheet would run as formulas neutralised
-// (Movies::frames_csv).
+// (Movies::frames_csv). The break route is for admins (Caller::admin).
 //
 // Handlers call the store (and the upload's check decodes a frame), so they
 // are blocking routes; they hold only references and are safe on many

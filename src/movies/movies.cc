@@ -296,6 +296,7 @@ class Movies::Impl {
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop);
   Result<MoviePage> list(const ListOptions& options);
   Result<FramePage> frames(const std::string& id, const FramesOptions& options);
+  Status break_analysis(const std::string& id, const User& by, bool is_admin);
   Result<Item> read_item(const std::string& id);
   Result<MovieDetail> get(const std::string& id);
   Status remove(const std::string& id, const std::string& user_name, bool is_admin);
@@ -494,6 +495,32 @@ Result<FramePage> Movies::Impl::frames(const std::string& id, const FramesOption
     q.cursor = page.next_cursor;
   } while (!q.cursor.empty());
   return out;
+}
+
+Status Movies::Impl::break_analysis(const std::string& id, const User& by, bool is_admin) {
+  if (!is_admin) return permission_denied("only an admin may break another user's lease");
+  RETURN_IF_ERROR(validate_text("display name", by.display_name, kHolderBytesMax, true));
+  ASSIGN_OR_RETURN(const Item movie, read_item(id));
+  const LeaseView held = leases_.view_of(movie, movie_key(id), kAnalysisSlot);
+  if (!held.held) return failed_precondition("no live analysis lease on the movie to break");
+  // Cleared, not expired: an expired slot keeps its owner and token, and the
+  // old holder could still release it as if nothing had happened.
+  const Status broken = leases_.release(
+      LeaseRef{movie_key(id), kAnalysisSlot, held.owner, held.token}, ReleaseMode::kClear);
+  if (broken.code() == Code::kFailedPrecondition) {
+    return failed_precondition("the movie's analysis lease changed hands meanwhile; look again");
+  }
+  RETURN_IF_ERROR(broken);
+  const std::string whose = held.holder.empty() ? held.owner : held.holder;
+  const Status audited =
+      internal::record_audit(store_, clock_, random_, id,
+                             AuditEntry{kEventAnalysisBroken, "", by.display_name, 0,
+                                        "the analysis lease of " + whose + " was broken"});
+  if (!audited.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "movie {}: audit not recorded: {}", id,
+           audited.to_string());
+  }
+  return {};
 }
 
 // The movie's item as stored, for what read() does not say (its slots' epochs
@@ -776,6 +803,9 @@ Result<AnalysisLease> Movies::heartbeat(const std::string& id, const std::string
 Status Movies::release(const std::string& id, const std::string& user_name,
                        const std::string& lease_id) {
   return impl_->release(id, user_name, lease_id);
+}
+Status Movies::break_analysis(const std::string& id, const User& by, bool is_admin) {
+  return impl_->break_analysis(id, by, is_admin);
 }
 
 Status Movies::set_markers(const std::string& id, const std::string& user_name,

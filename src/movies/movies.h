@@ -89,6 +89,8 @@ inline constexpr size_t kAuditEntriesMax = 1000;
 inline constexpr Duration kDefaultLeaseTtl = std::chrono::minutes(15);
 // The queue the jobs go through (QueueOptions::name).
 inline constexpr char kTraceQueueName[] = "movie-trace";
+// The audit event of Movies::break_analysis() (the others are in schema.h).
+inline constexpr char kEventAnalysisBroken[] = "movie.analysis.broken";
 
 // Who calls: the account's name (unique, the lease owner) and the name shown
 // to others.
@@ -251,6 +253,15 @@ class Movies {
   // Ends the lease. kFailedPrecondition, and nothing changes, if it is no
   // longer this one (replaced by a tracing lease, taken after expiry).
   Status release(const std::string& id, const std::string& user_name, const std::string& lease_id);
+  // Ends the live analysis lease of whoever holds it, for an admin (`by`;
+  // kPermissionDenied unless `is_admin`, which the caller vouches for). One
+  // write, conditioned on the owner and token read from the movie, clears
+  // the slot (its epoch stays), so that the old holder's next heartbeat,
+  // edit, release or trace is kFailedPrecondition; then the audit records
+  // kEventAnalysisBroken with `by`'s display name and whose lease it was.
+  // kFailedPrecondition, with nothing written, if no analysis lease is live
+  // (or it changed hands meanwhile).
+  Status break_analysis(const std::string& id, const User& by, bool is_admin);
 
   // Edits, each one fenced write conditioned on the lease. Validated first
   // against the probed movie (kInvalidArgument, nothing written): markers

@@ -1,9 +1,9 @@
 // Tests for Movies on the memory store, a simulated clock and a real (tiny,
 // synthetic) movie: creation and probing, the analysis lease (races,
-// heartbeats, releases, expiry), fenced and validated edits, start_trace
-// and its refusals, removal, and the reads (the list and the frames in
-// pages, the CSV in parts and its neutralised cells). The worker's side is
-// in trace_worker_test.cc.
+// heartbeats, releases, expiry, an admin's break), fenced and validated
+// edits, start_trace and its refusals, removal, and the reads (the list and
+// the frames in pages, the CSV in parts and its neutralised cells). The
+// worker's side is in trace_worker_test.cc.
 #include "movies/movies.h"
 
 #include <gtest/gtest.h>
@@ -709,6 +709,78 @@ TEST_F(MoviesTest, FramesPagesTheRowsOfTheLatestTraceOnly) {
   set_tracing_epoch(id, 4);
   EXPECT_EQ(movies_->frames(id, {2, cursor}).status().code(), Code::kFailedPrecondition);
   EXPECT_TRUE(movies_->frames(id, {})->items.empty());
+}
+
+const User kRoot{"root", "Root A."};
+
+TEST_F(MoviesTest, AnAdminBreaksAnAnalysisLeaseAndItsHolderIsRefusedFromThenOn) {
+  const std::string id = ready_movie();
+  auto lease = movies_->acquire_analysis(id, kBob);
+  ASSERT_TRUE(lease.ok());
+  ASSERT_TRUE(movies_->set_markers(id, "bob", lease->lease_id, one_marker()).ok());
+  const int64_t epoch = *get_int(raw(id), "analysis_epoch");
+
+  ASSERT_TRUE(movies_->break_analysis(id, kRoot, /*is_admin=*/true).ok());
+  auto m = movies_->get(id);
+  ASSERT_TRUE(m.ok());
+  EXPECT_FALSE(m->lock.has_value());
+  EXPECT_EQ(m->markers.size(), 1u) << "the edits made under the lease stay";
+  EXPECT_EQ(*get_int(raw(id), "analysis_epoch"), epoch) << "an epoch never goes back";
+  auto audit = movies_->audit(id);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 1u);
+  EXPECT_EQ((*audit)[0].event, kEventAnalysisBroken);
+  EXPECT_EQ((*audit)[0].user_display_name, "Root A.");
+  EXPECT_NE((*audit)[0].summary.find("Bob B."), std::string::npos) << (*audit)[0].summary;
+  EXPECT_TRUE((*audit)[0].job_id.empty());
+
+  // Bob's page: every call with the old lease ID is refused and changes nothing.
+  const Item before = raw(id);
+  EXPECT_EQ(movies_->heartbeat(id, "bob", lease->lease_id).status().code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->set_markers(id, "bob", lease->lease_id, {}).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->start_trace(id, kBob, lease->lease_id).status().code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->release(id, "bob", lease->lease_id).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(raw(id), before);
+  EXPECT_TRUE(drain_queue().empty());
+
+  // Nothing left to break; anybody may take the movie now.
+  EXPECT_EQ(movies_->break_analysis(id, kRoot, true).code(), Code::kFailedPrecondition);
+  auto next = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
+  EXPECT_EQ(*get_int(raw(id), "analysis_epoch"), epoch + 1);
+  EXPECT_EQ(movies_->get(id)->lock->user_display_name, "Ada L.");
+}
+
+TEST_F(MoviesTest, BreakingALeaseIsForAdminsAndOnlyALiveAnalysisLease) {
+  const std::string id = ready_movie();
+  EXPECT_EQ(movies_->break_analysis(id, kRoot, true).code(), Code::kFailedPrecondition)
+      << "no lease yet";
+  auto lease = movies_->acquire_analysis(id, kBob);
+  ASSERT_TRUE(lease.ok());
+  const Item before = raw(id);
+  EXPECT_EQ(movies_->break_analysis(id, kAda, /*is_admin=*/false).code(), Code::kPermissionDenied);
+  EXPECT_EQ(movies_->break_analysis("nope", kRoot, true).code(), Code::kNotFound);
+  EXPECT_EQ(raw(id), before);
+  EXPECT_TRUE(movies_->heartbeat(id, "bob", lease->lease_id).ok());
+
+  // Expired: nothing live to break.
+  clock_.advance(seconds(3));
+  const Item expired = raw(id);
+  const Status refused = movies_->break_analysis(id, kRoot, true);
+  EXPECT_EQ(refused.code(), Code::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("no live analysis lease"), std::string::npos);
+  EXPECT_EQ(raw(id), expired);
+
+  // A tracing lease is not an analysis lease.
+  auto again = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(movies_->set_markers(id, "ada", again->lease_id, one_marker()).ok());
+  ASSERT_TRUE(movies_->start_trace(id, kAda, again->lease_id).ok());
+  EXPECT_EQ(movies_->break_analysis(id, kRoot, true).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(movies_->get(id)->lock->kind, "tracing");
+  EXPECT_EQ(movies_->audit(id)->size(), 1u) << "only the trace's start";
 }
 
 }  // namespace

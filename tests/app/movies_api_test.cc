@@ -3,11 +3,11 @@
 // (dynalite): uploads and their probe, every refusal of bad input (and that
 // it leaves nothing behind), the analysis lease (two users racing, the
 // same user in another tab, heartbeats, expiry, an old page's late
-// release), fenced edits, a trace from start to published frames, pages of
-// movies and of frames (Link rel=next), the streamed CSV and its
-// neutralised cells, audit, a redelivered job message, viewing while a
-// movie is locked, and removal. Killed and paused trace workers are tested
-// with real processes (tests/process/trace_worker_test.cc).
+// release, an admin's break), fenced edits, a trace from start to published
+// frames, pages of movies and of frames (Link rel=next), the streamed CSV
+// and its neutralised cells, audit, a redelivered job message, viewing
+// while a movie is locked, and removal. Killed and paused trace workers are
+// tested with real processes (tests/process/trace_worker_test.cc).
 #include "app/movies_api.h"
 
 #include <gtest/gtest.h>
@@ -344,6 +344,7 @@ TEST_P(MoviesApiTest, EveryRouteNeedsASignedInUserAndUnknownMoviesAre404) {
       {"POST", m + "/analysis-lease"},
       {"POST", m + "/analysis-lease/heartbeat"},
       {"DELETE", m + "/analysis-lease"},
+      {"POST", m + "/analysis-lease/break"},
       {"PUT", m + "/markers"},
       {"PUT", m + "/trim"},
       {"PUT", m + "/capture-interval"},
@@ -840,6 +841,58 @@ TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamedAndSaf
   const HttpResponse stale = call("GET", next, bob_);
   EXPECT_EQ(stale.status, 409);
   EXPECT_NE(stale.body.find("first page"), std::string::npos) << stale.body;
+}
+
+TEST_P(MoviesApiTest, AnAdminBreaksAnotherUsersAnalysisLease) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string m = "/api/movies/" + id;
+  const std::string brk = m + "/analysis-lease/break";
+  const std::string lease = lease_of(id, bob_);
+  ASSERT_EQ(
+      call("PUT", m + "/markers", bob_, with_lease(lease, ",\"markers\":" + spot_marker(0))).status,
+      200);
+
+  // Refused, and nothing changes: Bob's page goes on.
+  EXPECT_EQ(call("POST", brk, cy_).status, 403);
+  EXPECT_EQ(call("POST", brk, bob_, "{}").status, 403);
+  EXPECT_EQ(call("POST", brk, ada_, R"({"lease_id":"x"})").status, 400);
+  EXPECT_EQ(call("POST", brk, ada_, "{\"").status, 400);
+  EXPECT_EQ(call("POST", brk, ada_, "[]").status, 400);
+  EXPECT_EQ(call("POST", brk, ada_, "{}", "Content-Type: text/plain\r\n").status, 415);
+  EXPECT_EQ(call("POST", "/api/movies/nosuchmovie/analysis-lease/break", ada_).status, 404);
+  EXPECT_EQ(call("POST", m + "/analysis-lease/heartbeat", bob_, with_lease(lease)).status, 200);
+  EXPECT_EQ(movie(id).at("lock").at("user_display_name"), "Bob B.");
+  EXPECT_TRUE(ok_json(call("GET", m + "/audit", ada_)).as_array().empty());
+
+  const json::value broken = ok_json(call("POST", brk, ada_, "{}"));
+  ASSERT_TRUE(broken.is_object());
+  EXPECT_EQ(broken.at("id").as_string(), id);
+  EXPECT_EQ(broken.at("lock"), nullptr);
+  EXPECT_EQ(broken, json::value(movie(id)));
+
+  // Bob's old page is refused from now on, and changes nothing.
+  EXPECT_EQ(call("POST", m + "/analysis-lease/heartbeat", bob_, with_lease(lease)).status, 409);
+  const HttpResponse edit =
+      call("PUT", m + "/markers", bob_, with_lease(lease, ",\"markers\":" + spot_marker(3)));
+  EXPECT_EQ(edit.status, 409) << edit.body;
+  EXPECT_EQ(call("POST", m + "/trace", bob_, with_lease(lease)).status, 409);
+  EXPECT_EQ(call("DELETE", m + "/analysis-lease", bob_, with_lease(lease)).status, 409);
+  EXPECT_EQ(movie(id).at("markers").at(0).at("frame"), 0);
+  EXPECT_EQ(movie(id).at("status"), "ready");
+
+  const json::value audit = ok_json(call("GET", m + "/audit", bob_));
+  ASSERT_EQ(audit.as_array().size(), 1u);
+  EXPECT_EQ(audit.at(0).at("event"), "movie.analysis.broken");
+  EXPECT_EQ(audit.at(0).at("user_display_name"), "Ada L.");
+  EXPECT_NE(std::string(audit.at(0).at("summary").as_string()).find("Bob B."), std::string::npos);
+
+  // No lease left to break; somebody else may take the movie.
+  const HttpResponse none = call("POST", brk, ada_);
+  EXPECT_EQ(none.status, 409);
+  EXPECT_NE(none.body.find("no live analysis lease"), std::string::npos) << none.body;
+  EXPECT_EQ(take_lease(id, cy_).status, 200);
+  EXPECT_EQ(movie(id).at("lock").at("user_display_name"), "Cy C.");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MoviesApiTest,
