@@ -1,6 +1,7 @@
 #include "app/movies_api.h"
 
 #include <boost/json.hpp>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -204,10 +205,45 @@ Response upload(Request& request, const MoviesDeps& d) {
 
 // ---------------------------------------------------------------- reads
 
+// Which page a request asks for: ?limit=N (1 to `limit_max`, else
+// `limit_default`) and ?after=... (absent on the first page).
+struct PageQuery {
+  size_t limit = 0;
+  std::string after;
+};
+
+Result<PageQuery> page_query(const Request& request, size_t limit_default, size_t limit_max) {
+  ASSIGN_OR_RETURN(std::optional<std::string> limit, server::query_value(request.query, "limit"));
+  ASSIGN_OR_RETURN(std::optional<std::string> after, server::query_value(request.query, "after"));
+  PageQuery out{limit_default, after.value_or("")};
+  if (limit) {
+    const char* end = limit->data() + limit->size();
+    const auto [stop, ec] = std::from_chars(limit->data(), end, out.limit);
+    if (ec != std::errc() || stop != end || out.limit < 1 || out.limit > limit_max) {
+      return invalid_argument("limit: expected an integer from 1 to " + std::to_string(limit_max));
+    }
+  }
+  if (after && after->empty()) return invalid_argument("after: empty; leave it out for page one");
+  return out;
+}
+
+// Link: <PATH?limit=N&after=NEXT>; rel="next", when another page follows.
+// `next_after` (a movie ID, a frames cursor) needs no escaping.
+void link_next(Response& response, std::string_view path, size_t limit,
+               const std::string& next_after) {
+  if (next_after.empty()) return;
+  response.set_header("Link", "<" + std::string(path) + "?limit=" + std::to_string(limit) +
+                                  "&after=" + next_after + ">; rel=\"next\"");
+}
+
 Response list_movies(const Request& request, const MoviesDeps& d) {
-  Result<std::vector<movies::MovieSummary>> listed = d.movies.list();
+  Result<PageQuery> query = page_query(request, movies::kListLimitDefault, movies::kListLimitMax);
+  if (!query.ok()) return failed_response(query.status(), request, d.log);
+  Result<movies::MoviePage> listed = d.movies.list({query->limit, query->after});
   if (!listed.ok()) return failed_response(listed.status(), request, d.log);
-  return json_response(200, server::json_array(*listed, summary_json));
+  Response r = json_response(200, server::json_array(listed->items, summary_json));
+  link_next(r, kMoviesPath, query->limit, listed->next_after);
+  return r;
 }
 
 Response get_movie(const Request& request, const MoviesDeps& d) {
@@ -226,9 +262,15 @@ Response get_video(const Request& request, const MoviesDeps& d) {
 }
 
 Response get_frames(const Request& request, const MoviesDeps& d) {
-  Result<std::vector<movies::FrameRow>> rows = d.movies.frames(request.params.at("id"));
+  Result<PageQuery> query =
+      page_query(request, movies::kFramesLimitDefault, movies::kFramesLimitMax);
+  if (!query.ok()) return failed_response(query.status(), request, d.log);
+  Result<movies::FramePage> rows =
+      d.movies.frames(request.params.at("id"), {query->limit, query->after});
   if (!rows.ok()) return failed_response(rows.status(), request, d.log);
-  return json_response(200, server::json_array(*rows, frame_json));
+  Response r = json_response(200, server::json_array(rows->items, frame_json));
+  link_next(r, request.path, query->limit, rows->next_after);
+  return r;
 }
 
 // "Run 3 (v2)" -> "Run_3__v2_": a file name safe in a header.
@@ -242,13 +284,24 @@ std::string download_name(std::string_view name) {
   return out.empty() ? "movie" : out;
 }
 
+// Every row, streamed a part at a time (server/http.h, BodyStream). The
+// first part is read here, so that a failure before a byte is sent still
+// gets its status; a later one breaks the response off.
 Response get_frames_csv(const Request& request, const MoviesDeps& d) {
   const std::string& id = request.params.at("id");
   Result<movies::MovieDetail> m = d.movies.get(id);
   if (!m.ok()) return failed_response(m.status(), request, d.log);
-  Result<std::string> csv = d.movies.frames_csv(id);
-  if (!csv.ok()) return failed_response(csv.status(), request, d.log);
-  Response r{.status = 200, .headers = {}, .body = std::move(*csv)};
+  auto csv = std::make_shared<movies::FramesCsv>(d.movies.frames_csv(id));
+  auto first = std::make_shared<std::string>();
+  Result<bool> more = csv->next(*first);
+  if (!more.ok()) return failed_response(more.status(), request, d.log);
+  Response r;
+  r.body_stream = [csv, first, more = *more](std::string& part) mutable -> Result<bool> {
+    if (!first) return csv->next(part);
+    part = std::move(*first);
+    first.reset();
+    return more;
+  };
   r.set_header("Content-Type", "text/csv; charset=utf-8");
   r.set_header("Content-Disposition",
                "attachment; filename=\"" + download_name(m->name) + "-frames.csv\"");
@@ -335,6 +388,21 @@ Response release_analysis(Request& request, const MoviesDeps& d) {
   const Status released = d.movies.release(request.params.at("id"), request.caller->name, lease_id);
   if (!released.ok()) return failed_response(released, request, d.log);
   return no_content();
+}
+
+// An admin's break of another user's analysis lease: no body, or `{}`.
+Response break_analysis(Request& request, const MoviesDeps& d) {
+  if (!request.body.empty()) {
+    json::object body;
+    if (auto refused = read_json_object(request, body)) return *refused;
+    if (Status ok = server::check_fields(body, {}); !ok.ok()) {
+      return failed_response(ok, request, d.log);
+    }
+  }
+  const Status broken =
+      d.movies.break_analysis(request.params.at("id"), user_of(request), request.caller->admin);
+  if (!broken.ok()) return failed_response(broken, request, d.log);
+  return get_movie(request, d);
 }
 
 // The movie as an edit left it.
@@ -454,6 +522,7 @@ void add_movie_routes(Router& router, movies::Movies& movies, Queue& probe_queue
   router.add("POST", lease, on(acquire_analysis), write);
   router.add("POST", lease + "/heartbeat", on(heartbeat), write);
   router.add("DELETE", lease, on(release_analysis), write);
+  router.add("POST", lease + "/break", on(break_analysis), write);
   router.add("PUT", movie + "/markers", on(put_markers), write);
   router.add("PUT", movie + "/trim", on(put_trim), write);
   router.add("PUT", movie + "/capture-interval", on(put_capture_interval), write);

@@ -2,19 +2,20 @@
 // lists every field and status). Every route needs a signed-in user.
 //
 //   POST   /api/movies?name=NAME                    201 the movie (`processing`)
-//   GET    /api/movies                              200 [movie summary, ...]
+//   GET    /api/movies?limit=N&after=ID             200 [movie summary, ...], Link rel=next
 //   GET    /api/movies/{id}                         200 the movie
 //   GET    /api/movies/{id}/video                   200/206 the file (Range)
 //   DELETE /api/movies/{id}                         204 (owner or admin; 409 while locked)
 //   POST   /api/movies/{id}/analysis-lease          200 {lease_id, expires_at_ms} | 409 {holder}
 //   POST   /api/movies/{id}/analysis-lease/heartbeat  {lease_id}  200 | 409
 //   DELETE /api/movies/{id}/analysis-lease          {lease_id}  204 | 409
+//   POST   /api/movies/{id}/analysis-lease/break    200 the movie (admin; 403 | 409 none live)
 //   PUT    /api/movies/{id}/markers                 {lease_id, markers}  200 the movie
 //   PUT    /api/movies/{id}/trim                    {lease_id, start_frame, end_frame}
 //   PUT    /api/movies/{id}/capture-interval        {lease_id, every_frames}
 //   POST   /api/movies/{id}/trace                   {lease_id}  202 {job_id, frames_total} | 409
-//   GET    /api/movies/{id}/frames                  200 [frame row, ...]
-//   GET    /api/movies/{id}/frames.csv              200 text/csv
+//   GET    /api/movies/{id}/frames?limit=N&after=C  200 [frame row, ...], Link rel=next
+//   GET    /api/movies/{id}/frames.csv              200 text/csv, streamed
 //   GET    /api/movies/{id}/audit                   200 [audit entry, ...]
 //
 // An upload streams to a file in the upload folder (never whole in memory;
@@ -28,6 +29,14 @@
 // every lease conflict is a 409. A 409 on taking the analysis lease carries
 // who holds the movie: {"error": {...}, "holder": {kind, user_display_name,
 // started_at_ms}}.
+//
+// The movie list and the frame rows come a page at a time: ?limit=N (movies
+// 100 by default, at most 1000; rows 1000, at most 10,000) and ?after= the
+// last movie's ID or the cursor the page before gave, with a header
+// `Link: <...?limit=N&after=...>; rel="next"` while more follow. frames.csv
+// is every row of the latest trace, streamed (server/http.h, BodyStream),
+// with cells a spreadsheet would run as formulas neutralised
+// (Movies::frames_csv). The break route is for admins (Caller::admin).
 //
 // Handlers call the store (and the upload's check decodes a frame), so they
 // are blocking routes; they hold only references and are safe on many

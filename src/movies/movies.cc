@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
 #include <set>
+#include <string_view>
+#include <tuple>
 
 #include "base/logging.h"
 #include "base/text.h"
@@ -69,14 +72,113 @@ std::optional<Lock> lock_of(const LeaseView& v) {
   return Lock{v.slot, v.holder, v.acquired_at_ms};
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
-  std::string out = "\"";
+// A text cell of the CSV. One that begins as a formula would (=, +, -, @,
+// tab, CR) is prefixed with a single quote, which a spreadsheet shows and
+// never runs (OWASP's advice on CSV injection); then a cell with a comma, a
+// quote or a line break is quoted, its quotes doubled.
+void append_csv_text(const std::string& s, std::string& out) {
+  const bool formula = !s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string::npos;
+  const bool quoted = s.find_first_of(",\"\r\n") != std::string::npos;
+  if (quoted) out += '"';
+  if (formula) out += '\'';
   for (char c : s) {
     if (c == '"') out += '"';
     out += c;
   }
-  return out + "\"";
+  if (quoted) out += '"';
+}
+
+void append_csv_line(const FrameRow& r, std::string& out) {
+  out += std::to_string(r.frame);
+  out += ',';
+  out += format_double(r.time_s);
+  out += ',';
+  append_csv_text(r.marker_id, out);
+  out += ',';
+  append_csv_text(r.label, out);
+  for (double v : {r.x, r.y, r.score}) {
+    out += ',';
+    out += format_double(v);
+  }
+  out += ',';
+  append_csv_text(r.status, out);
+  for (const std::optional<double>& v : {r.vx, r.vy}) {
+    out += ',';
+    if (v) out += format_double(*v);
+  }
+  out += '\n';
+}
+
+FrameRow frame_row_of(const Item& item) {
+  FrameRow r;
+  r.marker_id = str_or(item, "marker_id");
+  r.label = str_or(item, "label");
+  r.frame = int_or(item, "frame");
+  parse_double(str_or(item, "time_s"), r.time_s);
+  parse_double(str_or(item, "x"), r.x);
+  parse_double(str_or(item, "y"), r.y);
+  parse_double(str_or(item, "score"), r.score);
+  r.status = str_or(item, "status");
+  double v = 0;
+  if (parse_double(str_or(item, "vx"), v)) r.vx = v;
+  if (parse_double(str_or(item, "vy"), v)) r.vy = v;
+  r.job_id = str_or(item, attr::kJobId);
+  r.job_epoch = int_or(item, attr::kJobEpoch);
+  return r;
+}
+
+// A movie ID as create() makes them (16 hex digits), or as a client may
+// have been given one: short, of letters, digits, '-' and '_'.
+bool is_movie_id(std::string_view id) {
+  return !id.empty() && id.size() <= 64 && std::ranges::all_of(id, [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '-' ||
+           c == '_';
+  });
+}
+
+// A frames cursor: the trace's epoch and the sort key of the page's last
+// row, "<epoch>.<sort key in hex>", which reads as nothing in particular
+// and needs no escaping in a URL.
+std::string frames_cursor(int64_t epoch, std::string_view sk) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out = std::to_string(epoch) + ".";
+  for (char c : sk) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += kDigits[byte >> 4];
+    out += kDigits[byte & 0xf];
+  }
+  return out;
+}
+
+struct FramesPosition {
+  int64_t epoch = 0;
+  std::string sk;  // of a row, "<frame, 10 digits>#<marker id>"
+};
+
+Result<FramesPosition> parse_frames_cursor(std::string_view cursor) {
+  const Status bad = invalid_argument("after: not a cursor of this movie's frames");
+  const size_t dot = cursor.find('.');
+  if (dot == std::string_view::npos || cursor.size() > 512) return bad;
+  FramesPosition p;
+  const std::string_view epoch = cursor.substr(0, dot);
+  const auto [end, ec] = std::from_chars(epoch.data(), epoch.data() + epoch.size(), p.epoch);
+  if (ec != std::errc() || end != epoch.data() + epoch.size() || p.epoch < 1) return bad;
+  const std::string_view hex = cursor.substr(dot + 1);
+  if (hex.size() % 2 != 0) return bad;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    unsigned byte = 0;
+    const auto [at, hex_ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, byte, 16);
+    if (hex_ec != std::errc() || at != hex.data() + i + 2) return bad;
+    p.sk += static_cast<char>(byte);
+  }
+  // A row's sort key (schema.h): frame_sk() of a frame and a marker id.
+  const size_t hash = p.sk.find('#');
+  if (hash != 10 || p.sk.size() == 11 || p.sk.size() > 11 + kMarkerIdBytesMax ||
+      !std::ranges::all_of(std::string_view(p.sk).substr(0, 10),
+                           [](char c) { return c >= '0' && c <= '9'; })) {
+    return bad;
+  }
+  return p;
 }
 
 // What users see of a probe that failed: never the path.
@@ -251,7 +353,10 @@ class Movies::Impl {
 
   Result<MovieDetail> create(const std::string& name, const User& owner, const std::string& file);
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop);
-  Result<std::vector<MovieSummary>> list();
+  Result<MoviePage> list(const ListOptions& options);
+  Result<FramePage> frames(const std::string& id, const FramesOptions& options);
+  Status break_analysis(const std::string& id, const User& by, bool is_admin);
+  Result<Item> read_item(const std::string& id);
   Result<MovieDetail> get(const std::string& id);
   Status remove(const std::string& id, const std::string& user_name, bool is_admin);
   Result<AnalysisLease> acquire_analysis(const std::string& id, const User& user, Lock* holder);
@@ -393,22 +498,136 @@ Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token s
   return internal::parse_movie(*written, leases_);
 }
 
-Result<std::vector<MovieSummary>> Movies::Impl::list() {
-  std::vector<MovieSummary> out;
+// The index orders movies by created_at_ms alone, and movies created in the
+// same millisecond in an order of the store's choosing, which may differ
+// from one query to the next. A page is therefore read on until the
+// millisecond of its last movie is complete, and ordered by (created_at_ms,
+// id): an order that resuming after a movie's ID can rebuild exactly.
+Result<MoviePage> Movies::Impl::list(const ListOptions& options) {
+  if (options.limit < 1 || options.limit > kListLimitMax) {
+    return invalid_argument("limit: expected 1 to " + std::to_string(kListLimitMax));
+  }
+  struct Listed {
+    int64_t created_at_ms;
+    MovieSummary summary;
+  };
+  std::optional<Listed> after;
+  if (!options.after.empty()) {
+    if (!is_movie_id(options.after)) return invalid_argument("after: not a movie ID");
+    Result<Item> item = store_.get(kMoviesTable, movie_key(options.after), /*consistent=*/true);
+    if (!item.ok() && item.status().code() != Code::kNotFound) return item.status();
+    if (!item.ok() || get_int(*item, attr::kCreatedAtMs) == nullptr) {
+      return invalid_argument("after: no movie '" + options.after +
+                              "' (removed since?); list again from the first page");
+    }
+    after = Listed{*get_int(*item, attr::kCreatedAtMs), {}};
+    after->summary.id = options.after;
+  }
+  const auto before = [](const Listed& a, const Listed& b) {
+    return std::tie(a.created_at_ms, a.summary.id) < std::tie(b.created_at_ms, b.summary.id);
+  };
+  std::vector<Listed> got;
   QueryOptions q;
-  q.limit = kQueryLimitMax;
+  q.limit = static_cast<int>(std::min<size_t>(kQueryLimitMax, options.limit + 1));
+  const KeyRange range = after ? KeyRange::ge(after->created_at_ms) : KeyRange::all();
+  bool complete = false;  // a page and one more, and all of the last one's millisecond
   do {
-    ASSIGN_OR_RETURN(
-        Page page, store_.query_index(kMoviesTable, kMoviesIndex, kMovieKind, KeyRange::all(), q));
+    ASSIGN_OR_RETURN(Page page,
+                     store_.query_index(kMoviesTable, kMoviesIndex, kMovieKind, range, q));
     for (const Item& item : page.items) {
       Result<MovieDetail> m = internal::parse_movie(item, leases_);
       if (!m.ok()) continue;  // a malformed item is skipped, not fatal to the list
-      out.push_back(static_cast<MovieSummary&>(*m));
-      if (out.size() >= kListMax) return out;
+      Listed listed{m->created_at_ms, static_cast<MovieSummary&>(*m)};
+      if (after && !before(*after, listed)) continue;
+      complete = got.size() > options.limit && listed.created_at_ms > got.back().created_at_ms;
+      if (complete) break;
+      got.push_back(std::move(listed));
+    }
+    q.cursor = page.next_cursor;
+  } while (!complete && !q.cursor.empty());
+  std::sort(got.begin(), got.end(), before);
+  MoviePage out;
+  for (size_t i = 0; i < got.size() && i < options.limit; ++i) {
+    out.items.push_back(std::move(got[i].summary));
+  }
+  if (got.size() > options.limit) out.next_after = out.items.back().id;
+  return out;
+}
+
+// Rows of older traces are skipped (they are removed in the background), so
+// a page may read past more rows than it returns. One row beyond the page
+// says whether another page follows.
+Result<FramePage> Movies::Impl::frames(const std::string& id, const FramesOptions& options) {
+  if (options.limit < 1 || options.limit > kFramesLimitMax) {
+    return invalid_argument("limit: expected 1 to " + std::to_string(kFramesLimitMax));
+  }
+  std::optional<FramesPosition> after;
+  if (!options.after.empty()) {
+    ASSIGN_OR_RETURN(after, parse_frames_cursor(options.after));
+  }
+  ASSIGN_OR_RETURN(const Item movie, read_item(id));
+  const int64_t epoch = leases_.view_of(movie, movie_key(id), kTracingSlot).epoch;
+  if (after && after->epoch != epoch) {
+    return failed_precondition(
+        "the movie was traced again since the page before; read its frames from the first page");
+  }
+  FramePage out;
+  if (epoch == 0) return out;  // never traced
+  std::string last_sk;
+  QueryOptions q;
+  q.limit = static_cast<int>(std::min<size_t>(kQueryLimitMax, options.limit + 1));
+  const KeyRange range = after ? KeyRange::gt(after->sk) : KeyRange::all();
+  do {
+    ASSIGN_OR_RETURN(Page page, store_.query(kFramesTable, movie_pk(id), range, q));
+    for (const Item& item : page.items) {
+      if (int_or(item, attr::kJobEpoch) != epoch) continue;
+      if (out.items.size() == options.limit) {
+        out.next_after = frames_cursor(epoch, last_sk);
+        return out;
+      }
+      out.items.push_back(frame_row_of(item));
+      last_sk = str_or(item, attr::kSk);
     }
     q.cursor = page.next_cursor;
   } while (!q.cursor.empty());
   return out;
+}
+
+Status Movies::Impl::break_analysis(const std::string& id, const User& by, bool is_admin) {
+  if (!is_admin) return permission_denied("only an admin may break another user's lease");
+  RETURN_IF_ERROR(validate_text("display name", by.display_name, kHolderBytesMax, true));
+  ASSIGN_OR_RETURN(const Item movie, read_item(id));
+  const LeaseView held = leases_.view_of(movie, movie_key(id), kAnalysisSlot);
+  if (!held.held) return failed_precondition("no live analysis lease on the movie to break");
+  // Cleared, not expired: an expired slot keeps its owner and token, and the
+  // old holder could still release it as if nothing had happened.
+  const Status broken = leases_.release(
+      LeaseRef{movie_key(id), kAnalysisSlot, held.owner, held.token}, ReleaseMode::kClear);
+  if (broken.code() == Code::kFailedPrecondition) {
+    return failed_precondition("the movie's analysis lease changed hands meanwhile; look again");
+  }
+  RETURN_IF_ERROR(broken);
+  const std::string whose = held.holder.empty() ? held.owner : held.holder;
+  const Status audited =
+      internal::record_audit(store_, clock_, random_, id,
+                             AuditEntry{kEventAnalysisBroken, "", by.display_name, 0,
+                                        "the analysis lease of " + whose + " was broken"});
+  if (!audited.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "movie {}: audit not recorded: {}", id,
+           audited.to_string());
+  }
+  return {};
+}
+
+// The movie's item as stored, for what read() does not say (its slots' epochs
+// and tokens).
+Result<Item> Movies::Impl::read_item(const std::string& id) {
+  if (id.empty() || id.size() > 64) return not_found("no movie '" + id + "'");
+  Result<Item> item = store_.get(kMoviesTable, movie_key(id), /*consistent=*/true);
+  if (!item.ok() && item.status().code() == Code::kNotFound) {
+    return not_found("no movie '" + id + "'");
+  }
+  return item;
 }
 
 Result<MovieDetail> Movies::Impl::get(const std::string& id) { return read(id); }
@@ -662,21 +881,7 @@ Result<std::vector<FrameRow>> Movies::Impl::frames(const std::string& id) {
   do {
     ASSIGN_OR_RETURN(Page page, store_.query(kFramesTable, movie_pk(id), KeyRange::all(), q));
     for (const Item& item : page.items) {
-      FrameRow r;
-      r.marker_id = str_or(item, "marker_id");
-      r.label = str_or(item, "label");
-      r.frame = int_or(item, "frame");
-      parse_double(str_or(item, "time_s"), r.time_s);
-      parse_double(str_or(item, "x"), r.x);
-      parse_double(str_or(item, "y"), r.y);
-      parse_double(str_or(item, "score"), r.score);
-      r.status = str_or(item, "status");
-      double v = 0;
-      if (parse_double(str_or(item, "vx"), v)) r.vx = v;
-      if (parse_double(str_or(item, "vy"), v)) r.vy = v;
-      r.job_id = str_or(item, attr::kJobId);
-      r.job_epoch = int_or(item, attr::kJobEpoch);
-      out.push_back(std::move(r));
+      out.push_back(frame_row_of(item));
       if (out.size() >= kFrameRowsMax) return out;
     }
     q.cursor = page.next_cursor;
@@ -729,7 +934,7 @@ Result<MovieDetail> Movies::create(const std::string& name, const User& owner,
 Result<MovieDetail> Movies::probe(const std::string& id, std::stop_token stop) {
   return impl_->probe(id, stop);
 }
-Result<std::vector<MovieSummary>> Movies::list() { return impl_->list(); }
+Result<MoviePage> Movies::list(const ListOptions& options) { return impl_->list(options); }
 Result<MovieDetail> Movies::get(const std::string& id) { return impl_->get(id); }
 Status Movies::remove(const std::string& id, const std::string& user_name, bool is_admin) {
   return impl_->remove(id, user_name, is_admin);
@@ -746,6 +951,9 @@ Result<AnalysisLease> Movies::heartbeat(const std::string& id, const std::string
 Status Movies::release(const std::string& id, const std::string& user_name,
                        const std::string& lease_id) {
   return impl_->release(id, user_name, lease_id);
+}
+Status Movies::break_analysis(const std::string& id, const User& by, bool is_admin) {
+  return impl_->break_analysis(id, by, is_admin);
 }
 
 Status Movies::set_markers(const std::string& id, const std::string& user_name,
@@ -790,16 +998,22 @@ Result<TraceStarted> Movies::start_trace(const std::string& id, const User& user
 
 Result<std::vector<FrameRow>> Movies::frames(const std::string& id) { return impl_->frames(id); }
 
-Result<std::string> Movies::frames_csv(const std::string& id) {
-  ASSIGN_OR_RETURN(std::vector<FrameRow> rows, impl_->frames(id));
-  std::string out = "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n";
-  for (const FrameRow& r : rows) {
-    out += std::to_string(r.frame) + "," + format_double(r.time_s) + "," + csv_field(r.marker_id) +
-           "," + csv_field(r.label) + "," + format_double(r.x) + "," + format_double(r.y) + "," +
-           format_double(r.score) + "," + r.status + "," + (r.vx ? format_double(*r.vx) : "") +
-           "," + (r.vy ? format_double(*r.vy) : "") + "\n";
+Result<FramePage> Movies::frames(const std::string& id, const FramesOptions& options) {
+  return impl_->frames(id, options);
+}
+
+FramesCsv Movies::frames_csv(const std::string& id) { return FramesCsv(*this, id); }
+
+Result<bool> FramesCsv::next(std::string& part) {
+  part.clear();
+  if (!started_) {
+    part = "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n";
+    started_ = true;
   }
-  return out;
+  ASSIGN_OR_RETURN(FramePage page, movies_->frames(id_, {kFramesCsvRowsPerPart, after_}));
+  for (const FrameRow& r : page.items) append_csv_line(r, part);
+  after_ = std::move(page.next_after);
+  return !after_.empty();
 }
 
 Result<std::vector<AuditEntry>> Movies::audit(const std::string& id) { return impl_->audit(id); }

@@ -69,6 +69,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "leasehold/clock.h"
@@ -87,13 +88,22 @@ inline constexpr size_t kFileNameBytesMax = 255;
 inline constexpr size_t kMarkersMax = tracer::kMarkersMax;
 inline constexpr size_t kMarkerIdBytesMax = tracer::kMarkerIdBytesMax;
 inline constexpr size_t kMarkerLabelBytesMax = tracer::kMarkerLabelBytesMax;
-// The most movies list() returns, and the most frame rows frames() returns.
-inline constexpr size_t kListMax = 1000;
+// A page of list() (ListOptions::limit): by default, and at most.
+inline constexpr size_t kListLimitDefault = 100;
+inline constexpr size_t kListLimitMax = 1000;
+// A page of frames(id, options) (FramesOptions::limit): by default, and at most.
+inline constexpr size_t kFramesLimitDefault = 1000;
+inline constexpr size_t kFramesLimitMax = 10'000;
+// The most rows frames(id) returns.
 inline constexpr size_t kFrameRowsMax = 1'000'000;
+// The rows of one part of frames_csv() (FramesCsv::next()).
+inline constexpr size_t kFramesCsvRowsPerPart = 1000;
 inline constexpr size_t kAuditEntriesMax = 1000;
 inline constexpr Duration kDefaultLeaseTtl = std::chrono::minutes(15);
 // The queue the jobs go through (QueueOptions::name).
 inline constexpr char kTraceQueueName[] = "movie-trace";
+// The audit event of Movies::break_analysis() (the others are in schema.h).
+inline constexpr char kEventAnalysisBroken[] = "movie.analysis.broken";
 
 // Who calls: the account's name (unique, the lease owner) and the name shown
 // to others.
@@ -162,6 +172,33 @@ struct FrameRow {
   int64_t job_epoch = 0;
 };
 
+// Which page of list(): `limit` movies after the movie `after` (none: from
+// the first movie).
+struct ListOptions {
+  size_t limit = kListLimitDefault;  // 1..kListLimitMax
+  std::string after;                 // a movie's ID: the previous page's last
+};
+
+struct MoviePage {
+  std::vector<MovieSummary> items;
+  // The `after` of the next page (the ID of this page's last movie); empty
+  // on the last page.
+  std::string next_after;
+};
+
+// Which page of frames(id, options): `limit` rows after the cursor `after`
+// (none: from the first row).
+struct FramesOptions {
+  size_t limit = kFramesLimitDefault;  // 1..kFramesLimitMax
+  std::string after;                   // a FramePage::next_after, as given
+};
+
+struct FramePage {
+  std::vector<FrameRow> items;
+  // An opaque cursor, the `after` of the next page; empty on the last page.
+  std::string next_after;
+};
+
 struct AuditEntry {
   std::string event;
   std::string job_id;
@@ -181,6 +218,8 @@ struct MoviesOptions {
   tracer::VideoLimits video_limits;
   Logger* logger = nullptr;  // not owned; null logs nothing
 };
+
+class FramesCsv;
 
 class Movies {
  public:
@@ -203,7 +242,14 @@ class Movies {
   // is requested while the file is being decoded.
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop = {});
 
-  Result<std::vector<MovieSummary>> list();
+  // A page of the movies, in the order they were created (by created_at_ms,
+  // then by ID within one millisecond), resuming strictly after the movie
+  // `after`. kInvalidArgument, with nothing read, for a limit out of range
+  // or a malformed ID, and for an `after` that names no movie (removed since
+  // the page before: its place in the order is gone with it, so the caller
+  // starts again from the first page). Holds the page and the movies of one
+  // millisecond in memory, whatever the number of movies.
+  Result<MoviePage> list(const ListOptions& options = {});
   Result<MovieDetail> get(const std::string& id);
   // The owner or an admin; not while a live lease or a queued job is on the
   // movie (kFailedPrecondition). Marks the movie `deleting` in one write,
@@ -228,6 +274,15 @@ class Movies {
   // Ends the lease. kFailedPrecondition, and nothing changes, if it is no
   // longer this one (replaced by a tracing lease, taken after expiry).
   Status release(const std::string& id, const std::string& user_name, const std::string& lease_id);
+  // Ends the live analysis lease of whoever holds it, for an admin (`by`;
+  // kPermissionDenied unless `is_admin`, which the caller vouches for). One
+  // write, conditioned on the owner and token read from the movie, clears
+  // the slot (its epoch stays), so that the old holder's next heartbeat,
+  // edit, release or trace is kFailedPrecondition; then the audit records
+  // kEventAnalysisBroken with `by`'s display name and whose lease it was.
+  // kFailedPrecondition, with nothing written, if no analysis lease is live
+  // (or it changed hands meanwhile).
+  Status break_analysis(const std::string& id, const User& by, bool is_admin);
 
   // Edits, each one fenced write conditioned on the lease. Validated first
   // against the probed movie (kInvalidArgument, nothing written): markers
@@ -251,10 +306,29 @@ class Movies {
   Result<TraceStarted> start_trace(const std::string& id, const User& user,
                                    const std::string& lease_id);
 
-  // The traced rows, by frame then marker id.
+  // Every stored row of the movie, by frame then marker id, whatever job
+  // wrote it (an older trace's rows too, until they are removed), up to
+  // kFrameRowsMax: what the store holds, for tests and tools.
   Result<std::vector<FrameRow>> frames(const std::string& id);
-  // The same as CSV with a header line.
-  Result<std::string> frames_csv(const std::string& id);
+  // A page of the rows of the movie's latest trace: rows whose job_epoch is
+  // the epoch of the movie's tracing slot (none if it was never traced), by
+  // frame then marker id. The cursor names the trace too: a page after
+  // one of an earlier trace is kFailedPrecondition (the movie was traced
+  // again: start from the first page). kInvalidArgument, with nothing read,
+  // for a limit out of range or a cursor this class did not make.
+  Result<FramePage> frames(const std::string& id, const FramesOptions& options);
+  // The rows of frames(id, options), every page of them, as CSV read a part
+  // at a time (FramesCsv below), never whole in memory. A header line
+  //   frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s
+  // then a line per row. Text cells (marker_id, label, status) that begin
+  // with '=', '+', '-', '@', a tab or a CR, which a spreadsheet would run as
+  // a formula, are neutralised as OWASP's advice on CSV injection says:
+  // prefixed with a single quote ("=1+2" is written '=1+2). Then a cell
+  // holding ',', '"', CR or LF is quoted, its '"' doubled. The numbers are
+  // written as they are (a velocity may be -3). Reads nothing until
+  // FramesCsv::next().
+  // REQUIRES: the Movies outlives the FramesCsv.
+  FramesCsv frames_csv(const std::string& id);
   // The audit, oldest first (at most kAuditEntriesMax).
   Result<std::vector<AuditEntry>> audit(const std::string& id);
 
@@ -262,6 +336,30 @@ class Movies {
   class Impl;
   explicit Movies(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+};
+
+// A movie's rows as CSV (Movies::frames_csv()), read a part at a time:
+// the header line and the first kFramesCsvRowsPerPart rows, then as many
+// rows per part, each part one frames(id, options) page.
+//
+// Not thread-safe: one reader at a time.
+class FramesCsv {
+ public:
+  // Sets `part` to the next part of the CSV. True while more parts may
+  // follow; false once `part` is the last (it may be empty). The errors of
+  // frames(id, options): kNotFound once the movie is removed,
+  // kFailedPrecondition if it was traced again since the first part.
+  // REQUIRES: not called again after it returned false or an error.
+  Result<bool> next(std::string& part);
+
+ private:
+  friend class Movies;
+  FramesCsv(Movies& movies, std::string id) : movies_(&movies), id_(std::move(id)) {}
+
+  Movies* movies_;
+  std::string id_;
+  std::string after_;  // the cursor of the next page
+  bool started_ = false;
 };
 
 // Shared by Movies and TraceWorker (movies.cc).

@@ -6,12 +6,15 @@
 // Plain values; not synchronised.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "leasehold/status.h"
 
 namespace leasehold::server {
 
@@ -53,6 +56,12 @@ struct Request {
   std::optional<std::string_view> header(std::string_view name) const;
 };
 
+// A body made while it is sent (Response::body_stream). Each call sets
+// `part` (empty when called) to the next part of the body, which may be
+// empty, and returns true while more parts may follow, false once `part` is
+// the last. An error means the body cannot be finished.
+using BodyStream = std::function<Result<bool>(std::string& part)>;
+
 struct Response {
   int status = 200;
   std::vector<std::pair<std::string, std::string>> headers;
@@ -63,6 +72,20 @@ struct Response {
   // says Accept-Ranges: bytes. Content-Type is the handler's, else
   // application/octet-stream. The transport only reads the file.
   std::string file_path = {};
+  // A body made while it is sent, instead of `body`: one too long to hold in
+  // memory (every row of a trace as CSV). The transport sends it in chunks
+  // (Transfer-Encoding: chunked) and calls it on the blocking pool, never on
+  // an I/O thread, so it may block (on a store); one call at a time, each
+  // after the part before was written and under the transfer limits of a
+  // streamed body. A call that fails, throws or overruns ends the connection
+  // without the body's last chunk, so that the client sees a broken
+  // response, never a short body that looks whole; the cause is logged with
+  // the request's ID. It must not refer to the Request, which is gone by
+  // then. Not called for HEAD, nor for a 204 or 304. An HTTP/1.0 client,
+  // which cannot read chunks, gets the body ended by the connection's close
+  // (and, there alone, cannot tell a broken body from a whole one).
+  // Content-Type is the handler's, else application/octet-stream.
+  BodyStream body_stream = {};
 
   // Sets header `name` to `value`, replacing every header of that name
   // (compared without case); returns *this. To send a header more than once

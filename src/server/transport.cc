@@ -14,7 +14,11 @@
 // under the transfer limits (transfer_deadline()). The file writes and reads
 // are ordinary blocking calls on the I/O thread, as Beast's own file_body
 // makes them: on a local disk they cost less than the socket operations
-// around them.
+// around them. A response's BodyStream is different: it may wait on a store,
+// so each of its parts is made by a job on the blocking pool and written
+// from the session's thread as one chunk (Beast's chunk encoding), the next
+// part asked for once it is written; a part that fails or comes too late
+// closes the connection before the last chunk is sent.
 //
 // Per request, the transport's own work is kept small, since on a route
 // that answers from memory it is most of what a request costs: one timer
@@ -372,6 +376,12 @@ class Session final : public SessionBase {
   void on_written(error_code ec, size_t bytes);
   void write_file_part();
   void on_file_part(error_code ec, size_t bytes);
+  void request_part();
+  void on_part(uint64_t generation, Result<bool> more, std::string part);
+  void on_part_timeout(uint64_t generation, error_code ec);
+  void write_part();
+  void on_part_written(error_code ec, size_t bytes);
+  static Result<bool> run_body_stream(BodyStream& stream, std::string& part);
   void finish_write(error_code ec);
   void end_exchange(const Response& response);
   void close_gracefully();
@@ -406,6 +416,7 @@ class Session final : public SessionBase {
   Request request_summary_;  // request_ without headers and body, while a handler has it
   const Route* route_ = nullptr;
   bool keep_alive_ = false;  // the client's wish, and nothing of the request left unread
+  bool http10_ = false;      // the request said HTTP/1.0: no chunked response
   MonoTime started_;
   TimePoint deadline_;       // request_timeout
   uint64_t generation_ = 0;  // which handler run a result is from
@@ -425,6 +436,13 @@ class Session final : public SessionBase {
   std::unique_ptr<SendFile> send_file_;
   uint64_t send_offset_ = 0;
   uint64_t send_remaining_ = 0;
+  // A response's BodyStream (shared with the pool job making its next
+  // part), the part being written and whether it is the last. Chunked
+  // unless http10_.
+  std::shared_ptr<BodyStream> body_stream_;
+  std::string part_;
+  bool part_last_ = false;
+  bool awaiting_part_ = false;  // a pool job is making the next part
   // The streamed body in progress, either way (transfer_deadline()).
   asio::steady_timer::time_point transfer_started_;
   uint64_t transfer_bytes_ = 0;
@@ -527,6 +545,10 @@ void Session<Stream>::force_close() {
       self->request_ = std::move(self->request_summary_);  // for `answered`
     }
     self->handler_timer_.cancel();
+    if (self->awaiting_part_) {
+      self->awaiting_part_ = false;
+      return self->finish_write(asio::error::operation_aborted);  // ends the exchange, closes
+    }
     self->close_now();
   });
 }
@@ -565,6 +587,7 @@ void Session<Stream>::read_header() {
   reset_request();
   route_ = nullptr;
   keep_alive_ = false;
+  http10_ = false;
   // Socket deadlines are on the timers' own clock (the real one); the
   // injected clock measures what `answered` reports.
   const TimePoint now = asio::steady_timer::clock_type::now();
@@ -644,6 +667,7 @@ void Session<Stream>::begin_exchange() {
   // body would be taken for the next request.
   const bool has_body = !parser_->is_done();
   keep_alive_ = header.keep_alive() && !has_body;
+  http10_ = header.version() < 11;
   deadline_ = asio::steady_timer::clock_type::now() + limits().request_timeout;
   if (!take_target() || !take_route()) return;
   if (!route_->options.upload_dir.empty()) return begin_upload(has_body);
@@ -948,13 +972,20 @@ void Session<Stream>::respond(Response response) {
     response = internal_error_response(request_.request_id);
   }
   if (!response.file_path.empty()) response = open_file_response(std::move(response));
+  if (response.body_stream) response.body.clear();
   ++requests_;
-  keep_alive_ = keep_alive_ && !stopping_ && !server_.stopping() &&
-                requests_ < limits().keep_alive_requests_max;
   const bool bodiless = response.status == 204 || response.status == 304;
   const bool head = request_.method == "HEAD";
+  // An HTTP/1.0 client reads a streamed body to the connection's close.
+  const bool close_delimited = response.body_stream && !bodiless && http10_;
+  keep_alive_ = keep_alive_ && !stopping_ && !server_.stopping() &&
+                requests_ < limits().keep_alive_requests_max && !close_delimited;
   write_head(response, bodiless, send_file_ ? send_remaining_ : response.body.size());
   if (bodiless || head) send_file_.reset();  // its size was all that was needed
+  if (response.body_stream && !bodiless && !head) {
+    body_stream_ = std::make_shared<BodyStream>(std::move(response.body_stream));
+  }
+  response.body_stream = nullptr;
   response_ = std::move(response);
   exchange_ = Exchange::kWriting;
   set_io_deadline(deadline_);
@@ -994,10 +1025,14 @@ void Session<Stream>::write_head(const Response& response, bool bodiless, uint64
   head_ += kSecurityHeaders;
   if (kTls) append_field(head_, "Strict-Transport-Security", kStrictTransportSecurity);
   if (!has_cache_control) append_field(head_, "Cache-Control", "no-store");
-  if (!has_content_type && !response.body.empty()) {
+  if (!has_content_type && response.body_stream) {
+    append_field(head_, "Content-Type", "application/octet-stream");
+  } else if (!has_content_type && !response.body.empty()) {
     append_field(head_, "Content-Type", "application/json");
   }
-  if (!bodiless) {
+  if (!bodiless && response.body_stream) {
+    if (!http10_) head_ += "Transfer-Encoding: chunked\r\n";
+  } else if (!bodiless) {
     head_ += "Content-Length: ";
     append_number(head_, content_length);
     head_ += "\r\n";
@@ -1053,10 +1088,10 @@ Response Session<Stream>::open_file_response(Response response) {
 
 template <class Stream>
 void Session<Stream>::on_written(error_code ec, size_t) {
-  if (!ec && send_file_) {
+  if (!ec && (send_file_ || body_stream_)) {
     transfer_started_ = asio::steady_timer::clock_type::now();
     transfer_bytes_ = 0;
-    return write_file_part();
+    return send_file_ ? write_file_part() : request_part();
   }
   finish_write(ec);
 }
@@ -1091,6 +1126,100 @@ void Session<Stream>::on_file_part(error_code ec, size_t bytes) {
   write_file_part();
 }
 
+// Asks the blocking pool for the next part of the body stream, and waits
+// for it under the transfer limits, as for a read or write of the body.
+template <class Stream>
+void Session<Stream>::request_part() {
+  const uint64_t generation = ++generation_;
+  auto job = [self = self(), stream = body_stream_, generation,
+              work = asio::make_work_guard(stream_.get_executor())]() mutable {
+    std::string part;
+    Result<bool> more = run_body_stream(*stream, part);
+    stream.reset();
+    {
+      auto executor = self->stream_.get_executor();
+      asio::post(executor, [self = std::move(self), more = std::move(more), part = std::move(part),
+                            generation]() mutable {
+        self->on_part(generation, std::move(more), std::move(part));
+      });
+    }
+    work.reset();  // last: the io_context may be gone after this
+  };
+  if (!server_.hooks().submit_blocking(std::move(job))) {
+    log_to(server_.logger(), LogLevel::kWarn,
+           "request {}: {} {}: the blocking pool refused the body's next part", request_.request_id,
+           request_.method, request_.route);
+    return finish_write(asio::error::no_buffer_space);
+  }
+  awaiting_part_ = true;
+  clear_io_deadline();
+  handler_timer_.expires_at(transfer_deadline());
+  handler_timer_.async_wait(
+      beast::bind_front_handler(&Session::on_part_timeout, self(), generation));
+}
+
+// The body stream's call, on the pool. Never throws.
+template <class Stream>
+Result<bool> Session<Stream>::run_body_stream(BodyStream& stream, std::string& part) {
+  try {
+    return stream(part);
+  } catch (const std::exception& e) {
+    return internal_error(std::string("the body stream threw: ") + e.what());
+  } catch (...) {
+    return internal_error("the body stream threw a non-exception");
+  }
+}
+
+template <class Stream>
+void Session<Stream>::on_part(uint64_t generation, Result<bool> more, std::string part) {
+  if (!awaiting_part_ || generation != generation_) return;  // timed out, or force_close()
+  awaiting_part_ = false;
+  handler_timer_.cancel();
+  if (!more.ok()) {
+    log_to(server_.logger(), LogLevel::kError, "request {}: {} {}: the body broke off: {}",
+           request_.request_id, request_.method, request_.route, more.status().to_string());
+    return finish_write(asio::error::eof);  // the connection closes: no last chunk
+  }
+  part_ = std::move(part);
+  part_last_ = !*more;
+  write_part();
+}
+
+template <class Stream>
+void Session<Stream>::on_part_timeout(uint64_t generation, error_code ec) {
+  if (ec || !awaiting_part_ || generation != generation_) return;
+  awaiting_part_ = false;
+  log_to(server_.logger(), LogLevel::kError,
+         "request {}: {} {}: the body's next part came too late", request_.request_id,
+         request_.method, request_.route);
+  finish_write(asio::error::timed_out);
+}
+
+// Writes part_ as one chunk (an empty one would end the body: none is sent).
+template <class Stream>
+void Session<Stream>::write_part() {
+  if (part_.empty()) return on_part_written({}, 0);
+  set_io_deadline(transfer_deadline());
+  if (http10_) {
+    return asio::async_write(stream_, asio::buffer(part_),
+                             beast::bind_front_handler(&Session::on_part_written, self()));
+  }
+  asio::async_write(stream_, http::make_chunk(asio::buffer(part_)),
+                    beast::bind_front_handler(&Session::on_part_written, self()));
+}
+
+template <class Stream>
+void Session<Stream>::on_part_written(error_code ec, size_t bytes) {
+  if (ec) return finish_write(ec);
+  transfer_bytes_ += bytes;
+  if (!part_last_) return request_part();
+  part_.clear();
+  if (http10_) return finish_write({});  // keep_alive_ is false: the close ends the body
+  set_io_deadline(transfer_deadline());
+  asio::async_write(stream_, http::make_chunk_last(),
+                    [self = self()](error_code last_ec, size_t) { self->finish_write(last_ec); });
+}
+
 template <class Stream>
 void Session<Stream>::finish_write(error_code ec) {
   send_file_.reset();
@@ -1109,6 +1238,8 @@ void Session<Stream>::end_exchange(const Response& response) {
   // (unless a handler still running on the blocking pool holds it).
   upload_.reset();
   send_file_.reset();
+  body_stream_.reset();
+  awaiting_part_ = false;
   admitted_ = false;
   has_body_ = false;
   if (!server_.hooks().answered) return;

@@ -3,10 +3,11 @@
 // (dynalite): uploads and their probe, every refusal of bad input (and that
 // it leaves nothing behind), the analysis lease (two users racing, the
 // same user in another tab, heartbeats, expiry, an old page's late
-// release), fenced edits, a trace from start to published frames, CSV and
-// audit, a redelivered job message, viewing while a movie is locked, and
-// removal. Killed and paused trace workers are tested with real processes
-// (tests/process/trace_worker_test.cc).
+// release, an admin's break), fenced edits, a trace from start to published
+// frames, pages of movies and of frames (Link rel=next), the streamed CSV
+// and its neutralised cells, audit, a redelivered job message, viewing
+// while a movie is locked, and removal. Killed and paused trace workers are
+// tested with real processes (tests/process/trace_worker_test.cc).
 #include "app/movies_api.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <latch>
+#include <set>
 #include <thread>
 
 #include "../dynamodb/dynalite_fixture.h"
@@ -342,6 +344,7 @@ TEST_P(MoviesApiTest, EveryRouteNeedsASignedInUserAndUnknownMoviesAre404) {
       {"POST", m + "/analysis-lease"},
       {"POST", m + "/analysis-lease/heartbeat"},
       {"DELETE", m + "/analysis-lease"},
+      {"POST", m + "/analysis-lease/break"},
       {"PUT", m + "/markers"},
       {"PUT", m + "/trim"},
       {"PUT", m + "/capture-interval"},
@@ -710,6 +713,189 @@ TEST_P(MoviesApiTest, OnlyTheOwnerOrAnAdminRemovesAMovieAndOnlyWhenItIsFree) {
       wait_until([&] { return call("GET", "/api/movies/" + bobs_again, bob_).status == 404; }));
   EXPECT_EQ(ok_json(call("GET", "/api/movies", bob_)).as_array().size(), 1u);
   EXPECT_EQ(call("GET", "/api/movies/" + other, bob_).status, 200);
+}
+
+// The target of a Link: <TARGET>; rel="next", or "" if there is none.
+std::string next_link(const HttpResponse& r) {
+  const std::string link = r.header("link");
+  if (link.empty()) return "";
+  EXPECT_TRUE(link.starts_with("<") && link.ends_with(">; rel=\"next\"")) << link;
+  return link.substr(1, link.find('>') - 1);
+}
+
+TEST_P(MoviesApiTest, TheMovieListComesInPagesLinkedToTheNext) {
+  serve(/*trace_workers=*/0);
+  fs::copy_file(files_ / "spots.avi", media() / "listed.avi");
+  std::vector<std::string> created;
+  for (int i = 0; i < 7; ++i) {
+    auto m = serving_->movies().movies().create("m" + std::to_string(i), {"ada", "Ada L."},
+                                                "listed.avi");
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    created.push_back(m->id);
+  }
+  // Everything on one page by default, in the order of creation.
+  const HttpResponse all = call("GET", "/api/movies", bob_);
+  const json::value whole = ok_json(all);
+  ASSERT_EQ(whole.as_array().size(), 7u);
+  EXPECT_FALSE(all.has_header("link"));
+
+  std::vector<std::string> listed;
+  std::string target = "/api/movies?limit=3";
+  int pages = 0;
+  while (!target.empty()) {
+    const HttpResponse page = call("GET", target, bob_);
+    const json::value items = ok_json(page);
+    ASSERT_TRUE(items.is_array());
+    ++pages;
+    for (const json::value& m : items.as_array())
+      listed.push_back(std::string(m.at("id").as_string()));
+    target = next_link(page);
+    if (!target.empty()) {
+      EXPECT_EQ(target, "/api/movies?limit=3&after=" + listed.back());
+    }
+  }
+  EXPECT_EQ(pages, 3);
+  ASSERT_EQ(listed.size(), 7u);
+  for (size_t i = 0; i < listed.size(); ++i) {
+    EXPECT_EQ(listed[i], std::string(whole.at(i).at("id").as_string()));
+  }
+  EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()),
+            std::set<std::string>(created.begin(), created.end()));
+  const HttpResponse last = call("GET", "/api/movies?limit=6&after=" + listed[0], bob_);
+  EXPECT_EQ(ok_json(last).as_array().size(), 6u);
+  EXPECT_FALSE(last.has_header("link")) << "six left: a full last page links to nothing";
+
+  for (const std::string& bad : std::vector<std::string>{
+           "limit=0", "limit=1001", "limit=abc", "limit=-1", "limit=3x", "limit=", "limit=%2B3",
+           "after=", "after=no%20such", "after=0123456789abcdef",
+           "limit=2&after=" + std::string(65, 'a')}) {
+    const HttpResponse r = call("GET", "/api/movies?" + bad, bob_);
+    EXPECT_EQ(r.status, 400) << bad << " " << r.body;
+    EXPECT_EQ(error_code(r), "bad_request") << bad;
+  }
+  EXPECT_EQ(ok_json(call("GET", "/api/movies?limit=1000", bob_)).as_array().size(), 7u);
+}
+
+TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamedAndSafe) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string m = "/api/movies/" + id;
+  std::string lease = lease_of(id, ada_);
+  prepare_trace(id, lease);  // frames 2, 4, 6, 8
+  start_trace(id, lease);
+  ASSERT_TRUE(wait_traced(id));
+
+  // Traced again from frame 6, with a marker a spreadsheet would run.
+  lease = lease_of(id, ada_);
+  const auto at = tracer::spot_position(movies::small_test_movie().spots[0], 6);
+  const std::string markers =
+      R"js([{"id":"@SUM(A1)","label":"=HYPERLINK(\"http://x\")","frame":6,"x":)js" +
+      std::to_string(at.x) + ",\"y\":" + std::to_string(at.y) + "}]";
+  ASSERT_EQ(call("PUT", m + "/markers", ada_, with_lease(lease, ",\"markers\":" + markers)).status,
+            200);
+  ASSERT_EQ(call("PUT", m + "/trim", ada_, with_lease(lease, ",\"start_frame\":6,\"end_frame\":9"))
+                .status,
+            200);
+  start_trace(id, lease);
+  ASSERT_TRUE(wait_until([&] {
+    const json::value audit = ok_json(call("GET", m + "/audit", ada_));
+    return audit.as_array().size() == 4 &&
+           audit.as_array().back().at("event") == movies::kEventTracingCompleted;
+  }));
+
+  // Frames 2 and 4 of the first trace are still stored; only 6 and 8 are read.
+  const HttpResponse first = call("GET", m + "/frames?limit=1", bob_);
+  const json::value page = ok_json(first);
+  ASSERT_EQ(page.as_array().size(), 1u);
+  EXPECT_EQ(page.at(0).at("frame"), 6);
+  EXPECT_EQ(page.at(0).at("marker_id"), "@SUM(A1)");
+  const std::string next = next_link(first);
+  ASSERT_TRUE(next.starts_with(m + "/frames?limit=1&after=")) << next;
+  const HttpResponse second = call("GET", next, bob_);
+  ASSERT_EQ(ok_json(second).as_array().size(), 1u);
+  EXPECT_EQ(ok_json(second).at(0).at("frame"), 8);
+  EXPECT_FALSE(second.has_header("link"));
+  const json::value whole = ok_json(call("GET", m + "/frames", bob_));
+  ASSERT_EQ(whole.as_array().size(), 2u);
+  for (const std::string& bad :
+       {std::string("limit=0"), std::string("limit=10001"), std::string("limit=1.5"),
+        std::string("after=zz"), std::string("after="), std::string("after=2.3030")}) {
+    EXPECT_EQ(call("GET", m + "/frames?" + bad, bob_).status, 400) << bad;
+  }
+  // A cursor of the first trace's rows: that listing is over.
+  EXPECT_EQ(call("GET", m + "/frames?after=1" + next.substr(next.find('.')), bob_).status, 409);
+  EXPECT_EQ(call("GET", m + "/frames?limit=10000", bob_).status, 200);
+
+  const HttpResponse csv = call("GET", m + "/frames.csv", bob_);
+  EXPECT_EQ(csv.status, 200);
+  EXPECT_EQ(csv.header("transfer-encoding"), "chunked");
+  EXPECT_EQ(csv.header("content-type"), "text/csv; charset=utf-8");
+  EXPECT_EQ(std::count(csv.body.begin(), csv.body.end(), '\n'), 3) << csv.body;
+  EXPECT_NE(csv.body.find("\n6,0.24,'@SUM(A1),\"'=HYPERLINK(\"\"http://x\"\")\","),
+            std::string::npos)
+      << csv.body;
+  EXPECT_EQ(csv.body.find("\n2,"), std::string::npos) << "the older trace's rows";
+
+  // Traced again while a client pages: its next page would mix two traces.
+  lease = lease_of(id, ada_);
+  start_trace(id, lease);
+  ASSERT_TRUE(
+      wait_until([&] { return ok_json(call("GET", m + "/audit", ada_)).as_array().size() == 6; }));
+  const HttpResponse stale = call("GET", next, bob_);
+  EXPECT_EQ(stale.status, 409);
+  EXPECT_NE(stale.body.find("first page"), std::string::npos) << stale.body;
+}
+
+TEST_P(MoviesApiTest, AnAdminBreaksAnotherUsersAnalysisLease) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string m = "/api/movies/" + id;
+  const std::string brk = m + "/analysis-lease/break";
+  const std::string lease = lease_of(id, bob_);
+  ASSERT_EQ(
+      call("PUT", m + "/markers", bob_, with_lease(lease, ",\"markers\":" + spot_marker(0))).status,
+      200);
+
+  // Refused, and nothing changes: Bob's page goes on.
+  EXPECT_EQ(call("POST", brk, cy_).status, 403);
+  EXPECT_EQ(call("POST", brk, bob_, "{}").status, 403);
+  EXPECT_EQ(call("POST", brk, ada_, R"({"lease_id":"x"})").status, 400);
+  EXPECT_EQ(call("POST", brk, ada_, "{\"").status, 400);
+  EXPECT_EQ(call("POST", brk, ada_, "[]").status, 400);
+  EXPECT_EQ(call("POST", brk, ada_, "{}", "Content-Type: text/plain\r\n").status, 415);
+  EXPECT_EQ(call("POST", "/api/movies/nosuchmovie/analysis-lease/break", ada_).status, 404);
+  EXPECT_EQ(call("POST", m + "/analysis-lease/heartbeat", bob_, with_lease(lease)).status, 200);
+  EXPECT_EQ(movie(id).at("lock").at("user_display_name"), "Bob B.");
+  EXPECT_TRUE(ok_json(call("GET", m + "/audit", ada_)).as_array().empty());
+
+  const json::value broken = ok_json(call("POST", brk, ada_, "{}"));
+  ASSERT_TRUE(broken.is_object());
+  EXPECT_EQ(broken.at("id").as_string(), id);
+  EXPECT_EQ(broken.at("lock"), nullptr);
+  EXPECT_EQ(broken, json::value(movie(id)));
+
+  // Bob's old page is refused from now on, and changes nothing.
+  EXPECT_EQ(call("POST", m + "/analysis-lease/heartbeat", bob_, with_lease(lease)).status, 409);
+  const HttpResponse edit =
+      call("PUT", m + "/markers", bob_, with_lease(lease, ",\"markers\":" + spot_marker(3)));
+  EXPECT_EQ(edit.status, 409) << edit.body;
+  EXPECT_EQ(call("POST", m + "/trace", bob_, with_lease(lease)).status, 409);
+  EXPECT_EQ(call("DELETE", m + "/analysis-lease", bob_, with_lease(lease)).status, 409);
+  EXPECT_EQ(movie(id).at("markers").at(0).at("frame"), 0);
+  EXPECT_EQ(movie(id).at("status"), "ready");
+
+  const json::value audit = ok_json(call("GET", m + "/audit", bob_));
+  ASSERT_EQ(audit.as_array().size(), 1u);
+  EXPECT_EQ(audit.at(0).at("event"), "movie.analysis.broken");
+  EXPECT_EQ(audit.at(0).at("user_display_name"), "Ada L.");
+  EXPECT_NE(std::string(audit.at(0).at("summary").as_string()).find("Bob B."), std::string::npos);
+
+  // No lease left to break; somebody else may take the movie.
+  const HttpResponse none = call("POST", brk, ada_);
+  EXPECT_EQ(none.status, 409);
+  EXPECT_NE(none.body.find("no live analysis lease"), std::string::npos) << none.body;
+  EXPECT_EQ(take_lease(id, cy_).status, 200);
+  EXPECT_EQ(movie(id).at("lock").at("user_display_name"), "Cy C.");
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, MoviesApiTest,

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 
 namespace leasehold::server::testing {
 namespace {
@@ -162,6 +163,10 @@ std::optional<HttpResponse> Client::read_response(std::chrono::milliseconds time
   }
   buffer_.erase(0, end + 4);
   if (response.status / 100 == 1) return response;  // 100 Continue: no body
+  if (!head && response.header("transfer-encoding") == "chunked") {
+    if (!read_chunked_body(deadline, response.body)) return std::nullopt;
+    return response;
+  }
   const std::string length = response.header("content-length");
   const size_t body_bytes = head || length.empty() ? 0 : std::stoul(length);
   while (buffer_.size() < body_bytes) {
@@ -170,6 +175,35 @@ std::optional<HttpResponse> Client::read_response(std::chrono::milliseconds time
   response.body = buffer_.substr(0, body_bytes);
   buffer_.erase(0, body_bytes);
   return response;
+}
+
+bool Client::read_chunked_body(Deadline deadline, std::string& body) {
+  for (;;) {
+    size_t line_end;
+    while ((line_end = buffer_.find("\r\n")) == std::string::npos) {
+      if (read_some(deadline) != Read::kData) return false;
+    }
+    size_t size = 0;
+    const auto [end, ec] = std::from_chars(buffer_.data(), buffer_.data() + line_end, size, 16);
+    if (ec != std::errc() || (end != buffer_.data() + line_end && *end != ';')) return false;
+    buffer_.erase(0, line_end + 2);
+    if (size == 0) break;
+    while (buffer_.size() < size + 2) {
+      if (read_some(deadline) != Read::kData) return false;
+    }
+    if (buffer_.compare(size, 2, "\r\n") != 0) return false;
+    body.append(buffer_, 0, size);
+    buffer_.erase(0, size + 2);
+  }
+  // The trailer fields, if any, up to the empty line.
+  for (;;) {
+    size_t line_end;
+    while ((line_end = buffer_.find("\r\n")) == std::string::npos) {
+      if (read_some(deadline) != Read::kData) return false;
+    }
+    buffer_.erase(0, line_end + 2);
+    if (line_end == 0) return true;
+  }
 }
 
 std::optional<HttpResponse> Client::get(std::string_view target, std::string_view extra_headers) {

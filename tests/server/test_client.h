@@ -49,7 +49,9 @@ class Client {
   // False if the connection refused the bytes (closed, reset).
   bool send(std::string_view data);
   // Reads one response (the headers only, whatever the Content-Length, when
-  // `head`); nullopt if the connection closes first or `timeout` passes.
+  // `head`); nullopt if the connection closes first or `timeout` passes. A
+  // chunked body is decoded, and is read whole only with its last chunk: one
+  // that the connection's close cuts short is nullopt too.
   std::optional<HttpResponse> read_response(std::chrono::milliseconds timeout = 10s,
                                             bool head = false);
   // Sends a GET and reads its response.
@@ -65,6 +67,10 @@ class Client {
   enum class Read { kData, kClosed, kTimeout };
   // Appends what arrives to buffer_, waiting until `deadline`.
   Read read_some(std::chrono::steady_clock::time_point deadline);
+  // Decodes a chunked body from buffer_ into `body`, up to the end of its
+  // trailer; false if the connection ends first, the deadline passes or the
+  // chunks are malformed.
+  bool read_chunked_body(std::chrono::steady_clock::time_point deadline, std::string& body);
 
   int fd_ = -1;
   SSL_CTX* ctx_ = nullptr;

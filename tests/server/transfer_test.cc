@@ -9,8 +9,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "server/errors.h"
 #include "server_fixture.h"
@@ -121,7 +126,43 @@ class TransferTest : public ServerFixture {
     std::ofstream(root_ / "file", std::ios::binary) << data;
   }
 
+  // GET /stream: a body made of `parts` by a BodyStream, each call noting
+  // its thread; past the parts, `fail` (if set) is what it returns, else it
+  // ends the body. At part `gate_at` (if not -1) the call waits at gate_.
+  void add_stream_route(std::vector<std::string> parts, std::optional<Status> fail = {},
+                        int gate_at = -1) {
+    router_.add(
+        "GET", "/stream",
+        [this, parts, fail, gate_at](Request&) {
+          Response response{.status = 200, .headers = {}, .body = "ignored"};
+          auto next = std::make_shared<size_t>(0);
+          response.body_stream = [this, parts, fail, gate_at,
+                                  next](std::string& part) -> Result<bool> {
+            {
+              std::lock_guard lock(stream_mu_);
+              stream_threads_.push_back(std::this_thread::get_id());
+            }
+            const size_t i = (*next)++;
+            if (static_cast<int>(i) == gate_at) gate_.pass();
+            if (i < parts.size()) {
+              part = parts[i];
+              return fail || i + 1 < parts.size();
+            }
+            if (fail) return *fail;
+            return false;
+          };
+          return response;
+        },
+        kInline);
+  }
+  std::vector<std::thread::id> stream_threads() {
+    std::lock_guard lock(stream_mu_);
+    return stream_threads_;
+  }
+
   fs::path root_;
+  std::mutex stream_mu_;
+  std::vector<std::thread::id> stream_threads_;  // by stream_mu_
   std::atomic<int> handled_ = 0;
   std::atomic<int> admitted_ = 0;
   std::atomic<int> files_at_admit_ = -1;
@@ -509,6 +550,89 @@ TEST_F(TransferTest, EveryStartedTransferIsAnsweredOnce) {
   std::multiset<int> statuses;
   for (const Answered& a : answered()) statuses.insert(a.status);
   EXPECT_EQ(statuses, (std::multiset<int>{206, 416, 200, 413, kStatusDropped}));
+}
+
+TEST_F(TransferTest, AStreamedBodyArrivesWholeInChunksEachMadeOnThePool) {
+  const std::vector<std::string> parts = {patterned(100'000), "", "tail", patterned(70'000)};
+  add_stream_route(parts);
+  start();
+  Client client(port());
+  ASSERT_TRUE(client.send(get_request("/stream")));
+  auto response = client.read_response();
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->header("transfer-encoding"), "chunked");
+  EXPECT_FALSE(response->has_header("content-length"));
+  EXPECT_EQ(response->header("content-type"), "application/octet-stream");
+  EXPECT_TRUE(response->body == parts[0] + parts[2] + parts[3]) << "the handler's body is ignored";
+  const auto threads = stream_threads();
+  ASSERT_EQ(threads.size(), parts.size());
+  for (std::thread::id id : threads) EXPECT_TRUE(on_pool_thread(id));
+
+  // The connection goes on; HEAD says how the body would come, and sends none.
+  ASSERT_TRUE(client.send("HEAD /stream HTTP/1.1\r\nHost: x\r\n\r\n"));
+  response = client.read_response(10s, /*head=*/true);
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->status, 200);
+  EXPECT_EQ(response->header("transfer-encoding"), "chunked");
+  response = client.get("/stream");
+  ASSERT_TRUE(response);
+  EXPECT_TRUE(response->body == parts[0] + parts[2] + parts[3]);
+  EXPECT_EQ(stream_threads().size(), 2 * parts.size()) << "not called for HEAD";
+  ASSERT_TRUE(wait_answered(3));
+}
+
+// Whatever the client has read looks broken, never whole: no last chunk.
+TEST_F(TransferTest, AStreamedBodyThatFailsMidwayClosesTheConnectionWithoutItsLastChunk) {
+  add_stream_route({"first part,", "second part"}, unavailable("the store went away"));
+  start();
+  Client client(port());
+  ASSERT_TRUE(client.send(get_request("/stream")));
+  ASSERT_TRUE(client.wait_closed());
+  const std::string& received = client.received();
+  EXPECT_NE(received.find("Transfer-Encoding: chunked"), std::string::npos);
+  EXPECT_NE(received.find("b\r\nfirst part,\r\nb\r\nsecond part\r\n"), std::string::npos)
+      << received;
+  EXPECT_FALSE(received.ends_with("0\r\n\r\n")) << received;
+  ASSERT_TRUE(wait_answered(1));
+  EXPECT_NE(logger_.find("the body broke off"), "");
+  EXPECT_NE(logger_.find("the store went away"), "");
+
+  Client reading(port());
+  ASSERT_TRUE(reading.send(get_request("/stream")));
+  EXPECT_FALSE(reading.read_response()) << "a chunked body cut short is no response";
+}
+
+TEST_F(TransferTest, AStreamedBodyWhosePartComesTooLateIsCutOff) {
+  ServerLimits limits = test_limits();
+  limits.transfer_idle_timeout = 300ms;
+  add_stream_route({"first", "second"}, {}, /*gate_at=*/1);
+  start(limits);
+  Client client(port());
+  ASSERT_TRUE(client.send(get_request("/stream")));
+  ASSERT_TRUE(client.wait_closed());
+  EXPECT_NE(client.received().find("5\r\nfirst\r\n"), std::string::npos);
+  EXPECT_EQ(client.received().find("second"), std::string::npos);
+  ASSERT_TRUE(wait_answered(1));
+  EXPECT_NE(logger_.find("came too late"), "");
+  gate_.open();  // the late part is dropped when it comes
+  Client next(port());
+  auto response = next.get("/stream");
+  ASSERT_TRUE(response);
+  EXPECT_EQ(response->body, "firstsecond");
+}
+
+TEST_F(TransferTest, AStreamedBodyToAnHttp10ClientEndsWithTheConnection) {
+  add_stream_route({"one,", "two"});
+  start();
+  Client client(port());
+  ASSERT_TRUE(client.send("GET /stream HTTP/1.0\r\nConnection: keep-alive\r\n\r\n"));
+  ASSERT_TRUE(client.wait_closed());
+  const std::string& received = client.received();
+  EXPECT_EQ(received.find("Transfer-Encoding"), std::string::npos) << received;
+  EXPECT_EQ(received.find("Content-Length"), std::string::npos) << received;
+  EXPECT_NE(received.find("Connection: close\r\n"), std::string::npos) << received;
+  EXPECT_TRUE(received.ends_with("\r\n\r\none,two")) << received;
 }
 
 }  // namespace
