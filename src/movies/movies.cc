@@ -356,7 +356,6 @@ class Movies::Impl {
   Result<MoviePage> list(const ListOptions& options);
   Result<FramePage> frames(const std::string& id, const FramesOptions& options);
   Status break_analysis(const std::string& id, const User& by, bool is_admin);
-  Result<Item> read_item(const std::string& id);
   Result<MovieDetail> get(const std::string& id);
   Status remove(const std::string& id, const std::string& user_name, bool is_admin);
   Result<AnalysisLease> acquire_analysis(const std::string& id, const User& user, Lock* holder);
@@ -617,17 +616,6 @@ Status Movies::Impl::break_analysis(const std::string& id, const User& by, bool 
            audited.to_string());
   }
   return {};
-}
-
-// The movie's item as stored, for what read() does not say (its slots' epochs
-// and tokens).
-Result<Item> Movies::Impl::read_item(const std::string& id) {
-  if (id.empty() || id.size() > 64) return not_found("no movie '" + id + "'");
-  Result<Item> item = store_.get(kMoviesTable, movie_key(id), /*consistent=*/true);
-  if (!item.ok() && item.status().code() == Code::kNotFound) {
-    return not_found("no movie '" + id + "'");
-  }
-  return item;
 }
 
 Result<MovieDetail> Movies::Impl::get(const std::string& id) { return read(id); }

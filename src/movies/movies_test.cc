@@ -255,6 +255,7 @@ TEST_F(MoviesTest, ListRefusesABadLimitAndAnAfterThatNamesNoMovie) {
   EXPECT_EQ(page->next_after, first);
   // The movie a client resumes after is removed meanwhile: its place is gone.
   ASSERT_TRUE(movies_->remove(first, "ada", false).ok());
+  ASSERT_TRUE(movies_->finish_remove(first).ok());
   auto gone = movies_->list({1, page->next_after});
   EXPECT_EQ(gone.status().code(), Code::kInvalidArgument);
   EXPECT_NE(gone.status().message().find("first page"), std::string::npos);
