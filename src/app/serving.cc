@@ -56,6 +56,7 @@ movies::ServiceOptions movies_service_options(const MoviesServingOptions& o, std
   so.trace_workers = o.trace_workers;
   so.probe_workers = o.probe_workers;
   so.trace_nice = o.trace_nice;
+  so.trace_progress_deadline = o.trace_progress_deadline;
   so.worker_prefix = std::string(kind) + "-" + host + "-" + std::to_string(getpid());
   so.lease = lease;
   so.logger = log;

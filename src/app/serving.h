@@ -42,6 +42,8 @@ struct MoviesServingOptions {
   size_t trace_workers = 1;  // run in this process; 0: traces run elsewhere
   size_t probe_workers = 1;  // likewise for the probes of uploads
   int trace_nice = 10;       // the trace workers' nice value (movies/trace_worker.h)
+  // TraceWorkerOptions::progress_deadline.
+  Duration trace_progress_deadline = std::chrono::minutes(2);
 };
 
 // The movies service's options for a process, its workers named after the

@@ -113,8 +113,8 @@ class TraceLoop {
   }
 
   void set_tracing(bool on) { tracing_ = on; }
-  // True once no trace runs (after set_tracing(false)).
-  bool idle() { return status() != movies::kStatusTracing; }
+  // True once no trace is queued or runs (after set_tracing(false)).
+  bool idle() { return !busy(status()); }
   int64_t started() const { return started_; }
   int64_t failures() const { return failures_; }
 
@@ -123,10 +123,13 @@ class TraceLoop {
     Result<movies::MovieDetail> m = b_.movies().get(b_.movie_id);
     return m.ok() ? m->status : "";
   }
+  static bool busy(const std::string& status) {
+    return status == movies::kStatusQueued || status == movies::kStatusTracing;
+  }
 
   void loop() {
     while (!stop_) {
-      if (tracing_ && status() != movies::kStatusTracing) start_one();
+      if (tracing_ && !busy(status())) start_one();
       std::this_thread::sleep_for(kLoopPoll);
     }
   }

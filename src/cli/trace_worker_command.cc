@@ -42,6 +42,10 @@ void add_movies_flags(CLI::App& sub, MoviesArgs& a) {
   sub.add_option("--trace-workers", a.trace_workers,
                  "Traces run at once in this process (0: none here)")
       ->capture_default_str();
+  sub.add_option("--trace-progress-deadline", a.trace_progress_deadline,
+                 "The longest a trace may go without writing a frame (a decode stuck in a "
+                 "broken file) before it is stopped and published as failed")
+      ->capture_default_str();
 }
 
 Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& a) {
@@ -54,6 +58,11 @@ Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& a) {
     return invalid_argument("--trace-workers must be 0.." + std::to_string(movies::kWorkersMax));
   }
   o.trace_workers = a.trace_workers;
+  Result<Duration> deadline = parse_duration(a.trace_progress_deadline);
+  if (!deadline.ok() || *deadline < std::chrono::seconds(1)) {
+    return invalid_argument("--trace-progress-deadline must be a duration of at least 1s");
+  }
+  o.trace_progress_deadline = *deadline;
   return o;
 }
 

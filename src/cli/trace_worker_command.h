@@ -26,10 +26,11 @@ struct MoviesArgs {
   std::string analysis_lease_ttl = "15m";
   std::string tracing_lease_ttl = "15m";
   size_t trace_workers = 1;
+  std::string trace_progress_deadline = "2m";
 };
 
-// Adds --media-dir, --analysis-lease-ttl, --tracing-lease-ttl and
-// --trace-workers to `sub`.
+// Adds --media-dir, --analysis-lease-ttl, --tracing-lease-ttl,
+// --trace-workers and --trace-progress-deadline to `sub`.
 void add_movies_flags(CLI::App& sub, MoviesArgs& args);
 
 // The flags checked (kInvalidArgument naming the flag: a ttl the leases

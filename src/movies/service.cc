@@ -50,6 +50,7 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
     // the wait only decides how soon one queued elsewhere is seen.
     to.idle_wait = kIdleWait;
     to.nice = o.trace_nice;
+    to.progress_deadline = o.trace_progress_deadline;
     to.lease = o.lease;
     to.logger = o.logger;
     to.metrics = o.metrics;

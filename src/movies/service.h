@@ -40,6 +40,8 @@ struct ServiceOptions {
   size_t trace_workers = 1;  // 0..kWorkersMax
   size_t probe_workers = 1;  // 0..kWorkersMax
   int trace_nice = 10;       // TraceWorkerOptions::nice
+  Duration trace_progress_deadline =
+      std::chrono::minutes(2);  // TraceWorkerOptions::progress_deadline
   // Names the workers: "<prefix>-trace0", "<prefix>-probe0", ... Unique
   // among the processes of a fleet (host name and process ID, say).
   std::string worker_prefix;
