@@ -366,7 +366,6 @@ class Movies::Impl {
               const Update& update);
   Result<TraceStarted> start_trace(const std::string& id, const User& user,
                                    const std::string& lease_id);
-  Result<std::vector<FrameRow>> frames(const std::string& id);
   Result<std::vector<AuditEntry>> audit(const std::string& id);
 
   Status finish_remove(const std::string& id);
@@ -861,22 +860,6 @@ Result<bool> Movies::Impl::end_unqueued(const std::string& id, const Lease& leas
   return true;
 }
 
-Result<std::vector<FrameRow>> Movies::Impl::frames(const std::string& id) {
-  RETURN_IF_ERROR(read(id).status());
-  std::vector<FrameRow> out;
-  QueryOptions q;
-  q.limit = kQueryLimitMax;
-  do {
-    ASSIGN_OR_RETURN(Page page, store_.query(kFramesTable, movie_pk(id), KeyRange::all(), q));
-    for (const Item& item : page.items) {
-      out.push_back(frame_row_of(item));
-      if (out.size() >= kFrameRowsMax) return out;
-    }
-    q.cursor = page.next_cursor;
-  } while (!q.cursor.empty());
-  return out;
-}
-
 Result<std::vector<AuditEntry>> Movies::Impl::audit(const std::string& id) {
   RETURN_IF_ERROR(read(id).status());
   QueryOptions q;
@@ -983,8 +966,6 @@ Result<TraceStarted> Movies::start_trace(const std::string& id, const User& user
                                          const std::string& lease_id) {
   return impl_->start_trace(id, user, lease_id);
 }
-
-Result<std::vector<FrameRow>> Movies::frames(const std::string& id) { return impl_->frames(id); }
 
 Result<FramePage> Movies::frames(const std::string& id, const FramesOptions& options) {
   return impl_->frames(id, options);

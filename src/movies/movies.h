@@ -43,6 +43,8 @@
 //     {movie_id, job_id}. The rows of earlier jobs are not touched here (the
 //     reads skip them; the worker removes them once the job is published).
 //   - remove marks the movie `deleting`; finish_remove takes the rest.
+//   - break_analysis (an admin's) clears a live analysis lease, conditioned
+//     on the owner and token it read; the slot's epoch stays.
 //
 // Error codes:
 //   kNotFound           no such movie
@@ -94,8 +96,6 @@ inline constexpr size_t kListLimitMax = 1000;
 // A page of frames(id, options) (FramesOptions::limit): by default, and at most.
 inline constexpr size_t kFramesLimitDefault = 1000;
 inline constexpr size_t kFramesLimitMax = 10'000;
-// The most rows frames(id) returns.
-inline constexpr size_t kFrameRowsMax = 1'000'000;
 // The rows of one part of frames_csv() (FramesCsv::next()).
 inline constexpr size_t kFramesCsvRowsPerPart = 1000;
 inline constexpr size_t kAuditEntriesMax = 1000;
@@ -306,16 +306,12 @@ class Movies {
   Result<TraceStarted> start_trace(const std::string& id, const User& user,
                                    const std::string& lease_id);
 
-  // Every stored row of the movie, by frame then marker id, whatever job
-  // wrote it (an older trace's rows too, until they are removed), up to
-  // kFrameRowsMax: what the store holds, for tests and tools.
-  Result<std::vector<FrameRow>> frames(const std::string& id);
   // A page of the rows of the movie's latest trace: rows whose job_epoch is
   // the epoch of the movie's tracing slot (none if it was never traced), by
   // frame then marker id. The cursor names the trace too: a page after
   // one of an earlier trace is kFailedPrecondition (the movie was traced
   // again: start from the first page). kInvalidArgument, with nothing read,
-  // for a limit out of range or a cursor this class did not make.
+  // for a limit out of range or a cursor that no page gave.
   Result<FramePage> frames(const std::string& id, const FramesOptions& options);
   // The rows of frames(id, options), every page of them, as CSV read a part
   // at a time (FramesCsv below), never whole in memory. A header line

@@ -302,7 +302,6 @@ TEST_F(MoviesTest, UnknownMovieIsNotFoundEverywhere) {
   EXPECT_EQ(movies_->set_markers("nope", "ada", lease_id, {}).code(), Code::kNotFound);
   EXPECT_EQ(movies_->start_trace("nope", kAda, lease_id).status().code(), Code::kNotFound);
   EXPECT_EQ(movies_->remove("nope", "ada", true).code(), Code::kNotFound);
-  EXPECT_EQ(movies_->frames("nope").status().code(), Code::kNotFound);
   EXPECT_EQ(movies_->audit("nope").status().code(), Code::kNotFound);
   EXPECT_FALSE(store_->get(kMoviesTable, movie_key("nope"), true).ok()) << "nothing created";
 }

@@ -111,7 +111,8 @@ struct JobState {
   // Who publishes the job's end: the thread that traced it, or the watchdog
   // of a trace that stopped making progress; the first to set it.
   std::atomic<bool> ended{false};
-  // Steady-clock ns when the trace last made progress (a frame written).
+  // Steady-clock ns when the trace last made progress (a frame decoded or
+  // written).
   std::atomic<int64_t> progress_ns{0};
   Renewer::Id renewal{};
   JobMessage job;
@@ -484,6 +485,7 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime c
     if (stopping_) state->stop.request_stop();
   }
   tracer::TraceRequest request{m->markers, m->trim, m->every_frames, options_.trace};
+  request.options.on_decoded = [&state = *state](int64_t) { state.progress_ns = steady_ns(); };
   tracer::VideoInfo video;
   video.fps = m->fps;
   video.width = m->width;
@@ -597,8 +599,8 @@ void TraceWorker::Impl::remove_old_rows(const JobMessage& job, int64_t epoch) {
   }
 }
 
-// A trace that writes no frame for progress_deadline (a decode stuck in a
-// broken file, a stalled read) is asked to stop; if it has not ended after
+// A trace that decodes and writes no frame for progress_deadline (a decode
+// stuck in a broken file, a stalled read) is asked to stop; if it has not ended after
 // another progress_deadline / 4, the watchdog takes its lease from the
 // Renewer and publishes it as failed. The stuck thread, should it ever
 // return, finds no lease and writes nothing.

@@ -87,10 +87,10 @@ struct TraceWorkerOptions {
   // The clock-skew bound and safety margin; the table is set here.
   LeaseConfig lease;
   tracer::TraceOptions trace;
-  // The longest a trace may go without writing a frame (a decode stuck in a
-  // broken file): it is then stopped, and if it does not stop within a
-  // quarter of this again, its lease is taken back and the job published as
-  // failed. A sampled frame may be many decoded frames apart from the last.
+  // The longest a trace may go without decoding or writing a frame (a
+  // decode stuck in a broken file): it is then stopped, and if it does not
+  // stop within a quarter of this again, its lease is taken back and the job
+  // published as failed.
   Duration progress_deadline = std::chrono::minutes(2);
   // Runs the trace instead of tracer::trace (tests: a decode that hangs).
   std::function<Status(const std::string& path, const tracer::VideoInfo& video,

@@ -456,6 +456,7 @@ class Run {
                         "it was probed",
                         path_, reader_.frame(), video_.frame_count - 1));
       }
+      if (request_.options.on_decoded) request_.options.on_decoded(reader_.frame());
     }
     return Status();
   }

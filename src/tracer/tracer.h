@@ -94,6 +94,10 @@ struct TraceOptions {
   int search_radius_px = 24;
   // The normalized cross-correlation below which a marker is lost, 0..1.
   double score_min = 0.6;
+  // Called after each frame decoded, sampled or not, with its number: what a
+  // watchdog sees of a trace that reports no sampled frame for a long time
+  // (a trim that starts far in, a long capture interval). Null: nothing.
+  std::function<void(int64_t frame)> on_decoded;
 };
 
 struct TraceRequest {
