@@ -510,9 +510,11 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime c
     MutexLock lock(mu_);
     current_.reset();
   }
+  // Whoever ends the job first (this thread or the watchdog) takes the lease
+  // from the Renewer and publishes; the other does neither.
+  if (state->ended.exchange(true)) return;
   const std::optional<Lease> latest = renewer_.remove(rid);
-  if (abandoned_) return;                   // as a killed process: nothing more is written
-  if (state->ended.exchange(true)) return;  // the watchdog published it
+  if (abandoned_) return;  // as a killed process: nothing more is written
   if (state->lost || !latest || !latest->valid_at(clock_.mono_now())) {
     count(&TraceWorkerStats::lost);
     log_to(options_.logger, LogLevel::kWarn,
