@@ -836,7 +836,8 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
   if (!sent.ok()) {
     ASSIGN_OR_RETURN(bool ended, end_unqueued(id, *lease, sent.status()));
     // Not ended: a worker claimed the job, so the message was sent after all.
-    if (ended) return sent.status().with_context("the trace could not be queued");
+    // Ended: the outcome is known now, whatever the queue said.
+    if (ended) return unavailable("the trace could not be queued: " + sent.status().message());
   }
   return TraceStarted{lease->token, frames_total, lease->expires_at_ms};
 }
