@@ -353,7 +353,7 @@ std::optional<Response> read_lease_body(const Request& request,
 }
 
 movies::User user_of(const Request& request) {
-  return {request.caller->name, request.caller->display_name};
+  return {request.caller->name, request.caller->display_name, request.caller->admin};
 }
 
 Response acquire_analysis(const Request& request, const MoviesDeps& d) {

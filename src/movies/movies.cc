@@ -238,6 +238,10 @@ Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases) {
   const LeaseView tracing = leases.view_of(item, key, kTracingSlot);
   const LeaseView analysis = leases.view_of(item, key, kAnalysisSlot);
   m.lock = lock_of(tracing);
+  // A queued job holds its movie however long it waits (Movies::acquire_analysis).
+  if (!m.lock && m.status == kStatusQueued && !tracing.owner.empty()) {
+    m.lock = Lock{tracing.slot, tracing.holder, tracing.acquired_at_ms};
+  }
   if (!m.lock) m.lock = lock_of(analysis);
   m.file = str_or(item, attr::kFile);
   m.owner_user = str_or(item, attr::kOwnerUser);
@@ -704,16 +708,17 @@ Result<AnalysisLease> Movies::Impl::acquire_analysis(const std::string& id, cons
     ASSIGN_OR_RETURN(Item item, read_item(id));
     ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
     ASSIGN_OR_RETURN(MovieDetail m, internal::parse_movie(item, leases_));
-    if (m.lock) {
-      if (holder != nullptr) *holder = *m.lock;
-      return already_exists("the movie is locked (" + m.lock->kind + ") by " +
-                            m.lock->user_display_name);
-    }
-    if (m.status == kStatusQueued) {
+    const LeaseView tracing = leases_.view_of(item, movie_key(id), kTracingSlot);
+    if (m.status == kStatusQueued && !tracing.held && (user.admin || user.name == tracing.owner)) {
       lease = take_ending_job(id, o, item);
       if (lease.ok()) return AnalysisLease{lease->token, lease->expires_at_ms};
       if (lease.status().code() != Code::kAlreadyExists) return lease.status();
       continue;
+    }
+    if (m.lock) {
+      if (holder != nullptr) *holder = *m.lock;
+      return already_exists("the movie is locked (" + m.lock->kind + ") by " +
+                            m.lock->user_display_name);
     }
     if (!is_traceable(m.status)) return failed_precondition("the movie is " + m.status);
   }

@@ -21,19 +21,21 @@
 // conditioned on its ID (the tracing token) and its status, made by
 // whichever comes first of: its worker publishing; a read of the movie
 // (Movies::get and every call that reads) finding a `tracing` job whose
-// lease expired unrenewed (its worker went away); a taker of the movie
-// finding a `queued` job whose lease expired (the queue's wait does not end
-// a job, but it does not keep a movie from its users forever either: the
-// claim re-arms the lease unless the movie was taken first); start_trace
-// failing to queue it. That write leaves job_audit_pending, and the job's
-// two audit entries (internal::record_job_audit) are then written, by the
-// ender or the next reader, once each.
+// lease expired unrenewed (its worker went away); the user who started a
+// `queued` job, or an admin, taking the movie back once the job's tracing
+// lease has expired (the queue's wait does not end a job, and nobody else
+// can take the movie from it; but a job whose message was lost must not
+// keep its movie forever either: the claim re-arms the lease unless the
+// movie was taken back first); start_trace failing to queue it. That write leaves
+// job_audit_pending, and the job's two audit entries (internal::record_job_audit) are then written,
+// by the ender or the next reader, once each.
 //
 // Rules, each enforced by one conditional write on the movie item:
 //   - acquire_analysis: the slot is free or expired, no live tracing lease,
 //     and the movie is traceable (ready, traced, tracing failed; a job whose
-//     lease expired is ended first, see above). A second browser is
-//     refused, the same user's included.
+//     worker went away is ended first, and a queued one may be ended by its
+//     starter or an admin, see above). A second browser is refused, the
+//     same user's included.
 //   - heartbeat / release / edits / start_trace name the lease by
 //     LeaseRef{owner = user name, token = lease ID} and are conditioned on it
 //     and on its not having expired by this process's wall clock.
@@ -105,11 +107,12 @@ inline constexpr char kTraceQueueName[] = "movie-trace";
 // The audit event of Movies::break_analysis() (the others are in schema.h).
 inline constexpr char kEventAnalysisBroken[] = "movie.analysis.broken";
 
-// Who calls: the account's name (unique, the lease owner) and the name shown
-// to others.
+// Who calls: the account's name (unique, the lease owner), the name shown
+// to others, and whether an admin (as the caller vouches).
 struct User {
   std::string name;
   std::string display_name;
+  bool admin = false;
 };
 
 // Who holds a movie: a live lease.
@@ -265,7 +268,9 @@ class Movies {
   Status finish_remove(const std::string& id);
 
   // Takes the analysis lease. kAlreadyExists if held: then `*holder` (if not
-  // null) says by whom.
+  // null) says by whom. A queued trace holds its movie however long it
+  // waits; once its tracing lease has expired, the user who started it or
+  // an admin may take the movie back, which ends the job (see above).
   Result<AnalysisLease> acquire_analysis(const std::string& id, const User& user,
                                          Lock* holder = nullptr);
   // Extends the lease by the analysis ttl.

@@ -513,10 +513,11 @@ TEST_F(MoviesTest, StartTraceRefusalsWriteNothing) {
   EXPECT_TRUE(movies_->audit(id)->empty());
 }
 
-// Past its tracing ttl a queued job still holds its movie against removal,
-// and a worker's claim would take it back; taking the movie ends it, in the
-// same write, with one failed event in the audit.
-TEST_F(MoviesTest, AQueuedJobPastItsTtlEndsOnceWhenTheMovieIsTakenBack) {
+// Past its tracing ttl a queued job still holds its movie (a worker's claim
+// would re-arm its lease): nobody else takes or removes it. Its starter may
+// take the movie back, which ends the job in the same write, with one
+// failed event in the audit.
+TEST_F(MoviesTest, AQueuedJobPastItsTtlEndsOnceWhenItsStarterTakesTheMovieBack) {
   const std::string id = ready_movie();
   auto lease = movies_->acquire_analysis(id, kAda);
   ASSERT_TRUE(lease.ok());
@@ -529,10 +530,17 @@ TEST_F(MoviesTest, AQueuedJobPastItsTtlEndsOnceWhenTheMovieIsTakenBack) {
   auto m = movies_->get(id);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->status, kStatusQueued) << "the queue's wait does not end a job";
-  EXPECT_FALSE(m->lock.has_value());
+  ASSERT_TRUE(m->lock.has_value());
+  EXPECT_EQ(m->lock->kind, "tracing");
+  EXPECT_EQ(m->lock->user_display_name, "Ada L.");
   EXPECT_EQ(movies_->remove(id, "ada", false).code(), Code::kFailedPrecondition);
+  Lock holder;
+  EXPECT_EQ(movies_->acquire_analysis(id, kBob, &holder).status().code(), Code::kAlreadyExists)
+      << "only its starter or an admin ends a queued job";
+  EXPECT_EQ(holder.user_display_name, "Ada L.");
+  EXPECT_EQ(*get_string(raw(id), "status"), kStatusQueued);
 
-  auto again = movies_->acquire_analysis(id, kBob);
+  auto again = movies_->acquire_analysis(id, kAda);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   m = movies_->get(id);
   EXPECT_EQ(m->status, kStatusTracingFailed);
@@ -545,12 +553,18 @@ TEST_F(MoviesTest, AQueuedJobPastItsTtlEndsOnceWhenTheMovieIsTakenBack) {
   EXPECT_EQ((*audit)[1].job_id, first->job_id);
   EXPECT_EQ((*audit)[1].user_display_name, "Ada L.");
 
-  auto second = movies_->start_trace(id, kBob, again->lease_id);
+  auto second = movies_->start_trace(id, kAda, again->lease_id);
   ASSERT_TRUE(second.ok()) << second.status().to_string();
   EXPECT_NE(second->job_id, first->job_id);
   EXPECT_EQ(*get_int(raw(id), "tracing_epoch"), 2);
-  EXPECT_EQ(movies_->get(id)->lock->user_display_name, "Bob B.");
   EXPECT_EQ(movies_->audit(id)->size(), 3u);
+
+  // An admin may end it too, once its lease has expired.
+  clock_.advance(seconds(4));
+  const User root{"root", "Root", /*admin=*/true};
+  ASSERT_TRUE(movies_->acquire_analysis(id, root).ok());
+  EXPECT_EQ(movies_->get(id)->status, kStatusTracingFailed);
+  EXPECT_EQ(movies_->audit(id)->size(), 4u);
 }
 
 // A claimed job whose worker died (its lease expired unrenewed) is ended by
@@ -601,7 +615,7 @@ TEST_F(MoviesTest, AJobsStartIsAuditedAtItsEndIfItsOwnWriteWasLost) {
   const Key start{movie_pk(id), *get_string(written->items[0], "sk")};
   ASSERT_TRUE(store_->remove(kAuditTable, start, {}).ok());  // as if never written
   clock_.advance(seconds(4));
-  ASSERT_TRUE(movies_->acquire_analysis(id, kBob).ok());  // ends the queued job
+  ASSERT_TRUE(movies_->acquire_analysis(id, kAda).ok());  // its starter ends the queued job
   auto audit = movies_->audit(id);
   ASSERT_EQ(audit->size(), 2u);
   EXPECT_EQ((*audit)[0].event, kEventTracingStarted);

@@ -323,8 +323,9 @@ TEST_P(TraceJobsTest, JobsWaitingLongerThanTheirTtlAreStillTraced) {
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(traced_movie_started());
   const auto expired = [&](const std::string& id) {
-    auto m = movies_->get(id);
-    return m.ok() && m->status == kStatusQueued && !m->lock.has_value();
+    auto item = store_->get(kMoviesTable, movie_key(id), true);
+    return item.ok() && *get_string(*item, attr::kStatus) == kStatusQueued &&
+           *get_int(*item, "tracing_expires_at_ms") + 100 < to_unix_ms(clock_.wall_now());
   };
   ASSERT_TRUE(wait_until([&] { return std::all_of(ids.begin(), ids.end(), expired); }))
       << "the leases expire while queued; the movies stay queued";
