@@ -298,7 +298,9 @@ Status record_job_audit(ItemStore& store, const std::string& movie_id, const Ite
   const std::string status = str_or(item, attr::kStatus);
   const int64_t started_at_ms = int_or(item, attr::kJobStartedAtMs);
   const int64_t ended_at_ms = std::max(started_at_ms, int_or(item, attr::kJobEndedAtMs));
-  const std::string by = str_or(item, attr::kJobStartedBy);
+  const std::string* started_by = get_string(item, attr::kJobStartedBy);
+  const std::string by =
+      started_by != nullptr ? *started_by : str_or(item, SlotNames(kTracingSlot).holder);
   const auto put = [&](int phase, const std::string& event, int64_t at_ms,
                        const std::string& summary) {
     Item entry{{attr::kPk, movie_pk(movie_id)},
@@ -312,8 +314,12 @@ Status record_job_audit(ItemStore& store, const std::string& movie_id, const Ite
     return put.code() == Code::kConditionFailed ? Status() : put;  // written before
   };
   // The start first, in case its own write never happened (a server killed
-  // in start_trace): both are then in the audit, the start sorting first.
-  RETURN_IF_ERROR(put(0, kEventTracingStarted, started_at_ms, ""));
+  // in start_trace): both are then in the audit, the start sorting first. A
+  // job started before the movie kept job_started_at_ms has its start
+  // audited already, under a key of its own.
+  if (get_int(item, attr::kJobStartedAtMs) != nullptr) {
+    RETURN_IF_ERROR(put(0, kEventTracingStarted, started_at_ms, ""));
+  }
   const bool traced = status == kStatusTraced;
   RETURN_IF_ERROR(put(1, traced ? kEventTracingCompleted : kEventTracingFailed, ended_at_ms,
                       traced ? "" : str_or(item, attr::kFailureSummary)));
