@@ -88,29 +88,14 @@ bool is_safe_method(std::string_view method) {
   return method == "GET" || method == "HEAD" || method == "OPTIONS";
 }
 
-// True if an If-None-Match header names `etag` (or is "*").
-bool etag_matches(std::string_view if_none_match, std::string_view etag) {
-  if (if_none_match == "*") return true;
-  while (!if_none_match.empty()) {
-    const size_t comma = if_none_match.find(',');
-    std::string_view candidate = if_none_match.substr(0, comma);
-    while (!candidate.empty() && candidate.front() == ' ') candidate.remove_prefix(1);
-    while (!candidate.empty() && candidate.back() == ' ') candidate.remove_suffix(1);
-    if (candidate.starts_with("W/")) candidate.remove_prefix(2);
-    if (candidate == etag) return true;
-    if (comma == std::string_view::npos) break;
-    if_none_match.remove_prefix(comma + 1);
-  }
-  return false;
-}
-
 // A file of the web shell. Its name is not versioned, so browsers keep it
 // but ask again every time (no-cache), and get 304 while it is unchanged.
 Response static_file(const web::Asset& asset, const Request& request) {
   Response r;
   r.set_header("ETag", std::string(asset.etag));
   r.set_header("Cache-Control", "no-cache");
-  if (const auto tag = request.header("if-none-match"); tag && etag_matches(*tag, asset.etag)) {
+  if (const auto tag = request.header("if-none-match");
+      tag && server::etag_matches(*tag, asset.etag)) {
     r.status = 304;
     return r;
   }

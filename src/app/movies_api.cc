@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/text.h"
+#include "movies/frame_images.h"
 #include "movies/probe_worker.h"
 #include "server/errors.h"
 #include "server/json.h"
@@ -38,6 +39,8 @@ struct MoviesDeps {
   Random& random;
   Logger& log;
   const MoviesApiOptions options;
+  std::unique_ptr<movies::FrameCache> frame_cache;
+  std::unique_ptr<movies::FrameImages> frames;
 };
 
 // ---------------------------------------------------------------- answers
@@ -273,6 +276,47 @@ Response get_frames(const Request& request, const MoviesDeps& d) {
   return r;
 }
 
+// A frame image's name, "N.jpg": N a plain decimal (no sign, no leading
+// zero, so that each frame has one URL to cache), else none.
+std::optional<int64_t> frame_number(std::string_view name) {
+  if (!name.ends_with(".jpg")) return std::nullopt;
+  name.remove_suffix(4);
+  if (name.empty() || (name.size() > 1 && name.front() == '0')) return std::nullopt;
+  int64_t n = 0;
+  const char* end = name.data() + name.size();
+  const auto [stop, ec] = std::from_chars(name.data(), end, n);
+  if (ec != std::errc() || stop != end || n < 0) return std::nullopt;
+  return n;
+}
+
+// The image of one exact frame (movies/frame_images.h). It never changes,
+// so a browser keeps it for a year and its ETag answers a revalidation
+// with 304 before anything is decoded.
+Response get_frame_image(const Request& request, const MoviesDeps& d) {
+  const std::string& id = request.params.at("id");
+  const std::string& name = request.params.at("image");
+  const std::optional<int64_t> n = frame_number(name);
+  if (!n) return server::error_response(404, "no frame image '" + name + "'; ask for N.jpg");
+  const auto cached = [](Response r, const std::string& etag) {
+    r.set_header("ETag", etag);
+    r.set_header("Cache-Control", "private, max-age=31536000, immutable");
+    return r;
+  };
+  if (const auto tag = request.header("if-none-match")) {
+    Result<std::string> etag = d.frames->check(id, *n);
+    if (!etag.ok()) return failed_response(etag.status(), request, d.log);
+    if (server::etag_matches(*tag, *etag)) {
+      return cached(Response{.status = 304, .headers = {}, .body = {}}, *etag);
+    }
+  }
+  Result<movies::FrameJpeg> image = d.frames->jpeg(id, *n);
+  if (!image.ok()) return failed_response(image.status(), request, d.log);
+  Response r;
+  r.file_path = image->path;
+  r.set_header("Content-Type", "image/jpeg");
+  return cached(std::move(r), image->etag);
+}
+
 // "Run 3 (v2)" -> "Run_3__v2_": a file name safe in a header.
 std::string download_name(std::string_view name) {
   std::string out;
@@ -498,11 +542,19 @@ Response start_trace(Request& request, const MoviesDeps& d) {
 
 }  // namespace
 
-void add_movie_routes(Router& router, movies::Movies& movies, Queue& probe_queue, Random& random,
-                      Logger& log, MoviesApiOptions options) {
+Status add_movie_routes(Router& router, movies::Movies& movies, Queue& probe_queue, Random& random,
+                        Logger& log, MoviesApiOptions options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<movies::FrameCache> frame_cache,
+                   movies::FrameCache::open({.media_dir = options.media_dir,
+                                             .readers_max = options.frame_readers_max,
+                                             .cache_bytes_max = options.frame_cache_bytes_max,
+                                             .jpeg_quality = tracer::kJpegQualityDefault,
+                                             .video_limits = options.video_limits}));
+  auto frames = std::make_unique<movies::FrameImages>(movies, *frame_cache);
   // One copy of what the handlers use, shared by every route.
   const auto deps = std::make_shared<const MoviesDeps>(
-      MoviesDeps{movies, probe_queue, random, log, std::move(options)});
+      MoviesDeps{movies, probe_queue, random, log, std::move(options), std::move(frame_cache),
+                 std::move(frames)});
   const MoviesApiOptions& kept = deps->options;
   const auto on = [deps](auto* handler) {
     return [deps, handler](Request& r) { return handler(r, *deps); };
@@ -529,7 +581,10 @@ void add_movie_routes(Router& router, movies::Movies& movies, Queue& probe_queue
   router.add("POST", movie + "/trace", on(start_trace), write);
   router.add("GET", movie + "/frames", on(get_frames), read);
   router.add("GET", movie + "/frames.csv", on(get_frames_csv), read);
+  // "N.jpg" as one parameter: a pattern's parameter is a whole segment.
+  router.add("GET", movie + "/frames/{image}", on(get_frame_image), read);
   router.add("GET", movie + "/audit", on(get_audit), read);
+  return {};
 }
 
 }  // namespace leasehold::app

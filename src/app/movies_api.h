@@ -16,6 +16,7 @@
 //   POST   /api/movies/{id}/trace                   {lease_id}  202 {job_id, frames_total} | 409
 //   GET    /api/movies/{id}/frames?limit=N&after=C  200 [frame row, ...], Link rel=next
 //   GET    /api/movies/{id}/frames.csv              200 text/csv, streamed
+//   GET    /api/movies/{id}/frames/{n}.jpg          200 image/jpeg of frame n | 304 | 404 | 409
 //   GET    /api/movies/{id}/audit                   200 [audit entry, ...]
 //
 // An upload streams to a file in the upload folder (never whole in memory;
@@ -38,8 +39,17 @@
 // with cells a spreadsheet would run as formulas neutralised
 // (Movies::frames_csv). The break route is for admins (Caller::admin).
 //
-// Handlers call the store (and the upload's check decodes a frame), so they
-// are blocking routes; they hold only references and are safe on many
+// frames/{n}.jpg is the exact n-th decoded frame (0-based, the numbering of
+// the tracer and the markers; movies/frame_images.h), decoded by readers
+// kept open where they stopped and kept on disk under the media folder. It
+// never changes: Cache-Control: private, max-age=31536000, immutable, and an
+// ETag whose If-None-Match gets 304 without decoding. 404 for an unknown
+// movie, a frame outside 0..frame_count - 1 or a name that is not N.jpg
+// (N without sign or leading zero); 409 while the movie is not probed
+// (processing, invalid, deleting).
+//
+// Handlers call the store (and the upload's check and the frame images
+// decode), so they are blocking routes; they hold only references and are safe on many
 // threads.
 #pragma once
 
@@ -50,6 +60,7 @@
 #include "leasehold/logger.h"
 #include "leasehold/queue.h"
 #include "leasehold/random.h"
+#include "movies/frame_images.h"
 #include "movies/movies.h"
 #include "server/router.h"
 #include "tracer/video.h"
@@ -62,7 +73,10 @@ struct MoviesApiOptions {
   std::string media_dir;   // Movies' media folder
   std::string upload_dir;  // on the media folder's file system (files are renamed across)
   uint64_t upload_bytes_max = kUploadBytesMaxDefault;
-  tracer::VideoLimits video_limits;  // what the upload's check accepts
+  tracer::VideoLimits video_limits;  // what the upload's check and the frame images accept
+  // The frame images' open readers, in all, and the size of the images kept.
+  size_t frame_readers_max = movies::kFrameReadersMaxDefault;
+  uint64_t frame_cache_bytes_max = movies::kFrameCacheBytesMaxDefault;
   // Called once a probe or a trace job has been queued by this process, to
   // wake the workers of this process (null: nobody to wake).
   std::function<void()> probe_queued;
@@ -71,9 +85,11 @@ struct MoviesApiOptions {
 
 // Adds the routes above to `router`. A failure behind a 5xx answer is
 // logged to `log` with the request's ID (the answer names only the ID).
+// kInvalidArgument, with no route added, for frame image options out of
+// range (movies::FrameCache::open).
 // REQUIRES: movies, probe_queue, random and log outlive the router; both
 // folders exist.
-void add_movie_routes(server::Router& router, movies::Movies& movies, Queue& probe_queue,
-                      Random& random, Logger& log, MoviesApiOptions options);
+Status add_movie_routes(server::Router& router, movies::Movies& movies, Queue& probe_queue,
+                        Random& random, Logger& log, MoviesApiOptions options);
 
 }  // namespace leasehold::app

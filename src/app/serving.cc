@@ -78,9 +78,8 @@ Status Serving::start_movies(const MoviesServingOptions& o, Logger& log) {
   movies::Service& service = *movies_;
   api.probe_queued = [&service] { service.probe_queued(); };
   api.trace_queued = [&service] { service.trace_queued(); };
-  add_movie_routes(app_->router(), service.movies(), service.probe_queue(), rt.random(), log,
-                   std::move(api));
-  return {};
+  return add_movie_routes(app_->router(), service.movies(), service.probe_queue(), rt.random(), log,
+                          std::move(api));
 }
 
 Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {

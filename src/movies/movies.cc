@@ -12,6 +12,7 @@
 
 #include "base/logging.h"
 #include "base/text.h"
+#include "movies/frame_images.h"
 #include "movies/schema.h"
 
 namespace leasehold::movies {
@@ -668,6 +669,10 @@ Status Movies::Impl::finish_remove(const std::string& id) {
   std::error_code ec;
   if (!file.empty()) std::filesystem::remove(std::filesystem::path(options_.media_dir) / file, ec);
   if (ec) return unavailable("the movie's file could not be removed: " + ec.message());
+  // The images of its frames (frame_images.h), made by whichever process
+  // served them.
+  std::filesystem::remove_all(frame_cache_dir(options_.media_dir, id), ec);
+  if (ec) return unavailable("the movie's frame images could not be removed: " + ec.message());
   const Status removed =
       store_.remove(kMoviesTable, movie_key(id), cond::eq(attr::kStatus, kStatusDeleting));
   if (removed.code() == Code::kConditionFailed) return {};  // removed by another worker

@@ -15,6 +15,7 @@
 #include <thread>
 #include <tuple>
 
+#include "movies/frame_images.h"
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "store/memory/memory_store.h"
@@ -640,10 +641,15 @@ TEST_F(MoviesTest, RemoveMarksTheMovieAndFinishRemoveTakesEverything) {
   EXPECT_EQ(movies_->acquire_analysis(id, kBob).status().code(), Code::kFailedPrecondition);
   EXPECT_TRUE(std::filesystem::exists(dir_ / "copy.avi")) << "nothing more in the request";
   ASSERT_TRUE(movies_->remove(id, "ada", false).ok()) << "asked again: allowed";
+  // An image of one of its frames (frame_images.h), as a page left it.
+  const std::filesystem::path images = frame_cache_dir(dir_.string(), id);
+  std::filesystem::create_directories(images);
+  std::ofstream(images / "0.jpg") << "jpeg";
 
   ASSERT_TRUE(movies_->finish_remove(id).ok());
   EXPECT_EQ(movies_->get(id).status().code(), Code::kNotFound);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "copy.avi"));
+  EXPECT_FALSE(std::filesystem::exists(images));
   auto left = store_->query(kFramesTable, movie_pk(id), KeyRange::all(), {});
   ASSERT_TRUE(left.ok());
   EXPECT_TRUE(left->items.empty());

@@ -96,4 +96,9 @@ struct Response {
   std::optional<std::string_view> header(std::string_view name) const;
 };
 
+// True if an If-None-Match header's value names `etag` (a quoted ETag),
+// weakly compared as RFC 9110 says for If-None-Match, or is "*": the client
+// has what it would get, and a GET is answered 304.
+bool etag_matches(std::string_view if_none_match, std::string_view etag);
+
 }  // namespace leasehold::server

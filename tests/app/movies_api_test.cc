@@ -24,6 +24,7 @@
 #include "../dynamodb/dynalite_fixture.h"
 #include "../server/test_client.h"
 #include "app/serving.h"
+#include "movies/frame_images.h"
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "testing/capturing_logger.h"
@@ -351,6 +352,7 @@ TEST_P(MoviesApiTest, EveryRouteNeedsASignedInUserAndUnknownMoviesAre404) {
       {"POST", m + "/trace"},
       {"GET", m + "/frames"},
       {"GET", m + "/frames.csv"},
+      {"GET", m + "/frames/0.jpg"},
       {"GET", m + "/audit"}};
   for (const auto& [method, target] : routes) {
     EXPECT_EQ(call(method, target, "").status, 401) << method << " " << target;
@@ -361,6 +363,7 @@ TEST_P(MoviesApiTest, EveryRouteNeedsASignedInUserAndUnknownMoviesAre404) {
            {"GET", "/api/movies/nosuchmovie/video"},
            {"GET", "/api/movies/nosuchmovie/frames"},
            {"GET", "/api/movies/nosuchmovie/frames.csv"},
+           {"GET", "/api/movies/nosuchmovie/frames/0.jpg"},
            {"GET", "/api/movies/nosuchmovie/audit"},
            {"DELETE", "/api/movies/nosuchmovie"},
            {"POST", "/api/movies/nosuchmovie/analysis-lease"},
@@ -713,6 +716,103 @@ TEST_P(MoviesApiTest, OnlyTheOwnerOrAnAdminRemovesAMovieAndOnlyWhenItIsFree) {
       wait_until([&] { return call("GET", "/api/movies/" + bobs_again, bob_).status == 404; }));
   EXPECT_EQ(ok_json(call("GET", "/api/movies", bob_)).as_array().size(), 1u);
   EXPECT_EQ(call("GET", "/api/movies/" + other, bob_).status, 200);
+}
+
+TEST_P(MoviesApiTest, AFrameIsAnImageKeptForAYearAndRevalidatedBy304) {
+  serve();
+  const std::string id = ready_movie();
+  const std::string frames = "/api/movies/" + id + "/frames/";
+  const HttpResponse first = call("GET", frames + "3.jpg", bob_);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.header("content-type"), "image/jpeg");
+  EXPECT_EQ(first.header("cache-control"), "private, max-age=31536000, immutable");
+  const std::string etag = first.header("etag");
+  EXPECT_TRUE(etag.size() > 2 && etag.front() == '"' && etag.back() == '"') << etag;
+  EXPECT_TRUE(first.body.starts_with("\xff\xd8\xff")) << "a JPEG";
+  const fs::path kept = media() / movies::kFrameCacheFolder / id / "3.jpg";
+  EXPECT_EQ(read_bytes(kept), first.body) << "kept under the media folder";
+
+  const HttpResponse again =
+      call("GET", frames + "3.jpg", cy_, "", "If-None-Match: " + etag + "\r\n");
+  EXPECT_EQ(again.status, 304);
+  EXPECT_EQ(again.body, "");
+  EXPECT_EQ(again.header("etag"), etag);
+  EXPECT_EQ(again.header("cache-control"), "private, max-age=31536000, immutable");
+  const HttpResponse among =
+      call("GET", frames + "3.jpg", cy_, "", "If-None-Match: \"x\", W/" + etag + "\r\n");
+  EXPECT_EQ(among.status, 304);
+  const HttpResponse other = call("GET", frames + "3.jpg", cy_, "", "If-None-Match: \"x\"\r\n");
+  EXPECT_EQ(other.status, 200);
+  EXPECT_EQ(other.body, first.body) << "the same image every time";
+  const HttpResponse last = call("GET", frames + "11.jpg", cy_);
+  EXPECT_EQ(last.status, 200);
+  EXPECT_NE(last.header("etag"), etag);
+  EXPECT_NE(last.body, first.body);
+  // An ETag of another frame does not stand for this one.
+  EXPECT_EQ(call("GET", frames + "4.jpg", cy_, "", "If-None-Match: " + etag + "\r\n").status, 200);
+
+  EXPECT_EQ(call("GET", frames + "3.jpg", "").status, 401);
+  EXPECT_EQ(call("GET", frames + "3.jpg", "", "", "If-None-Match: " + etag + "\r\n").status, 401);
+  // Frames outside 0..11, and names that are not N.jpg: 404, nothing decoded
+  // or kept.
+  for (const std::string bad :
+       {"12.jpg", "-1.jpg", "+3.jpg", "03.jpg", "3", "3.png", "3.JPG", "3.jpg.jpg", ".jpg", "x.jpg",
+        "3x.jpg", "%203.jpg", "99999999999999999999999.jpg", "9223372036854775807.jpg"}) {
+    const HttpResponse r = call("GET", frames + bad, bob_);
+    EXPECT_EQ(r.status, 404) << bad;
+    EXPECT_EQ(error_code(r), "not_found") << bad;
+  }
+  EXPECT_EQ(call("GET", frames + "12.jpg", bob_, "", "If-None-Match: *\r\n").status, 404);
+  EXPECT_EQ(call("GET", "/api/movies/nosuchmovie/frames/0.jpg", bob_).status, 404);
+  EXPECT_EQ(
+      call("GET", "/api/movies/nosuchmovie/frames/0.jpg", bob_, "", "If-None-Match: *\r\n").status,
+      404);
+  std::set<std::string> images;
+  for (const auto& e : fs::directory_iterator(media() / movies::kFrameCacheFolder / id)) {
+    images.insert(e.path().filename().string());
+  }
+  EXPECT_EQ(images, (std::set<std::string>{"3.jpg", "4.jpg", "11.jpg"}));
+}
+
+TEST_P(MoviesApiTest, FramesOfAMovieNotProbedAre409AndTheImagesGoWithTheMovie) {
+  serve();
+  movies::Movies& service = serving_->movies().movies();
+  // Made through the service, so that no probe is queued: `processing` stays.
+  fs::copy_file(files_ / "spots.avi", media() / "waiting.avi");
+  auto waiting = service.create("waiting", {"ada", "Ada L."}, "waiting.avi");
+  ASSERT_TRUE(waiting.ok()) << waiting.status().to_string();
+  HttpResponse r = call("GET", "/api/movies/" + waiting->id + "/frames/0.jpg", bob_);
+  EXPECT_EQ(r.status, 409);
+  EXPECT_EQ(error_code(r), "conflict");
+  EXPECT_EQ(
+      call("GET", "/api/movies/" + waiting->id + "/frames/0.jpg", bob_, "", "If-None-Match: *\r\n")
+          .status,
+      409);
+  fs::copy_file(files_ / "notes.txt", media() / "notes.avi");
+  auto invalid = service.create("notes", {"ada", "Ada L."}, "notes.avi");
+  ASSERT_TRUE(invalid.ok());
+  ASSERT_EQ(service.probe(invalid->id)->status, "invalid");
+  EXPECT_EQ(call("GET", "/api/movies/" + invalid->id + "/frames/0.jpg", bob_).status, 409);
+
+  // Removed through the API: the removal job takes the images too.
+  const std::string id = ready_movie();
+  ASSERT_EQ(call("GET", "/api/movies/" + id + "/frames/2.jpg", bob_).status, 200);
+  const fs::path images = media() / movies::kFrameCacheFolder / id;
+  ASSERT_TRUE(fs::exists(images / "2.jpg"));
+  EXPECT_EQ(call("DELETE", "/api/movies/" + id, ada_).status, 202);
+  ASSERT_TRUE(wait_until([&] { return call("GET", "/api/movies/" + id, bob_).status == 404; }));
+  EXPECT_FALSE(fs::exists(images));
+  EXPECT_EQ(call("GET", "/api/movies/" + id + "/frames/2.jpg", bob_).status, 404);
+
+  // While `deleting`, 409, and its removal (run here, not by the job) takes
+  // the images.
+  const std::string other = ready_movie();
+  ASSERT_EQ(call("GET", "/api/movies/" + other + "/frames/5.jpg", bob_).status, 200);
+  ASSERT_TRUE(service.remove(other, "ada", true).ok());
+  EXPECT_EQ(call("GET", "/api/movies/" + other + "/frames/5.jpg", bob_).status, 409);
+  EXPECT_EQ(call("GET", "/api/movies/" + other + "/frames/6.jpg", bob_).status, 409);
+  ASSERT_TRUE(service.finish_remove(other).ok());
+  EXPECT_FALSE(fs::exists(media() / movies::kFrameCacheFolder / other));
 }
 
 // The target of a Link: <TARGET>; rel="next", or "" if there is none.

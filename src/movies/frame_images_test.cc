@@ -1,0 +1,300 @@
+// FrameCache (movies/frame_images.h) on synthetic movies whose spot moves
+// several pixels a frame: each image is decoded back and its spot found
+// where spot_position() puts it on that frame (a neighbouring frame's spot
+// is too far to pass), in the containers and codecs the server takes.
+// Decodes are counted to show that stepping forward reuses the reader and a
+// frame behind it starts over; the size bound holds, also across a restart;
+// many threads at once get exact frames within the reader bound.
+#include "movies/frame_images.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "tracer/synthetic_movie.h"
+
+namespace leasehold::movies {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kFrames = 24;
+
+tracer::SyntheticMovie fast_movie(const std::string& fourcc) {
+  tracer::SyntheticMovie m;
+  m.width = 160;
+  m.height = 120;
+  m.frames = kFrames;
+  m.fourcc = fourcc;
+  // 3.4 px a frame: a spot found within 1.5 px of where it should be is on
+  // its own frame, not a neighbour.
+  m.spots = {tracer::Spot{.x0_px = 20.3,
+                          .y0_px = 30.6,
+                          .vx_px_per_frame = 3.1,
+                          .vy_px_per_frame = 1.4,
+                          .amplitude_px = 0,
+                          .period_frames = 50,
+                          .radius_px = 7}};
+  return m;
+}
+
+std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Where the spot of the JPEG at `path` is: the best match of the spot's own
+// pattern (a bright disc with a dark ring, as synthetic_movie.cc draws it,
+// of `radius_px`) over the grey image, to the nearest pixel.
+std::optional<cv::Point> spot_in(const std::string& path, int radius_px) {
+  const std::string bytes = read_bytes(path);
+  const cv::Mat image = cv::imdecode(
+      cv::Mat(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data())),
+      cv::IMREAD_GRAYSCALE);
+  if (image.empty()) return std::nullopt;
+  const int half = radius_px + 2;
+  cv::Mat pattern(2 * half + 1, 2 * half + 1, CV_32F, cv::Scalar(0));
+  for (int y = -half; y <= half; ++y) {
+    for (int x = -half; x <= half; ++x) {
+      const double d = std::hypot(x, y);
+      const bool ring = d >= 0.45 * radius_px && d <= 0.75 * radius_px;
+      pattern.at<float>(y + half, x + half) = d > radius_px ? 0.5f : ring ? 0.f : 1.f;
+    }
+  }
+  cv::Mat grey;
+  image.convertTo(grey, CV_32F);
+  cv::Mat score;
+  cv::matchTemplate(grey, pattern, score, cv::TM_CCOEFF_NORMED);
+  cv::Point at;
+  cv::minMaxLoc(score, nullptr, nullptr, nullptr, &at);
+  return cv::Point(at.x + half, at.y + half);
+}
+
+// True if the image at `path` shows frame `frame` of `movie`.
+::testing::AssertionResult shows_frame(const std::string& path, const tracer::SyntheticMovie& movie,
+                                       int64_t frame) {
+  const std::optional<cv::Point> found = spot_in(path, movie.spots[0].radius_px);
+  if (!found) return ::testing::AssertionFailure() << path << " is not a JPEG";
+  const tracer::SpotPosition want = tracer::spot_position(movie.spots[0], frame);
+  const double off = std::hypot(found->x - want.x, found->y - want.y);
+  if (off > 1.5) {
+    return ::testing::AssertionFailure()
+           << "frame " << frame << ": spot at (" << found->x << ", " << found->y << "), expected ("
+           << want.x << ", " << want.y << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class FrameCacheTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    media_ = fs::temp_directory_path() / ("frame_images_test_" + std::to_string(::getpid()));
+    fs::create_directories(media_);
+    for (const auto& [file, fourcc] : kMovies) {
+      ASSERT_TRUE(tracer::write_synthetic_movie((media_ / file).string(), fast_movie(fourcc)).ok())
+          << file;
+    }
+  }
+  static void TearDownTestSuite() { fs::remove_all(media_); }
+  void TearDown() override { fs::remove_all(media_ / kFrameCacheFolder); }
+
+  static std::unique_ptr<FrameCache> open_cache(FrameCacheOptions o = {}) {
+    o.media_dir = media_.string();
+    auto cache = FrameCache::open(std::move(o));
+    EXPECT_TRUE(cache.ok()) << cache.status().to_string();
+    return cache.ok() ? std::move(cache).value() : nullptr;
+  }
+
+  // The images on disk, and their total size.
+  static std::pair<size_t, uint64_t> on_disk() {
+    std::pair<size_t, uint64_t> out;
+    if (!fs::exists(media_ / kFrameCacheFolder)) return out;
+    for (const auto& e : fs::recursive_directory_iterator(media_ / kFrameCacheFolder)) {
+      if (!e.is_regular_file()) continue;
+      ++out.first;
+      out.second += e.file_size();
+    }
+    return out;
+  }
+
+  static inline const std::vector<std::pair<std::string, std::string>> kMovies = {
+      {"mjpg.avi", "MJPG"}, {"mp4v.mp4", "mp4v"}, {"h264.mp4", "avc1"}};
+  static inline fs::path media_;
+};
+
+TEST_F(FrameCacheTest, EveryFrameIsTheExactFrameOfItsNumberInEveryContainer) {
+  for (const auto& [file, fourcc] : kMovies) {
+    auto cache = open_cache();
+    ASSERT_TRUE(cache);
+    for (int64_t n = 0; n < kFrames; ++n) {
+      Result<std::string> path = cache->jpeg("m-" + fourcc, file, n);
+      ASSERT_TRUE(path.ok()) << fourcc << " frame " << n << ": " << path.status().to_string();
+      EXPECT_EQ(*path,
+                frame_cache_dir(media_.string(), "m-" + fourcc) + "/" + std::to_string(n) + ".jpg");
+      EXPECT_TRUE(shows_frame(*path, fast_movie(fourcc), n)) << fourcc;
+    }
+    // One reader went through the movie once.
+    EXPECT_EQ(cache->stats().readers_opened, 1) << fourcc;
+    EXPECT_EQ(cache->stats().frames_decoded, kFrames) << fourcc;
+    // Past the end there is no frame, and nothing is written.
+    EXPECT_EQ(cache->jpeg("m-" + fourcc, file, kFrames).status().code(), Code::kNotFound);
+    EXPECT_FALSE(fs::exists(frame_cache_dir(media_.string(), "m-" + fourcc) + "/" +
+                            std::to_string(kFrames) + ".jpg"));
+  }
+}
+
+TEST_F(FrameCacheTest, SteppingForwardDecodesOneFrameAndAFrameBehindStartsOver) {
+  const tracer::SyntheticMovie movie = fast_movie("avc1");
+  auto cache = open_cache();
+  ASSERT_TRUE(cache);
+  const auto get = [&](int64_t n) {
+    bool written = false;
+    Result<std::string> path = cache->jpeg("m", "h264.mp4", n, &written);
+    EXPECT_TRUE(path.ok()) << path.status().to_string();
+    EXPECT_TRUE(shows_frame(path.ok() ? *path : "", movie, n));
+    return written;
+  };
+  EXPECT_TRUE(get(5));
+  EXPECT_EQ(cache->stats().frames_decoded, 6);
+  EXPECT_TRUE(get(6));
+  EXPECT_EQ(cache->stats().frames_decoded, 7) << "the next frame decodes one frame";
+  EXPECT_EQ(cache->stats().readers_opened, 1);
+
+  EXPECT_TRUE(get(2));
+  EXPECT_EQ(cache->stats().readers_opened, 2) << "behind every reader: a new one from the start";
+  EXPECT_EQ(cache->stats().frames_decoded, 10);
+  EXPECT_TRUE(get(7));
+  EXPECT_EQ(cache->stats().frames_decoded, 11) << "the reader at 6 went on, not the one at 2";
+  EXPECT_TRUE(get(3));
+  EXPECT_EQ(cache->stats().frames_decoded, 12) << "and the one at 2 serves 3";
+  EXPECT_EQ(cache->stats().readers_opened, 2);
+
+  EXPECT_FALSE(get(5)) << "kept: served again without decoding";
+  EXPECT_EQ(cache->stats().frames_decoded, 12);
+  EXPECT_EQ(cache->stats().cache_hits, 1);
+}
+
+TEST_F(FrameCacheTest, TheReadersAreBoundedAndTheLeastRecentlyUsedIsClosed) {
+  auto cache = open_cache({.readers_max = 2});
+  ASSERT_TRUE(cache);
+  ASSERT_TRUE(cache->jpeg("a", "mjpg.avi", 3).ok());
+  ASSERT_TRUE(cache->jpeg("b", "mp4v.mp4", 3).ok());
+  ASSERT_TRUE(cache->jpeg("a", "mjpg.avi", 4).ok());  // a's reader is now the newer
+  ASSERT_TRUE(cache->jpeg("c", "h264.mp4", 3).ok());  // closes b's
+  EXPECT_EQ(cache->stats().readers_opened, 3);
+  EXPECT_EQ(cache->stats().readers_open_max, 2u);
+  ASSERT_TRUE(cache->jpeg("a", "mjpg.avi", 5).ok());
+  EXPECT_EQ(cache->stats().readers_opened, 3) << "a's reader stayed open";
+  ASSERT_TRUE(cache->jpeg("b", "mp4v.mp4", 4).ok());
+  EXPECT_EQ(cache->stats().readers_opened, 4) << "b's was closed";
+}
+
+TEST_F(FrameCacheTest, TheImagesStayWithinTheirBoundAlsoAcrossARestart) {
+  uint64_t one_image = 0;
+  {
+    auto probe = open_cache();
+    ASSERT_TRUE(probe);
+    ASSERT_TRUE(probe->jpeg("m", "mjpg.avi", 0).ok());
+    one_image = on_disk().second;
+    ASSERT_TRUE(probe->forget("m").ok());
+    ASSERT_EQ(on_disk().first, 0u);
+  }
+  const uint64_t bound = 4 * one_image;
+  auto cache = open_cache({.cache_bytes_max = bound});
+  ASSERT_TRUE(cache);
+  for (int64_t n = 0; n < kFrames; ++n) {
+    ASSERT_TRUE(cache->jpeg("m", "mjpg.avi", n).ok());
+    const auto [count, bytes] = on_disk();
+    EXPECT_LE(bytes, bound) << "after frame " << n;
+    EXPECT_EQ(bytes, cache->stats().image_bytes);
+    EXPECT_EQ(count, cache->stats().images);
+  }
+  EXPECT_GE(on_disk().first, 2u);
+  EXPECT_LT(on_disk().first, 8u);
+  // The newest stay; frame 0 went and is made again.
+  const std::string last =
+      frame_cache_dir(media_.string(), "m") + "/" + std::to_string(kFrames - 1) + ".jpg";
+  EXPECT_TRUE(fs::exists(last));
+  bool written = false;
+  ASSERT_TRUE(cache->jpeg("m", "mjpg.avi", 0, &written).ok());
+  EXPECT_TRUE(written);
+
+  // A restart with a smaller bound counts what is kept, and a temporary
+  // file a stopped process left is removed.
+  cache.reset();
+  const fs::path left_over = fs::path(frame_cache_dir(media_.string(), "m")) / ".9.jpg.1.tmp";
+  std::ofstream(left_over) << "half an image";
+  auto again = open_cache({.cache_bytes_max = 2 * one_image});
+  ASSERT_TRUE(again);
+  EXPECT_FALSE(fs::exists(left_over));
+  EXPECT_LE(on_disk().second, 2 * one_image);
+  EXPECT_EQ(on_disk().second, again->stats().image_bytes);
+  EXPECT_TRUE(fs::exists(frame_cache_dir(media_.string(), "m") + "/0.jpg")) << "the newest";
+}
+
+TEST_F(FrameCacheTest, ManyThreadsAtOnceGetExactFramesWithinTheReaderBound) {
+  auto cache = open_cache({.readers_max = 2});
+  ASSERT_TRUE(cache);
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      std::vector<int64_t> frames(kFrames);
+      std::iota(frames.begin(), frames.end(), 0);
+      std::shuffle(frames.begin(), frames.end(), std::mt19937(t));
+      const auto& [file, fourcc] = kMovies[t % 2];
+      for (int64_t n : frames) {
+        Result<std::string> path = cache->jpeg("m-" + fourcc, file, n);
+        if (!path.ok()) {
+          failures[t] = path.status().to_string();
+          return;
+        }
+        if (auto shown = shows_frame(*path, fast_movie(fourcc), n); !shown) {
+          failures[t] = shown.message();
+          return;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& failure : failures) EXPECT_EQ(failure, "");
+  const FrameCacheStats stats = cache->stats();
+  EXPECT_LE(stats.readers_open_max, 2u);
+  EXPECT_EQ(stats.images_written, 2 * kFrames) << "each image made once";
+  EXPECT_EQ(stats.cache_hits, kThreads * kFrames - 2 * kFrames);
+}
+
+TEST_F(FrameCacheTest, ForgetRemovesAMoviesImagesAndBadNamesAreRefused) {
+  auto cache = open_cache();
+  ASSERT_TRUE(cache);
+  ASSERT_TRUE(cache->jpeg("a", "mjpg.avi", 1).ok());
+  ASSERT_TRUE(cache->jpeg("b", "mjpg.avi", 1).ok());
+  ASSERT_TRUE(cache->forget("a").ok());
+  EXPECT_FALSE(fs::exists(frame_cache_dir(media_.string(), "a")));
+  EXPECT_TRUE(fs::exists(frame_cache_dir(media_.string(), "b") + "/1.jpg"));
+  EXPECT_EQ(cache->stats().images, 1u);
+  EXPECT_TRUE(cache->forget("a").ok()) << "idempotent";
+  for (const auto& [id, file] : std::vector<std::pair<std::string, std::string>>{
+           {"", "mjpg.avi"}, {"..", "mjpg.avi"}, {"a/b", "mjpg.avi"}, {"a", "../mjpg.avi"}}) {
+    EXPECT_EQ(cache->jpeg(id, file, 0).status().code(), Code::kInvalidArgument) << id << file;
+  }
+  EXPECT_EQ(cache->jpeg("a", "mjpg.avi", -1).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(cache->jpeg("a", "nosuch.avi", 0).status().code(), Code::kNotFound);
+  EXPECT_EQ(FrameCache::open({.media_dir = (media_ / "nosuch").string()}).status().code(),
+            Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace leasehold::movies
