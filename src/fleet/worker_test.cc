@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <boost/json/parse.hpp>
 #include <chrono>
@@ -934,7 +935,8 @@ TEST_F(WorkerTest, TakeoversAfterACrashAreSpreadWithFewConflicts) {
   LeaseManager conns = leases_on(kConnectionsTable);
   AcquireOptions dead;
   dead.owner = "dead";
-  dead.ttl = milliseconds(1500);
+  dead.ttl = seconds(3);
+  const MonoTime orphaned = clock_.mono_now();
   for (int i = 0; i < kOrphans; ++i) {
     add("c" + std::to_string(i));
     ASSERT_TRUE(conns.acquire(connection_key("c" + std::to_string(i)), dead).ok());
@@ -945,6 +947,21 @@ TEST_F(WorkerTest, TakeoversAfterACrashAreSpreadWithFewConflicts) {
     sinks.push_back(std::make_unique<CapturingSink>());
     workers.push_back(start("w" + std::to_string(i), *sinks.back()));
   }
+  // Every worker knows the other three before the orphans expire: each has
+  // written its figures twice since all four were members, so its latest
+  // reconcile read all four.
+  const auto figures_after = [&](int64_t ms) {
+    auto members = list_members(*store_, clock_, /*alive_only=*/true);
+    if (!members.ok() || members->size() != 4) return false;
+    return std::all_of(members->begin(), members->end(),
+                       [&](const Member& m) { return m.updated_at_ms > ms; });
+  };
+  ASSERT_TRUE(eventually([&] { return figures_after(0); }, seconds(10)));
+  const int64_t all_in = to_unix_ms(clock_.wall_now());
+  ASSERT_TRUE(eventually([&] { return figures_after(all_in); }, seconds(10)));
+  ASSERT_LT(clock_.mono_now(), orphaned + seconds(2))
+      << "the workers took too long to start to see the takeovers spread";
+
   const auto owned = [&] {
     size_t n = 0;
     for (const auto& w : workers) n += w->owned().size();
