@@ -1,10 +1,10 @@
-# find_package(OpenCV COMPONENTS core imgproc videoio) on Debian's smaller
+# find_package(OpenCV COMPONENTS core imgcodecs imgproc videoio) on Debian's smaller
 # packages too.
 #
 # OpenCV's own CMake package (OpenCVConfig.cmake) comes only with Debian's
 # libopencv-dev, which pulls in every module and their dependencies (Qt, VTK,
-# GDAL, MPI: about 670 MB). The tracer needs three modules, which
-# libopencv-core-dev, libopencv-imgproc-dev and libopencv-videoio-dev provide
+# GDAL, MPI: about 670 MB). The tracer needs four modules, which
+# libopencv-core-dev, -imgcodecs-dev, -imgproc-dev and -videoio-dev provide
 # (about 250 MB), without a CMake package. So this module uses OpenCV's
 # package when it is there, and otherwise finds the headers and the libraries
 # of the requested modules itself and defines the same imported targets

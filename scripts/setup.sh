@@ -13,10 +13,10 @@ packages=(
   libfaketime
   clang  # the thread-safety analysis (make test)
   libargon2-dev  # password hashes (leasehold serve)
-  # OpenCV for the movie tracer (src/tracer/): these three modules, not
+  # OpenCV for the movie tracer (src/tracer/): these four modules, not
   # libopencv-dev, which brings every module and about 400 MB more
   # (cmake/FindOpenCV.cmake finds them without OpenCV's CMake package).
-  libopencv-core-dev libopencv-imgproc-dev libopencv-videoio-dev
+  libopencv-core-dev libopencv-imgcodecs-dev libopencv-imgproc-dev libopencv-videoio-dev
   chromium  # the browser tests, driven by playwright-core from package.json
   prometheus  # promtool checks the /metrics output in a test
   curl  # the serve process tests
