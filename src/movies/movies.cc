@@ -188,6 +188,23 @@ std::string probe_summary(const Status& s) {
   return "the file is not a video that can be traced";
 }
 
+// Writes an audit entry of trace job `job_id` (phase 0 its start, 1 its
+// end) under its key made from the job ID; one written before stays as it
+// is, and counts as written.
+Status put_job_event(ItemStore& store, const std::string& movie_id, const std::string& job_id,
+                     int phase, const std::string& event, int64_t at_ms, const std::string& by,
+                     const std::string& summary) {
+  Item entry{{attr::kPk, movie_pk(movie_id)},
+             {attr::kSk, job_audit_sk(at_ms, phase, job_id)},
+             {"event", event},
+             {"user_display_name", by},
+             {"at_ms", at_ms},
+             {attr::kJobId, job_id}};
+  if (!summary.empty()) entry["summary"] = summary;
+  const Status put = store.put(kAuditTable, entry, cond::not_exists(attr::kPk));
+  return put.code() == Code::kConditionFailed ? Status() : put;
+}
+
 }  // namespace
 
 namespace internal {
@@ -304,15 +321,7 @@ Status record_job_audit(ItemStore& store, const std::string& movie_id, const Ite
       started_by != nullptr ? *started_by : str_or(item, SlotNames(kTracingSlot).holder);
   const auto put = [&](int phase, const std::string& event, int64_t at_ms,
                        const std::string& summary) {
-    Item entry{{attr::kPk, movie_pk(movie_id)},
-               {attr::kSk, job_audit_sk(at_ms, phase, *job_id)},
-               {"event", event},
-               {"user_display_name", by},
-               {"at_ms", at_ms},
-               {attr::kJobId, *job_id}};
-    if (!summary.empty()) entry["summary"] = summary;
-    const Status put = store.put(kAuditTable, entry, cond::not_exists(attr::kPk));
-    return put.code() == Code::kConditionFailed ? Status() : put;  // written before
+    return put_job_event(store, movie_id, *job_id, phase, event, at_ms, by, summary);
   };
   // The start first, in case its own write never happened (a server killed
   // in start_trace): both are then in the audit, the start sorting first. A
@@ -834,14 +843,8 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
     return failed_precondition("the movie changed while the trace was started; reload it");
   }
   // Its start in the audit now (a settle writes it later if this fails).
-  const Status audited = store_.put(kAuditTable,
-                                    Item{{attr::kPk, movie_pk(id)},
-                                         {attr::kSk, job_audit_sk(now_ms, 0, lease->token)},
-                                         {"event", std::string(kEventTracingStarted)},
-                                         {"user_display_name", user.display_name},
-                                         {"at_ms", now_ms},
-                                         {attr::kJobId, lease->token}},
-                                    cond::not_exists(attr::kPk));
+  const Status audited = put_job_event(store_, id, lease->token, 0, kEventTracingStarted, now_ms,
+                                       user.display_name, "");
   if (!audited.ok()) {
     log_to(options_.logger, LogLevel::kWarn, "movie {}: audit not recorded: {}", id,
            audited.to_string());

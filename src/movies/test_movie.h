@@ -1,7 +1,13 @@
 // The small synthetic movie the movies tests upload and trace: one spot
-// moving on a known sub-pixel path. Tests only.
+// moving on a known sub-pixel path, and a movie of it ready to trace. Tests
+// only.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "movies/movies.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::movies {
@@ -19,6 +25,27 @@ inline tracer::SyntheticMovie small_test_movie() {
                           .period_frames = 50,
                           .radius_px = 6}};
   return m;
+}
+
+// A probed movie of `file` (in the media folder) with one marker on the
+// spot at frame 0, its analysis lease held by `user` (the lease ID in
+// *lease_id): ready to trace every frame. Each step is expected to succeed.
+inline std::string movie_with_marker(Movies& movies, const User& user, const std::string& file,
+                                     std::string* lease_id) {
+  auto created = movies.create("spots", user, file);
+  EXPECT_TRUE(created.ok()) << created.status().to_string();
+  if (!created.ok()) return "";
+  EXPECT_TRUE(movies.probe(created->id).ok());
+  auto lease = movies.acquire_analysis(created->id, user);
+  EXPECT_TRUE(lease.ok()) << lease.status().to_string();
+  if (!lease.ok()) return created->id;
+  const auto at = tracer::spot_position(small_test_movie().spots[0], 0);
+  EXPECT_TRUE(movies
+                  .set_markers(created->id, user.name, lease->lease_id,
+                               {tracer::Marker{"m1", "spot", 0, at.x, at.y}})
+                  .ok());
+  *lease_id = lease->lease_id;
+  return created->id;
 }
 
 }  // namespace leasehold::movies

@@ -189,7 +189,7 @@ class TraceWorker::Impl {
                std::string summary = {});
   void remove_old_rows(const JobMessage& job, int64_t epoch);
   void watch(std::stop_token stop);
-  void pause(Duration d);
+  void pause(Duration d, bool until_woken = false);
   void count(uint64_t TraceWorkerStats::*field, uint64_t n = 1) {
     if (metrics_) metrics_->add(field, n);
     MutexLock lock(mu_);
@@ -262,14 +262,20 @@ void TraceWorker::Impl::loop() {
   }
 }
 
-// Waits idle_wait, or until wake() or stop(). Condition variables wait on the real
-// steady clock, so the wait is slept there (as the Renewer does), which also
-// keeps a simulated clock from turning it into a busy loop.
-void TraceWorker::Impl::wait_idle() {
-  const auto due = std::chrono::steady_clock::now() + options_.idle_wait;
+// Waits idle_wait, or until wake() or stop().
+void TraceWorker::Impl::wait_idle() { pause(options_.idle_wait, /*until_woken=*/true); }
+
+// Sleeps `d`, or until stop() (or wake(), if `until_woken`). Condition
+// variables wait on the real steady clock, so the wait is slept there (as
+// the Renewer does), which also keeps a simulated clock from turning it into
+// a busy loop.
+void TraceWorker::Impl::pause(Duration d, bool until_woken) {
+  const auto due = std::chrono::steady_clock::now() + d;
   MutexLock lock(mu_);
-  while (!stopping_ && !woken_ && std::chrono::steady_clock::now() < due) cv_.wait_until(mu_, due);
-  woken_ = false;
+  while (!stopping_ && !(until_woken && woken_) && std::chrono::steady_clock::now() < due) {
+    cv_.wait_until(mu_, due);
+  }
+  if (until_woken) woken_ = false;
 }
 
 void TraceWorker::Impl::handle(const Message& message) {
@@ -452,13 +458,6 @@ Result<Lease> TraceWorker::Impl::take_over(const JobMessage& job, const Item& mo
     pause(wait);
     wait = std::min<Duration>(wait * 2, std::chrono::seconds(1));
   }
-}
-
-// Sleeps on the real steady clock, or until stop().
-void TraceWorker::Impl::pause(Duration d) {
-  const auto due = std::chrono::steady_clock::now() + d;
-  MutexLock lock(mu_);
-  while (!stopping_ && std::chrono::steady_clock::now() < due) cv_.wait_until(mu_, due);
 }
 
 void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime claimed) {

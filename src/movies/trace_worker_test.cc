@@ -129,18 +129,7 @@ class TraceWorkerTest : public ::testing::Test {
 
   // A probed movie with one marker on the spot, traced every frame.
   std::string movie_with_marker(std::string* lease_id) {
-    auto created = movies_->create("spots", kAda, "spots.avi");
-    EXPECT_TRUE(created.ok());
-    EXPECT_TRUE(movies_->probe(created->id).ok());
-    auto lease = movies_->acquire_analysis(created->id, kAda);
-    EXPECT_TRUE(lease.ok());
-    const auto at = tracer::spot_position(small_test_movie().spots[0], 0);
-    EXPECT_TRUE(movies_
-                    ->set_markers(created->id, "ada", lease->lease_id,
-                                  {tracer::Marker{"m1", "spot", 0, at.x, at.y}})
-                    .ok());
-    *lease_id = lease->lease_id;
-    return created->id;
+    return movies::movie_with_marker(*movies_, kAda, "spots.avi", lease_id);
   }
 
   std::string start_trace(const std::string& id, const std::string& lease_id) {

@@ -111,16 +111,8 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
 
   std::string store_uri() {
     if (GetParam() == Backend::kSqlite) return "sqlite:" + (dir_ / "store.db").string();
-    if (!dynalite_) {
-      auto started = testing::Dynalite::start();
-      EXPECT_TRUE(started.ok()) << started.status().to_string();
-      if (!started.ok()) return "memory:";
-      dynalite_ = std::move(started).value();
-      setenv("AWS_ACCESS_KEY_ID", "test", 1);
-      setenv("AWS_SECRET_ACCESS_KEY", "test", 1);
-    }
-    return "dynamodb://us-east-1/m" + std::to_string(getpid()) + "_" + std::to_string(tests_) +
-           "_?endpoint=" + dynalite_->endpoint();
+    return testing::dynalite_store_uri(
+        dynalite_, "m" + std::to_string(getpid()) + "_" + std::to_string(tests_) + "_");
   }
 
   fs::path media() const { return dir_ / "media"; }

@@ -209,16 +209,8 @@ class TraceJobsTest : public ::testing::TestWithParam<Backend> {
 
   std::string store_uri() {
     if (GetParam() == Backend::kSqlite) return "sqlite:" + (dir_ / "store.db").string();
-    if (!dynalite_) {
-      auto started = testing::Dynalite::start();
-      EXPECT_TRUE(started.ok()) << started.status().to_string();
-      if (!started.ok()) return "memory:";
-      dynalite_ = std::move(started).value();
-      setenv("AWS_ACCESS_KEY_ID", "test", 1);
-      setenv("AWS_SECRET_ACCESS_KEY", "test", 1);
-    }
-    return "dynamodb://us-east-1/j" + std::to_string(getpid()) + "_" + std::to_string(tests_) +
-           "_?endpoint=" + dynalite_->endpoint();
+    return testing::dynalite_store_uri(
+        dynalite_, "j" + std::to_string(getpid()) + "_" + std::to_string(tests_) + "_");
   }
 
   static LeaseConfig lease_config() {
@@ -253,22 +245,12 @@ class TraceJobsTest : public ::testing::TestWithParam<Backend> {
     worker_ = std::move(w).value();
   }
 
-  // A probed movie with one marker, its analysis lease in *lease_id.
+  // A probed movie of a file of its own with one marker, its analysis lease
+  // in *lease_id.
   std::string movie_with_marker(std::string* lease_id) {
     const std::string file = "m" + std::to_string(++movies_made_) + ".avi";
     fs::copy_file(files_ / "spots.avi", dir_ / "media" / file);
-    auto created = movies_->create("spots", kAda, file);
-    EXPECT_TRUE(created.ok()) << created.status().to_string();
-    EXPECT_TRUE(movies_->probe(created->id).ok());
-    auto lease = movies_->acquire_analysis(created->id, kAda);
-    EXPECT_TRUE(lease.ok()) << lease.status().to_string();
-    const auto at = tracer::spot_position(small_test_movie().spots[0], 0);
-    EXPECT_TRUE(movies_
-                    ->set_markers(created->id, "ada", lease->lease_id,
-                                  {tracer::Marker{"m1", "spot", 0, at.x, at.y}})
-                    .ok());
-    *lease_id = lease->lease_id;
-    return created->id;
+    return movies::movie_with_marker(*movies_, kAda, file, lease_id);
   }
 
   std::string traced_movie_started() {

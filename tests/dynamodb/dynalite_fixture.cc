@@ -113,6 +113,18 @@ Dynalite::~Dynalite() {
 
 std::unique_ptr<Dynalite> DynaliteTest::dynalite_;
 
+std::string dynalite_store_uri(std::unique_ptr<Dynalite>& dynalite, const std::string& prefix) {
+  if (!dynalite) {
+    auto started = Dynalite::start();
+    EXPECT_TRUE(started.ok()) << started.status().to_string();
+    if (!started.ok()) return "memory:";
+    dynalite = std::move(started).value();
+    setenv("AWS_ACCESS_KEY_ID", "test", 1);
+    setenv("AWS_SECRET_ACCESS_KEY", "test", 1);
+  }
+  return "dynamodb://us-east-1/" + prefix + "?endpoint=" + dynalite->endpoint();
+}
+
 void DynaliteTest::SetUpTestSuite() {
   auto started = Dynalite::start();
   ASSERT_TRUE(started.ok()) << started.status().to_string();

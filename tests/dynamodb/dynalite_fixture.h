@@ -51,6 +51,12 @@ class Dynalite {
   uint16_t port_ = 0;
 };
 
+// The store URI of the tables prefixed `prefix` (unique per test) on
+// *dynalite, which is started (with test credentials in the environment) on
+// the first call and kept for the suite: for suites parametrised over
+// backends. "memory:", with a test failure, if dynalite does not start.
+std::string dynalite_store_uri(std::unique_ptr<Dynalite>& dynalite, const std::string& prefix);
+
 // One dynalite for all the tests of a suite; a test that needs a clean
 // server uses fresh table names.
 class DynaliteTest : public ::testing::Test {
