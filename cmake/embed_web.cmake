@@ -2,13 +2,16 @@
 # static files) as data for src/web/assets.cc: its path ("/js/api.js"), its
 # content type (from the extension), its ETag (the first 16 hex digits of the
 # SHA-256 of its bytes, quoted) and its bytes; and the page aliases PAGES
-# ("/signin=signin.html;..."), each naming a file that must exist. A file
+# ("/signin=signin.html;..."), each naming a file that must exist; and the
+# files from outside web/ that EXTRA names ("/vendor/uplot.js=/abs/path;...",
+# third-party files installed by npm). A file
 # whose extension has no known type, or whose name needs escaping in a URL,
 # stops the build. Files whose name starts with "." (editors' swap files) are
 # left out. Run by src/web/CMakeLists.txt whenever a file of web/ changes;
 # OUTPUT is rewritten only when its content changes.
 #
-#   cmake -DWEB_DIR=... -DOUTPUT=... "-DPAGES=/=index.html;/signin=signin.html" -P embed_web.cmake
+#   cmake -DWEB_DIR=... -DOUTPUT=... "-DPAGES=/=index.html;/signin=signin.html" \
+#         "-DEXTRA=/vendor/x.js=/path/to/x.js" -P embed_web.cmake
 cmake_minimum_required(VERSION 3.25)
 
 function(web_content_type file out)
@@ -55,19 +58,42 @@ if(NOT files)
   message(FATAL_ERROR "${WEB_DIR} holds no files")
 endif()
 
-set(data "")
-set(table "")
-set(index 0)
+# url path (without the leading "/") -> file on disk
+set(names "")
 foreach(file IN LISTS files)
   if(NOT file MATCHES "^[A-Za-z0-9_./-]+$")
     message(FATAL_ERROR
             "web/${file}: use only letters, digits and . _ - / in the names of web/ files")
   endif()
+  list(APPEND names "${file}")
+  set(source_${file} "${WEB_DIR}/${file}")
+endforeach()
+foreach(extra IN LISTS EXTRA)
+  if(NOT extra MATCHES "^/([A-Za-z0-9_./-]+)=(.+)$")
+    message(FATAL_ERROR "extra file '${extra}': write it as /path=file")
+  endif()
+  set(file "${CMAKE_MATCH_1}")
+  if(file IN_LIST names)
+    message(FATAL_ERROR "extra file '/${file}' is also a file of web/")
+  endif()
+  if(NOT EXISTS "${CMAKE_MATCH_2}")
+    message(FATAL_ERROR "${CMAKE_MATCH_2} (served at /${file}) is missing; run scripts/setup.sh "
+                        "(npm ci) first")
+  endif()
+  list(APPEND names "${file}")
+  set(source_${file} "${CMAKE_MATCH_2}")
+endforeach()
+
+set(data "")
+set(table "")
+set(index 0)
+foreach(file IN LISTS names)
+  set(source "${source_${file}}")
   web_content_type("${file}" type)
-  file(SHA256 "${WEB_DIR}/${file}" sha256)
+  file(SHA256 "${source}" sha256)
   string(SUBSTRING "${sha256}" 0 16 etag)
-  web_literal("${WEB_DIR}/${file}" literal)
-  file(SIZE "${WEB_DIR}/${file}" size)
+  web_literal("${source}" literal)
+  file(SIZE "${source}" size)
   string(APPEND data "// ${file}\nconstexpr char kFile${index}[] =\n    ${literal};\n\n")
   string(APPEND table "    {\"/${file}\", \"${type}\", \"\\\"${etag}\\\"\",\n"
                       "     std::string_view(kFile${index}, ${size})},\n")
@@ -79,7 +105,7 @@ foreach(page IN LISTS PAGES)
   if(NOT page MATCHES "^(/[a-z0-9/_-]*)=([A-Za-z0-9_./-]+)$")
     message(FATAL_ERROR "page alias '${page}': write it as /path=file")
   endif()
-  if(NOT CMAKE_MATCH_2 IN_LIST files)
+  if(NOT CMAKE_MATCH_2 IN_LIST names)
     message(FATAL_ERROR "page alias '${page}': web/${CMAKE_MATCH_2} does not exist")
   endif()
   string(APPEND aliases "    {\"${CMAKE_MATCH_1}\", \"/${CMAKE_MATCH_2}\"},\n")

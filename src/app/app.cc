@@ -249,6 +249,12 @@ void App::Impl::add_routes() {
         "GET", std::string(page), [asset](Request& r) { return static_file(*asset, r); },
         open_inline);
   }
+  // A movie's Analyze page: the shell, which reads the ID from the URL and
+  // asks the API for the movie (an unknown one is its "not found" state).
+  const web::Asset* shell = web::find_asset("/");
+  router_.add(
+      "GET", "/movies/{id}", [shell](Request& r) { return static_file(*shell, r); },
+      open_inline);
 }
 
 // Credentials come from a bearer token or else the session cookie. A bad

@@ -38,9 +38,15 @@ std::string quoted_etag(std::string_view bytes) {
 }
 
 // The files of web/ as the server must see them: "/js/api.js" -> path on
-// disk. Names starting with "." (editors' swap files) are not served.
+// disk. Names starting with "." (editors' swap files) are not served. And
+// the files from npm served beside them ("/vendor/uplot.js=PATH,...").
 std::map<std::string, fs::path> files_in_web_dir() {
   std::map<std::string, fs::path> files;
+  std::istringstream extra(LEASEHOLD_WEB_EXTRA);
+  for (std::string entry; std::getline(extra, entry, ',');) {
+    const size_t equals = entry.find('=');
+    files.emplace(entry.substr(0, equals), entry.substr(equals + 1));
+  }
   for (const auto& entry : fs::recursive_directory_iterator(kWebDir)) {
     if (!entry.is_regular_file()) continue;
     const std::string relative = fs::relative(entry.path(), kWebDir).generic_string();

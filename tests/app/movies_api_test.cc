@@ -710,6 +710,37 @@ TEST_P(MoviesApiTest, OnlyTheOwnerOrAnAdminRemovesAMovieAndOnlyWhenItIsFree) {
   EXPECT_EQ(call("GET", "/api/movies/" + other, bob_).status, 200);
 }
 
+// The list and a movie, which pages poll every second or two, answer 304
+// while nothing changed, and 200 with a new tag once anything has.
+TEST_P(MoviesApiTest, PolledAnswersAre304UntilTheMovieChanges) {
+  serve();
+  const std::string id = ready_movie();
+  for (const std::string& path : {"/api/movies/" + id, std::string("/api/movies")}) {
+    SCOPED_TRACE(path);
+    const HttpResponse first = call("GET", path, bob_);
+    ASSERT_EQ(first.status, 200) << first.body;
+    const std::string etag = first.header("etag");
+    EXPECT_TRUE(etag.starts_with("W/\"") && etag.ends_with("\"")) << etag;
+    EXPECT_EQ(first.header("cache-control"), "private, no-cache");
+    const HttpResponse same = call("GET", path, cy_, "", "If-None-Match: " + etag + "\r\n");
+    EXPECT_EQ(same.status, 304);
+    EXPECT_EQ(same.body, "");
+    EXPECT_EQ(same.header("etag"), etag);
+    EXPECT_EQ(call("GET", path, bob_, "", "If-None-Match: W/\"0-0\"\r\n").status, 200);
+  }
+  const std::string movie_etag = call("GET", "/api/movies/" + id, bob_).header("etag");
+  const std::string list_etag = call("GET", "/api/movies", bob_).header("etag");
+  lease_of(id, bob_);
+  const HttpResponse locked =
+      call("GET", "/api/movies/" + id, cy_, "", "If-None-Match: " + movie_etag + "\r\n");
+  EXPECT_EQ(locked.status, 200) << "the lock shows";
+  EXPECT_NE(locked.header("etag"), movie_etag);
+  EXPECT_EQ(
+      call("GET", "/api/movies", cy_, "", "If-None-Match: " + list_etag + "\r\n").status, 200);
+  EXPECT_EQ(call("GET", "/api/movies/nosuchmovie", bob_, "", "If-None-Match: *\r\n").status,
+            404);
+}
+
 TEST_P(MoviesApiTest, AFrameIsAnImageKeptForAYearAndRevalidatedBy304) {
   serve();
   const std::string id = ready_movie();
