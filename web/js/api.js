@@ -12,12 +12,15 @@ export class ApiError extends Error {
   // code: the server's error code ("unauthenticated", ...), or one of
   // "network", "timeout", "bad_response" for failures on this side.
   // retryAfterSeconds: from Retry-After (429, 503), else null.
-  constructor({ status, code, message, retryAfterSeconds = null }) {
+  // body: the whole error answer, for what some errors carry beside it (a
+  // 409 on a movie names its `holder`), else null.
+  constructor({ status, code, message, retryAfterSeconds = null, body = null }) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.retryAfterSeconds = retryAfterSeconds;
+    this.body = body;
   }
 }
 
@@ -57,11 +60,12 @@ export function asSentence(text) {
   return /[.!?…]$/.test(capitalised) ? capitalised : `${capitalised}.`;
 }
 
-async function errorFrom(response) {
+export async function errorFrom(response) {
   let code = `http_${response.status}`;
   let message = messageForStatus(response.status);
+  let body = null;
   try {
-    const body = await response.json();
+    body = await response.json();
     const error = body && body.error;
     if (error && typeof error.message === 'string' && error.message.trim()) {
       message = asSentence(error.message);
@@ -75,10 +79,11 @@ async function errorFrom(response) {
     code,
     message,
     retryAfterSeconds: parseRetryAfter(response.headers.get('Retry-After')),
+    body,
   });
 }
 
-function failureWithoutAnswer(error) {
+export function failureWithoutAnswer(error) {
   if (error && error.name === 'TimeoutError') {
     return new ApiError({
       status: 0,
@@ -96,24 +101,37 @@ function failureWithoutAnswer(error) {
 // Sends `method path` with `body` (any JSON value; none for reads) and
 // returns the parsed JSON answer, or null for an answer without a body (204).
 export async function request(method, path, body = undefined) {
-  const headers = { Accept: 'application/json' };
+  return (await exchange(method, path, { body })).data;
+}
+
+// request() with more said on both sides: `headers` to send (If-None-Match),
+// `keepalive` (a request that outlives the page); returns {status, data,
+// headers}, where a 304 is an answer too (data null).
+export async function exchange(method, path, { body, headers: extra = {}, keepalive } = {}) {
+  const headers = { Accept: 'application/json', ...extra };
   const init = { method, headers, credentials: 'same-origin', cache: 'no-store' };
   if (body !== undefined) {
     headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
   }
-  init.signal = AbortSignal.timeout(TIMEOUT_MS);
+  if (keepalive) init.keepalive = true;
+  else init.signal = AbortSignal.timeout(TIMEOUT_MS);
   let response;
   try {
     response = await fetch(path, init);
   } catch (error) {
     throw failureWithoutAnswer(error);
   }
+  if (response.status === 304) return { status: 304, data: null, headers: response.headers };
   if (!response.ok) throw await errorFrom(response);
-  if (response.status === 204) return null;
+  if (response.status === 204) return { status: 204, data: null, headers: response.headers };
   try {
     const text = await response.text();
-    return text === '' ? null : JSON.parse(text);
+    return {
+      status: response.status,
+      data: text === '' ? null : JSON.parse(text),
+      headers: response.headers,
+    };
   } catch {
     throw new ApiError({
       status: response.status,

@@ -6,6 +6,7 @@
 // every view keeps a URL of its own that can be shared or reloaded.
 import { ApiError, getMe, signOut } from './api.js';
 import { h, icon, loadingState, messageState, setBusy } from './dom.js';
+import { analyzeView } from './analyze.js';
 import { homeView } from './home.js';
 import { notInBuildView } from './not-built.js';
 import { signInPath } from './paths.js';
@@ -18,6 +19,31 @@ const ROUTES = new Map([
   ['/', { title: null, view: homeView }],
   ...SECTIONS.map((s) => [s.path, { title: s.title, view: s.view || notInBuildView(s) }]),
 ]);
+
+// Pages under a section, whose path carries a parameter: context.params
+// holds its parts; `section` is the header link marked current.
+const PATTERN_ROUTES = [
+  { pattern: /^\/movies\/([^/]+)$/, names: ['id'], section: '/movies', title: 'Analyze',
+    view: analyzeView },
+];
+
+// The route for `path`, with the parameters it carries, or null.
+function routeFor(path) {
+  const exact = ROUTES.get(path);
+  if (exact) return { ...exact, section: path, params: {} };
+  for (const route of PATTERN_ROUTES) {
+    const match = route.pattern.exec(path);
+    if (!match) continue;
+    let params;
+    try {
+      params = Object.fromEntries(route.names.map((n, i) => [n, decodeURIComponent(match[i + 1])]));
+    } catch {
+      return null; // a malformed escape: no such page
+    }
+    return { ...route, params };
+  }
+  return null;
+}
 
 const NOT_FOUND = {
   title: 'Not found',
@@ -70,13 +96,18 @@ function viewFailed(error) {
 async function show(path, { user, moveFocus }) {
   if (leaveView) leaveView();
   leaveView = null;
-  const route = ROUTES.get(path) || NOT_FOUND;
-  markCurrentNav(path);
+  const route = routeFor(path) || { ...NOT_FOUND, section: null, params: {} };
+  markCurrentNav(route.section);
   notice.hidden = true;
   document.title = route.title ? `${route.title} · leasehold` : 'leasehold';
   main.replaceChildren();
   try {
-    leaveView = (await route.view(main, { user, goToSignIn })) || null;
+    const setTitle = (title) => {
+      document.title = title ? `${title} · leasehold` : 'leasehold';
+    };
+    leaveView = (await route.view(main, {
+      user, goToSignIn, params: route.params, setTitle,
+    })) || null;
   } catch (error) {
     viewFailed(error);
   }
@@ -97,7 +128,7 @@ function followLinksInPlace(user) {
     const link = event.target.closest('a[href]');
     if (!link || link.target || link.hasAttribute('download')) return;
     const url = new URL(link.href);
-    if (url.origin !== window.location.origin || !ROUTES.has(url.pathname)) return;
+    if (url.origin !== window.location.origin || !routeFor(url.pathname)) return;
     if (url.hash && url.pathname === window.location.pathname) return;
     event.preventDefault();
     if (url.pathname + url.search !== window.location.pathname + window.location.search) {
@@ -135,7 +166,7 @@ function showAccount(user) {
 }
 
 async function start() {
-  markCurrentNav(window.location.pathname);
+  markCurrentNav(routeFor(window.location.pathname)?.section);
   if (!main.querySelector('.state-loading')) main.replaceChildren(loadingState());
   let user;
   try {
