@@ -34,6 +34,12 @@ const ICONS = {
   compass: ['M21 12a9 9 0 1 1-18 0 9 9 0 0 1 18 0Z', 'm15.5 8.5-2 5-5 2 2-5 5-2Z'],
   fleet: ['M4 4h16v5H4z', 'M4 15h16v5H4z', 'M8 6.5h.01', 'M8 17.5h.01', 'M12 9v6'],
   movie: ['M4 5h16v14H4z', 'M8 5v14', 'M16 5v14', 'M4 9h4', 'M4 15h4', 'M16 9h4', 'M16 15h4'],
+  play: ['M8 5.5v13l10-6.5-10-6.5Z'],
+  pause: ['M9 5.5v13', 'M15 5.5v13'],
+  first: ['M6 6v12', 'M18 6l-8 6 8 6V6Z'],
+  last: ['M18 6v12', 'M6 6l8 6-8 6V6Z'],
+  previous: ['M15 6l-6 6 6 6'],
+  next: ['M9 6l6 6-6 6'],
 };
 
 export function icon(name, size = 24) {

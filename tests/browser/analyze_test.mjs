@@ -1,0 +1,328 @@
+// The Analyze page (/movies/{id}) with two signed-in users on a generated
+// movie: Ada edits (markers, trim, interval, trace) while Bob watches,
+// view-only, told who holds the movie; the trace's progress shows in both,
+// with "safe to leave"; the results (tracks, plots, table, CSV) appear in
+// both; Ada closes her tab and Bob then gets the movie; an admin breaks a
+// lease, and a page whose heartbeats cannot get through stops editing
+// before its lease can run out, and the lease goes to another. Every write
+// the page sends carries the lease ID. Screenshots of the page while
+// tracing and with its results, at laptop and phone sizes.
+//
+// The server runs no trace worker (--trace-workers 0): the trace waits,
+// queued, until the test starts `leasehold trace-worker`, and the worker is
+// paused (SIGSTOP) once it has traced some frames, so that the progress the
+// pages show is seen between its ends, whatever the machine's speed.
+//
+//   node tests/browser/analyze_test.mjs --leasehold build/bin/leasehold --screenshots DIR
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+
+import {
+  closePage, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run, screenshot, Server,
+  signInOnPage, spawnTracked, Store, test, waitForText,
+} from './harness.mjs';
+
+const { bin, screenshots } = parseArgs();
+// Beside the binary in the build tree (tests/CMakeLists.txt).
+const makeMovie = path.join(path.dirname(bin), 'make_test_movie');
+
+const LEASE_TTL = '3s';
+const STEP_MS = 15_000; // a poll-driven change shows within this
+const TRACE_MS = 60_000;
+
+const ada = { name: 'ada', displayName: 'Ada Lovelace', password: 'ada-password-1' };
+const bob = { name: 'bob', displayName: 'Bob Builder', password: 'bob-password-1' };
+const cy = { name: 'cy', displayName: 'Cy Admin', password: 'cy-password-1', admin: true };
+
+let store;
+let server;
+let browser;
+let worker = null;
+let movie; // {id, frames, width, height, x, y}
+
+async function api(method, pathAndQuery, token, body, type = 'application/json') {
+  const response = await fetch(server.url(pathAndQuery), {
+    method,
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': type },
+    body,
+  });
+  const text = await response.text();
+  return { status: response.status, json: text ? JSON.parse(text) : null };
+}
+
+async function tokenOf(user) {
+  const out = await store.leasehold('user', 'token', user.name);
+  assert.equal(out.code, 0, out.err);
+  return JSON.parse(out.out).token;
+}
+
+// Waits until fn() is truthy, trying every 100 ms; fails after timeoutMs.
+async function until(what, fn, timeoutMs = STEP_MS) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+// A page of `user` on the movie's Analyze page, signed in through the
+// sign-in page it is sent to; it records the writes it sends.
+async function openAnalyze(user, viewport = LAPTOP) {
+  const page = await openPage(browser, viewport);
+  page.writes = [];
+  page.on('request', (request) => {
+    const url = new URL(request.url());
+    if (request.method() !== 'GET' && url.pathname.startsWith('/api/movies/')) {
+      page.writes.push({ method: request.method(), path: url.pathname,
+        body: request.postData() || '' });
+    }
+  });
+  await page.goto(server.url(`/movies/${movie.id}`));
+  await page.waitForURL(/\/signin/);
+  await signInOnPage(page, user);
+  await page.waitForURL(new RegExp(`/movies/${movie.id}$`));
+  await page.locator('#lease-banner[data-mode]').waitFor();
+  return page;
+}
+
+function banner(page) {
+  return page.locator('#lease-banner');
+}
+
+async function bannerMode(page) {
+  return page.locator('#lease-banner').getAttribute('data-mode');
+}
+
+// Clicks on the frame at the frame pixel (x, y).
+async function clickFrame(page, x, y) {
+  const canvas = page.locator('.viewer-canvas');
+  const box = await canvas.boundingBox();
+  await canvas.click({ position: {
+    x: ((x + 0.5) / movie.width) * box.width, y: ((y + 0.5) / movie.height) * box.height,
+  } });
+}
+
+async function progressNow(page) {
+  return Number(await page.locator('#trace-progress [role=progressbar]')
+    .getAttribute('aria-valuenow'));
+}
+
+test('set-up: two users, an admin and a generated movie, probed', async () => {
+  store = await Store.create(bin);
+  for (const user of [ada, bob, cy]) await store.addUser(user);
+  server = await Server.start(store, ['--trace-workers', '0', '--analysis-lease-ttl', LEASE_TTL]);
+  browser = await launchBrowser();
+  const file = path.join(store.dir, 'spots.avi');
+  const made = JSON.parse(execFileSync(makeMovie, [file, '240', '320', '240']).toString());
+  const token = await tokenOf(ada);
+  const uploaded = await api('POST', '/api/movies?name=Two%20spots', token, readFileSync(file),
+    'video/x-msvideo');
+  assert.equal(uploaded.status, 201, JSON.stringify(uploaded.json));
+  movie = { id: uploaded.json.id, ...made };
+  await until('the probe', async () =>
+    (await api('GET', `/api/movies/${movie.id}`, token)).json.status === 'ready');
+});
+
+let adaPage;
+let bobPage;
+
+test('the first browser edits; the second is view-only, told who holds the movie', async () => {
+  adaPage = await openAnalyze(ada);
+  assert.equal(await bannerMode(adaPage), 'edit');
+  await waitForText(banner(adaPage), /You are editing this movie/);
+  bobPage = await openAnalyze(bob);
+  assert.equal(await bannerMode(bobPage), 'view');
+  await waitForText(banner(bobPage), /Ada Lovelace is editing this movie \(since \d/);
+  assert.equal(await bobPage.locator('#break-lock').count(), 0, 'only admins may break');
+  for (const selector of ['#trace-button', '#trim-start', '#trim-end', '#capture-every',
+    '#trim-start-here']) {
+    assert.ok(await bobPage.locator(selector).isDisabled(), `${selector} is disabled for Bob`);
+  }
+  assert.equal(await bobPage.locator('.viewer-canvas').getAttribute('data-editable'), 'false');
+  // Bob can still step and see the frame number change.
+  await bobPage.locator('.viewer-canvas').focus();
+  await bobPage.keyboard.press('Shift+ArrowRight');
+  await waitForText(bobPage.locator('.viewer-position'), /^Frame 10 \//);
+});
+
+test('markers, trim and interval are placed by the editor and seen by the viewer', async () => {
+  const page = adaPage;
+  await page.locator('.viewer-canvas').focus();
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowLeft');
+  await waitForText(page.locator('.viewer-position'), /^Frame 0 \//);
+  await clickFrame(page, movie.x, movie.y);
+  await page.locator('#marker-list [data-marker-id="p1"]').waitFor();
+  await waitForText(page.locator('#save-state'), /All changes saved/);
+  // A second marker, placed and then removed.
+  await clickFrame(page, 20, 20);
+  await page.locator('#marker-list [data-marker-id="p2"]').waitFor();
+  await page.getByRole('button', { name: 'Delete Point 2' }).click();
+  await until('p2 removed', async () =>
+    (await page.locator('#marker-list [data-marker-id]').count()) === 1);
+  await page.getByLabel('Name of Point 1').fill('Spot');
+  await page.getByLabel('Name of Point 1').press('Enter');
+  await page.locator('#trim-end').fill('200');
+  await page.locator('#trim-end').press('Tab');
+  await page.locator('#capture-every').fill('2');
+  await page.locator('#capture-every').press('Tab');
+  await waitForText(page.locator('#sampled-frames'), /^101 frames will be traced/);
+  await waitForText(page.locator('#save-state'), /All changes saved/);
+  // The viewer sees them within a poll.
+  await until('Bob sees the marker', async () =>
+    (await bobPage.locator('#marker-list [data-marker-id="p1"] input').count()) === 1 &&
+    (await bobPage.locator('#marker-list [data-marker-id="p1"] input').inputValue()) === 'Spot');
+  await until('Bob sees the trim', async () =>
+    (await bobPage.locator('#trim-end').inputValue()) === '200');
+  assert.ok(await bobPage.locator('#marker-list input').first().isDisabled());
+});
+
+test('the trace shows its progress and "safe to leave" in both pages', async () => {
+  await adaPage.locator('#trace-button').click();
+  for (const page of [adaPage, bobPage]) {
+    await page.locator('#trace-progress').waitFor({ state: 'visible', timeout: STEP_MS });
+    await waitForText(page.locator('#trace-progress-text'), /^Queued/, STEP_MS);
+    await waitForText(page.locator('#safe-to-leave'), /safe to leave this page/);
+    assert.ok(await page.locator('#trace-button').isDisabled());
+  }
+  await waitForText(banner(adaPage), /View only while the trace runs/);
+  worker = spawnTracked(bin, ['--store', store.uri, 'trace-worker', '--media-dir',
+    path.join(store.dir, 'media')]);
+  // Once it has claimed the job, the worker runs 10 ms in every 500 (SIGSTOP
+  // and SIGCONT), so that the trace takes long enough on any machine for
+  // the pages to show it between its ends.
+  const token = await tokenOf(bob);
+  await until('the claim', async () =>
+    (await api('GET', `/api/movies/${movie.id}`, token)).json.status !== 'queued', TRACE_MS);
+  worker.kill('SIGSTOP');
+  const throttle = setInterval(() => {
+    worker.kill('SIGCONT');
+    setTimeout(() => worker.kill('SIGSTOP'), 10);
+  }, 500);
+  const seen = new Set();
+  try {
+    await until('the bar to move in both pages', async () => {
+      for (const page of [adaPage, bobPage]) seen.add(`${page === adaPage}:${await progressNow(page)}`);
+      const between = (who) => [...seen].some((v) => v.startsWith(`${who}:`) &&
+        Number(v.split(':')[1]) > 0 && Number(v.split(':')[1]) < 101);
+      return between(true) && between(false);
+    }, TRACE_MS);
+  } catch (error) {
+    const now = (await api('GET', `/api/movies/${movie.id}`, token)).json;
+    throw new Error(`${error.message}; seen ${[...seen].join(' ')}; the movie is ${
+      JSON.stringify(now)}`);
+  } finally {
+    clearInterval(throttle);
+  }
+  worker.kill('SIGSTOP');
+  await waitForText(bobPage.locator('#trace-progress-text'), /^Tracing: \d+ of 101 frames/);
+  await screenshot(adaPage, screenshots, 'analyze-tracing-laptop');
+  const phone = await openAnalyze(bob, PHONE);
+  await phone.locator('#trace-progress').waitFor({ state: 'visible' });
+  await waitForText(phone.locator('#safe-to-leave'), /safe to leave this page/);
+  await screenshot(phone, screenshots, 'analyze-tracing-phone');
+  await closePage(phone);
+  worker.kill('SIGCONT');
+});
+
+test('the results appear in both pages: tracks, plots, table and CSV', async () => {
+  for (const page of [adaPage, bobPage]) {
+    await page.locator('#results').waitFor({ state: 'visible', timeout: TRACE_MS });
+    await page.locator('#plot-x .uplot').waitFor();
+    await page.locator('#plot-y .uplot').waitFor();
+    await page.locator('#plot-speed .uplot').waitFor();
+    await until('the table', async () =>
+      (await page.locator('#frames-table tbody tr').count()) === 101);
+    const href = await page.locator('#download-csv').getAttribute('href');
+    assert.equal(href, `/api/movies/${movie.id}/frames.csv`);
+  }
+  const csv = await adaPage.evaluate(async (url) => (await fetch(url)).text(),
+    `/api/movies/${movie.id}/frames.csv`);
+  assert.equal(csv.trim().split('\n').length, 102, 'a header and a row per sampled frame');
+  // The page that traced takes the movie back; the other stays view-only.
+  await until('Ada edits again', async () => (await bannerMode(adaPage)) === 'edit');
+  assert.equal(await bannerMode(bobPage), 'view');
+  await waitForText(adaPage.locator('#trace-history'), /Trace completed/);
+  // The current frame moves in the table with the frame shown.
+  await adaPage.locator('.viewer-canvas').focus();
+  await adaPage.getByRole('button', { name: 'First frame' }).click();
+  await adaPage.keyboard.press('Shift+ArrowRight');
+  await adaPage.locator('#frames-table tr[aria-current="true"][data-frame="10"]').waitFor();
+  await screenshot(adaPage, screenshots, 'analyze-results-laptop');
+  const phone = await openAnalyze(bob, PHONE);
+  await phone.locator('#results').waitFor({ state: 'visible', timeout: STEP_MS });
+  await phone.locator('#plot-x .uplot').waitFor();
+  await screenshot(phone, screenshots, 'analyze-results-phone');
+  await closePage(phone);
+});
+
+test('every write the editing page sent carried its lease ID', async () => {
+  const writes = adaPage.writes.filter((w) => !w.path.endsWith('/analysis-lease') ||
+    w.method !== 'POST');
+  assert.ok(writes.some((w) => w.path.endsWith('/markers')), 'markers were written');
+  assert.ok(writes.some((w) => w.path.endsWith('/trim')), 'the trim was written');
+  assert.ok(writes.some((w) => w.path.endsWith('/capture-interval')));
+  assert.ok(writes.some((w) => w.path.endsWith('/trace')));
+  assert.ok(writes.some((w) => w.path.endsWith('/heartbeat')), 'heartbeats were sent');
+  for (const w of writes) {
+    assert.match(w.body, /"lease_id":"[^"]+"/, `${w.method} ${w.path} carries the lease`);
+  }
+  assert.deepEqual(bobPage.writes.filter((w) => w.method !== 'POST' ||
+    !w.path.endsWith('/analysis-lease')), [], 'the viewer wrote nothing');
+});
+
+test('when the editor closes the tab, the viewer gets the movie', async () => {
+  assert.equal(await bannerMode(adaPage), 'edit');
+  await adaPage.close({ runBeforeUnload: true });
+  await adaPage.context().close();
+  await bobPage.locator('#edit-movie').waitFor({ timeout: STEP_MS });
+  await bobPage.locator('#edit-movie').click();
+  await until('Bob edits', async () => (await bannerMode(bobPage)) === 'edit');
+  assert.ok(await bobPage.locator('#trim-start').isEnabled());
+});
+
+test('an admin breaks a lease; the page that held it stops editing and says why', async () => {
+  const admin = await openAnalyze(cy);
+  await waitForText(banner(admin), /Bob Builder is editing/);
+  await admin.locator('#break-lock').click();
+  await waitForText(bobPage.locator('#analyze-alert'), /An administrator, Cy Admin, broke/,
+    STEP_MS);
+  assert.equal(await bannerMode(bobPage), 'view');
+  assert.ok(await bobPage.locator('#trim-start').isDisabled());
+  await closePage(admin);
+});
+
+test('a page whose heartbeats do not get through stops editing; another takes over', async () => {
+  await bobPage.locator('#edit-movie').click();
+  await until('Bob edits', async () => (await bannerMode(bobPage)) === 'edit');
+  await bobPage.route('**/analysis-lease/heartbeat', (route) => route.abort('failed'));
+  const other = await openAnalyze(ada);
+  assert.equal(await bannerMode(other), 'view');
+  // Bob's page stops by its own deadline, before the lease expires.
+  await waitForText(bobPage.locator('#analyze-alert'), /could not be reached/, STEP_MS);
+  assert.ok(await bobPage.locator('#trim-start').isDisabled());
+  await other.locator('#edit-movie').waitFor({ timeout: STEP_MS });
+  await other.locator('#edit-movie').click();
+  await until('Ada edits', async () => (await bannerMode(other)) === 'edit');
+  await bobPage.unroute('**/analysis-lease/heartbeat');
+  // The heartbeats this test cut off are no fault of the page.
+  const problems = bobPage.problems.filter((p) => !p.includes('/analysis-lease/heartbeat'));
+  bobPage.problems.splice(0, bobPage.problems.length, ...problems);
+  await waitForText(banner(bobPage), /Someone else has this movie|Ada Lovelace is editing/,
+    STEP_MS);
+  await closePage(other);
+  await closePage(bobPage);
+});
+
+run({
+  after: async () => {
+    if (worker && worker.exitCode === null) worker.kill('SIGKILL');
+    await browser?.close();
+    await server?.stop();
+    store?.remove();
+  },
+});
