@@ -106,6 +106,17 @@ async function clickFrame(page, x, y) {
   } });
 }
 
+// Stops `child` (SIGSTOP) and lets it run 10 ms in every 500 until the
+// returned interval is cleared: a trace then takes long enough on any
+// machine for the pages to show it between its ends.
+function throttled(child) {
+  child.kill('SIGSTOP');
+  return setInterval(() => {
+    child.kill('SIGCONT');
+    setTimeout(() => child.kill('SIGSTOP'), 10);
+  }, 500);
+}
+
 async function progressNow(page) {
   return Number(await page.locator('#trace-progress [role=progressbar]')
     .getAttribute('aria-valuenow'));
@@ -147,6 +158,13 @@ test('the first browser edits; the second is view-only, told who holds the movie
   await bobPage.locator('.viewer-canvas').focus();
   await bobPage.keyboard.press('Shift+ArrowRight');
   await waitForText(bobPage.locator('.viewer-position'), /^Frame 10 \//);
+  // And play it.
+  await bobPage.getByRole('button', { name: 'Play' }).click();
+  await until('frames to play', async () => {
+    const text = await bobPage.locator('.viewer-position').innerText();
+    return Number(/^Frame (\d+)/.exec(text)[1]) >= 15;
+  });
+  await bobPage.getByRole('button', { name: 'Pause' }).click();
 });
 
 test('markers, trim and interval are placed by the editor and seen by the viewer', async () => {
@@ -192,17 +210,8 @@ test('the trace shows its progress and "safe to leave" in both pages', async () 
   await waitForText(banner(adaPage), /View only while the trace runs/);
   worker = spawnTracked(bin, ['--store', store.uri, 'trace-worker', '--media-dir',
     path.join(store.dir, 'media')]);
-  // Once it has claimed the job, the worker runs 10 ms in every 500 (SIGSTOP
-  // and SIGCONT), so that the trace takes long enough on any machine for
-  // the pages to show it between its ends.
+  const throttle = throttled(worker);
   const token = await tokenOf(bob);
-  await until('the claim', async () =>
-    (await api('GET', `/api/movies/${movie.id}`, token)).json.status !== 'queued', TRACE_MS);
-  worker.kill('SIGSTOP');
-  const throttle = setInterval(() => {
-    worker.kill('SIGCONT');
-    setTimeout(() => worker.kill('SIGSTOP'), 10);
-  }, 500);
   const seen = new Set();
   try {
     await until('the bar to move in both pages', async () => {
@@ -314,8 +323,32 @@ test('a page whose heartbeats do not get through stops editing; another takes ov
   bobPage.problems.splice(0, bobPage.problems.length, ...problems);
   await waitForText(banner(bobPage), /Someone else has this movie|Ada Lovelace is editing/,
     STEP_MS);
-  await closePage(other);
   await closePage(bobPage);
+  adaPage = other;
+});
+
+test('a failed trace shows its summary and the history in the page', async () => {
+  const page = adaPage;
+  worker.kill('SIGSTOP');
+  await page.locator('#trace-button').click();
+  await waitForText(page.locator('#trace-progress-text'), /^Queued/, STEP_MS);
+  const token = await tokenOf(ada);
+  const throttle = throttled(worker);
+  try {
+    await until('the claim', async () =>
+      (await api('GET', `/api/movies/${movie.id}`, token)).json.status !== 'queued', TRACE_MS);
+  } finally {
+    clearInterval(throttle);
+  }
+  // Stopped mid-trace, the worker publishes it as failed.
+  worker.kill('SIGTERM');
+  worker.kill('SIGCONT');
+  await waitForText(page.locator('#trace-failure'), /The last trace failed\. .*interrupted/,
+    TRACE_MS);
+  await waitForText(page.locator('#trace-history li').first(), /Trace failed by Ada Lovelace/);
+  await waitForText(page.locator('#trace-history'), /interrupted/);
+  await screenshot(page, screenshots, 'analyze-failed-laptop');
+  await closePage(page);
 });
 
 run({

@@ -15,7 +15,7 @@
 // Test hooks: #lease-banner[data-mode], #trace-progress, #results,
 // [data-marker-id] in the marker list, #trim-start, #trim-end,
 // #capture-every, #trace-button.
-import { ApiError } from './api.js';
+import { ApiError, asSentence } from './api.js';
 import { h, icon, loadingState, messageState, setBusy } from './dom.js';
 import { formatWallTime } from './fleet-format.js';
 import { colourOf, formatTime, FrameViewer } from './frame-viewer.js';
@@ -313,7 +313,7 @@ class AnalyzePage {
     if (failed) {
       this.failure.replaceChildren(icon('alert', 18), h('span', {},
         h('strong', { text: 'The last trace failed. ' }),
-        m.failure_summary || 'No reason was given.',
+        asSentence(m.failure_summary || 'no reason was given'),
         ' Check the markers and the clip, then trace again.'));
     }
   }
@@ -937,8 +937,7 @@ class AnalyzePage {
         this.results.show(rows, this.movie.markers, this.movie);
         this.viewer?.setTracks(rows, this.movie.markers);
       } else {
-        this.results.element.replaceChildren(h('div', { class: 'section-head' },
-          h('h2', { id: 'results-title', text: 'Results' })), this.results.history);
+        this.results.element.replaceChildren(this.results.history);
         this.viewer?.setTracks([], this.movie.markers);
       }
       this.results.showHistory(audit);

@@ -4,6 +4,7 @@
 // trace history (who traced when, and how it ended). The current frame is
 // marked in the plots and the table; a click on either goes to that frame.
 import uPlot from '../vendor/uplot.js';
+import { asSentence } from './api.js';
 import { h } from './dom.js';
 import { formatWallTime } from './fleet-format.js';
 import { colourOf } from './frame-viewer.js';
@@ -276,7 +277,8 @@ export class TraceResults {
         h('span', { class: 'muted', text: ` by ${entry.user_display_name} · ` }),
         h('time', { datetime: new Date(entry.at_ms).toISOString(),
           text: formatWallTime(entry.at_ms) }),
-        entry.summary ? h('p', { class: 'history-summary', text: entry.summary }) : null);
+        entry.summary ? h('p', { class: 'history-summary', text: asSentence(entry.summary) })
+          : null);
     });
     this.historyList.replaceChildren(...(items.length ? items
       : [h('li', { class: 'muted', text: 'This movie has not been traced yet.' })]));
