@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "cli/common.h"
+#include "cli/demo_movie.h"
 #include "cli/serve.h"
+#include "movies/schema.h"
 #include "net/endpoint.h"
 
 namespace leasehold::cli {
@@ -43,6 +45,9 @@ constexpr milliseconds kListenTimeout{15'000};
 constexpr milliseconds kSettleTimeout{60'000};
 constexpr milliseconds kPollEvery{200};
 constexpr milliseconds kStopGrace{5'000};
+// Long enough for the probe of the sample movie on a busy machine; it
+// takes a second or two.
+constexpr milliseconds kSampleReadyTimeout{30'000};
 constexpr size_t kPasswordChars = 16;
 
 int64_t wall_ms() {
@@ -166,6 +171,10 @@ class Demo {
 
   Status create_dir();
   Status start_services();
+  // Uploads the sample movie and prints its address. A movie that could not
+  // be uploaded is reported on stderr and the demo goes on without it: the
+  // error is only "stopped", after a stop signal.
+  Status add_sample_movie();
   Status add_connections();
   Status start_workers();
   // Until every connection has a live owner among `workers`, spread evenly.
@@ -184,6 +193,7 @@ class Demo {
   Result<std::string> run_command(const std::string& name, const std::vector<std::string>& args,
                                   const std::string& stdin_text = "");
   Result<std::string> wait_listening(Child& child, const fs::path& path, bool json_log);
+  Result<MovieState> upload_sample_movie();
   Result<std::vector<ConnRow>> conn_list();
   // Sleeps up to `timeout`; false (and interrupted()) if a stop signal came.
   bool pause(milliseconds timeout);
@@ -196,6 +206,7 @@ class Demo {
   bool interrupted_ = false;
   fs::path dir_;
   std::string upstream_;  // HOST:PORT
+  std::string address_;   // the dashboard's HOST:PORT
   std::vector<Child> services_;
   std::map<std::string, Child> workers_;
   std::set<std::string> killed_conns_;  // owned by the worker killed with SIGKILL
@@ -304,12 +315,55 @@ Status Demo::start_services() {
                                                   (dir_ / "media").string()}),
                                       dir_ / "serve.out", dir_ / "serve.log"));
   services_.push_back(serve);
-  ASSIGN_OR_RETURN(const std::string address,
-                   wait_listening(services_.back(), dir_ / "serve.log", true));
+  ASSIGN_OR_RETURN(address_, wait_listening(services_.back(), dir_ / "serve.log", true));
   std::printf(
       "\n  The dashboard: http://%s/\n  Sign in as    demo\n  password      %s\n\n"
       "  upstream-sim on %s; store, sinks and logs in %s (removed on exit)\n\n",
-      address.c_str(), password.c_str(), upstream_.c_str(), dir_.c_str());
+      address_.c_str(), password.c_str(), upstream_.c_str(), dir_.c_str());
+  std::fflush(stdout);
+  return {};
+}
+
+// Writes the sample movie into the directory, uploads it through the API
+// as `demo` (with a token of its own, never printed), and waits for the
+// probe to make it ready.
+Result<MovieState> Demo::upload_sample_movie() {
+  const fs::path path = dir_ / "sample.avi";
+  RETURN_IF_ERROR(write_sample_movie(path.string()));
+  ASSIGN_OR_RETURN(const std::string out, run_command("user token", {"user", "token", "demo"}));
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(out, ec);
+  if (ec || !v.is_object() || !v.as_object().contains("token")) {
+    return internal_error("user token printed no token");
+  }
+  ASSIGN_OR_RETURN(const std::unique_ptr<MoviesClient> client,
+                   MoviesClient::open(address_, std::string(v.at("token").as_string())));
+  ASSIGN_OR_RETURN(MovieState movie, client->upload(kSampleMovieName, path.string()));
+  const auto deadline = std::chrono::steady_clock::now() + kSampleReadyTimeout;
+  while (movie.status == movies::kStatusProcessing && std::chrono::steady_clock::now() < deadline) {
+    if (!pause(kPollEvery)) return unavailable("stopped");
+    ASSIGN_OR_RETURN(movie, client->get(movie.id));
+  }
+  if (movie.status == movies::kStatusInvalid) {
+    return unavailable("the server found it invalid: " + movie.failure_summary);
+  }
+  return movie;
+}
+
+Status Demo::add_sample_movie() {
+  const Result<MovieState> movie = upload_sample_movie();
+  if (interrupted_) return unavailable("stopped");
+  if (!movie.ok()) {
+    std::fprintf(stderr,
+                 "leasehold: demo: the sample movie could not be uploaded (%s); the demo goes on "
+                 "without it\n",
+                 movie.status().to_string().c_str());
+    return {};
+  }
+  const bool ready = movie->status == movies::kStatusReady;
+  std::printf("  A sample movie: http://%s/api/movies/%s  (\"%s\", %s)\n\n", address_.c_str(),
+              movie->id.c_str(), kSampleMovieName,
+              ready ? "ready to mark and trace" : "still being probed");
   std::fflush(stdout);
   return {};
 }
@@ -515,10 +569,12 @@ void Demo::stop_all() {
   }
 }
 
-// The scripted part: start, settle, kill one, stop one, summarize.
+// The scripted part: start, upload the sample movie, settle, kill one, stop
+// one, summarize.
 Result<bool> run_script(Demo& demo) {
   RETURN_IF_ERROR(demo.create_dir());
   RETURN_IF_ERROR(demo.start_services());
+  RETURN_IF_ERROR(demo.add_sample_movie());
   RETURN_IF_ERROR(demo.add_connections());
   RETURN_IF_ERROR(demo.start_workers());
   RETURN_IF_ERROR(demo.wait_balanced({"w1", "w2", "w3"}));

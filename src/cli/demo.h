@@ -2,10 +2,13 @@
 // throwaway SQLite store, showing a takeover and a handover as they happen.
 //
 // It creates a temporary directory with the store, starts `upstream-sim`,
-// `serve` (with an admin user `demo` and a random password it prints), adds
-// connections with `conn add` and starts three workers, every one a child
-// process of this binary in a process group of its own that the kernel kills
-// if the demo dies. It prints, in plain lines on stdout, who owns what; kills
+// `serve` (with an admin user `demo` and a random password it prints),
+// uploads a sample movie through the movies API as `demo` and prints its
+// address once it is ready (a movie that could not be uploaded is reported
+// on stderr, and the demo goes on without it), adds connections with
+// `conn add` and starts three workers, every one a child process of this
+// binary in a process group of its own that the kernel kills if the demo
+// dies. It prints, in plain lines on stdout, who owns what; kills
 // one worker with SIGKILL and prints how long each of its connections took to
 // be owned again; stops another with SIGTERM and prints the handover times;
 // then reads every sink and prints each connection's gaps and duplicates.
@@ -41,7 +44,7 @@ Status check_demo(const DemoArgs& args);
 
 // Runs the demo; returns the exit code: 0 once the summary found no gap and
 // duplicates only where a worker was killed (or after SIGINT/SIGTERM), 1 if
-// it did not or something failed to start.
+// it did not or something failed to start (the sample movie is not counted).
 int run_demo(const DemoArgs& args, bool verbose);
 
 }  // namespace leasehold::cli
