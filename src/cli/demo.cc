@@ -361,9 +361,9 @@ Status Demo::add_sample_movie() {
     return {};
   }
   const bool ready = movie->status == movies::kStatusReady;
-  std::printf("  A sample movie: http://%s/api/movies/%s  (\"%s\", %s)\n\n", address_.c_str(),
+  std::printf("  A sample movie: http://%s/movies/%s  (\"%s\", %s)\n\n", address_.c_str(),
               movie->id.c_str(), kSampleMovieName,
-              ready ? "ready to mark and trace" : "still being probed");
+              ready ? "open it to mark the spots and trace them" : "still being probed");
   std::fflush(stdout);
   return {};
 }

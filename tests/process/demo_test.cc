@@ -90,7 +90,7 @@ TEST_F(DemoTest, TheSampleMovieIsReadyForTheDemoUser) {
   auto demo = start_demo({"--connections", "6"});
   const std::regex printed(
       "The dashboard: http://([^/]+)/\\n.*\\n  password +(\\S+)\\n[\\s\\S]*"
-      "A sample movie: http://([^/]+)/api/movies/([0-9a-z]+) ");
+      "A sample movie: http://([^/]+)/movies/([0-9a-z]+) ");
   std::smatch m;
   std::string out;
   ASSERT_TRUE(wait_until(
@@ -125,6 +125,10 @@ TEST_F(DemoTest, TheSampleMovieIsReadyForTheDemoUser) {
   ASSERT_EQ(listed, 200) << list;
   EXPECT_EQ(boost::json::parse(list).as_array().size(), 1u) << list;
   EXPECT_EQ(curl({"-o", "/dev/null"}, origin + "/api/movies/" + id + "/frames/249.jpg").first, 200);
+  // The printed address is the movie's Analyze page.
+  const auto [page_status, page] = curl({}, origin + "/movies/" + id);
+  EXPECT_EQ(page_status, 200);
+  EXPECT_NE(page.find("/js/shell.js"), std::string::npos) << page;
 
   kill(demo->pid(), SIGTERM);
   ASSERT_TRUE(demo->wait_for(30s));
