@@ -219,8 +219,8 @@ export class FrameViewer {
   }
 
   // Shows frame n (clamped): the last frame stays on screen until n's image
-  // has come, so stepping never flashes.
-  async showFrame(n) {
+  // has come, so stepping never flashes. Resolves once it is drawn.
+  showFrame(n) {
     const frame = Math.max(0, Math.min(this.movie.frame_count - 1, Math.round(n)));
     const changed = frame !== this.frame;
     this.frame = frame;
@@ -230,17 +230,35 @@ export class FrameViewer {
       `Frame ${frame} / ${this.movie.frame_count - 1} · ${formatTime(time)}`;
     this.canvas.setAttribute('aria-label', this.canvasLabel());
     if (changed) this.handlers.onFrame(frame);
-    const entry = this.image(frame);
-    this.loading.hidden = entry.image.complete;
-    const ok = await entry.ready;
-    if (this.destroyed || this.frame !== frame) return ok;
-    this.loading.hidden = true;
-    this.shown = ok ? entry.image : null;
-    this.draw();
-    for (let i = 1; i <= PRELOAD_AHEAD && frame + i < this.movie.frame_count; ++i) {
-      this.image(frame + i);
+    return this.fetchCurrent();
+  }
+
+  // One image asked for at a time, always the current frame's: dragging
+  // the slider across a long movie asks for the frames it stops on, not
+  // for every frame it passes (each may be a decode on the server).
+  fetchCurrent() {
+    if (!this.fetching) {
+      this.fetching = (async () => {
+        for (;;) {
+          const frame = this.frame;
+          const entry = this.image(frame);
+          this.loading.hidden = entry.image.complete;
+          const ok = await entry.ready;
+          if (this.destroyed) return false;
+          if (this.frame !== frame) continue;
+          this.loading.hidden = true;
+          this.shown = ok ? entry.image : null;
+          this.draw();
+          for (let i = 1; i <= PRELOAD_AHEAD && frame + i < this.movie.frame_count; ++i) {
+            this.image(frame + i);
+          }
+          return ok;
+        }
+      })().finally(() => {
+        this.fetching = null;
+      });
     }
-    return ok;
+    return this.fetching;
   }
 
   // ---- playing ----
