@@ -24,7 +24,8 @@ packages=(
   python3-websockets  # tests/fleet/upstream.py, the independent WebSocket upstream
 )
 
-# Node.js and npm run dynalite; most machines have them already.
+# npm installs uPlot, which the build embeds (the Analyze page's plots), and
+# Node.js runs dynalite and the browser tests; most machines have them.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   packages+=(nodejs npm)
 fi
@@ -46,15 +47,16 @@ fi
 
 # The npm tools pinned in package-lock.json (dynalite, the AWS SDK,
 # playwright-core) need Node.js 20 or later; Debian 12's own nodejs is 18.
-# Say so plainly: the C++ build and its tests do not need node, but the
-# DynamoDB and browser tests will fail under an older one.
+# Say so plainly: the C++ build needs only npm's copy of uPlot, and its
+# tests do not need node, but the DynamoDB and browser tests will fail
+# under an older one.
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if ((node_major < 20)); then
   echo "setup: warning: node $(node --version) is older than 20; the dynalite and browser" \
        "tests need Node.js 20 or later (for example from a newer Debian release)" >&2
 fi
 
-# dynalite (a local DynamoDB for the tests), pinned in package-lock.json.
+# uPlot (built into the binary) and the test tools, pinned in package-lock.json.
 # npm records what it installed in node_modules/.package-lock.json; reinstall
 # only when that is missing or older than the lock file.
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
