@@ -6,6 +6,7 @@
 //
 //   node tests/browser/signin_test.mjs --leasehold build/bin/leasehold \
 //       --store-tool build/bin/browser_store_tool \
+//       --make-movie build/bin/make_test_movie \
 //       --screenshots build/tests/browser/screenshots
 //
 // A test file builds what it needs from the pieces below, declares its cases
@@ -35,24 +36,26 @@ process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-// --leasehold BIN --screenshots DIR, both required, and --store-tool BIN
+// --leasehold BIN --screenshots DIR, both required, --store-tool BIN
 // (tests/browser/store_tool.cc) for the tests that write items into the store
-// themselves. Checks first that everything the tests need is there, before
-// anything is started.
+// themselves, and --make-movie BIN (tests/support/make_test_movie.cc) for
+// those that upload movies. Checks first that everything the tests need is
+// there, before anything is started.
 export function parseArgs(argv = process.argv.slice(2)) {
   const options = {};
   for (let i = 0; i < argv.length; i += 2) {
     if (argv[i] === '--leasehold') options.bin = argv[i + 1];
     else if (argv[i] === '--store-tool') options.storeTool = argv[i + 1];
+    else if (argv[i] === '--make-movie') options.makeMovie = argv[i + 1];
     else if (argv[i] === '--screenshots') options.screenshots = argv[i + 1];
     else fail(`unknown argument '${argv[i]}'`);
   }
   if (!options.bin || !options.screenshots) {
     fail('usage: node <feature>_test.mjs --leasehold BINARY [--store-tool BINARY] ' +
-      '--screenshots DIR');
+      '[--make-movie BINARY] --screenshots DIR');
   }
   for (const [what, file] of [['leasehold binary', options.bin],
-    ['store tool', options.storeTool]]) {
+    ['store tool', options.storeTool], ['make_test_movie', options.makeMovie]]) {
     if (file === undefined) continue;
     try {
       accessSync(file, constants.X_OK);

@@ -177,7 +177,7 @@ test('the header links change the view in place and the back button returns', as
   await page.getByRole('link', { name: 'Movies' }).click();
   await page.waitForURL(server.url('/movies'));
   await waitForText(page.locator('main h1'), /^Movies$/);
-  await waitForText(page.locator('main'), /not part of this build/);
+  await page.getByRole('heading', { level: 2, name: /^All movies/ }).waitFor();
   await page.goBack();
   await page.waitForURL(server.url('/fleet'));
   await waitForText(page.locator('main h1'), /^Fleet$/);

@@ -2,6 +2,7 @@
 // the module that draws it. A section without `view` is not in this build:
 // its page says so (not-built.js) and the home page marks it.
 import { fleetView } from './fleet.js';
+import { moviesView } from './movies.js';
 
 export const SECTIONS = [
   {
@@ -20,8 +21,6 @@ export const SECTIONS = [
     summary:
       'Mark points on a movie and trace them through its frames. One person edits a movie ' +
       'at a time; everyone else watches it live.',
-    planned:
-      'When it arrives, this page will list the movies, and you will mark points on one and ' +
-      'trace them through its frames.',
+    view: moviesView,
   },
 ];
