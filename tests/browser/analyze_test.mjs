@@ -13,7 +13,8 @@
 // paused (SIGSTOP) once it has traced some frames, so that the progress the
 // pages show is seen between its ends, whatever the machine's speed.
 //
-//   node tests/browser/analyze_test.mjs --leasehold build/bin/leasehold --screenshots DIR
+//   node tests/browser/analyze_test.mjs --leasehold build/bin/leasehold \
+//       --make-movie build/bin/make_test_movie --screenshots DIR
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -24,9 +25,8 @@ import {
   signInOnPage, spawnTracked, Store, test, waitForText,
 } from './harness.mjs';
 
-const { bin, screenshots } = parseArgs();
-// Beside the binary in the build tree (tests/CMakeLists.txt).
-const makeMovie = path.join(path.dirname(bin), 'make_test_movie');
+const { bin, makeMovie, screenshots } = parseArgs();
+assert.ok(makeMovie, 'give --make-movie BIN (make_test_movie)');
 
 const LEASE_TTL = '3s';
 const STEP_MS = 15_000; // a poll-driven change shows within this
