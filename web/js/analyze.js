@@ -18,7 +18,8 @@
 import { ApiError, asSentence } from './api.js';
 import { h, icon, loadingState, messageState, setBusy } from './dom.js';
 import { formatWallTime } from './fleet-format.js';
-import { colourOf, formatTime, FrameViewer } from './frame-viewer.js';
+import { colourOf, FrameViewer } from './frame-viewer.js';
+import { formatLength, formatSince } from './movies-format.js';
 import {
   acquireAnalysis, allFrames, breakAnalysis, getAudit, getMovie, heartbeatAnalysis, pollMovie,
   putCaptureInterval, putMarkers, putTrim, releaseAnalysis, releaseAnalysisOnLeave, startTrace,
@@ -37,14 +38,6 @@ const MARKERS_MAX = 64;
 const EDITABLE = new Set(['ready', 'traced', 'tracing failed']);
 const BUSY = new Set(['queued', 'tracing']);
 
-function timeOfDay(ms) {
-  return new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-}
-
-function lengthText(movie) {
-  if (!movie.frame_count || !movie.fps) return '';
-  return formatTime(movie.frame_count / movie.fps);
-}
 
 // How many frames a clip samples: its start, then every `every` up to its end.
 export function sampledFrames(start, end, every) {
@@ -247,7 +240,7 @@ class AnalyzePage {
     const facts = [];
     if (probed) {
       facts.push(`${m.width}×${m.height}`, `${m.frame_count} frames`,
-        `${Number(m.fps.toFixed(3))} fps`, lengthText(m));
+        `${Number(m.fps.toFixed(3))} fps`, formatLength(m.frame_count, m.fps));
     }
     facts.push(`uploaded by ${m.owner_display_name}`);
     this.facts.textContent = facts.join(' · ');
@@ -299,7 +292,7 @@ class AnalyzePage {
     this.progress.bar.setAttribute('aria-valuenow', String(done));
     this.progress.bar.dataset.state = m.status;
     const lock = m.lock;
-    const who = lock ? ` Started by ${lock.user_display_name} at ${timeOfDay(lock.started_at_ms)}.`
+    const who = lock ? ` Started by ${lock.user_display_name} at ${formatSince(lock.started_at_ms)}.`
       : '';
     this.progress.text.textContent = m.status === 'queued'
       ? `Queued: waiting for a trace worker (${total} frames to trace).${who}`
@@ -431,7 +424,7 @@ class AnalyzePage {
           why = lock.user_display_name === this.user.display_name
             ? 'You took this movie in another tab or window; edit it there.'
             : `Your editing lease expired and ${lock.user_display_name} has taken the movie ` +
-              `(since ${timeOfDay(lock.started_at_ms)}).`;
+              `(since ${formatSince(lock.started_at_ms)}).`;
         } else {
           const audit = await getAudit(this.id);
           const broken = audit.filter((e) => e.event === 'movie.analysis.broken' &&
@@ -484,7 +477,7 @@ class AnalyzePage {
       text = [h('strong', { text: 'View only. ' }),
         `${holder.user_display_name} is editing this movie (since `,
         h('time', { datetime: new Date(holder.started_at_ms).toISOString(),
-          title: formatWallTime(holder.started_at_ms), text: timeOfDay(holder.started_at_ms) }),
+          title: formatWallTime(holder.started_at_ms), text: formatSince(holder.started_at_ms) }),
         '). You can step through the frames, play and download it; editing is off until ' +
         `${holder.user_display_name} leaves. This page offers it to you as soon as the movie ` +
         'is free.'];
