@@ -200,6 +200,9 @@ test('markers, trim and interval are placed by the editor and seen by the viewer
 });
 
 test('the trace shows its progress and "safe to leave" in both pages', async () => {
+  // Signed in before the worker is ever paused: a sign-in writes to the
+  // store, and a paused worker may be holding SQLite's write lock.
+  const phone = await openAnalyze(bob, PHONE);
   await adaPage.locator('#trace-button').click();
   for (const page of [adaPage, bobPage]) {
     await page.locator('#trace-progress').waitFor({ state: 'visible', timeout: STEP_MS });
@@ -215,12 +218,16 @@ test('the trace shows its progress and "safe to leave" in both pages', async () 
   const seen = new Set();
   try {
     await until('the bar to move in both pages', async () => {
-      for (const page of [adaPage, bobPage]) seen.add(`${page === adaPage}:${await progressNow(page)}`);
+      for (const page of [adaPage, bobPage]) {
+        seen.add(`${page === adaPage}:${await progressNow(page)}`);
+      }
       const between = (who) => [...seen].some((v) => v.startsWith(`${who}:`) &&
         Number(v.split(':')[1]) > 0 && Number(v.split(':')[1]) < 101);
       return between(true) && between(false);
     }, TRACE_MS);
   } catch (error) {
+    clearInterval(throttle);
+    worker.kill('SIGCONT');
     const now = (await api('GET', `/api/movies/${movie.id}`, token)).json;
     throw new Error(`${error.message}; seen ${[...seen].join(' ')}; the movie is ${
       JSON.stringify(now)}`);
@@ -228,14 +235,16 @@ test('the trace shows its progress and "safe to leave" in both pages', async () 
     clearInterval(throttle);
   }
   worker.kill('SIGSTOP');
-  await waitForText(bobPage.locator('#trace-progress-text'), /^Tracing: \d+ of 101 frames/);
-  await screenshot(adaPage, screenshots, 'analyze-tracing-laptop');
-  const phone = await openAnalyze(bob, PHONE);
-  await phone.locator('#trace-progress').waitFor({ state: 'visible' });
-  await waitForText(phone.locator('#safe-to-leave'), /safe to leave this page/);
-  await screenshot(phone, screenshots, 'analyze-tracing-phone');
+  try {
+    await waitForText(bobPage.locator('#trace-progress-text'), /^Tracing: \d+ of 101 frames/);
+    await screenshot(adaPage, screenshots, 'analyze-tracing-laptop');
+    await waitForText(phone.locator('#trace-progress-text'), /^Tracing: \d+ of 101 frames/);
+    await waitForText(phone.locator('#safe-to-leave'), /safe to leave this page/);
+    await screenshot(phone, screenshots, 'analyze-tracing-phone');
+  } finally {
+    worker.kill('SIGCONT');
+  }
   await closePage(phone);
-  worker.kill('SIGCONT');
 });
 
 test('the results appear in both pages: tracks, plots, table and CSV', async () => {

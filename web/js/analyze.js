@@ -332,6 +332,7 @@ class AnalyzePage {
         return;
       }
       this.lease = { id: answer.lease_id };
+      this.leaseTakenAt = 0;
       this.ttlMs = await this.leaseTtl(answer);
       this.armLease(sentAt);
     } catch (error) {
@@ -356,6 +357,7 @@ class AnalyzePage {
     try {
       const { lock } = await getMovie(this.id);
       if (lock && lock.kind === 'analysis' && answer.expires_at_ms > lock.started_at_ms) {
+        this.leaseTakenAt = lock.started_at_ms;
         return answer.expires_at_ms - lock.started_at_ms;
       }
     } catch {
@@ -404,6 +406,7 @@ class AnalyzePage {
 
   // The lease is no longer ours: find out why, and stop editing at once.
   async leaseLost(cause = null) {
+    // On the server's clock: a break of this lease is recorded after it was taken.
     const since = this.leaseTakenAt || 0;
     this.lease = null;
     window.clearTimeout(this.heartbeatTimer);
@@ -445,7 +448,6 @@ class AnalyzePage {
   enterEdit() {
     this.mode = 'edit';
     this.viewReason = null;
-    this.leaseTakenAt = Date.now() - 5000;
     this.showBanner();
     this.showPanel();
   }
