@@ -177,7 +177,7 @@ class AnalyzePage {
     const bar = h('div', { class: 'progress-bar', role: 'progressbar', 'aria-valuemin': '0',
       'aria-label': 'Trace progress' }, h('span', { class: 'progress-fill' }));
     const text = h('p', { class: 'progress-text', id: 'trace-progress-text' });
-    const element = h('section', { class: 'panel trace-progress', id: 'trace-progress',
+    const element = h('section', { class: 'panel analyze-progress', id: 'trace-progress',
       hidden: true, 'aria-labelledby': 'trace-progress-title' },
     h('h2', { id: 'trace-progress-title', text: 'Tracing' }),
     bar, text,
