@@ -533,11 +533,15 @@ TEST_P(FleetTest, OverCapacityEverySlotIsUsed) {
   // Eight between two of five: both full or 4 and 4, as the balance goes.
   ASSERT_TRUE(wait_until([&] { return owned_counts()["w1"] + owned_counts()["w2"] == 8; }, 10s))
       << counts_text();
-  const int64_t stopped_at = now_ms();
   ASSERT_EQ(::kill(workers[0]->pid(), SIGTERM), 0);
   ASSERT_TRUE(workers[0]->wait_for(10s));
+  const int64_t exited_at = now_ms();
   ASSERT_TRUE(wait_until([&] { return owned_counts()["w2"] == 5; }, 10s)) << counts_text();
-  EXPECT_LE(now_ms() - stopped_at, std::chrono::milliseconds(kReconcileEvery + 2s).count());
+  // Taken because w1 gave its leases back, not because they ran out: a
+  // lease w1 still held ends at least ttl - renew period (3 s) after its
+  // exit, plus the clock-skew bound. (Measured from the exit, not the
+  // signal, so that a slow exit on a loaded machine does not count.)
+  EXPECT_LT(now_ms() - exited_at, std::chrono::milliseconds(3s).count());
   // Five of the eight stream on (the fleet holds five now).
   std::map<std::string, int64_t> before;
   for (const auto& [conn, lines] : sinks()) before[conn] = last_seq(conn);
