@@ -242,7 +242,7 @@ void App::Impl::add_routes() {
         "GET", std::string(asset.path), [&asset](Request& r) { return static_file(asset, r); },
         open_inline);
   }
-  for (std::string_view page : {"/", "/signin", "/fleet", "/movies"}) {
+  for (std::string_view page : web::page_paths()) {
     const web::Asset* asset = web::find_asset(page);
     assert(asset != nullptr && "every page of the shell is embedded");
     router_.add(

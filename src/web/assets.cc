@@ -28,4 +28,10 @@ const Asset* find_asset(std::string_view path) {
 
 std::span<const Asset> all_assets() { return embedded::assets(); }
 
+std::vector<std::string_view> page_paths() {
+  std::vector<std::string_view> paths;
+  for (const embedded::PageAlias& page : embedded::pages()) paths.push_back(page.path);
+  return paths;
+}
+
 }  // namespace leasehold::web

@@ -9,6 +9,7 @@
 
 #include <span>
 #include <string_view>
+#include <vector>
 
 namespace leasehold::web {
 
@@ -24,5 +25,9 @@ const Asset* find_asset(std::string_view path);
 
 // Every embedded file (not the page aliases), for tests.
 std::span<const Asset> all_assets();
+
+// The paths the shell's pages are answered at ("/", "/fleet", "/signin",
+// ...): src/web/CMakeLists.txt's LEASEHOLD_WEB_PAGES, the one list of them.
+std::vector<std::string_view> page_paths();
 
 }  // namespace leasehold::web

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -105,6 +106,10 @@ TEST(Assets, PagesAreServedWithTheirFile) {
   EXPECT_EQ(find_asset("/fleet"), shell);
   EXPECT_EQ(find_asset("/movies"), shell);
   EXPECT_EQ(find_asset("/signin"), signin);
+  const std::vector<std::string_view> pages = page_paths();
+  EXPECT_EQ(std::set<std::string_view>(pages.begin(), pages.end()),
+            (std::set<std::string_view>{"/", "/fleet", "/movies", "/signin"}));
+  for (const std::string_view page : pages) EXPECT_NE(find_asset(page), nullptr) << page;
 }
 
 TEST(Assets, NothingOutsideTheSetIsFound) {

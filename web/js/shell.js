@@ -73,6 +73,12 @@ function showNotice(text) {
   notice.hidden = false;
 }
 
+// The header's links, one per section (sections.js is their one list).
+function drawNav() {
+  document.getElementById('nav').replaceChildren(
+    ...SECTIONS.map((section) => h('a', { href: section.path, text: section.title })));
+}
+
 function markCurrentNav(path) {
   for (const link of document.querySelectorAll('.nav a')) {
     if (link.getAttribute('href') === path) link.setAttribute('aria-current', 'page');
@@ -166,6 +172,7 @@ function showAccount(user) {
 }
 
 async function start() {
+  drawNav();
   markCurrentNav(routeFor(window.location.pathname)?.section);
   if (!main.querySelector('.state-loading')) main.replaceChildren(loadingState());
   let user;
