@@ -17,6 +17,7 @@ import {
   formatAgo, formatCount, formatRate, formatSpan, formatWallTime, leaseState, RateTracker,
   ServerClock,
 } from './fleet-format.js';
+import { Poller } from './poller.js';
 
 const POLL_EVERY_MS = 1000;
 // Without a fresh answer for this long, the page says its data is stale.
@@ -58,50 +59,26 @@ class FleetPage {
     this.lastAnswerAt = null; // performance.now() of the last complete answer
     this.lastAnswerTime = ''; // the server's time then, as local time of day
     this.lastError = null;
-    this.pollTimer = null;
-    this.tickTimer = null;
-    this.polling = false;
     this.stopped = false;
-    this.onVisibility = () => this.visibilityChanged();
+    this.poller = new Poller({
+      everyMs: POLL_EVERY_MS, tickMs: TICK_MS,
+      turn: (sentAt) => this.poll(sentAt), tick: () => this.tick(),
+    });
   }
 
   start() {
     this.build();
-    document.addEventListener('visibilitychange', this.onVisibility);
-    if (!document.hidden) this.resume();
+    this.poller.start();
   }
 
   stop() {
     this.stopped = true;
-    document.removeEventListener('visibilitychange', this.onVisibility);
-    this.pause();
+    this.poller.stop();
   }
 
   // ---- polling ----
 
-  resume() {
-    this.pause();
-    this.tickTimer = window.setInterval(() => this.tick(), TICK_MS);
-    this.poll();
-  }
-
-  pause() {
-    window.clearTimeout(this.pollTimer);
-    window.clearInterval(this.tickTimer);
-    this.pollTimer = null;
-    this.tickTimer = null;
-  }
-
-  visibilityChanged() {
-    if (this.stopped) return;
-    if (document.hidden) this.pause();
-    else this.resume();
-  }
-
-  async poll() {
-    if (this.polling || this.stopped) return;
-    this.polling = true;
-    const sentAt = performance.now();
+  async poll(sentAt) {
     try {
       const [connections, workers] = await Promise.all([listConnections(), listWorkers()]);
       if (this.stopped) return;
@@ -114,21 +91,14 @@ class FleetPage {
     } catch (error) {
       if (this.stopped) return;
       if (error instanceof ApiError && error.status === 401) {
-        this.stopped = true;
+        this.stop();
         this.goToSignIn();
         return;
       }
       this.lastError = error;
       if (!(error instanceof ApiError)) console.error(error);
-    } finally {
-      this.polling = false;
     }
     this.tick();
-    if (!this.stopped && !document.hidden) {
-      const waitMs = Math.max(0, POLL_EVERY_MS - (performance.now() - sentAt));
-      window.clearTimeout(this.pollTimer);
-      this.pollTimer = window.setTimeout(() => this.poll(), waitMs);
-    }
   }
 
   // Redraws what changes with time alone: countdowns and the freshness line.

@@ -15,6 +15,7 @@ import { formatAgo, formatWallTime } from './fleet-format.js';
 import { formatFrames, formatLength, formatSince } from './movies-format.js';
 import { getMovie, moviesPage, pollMovies, removeMovie, videoUrl } from './movies-api.js';
 import { Uploader } from './movies-upload.js';
+import { Poller } from './poller.js';
 
 const POLL_EVERY_MS = 2000;
 // Without a fresh answer for this long, the page says its data is stale.
@@ -97,11 +98,11 @@ class MoviesPage {
     this.lastAnswerAt = null;
     this.lastAnswerTime = '';
     this.lastError = null;
-    this.pollTimer = null;
-    this.tickTimer = null;
-    this.polling = false;
     this.stopped = false;
-    this.onVisibility = () => this.visibilityChanged();
+    this.poller = new Poller({
+      everyMs: POLL_EVERY_MS, tickMs: TICK_MS,
+      turn: () => this.poll(), tick: () => this.showFreshness(),
+    });
     this.uploader = new Uploader({
       onUploaded: (movie) => this.uploaded(movie),
       announce: (text) => this.announce(text),
@@ -112,15 +113,13 @@ class MoviesPage {
   start() {
     this.build();
     this.uploader.attach();
-    document.addEventListener('visibilitychange', this.onVisibility);
-    if (!document.hidden) this.resume();
+    this.poller.start();
   }
 
   stop() {
     this.stopped = true;
-    document.removeEventListener('visibilitychange', this.onVisibility);
+    this.poller.stop();
     this.uploader.stop();
-    this.pause();
     this.main.classList.remove('is-stale');
   }
 
@@ -131,29 +130,7 @@ class MoviesPage {
 
   // ---- polling ----
 
-  resume() {
-    this.pause();
-    this.tickTimer = window.setInterval(() => this.showFreshness(), TICK_MS);
-    this.poll();
-  }
-
-  pause() {
-    window.clearTimeout(this.pollTimer);
-    window.clearInterval(this.tickTimer);
-    this.pollTimer = null;
-    this.tickTimer = null;
-  }
-
-  visibilityChanged() {
-    if (this.stopped) return;
-    if (document.hidden) this.pause();
-    else this.resume();
-  }
-
   async poll() {
-    if (this.polling || this.stopped) return;
-    this.polling = true;
-    const sentAt = performance.now();
     try {
       const movies = await this.readList();
       if (this.stopped) return;
@@ -168,22 +145,13 @@ class MoviesPage {
       this.lastError = error;
       if (!(error instanceof ApiError)) console.error(error);
       if (this.movies === null) this.showLoadFailed();
-    } finally {
-      this.polling = false;
     }
     this.showFreshness();
-    if (!this.stopped && !document.hidden) {
-      const waitMs = Math.max(0, POLL_EVERY_MS - (performance.now() - sentAt));
-      window.clearTimeout(this.pollTimer);
-      this.pollTimer = window.setTimeout(() => this.poll(), waitMs);
-    }
   }
 
   // Asks again now (a retry, an upload done), not at the next turn.
   pollNow() {
-    if (this.stopped || document.hidden) return;
-    window.clearTimeout(this.pollTimer);
-    this.poll();
+    this.poller.now();
   }
 
   // The whole list, or null when it is as it was. The first page is asked
