@@ -18,8 +18,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 
 import {
-  closePage, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run, screenshot, Server,
-  signInOnPage, Store, test, waitForText,
+  closePage, eventually as waitUntil, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run,
+  screenshot, Server, setPageHidden, signInOnPage, Store, test, waitForText,
 } from './harness.mjs';
 
 const { bin, storeTool, screenshots } = parseArgs();
@@ -119,15 +119,9 @@ async function secondsLeft(page, id) {
   return Number(match[1]);
 }
 
-// Waits until `fn()` is true, polling, for at most `timeoutMs`; fails with
-// `what` otherwise.
-async function eventually(what, fn, timeoutMs = SHOWN_WITHIN_MS) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > deadline) throw new assert.AssertionError({ message: `never: ${what}` });
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+// eventually() with this file's deadline.
+function eventually(what, fn, timeoutMs = SHOWN_WITHIN_MS) {
+  return waitUntil(what, fn, timeoutMs);
 }
 
 await addConnection('feed-alpha', 'wss://feed.example.com/alpha?from={next_seq}&key=s3cret');
@@ -340,13 +334,7 @@ test('the page does not ask the server while it is hidden', async () => {
   page.on('request', (request) => {
     if (request.url().includes('/api/fleet/')) asked += 1;
   });
-  const setHidden = (hidden) => page.evaluate((value) => {
-    Object.defineProperty(document, 'hidden', { configurable: true, get: () => value });
-    Object.defineProperty(document, 'visibilityState', {
-      configurable: true, get: () => (value ? 'hidden' : 'visible'),
-    });
-    document.dispatchEvent(new Event('visibilitychange'));
-  }, hidden);
+  const setHidden = (hidden) => setPageHidden(page, hidden);
   await eventually('it polls while visible', async () => asked >= 2);
   await setHidden(true);
   // A poll in flight when the page was hidden may still finish; then none.

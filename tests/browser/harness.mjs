@@ -332,6 +332,30 @@ export async function waitForText(locator, pattern, timeout = 5000) {
   }
 }
 
+// Waits until `fn()` is truthy, trying every 100 ms, for at most
+// `timeoutMs`; resolves its value, or fails with `what`.
+export async function eventually(what, fn, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await fn();
+    if (value) return value;
+    if (Date.now() > deadline) throw new assert.AssertionError({ message: `never: ${what}` });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+// Makes the page think it is hidden (or visible again), as a tab in the
+// background is: document.hidden, visibilityState and the event.
+export function setPageHidden(page, hidden) {
+  return page.evaluate((value) => {
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => value });
+    Object.defineProperty(document, 'visibilityState', {
+      configurable: true, get: () => (value ? 'hidden' : 'visible'),
+    });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+}
+
 // Signs in through the sign-in page the browser is on.
 export async function signInOnPage(page, { name, password }) {
   await page.getByLabel('User name').fill(name);

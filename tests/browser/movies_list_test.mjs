@@ -25,8 +25,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import {
-  closePage, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run, screenshot, Server,
-  signInOnPage, spawnTracked, Store, test, waitForText,
+  closePage, eventually as waitUntil, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run,
+  screenshot, Server, setPageHidden, signInOnPage, spawnTracked, Store, test, waitForText,
 } from './harness.mjs';
 
 const { bin, makeMovie, screenshots } = parseArgs();
@@ -83,15 +83,9 @@ const cell = (page, name, field) => row(page, name).locator(`td[data-field="${fi
 const deleteButton = (page, name) =>
   page.getByRole('button', { name: `Delete ${name}`, exact: true });
 
-// Waits until `fn()` is true, polling, for at most `timeoutMs`; fails with
-// `what` otherwise.
-async function eventually(what, fn, timeoutMs = SHOWN_WITHIN_MS) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await fn()) return;
-    if (Date.now() > deadline) throw new assert.AssertionError({ message: `never: ${what}` });
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+// eventually() with this file's deadline.
+function eventually(what, fn, timeoutMs = SHOWN_WITHIN_MS) {
+  return waitUntil(what, fn, timeoutMs);
 }
 
 async function statusOf(page, name) {
@@ -535,13 +529,7 @@ test('the page does not ask the server while it is hidden', async () => {
   page.on('request', (request) => {
     if (new URL(request.url()).pathname === '/api/movies') asked += 1;
   });
-  const setHidden = (hidden) => page.evaluate((value) => {
-    Object.defineProperty(document, 'hidden', { configurable: true, get: () => value });
-    Object.defineProperty(document, 'visibilityState', {
-      configurable: true, get: () => (value ? 'hidden' : 'visible'),
-    });
-    document.dispatchEvent(new Event('visibilitychange'));
-  }, hidden);
+  const setHidden = (hidden) => setPageHidden(page, hidden);
   await eventually('it polls while visible', async () => asked >= 2);
   await setHidden(true);
   // A poll in flight when the page was hidden may still finish; then none.
