@@ -628,7 +628,7 @@ TEST_P(StoreConformance, QueryBeginsWithAtTheTopOfTheByteRange) {
 TEST_P(StoreConformance, QueryPaginatesOverEveryItemOnce) {
   std::vector<std::string> expected;
   for (int i = 0; i < 23; ++i) {
-    char s[8];
+    char s[16];
     std::snprintf(s, sizeof s, "s%02d", i);
     expected.push_back(s);
     ASSERT_OK(store().put(kSorted, {{"p", "P"}, {"s", s}, {"i", int64_t{i}}}, {}));
@@ -790,7 +790,7 @@ TEST_P(StoreConformance, QueryIndexOrdersByRangeValueThenKey) {
 
 TEST_P(StoreConformance, QueryIndexRangeConditions) {
   for (int i = 1; i <= 10; ++i) {
-    char id[8];
+    char id[16];
     std::snprintf(id, sizeof id, "r%02d", i);
     ASSERT_OK(store().put(
         kItems, {{"id", id}, {"state", "S"}, {"n", int64_t{i}}, {"name", "x" + std::string(id)}},
@@ -897,7 +897,7 @@ TEST_P(StoreConformance, QueryIndexFollowsUpdates) {
 TEST_P(StoreConformance, QueryIndexPaginatesOverEveryItemOnce) {
   std::vector<std::pair<int64_t, std::string>> expected;
   for (int i = 0; i < 37; ++i) {
-    char id[8];
+    char id[16];
     std::snprintf(id, sizeof id, "p%02d", i);
     const int64_t n = (i * 5) % 7;  // many ties
     expected.emplace_back(n, id);
