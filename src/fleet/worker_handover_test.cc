@@ -14,7 +14,7 @@ TEST_F(WorkerTest, StopHandsOverWithTheFinalCheckpointAndTheNextOwnerResumesAfte
   add("a");
   CapturingSink sink1, sink2;
   auto w1 = start("w1", sink1);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   for (int64_t seq = 1; seq <= 5; ++seq) ASSERT_TRUE(upstream_.send(prefix("a"), msg(seq)));
   w1->stop();
   EXPECT_EQ(upstream_.open_streams(), 0u);
@@ -23,7 +23,7 @@ TEST_F(WorkerTest, StopHandsOverWithTheFinalCheckpointAndTheNextOwnerResumesAfte
   EXPECT_EQ(after.expires_at_ms, 0) << "handed over: the orphan index shows it at once";
 
   auto w2 = start("w2", sink2);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   EXPECT_EQ(upstream_.urls().back(), "ws://upstream.test/s/a?from=6");
   ASSERT_TRUE(upstream_.send(prefix("a"), msg(5)));  // a repeat of what w1 wrote
   ASSERT_TRUE(upstream_.send(prefix("a"), msg(6)));
@@ -35,9 +35,10 @@ TEST_F(WorkerTest, ASecondWorkerSharesTheConnectionsByHandover) {
   for (int i = 0; i < 6; ++i) add("c" + std::to_string(i));
   CapturingSink sink1, sink2;
   auto w1 = start("w1", sink1);
-  ASSERT_TRUE(eventually([&] { return w1->owned().size() == 6; }));
+  ASSERT_TRUE(eventually([&] { return w1->owned().size() == 6; }, kWaitMax));
   auto w2 = start("w2", sink2);
-  ASSERT_TRUE(eventually([&] { return w1->owned().size() == 3 && w2->owned().size() == 3; }));
+  ASSERT_TRUE(
+      eventually([&] { return w1->owned().size() == 3 && w2->owned().size() == 3; }, kWaitMax));
   EXPECT_EQ(w2->stats().takeovers, 0u) << "handed over, not taken";
   EXPECT_EQ(w1->stats().handovers, 3u);
 }
@@ -51,12 +52,12 @@ TEST_F(WorkerTest, AfterAHandoverTheWorkerWaitsForTheOthersFiguresBeforeBalancin
   for (const auto& id : ids) add(id);
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }));
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }, kWaitMax));
 
   // Another member joins with nothing (and room for its share of 3).
   LeaseManager members = leases_on(kWorkersTable);
   ASSERT_TRUE(join(members, "slow", 0, to_unix_ms(clock_.wall_now())).ok());
-  ASSERT_TRUE(eventually([&] { return w->stats().handovers == 3; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().handovers == 3; }, kWaitMax));
 
   // It takes what was handed over, but has not yet written its figures.
   LeaseManager conns = leases_on(kConnectionsTable);
@@ -70,7 +71,7 @@ TEST_F(WorkerTest, AfterAHandoverTheWorkerWaitsForTheOthersFiguresBeforeBalancin
   };
   for (int i = 0; i < 3; ++i) {
     const int64_t before = w1_updated();
-    ASSERT_TRUE(eventually([&] { return w1_updated() > before; }));
+    ASSERT_TRUE(eventually([&] { return w1_updated() > before; }, kWaitMax));
   }
   EXPECT_EQ(w->stats().handovers, 3u);
   EXPECT_EQ(w->owned().size(), 3u);
@@ -86,13 +87,13 @@ TEST_F(WorkerTest, AMemberWhoseClockIsBehindDoesNotHoldBalancingBack) {
   for (const auto& id : ids) add(id);
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }));
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }, kWaitMax));
 
   LeaseManager members = leases_on(kWorkersTable);
   const int64_t hour_behind = to_unix_ms(clock_.wall_now()) - 3'600'000;
   Result<Lease> behind = join(members, "behind", 0, hour_behind);
   ASSERT_TRUE(behind.ok());
-  ASSERT_TRUE(eventually([&] { return w->stats().handovers == 3; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().handovers == 3; }, kWaitMax));
 
   // It takes its three and writes its figures, by its own clock.
   LeaseManager conns = leases_on(kConnectionsTable);
@@ -101,7 +102,7 @@ TEST_F(WorkerTest, AMemberWhoseClockIsBehindDoesNotHoldBalancingBack) {
 
   // A third member joins: w1's share is now 2, and it hands one more over.
   ASSERT_TRUE(join(members, "third", 0, to_unix_ms(clock_.wall_now())).ok());
-  ASSERT_TRUE(eventually([&] { return w->stats().handovers == 4; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().handovers == 4; }, kWaitMax));
   EXPECT_EQ(w->owned().size(), 2u);
 }
 
@@ -120,7 +121,7 @@ TEST_F(WorkerTest, ACrashedOwnersConnectionsAreTakenBeyondTheShareAtOnce) {
 
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return w->owned().size() == 2; }));  // its share of 4
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == 2; }, kWaitMax));  // its share of 4
   ASSERT_TRUE(eventually([&] { return w->owned().size() == 4; }, seconds(5)))
       << "the dead worker's connections were not taken while its membership lives";
   EXPECT_EQ(w->stats().takeovers, 2u);
@@ -136,12 +137,13 @@ TEST_F(WorkerTest, OverCapacityEverySlotIsUsed) {
   o1.max_connections = 5;
   auto w1 = Worker::start(*store_, clock_, random_, upstream_, sink1, o1);
   ASSERT_TRUE(w1.ok());
-  ASSERT_TRUE(eventually([&] { return (*w1)->owned().size() == 5; })) << (*w1)->owned().size();
+  ASSERT_TRUE(eventually([&] { return (*w1)->owned().size() == 5; }, kWaitMax))
+      << (*w1)->owned().size();
   WorkerOptions o2 = options("w2");
   o2.max_connections = 5;
   auto w2 = Worker::start(*store_, clock_, random_, upstream_, sink2, o2);
   ASSERT_TRUE(w2.ok());
-  ASSERT_TRUE(eventually([&] { return (*w2)->owned().size() == 3; }));
+  ASSERT_TRUE(eventually([&] { return (*w2)->owned().size() == 3; }, kWaitMax));
   EXPECT_EQ((*w1)->owned().size(), 5u);
   (*w1)->stop();  // scale-in: what it releases fills w2
   ASSERT_TRUE(eventually([&] { return (*w2)->owned().size() == 5; }, seconds(5)))
@@ -157,7 +159,7 @@ TEST_F(WorkerTest, ConnectionsHandedToAMemberThatNeverTakesThemAreTakenBack) {
   for (const auto& id : ids) add(id);
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }));
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }, kWaitMax));
   LeaseManager members = leases_on(kWorkersTable);
   Result<Lease> lazy = join(members, "lazy", 0, to_unix_ms(clock_.wall_now()));
   ASSERT_TRUE(lazy.ok());
@@ -169,7 +171,7 @@ TEST_F(WorkerTest, ConnectionsHandedToAMemberThatNeverTakesThemAreTakenBack) {
       std::this_thread::sleep_for(milliseconds(50));
     }
   });
-  ASSERT_TRUE(eventually([&] { return w->stats().handovers >= 3; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().handovers >= 3; }, kWaitMax));
   EXPECT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }, seconds(5)))
       << "stranded with a member that never takes them";
   const uint64_t handovers = w->stats().handovers;

@@ -16,7 +16,7 @@ TEST_F(WorkerTest, StreamsInOrderDropsRepeatsAndBadMessagesAndCheckpoints) {
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   EXPECT_EQ(upstream_.urls().front(), "ws://upstream.test/s/a?from=1");
   for (int64_t seq : {1, 2, 2, 3}) ASSERT_TRUE(upstream_.send(prefix("a"), msg(seq)));
   for (std::string bad : {"not json", "{\"other\":1}", "{\"seq\":1}"}) {
@@ -33,7 +33,7 @@ TEST_F(WorkerTest, StreamsInOrderDropsRepeatsAndBadMessagesAndCheckpoints) {
   EXPECT_EQ(line.at("worker").as_string(), "w1");
   EXPECT_EQ(line.at("epoch").as_int64(), 1);
   EXPECT_EQ(line.at("msg").at("v").as_string(), "x");
-  EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 4; }));
+  EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 4; }, kWaitMax));
 }
 
 // A batch of messages is one sink write of the lines that go forward:
@@ -42,7 +42,7 @@ TEST_F(WorkerTest, ABatchIsOneSinkWriteOfTheMessagesThatGoForward) {
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   ASSERT_TRUE(upstream_.send_batch(prefix("a"),
                                    {msg(1), msg(2), msg(2), msg(1), "not json", msg(3), msg(5)}));
   EXPECT_EQ(sink.writes(), 1u);
@@ -57,7 +57,7 @@ TEST_F(WorkerTest, ABatchIsOneSinkWriteOfTheMessagesThatGoForward) {
   EXPECT_EQ(s.messages, 6u);
   EXPECT_EQ(s.repeats_dropped, 2u);
   EXPECT_EQ(s.bad_messages, 3u);  // 1 after 2, "not json", 4 after 5
-  EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 7; }));
+  EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 7; }, kWaitMax));
 }
 
 // The lease is checked when the batch is written, not when its messages came
@@ -68,7 +68,7 @@ TEST_F(WorkerTest, ABatchWhoseLeaseLapsedWhileItWaitedWritesNothing) {
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink, &store);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
   auto stream = upstream_.find(prefix("a"));
   ASSERT_NE(stream, nullptr);
@@ -79,9 +79,9 @@ TEST_F(WorkerTest, ABatchWhoseLeaseLapsedWhileItWaitedWritesNothing) {
   stream->deliver_anyway({msg(2), msg(3)});
   EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
   EXPECT_EQ(sink.writes(), 1u);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }))
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }, kWaitMax))
       << "the stream is closed";
-  EXPECT_TRUE(eventually([&] { return w->stats().losses == 1; }));
+  EXPECT_TRUE(eventually([&] { return w->stats().losses == 1; }, kWaitMax));
   EXPECT_EQ(w->stats().messages, 1u);
 }
 
@@ -92,22 +92,25 @@ TEST_F(WorkerTest, ABatchFromAClosedUpstreamConnectionWritesNothing) {
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
   auto failed = upstream_.find(prefix("a"));
   ASSERT_NE(failed, nullptr);
   failed->fail(unavailable("upstream went away"));
-  ASSERT_TRUE(eventually([&] {
-    auto again = upstream_.find(prefix("a"));
-    return again != nullptr && again != failed;
-  })) << "reconnected";
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto again = upstream_.find(prefix("a"));
+        return again != nullptr && again != failed;
+      },
+      kWaitMax))
+      << "reconnected";
   failed->deliver_anyway({msg(2), msg(3)});  // late, from the connection that failed
   EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
 
   auto stopped = upstream_.find(prefix("a"));
   Connections connections(*store_, clock_);
   ASSERT_TRUE(connections.set_desired("a", DesiredState::kStopped).ok());
-  ASSERT_TRUE(eventually([&] { return w->owned().empty(); }));
+  ASSERT_TRUE(eventually([&] { return w->owned().empty(); }, kWaitMax));
   EXPECT_EQ(stored("a").last_seq, 1);
   stopped->deliver_anyway({msg(2), msg(3)});
   EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
@@ -120,14 +123,14 @@ TEST_F(WorkerTest, APartWrittenBatchCountsOnlyItsWholeLines) {
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   sink.fail_next_write_after(1);  // line 1, and part of line 2
   ASSERT_TRUE(upstream_.send_batch(prefix("a"), {msg(1), msg(2), msg(3)}));
   EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
   EXPECT_EQ(w->stats().messages, 1u);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }))
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }, kWaitMax))
       << "the stream stops until the sink may work again";
-  EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 1; }));
+  EXPECT_TRUE(eventually([&] { return stored("a").last_seq == 1; }, kWaitMax));
   ASSERT_EQ(w->owned().size(), 1u);
   EXPECT_EQ(w->owned().front().written_seq, 1);
 }
@@ -136,12 +139,12 @@ TEST_F(WorkerTest, AStoppedConnectionIsClosedAndReleased) {
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
   Connections connections(*store_, clock_);
   ASSERT_TRUE(connections.set_desired("a", DesiredState::kStopped).ok());
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }));
-  EXPECT_TRUE(eventually([&] { return w->owned().empty(); }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }, kWaitMax));
+  EXPECT_TRUE(eventually([&] { return w->owned().empty(); }, kWaitMax));
   const Connection c = stored("a");
   EXPECT_EQ(c.expires_at_ms, 0);
   EXPECT_EQ(c.last_seq, 1);
@@ -151,7 +154,7 @@ TEST_F(WorkerTest, AForeignTakeoverStopsTheStreamAndNothingMoreIsWritten) {
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
   // The reference pattern's own code takes the lease by setting only the
   // owner and the expiry (here over a live lease, as a writer with a wrong
@@ -163,7 +166,7 @@ TEST_F(WorkerTest, AForeignTakeoverStopsTheStreamAndNothingMoreIsWritten) {
                    Update().set("lease_owner", std::string("F")).set("lease_expires_at_ms", later),
                    {})
           .ok());
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) == nullptr; }, kWaitMax));
   EXPECT_FALSE(upstream_.send(prefix("a"), msg(2)));
   EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
   EXPECT_EQ(w->stats().losses, 1u);
@@ -176,14 +179,14 @@ TEST_F(WorkerTest, AnUpstreamFailureReconnectsFromTheCheckpointAndKeepsTheLease)
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   for (int64_t seq = 1; seq <= 3; ++seq) ASSERT_TRUE(upstream_.send(prefix("a"), msg(seq)));
   upstream_.find(prefix("a"))->fail(unavailable("upstream went away"));
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   EXPECT_EQ(upstream_.urls().back(), "ws://upstream.test/s/a?from=4");
   // Said until the new connection has stayed up a while, then cleared.
-  EXPECT_TRUE(eventually([&] { return stored("a").last_error == "upstream went away"; }));
-  EXPECT_TRUE(eventually([&] { return stored("a").last_error.empty(); }));
+  EXPECT_TRUE(eventually([&] { return stored("a").last_error == "upstream went away"; }, kWaitMax));
+  EXPECT_TRUE(eventually([&] { return stored("a").last_error.empty(); }, kWaitMax));
   EXPECT_EQ(stored("a").epoch, 1) << "the lease was kept";
   EXPECT_EQ(w->stats().reconnects, 1u);
 }
@@ -197,7 +200,7 @@ TEST_F(WorkerTest, AFlappingUpstreamIsRetriedEverMoreSlowlyAndWritesItsErrorOnce
   OutageStore counting(*store_);
   CapturingSink sink;
   auto w = start("w1", sink, &counting);
-  ASSERT_TRUE(eventually([&] { return !upstream_.connected_at().empty(); }));
+  ASSERT_TRUE(eventually([&] { return !upstream_.connected_at().empty(); }, kWaitMax));
   // The scenario: three seconds of a flapping peer.
   std::this_thread::sleep_until(upstream_.connected_at().front() + seconds(3));
   const auto at = upstream_.connected_at();
@@ -207,7 +210,8 @@ TEST_F(WorkerTest, AFlappingUpstreamIsRetriedEverMoreSlowlyAndWritesItsErrorOnce
   for (size_t i = 2; i < at.size(); ++i) {
     EXPECT_GE(at[i] - at[i - 1], at[i - 1] - at[i - 2]) << "try " << i;
   }
-  EXPECT_TRUE(eventually([&] { return stored("a").last_error == "the upstream closed at once"; }));
+  EXPECT_TRUE(eventually([&] { return stored("a").last_error == "the upstream closed at once"; },
+                         kWaitMax));
   EXPECT_LE(counting.error_writes(), 1u);
 }
 
@@ -217,14 +221,16 @@ TEST_F(WorkerTest, CheckpointsOfManyConnectionsShareStoreCalls) {
   for (int i = 0; i < n; ++i) add("c" + std::to_string(i));
   CapturingSink sink;
   auto w = start("w1", sink, &store);
-  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == n; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == n; }, kWaitMax));
   for (int i = 0; i < n; ++i) ASSERT_TRUE(upstream_.send(prefix("c" + std::to_string(i)), msg(1)));
-  ASSERT_TRUE(eventually([&] {
-    for (int i = 0; i < n; ++i) {
-      if (stored("c" + std::to_string(i)).last_seq != 1) return false;
-    }
-    return true;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        for (int i = 0; i < n; ++i) {
+          if (stored("c" + std::to_string(i)).last_seq != 1) return false;
+        }
+        return true;
+      },
+      kWaitMax));
   EXPECT_EQ(store.single_checkpoints(), 0u) << "each checkpoint was a store call of its own";
   EXPECT_GT(store.largest_checkpoint_batch(), 1u);
 }
@@ -239,21 +245,26 @@ TEST_F(WorkerTest, AStoreOutageStopsEveryStreamInTimeAndTheWorkerRecovers) {
   for (const auto& id : ids) add(id);
   CapturingSink sink;
   auto w = start("w1", sink, &store);
-  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }));
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }, kWaitMax));
   int64_t seq = 1;
   for (const auto& id : ids) ASSERT_TRUE(upstream_.send(prefix(id), msg(seq)));
-  ASSERT_TRUE(eventually([&] {
-    return std::all_of(ids.begin(), ids.end(), [&](auto& id) { return stored(id).last_seq == 1; });
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return std::all_of(ids.begin(), ids.end(),
+                           [&](auto& id) { return stored(id).last_seq == 1; });
+      },
+      kWaitMax));
 
   const auto down_at = std::chrono::steady_clock::now();
   store.set_down(true);
   // Messages keep coming while the leases run out.
-  ASSERT_TRUE(eventually([&] {
-    ++seq;
-    for (const auto& id : ids) upstream_.send(prefix(id), msg(seq));
-    return upstream_.open_streams() == 0;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        ++seq;
+        for (const auto& id : ids) upstream_.send(prefix(id), msg(seq));
+        return upstream_.open_streams() == 0;
+      },
+      kWaitMax));
   // The last renewal was sent before the outage: every local deadline is
   // earlier than a ttl after it.
   EXPECT_LT(sink.last_write_at(), down_at + options("w1").lease_ttl);
@@ -262,7 +273,7 @@ TEST_F(WorkerTest, AStoreOutageStopsEveryStreamInTimeAndTheWorkerRecovers) {
   for (const auto& id : ids) EXPECT_FALSE(upstream_.send(prefix(id), msg(seq + 1)));
 
   store.set_down(false);
-  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }));
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }, kWaitMax));
   for (const auto& id : ids) {
     EXPECT_EQ(stored(id).owner, "w1");
     EXPECT_EQ(stored(id).epoch, 2) << id << " was taken again after its lease expired";
@@ -270,11 +281,15 @@ TEST_F(WorkerTest, AStoreOutageStopsEveryStreamInTimeAndTheWorkerRecovers) {
   }
   EXPECT_EQ(sink.lines().size(), written + ids.size());
   EXPECT_EQ(sink.seqs("a").back(), seq + 1);
-  EXPECT_TRUE(eventually([&] {
-    auto member = store_->get(kWorkersTable, worker_key("w1"), true);
-    const int64_t* expires_at_ms = member.ok() ? get_int(*member, "lease_expires_at_ms") : nullptr;
-    return expires_at_ms != nullptr && *expires_at_ms > to_unix_ms(clock_.wall_now());
-  })) << "the worker rejoined the fleet";
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto member = store_->get(kWorkersTable, worker_key("w1"), true);
+        const int64_t* expires_at_ms =
+            member.ok() ? get_int(*member, "lease_expires_at_ms") : nullptr;
+        return expires_at_ms != nullptr && *expires_at_ms > to_unix_ms(clock_.wall_now());
+      },
+      kWaitMax))
+      << "the worker rejoined the fleet";
 }
 
 // A checkpoint covers only what a finished flush made durable: lines written
@@ -291,16 +306,16 @@ TEST_F(WorkerTest, ACheckpointNeverCoversALineWrittenDuringItsFlush) {
     }
   });
   auto w = start("w1", sink, &checking);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   ASSERT_TRUE(upstream_.send_batch(prefix("a"), {msg(1), msg(2), msg(3)}));
   sink.hold_flushes();
   const size_t entered = sink.flushes_entered();
-  ASSERT_TRUE(eventually([&] { return sink.flushes_entered() > entered; }));
+  ASSERT_TRUE(eventually([&] { return sink.flushes_entered() > entered; }, kWaitMax));
   // The checkpoint's flush is under way: more lines arrive meanwhile.
   ASSERT_TRUE(upstream_.send_batch(prefix("a"), {msg(4), msg(5), msg(6)}));
-  ASSERT_TRUE(eventually([&] { return sink.lines().size() == 6; }));
+  ASSERT_TRUE(eventually([&] { return sink.lines().size() == 6; }, kWaitMax));
   sink.let_flushes_go();
-  ASSERT_TRUE(eventually([&] { return stored("a").last_seq == 6; }));
+  ASSERT_TRUE(eventually([&] { return stored("a").last_seq == 6; }, kWaitMax));
   EXPECT_LE(worst.load(), 0) << "a checkpoint covered lines no flush had made durable";
 }
 
@@ -310,16 +325,16 @@ TEST_F(WorkerTest, ABatchThatWaitedForTheSinkPastItsDeadlineWritesNothing) {
   add("a");
   CapturingSink sink;
   auto w = start("w1", sink);
-  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("a")) != nullptr; }, kWaitMax));
   ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
   sink.hold_writes();
   std::thread late([&] { upstream_.send(prefix("a"), msg(2)); });
-  ASSERT_TRUE(eventually([&] { return sink.writes_waiting() == 1; }));
+  ASSERT_TRUE(eventually([&] { return sink.writes_waiting() == 1; }, kWaitMax));
   clock_.jump(seconds(10));  // past the deadline while the write waits
   sink.let_writes_go();
   late.join();
   EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
-  EXPECT_TRUE(eventually([&] { return w->stats().losses == 1; }));
+  EXPECT_TRUE(eventually([&] { return w->stats().losses == 1; }, kWaitMax));
 }
 
 // health() says what is wrong: a sink that fails (until it takes a write
@@ -335,9 +350,11 @@ TEST_F(WorkerTest, HealthSaysWhenTheSinkTheStreamsOrTheStoreFail) {
   auto made = Worker::start(outage, clock_, random_, upstream_, sink, o);
   ASSERT_TRUE(made.ok());
   Worker& w = **made;
-  ASSERT_TRUE(eventually([&] {
-    return upstream_.find(prefix("a")) != nullptr && upstream_.find(prefix("b")) != nullptr;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return upstream_.find(prefix("a")) != nullptr && upstream_.find(prefix("b")) != nullptr;
+      },
+      kWaitMax));
   ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
   WorkerHealth h = w.health();
   EXPECT_TRUE(h.ok) << ::testing::PrintToString(h.problems);
@@ -355,7 +372,7 @@ TEST_F(WorkerTest, HealthSaysWhenTheSinkTheStreamsOrTheStoreFail) {
   EXPECT_TRUE(w.health().ok) << ::testing::PrintToString(w.health().problems);
 
   // No message on either for stall_after: no progress. One message: some.
-  ASSERT_TRUE(eventually([&] { return w.health().stalled == 2; }));
+  ASSERT_TRUE(eventually([&] { return w.health().stalled == 2; }, kWaitMax));
   h = w.health();
   EXPECT_FALSE(h.ok);
   EXPECT_NE(::testing::PrintToString(h.problems).find("has had a message"), std::string::npos);
@@ -365,14 +382,18 @@ TEST_F(WorkerTest, HealthSaysWhenTheSinkTheStreamsOrTheStoreFail) {
   EXPECT_TRUE(h.ok) << ::testing::PrintToString(h.problems);
 
   outage.set_down(true);
-  ASSERT_TRUE(eventually([&] {
-    return ::testing::PrintToString(w.health().problems).find("the store has not answered") !=
-           std::string::npos;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return ::testing::PrintToString(w.health().problems).find("the store has not answered") !=
+               std::string::npos;
+      },
+      kWaitMax));
   outage.set_down(false);
-  EXPECT_TRUE(eventually([&] {
-    return ::testing::PrintToString(w.health().problems).find("the store") == std::string::npos;
-  }));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return ::testing::PrintToString(w.health().problems).find("the store") == std::string::npos;
+      },
+      kWaitMax));
 }
 
 TEST_F(WorkerTest, BadOptionsAreRefused) {

@@ -25,6 +25,7 @@
 #include "fleet/worker.h"
 #include "net/websocket.h"
 #include "store/memory/memory_store.h"
+#include "testing/eventually.h"
 #include "testing/store_wrapper.h"
 
 namespace leasehold::fleet::testing {
@@ -32,16 +33,10 @@ namespace leasehold::fleet::testing {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// Waits for `done` to hold, up to `limit`.
-template <typename F>
-bool eventually(F done, Duration limit = seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
+using leasehold::testing::eventually;
+
+// How long a test waits for the worker's threads, unless it says.
+inline constexpr milliseconds kWaitMax = seconds(10);
 
 // Real time, with a jump of the monotonic clock that the test can add: a
 // lease's local deadline passes at once.
@@ -429,12 +424,14 @@ class WorkerTest : public ::testing::Test {
     o.owner = owner;
     o.ttl = seconds(60);
     std::set<std::string> taken;
-    return eventually([&] {
-      for (const auto& id : ids) {
-        if (!taken.contains(id) && conns.acquire(connection_key(id), o).ok()) taken.insert(id);
-      }
-      return taken.size() == count;
-    });
+    return eventually(
+        [&] {
+          for (const auto& id : ids) {
+            if (!taken.contains(id) && conns.acquire(connection_key(id), o).ok()) taken.insert(id);
+          }
+          return taken.size() == count;
+        },
+        kWaitMax);
   }
 
   JumpClock clock_;
