@@ -363,7 +363,7 @@ class FramesCsv {
   bool started_ = false;
 };
 
-// Shared by Movies and TraceWorker (movies.cc).
+// Shared by Movies and TraceWorker (movies.cc, movies_trace.cc).
 namespace internal {
 
 inline constexpr char kSummaryWorkerWentAway[] = "the trace stopped: its worker went away";

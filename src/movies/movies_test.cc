@@ -1,35 +1,27 @@
 // Tests for Movies on the memory store, a simulated clock and a real (tiny,
 // synthetic) movie: creation and probing, the analysis lease (races,
 // heartbeats, releases, expiry, an admin's break), fenced and validated
-// edits, start_trace and its refusals, removal, and the reads (the list and
-// the frames in pages, the CSV in parts and its neutralised cells). The
-// worker's side is in trace_worker_test.cc.
+// edits, removal, and the list in pages. Traces (start_trace and its
+// refusals, a job's end, the frames in pages, the CSV in parts and its
+// neutralised cells) are in movies_trace_test.cc; the worker's side is in
+// trace_worker_test.cc.
 #include "movies/movies.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <boost/json.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 #include <tuple>
 
 #include "movies/frame_images.h"
+#include "movies/movies_test_fixture.h"
 #include "movies/schema.h"
-#include "movies/test_movie.h"
-#include "store/memory/memory_store.h"
 #include "testing/store_wrapper.h"
-#include "tracer/synthetic_movie.h"
 
-namespace leasehold::movies {
+namespace leasehold::movies::testing {
 namespace {
-
-using std::chrono::milliseconds;
-using std::chrono::seconds;
-
-const User kAda{"ada", "Ada L."};
-const User kBob{"bob", "Bob B."};
 
 // Gives the movies of one millisecond in each page of the index in the
 // reverse of the memory store's order (which is by ID): an order of the
@@ -48,131 +40,6 @@ class TiesReversedStore final : public store::StoreWrapper {
     });
     return page;
   }
-};
-
-class MoviesTest : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() {
-    dir_ = std::filesystem::temp_directory_path() / ("movies_test_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    ASSERT_TRUE(
-        tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_test_movie()).ok());
-    std::ofstream(dir_ / "notes.txt") << "not a video";
-  }
-  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
-
-  void SetUp() override {
-    ASSERT_TRUE(store_->ensure_table(StoreQueue::table_spec()).ok());
-    for (const TableSpec& s : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
-      ASSERT_TRUE(store_->ensure_table(s).ok());
-    }
-    auto queue = StoreQueue::open(*store_, clock_, random_, QueueOptions{.name = kTraceQueueName});
-    ASSERT_TRUE(queue.ok());
-    queue_ = std::move(queue).value();
-    MoviesOptions o;
-    o.media_dir = dir_.string();
-    o.analysis_ttl = seconds(2);
-    o.tracing_ttl = seconds(3);
-    o.lease.max_clock_skew = milliseconds(100);
-    o.lease.safety_margin = milliseconds(50);
-    auto movies = Movies::open(*store_, clock_, random_, *queue_, o);
-    ASSERT_TRUE(movies.ok()) << movies.status().to_string();
-    movies_ = std::move(movies).value();
-  }
-
-  std::string ready_movie(const std::string& file = "spots.avi") {
-    auto created = movies_->create("spots", kAda, file);
-    EXPECT_TRUE(created.ok()) << created.status().to_string();
-    auto probed = movies_->probe(created->id);
-    EXPECT_TRUE(probed.ok()) << probed.status().to_string();
-    EXPECT_EQ(probed->status, kStatusReady);
-    return created->id;
-  }
-
-  std::vector<tracer::Marker> one_marker(int64_t frame = 0) {
-    const auto at = tracer::spot_position(small_test_movie().spots[0], frame);
-    return {tracer::Marker{"m1", "spot", frame, at.x, at.y}};
-  }
-
-  Item raw(const std::string& id) {
-    auto item = store_->get(kMoviesTable, movie_key(id), true);
-    EXPECT_TRUE(item.ok());
-    return item.ok() ? *item : Item{};
-  }
-
-  std::vector<Message> drain_queue() {
-    auto got = queue_->receive(kReceiveBatchMax, seconds(60));
-    EXPECT_TRUE(got.ok());
-    return got.ok() ? *got : std::vector<Message>{};
-  }
-
-  // A frame row as a trace of epoch `epoch` writes it, and the movie's
-  // tracing slot at that epoch (as start_trace leaves it).
-  void put_row(const std::string& id, int64_t frame, const std::string& marker_id,
-               const std::string& label, int64_t epoch) {
-    Item row{{"pk", movie_pk(id)},
-             {"sk", frame_sk(frame, marker_id)},
-             {"marker_id", marker_id},
-             {"label", label},
-             {"frame", frame},
-             {"time_s", format_double(static_cast<double>(frame) / 25)},
-             {"x", std::string("1.5")},
-             {"y", std::string("2")},
-             {"score", std::string("0.9")},
-             {"status", std::string("tracked")},
-             {"job_id", "job" + std::to_string(epoch)},
-             {"job_epoch", epoch}};
-    ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
-  }
-  void set_tracing_epoch(const std::string& id, int64_t epoch) {
-    Update update;
-    update.set("tracing_epoch", epoch);
-    ASSERT_TRUE(store_->update(kMoviesTable, movie_key(id), update, {}).ok());
-  }
-
-  // Every page of list() with `limit` (of `movies`, else movies_), checking
-  // that only the last has no next_after; the IDs in order.
-  std::vector<std::string> list_all(size_t limit, size_t* pages = nullptr,
-                                    Movies* movies = nullptr) {
-    std::vector<std::string> ids;
-    ListOptions o{limit, ""};
-    for (size_t page = 1;; ++page) {
-      auto listed = (movies != nullptr ? movies : movies_.get())->list(o);
-      EXPECT_TRUE(listed.ok()) << listed.status().to_string();
-      if (!listed.ok()) return ids;
-      EXPECT_LE(listed->items.size(), limit);
-      for (const MovieSummary& m : listed->items) ids.push_back(m.id);
-      if (listed->next_after.empty()) {
-        if (pages != nullptr) *pages = page;
-        return ids;
-      }
-      EXPECT_EQ(listed->items.size(), limit) << "a page before the last is full";
-      EXPECT_EQ(listed->next_after, listed->items.back().id);
-      o.after = listed->next_after;
-    }
-  }
-
-  // The whole of frames_csv(id), and how many parts it came in.
-  Result<std::string> read_csv(const std::string& id, size_t* parts = nullptr) {
-    FramesCsv csv = movies_->frames_csv(id);
-    std::string all;
-    for (size_t n = 1;; ++n) {
-      std::string part;
-      ASSIGN_OR_RETURN(bool more, csv.next(part));
-      all += part;
-      if (!more) {
-        if (parts != nullptr) *parts = n;
-        return all;
-      }
-    }
-  }
-
-  static inline std::filesystem::path dir_;
-  SimulatedClock clock_;
-  SystemRandom random_;
-  std::unique_ptr<ItemStore> store_ = store::make_memory_store();
-  std::unique_ptr<StoreQueue> queue_;
-  std::unique_ptr<Movies> movies_;
 };
 
 TEST_F(MoviesTest, CreateProbeGetAndList) {
@@ -442,188 +309,6 @@ TEST_F(MoviesTest, BadEditsAreRefusedAndWriteNothing) {
   EXPECT_EQ(raw(id), before);
 }
 
-TEST_F(MoviesTest, StartTraceReplacesTheAnalysisLeaseQueuesTheJobAndAudits) {
-  const std::string id = ready_movie();
-  auto lease = movies_->acquire_analysis(id, kAda);
-  ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(0)).ok());
-  ASSERT_TRUE(movies_->set_capture_interval(id, "ada", lease->lease_id, 2).ok());
-  auto started = movies_->start_trace(id, kAda, lease->lease_id);
-  ASSERT_TRUE(started.ok()) << started.status().to_string();
-  EXPECT_EQ(started->frames_total, 6);  // frames 0, 2, ..., 10
-
-  auto m = movies_->get(id);
-  ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->status, kStatusQueued);
-  EXPECT_EQ(m->frames_done, 0);
-  EXPECT_EQ(m->frames_total, 6);
-  ASSERT_TRUE(m->lock.has_value());
-  EXPECT_EQ(m->lock->kind, "tracing");
-  EXPECT_EQ(m->lock->user_display_name, "Ada L.");
-  EXPECT_EQ(*get_string(raw(id), "tracing_token"), started->job_id);
-
-  const auto messages = drain_queue();
-  ASSERT_EQ(messages.size(), 1u);
-  const auto body = boost::json::parse(messages[0].body).as_object();
-  EXPECT_EQ(body.at("movie_id").as_string(), id);
-  EXPECT_EQ(body.at("job_id").as_string(), started->job_id);
-
-  auto audit = movies_->audit(id);
-  ASSERT_TRUE(audit.ok());
-  ASSERT_EQ(audit->size(), 1u);
-  EXPECT_EQ((*audit)[0].event, kEventTracingStarted);
-  EXPECT_EQ((*audit)[0].job_id, started->job_id);
-  EXPECT_EQ((*audit)[0].user_display_name, "Ada L.");
-
-  // A late release, edit or second start of the replaced analysis lease
-  // changes nothing; nobody takes the analysis lease while tracing.
-  const Item before = raw(id);
-  EXPECT_EQ(movies_->release(id, "ada", lease->lease_id).code(), Code::kFailedPrecondition);
-  EXPECT_EQ(movies_->set_trim(id, "ada", lease->lease_id, {0, 3}).code(),
-            Code::kFailedPrecondition);
-  EXPECT_NE(movies_->start_trace(id, kAda, lease->lease_id).status().code(), Code::kOk);
-  Lock holder;
-  EXPECT_EQ(movies_->acquire_analysis(id, kBob, &holder).status().code(), Code::kAlreadyExists);
-  EXPECT_EQ(holder.kind, "tracing");
-  EXPECT_EQ(raw(id), before);
-  EXPECT_TRUE(drain_queue().empty());
-  EXPECT_EQ(movies_->remove(id, "ada", false).code(), Code::kFailedPrecondition);
-}
-
-TEST_F(MoviesTest, StartTraceRefusalsWriteNothing) {
-  const std::string id = ready_movie();
-  auto lease = movies_->acquire_analysis(id, kAda);
-  ASSERT_TRUE(lease.ok());
-  Item before = raw(id);
-  EXPECT_EQ(movies_->start_trace(id, kAda, lease->lease_id).status().code(), Code::kInvalidArgument)
-      << "no markers";
-  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(5)).ok());
-  ASSERT_TRUE(movies_->set_trim(id, "ada", lease->lease_id, {6, 11}).ok());
-  before = raw(id);
-  EXPECT_EQ(movies_->start_trace(id, kAda, lease->lease_id).status().code(), Code::kInvalidArgument)
-      << "a marker outside the trim";
-  ASSERT_TRUE(movies_->set_trim(id, "ada", lease->lease_id, {0, 11}).ok());
-  before = raw(id);
-  EXPECT_EQ(movies_->start_trace(id, kBob, lease->lease_id).status().code(),
-            Code::kFailedPrecondition)
-      << "another user with Ada's lease ID";
-  EXPECT_EQ(movies_->start_trace(id, kAda, std::string(32, 'c')).status().code(),
-            Code::kFailedPrecondition);
-  EXPECT_EQ(raw(id), before);
-  EXPECT_TRUE(drain_queue().empty());
-  EXPECT_TRUE(movies_->audit(id)->empty());
-}
-
-// Past its tracing ttl a queued job still holds its movie (a worker's claim
-// would re-arm its lease): nobody else takes or removes it. Its starter may
-// take the movie back, which ends the job in the same write, with one
-// failed event in the audit.
-TEST_F(MoviesTest, AQueuedJobPastItsTtlEndsOnceWhenItsStarterTakesTheMovieBack) {
-  const std::string id = ready_movie();
-  auto lease = movies_->acquire_analysis(id, kAda);
-  ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(0)).ok());
-  auto first = movies_->start_trace(id, kAda, lease->lease_id);
-  ASSERT_TRUE(first.ok());
-  EXPECT_EQ(movies_->acquire_analysis(id, kBob).status().code(), Code::kAlreadyExists);
-
-  clock_.advance(seconds(4));  // past the tracing ttl: no worker came
-  auto m = movies_->get(id);
-  ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->status, kStatusQueued) << "the queue's wait does not end a job";
-  ASSERT_TRUE(m->lock.has_value());
-  EXPECT_EQ(m->lock->kind, "tracing");
-  EXPECT_EQ(m->lock->user_display_name, "Ada L.");
-  EXPECT_EQ(movies_->remove(id, "ada", false).code(), Code::kFailedPrecondition);
-  Lock holder;
-  EXPECT_EQ(movies_->acquire_analysis(id, kBob, &holder).status().code(), Code::kAlreadyExists)
-      << "only its starter or an admin ends a queued job";
-  EXPECT_EQ(holder.user_display_name, "Ada L.");
-  EXPECT_EQ(*get_string(raw(id), "status"), kStatusQueued);
-
-  auto again = movies_->acquire_analysis(id, kAda);
-  ASSERT_TRUE(again.ok()) << again.status().to_string();
-  m = movies_->get(id);
-  EXPECT_EQ(m->status, kStatusTracingFailed);
-  EXPECT_NE(m->failure_summary.find("cancelled"), std::string::npos) << m->failure_summary;
-  auto audit = movies_->audit(id);
-  ASSERT_TRUE(audit.ok());
-  ASSERT_EQ(audit->size(), 2u);
-  EXPECT_EQ((*audit)[0].event, kEventTracingStarted);
-  EXPECT_EQ((*audit)[1].event, kEventTracingFailed);
-  EXPECT_EQ((*audit)[1].job_id, first->job_id);
-  EXPECT_EQ((*audit)[1].user_display_name, "Ada L.");
-
-  auto second = movies_->start_trace(id, kAda, again->lease_id);
-  ASSERT_TRUE(second.ok()) << second.status().to_string();
-  EXPECT_NE(second->job_id, first->job_id);
-  EXPECT_EQ(*get_int(raw(id), "tracing_epoch"), 2);
-  EXPECT_EQ(movies_->audit(id)->size(), 3u);
-
-  // An admin may end it too, once its lease has expired.
-  clock_.advance(seconds(4));
-  const User root{"root", "Root", /*admin=*/true};
-  ASSERT_TRUE(movies_->acquire_analysis(id, root).ok());
-  EXPECT_EQ(movies_->get(id)->status, kStatusTracingFailed);
-  EXPECT_EQ(movies_->audit(id)->size(), 4u);
-}
-
-// A claimed job whose worker died (its lease expired unrenewed) is ended by
-// the next reader: one conditional write, one failed event, however many
-// read it.
-TEST_F(MoviesTest, AJobWhoseWorkerWentAwayEndsOnceAtTheNextRead) {
-  const std::string id = ready_movie();
-  auto lease = movies_->acquire_analysis(id, kAda);
-  ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(0)).ok());
-  auto started = movies_->start_trace(id, kAda, lease->lease_id);
-  ASSERT_TRUE(started.ok());
-  Update claim;  // as a worker's claim, then nothing: the worker was killed
-  claim.set("status", std::string(kStatusTracing)).set("job_claimed_by", std::string("w1"));
-  ASSERT_TRUE(store_->update(kMoviesTable, movie_key(id), claim, {}).ok());
-  EXPECT_EQ(movies_->get(id)->status, kStatusTracing);
-  EXPECT_EQ(movies_->audit(id)->size(), 1u);
-
-  clock_.advance(seconds(4));
-  EXPECT_EQ(*get_string(raw(id), "status"), kStatusTracing) << "nobody read it yet";
-  std::vector<std::thread> readers;
-  for (int i = 0; i < 4; ++i) readers.emplace_back([&] { (void)movies_->get(id); });
-  for (auto& t : readers) t.join();
-  EXPECT_EQ(*get_string(raw(id), "status"), kStatusTracingFailed);
-  EXPECT_EQ(raw(id).count("job_audit_pending"), 0u);
-  auto audit = movies_->audit(id);
-  ASSERT_TRUE(audit.ok());
-  ASSERT_EQ(audit->size(), 2u);
-  EXPECT_EQ((*audit)[0].event, kEventTracingStarted);
-  EXPECT_EQ((*audit)[1].event, kEventTracingFailed);
-  EXPECT_EQ((*audit)[1].summary, internal::kSummaryWorkerWentAway);
-  EXPECT_TRUE(movies_->acquire_analysis(id, kBob).ok());
-  EXPECT_EQ(movies_->audit(id)->size(), 2u);
-}
-
-// A start whose audit write was lost still gets both events, the start
-// first, when the job ends.
-TEST_F(MoviesTest, AJobsStartIsAuditedAtItsEndIfItsOwnWriteWasLost) {
-  const std::string id = ready_movie();
-  auto lease = movies_->acquire_analysis(id, kAda);
-  ASSERT_TRUE(lease.ok());
-  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, one_marker(0)).ok());
-  auto started = movies_->start_trace(id, kAda, lease->lease_id);
-  ASSERT_TRUE(started.ok());
-  auto written = store_->query(kAuditTable, movie_pk(id), KeyRange::all(), {});
-  ASSERT_TRUE(written.ok());
-  ASSERT_EQ(written->items.size(), 1u);
-  const Key start{movie_pk(id), *get_string(written->items[0], "sk")};
-  ASSERT_TRUE(store_->remove(kAuditTable, start, {}).ok());  // as if never written
-  clock_.advance(seconds(4));
-  ASSERT_TRUE(movies_->acquire_analysis(id, kAda).ok());  // its starter ends the queued job
-  auto audit = movies_->audit(id);
-  ASSERT_EQ(audit->size(), 2u);
-  EXPECT_EQ((*audit)[0].event, kEventTracingStarted);
-  EXPECT_EQ((*audit)[1].event, kEventTracingFailed);
-  EXPECT_LE((*audit)[0].at_ms, (*audit)[1].at_ms);
-}
-
 TEST_F(MoviesTest, RemoveMarksTheMovieAndFinishRemoveTakesEverything) {
   std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "copy.avi",
                              std::filesystem::copy_options::overwrite_existing);
@@ -654,140 +339,6 @@ TEST_F(MoviesTest, RemoveMarksTheMovieAndFinishRemoveTakesEverything) {
   ASSERT_TRUE(left.ok());
   EXPECT_TRUE(left->items.empty());
   EXPECT_EQ(movies_->finish_remove(id).code(), Code::kNotFound);
-}
-
-TEST_F(MoviesTest, FramesCsvQuotesLabels) {
-  const std::string id = ready_movie();
-  set_tracing_epoch(id, 1);
-  Item row{{"pk", movie_pk(id)},
-           {"sk", frame_sk(3, "m1")},
-           {"marker_id", std::string("m1")},
-           {"label", std::string("a, \"b\"")},
-           {"frame", int64_t{3}},
-           {"time_s", std::string("0.12")},
-           {"x", std::string("1.5")},
-           {"y", std::string("2")},
-           {"score", std::string("0.9")},
-           {"status", std::string("tracked")},
-           {"vx", std::string("-3")},
-           {"job_epoch", int64_t{1}}};
-  ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
-  auto csv = read_csv(id);
-  ASSERT_TRUE(csv.ok()) << csv.status().to_string();
-  EXPECT_EQ(*csv,
-            "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n"
-            "3,0.12,m1,\"a, \"\"b\"\"\",1.5,2,0.9,tracked,-3,\n");
-}
-
-// A cell that a spreadsheet would take for a formula is shown as text.
-TEST_F(MoviesTest, FramesCsvNeutralisesCellsThatWouldRunAsFormulas) {
-  const std::string id = ready_movie();
-  set_tracing_epoch(id, 1);
-  const std::vector<std::pair<std::string, std::string>> cells = {
-      {"=HYPERLINK(\"http://x\")", "\"'=HYPERLINK(\"\"http://x\"\")\""},
-      {"+1", "'+1"},
-      {"-1", "'-1"},
-      {"@SUM(A1)", "'@SUM(A1)"},
-      {"\tlabel", "'\tlabel"},
-      {"\rlabel", "\"'\rlabel\""},
-      {"a=1", "a=1"},
-      {"", ""},
-  };
-  for (size_t i = 0; i < cells.size(); ++i) {
-    put_row(id, 0, "m" + std::to_string(i), cells[i].first, 1);
-  }
-  put_row(id, 1, "=cmd|' /C calc'!A0", "plain", 1);
-  auto csv = read_csv(id);
-  ASSERT_TRUE(csv.ok()) << csv.status().to_string();
-  std::string expected = "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n";
-  for (size_t i = 0; i < cells.size(); ++i) {
-    expected += "0,0,m" + std::to_string(i) + "," + cells[i].second + ",1.5,2,0.9,tracked,,\n";
-  }
-  expected += "1,0.04,'=cmd|' /C calc'!A0,plain,1.5,2,0.9,tracked,,\n";
-  EXPECT_EQ(*csv, expected);
-
-  // The status cell too, though the worker writes only tracked or lost.
-  Update status;
-  status.set("status", std::string("-lost"));
-  ASSERT_TRUE(
-      store_->update(kFramesTable, Key{movie_pk(id), frame_sk(1, "=cmd|' /C calc'!A0")}, status, {})
-          .ok());
-  EXPECT_NE(read_csv(id)->find(",'-lost,"), std::string::npos);
-}
-
-TEST_F(MoviesTest, FramesCsvStreamsEveryRowOfTheLatestTraceInParts) {
-  const std::string id = ready_movie();
-  set_tracing_epoch(id, 2);
-  const size_t rows = 2 * kFramesCsvRowsPerPart + 5;
-  for (size_t i = 0; i < rows; ++i) {
-    put_row(id, static_cast<int64_t>(i / 3), "m" + std::to_string(i % 3), "spot", 2);
-  }
-  put_row(id, 0, "old", "an older trace's", 1);
-  put_row(id, 900, "old", "an older trace's", 1);
-  size_t parts = 0;
-  auto csv = read_csv(id, &parts);
-  ASSERT_TRUE(csv.ok()) << csv.status().to_string();
-  EXPECT_EQ(parts, 3u);
-  EXPECT_EQ(static_cast<size_t>(std::count(csv->begin(), csv->end(), '\n')), rows + 1);
-  EXPECT_EQ(csv->find("older"), std::string::npos);
-  EXPECT_TRUE(csv->ends_with("\n668,26.72,m0,spot,1.5,2,0.9,tracked,,\n")) << "the last row";
-
-  // A movie never traced has a header and no rows; a removed one is not found.
-  const std::string untraced = ready_movie();
-  put_row(untraced, 0, "m1", "stray", 0);
-  EXPECT_EQ(*read_csv(untraced),
-            "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n");
-  EXPECT_EQ(read_csv("nope").status().code(), Code::kNotFound);
-}
-
-TEST_F(MoviesTest, FramesPagesTheRowsOfTheLatestTraceOnly) {
-  const std::string id = ready_movie();
-  EXPECT_TRUE(movies_->frames(id, {})->items.empty()) << "never traced";
-  set_tracing_epoch(id, 3);
-  for (int64_t frame = 0; frame < 4; ++frame) {
-    put_row(id, frame, "a", "spot", 3);
-    put_row(id, frame, "b", "other", frame % 2 == 0 ? 2 : 3);  // b's even frames: older
-    put_row(id, frame, "c", "spot", 1);
-  }
-  std::vector<std::string> got;
-  FramesOptions o{3, ""};
-  size_t pages = 0;
-  while (true) {
-    auto page = movies_->frames(id, o);
-    ASSERT_TRUE(page.ok()) << page.status().to_string();
-    ++pages;
-    for (const FrameRow& r : page->items) {
-      EXPECT_EQ(r.job_epoch, 3);
-      got.push_back(std::to_string(r.frame) + r.marker_id);
-    }
-    if (page->next_after.empty()) break;
-    EXPECT_EQ(page->items.size(), 3u);
-    o.after = page->next_after;
-  }
-  EXPECT_EQ(got, (std::vector<std::string>{"0a", "1a", "1b", "2a", "3a", "3b"}));
-  EXPECT_EQ(pages, 2u) << "six rows in pages of three: no empty third page";
-
-  // A cursor is this movie's, of this trace, and as given.
-  auto first = movies_->frames(id, {2, ""});
-  ASSERT_TRUE(first.ok());
-  const std::string cursor = first->next_after;
-  ASSERT_FALSE(cursor.empty());
-  for (const std::string& bad : std::vector<std::string>{
-           "x", "3.", "3" + cursor.substr(1) + "0", "0" + cursor.substr(1), "-3" + cursor.substr(1),
-           "3.zz", "3." + std::string(600, 'a'), "3.3030"}) {
-    EXPECT_EQ(movies_->frames(id, {2, bad}).status().code(), Code::kInvalidArgument) << bad;
-  }
-  EXPECT_EQ(movies_->frames(id, {0, ""}).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(movies_->frames(id, {kFramesLimitMax + 1, ""}).status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(movies_->frames("nope", {}).status().code(), Code::kNotFound);
-  auto second = movies_->frames(id, {2, cursor});
-  ASSERT_TRUE(second.ok());
-  EXPECT_EQ(second->items.at(0).frame, 1);
-  EXPECT_EQ(second->items.at(0).marker_id, "b");
-  // Traced again: the next page of the old listing would mix two traces.
-  set_tracing_epoch(id, 4);
-  EXPECT_EQ(movies_->frames(id, {2, cursor}).status().code(), Code::kFailedPrecondition);
-  EXPECT_TRUE(movies_->frames(id, {})->items.empty());
 }
 
 const User kRoot{"root", "Root A."};
@@ -863,4 +414,4 @@ TEST_F(MoviesTest, BreakingALeaseIsForAdminsAndOnlyALiveAnalysisLease) {
 }
 
 }  // namespace
-}  // namespace leasehold::movies
+}  // namespace leasehold::movies::testing

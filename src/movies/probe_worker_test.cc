@@ -14,6 +14,7 @@
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "store/memory/memory_store.h"
+#include "testing/eventually.h"
 
 namespace leasehold::movies {
 namespace {
@@ -23,14 +24,10 @@ using std::chrono::seconds;
 
 const User kAda{"ada", "Ada L."};
 
-bool wait_until(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + seconds(20);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
+using leasehold::testing::eventually;
+
+// How long a test waits for the worker's thread.
+constexpr milliseconds kWaitMax = seconds(20);
 
 class ProbeWorkerTest : public ::testing::Test {
  protected:
@@ -95,7 +92,7 @@ TEST_F(ProbeWorkerTest, AQueuedProbeMakesTheMovieReadyOrInvalidAndRemovesTheJob)
   ASSERT_TRUE(enqueue_probe(*probes_, video->id).ok());
   ASSERT_TRUE(enqueue_probe(*probes_, notes->id).ok());
   worker->wake();
-  ASSERT_TRUE(wait_until([&] { return worker->stats().probed == 2; }));
+  ASSERT_TRUE(eventually([&] { return worker->stats().probed == 2; }, kWaitMax));
   EXPECT_EQ(status_of(video->id), kStatusReady);
   EXPECT_EQ(status_of(notes->id), kStatusInvalid);
   EXPECT_EQ(movies_->get(video->id)->frame_count, 12);
@@ -122,8 +119,8 @@ TEST_F(ProbeWorkerTest, RepeatedStaleAndMalformedJobsAreRemovedWithoutEffect) {
   ASSERT_NE(worker, nullptr);
   // All four received and the two stale jobs counted; stop() then waits for
   // the last one's handling to end.
-  ASSERT_TRUE(
-      wait_until([&] { return worker->stats().stale == 2 && worker->stats().messages == 4; }));
+  ASSERT_TRUE(eventually(
+      [&] { return worker->stats().stale == 2 && worker->stats().messages == 4; }, kWaitMax));
   worker->stop();
   EXPECT_EQ(messages_left(), 0);
   EXPECT_EQ(worker->stats().probed, 0u);

@@ -19,6 +19,7 @@
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "store/memory/memory_store.h"
+#include "testing/eventually.h"
 #include "testing/store_wrapper.h"
 #include "tracer/synthetic_movie.h"
 
@@ -30,16 +31,10 @@ using std::chrono::seconds;
 
 const User kAda{"ada", "Ada L."};
 
-// Waits for `done` to hold, up to `limit`.
-template <typename F>
-bool eventually(F done, Duration limit = seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  return true;
-}
+using leasehold::testing::eventually;
+
+// How long a test waits for a worker's threads.
+constexpr milliseconds kWaitMax = seconds(20);
 
 // Holds the first write of a frame row of frame `frame` until opened.
 class GateStore final : public store::StoreWrapper {
@@ -172,7 +167,7 @@ TEST_F(TraceWorkerTest, ACompletedTraceIsPublishedWithItsFramesAndAudit) {
   const std::string id = movie_with_marker(&lease_id);
   const std::string job = start_trace(id, lease_id);
   auto w = start_worker("w1");
-  ASSERT_TRUE(eventually([&] { return w->stats().traced == 1; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().traced == 1; }, kWaitMax));
 
   auto m = movies_->get(id);
   ASSERT_TRUE(m.ok());
@@ -214,12 +209,14 @@ TEST_F(TraceWorkerTest, RedeliveredAndStaleMessagesAreNoOps) {
   ASSERT_TRUE(queue_->send(stale).ok());
   ASSERT_TRUE(queue_->send("not json").ok());
   auto w = start_worker("w1");
-  ASSERT_TRUE(eventually([&] {
-    const auto s = w->stats();
-    return s.traced == 1 && s.messages == 4;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        const auto s = w->stats();
+        return s.traced == 1 && s.messages == 4;
+      },
+      kWaitMax));
   ASSERT_TRUE(queue_->send(body).ok());  // a redelivery after the job completed
-  ASSERT_TRUE(eventually([&] { return w->stats().messages == 5; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().messages == 5; }, kWaitMax));
   w->stop();
   const auto s = w->stats();
   EXPECT_EQ(s.claimed, 1u);
@@ -242,11 +239,11 @@ TEST_F(TraceWorkerTest, AMessageRedeliveredWhileItsJobRunsIsNotClaimedAgain) {
   ASSERT_TRUE(
       queue_->send(boost::json::serialize(boost::json::object{{"movie_id", id}, {"job_id", job}}))
           .ok());
-  ASSERT_TRUE(eventually([&] { return w2->stats().messages == 1; }));
+  ASSERT_TRUE(eventually([&] { return w2->stats().messages == 1; }, kWaitMax));
   EXPECT_EQ(w2->stats().claimed, 0u);
   EXPECT_EQ(w2->stats().stale_messages, 1u);
   gate.open();
-  ASSERT_TRUE(eventually([&] { return w1->stats().traced == 1; }));
+  ASSERT_TRUE(eventually([&] { return w1->stats().traced == 1; }, kWaitMax));
   EXPECT_EQ(w2->stats().rows_written, 0u);
   EXPECT_EQ(*get_string(*inner_->get(kMoviesTable, movie_key(id), true), attr::kJobClaimedBy),
             "w1");
@@ -267,7 +264,7 @@ TEST_F(TraceWorkerTest, AWorkerThatLosesItsLeaseMidTraceStopsAndWritesNothingMor
       .set(attr::kStatus, std::string("taken"));
   ASSERT_TRUE(inner_->update(kMoviesTable, movie_key(id), takeover, {}).ok());
   gate.open();
-  ASSERT_TRUE(eventually([&] { return w->stats().lost == 1; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().lost == 1; }, kWaitMax));
   w->stop();
 
   const Item item = *inner_->get(kMoviesTable, movie_key(id), true);
@@ -307,7 +304,7 @@ TEST_F(TraceWorkerTest, AnOlderJobNeverOverwritesTheRowsOfANewerOne) {
       .set(attr::kJobEpoch, int64_t{2});
   ASSERT_TRUE(inner_->update(kFramesTable, Key{movie_pk(id), frame_sk(6, "m1")}, newer, {}).ok());
   gate.open();
-  ASSERT_TRUE(eventually([&] { return w->stats().lost == 1; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().lost == 1; }, kWaitMax));
   w->stop();
 
   const Item row = *inner_->get(kFramesTable, Key{movie_pk(id), frame_sk(6, "m1")}, true);
@@ -334,20 +331,22 @@ TEST_F(TraceWorkerTest, AKilledWorkersLeaseExpiresAndTheNextTraceReplacesIt) {
   auto killed = start_worker("w1", &gate, milliseconds(800));
   ASSERT_TRUE(gate.wait_held(seconds(20)));
   std::thread killer([&] { killed->abandon(); });
-  ASSERT_TRUE(eventually([&] { return killed->stats().stopped; }));
+  ASSERT_TRUE(eventually([&] { return killed->stats().stopped; }, kWaitMax));
   gate.open();
   killer.join();
   EXPECT_EQ(movies_->get(id)->lock->kind, "tracing") << "abandoned, not released";
 
   // Once the lease expires, the movie can be taken and traced again.
   Result<AnalysisLease> again = internal_error("");
-  ASSERT_TRUE(eventually([&] {
-    again = movies_->acquire_analysis(id, kAda);
-    return again.ok();
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        again = movies_->acquire_analysis(id, kAda);
+        return again.ok();
+      },
+      kWaitMax));
   const std::string second_job = start_trace(id, again->lease_id);
   auto w2 = start_worker("w2");
-  ASSERT_TRUE(eventually([&] { return w2->stats().traced == 1; }));
+  ASSERT_TRUE(eventually([&] { return w2->stats().traced == 1; }, kWaitMax));
   EXPECT_EQ(movies_->get(id)->status, kStatusTraced);
   auto rows = all_rows(id);
   ASSERT_TRUE(rows.ok());
@@ -368,7 +367,7 @@ TEST_F(TraceWorkerTest, AFailedTraceIsPublishedWithASafeSummary) {
   const std::string job = start_trace(id, lease_id);
   std::filesystem::remove(dir_ / "spots.avi");
   auto w = start_worker("w1");
-  ASSERT_TRUE(eventually([&] { return w->stats().failed == 1; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().failed == 1; }, kWaitMax));
   auto m = movies_->get(id);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->status, kStatusTracingFailed);
@@ -392,7 +391,7 @@ TEST_F(TraceWorkerTest, AWorkerStoppedMidTracePublishesTheTraceAsInterrupted) {
   auto w = start_worker("w1", &gate);
   ASSERT_TRUE(gate.wait_held(seconds(20)));
   std::thread stopper([&] { w->stop(); });
-  ASSERT_TRUE(eventually([&] { return w->stats().stopped; }));
+  ASSERT_TRUE(eventually([&] { return w->stats().stopped; }, kWaitMax));
   gate.open();
   stopper.join();
   EXPECT_EQ(w->stats().failed, 1u);
@@ -437,7 +436,8 @@ TEST_F(TraceWorkerTest, ATraceThatMakesNoProgressIsEndedByTheWatchdog) {
   };
   auto w = TraceWorker::start(*inner_, clock_, random_, *queue_, o);
   ASSERT_TRUE(w.ok()) << w.status().to_string();
-  ASSERT_TRUE(eventually([&] { return movies_->get(id)->status == kStatusTracingFailed; }));
+  ASSERT_TRUE(
+      eventually([&] { return movies_->get(id)->status == kStatusTracingFailed; }, kWaitMax));
   auto m = movies_->get(id);
   EXPECT_NE(m->failure_summary.find("no progress"), std::string::npos) << m->failure_summary;
   EXPECT_FALSE(m->lock.has_value()) << "the tracing lease is ended";
@@ -448,7 +448,7 @@ TEST_F(TraceWorkerTest, ATraceThatMakesNoProgressIsEndedByTheWatchdog) {
     release = true;
   }
   cv.notify_all();
-  ASSERT_TRUE(eventually([&] { return (*w)->stats().failed == 1; }));
+  ASSERT_TRUE(eventually([&] { return (*w)->stats().failed == 1; }, kWaitMax));
   (*w)->stop();
   EXPECT_EQ(second_write.code(), Code::kFailedPrecondition) << second_write.to_string();
   EXPECT_EQ(movies_->get(id)->frames_done, 1);

@@ -1,6 +1,6 @@
 // Request and Response: an HTTP exchange as the server's handlers see it,
 // in plain C++. Handlers never see sockets or Beast types: the transport
-// (server/transport.cc) parses the request, finds the route, reads the body
+// (server/transport*.cc) parses the request, finds the route, reads the body
 // within the route's limit, runs the handler and writes the response.
 //
 // Plain values; not synchronised.

@@ -28,6 +28,7 @@
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "testing/capturing_logger.h"
+#include "testing/eventually.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::app {
@@ -45,14 +46,7 @@ enum class Backend { kSqlite, kDynamoDb };
 constexpr uint64_t kUploadMax = 1 << 20;  // the tests' upload limit
 constexpr milliseconds kWaitMax{20'000};
 
-bool wait_until(const std::function<bool()>& condition, milliseconds timeout = kWaitMax) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return true;
-}
+using leasehold::testing::eventually;
 
 std::string read_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -178,7 +172,7 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
     const json::value created = ok_json(upload(files_ / "spots.avi"), 201);
     if (!created.is_object()) return "";
     const std::string id(created.at("id").as_string());
-    EXPECT_TRUE(wait_until([&] { return status_of(id) == "ready"; })) << status_of(id);
+    EXPECT_TRUE(eventually([&] { return status_of(id) == "ready"; }, kWaitMax)) << status_of(id);
     return id;
   }
 
@@ -219,12 +213,14 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
   // Waits until the trace is published as traced and its audit recorded
   // (the audit entry is written after the status).
   bool wait_traced(const std::string& id) {
-    return wait_until([&] {
-      if (status_of(id) != "traced") return false;
-      const json::value audit = ok_json(call("GET", "/api/movies/" + id + "/audit", ada_));
-      return !audit.as_array().empty() &&
-             audit.as_array().back().at("event") == movies::kEventTracingCompleted;
-    });
+    return eventually(
+        [&] {
+          if (status_of(id) != "traced") return false;
+          const json::value audit = ok_json(call("GET", "/api/movies/" + id + "/audit", ada_));
+          return !audit.as_array().empty() &&
+                 audit.as_array().back().at("event") == movies::kEventTracingCompleted;
+        },
+        kWaitMax);
   }
 
   std::string start_trace(const std::string& id, const std::string& lease) {
@@ -251,7 +247,7 @@ TEST_P(MoviesApiTest, AnUploadIsProbedUntilReadyAndCanBePlayed) {
   EXPECT_EQ(created.header("location"), "/api/movies/" + id);
   EXPECT_EQ(body.at("name"), "Run 3 (left)");
   EXPECT_EQ(body.at("lock"), nullptr);
-  ASSERT_TRUE(wait_until([&] { return status_of(id) == "ready"; })) << status_of(id);
+  ASSERT_TRUE(eventually([&] { return status_of(id) == "ready"; }, kWaitMax)) << status_of(id);
 
   const json::object m = movie(id, bob_);
   EXPECT_EQ(m.at("fps").to_number<double>(), 25);
@@ -461,11 +457,14 @@ TEST_P(MoviesApiTest, AnExpiredLeaseIsTakenOverAndItsHolderIsRefused) {
   const std::string id = ready_movie();
   const std::string old_lease = lease_of(id, bob_);
   std::string new_lease;
-  ASSERT_TRUE(wait_until([&] {
-    const HttpResponse r = take_lease(id, cy_);
-    if (r.status == 200) new_lease = std::string(json::parse(r.body).at("lease_id").as_string());
-    return r.status == 200;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        const HttpResponse r = take_lease(id, cy_);
+        if (r.status == 200)
+          new_lease = std::string(json::parse(r.body).at("lease_id").as_string());
+        return r.status == 200;
+      },
+      kWaitMax));
   EXPECT_EQ(
       call("POST", "/api/movies/" + id + "/analysis-lease/heartbeat", bob_, with_lease(old_lease))
           .status,
@@ -674,8 +673,8 @@ TEST_P(MoviesApiTest, ARedeliveredJobMessageIsANoOp) {
   const std::string message = json::serialize(json::object{{"movie_id", id}, {"job_id", job}});
   ASSERT_TRUE(serving_->movies().trace_queue().send(message).ok());
   serving_->movies().trace_queued();
-  ASSERT_TRUE(
-      wait_until([&] { return serving_->movies().trace_stats().at(0).stale_messages == 1; }));
+  ASSERT_TRUE(eventually([&] { return serving_->movies().trace_stats().at(0).stale_messages == 1; },
+                         kWaitMax));
   EXPECT_EQ(serving_->movies().trace_stats().at(0).claimed, 1u);
   EXPECT_EQ(status_of(id), "traced");
   EXPECT_EQ(call("GET", "/api/movies/" + id + "/frames", ada_).body, frames);
@@ -686,7 +685,7 @@ TEST_P(MoviesApiTest, OnlyTheOwnerOrAnAdminRemovesAMovieAndOnlyWhenItIsFree) {
   serve();
   const json::value created = ok_json(upload(files_ / "spots.avi", "bobs", bob_), 201);
   const std::string id(created.at("id").as_string());
-  ASSERT_TRUE(wait_until([&] { return status_of(id) == "ready"; }));
+  ASSERT_TRUE(eventually([&] { return status_of(id) == "ready"; }, kWaitMax));
   EXPECT_EQ(call("DELETE", "/api/movies/" + id, cy_).status, 403);
   const std::string lease = lease_of(id, cy_);
   EXPECT_EQ(call("DELETE", "/api/movies/" + id, bob_).status, 409);
@@ -695,7 +694,8 @@ TEST_P(MoviesApiTest, OnlyTheOwnerOrAnAdminRemovesAMovieAndOnlyWhenItIsFree) {
   EXPECT_EQ(media_files().size(), 1u);
   EXPECT_EQ(call("DELETE", "/api/movies/" + id, bob_).status, 202);
   // Marked at once, removed off the request by the probe worker.
-  ASSERT_TRUE(wait_until([&] { return call("GET", "/api/movies/" + id, bob_).status == 404; }));
+  ASSERT_TRUE(
+      eventually([&] { return call("GET", "/api/movies/" + id, bob_).status == 404; }, kWaitMax));
   EXPECT_EQ(call("GET", "/api/movies/" + id + "/video", bob_).status, 404);
   EXPECT_TRUE(media_files().empty());
 
@@ -704,8 +704,8 @@ TEST_P(MoviesApiTest, OnlyTheOwnerOrAnAdminRemovesAMovieAndOnlyWhenItIsFree) {
   const std::string bobs_again(
       ok_json(upload(files_ / "spots.avi", "again", bob_), 201).at("id").as_string());
   EXPECT_EQ(call("DELETE", "/api/movies/" + bobs_again, ada_).status, 202);
-  ASSERT_TRUE(
-      wait_until([&] { return call("GET", "/api/movies/" + bobs_again, bob_).status == 404; }));
+  ASSERT_TRUE(eventually(
+      [&] { return call("GET", "/api/movies/" + bobs_again, bob_).status == 404; }, kWaitMax));
   EXPECT_EQ(ok_json(call("GET", "/api/movies", bob_)).as_array().size(), 1u);
   EXPECT_EQ(call("GET", "/api/movies/" + other, bob_).status, 200);
 }
@@ -823,7 +823,8 @@ TEST_P(MoviesApiTest, FramesOfAMovieNotProbedAre409AndTheImagesGoWithTheMovie) {
   const fs::path images = media() / movies::kFrameCacheFolder / id;
   ASSERT_TRUE(fs::exists(images / "2.jpg"));
   EXPECT_EQ(call("DELETE", "/api/movies/" + id, ada_).status, 202);
-  ASSERT_TRUE(wait_until([&] { return call("GET", "/api/movies/" + id, bob_).status == 404; }));
+  ASSERT_TRUE(
+      eventually([&] { return call("GET", "/api/movies/" + id, bob_).status == 404; }, kWaitMax));
   EXPECT_FALSE(fs::exists(images));
   EXPECT_EQ(call("GET", "/api/movies/" + id + "/frames/2.jpg", bob_).status, 404);
 
@@ -920,11 +921,13 @@ TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamedAndSaf
                 .status,
             200);
   start_trace(id, lease);
-  ASSERT_TRUE(wait_until([&] {
-    const json::value audit = ok_json(call("GET", m + "/audit", ada_));
-    return audit.as_array().size() == 4 &&
-           audit.as_array().back().at("event") == movies::kEventTracingCompleted;
-  }));
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json::value audit = ok_json(call("GET", m + "/audit", ada_));
+        return audit.as_array().size() == 4 &&
+               audit.as_array().back().at("event") == movies::kEventTracingCompleted;
+      },
+      kWaitMax));
 
   // Frames 2 and 4 of the first trace are still stored; only 6 and 8 are read.
   const HttpResponse first = call("GET", m + "/frames?limit=1", bob_);
@@ -962,8 +965,8 @@ TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamedAndSaf
   // Traced again while a client pages: its next page would mix two traces.
   lease = lease_of(id, ada_);
   start_trace(id, lease);
-  ASSERT_TRUE(
-      wait_until([&] { return ok_json(call("GET", m + "/audit", ada_)).as_array().size() == 6; }));
+  ASSERT_TRUE(eventually(
+      [&] { return ok_json(call("GET", m + "/audit", ada_)).as_array().size() == 6; }, kWaitMax));
   const HttpResponse stale = call("GET", next, bob_);
   EXPECT_EQ(stale.status, 409);
   EXPECT_NE(stale.body.find("first page"), std::string::npos) << stale.body;

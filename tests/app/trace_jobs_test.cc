@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
-#include <thread>
 
 #include "../dynamodb/dynalite_fixture.h"
 #include "leasehold/queue.h"
@@ -19,6 +18,7 @@
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "movies/trace_worker.h"
+#include "testing/eventually.h"
 #include "testing/store_wrapper.h"
 #include "tracer/synthetic_movie.h"
 
@@ -38,14 +38,10 @@ enum class Fault {
 
 const User kAda{"ada", "Ada L."};
 
-bool wait_until(const std::function<bool()>& condition, Duration timeout = seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
-}
+using leasehold::testing::eventually;
+
+// How long a test waits for a worker or the store.
+constexpr milliseconds kWaitMax = seconds(30);
 
 // Faults for chosen writes and reads: the next writes to a table that touch
 // an attribute, the next reads of a table, or every call after a number of
@@ -278,9 +274,9 @@ class TraceJobsTest : public ::testing::TestWithParam<Backend> {
 
   // The job ends traced, with its start and completion audited once each.
   void expect_traced(const std::string& id) {
-    ASSERT_TRUE(wait_until([&] { return status(id) == kStatusTraced; })) << status(id);
+    ASSERT_TRUE(eventually([&] { return status(id) == kStatusTraced; }, kWaitMax)) << status(id);
     EXPECT_EQ(movies_->get(id)->frames_done, 12);
-    ASSERT_TRUE(wait_until([&] { return events(id).size() >= 2; }));
+    ASSERT_TRUE(eventually([&] { return events(id).size() >= 2; }, kWaitMax));
     EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingCompleted}));
   }
 
@@ -309,7 +305,7 @@ TEST_P(TraceJobsTest, JobsWaitingLongerThanTheirTtlAreStillTraced) {
     return item.ok() && *get_string(*item, attr::kStatus) == kStatusQueued &&
            *get_int(*item, "tracing_expires_at_ms") + 100 < to_unix_ms(clock_.wall_now());
   };
-  ASSERT_TRUE(wait_until([&] { return std::all_of(ids.begin(), ids.end(), expired); }))
+  ASSERT_TRUE(eventually([&] { return std::all_of(ids.begin(), ids.end(), expired); }, kWaitMax))
       << "the leases expire while queued; the movies stay queued";
   start_worker();
   for (const std::string& id : ids) expect_traced(id);
@@ -338,7 +334,8 @@ TEST_P(TraceJobsTest, AClaimThatCannotBeReadBackIsLeftForRedelivery) {
   store_->fail_reads(kMoviesTable, 1);
   start_worker(milliseconds(500));
   // No read of the test's own until the worker's read-back has failed.
-  ASSERT_TRUE(wait_until([&] { return worker_->stats().messages >= 2; })) << "delivered again";
+  ASSERT_TRUE(eventually([&] { return worker_->stats().messages >= 2; }, kWaitMax))
+      << "delivered again";
   expect_traced(id);
   EXPECT_EQ(store_->faults(), 2);
 }
@@ -372,10 +369,10 @@ TEST_P(TraceJobsTest, AJobNeverPublishedIsEndedOnceByTheNextReader) {
   const std::string id = traced_movie_started();
   store_->fail_writes(kMoviesTable, attr::kJobAuditPending, Fault::kUnavailable, 1'000'000);
   start_worker();
-  ASSERT_TRUE(wait_until([&] { return worker_->stats().lost == 1; }));
+  ASSERT_TRUE(eventually([&] { return worker_->stats().lost == 1; }, kWaitMax));
   store_->clear_faults();
-  ASSERT_TRUE(wait_until([&] { return status(id) == kStatusTracingFailed; }));
-  ASSERT_TRUE(wait_until([&] { return events(id).size() >= 2; }));
+  ASSERT_TRUE(eventually([&] { return status(id) == kStatusTracingFailed; }, kWaitMax));
+  ASSERT_TRUE(eventually([&] { return events(id).size() >= 2; }, kWaitMax));
   EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingFailed}));
   (void)movies_->get(id);
   EXPECT_EQ(events(id).size(), 2u);
@@ -401,7 +398,7 @@ TEST_P(TraceJobsTest, AnEnqueueWithoutAnAnswerEndsTheJobOnce) {
   }
   store_->clear_faults();
   const uint64_t messages = worker_->stats().messages;
-  ASSERT_TRUE(wait_until([&] { return worker_->stats().stale_messages >= 1; }))
+  ASSERT_TRUE(eventually([&] { return worker_->stats().stale_messages >= 1; }, kWaitMax))
       << "the message stored without an answer is received, and found stale: messages "
       << worker_->stats().messages << ", claimed " << worker_->stats().claimed;
   EXPECT_EQ(worker_->stats().claimed, 0u);

@@ -19,10 +19,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "net/websocket.h"
+#include "testing/eventually.h"
 #include "testing/test_pki.h"
 
 extern char** environ;
@@ -31,19 +31,10 @@ namespace leasehold::fleet {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
-// Polls `condition` until it holds or `timeout` passes: for what no event
-// announces (a file another process writes, a child exiting).
-template <typename F>
-bool wait_until(F condition, std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (!condition()) {
-    if (Clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
-}
+// For what no event announces (a file another process writes, a child
+// exiting).
+using leasehold::testing::eventually;
 
 // upstream.py as a child process, stopped with SIGTERM at the end, which
 // must make it exit 0.
@@ -77,7 +68,7 @@ class PythonUpstream {
       pid_ = -1;
       return;
     }
-    if (!wait_until([&] { return std::filesystem::exists(port_file) || exited(); }, 20s) ||
+    if (!eventually([&] { return std::filesystem::exists(port_file) || exited(); }, 20s) ||
         exited()) {
       ADD_FAILURE() << "upstream.py did not start:\n" << log();
       return;
@@ -88,7 +79,7 @@ class PythonUpstream {
   ~PythonUpstream() {
     if (pid_ <= 0 || exited()) return;
     ::kill(pid_, SIGTERM);
-    if (!wait_until([&] { return exited(); }, 10s)) {
+    if (!eventually([&] { return exited(); }, 10s)) {
       ADD_FAILURE() << "upstream.py ignored SIGTERM";
       ::kill(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);

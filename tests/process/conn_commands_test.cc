@@ -281,7 +281,7 @@ TEST_P(ConnCommandsTest, RmWaitsForTheWorkerToLetGo) {
   const std::unique_ptr<Process> rm = start_lh({"conn", "rm", "a"});
   const std::string waiting =
       "leasehold: connection 'a' is removed; waiting up to 30s for worker worker-1 to let go\n";
-  ASSERT_TRUE(wait_until([&] { return rm->err_so_far() == waiting; }, milliseconds(20'000)))
+  ASSERT_TRUE(eventually([&] { return rm->err_so_far() == waiting; }, milliseconds(20'000)))
       << rm->err_so_far();
   EXPECT_FALSE(rm->exited());
   EXPECT_EQ(rm->out_so_far(), "");
@@ -320,7 +320,7 @@ TEST_P(ConnCommandsTest, ARemovedConnectionAddedAgainStreamsAfterItsOldHolderUnd
   using namespace std::chrono_literals;
   const std::unique_ptr<Process> sim =
       start_lh({"upstream-sim", "--listen", "127.0.0.1:0", "--rate-per-conn", "50"});
-  ASSERT_TRUE(wait_until([&] { return sim->out_so_far().find('\n') != std::string::npos; }, 20s))
+  ASSERT_TRUE(eventually([&] { return sim->out_so_far().find('\n') != std::string::npos; }, 20s))
       << sim->err_so_far();
   const std::string listening(
       parse_object(lines_of(sim->out_so_far()).at(0)).at("listening").as_string());
@@ -349,7 +349,7 @@ TEST_P(ConnCommandsTest, ARemovedConnectionAddedAgainStreamsAfterItsOldHolderUnd
     const std::vector<Line> all = lines();
     return std::any_of(all.begin(), all.end(), [&](const Line& l) { return l.epoch == epoch; });
   };
-  ASSERT_TRUE(wait_until([&] { return has_epoch(1); }, 20s)) << worker->err_so_far();
+  ASSERT_TRUE(eventually([&] { return has_epoch(1); }, 20s)) << worker->err_so_far();
 
   const RunResult rm = lh({"conn", "rm", "a"});
   ASSERT_EQ(rm.exit_code, 0) << rm.err;
@@ -357,7 +357,7 @@ TEST_P(ConnCommandsTest, ARemovedConnectionAddedAgainStreamsAfterItsOldHolderUnd
   boost::json::object added = connection("a", "STARTED", url);
   added["epoch"] = 1;
   EXPECT_EQ(ok({"conn", "add", "a", "--url", url}), added);
-  ASSERT_TRUE(wait_until([&] { return has_epoch(2); }, 20s)) << worker->err_so_far();
+  ASSERT_TRUE(eventually([&] { return has_epoch(2); }, 20s)) << worker->err_so_far();
 
   ASSERT_EQ(::kill(worker->pid(), SIGTERM), 0);
   ASSERT_TRUE(worker->wait_for(20'000ms));

@@ -93,7 +93,7 @@ TEST_F(DemoTest, TheSampleMovieIsReadyForTheDemoUser) {
       "A sample movie: http://([^/]+)/movies/([0-9a-z]+) ");
   std::smatch m;
   std::string out;
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         out = demo->out_so_far();
         return std::regex_search(out, m, printed) ||
@@ -140,7 +140,7 @@ TEST_F(DemoTest, TheSampleMovieIsReadyForTheDemoUser) {
 
 TEST_F(DemoTest, SigtermStopsEveryChildAndRemovesTheDirectory) {
   auto demo = start_demo({"--connections", "6"});
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] { return demo->out_so_far().find("started workers") != std::string::npos; }, 30s))
       << demo->out_so_far() << demo->err_so_far();
   ASSERT_FALSE(children_left().empty());
@@ -153,13 +153,13 @@ TEST_F(DemoTest, SigtermStopsEveryChildAndRemovesTheDirectory) {
 
 TEST_F(DemoTest, ChildrenDieWithAKilledDemo) {
   auto demo = start_demo({"--connections", "6"});
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] { return demo->out_so_far().find("started workers") != std::string::npos; }, 30s))
       << demo->out_so_far() << demo->err_so_far();
   ASSERT_FALSE(children_left().empty());
   kill(demo->pid(), SIGKILL);
   ASSERT_TRUE(demo->wait_for(10s));
-  EXPECT_TRUE(wait_until([&] { return children_left().empty(); }, 10s));
+  EXPECT_TRUE(eventually([&] { return children_left().empty(); }, 10s));
 }
 
 }  // namespace

@@ -494,10 +494,10 @@ TEST_F(DynamoDbFaultsTest, HoldWhoseRenewalsAreAllThrottledStopsItsCommandBefore
                             "; kill $!; exit 143' TERM; "
                             "sleep 60 & wait"});
   // Once the acquire has been forwarded, throttle everything after it.
-  ASSERT_TRUE(wait_until([&] { return proxy_->count("UpdateItem") >= 1; }, kRunTimeout))
+  ASSERT_TRUE(eventually([&] { return proxy_->count("UpdateItem") >= 1; }, kRunTimeout))
       << hold->err_so_far();
   proxy_->add_rule(reply_rule("UpdateItem", -1, 400, "ProvisionedThroughputExceededException"));
-  ASSERT_TRUE(wait_until([&] { return stored("k").has_value(); }, kRunTimeout));
+  ASSERT_TRUE(eventually([&] { return stored("k").has_value(); }, kRunTimeout));
   const auto item = stored("k");
   ASSERT_TRUE(item);
   const int64_t expires_at_ms = item->at("expires_at_ms").as_int64();
@@ -525,7 +525,7 @@ TEST_F(DynamoDbFaultsTest, HoldWhoseRenewalsAreAllThrottledStopsItsCommandBefore
   RunResult contender = direct({"lease", "acquire", "k", "--owner", "b"});
   if (contender.exit_code != 0) {
     EXPECT_EQ(contender.exit_code, 3) << contender.err;
-    ASSERT_TRUE(wait_until([&] { return wall_now_ms() > expires_at_ms; }, kRunTimeout));
+    ASSERT_TRUE(eventually([&] { return wall_now_ms() > expires_at_ms; }, kRunTimeout));
     contender = direct({"lease", "acquire", "k", "--owner", "b"});
   }
   ASSERT_EQ(contender.exit_code, 0) << contender.err;

@@ -46,7 +46,7 @@ class FleetTest : public BackendTest {
                                  std::string(LEASEHOLD_SOURCE_DIR) + "/tests/fleet/upstream.py",
                                  "--port-file", port_file.string(), "--rate", "40"},
         dir());
-    ASSERT_TRUE(wait_until([&] { return !read_file(port_file).empty(); }, 20s))
+    ASSERT_TRUE(eventually([&] { return !read_file(port_file).empty(); }, 20s))
         << upstream_->err_so_far();
     port_ = read_file(port_file);
     while (!port_.empty() && (port_.back() == '\n' || port_.back() == ' ')) port_.pop_back();
@@ -209,7 +209,7 @@ class FleetTest : public BackendTest {
 
   // Waits until every connection is owned and has streamed past `seq`.
   bool all_streaming_past(int connections, int64_t seq, milliseconds limit = 30s) {
-    return wait_until(
+    return eventually(
         [&] {
           const auto s = sinks();
           if (static_cast<int>(s.size()) < connections) return false;
@@ -227,7 +227,7 @@ class FleetTest : public BackendTest {
   bool all_progress(milliseconds limit = 30s) {
     std::map<std::string, int64_t> before;
     for (const auto& [conn, lines] : sinks()) before[conn] = last_seq(conn);
-    return wait_until(
+    return eventually(
         [&] {
           for (const auto& [conn, seq] : before) {
             if (last_seq(conn) < seq + 2) return false;
@@ -255,7 +255,7 @@ TEST_P(FleetTest, AKilledWorkersConnectionsStreamAgainWithinTheTtl) {
   std::vector<std::unique_ptr<Process>> workers;
   for (const char* id : {"w1", "w2", "w3"}) workers.push_back(start_worker(id));
   ASSERT_TRUE(all_streaming_past(9, 3)) << workers[0]->err_so_far();
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         auto c = owned_counts();
         return c["w1"] > 0 && c[""] == 0;
@@ -271,7 +271,7 @@ TEST_P(FleetTest, AKilledWorkersConnectionsStreamAgainWithinTheTtl) {
 
   // Each of w1's connections streams again, on another worker, within the ttl + 1 s.
   std::map<std::string, int64_t> resumed_at;
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         for (const auto& [conn, lines] : sinks()) {
           if (!lost.contains(conn) || resumed_at.contains(conn)) continue;
@@ -298,7 +298,7 @@ TEST_P(FleetTest, ASigtermHandsEveryConnectionOverWithoutARepeat) {
   std::vector<std::unique_ptr<Process>> workers;
   for (const char* id : {"w1", "w2"}) workers.push_back(start_worker(id));
   ASSERT_TRUE(all_streaming_past(6, 3));
-  ASSERT_TRUE(wait_until([&] { return owned_counts()["w1"] == 3; }, 20s));
+  ASSERT_TRUE(eventually([&] { return owned_counts()["w1"] == 3; }, 20s));
   std::set<std::string> handed;
   for (const auto& [conn, owner] : owners()) {
     if (owner == "w1") handed.insert(conn);
@@ -309,7 +309,7 @@ TEST_P(FleetTest, ASigtermHandsEveryConnectionOverWithoutARepeat) {
   EXPECT_EQ(workers[0]->result().exit_code, 0) << workers[0]->result().err;
 
   std::map<std::string, int64_t> resumed_at;
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         for (const auto& [conn, lines] : sinks()) {
           if (!handed.contains(conn) || resumed_at.contains(conn)) continue;
@@ -338,7 +338,7 @@ TEST_P(FleetTest, AWorkerPausedPastItsTtlWritesNothingMoreForWhatItLost) {
   ASSERT_TRUE(all_streaming_past(4, 3));
   // What w1 holds as it is paused, once the fleet is balanced: connection → epoch.
   std::map<std::string, int64_t> held;
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         held.clear();
         int live = 0;
@@ -355,7 +355,7 @@ TEST_P(FleetTest, AWorkerPausedPastItsTtlWritesNothingMoreForWhatItLost) {
       20s));
   const auto paused_at = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(workers[0]->pid(), SIGSTOP), 0);
-  ASSERT_TRUE(wait_until([&] { return owned_counts()["w2"] == 4; }, 30s));
+  ASSERT_TRUE(eventually([&] { return owned_counts()["w2"] == 4; }, 30s));
   // The scenario: w1 stays paused for twice the ttl.
   std::this_thread::sleep_until(paused_at + 2 * kTtl);
   const int64_t resumed_at = now_ms();
@@ -363,7 +363,7 @@ TEST_P(FleetTest, AWorkerPausedPastItsTtlWritesNothingMoreForWhatItLost) {
   // Once w1 has noticed (it says so for each), nothing it wrote under the
   // leases it lost is later than its wake-up. (It may take connections anew,
   // under new epochs, as its share.)
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         const std::string err = workers[0]->err_so_far();
         size_t losses = 0;
@@ -394,7 +394,7 @@ TEST_P(FleetTest, ConnStopClosesWithinARenewPeriodAndStartResumes) {
   ASSERT_TRUE(all_streaming_past(2, 3));
   const int64_t stopped_at = now_ms();
   ASSERT_EQ(lh({"conn", "stop", "c0"}).exit_code, 0);
-  ASSERT_TRUE(wait_until([&] { return owners()["c0"].empty(); }, 10s));
+  ASSERT_TRUE(eventually([&] { return owners()["c0"].empty(); }, 10s));
   const int64_t last = last_seq("c0");
   int64_t last_written = 0;
   const auto all = sinks();
@@ -402,7 +402,7 @@ TEST_P(FleetTest, ConnStopClosesWithinARenewPeriodAndStartResumes) {
   EXPECT_LE(last_written - stopped_at, std::chrono::milliseconds(kRenewEvery).count());
   ASSERT_TRUE(all_streaming_past(1, 0));
   ASSERT_EQ(lh({"conn", "start", "c0"}).exit_code, 0);
-  ASSERT_TRUE(wait_until([&] { return last_seq("c0") > last + 2; }, 20s));
+  ASSERT_TRUE(eventually([&] { return last_seq("c0") > last + 2; }, 20s));
   stop_gracefully(workers);
   check_sinks({});
 }
@@ -411,10 +411,10 @@ TEST_P(FleetTest, ThirtyConnectionsSpreadTenTenTenWhenTwoWorkersJoin) {
   add_connections(30);
   std::vector<std::unique_ptr<Process>> workers;
   workers.push_back(start_worker("w1"));
-  ASSERT_TRUE(wait_until([&] { return owned_counts()["w1"] == 30; }, 30s));
+  ASSERT_TRUE(eventually([&] { return owned_counts()["w1"] == 30; }, 30s));
   workers.push_back(start_worker("w2"));
   workers.push_back(start_worker("w3"));
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         auto c = owned_counts();
         return c[""] == 0 && std::abs(c["w1"] - 10) <= 1 && std::abs(c["w2"] - 10) <= 1 &&
@@ -440,7 +440,7 @@ TEST_P(FleetTest, AMixedFleetWithAForeignWorkerKeepsTheGuarantees) {
   workers.push_back(start_worker("w1"));
   workers.push_back(start_worker("w2", "6"));  // leaves room for the foreign worker later
   ASSERT_TRUE(all_streaming_past(9, 3));
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         auto c = owned_counts();
         return c["w1"] >= 3 && c["w2"] >= 3 && c[""] == 0;
@@ -456,7 +456,7 @@ TEST_P(FleetTest, AMixedFleetWithAForeignWorkerKeepsTheGuarantees) {
   const std::set<std::string> lost = held_by("w1");  // as it died (see above)
   // w1's connections go to w2 (up to its 6) and to F, which takes them over
   // w1's token, left in place.
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         auto c = owned_counts();
         return c["w1"] == 0 && c[""] == 0 && c["F"] == 3;
@@ -470,7 +470,7 @@ TEST_P(FleetTest, AMixedFleetWithAForeignWorkerKeepsTheGuarantees) {
   ASSERT_EQ(::kill(workers[2]->pid(), SIGTERM), 0);
   ASSERT_TRUE(workers[2]->wait_for(10s));
   workers.push_back(start_worker("w3"));
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         auto c = owned_counts();
         return c["w2"] + c["w3"] == 9 && c["w3"] >= 3 && c["w3"] <= 4;
@@ -497,10 +497,10 @@ TEST_P(FleetTest, BadUpstreamsAreSurvivedAndReportedAndNothingIsLost) {
       0);
   std::vector<std::unique_ptr<Process>> workers;
   workers.push_back(start_worker("w1"));
-  ASSERT_TRUE(wait_until([&] { return last_seq("garbage") > 30 && last_seq("drops") > 50; }, 30s))
+  ASSERT_TRUE(eventually([&] { return last_seq("garbage") > 30 && last_seq("drops") > 50; }, 30s))
       << workers[0]->err_so_far();
   std::map<std::string, std::string> errors;
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         for (const std::string& line : lines_of(lh({"conn", "list"}).out)) {
           const auto o = parse_object(line);
@@ -525,18 +525,18 @@ TEST_P(FleetTest, OverCapacityEverySlotIsUsed) {
   add_connections(6);
   std::vector<std::unique_ptr<Process>> workers;
   workers.push_back(start_worker("w1", "5"));
-  ASSERT_TRUE(wait_until([&] { return owned_counts()["w1"] == 5; }, 20s)) << counts_text();
-  ASSERT_TRUE(wait_until([&] { return streaming_past(3) == 5; }, 20s)) << counts_text();
+  ASSERT_TRUE(eventually([&] { return owned_counts()["w1"] == 5; }, 20s)) << counts_text();
+  ASSERT_TRUE(eventually([&] { return streaming_past(3) == 5; }, 20s)) << counts_text();
   add_connections(2, "d");
   workers.push_back(start_worker("w2", "5"));
-  ASSERT_TRUE(wait_until([&] { return streaming_past(3) == 8; }, 20s)) << counts_text();
+  ASSERT_TRUE(eventually([&] { return streaming_past(3) == 8; }, 20s)) << counts_text();
   // Eight between two of five: both full or 4 and 4, as the balance goes.
-  ASSERT_TRUE(wait_until([&] { return owned_counts()["w1"] + owned_counts()["w2"] == 8; }, 10s))
+  ASSERT_TRUE(eventually([&] { return owned_counts()["w1"] + owned_counts()["w2"] == 8; }, 10s))
       << counts_text();
   ASSERT_EQ(::kill(workers[0]->pid(), SIGTERM), 0);
   ASSERT_TRUE(workers[0]->wait_for(10s));
   const int64_t exited_at = now_ms();
-  ASSERT_TRUE(wait_until([&] { return owned_counts()["w2"] == 5; }, 10s)) << counts_text();
+  ASSERT_TRUE(eventually([&] { return owned_counts()["w2"] == 5; }, 10s)) << counts_text();
   // Taken because w1 gave its leases back, not because they ran out: a
   // lease w1 still held ends at least ttl - renew period (3 s) after its
   // exit, plus the clock-skew bound. (Measured from the exit, not the
@@ -545,7 +545,7 @@ TEST_P(FleetTest, OverCapacityEverySlotIsUsed) {
   // Five of the eight stream on (the fleet holds five now).
   std::map<std::string, int64_t> before;
   for (const auto& [conn, lines] : sinks()) before[conn] = last_seq(conn);
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         int moving = 0;
         for (const auto& [conn, seq] : before) moving += last_seq(conn) >= seq + 2 ? 1 : 0;
@@ -581,7 +581,7 @@ TEST_P(FleetTest, AFlappingUpstreamIsRetriedWithCappedBackoffAndReported) {
     }
     return at;
   };
-  ASSERT_TRUE(wait_until([&] { return !tries().empty(); }, 20s)) << workers[0]->err_so_far();
+  ASSERT_TRUE(eventually([&] { return !tries().empty(); }, 20s)) << workers[0]->err_so_far();
   const int64_t first = tries().front();
   // The scenario: eight seconds of a flapping peer. Waits of at least 100,
   // 200, 400, 800, 1600 and 3200 ms: at most 7 tries (every 200 ms: 40).
@@ -594,7 +594,7 @@ TEST_P(FleetTest, AFlappingUpstreamIsRetriedWithCappedBackoffAndReported) {
     EXPECT_GE(at[i] - at[i - 1] + 5, at[i - 1] - at[i - 2]) << "try " << i;
   }
   std::string error;
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         for (const std::string& line : lines_of(lh({"conn", "list"}).out)) {
           error = std::string(parse_object(line).at("last_error").as_string());
@@ -633,7 +633,7 @@ TEST_P(FleetTest, ConnSetUrlMovesTheStreamUnderANewEpochWithoutOverlap) {
       lh({"conn", "set", "c0", "--url", "ws://127.0.0.1:" + port_ + "/s/c0-moved?from={next_seq}"});
   ASSERT_EQ(set.exit_code, 0) << set.err;
   // The upstream names the connection in each message: the moved stream's say so.
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         const std::string all = read_file(dir() / "w1.jsonl");
         return all.find("\"conn\":\"c0-moved\"") != std::string::npos;

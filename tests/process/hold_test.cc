@@ -18,7 +18,7 @@ class HoldTest : public BackendTest {
   // Waits for the command to write its pid to `pid_file` and returns it.
   pid_t wait_for_pid(const std::filesystem::path& pid_file) const {
     std::string text;
-    const bool written = wait_until(
+    const bool written = eventually(
         [&] {
           text = read_file(pid_file);
           return !text.empty() && text.back() == '\n';
@@ -83,7 +83,7 @@ class HoldTest : public BackendTest {
             "(echo '.timeout 5000'; echo 'BEGIN EXCLUSIVE;'; echo \"SELECT 'locked';\"; " +
                 keep_while + "; echo 'COMMIT;') | sqlite3 '" + db_path().string() + "' 1>&2"},
         dir());
-    EXPECT_TRUE(wait_until([&] { return locker->err_so_far().find("locked") != std::string::npos; },
+    EXPECT_TRUE(eventually([&] { return locker->err_so_far().find("locked") != std::string::npos; },
                            kEventTimeout))
         << "the store was never locked";
     return locker;
@@ -93,7 +93,7 @@ class HoldTest : public BackendTest {
   // `precondition` held before the attempt that succeeded.
   bool take_over(const std::function<bool()>& precondition) const {
     bool held_before_success = false;
-    const bool took = wait_until(
+    const bool took = eventually(
         [&] {
           const bool held = precondition();
           const RunResult r = lh({"lease", "acquire", "job", "--owner", "b", "--ttl", "60s"});
@@ -125,7 +125,7 @@ TEST_P(HoldTest, RunsTheCommandUnderTheLeaseAndReleasesAfterwards) {
                         "echo \"$LEASEHOLD_TOKEN $LEASEHOLD_EPOCH\" > " + env_file + ".tmp && mv " +
                             env_file + ".tmp " + env_file + "; while [ ! -e " + stop_file +
                             " ]; do sleep 0.05; done; echo finished"});
-  ASSERT_TRUE(wait_until([&] { return std::filesystem::exists(env_file); }, kEventTimeout))
+  ASSERT_TRUE(eventually([&] { return std::filesystem::exists(env_file); }, kEventTimeout))
       << hold->err_so_far();
   const auto shown = show("job");
   ASSERT_TRUE(shown);
@@ -214,10 +214,10 @@ TEST_P(HoldTest, AKilledHolderTakesItsCommandAlongAndTheLeaseExpires) {
   ASSERT_TRUE(before);
   ASSERT_EQ(kill(hold->pid(), SIGKILL), 0);
   ASSERT_TRUE(hold->wait_for(kEventTimeout));
-  EXPECT_TRUE(wait_until([&] { return process_gone(child); }, kEventTimeout))
+  EXPECT_TRUE(eventually([&] { return process_gone(child); }, kEventTimeout))
       << "the command outlived its holder";
   std::optional<boost::json::object> taken;
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         const RunResult r = lh({"lease", "acquire", "job", "--owner", "b", "--ttl", "20s"});
         if (r.exit_code == 0) taken = parse_object(r.out);
@@ -236,7 +236,7 @@ TEST_P(HoldTest, APausedHolderNoticesTheLossWhenResumed) {
   ASSERT_EQ(kill(hold->pid(), SIGSTOP), 0);
   ASSERT_EQ(kill(child, SIGSTOP), 0);
   std::optional<boost::json::object> taken;
-  const bool took = wait_until(
+  const bool took = eventually(
       [&] {
         const RunResult r = lh({"lease", "acquire", "job", "--owner", "b", "--ttl", "60s"});
         if (r.exit_code == 0) taken = parse_object(r.out);
@@ -269,7 +269,7 @@ TEST_P(HoldTest, APausedHoldersCommandIsStoppedWithEverythingItStarted) {
   ASSERT_EQ(kill(hold->pid(), SIGCONT), 0);
   ASSERT_TRUE(hold->wait_for(kEventTimeout)) << "the resumed holder did not notice the loss";
   EXPECT_EQ(hold->result().exit_code, 3) << hold->result().err;
-  EXPECT_TRUE(wait_until([&] { return process_gone(grandchild); }, kEventTimeout))
+  EXPECT_TRUE(eventually([&] { return process_gone(grandchild); }, kEventTimeout))
       << "the command's child outlived the lease";
   kill_if_running(grandchild);
 }
@@ -280,7 +280,7 @@ TEST_P(HoldTest, AKilledHolderTakesTheCommandsChildrenAlong) {
   const pid_t grandchild = wait_for_pid(grandchild_file);
   ASSERT_EQ(kill(hold->pid(), SIGKILL), 0);
   ASSERT_TRUE(hold->wait_for(kEventTimeout));
-  EXPECT_TRUE(wait_until([&] { return process_gone(grandchild); }, kEventTimeout))
+  EXPECT_TRUE(eventually([&] { return process_gone(grandchild); }, kEventTimeout))
       << "the command's child outlived its holder";
   kill_if_running(grandchild);
 }
@@ -344,7 +344,7 @@ TEST_P(HoldTest, LeftoversOfACommandAreKilledBeforeTheLeaseIsReleased) {
   EXPECT_EQ(r.exit_code, 5) << r.err;
   EXPECT_NE(r.err.find("left running"), std::string::npos) << r.err;
   const pid_t grandchild = wait_for_pid(grandchild_file);
-  EXPECT_TRUE(wait_until([&] { return process_gone(grandchild); }, kEventTimeout))
+  EXPECT_TRUE(eventually([&] { return process_gone(grandchild); }, kEventTimeout))
       << "the command's leftover outlived the lease";
   kill_if_running(grandchild);
   EXPECT_EQ(show("job")->at("held"), false);
@@ -374,7 +374,7 @@ TEST_P(HoldStuckStoreTest, ATermIgnoringCommandIsKilledBeforeTheStoredExpiry) {
   auto hold = hold_sleeper({"--ttl", "6s", "--grace", "1500ms"}, child, "trap '' TERM; ");
   const std::string unlock = path("unlock");
   auto locker = lock_store("while [ ! -e '" + unlock + "' ]; do sleep 0.05; done");
-  ASSERT_TRUE(wait_until([&] { return process_gone(child); }, kEventTimeout))
+  ASSERT_TRUE(eventually([&] { return process_gone(child); }, kEventTimeout))
       << "the command was never stopped";
   const int64_t dead_by_ms = wall_now_ms();
   std::ofstream(unlock).put('\n');

@@ -126,7 +126,7 @@ TEST_P(LeaseCommandsTest, ListSplitsHeldFromExpired) {
                 .exit_code,
             0);
   acquire("short", "d", "1500ms");
-  ASSERT_TRUE(wait_until([&] { return show("short")->at("held") == false; }, milliseconds(10'000)));
+  ASSERT_TRUE(eventually([&] { return show("short")->at("held") == false; }, milliseconds(10'000)));
 
   const std::set<std::string> all = {"held-1", "held-2", "released", "short"};
   EXPECT_EQ(keys_listed(lh({"lease", "list"})), all);
@@ -176,7 +176,7 @@ TEST_F(ProcessTest, ATokenlessTakeoverIsNeverUndoneByTheOldToken) {
       "(json_extract(data, '$.lease_owner') IS NULL OR "
       "json_extract(data, '$.lease_expires_at_ms') < " +
       now_ms + "); SELECT changes();";
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         return run({"sqlite3", db_path().string(), take_over}).out == "1\n";
       },

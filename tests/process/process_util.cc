@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "tests/dynamodb/dynalite_fixture.h"
 
@@ -105,17 +104,6 @@ std::string read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
-bool wait_until(const std::function<bool()>& condition, milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    // Re-checks a condition no event announces (a file appearing, a row
-    // changing in another process's database); the deadline bounds the wait.
-    std::this_thread::sleep_for(milliseconds(10));
-  }
-  return true;
-}
-
 boost::json::object parse_object(const std::string& line) {
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(line, ec);
@@ -133,20 +121,6 @@ std::vector<std::string> lines_of(const std::string& text) {
     if (!line.empty()) out.push_back(line);
   }
   return out;
-}
-
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string pattern = std::string(base != nullptr ? base : "/tmp") + "/leasehold-process-XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) {
-    ADD_FAILURE() << "mkdtemp: " << std::strerror(errno);
-  }
-  path_ = pattern;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
 }
 
 std::vector<std::string> ProcessTest::cli(const std::vector<std::string>& args) const {

@@ -14,14 +14,18 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "testing/eventually.h"
+#include "testing/temp_dir.h"
+
 namespace leasehold::process_test {
 
+using leasehold::testing::eventually;
+using leasehold::testing::TempDir;
 using std::chrono::milliseconds;
 
 // The path of the binary under test (a compile definition).
@@ -63,24 +67,10 @@ class Process {
 
 std::string read_file(const std::filesystem::path& path);
 
-// Polls `condition` until it holds or `timeout` passes; true if it held.
-bool wait_until(const std::function<bool()>& condition, milliseconds timeout);
-
 // The JSON object on one line; fails the test if it is not one.
 boost::json::object parse_object(const std::string& line);
 // Every non-empty line of `text`.
 std::vector<std::string> lines_of(const std::string& text);
-
-// A fresh temporary directory, removed with everything in it at the end.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // A test with its own directory and SQLite file, and shorthands for running
 // `leasehold --store sqlite:DIR/leases.db ...`.
@@ -109,7 +99,7 @@ class ProcessTest : public ::testing::Test {
   std::optional<boost::json::object> show(const std::string& key) const;
 
  private:
-  TempDir tmp_;
+  TempDir tmp_{"leasehold-process-"};
 };
 
 // The stores the CLI tests run against: an SQLite file in the test's

@@ -54,7 +54,7 @@ class ServeTest : public ProcessTest {
     const std::regex listening("\"msg\":\"listening\",\"address\":\"[^\"]*:([0-9]+)\",\"tls\":" +
                                std::string(tls ? "true" : "false"));
     std::smatch port;
-    const bool listens = wait_until(
+    const bool listens = eventually(
         [&] {
           const std::string err = server_->err_so_far();
           return std::regex_search(err, listening) || server_->wait_for(0ms);

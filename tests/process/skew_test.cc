@@ -51,7 +51,7 @@ TEST_F(SkewTest, AHolderBehindGivesUpBeforeATakerAheadMayTakeOver) {
   Process hold(skewed("-0.1", {"lease", "hold", "job", "--owner", "behind", "--ttl", "2s", "--",
                                "sh", "-c", "echo $$ > '" + pid_file + "'; exec sleep 60"}),
                dir());
-  ASSERT_TRUE(wait_until([&] { return !read_file(pid_file).empty(); }, kEventTimeout));
+  ASSERT_TRUE(eventually([&] { return !read_file(pid_file).empty(); }, kEventTimeout));
 
   // Another process takes SQLite's write lock and keeps it for 6 s: every
   // renewal now waits, and none can succeed within the holder's validity.
@@ -60,11 +60,11 @@ TEST_F(SkewTest, AHolderBehindGivesUpBeforeATakerAheadMayTakeOver) {
                   "| sqlite3 '" +
                       db_path().string() + "' 1>&2"},
                  dir());
-  ASSERT_TRUE(wait_until([&] { return locker.err_so_far().find("locked") != std::string::npos; },
+  ASSERT_TRUE(eventually([&] { return locker.err_so_far().find("locked") != std::string::npos; },
                          kEventTimeout));
   // It logs the loss right after sending its command SIGTERM; it may exit
   // only later, once the renewal stuck behind the lock returns.
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] { return hold.err_so_far().find("lost the lease") != std::string::npos; }, kEventTimeout))
       << "the stalled holder never gave up";
   const int64_t gave_up_ms = now_ms();  // true time, at or after the moment it gave up
@@ -84,7 +84,7 @@ TEST_F(SkewTest, AHolderBehindGivesUpBeforeATakerAheadMayTakeOver) {
 
   // And the taker does take it, with the next epoch.
   std::optional<boost::json::object> taken;
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] {
         Process taker(
             skewed("+0.1", {"lease", "acquire", "job", "--owner", "ahead", "--ttl", "20s"}), dir());

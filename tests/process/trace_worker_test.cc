@@ -47,7 +47,7 @@ class TraceWorkerTest : public BackendTest {
                        "--tracing-lease-ttl", kTracingTtl, "--media-dir", media()});
     const std::regex listening("\"msg\":\"listening\",\"address\":\"[^\"]*:([0-9]+)\"");
     std::smatch port;
-    ASSERT_TRUE(wait_until(
+    ASSERT_TRUE(eventually(
         [&] {
           const std::string err = serve_->err_so_far();
           return std::regex_search(err, port, listening) || serve_->wait_for(0ms);
@@ -93,7 +93,7 @@ class TraceWorkerTest : public BackendTest {
                              "@" + movie_, base_ + "/api/movies?name=long"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const std::string id(parse_object(r.out).at("id").as_string());
-    EXPECT_TRUE(wait_until([&] { return status_of(id) == "ready"; }, 60s)) << status_of(id);
+    EXPECT_TRUE(eventually([&] { return status_of(id) == "ready"; }, 60s)) << status_of(id);
     return id;
   }
 
@@ -157,7 +157,7 @@ class TraceWorkerTest : public BackendTest {
   // Waits until the trace is published as traced and its audit recorded
   // (the audit entry is written after the status).
   bool wait_traced(const std::string& id, const std::string& job) {
-    return wait_until(
+    return eventually(
         [&] {
           return status_of(id) == "traced" && audit(id).back() == "movie.tracing.completed " + job;
         },
@@ -175,7 +175,7 @@ TEST_P(TraceWorkerTest, AKilledWorkersTraceFailsWhenItsLeaseExpiresAndTheNextTra
   const std::string job = trace(id, kLongMovieFrames - 1);
   ASSERT_FALSE(job.empty());
   std::unique_ptr<Process> worker = start_worker();
-  ASSERT_TRUE(wait_until([&] { return frames_done(id) >= 1; }, 30s)) << worker->err_so_far();
+  ASSERT_TRUE(eventually([&] { return frames_done(id) >= 1; }, 30s)) << worker->err_so_far();
   ASSERT_EQ(::kill(worker->pid(), SIGKILL), 0);
   ASSERT_TRUE(worker->wait_for(10s));
   const json::object at_kill = movie(id);
@@ -184,7 +184,7 @@ TEST_P(TraceWorkerTest, AKilledWorkersTraceFailsWhenItsLeaseExpiresAndTheNextTra
 
   // Nobody renews the lease: once it expires the movie reads as failed and
   // is free, with nothing more written.
-  ASSERT_TRUE(wait_until([&] { return status_of(id) == "tracing failed"; }, 20s));
+  ASSERT_TRUE(eventually([&] { return status_of(id) == "tracing failed"; }, 20s));
   const json::object failed = movie(id);
   EXPECT_EQ(failed.at("lock"), nullptr);
   EXPECT_EQ(failed.at("frames_done"), at_kill.at("frames_done"));
@@ -206,11 +206,11 @@ TEST_P(TraceWorkerTest, AWorkerPausedPastItsLeaseWritesNothingWhenItWakes) {
   const std::string id = ready_movie();
   const std::string job = trace(id, kLongMovieFrames - 1);
   std::unique_ptr<Process> paused = start_worker();
-  ASSERT_TRUE(wait_until([&] { return frames_done(id) >= 1; }, 30s)) << paused->err_so_far();
+  ASSERT_TRUE(eventually([&] { return frames_done(id) >= 1; }, 30s)) << paused->err_so_far();
   stop_outside_a_write(*paused);
   if (HasFatalFailure()) return;
   ASSERT_LT(frames_done(id), kLongMovieFrames) << "the trace ended too soon";
-  ASSERT_TRUE(wait_until([&] { return status_of(id) == "tracing failed"; }, 20s));
+  ASSERT_TRUE(eventually([&] { return status_of(id) == "tracing failed"; }, 20s));
 
   // Another trace replaces the job, and another worker completes it.
   const std::string next = trace(id, 199);
@@ -220,7 +220,7 @@ TEST_P(TraceWorkerTest, AWorkerPausedPastItsLeaseWritesNothingWhenItWakes) {
   const std::vector<std::string> events = audit(id);
 
   ASSERT_EQ(::kill(paused->pid(), SIGCONT), 0);
-  ASSERT_TRUE(wait_until(
+  ASSERT_TRUE(eventually(
       [&] { return paused->err_so_far().find("lost its lease and stopped") != std::string::npos; },
       20s))
       << paused->err_so_far();
@@ -238,7 +238,7 @@ TEST_P(TraceWorkerTest, SigtermPublishesTheTraceUnderWayAsInterruptedAndExitsZer
   const std::string id = ready_movie();
   const std::string job = trace(id, kLongMovieFrames - 1);
   std::unique_ptr<Process> worker = start_worker();
-  ASSERT_TRUE(wait_until([&] { return frames_done(id) >= 1; }, 30s)) << worker->err_so_far();
+  ASSERT_TRUE(eventually([&] { return frames_done(id) >= 1; }, 30s)) << worker->err_so_far();
   const auto sent = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(worker->pid(), SIGTERM), 0);
   ASSERT_TRUE(worker->wait_for(10s));

@@ -21,7 +21,7 @@ class UpstreamSimTest : public ProcessTest {
   // Starts the simulator and returns its port, read from its stdout line.
   std::unique_ptr<Process> start_sim(const std::string& rate, int& port) {
     auto sim = start_lh({"upstream-sim", "--listen", "127.0.0.1:0", "--rate-per-conn", rate});
-    EXPECT_TRUE(wait_until([&] { return sim->out_so_far().find('\n') != std::string::npos; }, 20s))
+    EXPECT_TRUE(eventually([&] { return sim->out_so_far().find('\n') != std::string::npos; }, 20s))
         << sim->err_so_far();
     const boost::json::object line = parse_object(lines_of(sim->out_so_far()).at(0));
     const std::string listening(line.at("listening").as_string());

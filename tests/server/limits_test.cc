@@ -191,7 +191,7 @@ TEST_F(LimitsTest, AHandlerOverRequestTimeoutGets503AndTheConnectionCloses) {
   EXPECT_EQ(response->status, 503);
   EXPECT_TRUE(client.wait_closed());
   gate_.open();
-  ASSERT_TRUE(eventually([&] { return returned == 1; }));
+  ASSERT_TRUE(eventually([&] { return returned == 1; }, kWaitMax));
   // The handler's late result is dropped: the request was answered once.
   Client next(port());
   ASSERT_TRUE(next.send("GET /missing HTTP/1.1\r\n\r\n"));
@@ -273,10 +273,12 @@ TEST_F(LimitsTest, AConnectionOverConnectionsMaxIsClosedAtOnce) {
   EXPECT_EQ(over.received(), "");
   // Once one closes, a new connection is served.
   open.pop_back();
-  EXPECT_TRUE(eventually([&] {
-    Client again(port());
-    return again.get("/ok").has_value();
-  }));
+  EXPECT_TRUE(eventually(
+      [&] {
+        Client again(port());
+        return again.get("/ok").has_value();
+      },
+      kWaitMax));
   for (Client& client : open) EXPECT_TRUE(client.get("/ok"));
 }
 

@@ -21,6 +21,7 @@
 #include "server/server.h"
 #include "test_client.h"
 #include "testing/capturing_logger.h"
+#include "testing/eventually.h"
 
 namespace leasehold::server::testing {
 
@@ -58,17 +59,10 @@ struct Answered {
   std::chrono::nanoseconds elapsed{0};
 };
 
-// Polls `condition` every millisecond until it holds (true) or `timeout`
-// passes (false), for what no event signals (a port that refuses).
-template <typename F>
-bool eventually(F condition, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(1ms);
-  }
-  return true;
-}
+// For what no event signals (a port that refuses), up to kWaitMax unless a
+// test says.
+using leasehold::testing::eventually;
+inline constexpr std::chrono::milliseconds kWaitMax = 10s;
 
 class ServerFixture : public ::testing::Test {
  protected:

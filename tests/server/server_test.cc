@@ -502,7 +502,7 @@ TEST_F(ServerTest, EveryStartedRequestEndsInExactlyOneAnswered) {
   const size_t expected = answers.size() + 3;
   ASSERT_TRUE(wait_answered(expected));
   gate_.open();
-  ASSERT_TRUE(eventually([&] { return slow_returned == 1; }));
+  ASSERT_TRUE(eventually([&] { return slow_returned == 1; }, kWaitMax));
   // The slow handler's late result ended nothing more: a request after it is
   // the only one answered since.
   Client next(port());

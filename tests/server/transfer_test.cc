@@ -242,7 +242,7 @@ TEST_F(TransferTest, AChunkedUploadPastTheLimitIs413AndItsFileIsRemoved) {
   for (size_t sent = 0; sent < kLimit; sent += piece.size()) request += chunk(piece);
   ASSERT_TRUE(client.send(request));
   // The body up to the limit is on disk...
-  ASSERT_TRUE(eventually([&] { return upload_size() == static_cast<int64_t>(kLimit); }));
+  ASSERT_TRUE(eventually([&] { return upload_size() == static_cast<int64_t>(kLimit); }, kWaitMax));
   // ...and one more chunk passes it.
   ASSERT_TRUE(client.send("400\r\n" + piece.substr(0, 1024) + "\r\n"));
   auto response = client.read_response();
@@ -326,7 +326,7 @@ TEST_F(TransferTest, AClientThatLeavesMidBodyLeavesNoFile) {
   {
     Client client(port());
     ASSERT_TRUE(client.send(upload_header(1024 * 1024) + patterned(128 * 1024)));
-    ASSERT_TRUE(eventually([&] { return upload_size() == 128 * 1024; }));
+    ASSERT_TRUE(eventually([&] { return upload_size() == 128 * 1024; }, kWaitMax));
   }  // closes the connection
   ASSERT_TRUE(wait_answered(1));
   EXPECT_EQ(answered()[0].status, kStatusDropped);
@@ -541,7 +541,7 @@ TEST_F(TransferTest, EveryStartedTransferIsAnsweredOnce) {
   {
     Client leaving(port());
     ASSERT_TRUE(leaving.send(upload_header(1000) + "abc"));
-    ASSERT_TRUE(eventually([&] { return upload_size() == 3; }));
+    ASSERT_TRUE(eventually([&] { return upload_size() == 3; }, kWaitMax));
   }
   ASSERT_TRUE(wait_answered(5));
   EXPECT_EQ(started().size(), 5u);
