@@ -182,8 +182,9 @@ TEST_P(UserCommandsTest, ThePasswordIsOneLineOfStdinWithoutItsNewline) {
 
 TEST_P(UserCommandsTest, ABadPasswordOnStdinExitsTwoAndChangesNothing) {
   add("ann", "Ann", kPassword);
-  for (const std::string& input : {std::string(""), std::string("\n"), std::string("short\n"),
-                                   std::string(1025, 'p') + "\n"}) {
+  std::string too_long(1025, 'p');
+  too_long += '\n';
+  for (const std::string& input : std::vector<std::string>{"", "\n", "short\n", too_long}) {
     const RunResult r = lh_stdin({"user", "passwd", "ann", "--password-stdin"}, input);
     EXPECT_EQ(r.exit_code, 2) << input.size() << " bytes";
     EXPECT_NE(r.err.find("--password-stdin"), std::string::npos) << r.err;
