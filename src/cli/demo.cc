@@ -629,4 +629,11 @@ int run_demo(const DemoArgs& args, bool verbose) {
   return *clean ? kExitOk : kExitStoreFailed;
 }
 
+std::unique_ptr<Command> make_demo_command() {
+  return make_simple_command<DemoArgs>(add_demo_command,
+                                       [](const DemoArgs& args, const GlobalArgs& global, Logger&) {
+                                         return run_demo(args, global.verbose);
+                                       });
+}
+
 }  // namespace leasehold::cli

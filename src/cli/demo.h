@@ -18,13 +18,11 @@
 // Not thread-safe: one thread runs the demo, with SIGINT and SIGTERM blocked.
 #pragma once
 
+#include <memory>
 #include <string>
 
+#include "cli/command.h"
 #include "leasehold/status.h"
-
-namespace CLI {
-class App;
-}
 
 namespace leasehold::cli {
 
@@ -46,5 +44,8 @@ Status check_demo(const DemoArgs& args);
 // duplicates only where a worker was killed (or after SIGINT/SIGTERM), 1 if
 // it did not or something failed to start (the sample movie is not counted).
 int run_demo(const DemoArgs& args, bool verbose);
+
+// The `demo` command (cli/command.h): add_demo_command() and run_demo().
+std::unique_ptr<Command> make_demo_command();
 
 }  // namespace leasehold::cli

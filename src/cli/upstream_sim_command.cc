@@ -1,5 +1,7 @@
 #include "cli/upstream_sim_command.h"
 
+#include <CLI/CLI.hpp>
+
 #include "cli/common.h"
 #include "cli/serve.h"
 #include "fleet/upstream_sim.h"
@@ -7,6 +9,27 @@
 #include "runtime/stderr_logger.h"
 
 namespace leasehold::cli {
+namespace {
+
+CLI::App* add_upstream_sim_command(CLI::App& app, UpstreamSimArgs& a) {
+  CLI::App* sim = app.add_subcommand(
+      "upstream-sim",
+      "Serve sequenced WebSocket streams at /s/<conn>?from=N: a stand-in upstream for the "
+      "stream fleet, for tests and benchmarks");
+  sim->add_option("--listen", a.listen,
+                  "Address and port (HOST:PORT; port 0 picks a free one). Loopback by default; "
+                  "another address serves anyone who can reach it, with no TLS and no "
+                  "authentication: it is a test tool")
+      ->capture_default_str();
+  sim->add_option("--rate-per-conn", a.rate_per_conn,
+                  "Messages per second on each stream, evenly paced (0: as fast as the client "
+                  "reads)")
+      ->capture_default_str();
+  sim->add_option("--threads", a.threads, "I/O threads")->capture_default_str();
+  return sim;
+}
+
+}  // namespace
 
 Status check_upstream_sim(const UpstreamSimArgs& args) {
   RETURN_IF_ERROR(parse_listen(args.listen).status());
@@ -58,6 +81,13 @@ int run_upstream_sim(const UpstreamSimArgs& args, bool verbose) {
   (*sim)->stop();
   log->log(LogLevel::kInfo, "stopped");
   return kExitOk;
+}
+
+std::unique_ptr<Command> make_upstream_sim_command() {
+  return make_simple_command<UpstreamSimArgs>(
+      add_upstream_sim_command, [](const UpstreamSimArgs& args, const GlobalArgs& global, Logger&) {
+        return run_upstream_sim(args, global.verbose);
+      });
 }
 
 }  // namespace leasehold::cli

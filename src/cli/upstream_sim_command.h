@@ -6,8 +6,10 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
+#include "cli/command.h"
 #include "leasehold/status.h"
 
 namespace leasehold::cli {
@@ -25,5 +27,8 @@ Status check_upstream_sim(const UpstreamSimArgs& args);
 
 // Serves until SIGTERM or SIGINT; returns the exit code.
 int run_upstream_sim(const UpstreamSimArgs& args, bool verbose);
+
+// The `upstream-sim` command (cli/command.h).
+std::unique_ptr<Command> make_upstream_sim_command();
 
 }  // namespace leasehold::cli
