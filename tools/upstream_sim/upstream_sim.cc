@@ -6,7 +6,7 @@
 // next message is due and waits for it on its own timer (absolute times, so
 // that write latency does not slow the rate down); a session that fell behind
 // by more than one period starts again from now rather than burst.
-#include "fleet/upstream_sim.h"
+#include "tools/upstream_sim/upstream_sim.h"
 
 #include <algorithm>
 #include <atomic>
@@ -26,7 +26,7 @@
 #include "base/mutex.h"
 #include "net/beast_websocket.h"
 
-namespace leasehold::fleet {
+namespace leasehold::tools {
 namespace {
 
 namespace asio = net::asio;
@@ -408,4 +408,4 @@ Result<std::unique_ptr<UpstreamSim>> UpstreamSim::start(UpstreamSimOptions optio
   return std::unique_ptr<UpstreamSim>(std::move(server));
 }
 
-}  // namespace leasehold::fleet
+}  // namespace leasehold::tools

@@ -1,4 +1,4 @@
-#include "cli/demo_movie.h"
+#include "tools/demo_movie.h"
 
 #include <boost/json.hpp>
 #include <chrono>
@@ -11,7 +11,7 @@
 #include "net/http_client.h"
 #include "tracer/synthetic_movie.h"
 
-namespace leasehold::cli {
+namespace leasehold::tools {
 namespace {
 
 constexpr int kWidthPx = 640;
@@ -187,4 +187,4 @@ Result<MovieState> MoviesClient::get(const std::string& id) {
   return movie_state("GET " + target, response);
 }
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::tools

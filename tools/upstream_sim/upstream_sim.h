@@ -31,7 +31,7 @@
 #include "leasehold/logger.h"
 #include "leasehold/status.h"
 
-namespace leasehold::fleet {
+namespace leasehold::tools {
 
 inline constexpr size_t kUpstreamSimThreadsMax = 16;
 inline constexpr size_t kUpstreamSimConnectionsMax = 20'000;  // more are refused with 503
@@ -78,4 +78,4 @@ class UpstreamSim {
   virtual void stop() = 0;
 };
 
-}  // namespace leasehold::fleet
+}  // namespace leasehold::tools

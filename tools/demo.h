@@ -24,7 +24,7 @@
 #include "cli/command.h"
 #include "leasehold/status.h"
 
-namespace leasehold::cli {
+namespace leasehold::tools {
 
 inline constexpr int kDemoConnectionsMax = 200;
 
@@ -46,6 +46,6 @@ Status check_demo(const DemoArgs& args);
 int run_demo(const DemoArgs& args, bool verbose);
 
 // The `demo` command (cli/command.h): add_demo_command() and run_demo().
-std::unique_ptr<Command> make_demo_command();
+std::unique_ptr<cli::Command> make_demo_command();
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::tools

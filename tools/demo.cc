@@ -1,4 +1,4 @@
-#include "cli/demo.h"
+#include "tools/demo.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -24,12 +24,12 @@
 #include <vector>
 
 #include "cli/common.h"
-#include "cli/demo_movie.h"
 #include "cli/serve.h"
 #include "movies/schema.h"
 #include "net/endpoint.h"
+#include "tools/demo_movie.h"
 
-namespace leasehold::cli {
+namespace leasehold::tools {
 namespace {
 
 namespace fs = std::filesystem;
@@ -601,7 +601,7 @@ CLI::App* add_demo_command(CLI::App& app, DemoArgs& args) {
 }
 
 Status check_demo(const DemoArgs& args) {
-  ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(args.listen));
+  ASSIGN_OR_RETURN(const cli::ListenAddress address, cli::parse_listen(args.listen));
   if (!net::is_loopback_host(address.host)) {
     return invalid_argument("--listen '" + args.listen + "': the demo listens on loopback only");
   }
@@ -612,28 +612,28 @@ Status check_demo(const DemoArgs& args) {
 }
 
 int run_demo(const DemoArgs& args, bool verbose) {
-  if (const Status ok = check_demo(args); !ok.ok()) return report(ok);
-  const sigset_t stop_signals = block_stop_signals();
+  if (const Status ok = check_demo(args); !ok.ok()) return cli::report(ok);
+  const sigset_t stop_signals = cli::block_stop_signals();
   Demo demo(args, verbose, stop_signals);
   const Result<bool> clean = run_script(demo);
   if (demo.interrupted()) {
     std::fprintf(stderr, "leasehold: demo stopped\n");
-    return kExitOk;
+    return cli::kExitOk;
   }
   if (!clean.ok()) {
-    report(clean.status());
-    return kExitStoreFailed;
+    cli::report(clean.status());
+    return cli::kExitStoreFailed;
   }
   if (!args.no_wait) demo.serve_on();
   demo.stop_all();
-  return *clean ? kExitOk : kExitStoreFailed;
+  return *clean ? cli::kExitOk : cli::kExitStoreFailed;
 }
 
-std::unique_ptr<Command> make_demo_command() {
-  return make_simple_command<DemoArgs>(add_demo_command,
-                                       [](const DemoArgs& args, const GlobalArgs& global, Logger&) {
-                                         return run_demo(args, global.verbose);
-                                       });
+std::unique_ptr<cli::Command> make_demo_command() {
+  return cli::make_simple_command<DemoArgs>(
+      add_demo_command, [](const DemoArgs& args, const cli::GlobalArgs& global, Logger&) {
+        return run_demo(args, global.verbose);
+      });
 }
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::tools

@@ -1,6 +1,6 @@
 // Tests for the upstream simulator: its targets and messages, and a stream
 // read through the WebSocket client.
-#include "fleet/upstream_sim.h"
+#include "tools/upstream_sim/upstream_sim.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 
 #include "net/websocket.h"
 
-namespace leasehold::fleet {
+namespace leasehold::tools {
 namespace {
 
 using namespace std::chrono_literals;
@@ -105,4 +105,4 @@ TEST(UpstreamSimTest, ServesSequencedStreamsFromTheAskedSeq) {
 }
 
 }  // namespace
-}  // namespace leasehold::fleet
+}  // namespace leasehold::tools

@@ -1,4 +1,4 @@
-// `leasehold upstream-sim`: the upstream simulator (fleet/upstream_sim.h)
+// `leasehold upstream-sim`: the upstream simulator (tools/upstream_sim/upstream_sim.h)
 // as a process, for tests, demos and benchmarks of the stream fleet. It
 // prints {"listening":"HOST:PORT"} on stdout once it listens, logs JSON lines
 // on stderr as `serve` does, and serves until SIGTERM or SIGINT, then exits
@@ -12,7 +12,7 @@
 #include "cli/command.h"
 #include "leasehold/status.h"
 
-namespace leasehold::cli {
+namespace leasehold::tools {
 
 struct UpstreamSimArgs {
   std::string listen = "127.0.0.1:0";  // port 0: any free port, printed
@@ -29,6 +29,6 @@ Status check_upstream_sim(const UpstreamSimArgs& args);
 int run_upstream_sim(const UpstreamSimArgs& args, bool verbose);
 
 // The `upstream-sim` command (cli/command.h).
-std::unique_ptr<Command> make_upstream_sim_command();
+std::unique_ptr<cli::Command> make_upstream_sim_command();
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::tools

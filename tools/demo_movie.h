@@ -16,7 +16,7 @@ namespace leasehold::net {
 class HttpClient;
 }
 
-namespace leasehold::cli {
+namespace leasehold::tools {
 
 inline constexpr char kSampleMovieName[] = "Sample: moving spots";
 
@@ -60,4 +60,4 @@ class MoviesClient {
   const std::string token_;
 };
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::tools

@@ -1,14 +1,14 @@
-#include "cli/upstream_sim_command.h"
+#include "tools/upstream_sim_command.h"
 
 #include <CLI/CLI.hpp>
 
 #include "cli/common.h"
 #include "cli/serve.h"
-#include "fleet/upstream_sim.h"
 #include "net/endpoint.h"
 #include "runtime/stderr_logger.h"
+#include "tools/upstream_sim/upstream_sim.h"
 
-namespace leasehold::cli {
+namespace leasehold::tools {
 namespace {
 
 CLI::App* add_upstream_sim_command(CLI::App& app, UpstreamSimArgs& a) {
@@ -32,35 +32,34 @@ CLI::App* add_upstream_sim_command(CLI::App& app, UpstreamSimArgs& a) {
 }  // namespace
 
 Status check_upstream_sim(const UpstreamSimArgs& args) {
-  RETURN_IF_ERROR(parse_listen(args.listen).status());
-  if (!(args.rate_per_conn >= 0 && args.rate_per_conn <= fleet::kUpstreamSimRateMax)) {
+  RETURN_IF_ERROR(cli::parse_listen(args.listen).status());
+  if (!(args.rate_per_conn >= 0 && args.rate_per_conn <= kUpstreamSimRateMax)) {
     return invalid_argument("--rate-per-conn must be 0.." +
-                            std::to_string(static_cast<int64_t>(fleet::kUpstreamSimRateMax)) +
+                            std::to_string(static_cast<int64_t>(kUpstreamSimRateMax)) +
                             " (0: as fast as the client reads)");
   }
-  if (args.threads < 1 || args.threads > fleet::kUpstreamSimThreadsMax) {
-    return invalid_argument("--threads must be 1.." +
-                            std::to_string(fleet::kUpstreamSimThreadsMax));
+  if (args.threads < 1 || args.threads > kUpstreamSimThreadsMax) {
+    return invalid_argument("--threads must be 1.." + std::to_string(kUpstreamSimThreadsMax));
   }
   return Status::ok_status();
 }
 
 int run_upstream_sim(const UpstreamSimArgs& args, bool verbose) {
-  if (const Status ok = check_upstream_sim(args); !ok.ok()) return report(ok);
-  const sigset_t stop_signals = block_stop_signals();
+  if (const Status ok = check_upstream_sim(args); !ok.ok()) return cli::report(ok);
+  const sigset_t stop_signals = cli::block_stop_signals();
   const std::unique_ptr<Logger> log =
       runtime::make_json_stderr_logger(verbose ? LogLevel::kDebug : LogLevel::kInfo);
-  const ListenAddress address = parse_listen(args.listen).value();
+  const cli::ListenAddress address = cli::parse_listen(args.listen).value();
   RealClock clock;
-  fleet::UpstreamSimOptions options;
+  UpstreamSimOptions options;
   options.host = address.host;
   options.port = address.port;
   options.rate_per_conn = args.rate_per_conn;
   options.threads = args.threads;
   options.clock = &clock;
   options.logger = log.get();
-  auto sim = fleet::UpstreamSim::start(options);
-  if (!sim.ok()) return report(sim.status());
+  auto sim = UpstreamSim::start(options);
+  if (!sim.ok()) return cli::report(sim.status());
 
   const std::string bound =
       (address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host) +
@@ -70,7 +69,7 @@ int run_upstream_sim(const UpstreamSimArgs& args, bool verbose) {
                                 {"threads", static_cast<int64_t>(args.threads)},
                                 {"loopback", net::is_loopback_host(address.host)}};
   log->log_fields(LogLevel::kInfo, "listening", listening);
-  print_line(R"({"listening":")" + bound + R"("})");
+  cli::print_line(R"({"listening":")" + bound + R"("})");
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
@@ -80,14 +79,13 @@ int run_upstream_sim(const UpstreamSimArgs& args, bool verbose) {
   log->log_fields(LogLevel::kInfo, "stopping", stopping);
   (*sim)->stop();
   log->log(LogLevel::kInfo, "stopped");
-  return kExitOk;
+  return cli::kExitOk;
 }
 
-std::unique_ptr<Command> make_upstream_sim_command() {
-  return make_simple_command<UpstreamSimArgs>(
-      add_upstream_sim_command, [](const UpstreamSimArgs& args, const GlobalArgs& global, Logger&) {
-        return run_upstream_sim(args, global.verbose);
-      });
+std::unique_ptr<cli::Command> make_upstream_sim_command() {
+  return cli::make_simple_command<UpstreamSimArgs>(
+      add_upstream_sim_command, [](const UpstreamSimArgs& args, const cli::GlobalArgs& global,
+                                   Logger&) { return run_upstream_sim(args, global.verbose); });
 }
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::tools
