@@ -6,21 +6,22 @@
 // valid (cli/common.h, runtime/runtime.h). The commands are listed here, in
 // the order --help shows them: the product's, and the demo, the upstream
 // simulator and the benchmarks beside them.
-#include "cli/bench_command.h"
+#include "bench/cli/bench_command.h"
 #include "cli/commands.h"
 #include "tools/demo.h"
 #include "tools/upstream_sim_command.h"
 
 namespace {
 
+namespace bench = leasehold::bench;
 namespace cli = leasehold::cli;
 namespace tools = leasehold::tools;
 
 constexpr cli::CommandFactory kCommands[] = {
-    cli::make_lease_command,  cli::make_store_command,        cli::make_user_command,
-    cli::make_conn_command,   cli::make_serve_command,        tools::make_upstream_sim_command,
-    cli::make_worker_command, cli::make_trace_worker_command, tools::make_demo_command,
-    cli::make_bench_command,
+    cli::make_lease_command,   cli::make_store_command,        cli::make_user_command,
+    cli::make_conn_command,    cli::make_serve_command,        tools::make_upstream_sim_command,
+    cli::make_worker_command,  cli::make_trace_worker_command, tools::make_demo_command,
+    bench::make_bench_command,
 };
 
 }  // namespace

@@ -1,8 +1,8 @@
-// `leasehold upstream-sim`: the upstream simulator (tools/upstream_sim/upstream_sim.h)
-// as a process, for tests, demos and benchmarks of the stream fleet. It
-// prints {"listening":"HOST:PORT"} on stdout once it listens, logs JSON lines
-// on stderr as `serve` does, and serves until SIGTERM or SIGINT, then exits
-// 0.
+// `leasehold upstream-sim`: the upstream simulator
+// (tools/upstream_sim/upstream_sim.h) as a process, for tests, demos and
+// benchmarks of the stream fleet. It prints {"listening":"HOST:PORT"} on
+// stdout once it listens, logs JSON lines on stderr as `serve` does, and
+// serves until SIGTERM or SIGINT, then exits 0.
 #pragma once
 
 #include <cstddef>

@@ -2,11 +2,8 @@
 // validate_store_uri() read a URI the same way, and only the first opens
 // anything.
 #include "leasehold/store.h"
-#include "store/dynamodb/baselines.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "store/memory/memory_store.h"
-#include "store/raw_baseline.h"
-#include "store/sqlite/raw_baseline.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/sqlite_uri.h"
 #include "store/uri.h"
@@ -51,23 +48,5 @@ Result<std::unique_ptr<ItemStore>> open_store(std::string_view uri) {
   }
   return unknown_scheme(parts.scheme);
 }
-
-namespace store {
-
-Result<RawBaselines> open_raw_baselines(std::string_view uri, std::string_view table,
-                                        const std::string& sdk_script) {
-  ASSIGN_OR_RETURN(const SchemeAndRest parts, split_store_uri(uri));
-  if (parts.scheme == "dynamodb")
-    return dynamodb::make_dynamodb_baselines(parts.rest, table, sdk_script);
-  if (!sdk_script.empty()) return invalid_argument("the SDK baseline needs a dynamodb:// store");
-  RawBaselines out;
-  if (parts.scheme == "sqlite") {
-    ASSIGN_OR_RETURN(const SqliteOptions options, parse_sqlite_uri(parts.rest));
-    out.bare = make_sqlite_raw_baseline(options.path, std::string(table));
-  }
-  return out;
-}
-
-}  // namespace store
 
 }  // namespace leasehold

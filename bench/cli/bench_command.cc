@@ -1,16 +1,16 @@
-#include "cli/bench_command.h"
+#include "bench/cli/bench_command.h"
 
 #include <CLI/CLI.hpp>
 #include <string>
 #include <string_view>
 
 #include "base/duration.h"
-#include "cli/bench_http.h"
-#include "cli/bench_leases.h"
-#include "cli/bench_movies.h"
+#include "bench/cli/bench_http.h"
+#include "bench/cli/bench_leases.h"
+#include "bench/cli/bench_movies.h"
 #include "cli/common.h"
 
-namespace leasehold::cli {
+namespace leasehold::bench {
 namespace {
 
 Status check_bench(const BenchLeasesOptions& b) {
@@ -61,7 +61,7 @@ Status check_bench_http(const BenchHttpOptions& h) {
   return parse_connection_levels(h.connections).status();
 }
 
-class BenchCommand final : public Command {
+class BenchCommand final : public cli::Command {
  public:
   CLI::App* add_to(CLI::App& app) override {
     CLI::App* bench = app.add_subcommand("bench", "Benchmarks");
@@ -112,36 +112,36 @@ class BenchCommand final : public Command {
     return bench;
   }
 
-  int run(const GlobalArgs& global, Logger& log) override {
+  int run(const cli::GlobalArgs& global, Logger& log) override {
     const std::string& uri = global.store_uri;
     if (leases_->parsed()) {
-      if (const Status ok = check_bench(leases_args_); !ok.ok()) return report(ok);
+      if (const Status ok = check_bench(leases_args_); !ok.ok()) return cli::report(ok);
       BenchLeasesOptions options = leases_args_;
       options.store_uri = uri;
       if (!options.sdk_script.empty() && !uri.starts_with("dynamodb:")) {
-        return report(invalid_argument("--sdk-baseline needs a dynamodb:// store"));
+        return cli::report(invalid_argument("--sdk-baseline needs a dynamodb:// store"));
       }
       return run_bench_leases(options, log);
     }
     if (renewer_->parsed()) {
-      if (const Status ok = check_bench_renewer(renewer_args_); !ok.ok()) return report(ok);
+      if (const Status ok = check_bench_renewer(renewer_args_); !ok.ok()) return cli::report(ok);
       BenchRenewerOptions options = renewer_args_;
       options.store_uri = uri;
       return run_bench_renewer(options, log);
     }
     if (http_->parsed()) {
-      if (const Status ok = check_bench_http(http_args_); !ok.ok()) return report(ok);
+      if (const Status ok = check_bench_http(http_args_); !ok.ok()) return cli::report(ok);
       BenchHttpOptions options = http_args_;
       if (global.store_given) options.store_uri = uri;
       return run_bench_http(options, log);
     }
     if (movies_->parsed()) {
-      if (const Status ok = check_bench_movies(movies_args_); !ok.ok()) return report(ok);
+      if (const Status ok = check_bench_movies(movies_args_); !ok.ok()) return cli::report(ok);
       BenchMoviesOptions options = movies_args_;
       if (global.store_given) options.store_uri = uri;
       return run_bench_movies(options, log);
     }
-    return report(invalid_argument("no command given; see --help"));
+    return cli::report(invalid_argument("no command given; see --help"));
   }
 
  private:
@@ -157,6 +157,6 @@ class BenchCommand final : public Command {
 
 }  // namespace
 
-std::unique_ptr<Command> make_bench_command() { return std::make_unique<BenchCommand>(); }
+std::unique_ptr<cli::Command> make_bench_command() { return std::make_unique<BenchCommand>(); }
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::bench

@@ -1,4 +1,4 @@
-#include "store/sqlite/raw_baseline.h"
+#include "bench/baselines/sqlite_raw_baseline.h"
 
 #include <sqlite3.h>
 
@@ -6,7 +6,7 @@
 #include <memory>
 #include <thread>
 
-namespace leasehold::store {
+namespace leasehold::bench {
 namespace {
 
 // What a lease renewal means, written by hand: extend the expiry if the
@@ -106,4 +106,4 @@ std::unique_ptr<RawBaseline> make_sqlite_raw_baseline(std::string path, std::str
   return std::make_unique<SqliteRawBaseline>(std::move(path), std::move(table));
 }
 
-}  // namespace leasehold::store
+}  // namespace leasehold::bench

@@ -11,7 +11,7 @@
 
 #include "leasehold/status.h"
 
-namespace leasehold::cli {
+namespace leasehold::bench {
 
 // A directory of its own under the system's temporary directory, removed
 // with what it holds.
@@ -34,4 +34,4 @@ class BenchDir {
 // microseconds; 0 if there are none. Reorders the vector.
 double percentile_us(std::vector<int64_t>& latencies_ns, double p);
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::bench

@@ -1,8 +1,8 @@
 // `leasehold bench leases` and `leasehold bench renewer` (bench/lease_bench.h
 // does the measuring; this prints its one JSON line).
 //
-// The flags are validated by the caller (commands.cc); each run_* opens the
-// store itself (on a runtime of its own, logging to `logger`) and returns
+// The flags are validated by the caller (bench_command.cc); each run_* opens
+// the store itself (on a runtime of its own, logging to `logger`) and returns
 // the process exit code (cli/common.h).
 #pragma once
 
@@ -12,7 +12,7 @@
 
 #include "leasehold/logger.h"
 
-namespace leasehold::cli {
+namespace leasehold::bench {
 
 inline constexpr int64_t kBenchLeasesMax = 1'000'000;
 inline constexpr int64_t kBenchSecondsMax = 3600;
@@ -37,4 +37,4 @@ struct BenchRenewerOptions {
 
 int run_bench_renewer(const BenchRenewerOptions& options, Logger& logger);
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::bench

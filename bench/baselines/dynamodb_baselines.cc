@@ -1,4 +1,4 @@
-#include "store/dynamodb/baselines.h"
+#include "bench/baselines/dynamodb_baselines.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -23,10 +23,17 @@
 #include "store/dynamodb/dynamodb_store.h"
 #include "store/dynamodb/sigv4.h"
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::bench {
 namespace {
 
 namespace json = boost::json;
+using store::dynamodb::Credentials;
+using store::dynamodb::default_credentials;
+using store::dynamodb::DynamoDbOptions;
+using store::dynamodb::HttpRequestToSign;
+using store::dynamodb::parse_dynamodb_uri;
+using store::dynamodb::process_env;
+using store::dynamodb::sign_v4;
 
 struct DynamoDbTarget {
   std::string region;
@@ -351,4 +358,4 @@ Result<RawBaselines> make_dynamodb_baselines(std::string_view rest, std::string_
   return out;
 }
 
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::bench

@@ -16,9 +16,9 @@
 #include <string>
 #include <string_view>
 
-#include "store/raw_baseline.h"
+#include "bench/baselines/raw_baseline.h"
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::bench {
 
 // The baselines for table `table` of the store at "dynamodb:" + `rest`:
 // bare when its endpoint is plain http://, sdk when `sdk_script` is given.
@@ -26,4 +26,4 @@ namespace leasehold::store::dynamodb {
 Result<RawBaselines> make_dynamodb_baselines(std::string_view rest, std::string_view table,
                                              const std::string& sdk_script);
 
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::bench

@@ -26,7 +26,7 @@
 #include "leasehold/clock.h"
 #include "leasehold/status.h"
 
-namespace leasehold::cli {
+namespace leasehold::bench {
 
 // The longest a request waits for its reply before its connection fails.
 inline constexpr std::chrono::seconds kReplyTimeout{10};
@@ -71,4 +71,4 @@ struct CapturedReply {
 // exchange fails, kInternal if the reply is not HTTP.
 Result<CapturedReply> capture_reply(uint16_t port, std::string_view request);
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::bench

@@ -1,4 +1,4 @@
-#include "cli/bench_movies.h"
+#include "bench/cli/bench_movies.h"
 
 #include <fmt/format.h>
 
@@ -10,15 +10,15 @@
 #include "app/serving.h"
 #include "base/duration.h"
 #include "base/logging.h"
-#include "cli/bench_leases.h"
-#include "cli/bench_util.h"
+#include "bench/cli/bench_leases.h"
+#include "bench/cli/bench_util.h"
+#include "bench/cli/http_load.h"
 #include "cli/common.h"
-#include "cli/http_load.h"
 #include "movies/schema.h"
 #include "runtime/stderr_logger.h"
 #include "tracer/synthetic_movie.h"
 
-namespace leasehold::cli {
+namespace leasehold::bench {
 namespace {
 
 // The movie traced: big enough for a trace to be real work (four markers
@@ -198,9 +198,9 @@ std::string result_json(const BenchMoviesOptions& o, Duration every, Rounds& r, 
 
 int run_bench_movies(const BenchMoviesOptions& o, Logger& /*logger*/) {
   Result<Duration> every = parse_duration(o.every);
-  if (!every.ok()) return report(every.status().with_context("--every"));
+  if (!every.ok()) return cli::report(every.status().with_context("--every"));
   auto started = start_bench(o.store_uri, o.trace_nice);
-  if (!started.ok()) return report(started.status().with_context("bench movies"));
+  if (!started.ok()) return cli::report(started.status().with_context("bench movies"));
   Bench& b = **started;
   Clock& clock = b.serving->runtime().clock();
 
@@ -231,12 +231,12 @@ int run_bench_movies(const BenchMoviesOptions& o, Logger& /*logger*/) {
   traces.set_tracing(false);
   while (!traces.idle()) std::this_thread::sleep_for(kLoopPoll);
   const int64_t failures = rounds.idle.failures + rounds.tracing.failures + traces.failures();
-  print_line(result_json(o, *every, rounds, traces.started(), failures));
+  cli::print_line(result_json(o, *every, rounds, traces.started(), failures));
   if (failures > 0) {
-    return report(internal_error("bench movies: " + std::to_string(failures) + " failures"));
+    return cli::report(internal_error("bench movies: " + std::to_string(failures) + " failures"));
   }
-  if (rounds.frames == 0) return report(internal_error("bench movies: nothing was traced"));
-  return kExitOk;
+  if (rounds.frames == 0) return cli::report(internal_error("bench movies: nothing was traced"));
+  return cli::kExitOk;
 }
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::bench

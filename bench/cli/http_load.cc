@@ -1,7 +1,7 @@
 // The load generator on Beast: a LoadConnection per connection, all on one
 // io_context without a strand (one thread runs it), sharing a LoadRun that
 // keeps the counts.
-#include "cli/http_load.h"
+#include "bench/cli/http_load.h"
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
@@ -12,7 +12,7 @@
 
 #include "net/beast.h"
 
-namespace leasehold::cli {
+namespace leasehold::bench {
 namespace {
 
 namespace asio = net::asio;
@@ -215,4 +215,4 @@ Result<CapturedReply> capture_reply(uint16_t port, std::string_view request) {
   return capture.result();
 }
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::bench

@@ -1,4 +1,4 @@
-#include "cli/bench_util.h"
+#include "bench/cli/bench_util.h"
 
 #include <stdlib.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
-namespace leasehold::cli {
+namespace leasehold::bench {
 
 Result<std::unique_ptr<BenchDir>> BenchDir::make() {
   std::string pattern = (std::filesystem::temp_directory_path() / "leasehold-bench-XXXXXX");
@@ -29,4 +29,4 @@ double percentile_us(std::vector<int64_t>& latencies_ns, double p) {
   return static_cast<double>(latencies_ns[index]) / 1000.0;
 }
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::bench

@@ -1,4 +1,4 @@
-#include "cli/bench_http.h"
+#include "bench/cli/bench_http.h"
 
 #include <fmt/format.h>
 
@@ -10,16 +10,16 @@
 #include "accounts/accounts.h"
 #include "app/serving.h"
 #include "base/logging.h"
-#include "cli/bench_leases.h"
-#include "cli/bench_util.h"
+#include "bench/baselines/baseline_server.h"
+#include "bench/cli/bench_leases.h"
+#include "bench/cli/bench_util.h"
+#include "bench/cli/http_load.h"
 #include "cli/common.h"
-#include "cli/http_load.h"
 #include "runtime/runtime.h"
 #include "runtime/stderr_logger.h"
-#include "server/baseline_server.h"
 #include "server/server.h"
 
-namespace leasehold::cli {
+namespace leasehold::bench {
 namespace {
 
 // `leasehold serve` on its server, and the user the benchmark calls it as.
@@ -80,8 +80,7 @@ std::string me_request(uint16_t port, std::string_view token, bool close) {
 
 // The baseline, answering what the real server answered to the same
 // request: its keep-alive reply, and its last reply on a connection.
-Result<std::unique_ptr<server::BaselineServer>> start_baseline(const ServedApp& s,
-                                                               CapturedReply& reply) {
+Result<std::unique_ptr<BaselineServer>> start_baseline(const ServedApp& s, CapturedReply& reply) {
   const uint16_t port = s.port();
   ASSIGN_OR_RETURN(reply, capture_reply(port, me_request(port, s.token, false)));
   ASSIGN_OR_RETURN(const CapturedReply last, capture_reply(port, me_request(port, s.token, true)));
@@ -89,12 +88,12 @@ Result<std::unique_ptr<server::BaselineServer>> start_baseline(const ServedApp& 
     return internal_error("GET /api/me answered " + std::to_string(reply.status) + " and " +
                           std::to_string(last.status) + ", not 200");
   }
-  server::BaselineOptions options;
+  BaselineOptions options;
   options.threads = s.threads();
   options.reply = reply.bytes;
   options.last_reply = last.bytes;
   options.requests_per_connection_max = server::kKeepAliveRequestsMax;
-  return server::BaselineServer::start(std::move(options));
+  return BaselineServer::start(std::move(options));
 }
 
 // What one server did at one number of connections, over both rounds.
@@ -155,13 +154,13 @@ Result<std::vector<size_t>> parse_connection_levels(std::string_view text) {
 // The library logs to the served app's JSON log, as under `serve`.
 int run_bench_http(const BenchHttpOptions& o, Logger& /*logger*/) {
   auto levels = parse_connection_levels(o.connections);
-  if (!levels.ok()) return report(levels.status());
+  if (!levels.ok()) return cli::report(levels.status());
   auto served = serve_app(o.store_uri);
-  if (!served.ok()) return report(served.status().with_context("bench http"));
+  if (!served.ok()) return cli::report(served.status().with_context("bench http"));
   ServedApp& s = **served;
   CapturedReply reply;
   auto baseline = start_baseline(s, reply);
-  if (!baseline.ok()) return report(baseline.status().with_context("bench http"));
+  if (!baseline.ok()) return cli::report(baseline.status().with_context("bench http"));
 
   HttpLoadOptions load;
   load.expected_body = reply.body;
@@ -179,11 +178,12 @@ int run_bench_http(const BenchHttpOptions& o, Logger& /*logger*/) {
       load.request = me_request(load.port, s.token, false);
       base.add(run_http_load(load, s.clock()));
     }
-    print_line(level_json(connections, o.seconds, s.threads(), real, base));
+    cli::print_line(level_json(connections, o.seconds, s.threads(), real, base));
     failures += real.failures + base.failures;
   }
-  if (failures == 0) return kExitOk;
-  return report(internal_error("bench http: " + std::to_string(failures) + " requests failed"));
+  if (failures == 0) return cli::kExitOk;
+  return cli::report(
+      internal_error("bench http: " + std::to_string(failures) + " requests failed"));
 }
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::bench

@@ -2,7 +2,7 @@
 // loops on http::async_read and asio::async_write of fixed bytes. stop()
 // stops the io_context; the sessions, held only by their pending handlers,
 // are destroyed with it, which closes their sockets.
-#include "server/baseline_server.h"
+#include "bench/baselines/baseline_server.h"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -14,7 +14,7 @@
 
 #include "net/beast.h"
 
-namespace leasehold::server {
+namespace leasehold::bench {
 namespace {
 
 namespace asio = net::asio;
@@ -125,4 +125,4 @@ Result<std::unique_ptr<BaselineServer>> BaselineServer::start(BaselineOptions op
   return std::unique_ptr<BaselineServer>(std::move(server));
 }
 
-}  // namespace leasehold::server
+}  // namespace leasehold::bench

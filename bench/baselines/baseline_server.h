@@ -24,7 +24,7 @@
 
 #include "leasehold/status.h"
 
-namespace leasehold::server {
+namespace leasehold::bench {
 
 struct BaselineOptions {
   std::string host = "127.0.0.1";              // an IP address
@@ -45,4 +45,4 @@ class BaselineServer {
   virtual void stop() = 0;
 };
 
-}  // namespace leasehold::server
+}  // namespace leasehold::bench

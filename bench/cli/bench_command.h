@@ -7,8 +7,8 @@
 
 #include "cli/command.h"
 
-namespace leasehold::cli {
+namespace leasehold::bench {
 
-std::unique_ptr<Command> make_bench_command();
+std::unique_ptr<cli::Command> make_bench_command();
 
-}  // namespace leasehold::cli
+}  // namespace leasehold::bench

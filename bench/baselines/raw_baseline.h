@@ -5,10 +5,11 @@
 // signed before the clock starts, on plain keep-alive sockets; and, given the
 // script, the AWS SDK for JavaScript sending them (bench/sdk_renew_loop.mjs).
 //
-// Each backend implements its baselines in its own folder; open_raw_baselines
-// (beside open_store, the one place that knows every backend) picks them by
-// URI. A RawBaseline is used by one caller at a time; renew() runs its own
-// threads and returns when they are done.
+// Each backend's baselines have a file of their own here
+// (sqlite_raw_baseline.h, dynamodb_baselines.h), written against the
+// backend's layout and wire format; open_raw_baselines picks them by URI, as
+// open_store() picks the backend. A RawBaseline is used by one caller at a
+// time; renew() runs its own threads and returns when they are done.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +22,7 @@
 #include "leasehold/clock.h"
 #include "leasehold/status.h"
 
-namespace leasehold::store {
+namespace leasehold::bench {
 
 // A lease as a baseline renews it: the key of its item, its owner and token.
 struct RawLease {
@@ -55,4 +56,4 @@ struct RawBaselines {
 Result<RawBaselines> open_raw_baselines(std::string_view uri, std::string_view table,
                                         const std::string& sdk_script);
 
-}  // namespace leasehold::store
+}  // namespace leasehold::bench
