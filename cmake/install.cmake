@@ -1,6 +1,8 @@
 # `cmake --install` puts the library in place as C++ users expect: the
 # public headers (include/leasehold/), the static libraries of the layers a
-# lease user needs, the `leasehold` binary, and a CMake package so that
+# lease user needs, the `leasehold` binary of the product (src/cli/main.cc:
+# no benchmark, demo or simulator; tests/install/no_harness_test.cmake
+# checks), and a CMake package so that
 #
 #   find_package(leasehold REQUIRED)
 #   target_link_libraries(app PRIVATE leasehold::leasehold)
@@ -30,7 +32,7 @@ endforeach()
 install(TARGETS leasehold_library ${leasehold_installed_layers}
   EXPORT leaseholdTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(TARGETS leasehold RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS leasehold_product RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/leasehold
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")

@@ -1,17 +1,23 @@
-// The `leasehold` binary: runs one command and exits with its code.
+// The `leasehold` binary that `cmake --install` ships: runs one command and
+// exits with its code.
 //
 // Everything happens in run_cli(), which builds the logger once the flags
 // say how verbose it should be, and the runtime once the command's input is
-// valid (cli/common.h, runtime/runtime.h).
-#include <cstdlib>
-
+// valid (cli/common.h, runtime/runtime.h). The commands are listed here, in
+// the order --help shows them. The binary of the build tree adds the
+// benchmarks, the demo and the upstream simulator to them (tools/main.cc).
 #include "cli/commands.h"
 
-int main(int argc, char** argv) {
-  // FFmpeg (under OpenCV, in the movie tracer) writes its own complaints
-  // about a broken file to stderr, where they would break the JSON log;
-  // the tracer reports what matters itself. Set before any thread starts,
-  // unless the user asked for FFmpeg's messages.
-  setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", /*overwrite=*/0);  // AV_LOG_QUIET
-  return leasehold::cli::run_cli(argc, argv);
-}
+namespace {
+
+namespace cli = leasehold::cli;
+
+constexpr cli::CommandFactory kCommands[] = {
+    cli::make_lease_command,        cli::make_store_command, cli::make_user_command,
+    cli::make_conn_command,         cli::make_serve_command, cli::make_worker_command,
+    cli::make_trace_worker_command,
+};
+
+}  // namespace
+
+int main(int argc, char** argv) { return cli::run_cli(argc, argv, kCommands); }

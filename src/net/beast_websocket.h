@@ -1,7 +1,8 @@
 // Boost.Beast's WebSocket stream on top of net/beast.h, with the same warning
 // pragmas, for the few .cc files that speak WebSocket (net/websocket.cc, the
-// upstream simulator of fleet/ and their tests). A header of its own so that
-// the files that speak only HTTP do not compile it. Declarations only.
+// upstream simulator of tools/upstream_sim/ and their tests). A header of
+// its own so that the files that speak only HTTP do not compile it.
+// Declarations only.
 #pragma once
 
 #include "net/beast.h"

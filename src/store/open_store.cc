@@ -1,54 +1,15 @@
 // The one place that knows which backends exist: open_store() and
 // validate_store_uri() read a URI the same way, and only the first opens
 // anything.
-#include "base/duration.h"
 #include "leasehold/store.h"
-#include "store/dynamodb/baselines.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "store/memory/memory_store.h"
-#include "store/raw_baseline.h"
-#include "store/sqlite/raw_baseline.h"
 #include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/sqlite_uri.h"
 #include "store/uri.h"
 
 namespace leasehold {
 namespace {
-
-// Every parameter is checked for its form before any is read, so that a
-// malformed one is reported even after an unknown one.
-Status check_sqlite_params(const std::vector<store::UriParam>& params) {
-  for (const store::UriParam& p : params) {
-    if (!p.has_equals || p.name.empty()) {
-      return invalid_argument("malformed store URI parameter '" + std::string(p.text) + "'");
-    }
-  }
-  return Status::ok_status();
-}
-
-// sqlite:PATH[?busy_timeout=DURATION&synchronous=normal|full]
-Result<store::SqliteOptions> parse_sqlite_uri(std::string_view rest) {
-  const store::PathAndQuery uri = store::split_path_and_query(rest);
-  store::SqliteOptions options;
-  options.path = std::string(uri.path);
-  if (options.path.empty()) return invalid_argument("sqlite URI needs a path: sqlite:PATH");
-  if (options.path == ":memory:" || options.path.starts_with("file:")) {
-    return invalid_argument("sqlite URI needs a file path that other processes can open");
-  }
-  if (!uri.query) return options;
-  const std::vector<store::UriParam> params = store::split_uri_params(*uri.query);
-  RETURN_IF_ERROR(check_sqlite_params(params));
-  for (const store::UriParam& p : params) {
-    if (p.name == "busy_timeout") {
-      ASSIGN_OR_RETURN(options.busy_timeout, parse_duration(p.value));
-    } else if (p.name == "synchronous" && (p.value == "full" || p.value == "normal")) {
-      options.synchronous_full = p.value == "full";
-    } else {
-      return invalid_argument("unknown sqlite URI parameter '" + std::string(p.text) +
-                              "' (known: busy_timeout=DURATION, synchronous=normal|full)");
-    }
-  }
-  return options;
-}
 
 Status check_memory_uri(std::string_view rest) {
   if (!rest.empty()) return invalid_argument("memory: takes no path");
@@ -64,7 +25,7 @@ Status unknown_scheme(std::string_view scheme) {
 
 Status validate_store_uri(std::string_view uri) {
   ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
-  if (parts.scheme == "sqlite") return parse_sqlite_uri(parts.rest).status();
+  if (parts.scheme == "sqlite") return store::parse_sqlite_uri(parts.rest).status();
   if (parts.scheme == "dynamodb") return store::dynamodb::validate_dynamodb_uri(parts.rest);
   if (parts.scheme == "memory") return check_memory_uri(parts.rest);
   return unknown_scheme(parts.scheme);
@@ -73,7 +34,7 @@ Status validate_store_uri(std::string_view uri) {
 Result<std::unique_ptr<ItemStore>> open_store(std::string_view uri) {
   ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
   if (parts.scheme == "sqlite") {
-    ASSIGN_OR_RETURN(const store::SqliteOptions options, parse_sqlite_uri(parts.rest));
+    ASSIGN_OR_RETURN(const store::SqliteOptions options, store::parse_sqlite_uri(parts.rest));
     return store::open_sqlite_store(options);
   }
   // dynamodb://REGION/TABLE_PREFIX[?endpoint=URL]: region and prefix
@@ -87,23 +48,5 @@ Result<std::unique_ptr<ItemStore>> open_store(std::string_view uri) {
   }
   return unknown_scheme(parts.scheme);
 }
-
-namespace store {
-
-Result<RawBaselines> open_raw_baselines(std::string_view uri, std::string_view table,
-                                        const std::string& sdk_script) {
-  ASSIGN_OR_RETURN(const SchemeAndRest parts, split_store_uri(uri));
-  if (parts.scheme == "dynamodb")
-    return dynamodb::make_dynamodb_baselines(parts.rest, table, sdk_script);
-  if (!sdk_script.empty()) return invalid_argument("the SDK baseline needs a dynamodb:// store");
-  RawBaselines out;
-  if (parts.scheme == "sqlite") {
-    ASSIGN_OR_RETURN(const SqliteOptions options, parse_sqlite_uri(parts.rest));
-    out.bare = make_sqlite_raw_baseline(options.path, std::string(table));
-  }
-  return out;
-}
-
-}  // namespace store
 
 }  // namespace leasehold
