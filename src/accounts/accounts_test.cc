@@ -4,12 +4,12 @@
 #include "accounts/accounts.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -18,6 +18,7 @@
 #include "store/sqlite/sqlite_store.h"
 #include "testing/faulty_store.h"
 #include "testing/store_wrapper.h"
+#include "testing/temp_dir.h"
 
 namespace leasehold::accounts {
 namespace {
@@ -132,8 +133,8 @@ class AccountsTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
     if (GetParam() == Backend::kSqlite) {
-      dir_ = (fs::temp_directory_path() / "leasehold-accounts-test-XXXXXX").string();
-      ASSERT_NE(mkdtemp(dir_.data()), nullptr);
+      tmp_.emplace("leasehold-accounts-test-");
+      dir_ = tmp_->string();
       store::SqliteOptions sqlite;
       sqlite.path = db_path();
       auto opened = store::open_sqlite_store(sqlite);
@@ -152,7 +153,7 @@ class AccountsTest : public ::testing::TestWithParam<Backend> {
     store_.reset();
     faulty_.reset();
     backend_.reset();
-    if (!dir_.empty()) fs::remove_all(dir_);
+    tmp_.reset();
   }
 
   std::string db_path() const { return dir_ + "/accounts.db"; }
@@ -195,6 +196,7 @@ class AccountsTest : public ::testing::TestWithParam<Backend> {
   SimulatedClock clock_;
   SeededRandom random_{7};
   SeededRandom fault_random_{8};
+  std::optional<leasehold::testing::TempDir> tmp_;  // for SQLite
   std::string dir_;
   std::unique_ptr<ItemStore> backend_;
   std::unique_ptr<store::FaultyStore> faulty_;

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "testing/temp_dir.h"
+
 namespace leasehold::fleet {
 namespace {
 
@@ -24,14 +26,8 @@ std::vector<std::string> lines_of(const std::string& path) {
 
 class SinkTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("sink_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
+  const leasehold::testing::TempDir tmp_{"sink_test_"};
+  const std::filesystem::path dir_ = tmp_.path();
 };
 
 TEST_F(SinkTest, LinesAreInTheFileAsSoonAsWrittenAndAppended) {

@@ -8,7 +8,6 @@
 #include "movies/frame_images.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -22,6 +21,7 @@
 #include <set>
 #include <thread>
 
+#include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::movies {
@@ -99,14 +99,14 @@ std::optional<cv::Point> spot_in(const std::string& path, int radius_px) {
 class FrameCacheTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    media_ = fs::temp_directory_path() / ("frame_images_test_" + std::to_string(::getpid()));
-    fs::create_directories(media_);
+    tmp_ = std::make_unique<leasehold::testing::TempDir>("frame_images_test_");
+    media_ = tmp_->path();
     for (const auto& [file, fourcc] : kMovies) {
       ASSERT_TRUE(tracer::write_synthetic_movie((media_ / file).string(), fast_movie(fourcc)).ok())
           << file;
     }
   }
-  static void TearDownTestSuite() { fs::remove_all(media_); }
+  static void TearDownTestSuite() { tmp_.reset(); }
   void TearDown() override { fs::remove_all(media_ / kFrameCacheFolder); }
 
   static std::unique_ptr<FrameCache> open_cache(FrameCacheOptions o = {}) {
@@ -130,6 +130,7 @@ class FrameCacheTest : public ::testing::Test {
 
   static inline const std::vector<std::pair<std::string, std::string>> kMovies = {
       {"mjpg.avi", "MJPG"}, {"mp4v.mp4", "mp4v"}, {"h264.mp4", "avc1"}};
+  static inline std::unique_ptr<leasehold::testing::TempDir> tmp_;
   static inline fs::path media_;
 };
 

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -19,6 +18,7 @@
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "store/memory/memory_store.h"
+#include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::movies::testing {
@@ -32,13 +32,13 @@ inline const User kBob{"bob", "Bob B."};
 class MoviesTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = std::filesystem::temp_directory_path() / ("movies_test_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
+    tmp_ = std::make_unique<leasehold::testing::TempDir>("movies_test_");
+    dir_ = tmp_->path();
     ASSERT_TRUE(
         tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_test_movie()).ok());
     std::ofstream(dir_ / "notes.txt") << "not a video";
   }
-  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  static void TearDownTestSuite() { tmp_.reset(); }
 
   void SetUp() override {
     ASSERT_TRUE(store_->ensure_table(StoreQueue::table_spec()).ok());
@@ -146,6 +146,7 @@ class MoviesTest : public ::testing::Test {
     }
   }
 
+  static inline std::unique_ptr<leasehold::testing::TempDir> tmp_;
   static inline std::filesystem::path dir_;
   SimulatedClock clock_;
   SystemRandom random_;

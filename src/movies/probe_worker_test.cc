@@ -5,7 +5,6 @@
 #include "movies/probe_worker.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,6 +14,7 @@
 #include "movies/test_movie.h"
 #include "store/memory/memory_store.h"
 #include "testing/eventually.h"
+#include "testing/temp_dir.h"
 
 namespace leasehold::movies {
 namespace {
@@ -32,14 +32,13 @@ constexpr milliseconds kWaitMax = seconds(20);
 class ProbeWorkerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ =
-        std::filesystem::temp_directory_path() / ("probe_worker_test_" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir_);
+    tmp_ = std::make_unique<leasehold::testing::TempDir>("probe_worker_test_");
+    dir_ = tmp_->path();
     ASSERT_TRUE(
         tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_test_movie()).ok());
     std::ofstream(dir_ / "notes.txt") << "not a video";
   }
-  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  static void TearDownTestSuite() { tmp_.reset(); }
 
   void SetUp() override {
     ASSERT_TRUE(store_->ensure_table(StoreQueue::table_spec()).ok());
@@ -75,6 +74,7 @@ class ProbeWorkerTest : public ::testing::Test {
     return got.ok() ? static_cast<int64_t>(got->size()) : -1;
   }
 
+  static inline std::unique_ptr<leasehold::testing::TempDir> tmp_;
   static inline std::filesystem::path dir_;
   RealClock clock_;
   SystemRandom random_;

@@ -6,7 +6,6 @@
 #include "movies/trace_worker.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <boost/json.hpp>
 #include <cmath>
@@ -21,6 +20,7 @@
 #include "store/memory/memory_store.h"
 #include "testing/eventually.h"
 #include "testing/store_wrapper.h"
+#include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::movies {
@@ -77,10 +77,6 @@ class GateStore final : public store::StoreWrapper {
 class TraceWorkerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("trace_worker_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
     ASSERT_TRUE(
         tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_test_movie()).ok());
     ASSERT_TRUE(inner_->ensure_table(StoreQueue::table_spec()).ok());
@@ -99,7 +95,6 @@ class TraceWorkerTest : public ::testing::Test {
     ASSERT_TRUE(movies.ok()) << movies.status().to_string();
     movies_ = std::move(movies).value();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   static LeaseConfig lease_config() {
     LeaseConfig c;
@@ -154,7 +149,8 @@ class TraceWorkerTest : public ::testing::Test {
     return out;
   }
 
-  std::filesystem::path dir_;
+  const leasehold::testing::TempDir tmp_{"trace_worker_test_"};
+  const std::filesystem::path dir_ = tmp_.path();
   RealClock clock_;
   SystemRandom random_;
   std::unique_ptr<ItemStore> inner_ = store::make_memory_store();

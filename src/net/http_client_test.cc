@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "net/beast.h"
+#include "testing/temp_dir.h"
 #include "testing/test_pki.h"
 
 namespace leasehold::net {
@@ -431,13 +432,9 @@ class TlsTestServer {
 class HttpClientTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir_template[] = "/tmp/leasehold-http-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
     pki_ = testing::make_test_pki();
     files_ = testing::write_test_pki(pki_, dir_);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::unique_ptr<HttpClient> open_https(const std::string& host, uint16_t port) {
     HttpClientOptions options;
@@ -448,7 +445,8 @@ class HttpClientTlsTest : public ::testing::Test {
     return std::move(client).value();
   }
 
-  std::filesystem::path dir_;
+  const testing::TempDir tmp_{"leasehold-http-"};
+  const std::filesystem::path dir_ = tmp_.path();
   testing::TestPki pki_;
   testing::TestPkiFiles files_;
 };

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "net/beast_websocket.h"
+#include "testing/temp_dir.h"
 #include "testing/test_pki.h"
 
 namespace leasehold::net {
@@ -580,15 +581,12 @@ TEST(WsClientTest, ThePeersCloseFrameGivesItsCodeAndReason) {
 class WsClientTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir_template[] = "/tmp/leasehold-ws-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
     pki_ = testing::make_test_pki();
     files_ = testing::write_test_pki(pki_, dir_);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::filesystem::path dir_;
+  const testing::TempDir tmp_{"leasehold-ws-"};
+  const std::filesystem::path dir_ = tmp_.path();
   testing::TestPki pki_;
   testing::TestPkiFiles files_;
 };

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <set>
 
+#include "testing/temp_dir.h"
+
 namespace leasehold::server {
 namespace {
 
@@ -17,17 +19,12 @@ namespace fs = std::filesystem;
 
 class FilesTest : public ::testing::Test {
  protected:
-  FilesTest() {
-    std::string pattern = (fs::temp_directory_path() / "leasehold-files-XXXXXX").string();
-    dir_ = ::mkdtemp(pattern.data());
-  }
-  ~FilesTest() override { fs::remove_all(dir_); }
-
   size_t files_in_dir() const {
     return static_cast<size_t>(std::distance(fs::directory_iterator(dir_), {}));
   }
 
-  std::string dir_;
+  const leasehold::testing::TempDir tmp_{"leasehold-files-"};
+  const std::string dir_ = tmp_.string();
   SystemRandom random_;
 };
 

@@ -3,13 +3,13 @@
 #include "store/uri.h"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "leasehold/store.h"
+#include "testing/temp_dir.h"
 
 namespace leasehold::store {
 namespace {
@@ -52,20 +52,7 @@ TEST(StoreUri, ParametersAreSplitWithoutJudgement) {
   EXPECT_TRUE(split_uri_params("").empty());
 }
 
-// A fresh directory, removed with what it holds.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "uri_test.XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::filesystem::path& path() const { return path_; }
-  bool empty() const { return std::filesystem::is_empty(path_); }
-
- private:
-  std::filesystem::path path_;
-};
+using leasehold::testing::TempDir;
 
 // Each bad URI with the message open_store() gave for it before the URI
 // parser was shared; "DIR" stands for a fresh directory.
@@ -142,7 +129,7 @@ TEST(ValidateStoreUri, RefusesWhatOpenStoreRefusesInTheSameWordsAndCreatesNothin
     EXPECT_EQ(opened.code(), Code::kInvalidArgument);
     EXPECT_EQ(opened.message(), bad.message);
   }
-  EXPECT_TRUE(dir.empty());
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
 // A well-formed URI passes without anything being opened: no file appears,
@@ -157,7 +144,7 @@ TEST(ValidateStoreUri, AcceptsWellFormedUrisWithoutOpeningThem) {
         std::string("dynamodb://us-east-1/p?endpoint=https://dynamodb.example.com")}) {
     EXPECT_TRUE(validate_store_uri(uri).ok()) << uri << ": " << validate_store_uri(uri).to_string();
   }
-  EXPECT_TRUE(dir.empty());
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include "tracer/tracer.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
 #include "tracer/video.h"
 
@@ -71,14 +71,6 @@ double error_px(const SyntheticMovie& m, size_t spot, const TrackRow& row) {
 
 class TracerTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tracer_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   // Writes `m` and probes it.
   VideoInfo write(const SyntheticMovie& m, const std::string& name) {
     path_ = (dir_ / name).string();
@@ -98,7 +90,8 @@ class TracerTest : public ::testing::Test {
     });
   }
 
-  std::filesystem::path dir_;
+  const leasehold::testing::TempDir tmp_{"tracer_test_"};
+  const std::filesystem::path dir_ = tmp_.path();
   std::string path_;
 };
 

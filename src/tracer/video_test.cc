@@ -4,7 +4,6 @@
 #include "tracer/video.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::tracer {
@@ -19,14 +19,6 @@ namespace {
 
 class VideoTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("video_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   // A movie of `frames` frames with one moving spot.
   std::string movie(const std::string& name, const std::string& fourcc, int64_t frames) {
     SyntheticMovie m;
@@ -54,7 +46,8 @@ class VideoTest : public ::testing::Test {
   }
 
   const Spot spot_{.x0_px = 60, .y0_px = 50, .vx_px_per_frame = 0.7};
-  std::filesystem::path dir_;
+  const leasehold::testing::TempDir tmp_{"video_test_"};
+  const std::filesystem::path dir_ = tmp_.path();
 };
 
 TEST_F(VideoTest, ProbeReportsTheFormatAndCountsDecodedFrames) {

@@ -29,6 +29,7 @@
 #include "movies/test_movie.h"
 #include "testing/capturing_logger.h"
 #include "testing/eventually.h"
+#include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::app {
@@ -56,8 +57,8 @@ std::string read_bytes(const fs::path& path) {
 class MoviesApiTest : public ::testing::TestWithParam<Backend> {
  protected:
   static void SetUpTestSuite() {
-    files_ = fs::temp_directory_path() / ("movies_api_test_" + std::to_string(getpid()));
-    fs::create_directories(files_);
+    tmp_ = std::make_unique<leasehold::testing::TempDir>("movies_api_test_");
+    files_ = tmp_->path();
     ASSERT_TRUE(
         tracer::write_synthetic_movie((files_ / "spots.avi").string(), movies::small_test_movie())
             .ok());
@@ -69,7 +70,7 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
     std::ofstream(files_ / "corrupt.avi", std::ios::binary) << corrupt;
   }
   static void TearDownTestSuite() {
-    fs::remove_all(files_);
+    tmp_.reset();
     dynalite_.reset();
   }
 
@@ -229,6 +230,7 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
     return v.is_object() ? std::string(v.at("job_id").as_string()) : "";
   }
 
+  static inline std::unique_ptr<leasehold::testing::TempDir> tmp_;
   static inline fs::path files_;
   static inline std::unique_ptr<testing::Dynalite> dynalite_;
   static inline int tests_ = 0;

@@ -20,6 +20,7 @@
 #include "movies/trace_worker.h"
 #include "testing/eventually.h"
 #include "testing/store_wrapper.h"
+#include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::movies {
@@ -171,13 +172,13 @@ class ScriptedStore final : public store::StoreWrapper {
 class TraceJobsTest : public ::testing::TestWithParam<Backend> {
  protected:
   static void SetUpTestSuite() {
-    files_ = fs::temp_directory_path() / ("trace_jobs_test_" + std::to_string(getpid()));
-    fs::create_directories(files_);
+    tmp_ = std::make_unique<leasehold::testing::TempDir>("trace_jobs_test_");
+    files_ = tmp_->path();
     ASSERT_TRUE(
         tracer::write_synthetic_movie((files_ / "spots.avi").string(), small_test_movie()).ok());
   }
   static void TearDownTestSuite() {
-    fs::remove_all(files_);
+    tmp_.reset();
     dynalite_.reset();
   }
 
@@ -280,6 +281,7 @@ class TraceJobsTest : public ::testing::TestWithParam<Backend> {
     EXPECT_EQ(events(id), (std::vector<std::string>{kEventTracingStarted, kEventTracingCompleted}));
   }
 
+  static inline std::unique_ptr<leasehold::testing::TempDir> tmp_;
   static inline fs::path files_;
   static inline int tests_ = 0;
   static inline std::unique_ptr<testing::Dynalite> dynalite_;

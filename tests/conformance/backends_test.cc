@@ -1,11 +1,10 @@
 // The backends that run the conformance suites: one INSTANTIATE line each.
-#include <stdlib.h>
-
-#include <filesystem>
+#include <memory>
 
 #include "store/memory/memory_store.h"
 #include "store/sqlite/sqlite_store.h"
 #include "testing/store_wrapper.h"
+#include "testing/temp_dir.h"
 #include "tests/conformance/store_conformance.h"
 
 namespace leasehold::conformance {
@@ -16,33 +15,24 @@ namespace {
 class TempDirStore final : public store::StoreWrapper {
  public:
   // The wrapper forwards to *inner, which it owns from here on.
-  TempDirStore(std::filesystem::path dir, std::unique_ptr<ItemStore> inner)
+  TempDirStore(std::unique_ptr<testing::TempDir> dir, std::unique_ptr<ItemStore> inner)
       : StoreWrapper(*inner), dir_(std::move(dir)), inner_(std::move(inner)) {}
-  ~TempDirStore() override {
-    inner_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
+  ~TempDirStore() override { inner_.reset(); }  // then dir_ goes
 
  private:
-  std::filesystem::path dir_;
+  std::unique_ptr<testing::TempDir> dir_;
   std::unique_ptr<ItemStore> inner_;
 };
 
 Result<std::unique_ptr<ItemStore>> make_memory() { return store::make_memory_store(); }
 
 Result<std::unique_ptr<ItemStore>> make_sqlite() {
-  std::string dir =
-      (std::filesystem::temp_directory_path() / "leasehold-conformance-XXXXXX").string();
-  if (mkdtemp(dir.data()) == nullptr) return unavailable("mkdtemp failed for " + dir);
+  auto dir = std::make_unique<testing::TempDir>("leasehold-conformance-");
   store::SqliteOptions options;
-  options.path = dir + "/store.db";
-  auto opened = store::open_sqlite_store(options);
-  if (!opened.ok()) {
-    std::filesystem::remove_all(dir);
-    return opened.status();
-  }
-  return std::unique_ptr<ItemStore>(std::make_unique<TempDirStore>(dir, std::move(opened).value()));
+  options.path = dir->file("store.db");
+  ASSIGN_OR_RETURN(std::unique_ptr<ItemStore> opened, store::open_sqlite_store(options));
+  return std::unique_ptr<ItemStore>(
+      std::make_unique<TempDirStore>(std::move(dir), std::move(opened)));
 }
 
 }  // namespace

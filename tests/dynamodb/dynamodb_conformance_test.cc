@@ -25,6 +25,7 @@
 #include "leasehold/random.h"
 #include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store.h"
+#include "testing/temp_dir.h"
 #include "tests/conformance/store_conformance.h"
 #include "tests/dynamodb/dynalite_fixture.h"
 #include "tests/dynamodb/fault_proxy.h"
@@ -714,8 +715,8 @@ TEST(DynamoDbCredentials, EnvironmentComesFirst) {
 }
 
 TEST(DynamoDbCredentials, SharedFileAndProfile) {
-  const auto path =
-      std::filesystem::temp_directory_path() / ("leasehold-creds-" + std::to_string(::getpid()));
+  const testing::TempDir dir("leasehold-creds-");
+  const auto path = dir.path() / "credentials";
   {
     std::ofstream out(path);
     out << "# comment\n[default]\naws_access_key_id = DEF\naws_secret_access_key=DEFSECRET\n\n"
@@ -742,7 +743,6 @@ TEST(DynamoDbCredentials, SharedFileAndProfile) {
   }
   auto home = store::dynamodb::load_credentials(env_of({{"HOME", "/nonexistent-home"}}));
   EXPECT_EQ(home.status().code(), Code::kUnavailable);
-  std::filesystem::remove(path);
 }
 
 }  // namespace

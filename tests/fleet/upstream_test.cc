@@ -23,6 +23,7 @@
 
 #include "net/websocket.h"
 #include "testing/eventually.h"
+#include "testing/temp_dir.h"
 #include "testing/test_pki.h"
 
 extern char** environ;
@@ -196,19 +197,16 @@ bool contains(const std::string& text, std::string_view part) {
 class PythonUpstreamTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    char dir_template[] = "/tmp/leasehold-upstream-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    dir_ = new std::filesystem::path(dir_template);
+    dir_ = new testing::TempDir("leasehold-upstream-");
     pki_files_ =
-        new testing::TestPkiFiles(testing::write_test_pki(testing::make_test_pki(), *dir_));
-    plain_ = new PythonUpstream(*dir_, nullptr);
-    tls_ = new PythonUpstream(*dir_, pki_files_);
+        new testing::TestPkiFiles(testing::write_test_pki(testing::make_test_pki(), dir_->path()));
+    plain_ = new PythonUpstream(dir_->path(), nullptr);
+    tls_ = new PythonUpstream(dir_->path(), pki_files_);
   }
   static void TearDownTestSuite() {
     delete plain_;
     delete tls_;
     delete pki_files_;
-    std::filesystem::remove_all(*dir_);
     delete dir_;
   }
 
@@ -227,14 +225,14 @@ class PythonUpstreamTest : public ::testing::Test {
     return stream.ok() ? *stream : nullptr;
   }
 
-  static std::filesystem::path* dir_;
+  static testing::TempDir* dir_;
   static testing::TestPkiFiles* pki_files_;
   static PythonUpstream* plain_;
   static PythonUpstream* tls_;
   std::unique_ptr<net::WsClient> client_;
 };
 
-std::filesystem::path* PythonUpstreamTest::dir_ = nullptr;
+testing::TempDir* PythonUpstreamTest::dir_ = nullptr;
 testing::TestPkiFiles* PythonUpstreamTest::pki_files_ = nullptr;
 PythonUpstream* PythonUpstreamTest::plain_ = nullptr;
 PythonUpstream* PythonUpstreamTest::tls_ = nullptr;
@@ -306,9 +304,9 @@ TEST_F(PythonUpstreamTest, WssWithALocalCa) {
   expect_consecutive(reader.seqs(), 11);
 
   // A client that trusts another CA refuses the same server.
-  std::filesystem::create_directories(*dir_ / "other");
+  std::filesystem::create_directories(dir_->path() / "other");
   const testing::TestPkiFiles other =
-      testing::write_test_pki(testing::make_test_pki(), *dir_ / "other");
+      testing::write_test_pki(testing::make_test_pki(), dir_->path() / "other");
   net::WsClientOptions options;
   options.ca_file = other.ca_file;
   auto client = net::WsClient::open(options);

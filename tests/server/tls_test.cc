@@ -3,14 +3,13 @@
 // handshake under header_timeout, and certificate files that cannot be used
 // refused with an error that names them and quotes nothing of them.
 #include <openssl/ssl.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "self_signed.h"
 #include "server_fixture.h"
+#include "testing/temp_dir.h"
 
 namespace leasehold::server::testing {
 namespace {
@@ -18,14 +17,10 @@ namespace {
 class TlsTest : public ServerFixture {
  protected:
   void SetUp() override {
-    char dir_template[] = "/tmp/leasehold-tls-XXXXXX";
-    ASSERT_NE(::mkdtemp(dir_template), nullptr);
-    dir_ = dir_template;
     pair_ = make_self_signed();
     cert_file_ = write("cert.pem", pair_.cert_pem);
     key_file_ = write("key.pem", pair_.key_pem);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   std::string write(const std::string& name, const std::string& content) {
     const std::string path = dir_ + "/" + name;
@@ -50,7 +45,9 @@ class TlsTest : public ServerFixture {
     return Server::start(options, router_, hooks()).status();
   }
 
-  std::string dir_, cert_file_, key_file_;
+  const leasehold::testing::TempDir tmp_{"leasehold-tls-"};
+  const std::string dir_ = tmp_.string();
+  std::string cert_file_, key_file_;
   SelfSigned pair_;
 };
 

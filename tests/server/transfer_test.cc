@@ -19,6 +19,7 @@
 
 #include "server/errors.h"
 #include "server_fixture.h"
+#include "testing/temp_dir.h"
 
 namespace leasehold::server::testing {
 namespace {
@@ -51,15 +52,8 @@ std::string chunk(std::string_view data) {
 
 class TransferTest : public ServerFixture {
  protected:
-  TransferTest() {
-    std::string pattern = (fs::temp_directory_path() / "leasehold-transfer-XXXXXX").string();
-    root_ = ::mkdtemp(pattern.data());
-    fs::create_directory(upload_dir());
-  }
-  ~TransferTest() override {
-    server_.reset();  // before the files go
-    fs::remove_all(root_);
-  }
+  TransferTest() { fs::create_directory(upload_dir()); }
+  ~TransferTest() override { server_.reset(); }  // before the files go
 
   fs::path upload_dir() const { return root_ / "uploads"; }
   size_t uploads_left() const {
@@ -160,7 +154,8 @@ class TransferTest : public ServerFixture {
     return stream_threads_;
   }
 
-  fs::path root_;
+  const leasehold::testing::TempDir tmp_{"leasehold-transfer-"};
+  const fs::path root_ = tmp_.path();
   std::mutex stream_mu_;
   std::vector<std::thread::id> stream_threads_;  // by stream_mu_
   std::atomic<int> handled_ = 0;

@@ -19,6 +19,8 @@ TempDir::TempDir(std::string_view prefix) {
 
 TempDir::~TempDir() {
   std::error_code ignored;
+  std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::add, ignored);
   std::filesystem::remove_all(path_, ignored);
 }
 

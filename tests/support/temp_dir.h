@@ -15,7 +15,8 @@ class TempDir {
   // Makes the directory, named `prefix` and six random characters. Throws
   // std::filesystem::filesystem_error if it cannot (a test then fails).
   explicit TempDir(std::string_view prefix = "leasehold-test-");
-  // Removes the directory and what is in it; errors are ignored.
+  // Removes the directory and what is in it (its own permissions restored
+  // first, should a test have taken them away); errors are ignored.
   ~TempDir();
 
   TempDir(const TempDir&) = delete;
@@ -24,6 +25,8 @@ class TempDir {
   const std::filesystem::path& path() const { return path_; }
   // path() as a string, for the APIs that take one.
   std::string string() const { return path_.string(); }
+  // The path of `name` in the directory, as a string.
+  std::string file(std::string_view name) const { return (path_ / name).string(); }
 
  private:
   std::filesystem::path path_;

@@ -19,32 +19,16 @@
 
 #include "store/sqlite/sqlite_functions.h"
 #include "store/sqlite/sqlite_schema.h"
+#include "testing/temp_dir.h"
 
 namespace leasehold::store {
 namespace {
 
+using leasehold::testing::TempDir;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = (fs::temp_directory_path() / "leasehold-sqlite-test-XXXXXX").string();
-    if (mkdtemp(path_.data()) == nullptr) path_.clear();
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(std::string_view name) const { return path_ + "/" + std::string(name); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::unique_ptr<ItemStore> open_or_die(const std::string& path,
                                        Duration busy_timeout = std::chrono::seconds(5)) {
