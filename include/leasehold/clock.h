@@ -9,10 +9,19 @@
 // advanced by hand in tests and simulations; OffsetClock wraps another clock
 // to model a machine whose wall clock is skewed. All implementations are safe
 // for concurrent use.
+//
+// Waiting for a monotonic deadline also goes through the clock
+// (Clock::wait_until), so that code which sleeps until something is due
+// sleeps on the clock it was given: a SimulatedClock's advance() past the
+// deadline wakes the waiter, and nothing waits in real time for simulated
+// time to pass.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <mutex>
 
 namespace leasehold {
@@ -37,17 +46,36 @@ class Clock {
   virtual ~Clock() = default;
   virtual WallTime wall_now() = 0;
   virtual MonoTime mono_now() = 0;
+
+  // Waits on `cv`, with `lock` released, until it is notified or this
+  // clock's monotonic time reaches `deadline`, and returns with `lock` held
+  // again: std::cv_status::timeout if the deadline has been reached. May
+  // return early (spuriously), so callers test their condition and the
+  // deadline in a loop around it.
+  // REQUIRES: `lock` holds the mutex that every change to what the caller
+  // waits for is made under.
+  // The default waits in real time for the time this clock says is left,
+  // which suits a clock that moves with real time; a clock that moves by
+  // hand overrides it.
+  virtual std::cv_status wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                                    MonoTime deadline);
 };
 
-// Reads std::chrono::system_clock and steady_clock.
+// Reads std::chrono::system_clock and steady_clock, and waits on the latter.
 class RealClock final : public Clock {
  public:
   WallTime wall_now() override { return std::chrono::system_clock::now(); }
   MonoTime mono_now() override { return std::chrono::steady_clock::now(); }
+  std::cv_status wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                            MonoTime deadline) override {
+    return cv.wait_until(lock, deadline);
+  }
 };
 
 // Time that moves only when advance() is called. Starts at a fixed wall time
-// so that runs are reproducible.
+// so that runs are reproducible. A wait_until() returns once advance() has
+// moved the monotonic clock to its deadline (or when notified), and never
+// because real time passed.
 class SimulatedClock final : public Clock {
  public:
   explicit SimulatedClock(int64_t start_unix_ms = 1'700'000'000'000)
@@ -62,12 +90,13 @@ class SimulatedClock final : public Clock {
     return mono_;
   }
 
-  // REQUIRES: d >= 0. Moves both clocks forward by d.
-  void advance(Duration d) {
-    std::lock_guard lock(mu_);
-    wall_ += std::chrono::duration_cast<WallTime::duration>(d);
-    mono_ += d;
-  }
+  std::cv_status wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                            MonoTime deadline) override;
+
+  // REQUIRES: d >= 0. Moves both clocks forward by d, then wakes each
+  // wait_until() whose deadline that reaches, taking the waiter's mutex to
+  // notify it. REQUIRES: the caller holds none of the waiters' mutexes.
+  void advance(Duration d);
 
   // Steps the wall clock alone (an NTP correction); monotonic time is unmoved.
   void step_wall(Duration d) {
@@ -76,9 +105,14 @@ class SimulatedClock final : public Clock {
   }
 
  private:
+  // One wait_until() in progress (clock.cc).
+  struct Waiter;
+
   std::mutex mu_;
   WallTime wall_;
   MonoTime mono_;
+  // The waits in progress, by deadline.
+  std::multimap<MonoTime, std::shared_ptr<Waiter>> waiters_;
 };
 
 // A view of `base` whose wall clock is off by `wall_offset` and whose
@@ -93,6 +127,10 @@ class OffsetClock final : public Clock {
     return base_.wall_now() + std::chrono::duration_cast<WallTime::duration>(wall_offset_);
   }
   MonoTime mono_now() override { return base_.mono_now() + mono_offset_; }
+  std::cv_status wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
+                            MonoTime deadline) override {
+    return base_.wait_until(lock, cv, deadline - mono_offset_);
+  }
 
  private:
   Clock& base_;

@@ -95,10 +95,20 @@ class CondVar {
     cv_.wait(lock);
     lock.release();  // the caller's again
   }
-  // The same, giving up at `deadline`: then returns std::cv_status::timeout.
+  // The same, giving up at `deadline` on the real monotonic clock: then
+  // returns std::cv_status::timeout. For waits that real time bounds
+  // whatever clock the code was given (another process, the kernel).
   std::cv_status wait_until(Mutex& mu, MonoTime deadline) REQUIRES(mu) {
     std::unique_lock lock(mu.mu_, std::adopt_lock);
     const std::cv_status status = cv_.wait_until(lock, deadline);
+    lock.release();
+    return status;
+  }
+  // The same, giving up once `clock` reaches `deadline` (Clock::wait_until):
+  // a SimulatedClock moved past it wakes the waiter.
+  std::cv_status wait_until(Mutex& mu, Clock& clock, MonoTime deadline) REQUIRES(mu) {
+    std::unique_lock lock(mu.mu_, std::adopt_lock);
+    const std::cv_status status = clock.wait_until(lock, cv_, deadline);
     lock.release();
     return status;
   }

@@ -107,7 +107,7 @@ void Worker::Impl::stop() {
   if (control_.joinable()) control_.join();
   if (keeper_.joinable()) keeper_.join();
   hand_over(snapshot(), "the worker is stopping");
-  if (!open_->wait_for_none(std::chrono::steady_clock::now() + kStopWaitMax)) {
+  if (!open_->wait_for_none(clock_, clock_.mono_now() + kStopWaitMax)) {
     log_to(options_.logger, LogLevel::kError, "upstream connections still open after {} ms",
            to_ms(kStopWaitMax));
   }

@@ -32,7 +32,7 @@ void Worker::Impl::control_loop() {
     while (!stopping_) {
       const MonoTime due = std::min(next, next_attempt_);
       if (clock_.mono_now() >= due) break;
-      control_cv_.wait_until(mu_, due);
+      control_cv_.wait_until(mu_, clock_, due);
     }
     if (stopping_) return;
     next_attempt_ = MonoTime::max();

@@ -92,11 +92,11 @@ class OpenStreams {
     MutexLock lock(mu_);
     if (--count_ == 0) cv_.notify_all();
   }
-  // False if some were still open at `deadline`.
-  bool wait_for_none(MonoTime deadline) {
+  // False if some were still open when `clock` reached `deadline`.
+  bool wait_for_none(Clock& clock, MonoTime deadline) {
     MutexLock lock(mu_);
     while (count_ > 0) {
-      if (cv_.wait_until(mu_, deadline) == std::cv_status::timeout) return count_ == 0;
+      if (cv_.wait_until(mu_, clock, deadline) == std::cv_status::timeout) return count_ == 0;
     }
     return true;
   }

@@ -25,7 +25,7 @@ void Worker::Impl::keeper_loop() {
           if (s->state == State::kWaiting) due = std::min(due, s->reconnect_at);
         }
         if (clock_.mono_now() >= due) break;
-        keeper_cv_.wait_until(mu_, due);
+        keeper_cv_.wait_until(mu_, clock_, due);
       }
       if (stopping_) return;
       keeper_woken_ = false;

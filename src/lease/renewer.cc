@@ -13,10 +13,11 @@
 namespace leasehold {
 namespace {
 
-// Threads re-check the clock at least this often, so that a SimulatedClock
-// advanced by hand is noticed without a wake-up call. With a real clock they
-// sleep until the next renewal or deadline; each idle wake-up costs CPU
-// across a fleet, so this is not short.
+// Threads re-check the clock at least this often, so that a clock which
+// cannot wake a waiter when it moves (Clock::wait_until's default: one that
+// jumps) is noticed without a wake-up call. Otherwise they sleep until the
+// next renewal or deadline; each idle wake-up costs CPU across a fleet, so
+// this is not short.
 constexpr auto kPollMax = std::chrono::seconds(1);
 
 bool means_lost(Code code) {
@@ -400,11 +401,12 @@ void Renewer::Impl::stop() {
 }
 
 // Sleeps until `due` on the renewer's clock, or kPollMax, or a wake-up.
-// The clock may be simulated, so the wait is measured on it and then slept
-// on the real one.
+// Not once stop() has been called: its wake-up may have come while the
+// caller was out of the lock, and a simulated clock may never move again.
 void Renewer::Impl::wait_until_due(MonoTime due) {
-  const Duration wait = std::min<Duration>(due - clock_.mono_now(), kPollMax);
-  if (wait > Duration::zero()) wake_.wait_until(mu_, std::chrono::steady_clock::now() + wait);
+  const MonoTime now = clock_.mono_now();
+  if (stopping_ || due <= now) return;
+  wake_.wait_until(mu_, clock_, std::min<MonoTime>(due, now + kPollMax));
 }
 
 // Each renewal thread takes the next batch due in its turn, so one stuck in

@@ -29,8 +29,8 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// How long a test waits in real time for a renewer thread. The threads look
-// at a SimulatedClock moved by hand at least once a second.
+// How long a test waits in real time for a renewer thread. The threads wait
+// on the SimulatedClock, and the test's advance() wakes those it makes due.
 constexpr auto kRealWaitMax = seconds(5);
 
 // Polls `done` in real time until it holds or kRealWaitMax has passed.

@@ -1,8 +1,7 @@
 #include "movies/probe_worker.h"
 
 #include <boost/json.hpp>
-#include <condition_variable>
-#include <mutex>
+#include <functional>
 #include <stop_token>
 #include <thread>
 
@@ -37,6 +36,45 @@ MovieJob job_of(std::string_view body) {
   return MovieJob{std::string(s), job != nullptr};
 }
 
+// Runs `extend` every `period` on `clock`, from a thread of its own, until
+// it is destroyed.
+class Extender {
+ public:
+  Extender(Clock& clock, Duration period, std::function<void()> extend)
+      : clock_(clock), period_(period), extend_(std::move(extend)), thread_([this] { run(); }) {}
+  ~Extender() {
+    {
+      MutexLock lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  Extender(const Extender&) = delete;
+  Extender& operator=(const Extender&) = delete;
+
+ private:
+  void run() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    while (!done_) {
+      const MonoTime due = clock_.mono_now() + period_;
+      while (!done_ && clock_.mono_now() < due) cv_.wait_until(mu_, clock_, due);
+      if (done_) return;
+      lock.unlock();
+      extend_();
+      lock.lock();
+    }
+  }
+
+  Clock& clock_;
+  const Duration period_;
+  const std::function<void()> extend_;
+  Mutex mu_;
+  CondVar cv_;
+  bool done_ GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: it starts once the rest is made
+};
+
 }  // namespace
 
 Status enqueue_probe(Queue& queue, const std::string& id) {
@@ -49,9 +87,10 @@ Status enqueue_remove(Queue& queue, const std::string& id) {
 
 class ProbeWorker::Impl {
  public:
-  Impl(Movies& movies, Queue& queue, ProbeWorkerOptions options)
+  Impl(Movies& movies, Queue& queue, Clock& clock, ProbeWorkerOptions options)
       : movies_(movies),
         queue_(queue),
+        clock_(clock),
         options_(std::move(options)),
         outcomes_(options_.metrics == nullptr
                       ? nullptr
@@ -96,6 +135,7 @@ class ProbeWorker::Impl {
 
   Movies& movies_;
   Queue& queue_;
+  Clock& clock_;
   const ProbeWorkerOptions options_;
   metrics::Family<metrics::Counter>* const outcomes_;  // null without a registry
   std::stop_source stop_;
@@ -123,12 +163,11 @@ void ProbeWorker::Impl::loop() {
   }
 }
 
-// Waits idle_wait, or until woken or stopped. Slept on the real steady clock,
-// as the trace worker's wait is.
+// Waits idle_wait on the worker's clock, or until woken or stopped.
 void ProbeWorker::Impl::wait_idle() {
-  const auto due = std::chrono::steady_clock::now() + options_.idle_wait;
+  const MonoTime due = clock_.mono_now() + options_.idle_wait;
   MutexLock lock(mu_);
-  while (!stopping_ && !woken_ && std::chrono::steady_clock::now() < due) cv_.wait_until(mu_, due);
+  while (!stopping_ && !woken_ && clock_.mono_now() < due) cv_.wait_until(mu_, clock_, due);
   woken_ = false;
 }
 
@@ -136,19 +175,12 @@ void ProbeWorker::Impl::wait_idle() {
 // (a probe may take minutes; the visibility is short so that a dead
 // worker's job comes back soon).
 Status ProbeWorker::Impl::run_keeping_hidden(const MovieJob& job, const std::string& receipt) {
-  std::jthread keeper([this, &receipt](std::stop_token done) {
-    std::mutex mu;
-    std::condition_variable_any cv;
-    std::unique_lock lock(mu);
-    while (true) {
-      // Wakes at the period, or at once when the probe is done.
-      (void)cv.wait_for(lock, done, options_.visibility / 3, [] { return false; });
-      if (done.stop_requested()) return;
-      const Result<int64_t> extended = queue_.extend_visibility(receipt, options_.visibility);
-      if (!extended.ok()) {
-        log_to(options_.logger, LogLevel::kInfo, "probe worker {}: visibility not extended: {}",
-               options_.id, extended.status().to_string());
-      }
+  // Its thread ends as soon as the probe is done, when `keeper` goes.
+  const Extender keeper(clock_, options_.visibility / 3, [this, &receipt] {
+    const Result<int64_t> extended = queue_.extend_visibility(receipt, options_.visibility);
+    if (!extended.ok()) {
+      log_to(options_.logger, LogLevel::kInfo, "probe worker {}: visibility not extended: {}",
+             options_.id, extended.status().to_string());
     }
   });
   if (job.remove) return movies_.finish_remove(job.movie_id);
@@ -198,12 +230,12 @@ void ProbeWorker::Impl::handle(const Message& message) {
   }
 }
 
-Result<std::unique_ptr<ProbeWorker>> ProbeWorker::start(Movies& movies, Queue& queue,
+Result<std::unique_ptr<ProbeWorker>> ProbeWorker::start(Movies& movies, Queue& queue, Clock& clock,
                                                         ProbeWorkerOptions options) {
   if (options.visibility <= Duration::zero() || options.idle_wait <= Duration::zero()) {
     return invalid_argument("probe visibility and idle wait must be positive");
   }
-  auto impl = std::make_unique<Impl>(movies, queue, std::move(options));
+  auto impl = std::make_unique<Impl>(movies, queue, clock, std::move(options));
   impl->start();
   return std::unique_ptr<ProbeWorker>(new ProbeWorker(std::move(impl)));
 }

@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 
+#include "leasehold/clock.h"
 #include "leasehold/logger.h"
 #include "leasehold/queue.h"
 #include "leasehold/status.h"
@@ -74,8 +75,9 @@ struct ProbeWorkerStats {
 class ProbeWorker {
  public:
   // Starts the thread. kInvalidArgument for a non-positive visibility or
-  // idle wait. REQUIRES: movies and queue outlive the worker.
-  static Result<std::unique_ptr<ProbeWorker>> start(Movies& movies, Queue& queue,
+  // idle wait. The waits (idle, visibility) are measured on `clock`.
+  // REQUIRES: movies, queue and clock outlive the worker.
+  static Result<std::unique_ptr<ProbeWorker>> start(Movies& movies, Queue& queue, Clock& clock,
                                                     ProbeWorkerOptions options);
   ~ProbeWorker();  // stop()
   ProbeWorker(const ProbeWorker&) = delete;

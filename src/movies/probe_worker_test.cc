@@ -60,7 +60,8 @@ class ProbeWorkerTest : public ::testing::Test {
   // A worker that would wait a minute between looks at an empty queue, so
   // that a prompt probe shows wake() worked.
   std::unique_ptr<ProbeWorker> start_worker() {
-    auto worker = ProbeWorker::start(*movies_, *probes_, {.id = "p", .idle_wait = seconds(60)});
+    auto worker =
+        ProbeWorker::start(*movies_, *probes_, clock_, {.id = "p", .idle_wait = seconds(60)});
     EXPECT_TRUE(worker.ok()) << worker.status().to_string();
     return worker.ok() ? std::move(worker).value() : nullptr;
   }
@@ -134,10 +135,11 @@ TEST_F(ProbeWorkerTest, StopIsPromptWhileTheWorkerWaitsAndRefusesBadOptions) {
   worker->stop();
   worker->stop();  // idempotent
   EXPECT_LT(std::chrono::steady_clock::now() - asked, seconds(5));
-  EXPECT_EQ(ProbeWorker::start(*movies_, *probes_, {.id = "p", .visibility = Duration::zero()})
-                .status()
-                .code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(
+      ProbeWorker::start(*movies_, *probes_, clock_, {.id = "p", .visibility = Duration::zero()})
+          .status()
+          .code(),
+      Code::kInvalidArgument);
 }
 
 }  // namespace

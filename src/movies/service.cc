@@ -38,7 +38,7 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
     po.idle_wait = kIdleWait;
     po.logger = o.logger;
     po.metrics = o.metrics;
-    ASSIGN_OR_RETURN(auto worker, ProbeWorker::start(*s->movies_, *s->probe_queue_, po));
+    ASSIGN_OR_RETURN(auto worker, ProbeWorker::start(*s->movies_, *s->probe_queue_, clock, po));
     s->probe_workers_.push_back(std::move(worker));
   }
   for (size_t i = 0; i < o.trace_workers; ++i) {

@@ -8,10 +8,8 @@
 #include <atomic>
 #include <boost/json.hpp>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <optional>
 #include <stop_token>
 #include <thread>
@@ -111,19 +109,13 @@ struct JobState {
   // Who publishes the job's end: the thread that traced it, or the watchdog
   // of a trace that stopped making progress; the first to set it.
   std::atomic<bool> ended{false};
-  // Steady-clock ns when the trace last made progress (a frame decoded or
-  // written).
+  // The worker's monotonic clock, in ns, when the trace last made progress
+  // (a frame decoded or written).
   std::atomic<int64_t> progress_ns{0};
   Renewer::Id renewal{};
   JobMessage job;
   std::string user_display_name;
 };
-
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 bool transient(const Status& s) {
   return s.code() == Code::kUnavailable || s.code() == Code::kUnknownOutcome ||
@@ -159,7 +151,7 @@ class TraceWorker::Impl {
       lower_priority();
       loop();
     });
-    watchdog_ = std::jthread([this](std::stop_token stop) { watch(stop); });
+    watchdog_ = std::thread([this] { watch(); });
   }
   void stop(bool abandon);
   void wake() {
@@ -188,8 +180,15 @@ class TraceWorker::Impl {
   void publish(const JobState& state, const Lease& lease, const Status& traced,
                std::string summary = {});
   void remove_old_rows(const JobMessage& job, int64_t epoch);
-  void watch(std::stop_token stop);
+  void watch();
+  // Stops a trace that makes no progress, or publishes it as failed.
+  void check_progress(JobState& state);
   void pause(Duration d, bool until_woken = false);
+  int64_t mono_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               clock_.mono_now().time_since_epoch())
+        .count();
+  }
   void count(uint64_t TraceWorkerStats::*field, uint64_t n = 1) {
     if (metrics_) metrics_->add(field, n);
     MutexLock lock(mu_);
@@ -210,10 +209,13 @@ class TraceWorker::Impl {
   CondVar cv_;
   bool stopping_ GUARDED_BY(mu_) = false;
   bool woken_ GUARDED_BY(mu_) = false;
+  // Set by stop() once the trace thread has ended: until then the watchdog
+  // may still have to end a trace that does not stop.
+  bool watchdog_stopping_ GUARDED_BY(mu_) = false;
   std::shared_ptr<JobState> current_ GUARDED_BY(mu_);
   TraceWorkerStats stats_ GUARDED_BY(mu_);
   std::thread thread_;
-  std::jthread watchdog_;
+  std::thread watchdog_;
 };
 
 void TraceWorker::Impl::stop(bool abandon) {
@@ -226,7 +228,11 @@ void TraceWorker::Impl::stop(bool abandon) {
     cv_.notify_all();
   }
   if (thread_.joinable()) thread_.join();
-  watchdog_.request_stop();
+  {
+    MutexLock lock(mu_);
+    watchdog_stopping_ = true;
+    cv_.notify_all();
+  }
   if (watchdog_.joinable()) watchdog_.join();
   renewer_.stop();
 }
@@ -265,15 +271,13 @@ void TraceWorker::Impl::loop() {
 // Waits idle_wait, or until wake() or stop().
 void TraceWorker::Impl::wait_idle() { pause(options_.idle_wait, /*until_woken=*/true); }
 
-// Sleeps `d`, or until stop() (or wake(), if `until_woken`). Condition
-// variables wait on the real steady clock, so the wait is slept there (as
-// the Renewer does), which also keeps a simulated clock from turning it into
-// a busy loop.
+// Sleeps `d` on the worker's clock, or until stop() (or wake(), if
+// `until_woken`).
 void TraceWorker::Impl::pause(Duration d, bool until_woken) {
-  const auto due = std::chrono::steady_clock::now() + d;
+  const MonoTime due = clock_.mono_now() + d;
   MutexLock lock(mu_);
-  while (!stopping_ && !(until_woken && woken_) && std::chrono::steady_clock::now() < due) {
-    cv_.wait_until(mu_, due);
+  while (!stopping_ && !(until_woken && woken_) && clock_.mono_now() < due) {
+    cv_.wait_until(mu_, clock_, due);
   }
   if (until_woken) woken_ = false;
 }
@@ -472,7 +476,7 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime c
   auto state = std::make_shared<JobState>();
   state->job = job;
   state->user_display_name = str_or(movie, attr::kJobStartedBy);
-  state->progress_ns = steady_ns();
+  state->progress_ns = mono_ns();
   state->renewal = renewer_.add(*lease, [state](const Lease&, const Status&) {
     state->lost = true;
     state->stop.request_stop();
@@ -484,7 +488,7 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime c
     if (stopping_) state->stop.request_stop();
   }
   tracer::TraceRequest request{m->markers, m->trim, m->every_frames, options_.trace};
-  request.options.on_decoded = [&state = *state](int64_t) { state.progress_ns = steady_ns(); };
+  request.options.on_decoded = [this, &state = *state](int64_t) { state.progress_ns = mono_ns(); };
   tracer::VideoInfo video;
   video.fps = m->fps;
   video.width = m->width;
@@ -496,7 +500,7 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime c
   try {
     const tracer::FrameCallback on_frame = [&](const tracer::TracedFrame& f) {
       Status written = write_frame(f, rid, *state, job, lease->epoch, frames_done);
-      if (written.ok()) state->progress_ns = steady_ns();
+      if (written.ok()) state->progress_ns = mono_ns();
       return written;
     };
     traced = options_.trace_fn
@@ -600,45 +604,49 @@ void TraceWorker::Impl::remove_old_rows(const JobMessage& job, int64_t epoch) {
   }
 }
 
+// The watchdog looks at the trace under way every progress_deadline / 4 on
+// the worker's clock, until stop() has ended the trace thread.
+void TraceWorker::Impl::watch() {
+  const Duration period =
+      std::max<Duration>(options_.progress_deadline / 4, std::chrono::milliseconds(10));
+  MutexLock lock(mu_);
+  while (!watchdog_stopping_) {
+    const MonoTime due = clock_.mono_now() + period;
+    while (!watchdog_stopping_ && clock_.mono_now() < due) cv_.wait_until(mu_, clock_, due);
+    if (watchdog_stopping_) return;
+    const std::shared_ptr<JobState> state = current_;
+    lock.unlock();
+    if (state && !state->ended && !abandoned_) check_progress(*state);
+    lock.lock();
+  }
+}
+
 // A trace that decodes and writes no frame for progress_deadline (a decode
 // stuck in a broken file, a stalled read) is asked to stop; if it has not ended after
 // another progress_deadline / 4, the watchdog takes its lease from the
 // Renewer and publishes it as failed. The stuck thread, should it ever
 // return, finds no lease and writes nothing.
-void TraceWorker::Impl::watch(std::stop_token stop) {
+void TraceWorker::Impl::check_progress(JobState& state) {
   const Duration deadline = options_.progress_deadline;
   const Duration grace = deadline / 4;
-  std::mutex mu;
-  std::condition_variable_any cv;
-  std::unique_lock lock(mu);
-  while (!stop.stop_requested()) {
-    (void)cv.wait_for(lock, stop, std::max<Duration>(grace, std::chrono::milliseconds(10)),
-                      [] { return false; });
-    std::shared_ptr<JobState> state;
-    {
-      MutexLock l(mu_);
-      state = current_;
-    }
-    if (!state || state->ended || abandoned_) continue;
-    const auto idle = std::chrono::nanoseconds(steady_ns() - state->progress_ns.load());
-    if (idle < deadline) continue;
-    if (!state->stop.stop_requested()) {
-      log_to(options_.logger, LogLevel::kWarn,
-             "trace worker {}: job {} made no progress for {} ms: stopped", options_.id,
-             state->job.job_id, to_ms(std::chrono::duration_cast<Duration>(idle)));
-      state->stop.request_stop();
-      continue;
-    }
-    if (idle < deadline + grace || state->ended.exchange(true)) continue;
-    const std::optional<Lease> latest = renewer_.remove(state->renewal);
-    if (!latest || !latest->valid_at(clock_.mono_now())) continue;
+  const auto idle = std::chrono::nanoseconds(mono_ns() - state.progress_ns.load());
+  if (idle < deadline) return;
+  if (!state.stop.stop_requested()) {
     log_to(options_.logger, LogLevel::kWarn,
-           "trace worker {}: job {} did not stop: published as failed", options_.id,
-           state->job.job_id);
-    const std::string why = "the trace stopped: reading the movie made no progress for " +
-                            std::to_string(to_ms(deadline)) + " ms";
-    publish(*state, *latest, deadline_exceeded(why), why);
+           "trace worker {}: job {} made no progress for {} ms: stopped", options_.id,
+           state.job.job_id, to_ms(std::chrono::duration_cast<Duration>(idle)));
+    state.stop.request_stop();
+    return;
   }
+  if (idle < deadline + grace || state.ended.exchange(true)) return;
+  const std::optional<Lease> latest = renewer_.remove(state.renewal);
+  if (!latest || !latest->valid_at(clock_.mono_now())) return;
+  log_to(options_.logger, LogLevel::kWarn,
+         "trace worker {}: job {} did not stop: published as failed", options_.id,
+         state.job.job_id);
+  const std::string why = "the trace stopped: reading the movie made no progress for " +
+                          std::to_string(to_ms(deadline)) + " ms";
+  publish(state, *latest, deadline_exceeded(why), why);
 }
 
 // ---------------------------------------------------------------- TraceWorker

@@ -27,6 +27,7 @@ boost::system::error_code last_error() {
 bool DeadlineSocket::wait(short events) {
   pollfd p{socket_.native_handle(), events, 0};
   for (;;) {
+    // Real time: ppoll() below waits in the kernel, which knows no Clock.
     const Duration left = deadline_ - std::chrono::steady_clock::now();
     if (left <= Duration::zero()) return false;
     const auto slice = std::min(left, kWaitSliceMax);

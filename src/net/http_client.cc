@@ -24,6 +24,8 @@
 namespace leasehold::net {
 namespace {
 
+// Real time: deadlines here bound socket waits (DeadlineSocket), not time a
+// Clock was given to measure.
 using SteadyClock = std::chrono::steady_clock;
 using TlsStream = ssl::stream<DeadlineSocket>;
 

@@ -62,6 +62,7 @@ std::string_view level_name(LogLevel level) {
 // formats a second's date and time once and reuses the text for the lines
 // it writes within that second.
 void append_utc_timestamp(std::string& out) {
+  // A log line's time is for people reading it, not one the code acts on.
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
   const auto ms =

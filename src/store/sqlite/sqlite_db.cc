@@ -186,6 +186,7 @@ ConnectionPool::ConnectionPool(SqliteOptions options, int connections_max,
 
 Result<ConnectionPool::Handle> ConnectionPool::acquire(Duration wait_max) {
   MutexLock lock(mu_);
+  // Real time, as SQLite's own busy timeout is: a store is given no Clock.
   const MonoTime deadline =
       std::chrono::steady_clock::now() + std::min(options_.busy_timeout, wait_max);
   while (idle_.empty() && open_ >= connections_max_) {
