@@ -24,7 +24,7 @@
 #include "fleet/schema.h"
 #include "net/websocket.h"
 #include "store/memory/memory_store.h"
-#include "testing/store_wrapper.h"
+#include "store/store_wrapper.h"
 
 namespace leasehold::fleet {
 namespace {

@@ -19,7 +19,7 @@
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "movies/trace_worker.h"
-#include "testing/store_wrapper.h"
+#include "store/store_wrapper.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::movies {
