@@ -16,8 +16,8 @@
 #include "accounts/secrets.h"
 #include "store/memory/memory_store.h"
 #include "store/sqlite/sqlite_store.h"
+#include "store/store_wrapper.h"
 #include "testing/faulty_store.h"
-#include "testing/store_wrapper.h"
 #include "testing/temp_dir.h"
 
 namespace leasehold::accounts {

@@ -15,7 +15,7 @@
 #include "leasehold/lease.h"
 #include "leasehold/random.h"
 #include "store/memory/memory_store.h"
-#include "testing/store_wrapper.h"
+#include "store/store_wrapper.h"
 
 namespace leasehold::fleet {
 namespace {

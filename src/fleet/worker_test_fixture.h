@@ -25,8 +25,8 @@
 #include "fleet/worker.h"
 #include "net/websocket.h"
 #include "store/memory/memory_store.h"
+#include "store/store_wrapper.h"
 #include "testing/eventually.h"
-#include "testing/store_wrapper.h"
 
 namespace leasehold::fleet::testing {
 

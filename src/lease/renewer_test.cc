@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "testing/capturing_logger.h"
 #include "store/memory/memory_store.h"
-#include "testing/store_wrapper.h"
+#include "store/store_wrapper.h"
+#include "testing/capturing_logger.h"
 
 namespace leasehold {
 namespace {

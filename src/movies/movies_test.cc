@@ -18,7 +18,7 @@
 #include "movies/frame_images.h"
 #include "movies/movies_test_fixture.h"
 #include "movies/schema.h"
-#include "testing/store_wrapper.h"
+#include "store/store_wrapper.h"
 
 namespace leasehold::movies::testing {
 namespace {

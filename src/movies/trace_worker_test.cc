@@ -18,8 +18,8 @@
 #include "movies/schema.h"
 #include "movies/test_movie.h"
 #include "store/memory/memory_store.h"
+#include "store/store_wrapper.h"
 #include "testing/eventually.h"
-#include "testing/store_wrapper.h"
 #include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
 

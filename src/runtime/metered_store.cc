@@ -21,7 +21,7 @@ const Status& status_of(const Result<T>& result) {
 }  // namespace
 
 MeteredStore::MeteredStore(ItemStore& inner, metrics::Registry& registry, Clock& clock)
-    : inner_(inner),
+    : StoreWrapper(inner),
       clock_(clock),
       backend_(inner.backend_name()),
       errors_(registry.counter("leasehold_store_errors_total",
@@ -88,52 +88,54 @@ metrics::Counter& MeteredStore::errors(Op op, Code code) {
 }
 
 Status MeteredStore::ensure_table(const TableSpec& spec) {
-  return timed<Status>(kEnsureTable, [&] { return inner_.ensure_table(spec); });
+  return timed<Status>(kEnsureTable, [&] { return inner().ensure_table(spec); });
 }
 
 Status MeteredStore::require_table(const TableSpec& spec) {
-  return timed<Status>(kRequireTable, [&] { return inner_.require_table(spec); });
+  return timed<Status>(kRequireTable, [&] { return inner().require_table(spec); });
 }
 
 Result<Item> MeteredStore::get(std::string_view table, const Key& key, bool consistent) {
-  return timed<Result<Item>>(kGet, [&] { return inner_.get(table, key, consistent); });
+  return timed<Result<Item>>(kGet, [&] { return inner().get(table, key, consistent); });
 }
 
 Result<std::vector<Item>> MeteredStore::batch_get(std::string_view table,
                                                   std::span<const Key> keys) {
-  return timed<Result<std::vector<Item>>>(kBatchGet, [&] { return inner_.batch_get(table, keys); });
+  return timed<Result<std::vector<Item>>>(kBatchGet,
+                                          [&] { return inner().batch_get(table, keys); });
 }
 
 Status MeteredStore::put(std::string_view table, const Item& item, const Condition& condition) {
-  return timed<Status>(kPut, [&] { return inner_.put(table, item, condition); });
+  return timed<Status>(kPut, [&] { return inner().put(table, item, condition); });
 }
 
 Result<Item> MeteredStore::update(std::string_view table, const Key& key, const Update& update,
                                   const Condition& condition) {
-  return timed<Result<Item>>(kUpdate, [&] { return inner_.update(table, key, update, condition); });
+  return timed<Result<Item>>(kUpdate,
+                             [&] { return inner().update(table, key, update, condition); });
 }
 
 Status MeteredStore::remove(std::string_view table, const Key& key, const Condition& condition) {
-  return timed<Status>(kRemove, [&] { return inner_.remove(table, key, condition); });
+  return timed<Status>(kRemove, [&] { return inner().remove(table, key, condition); });
 }
 
 Result<Page> MeteredStore::query(std::string_view table, std::string_view pk, const KeyRange& range,
                                  const QueryOptions& options) {
-  return timed<Result<Page>>(kQuery, [&] { return inner_.query(table, pk, range, options); });
+  return timed<Result<Page>>(kQuery, [&] { return inner().query(table, pk, range, options); });
 }
 
 Result<Page> MeteredStore::query_index(std::string_view table, std::string_view index,
                                        std::string_view hash_value, const KeyRange& range,
                                        const QueryOptions& options) {
   return timed<Result<Page>>(
-      kQueryIndex, [&] { return inner_.query_index(table, index, hash_value, range, options); });
+      kQueryIndex, [&] { return inner().query_index(table, index, hash_value, range, options); });
 }
 
 std::vector<Result<Item>> MeteredStore::update_each(std::string_view table,
                                                     std::span<const UpdateRequest> requests,
                                                     Duration timeout) {
   const MonoTime start = clock_.mono_now();
-  std::vector<Result<Item>> results = inner_.update_each(table, requests, timeout);
+  std::vector<Result<Item>> results = inner().update_each(table, requests, timeout);
   observe_since(kUpdateEach, start);
   for (const Result<Item>& result : results) count(kUpdateEach, result.status());
   return results;

@@ -1,6 +1,6 @@
-// MeteredStore: an ItemStore that forwards every call to another one and
-// records, per backend and operation, how long the call took and how it
-// failed, in a metrics::Registry:
+// MeteredStore: an ItemStore that forwards every call to another one
+// (store::StoreWrapper) and records, per backend and operation, how long the
+// call took and how it failed, in a metrics::Registry:
 //
 //   leasehold_store_operation_seconds{backend,operation}        histogram
 //   leasehold_store_errors_total{backend,operation,code}        counter
@@ -30,17 +30,18 @@
 #include "leasehold/clock.h"
 #include "leasehold/store.h"
 #include "metrics/registry.h"
+#include "store/store_wrapper.h"
 
 namespace leasehold::runtime {
 
-class MeteredStore final : public ItemStore {
+// What reads no store (backend_name, reads_are_local, change_stamp) passes
+// through untimed.
+class MeteredStore final : public store::StoreWrapper {
  public:
   // REQUIRES: inner, registry and clock outlive this store.
   MeteredStore(ItemStore& inner, metrics::Registry& registry, Clock& clock);
   MeteredStore(const MeteredStore&) = delete;
   MeteredStore& operator=(const MeteredStore&) = delete;
-
-  ItemStore& inner() const { return inner_; }
 
   Status ensure_table(const TableSpec& spec) override;
   Status require_table(const TableSpec& spec) override;
@@ -55,14 +56,10 @@ class MeteredStore final : public ItemStore {
   Result<Page> query_index(std::string_view table, std::string_view index,
                            std::string_view hash_value, const KeyRange& range,
                            const QueryOptions& options) override;
-  using ItemStore::update_each;
+  using StoreWrapper::update_each;
   std::vector<Result<Item>> update_each(std::string_view table,
                                         std::span<const UpdateRequest> requests,
                                         Duration timeout) override;
-  std::string_view backend_name() const override { return inner_.backend_name(); }
-  bool reads_are_local() const override { return inner_.reads_are_local(); }
-  // Not timed: it reads no store.
-  std::optional<ChangeStamp> change_stamp() const override { return inner_.change_stamp(); }
 
  private:
   enum Op {
@@ -97,7 +94,6 @@ class MeteredStore final : public ItemStore {
   void count(Op op, const Status& status);
   metrics::Counter& errors(Op op, Code code);
 
-  ItemStore& inner_;
   Clock& clock_;
   const std::string backend_;
   metrics::Family<metrics::Counter>& errors_;

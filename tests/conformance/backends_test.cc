@@ -3,7 +3,7 @@
 
 #include "store/memory/memory_store.h"
 #include "store/sqlite/sqlite_store.h"
-#include "testing/store_wrapper.h"
+#include "store/store_wrapper.h"
 #include "testing/temp_dir.h"
 #include "tests/conformance/store_conformance.h"
 

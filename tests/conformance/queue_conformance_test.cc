@@ -11,8 +11,8 @@
 #include <utility>
 
 #include "leasehold/queue.h"
+#include "store/store_wrapper.h"
 #include "testing/faulty_store.h"
-#include "testing/store_wrapper.h"
 #include "tests/conformance/store_conformance.h"
 
 namespace leasehold::conformance {

@@ -34,9 +34,9 @@
 #include <sstream>
 
 #include "leasehold/renewer.h"
-#include "testing/faulty_store.h"
 #include "store/memory/memory_store.h"
-#include "testing/store_wrapper.h"
+#include "store/store_wrapper.h"
+#include "testing/faulty_store.h"
 
 namespace leasehold {
 namespace {

@@ -35,7 +35,7 @@
 
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
-#include "testing/store_wrapper.h"
+#include "store/store_wrapper.h"
 
 namespace leasehold::store {
 

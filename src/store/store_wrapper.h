@@ -1,7 +1,9 @@
 // StoreWrapper: an ItemStore that forwards every call to another one, for
-// wrappers that change a few calls and pass the rest through (fault
-// injection, counting, observing what really reaches a store). LevelDB's
-// EnvWrapper is the model: derive from it and override only what differs.
+// wrappers that change a few calls and pass the rest through (metering,
+// fault injection, counting, observing what really reaches a store).
+// LevelDB's EnvWrapper is the model: derive from it and override only what
+// differs. It forwards every virtual of ItemStore, so that a wrapper never
+// hides what the wrapped store says of itself (reads_are_local, say).
 //
 // Thread-safety is the wrapped store's; a subclass that keeps state of its
 // own says how it is guarded.
@@ -15,6 +17,11 @@ class StoreWrapper : public ItemStore {
  public:
   // REQUIRES: inner outlives this object.
   explicit StoreWrapper(ItemStore& inner) : inner_(inner) {}
+  // A copy would wrap the same store as a wrapper of its own, and would be
+  // picked over the constructor above for a wrapper given as a wrapper: to
+  // wrap one, pass it as an ItemStore&.
+  StoreWrapper(const StoreWrapper&) = delete;
+  StoreWrapper& operator=(const StoreWrapper&) = delete;
 
   ItemStore& inner() const { return inner_; }
 
@@ -53,6 +60,7 @@ class StoreWrapper : public ItemStore {
   }
   std::optional<ChangeStamp> change_stamp() const override { return inner_.change_stamp(); }
   std::string_view backend_name() const override { return inner_.backend_name(); }
+  bool reads_are_local() const override { return inner_.reads_are_local(); }
 
  private:
   ItemStore& inner_;
