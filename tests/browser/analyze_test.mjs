@@ -311,9 +311,11 @@ test('an admin breaks a lease; the page that held it stops editing and says why'
 test('a page whose heartbeats do not get through stops editing; another takes over', async () => {
   await bobPage.locator('#edit-movie').click();
   await until('Bob edits', async () => (await bannerMode(bobPage)) === 'edit');
-  await bobPage.route('**/analysis-lease/heartbeat', (route) => route.abort('failed'));
+  // The other page opens before Bob's heartbeats are cut: signing in can
+  // take longer than the lease's ttl on a slow machine.
   const other = await openAnalyze(ada);
   assert.equal(await bannerMode(other), 'view');
+  await bobPage.route('**/analysis-lease/heartbeat', (route) => route.abort('failed'));
   // Bob's page stops by its own deadline, before the lease expires.
   await waitForText(bobPage.locator('#analyze-alert'), /could not be reached/, STEP_MS);
   assert.ok(await bobPage.locator('#trim-start').isDisabled());
