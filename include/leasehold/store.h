@@ -64,6 +64,9 @@ using Item = std::map<std::string, Value, std::less<>>;
 const std::string* get_string(const Item& item, std::string_view attr);
 // An int attribute of `item`, or nullptr if absent or of another type.
 const int64_t* get_int(const Item& item, std::string_view attr);
+// The same, or `fallback` if absent or of another type.
+std::string get_string_or(const Item& item, std::string_view attr, std::string_view fallback = {});
+int64_t get_int_or(const Item& item, std::string_view attr, int64_t fallback = 0);
 
 struct Key {
   std::string pk;

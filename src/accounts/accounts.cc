@@ -56,24 +56,17 @@ Key user_key(std::string_view name) { return Key{"USER#" + std::string(name), ""
 Key token_key(std::string_view token) { return Key{"TOKEN#" + sha256_hex(token), ""}; }
 Key session_key(std::string_view id) { return Key{"SESSION#" + sha256_hex(id), ""}; }
 
-std::string string_of(const Item& item, std::string_view attr) {
-  const std::string* s = get_string(item, attr);
-  return s != nullptr ? *s : std::string();
-}
-// The same without a copy, for comparing: valid while the item is.
+// get_string_or(item, attr) without a copy, for comparing: valid while the
+// item is.
 std::string_view string_view_of(const Item& item, std::string_view attr) {
   const std::string* s = get_string(item, attr);
   return s != nullptr ? std::string_view(*s) : std::string_view();
 }
-int64_t int_of(const Item& item, std::string_view attr) {
-  const int64_t* i = get_int(item, attr);
-  return i != nullptr ? *i : 0;
-}
 
 User user_of(const Item& item) {
   User user;
-  user.name = string_of(item, kName);
-  user.display_name = string_of(item, kDisplayName);
+  user.name = get_string_or(item, kName);
+  user.display_name = get_string_or(item, kDisplayName);
   const auto admin = item.find(kAdmin);
   user.admin = admin != item.end() && std::get_if<bool>(&admin->second) != nullptr &&
                std::get<bool>(admin->second);
@@ -313,8 +306,8 @@ Item Accounts::Impl::new_user_item(const NewUser& user) {
 Item Accounts::Impl::token_item(const Item& user, std::string_view token) {
   return Item{{std::string(kPk), token_key(token).pk},
               {std::string(kKind), std::string(kTokenKind)},
-              {std::string(kOwner), string_of(user, kName)},
-              {std::string(kGeneration), string_of(user, kGeneration)},
+              {std::string(kOwner), get_string_or(user, kName)},
+              {std::string(kGeneration), get_string_or(user, kGeneration)},
               {std::string(kCreatedAtMs), now_ms()}};
 }
 
@@ -323,7 +316,7 @@ Status Accounts::Impl::resolve_unknown_put(const Key& key, std::string_view gene
                                            const Status& sent) {
   if (sent.code() != Code::kUnknownOutcome) return sent;
   auto item = store_.get(table(), key, /*consistent=*/true);
-  if (item.ok() && string_of(*item, kGeneration) == generation) return Status::ok_status();
+  if (item.ok() && get_string_or(*item, kGeneration) == generation) return Status::ok_status();
   return sent;
 }
 
@@ -356,7 +349,7 @@ Result<Accounts::Added> Accounts::Impl::add_user(const NewUser& user) {
   const Item token_it = token_item(item, token);
   RETURN_IF_ERROR(store_.put(table(), token_it, cond::not_exists(std::string(kKind))));
   const Status put =
-      resolve_unknown_put(user_key(user.name), string_of(item, kGeneration),
+      resolve_unknown_put(user_key(user.name), get_string_or(item, kGeneration),
                           store_.put(table(), item, cond::not_exists(std::string(kKind))));
   if (!put.ok()) {
     (void)store_.remove(table(), token_key(token), Condition{});
@@ -379,7 +372,7 @@ Status Accounts::Impl::set_password(std::string_view name, std::string_view pass
   RETURN_IF_ERROR(check_password(password, options_));
   ASSIGN_OR_RETURN(const Item user, read_user(name));
   ASSIGN_OR_RETURN(std::string hashed, hash(password));
-  const std::string generation = string_of(user, kGeneration);
+  const std::string generation = get_string_or(user, kGeneration);
   Update update;
   update.set(std::string(kPasswordHash), std::move(hashed))
       .add(std::string(kSessionEpoch), 1)
@@ -421,7 +414,7 @@ Result<User> Accounts::Impl::get_user(std::string_view name) {
 Status Accounts::Impl::remove_user(std::string_view name) {
   RETURN_IF_ERROR(check_user_name(name));
   ASSIGN_OR_RETURN(const Item user, read_user(name));
-  const std::string generation = string_of(user, kGeneration);
+  const std::string generation = get_string_or(user, kGeneration);
   const Status removed =
       store_.remove(table(), user_key(name), cond::eq(std::string(kGeneration), generation));
   if (removed.code() == Code::kConditionFailed) return no_such_user(name);  // removed meanwhile
@@ -445,9 +438,9 @@ void Accounts::Impl::remove_owned(std::string_view name, std::string_view genera
     auto page = store_.query_index(table(), kOwnerIndex, name, KeyRange::all(), query);
     if (!page.ok()) break;
     for (const Item& item : page->items) {
-      if (string_of(item, kGeneration) != generation) continue;
-      if (!kind.empty() && string_of(item, kKind) != kind) continue;
-      keys.push_back(Key{string_of(item, kPk), ""});
+      if (get_string_or(item, kGeneration) != generation) continue;
+      if (!kind.empty() && get_string_or(item, kKind) != kind) continue;
+      keys.push_back(Key{get_string_or(item, kPk), ""});
     }
     if (page->next_cursor == query.cursor) break;  // a store that repeats itself
     query.cursor = page->next_cursor;
@@ -480,7 +473,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
   if (item.status().code() == Code::kNotFound) return owned;
   RETURN_IF_ERROR(item.status());
   owned.item = std::move(*item);
-  const std::string name = string_of(*owned.item, kOwner);
+  const std::string name = get_string_or(*owned.item, kOwner);
   auto user = store_.get(table(), user_key(name), /*consistent=*/true);
   if (user.ok()) {
     owned.user = std::move(*user);
@@ -614,9 +607,9 @@ Result<Session> Accounts::Impl::open_session(const Item& user) {
   const int64_t expires_at_ms = now + to_ms(options_.session_ttl);
   const Item item{{std::string(kPk), session_key(id).pk},
                   {std::string(kKind), std::string(kSessionKind)},
-                  {std::string(kOwner), string_of(user, kName)},
-                  {std::string(kGeneration), string_of(user, kGeneration)},
-                  {std::string(kSessionEpoch), int_of(user, kSessionEpoch)},
+                  {std::string(kOwner), get_string_or(user, kName)},
+                  {std::string(kGeneration), get_string_or(user, kGeneration)},
+                  {std::string(kSessionEpoch), get_int_or(user, kSessionEpoch)},
                   {std::string(kCreatedAtMs), now},
                   {std::string(kExpiresAtMs), expires_at_ms},
                   {std::string(kRefreshedAtMs), now}};
@@ -631,14 +624,14 @@ Result<User> Accounts::Impl::authenticate_session(std::string_view session_id) {
   if (!owned.item) return unauthenticated("unknown or ended session");
   const Item* const session = &*owned.item;
   const int64_t now = now_ms();
-  const int64_t expires_at_ms = int_of(*session, kExpiresAtMs);
+  const int64_t expires_at_ms = get_int_or(*session, kExpiresAtMs);
   if (expires_at_ms <= now) {
     // Unless another process slid it meanwhile, it is of no use any more.
     (void)store_.remove(table(), key, cond::eq(std::string(kExpiresAtMs), expires_at_ms));
     return unauthenticated("session expired");
   }
   ASSIGN_OR_RETURN(const Item* const user, owner_of(owned, "session"));
-  if (int_of(*session, kSessionEpoch) != int_of(*user, kSessionEpoch)) {
+  if (get_int_or(*session, kSessionEpoch) != get_int_or(*user, kSessionEpoch)) {
     return unauthenticated("session ended: the password was changed");
   }
   slide(key, *session, now);
@@ -649,7 +642,7 @@ Result<User> Accounts::Impl::authenticate_session(std::string_view session_id) {
 // least slide_every ago. Best effort: a failed write leaves the session as
 // it was, valid until its old expiry.
 void Accounts::Impl::slide(const Key& key, const Item& session, int64_t now) {
-  if (now - int_of(session, kRefreshedAtMs) < to_ms(options_.slide_every)) return;
+  if (now - get_int_or(session, kRefreshedAtMs) < to_ms(options_.slide_every)) return;
   Update update;
   update.set(std::string(kExpiresAtMs), now + to_ms(options_.session_ttl))
       .set(std::string(kRefreshedAtMs), now)
@@ -667,10 +660,10 @@ void Accounts::Impl::prune_expired_sessions(std::string_view name) {
   if (!page.ok()) return;
   const int64_t now = now_ms();
   for (const Item& item : page->items) {
-    if (string_of(item, kKind) != kSessionKind) continue;
-    const int64_t expires_at_ms = int_of(item, kExpiresAtMs);
+    if (get_string_or(item, kKind) != kSessionKind) continue;
+    const int64_t expires_at_ms = get_int_or(item, kExpiresAtMs);
     if (expires_at_ms > now) continue;
-    (void)store_.remove(table(), Key{string_of(item, kPk), ""},
+    (void)store_.remove(table(), Key{get_string_or(item, kPk), ""},
                         cond::eq(std::string(kExpiresAtMs), expires_at_ms));
   }
 }

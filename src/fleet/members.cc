@@ -9,11 +9,6 @@ namespace {
 
 constexpr std::string_view kWorkerPrefix = "WORKER#";
 
-int64_t int_or_zero(const Item& item, std::string_view attr) {
-  const int64_t* v = get_int(item, attr);
-  return v == nullptr ? 0 : *v;
-}
-
 }  // namespace
 
 TableSpec workers_table_spec() {
@@ -54,14 +49,14 @@ Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool al
       if (pk == nullptr || !pk->starts_with(kWorkerPrefix)) continue;
       Member m;
       m.id = pk->substr(kWorkerPrefix.size());
-      m.expires_at_ms = int_or_zero(item, "lease_expires_at_ms");
+      m.expires_at_ms = get_int_or(item, "lease_expires_at_ms");
       m.alive = m.expires_at_ms > now_ms;
-      m.owned = int_or_zero(item, "owned");
-      m.capacity = int_or_zero(item, "capacity");
-      m.messages = int_or_zero(item, "messages");
-      m.messages_per_s = static_cast<double>(int_or_zero(item, "messages_per_s")) / 1000;
-      m.started_at_ms = int_or_zero(item, "started_at_ms");
-      m.updated_at_ms = int_or_zero(item, "updated_at_ms");
+      m.owned = get_int_or(item, "owned");
+      m.capacity = get_int_or(item, "capacity");
+      m.messages = get_int_or(item, "messages");
+      m.messages_per_s = static_cast<double>(get_int_or(item, "messages_per_s")) / 1000;
+      m.started_at_ms = get_int_or(item, "started_at_ms");
+      m.updated_at_ms = get_int_or(item, "updated_at_ms");
       const auto taking = item.find("taking");
       m.taking = taking == item.end() || !std::holds_alternative<bool>(taking->second) ||
                  std::get<bool>(taking->second);

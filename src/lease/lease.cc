@@ -38,16 +38,6 @@ Status validate_ref(const LeaseRef& ref) {
   return validate_token(ref.token);
 }
 
-int64_t int_or_zero(const Item& item, std::string_view attr) {
-  const int64_t* v = get_int(item, attr);
-  return v ? *v : 0;
-}
-
-std::string string_or_empty(const Item& item, std::string_view attr) {
-  const std::string* v = get_string(item, attr);
-  return v ? *v : std::string();
-}
-
 std::string describe_key(const Key& key, std::string_view slot) {
   return "'" + key.pk + (key.sk.empty() ? "" : "/" + key.sk) + "' (slot " + std::string(slot) + ")";
 }
@@ -84,7 +74,7 @@ Condition held_by(const SlotNames& n, const LeaseRef& ref, int64_t unexpired_at_
 bool is_held_by(const Item& item, const SlotNames& n, const LeaseRef& ref,
                 int64_t unexpired_at_ms) {
   if (!is_mine(item, n, ref.owner, ref.token)) return false;
-  return unexpired_at_ms == 0 || int_or_zero(item, n.expires_at_ms) > unexpired_at_ms;
+  return unexpired_at_ms == 0 || get_int_or(item, n.expires_at_ms) > unexpired_at_ms;
 }
 
 LeaseRef ref_of(const Lease& lease) { return {lease.key, lease.slot, lease.owner, lease.token}; }
@@ -116,7 +106,7 @@ Status renewal_outcome(const Result<Item>& item, const SlotNames& n, const Lease
                        int64_t expires_at_ms, const std::string& what) {
   if (!item.ok()) return unavailable(what + ": outcome unknown and the read-back failed");
   if (!is_mine(*item, n, ref.owner, ref.token)) return no_longer_yours(ref.key, ref.slot);
-  if (int_or_zero(*item, n.expires_at_ms) != expires_at_ms) {
+  if (get_int_or(*item, n.expires_at_ms) != expires_at_ms) {
     return unavailable(what + ": the renewal did not apply; retry");
   }
   return {};
@@ -130,7 +120,7 @@ Status release_outcome(const Result<Item>& item, const SlotNames& n, const Lease
                        bool with_update) {
   if (!item.ok()) return unavailable("release has an unknown outcome and the read-back failed");
   const bool mine = is_mine(*item, n, ref.owner, ref.token);
-  const bool still_live = mine && int_or_zero(*item, n.expires_at_ms) != 0;
+  const bool still_live = mine && get_int_or(*item, n.expires_at_ms) != 0;
   if (still_live) return unavailable("release did not apply; retry");
   if (with_update && !mine) {
     return failed_precondition("lease on " + describe_key(ref.key, ref.slot) +
@@ -265,7 +255,7 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
 
   Result<Item> written = store_.update(config_.table, key, update, condition);
   if (written.ok()) {
-    lease.epoch = int_or_zero(*written, n.epoch);
+    lease.epoch = get_int_or(*written, n.epoch);
     assert(lease.epoch >= 1);
     return check_acquired_in_time(std::move(lease));
   }
@@ -315,8 +305,8 @@ Result<Lease> LeaseManager::resolve_acquire(const Key& key, const Lease& attempt
   const SlotNames& n = *names_n;
   if (!item.ok() || !is_mine(*item, n, attempt.owner, attempt.token)) {
     // Any live owner counts, a token-less writer's included.
-    const bool held = item.ok() && !string_or_empty(*item, n.owner).empty() &&
-                      int_or_zero(*item, n.expires_at_ms) > to_unix_ms(clock_.wall_now());
+    const bool held = item.ok() && !get_string_or(*item, n.owner).empty() &&
+                      get_int_or(*item, n.expires_at_ms) > to_unix_ms(clock_.wall_now());
     if (held) {
       return already_exists("lease on " + describe_key(key, attempt.slot) +
                             " is held by another owner");
@@ -324,7 +314,7 @@ Result<Lease> LeaseManager::resolve_acquire(const Key& key, const Lease& attempt
     return unavailable(what + " did not reach the store; retry");
   }
   Lease lease = attempt;
-  lease.epoch = int_or_zero(*item, n.epoch);
+  lease.epoch = get_int_or(*item, n.epoch);
   assert(lease.epoch >= 1);
   return lease;
 }
@@ -392,8 +382,8 @@ Result<Lease> LeaseManager::explain_refused_renewal(const RenewPlan& p) {
   const SlotNames& n = *p.names;
   Result<Item> item = read_back(p.ref.key);
   if (item.ok() && is_mine(*item, n, p.ref.owner, p.ref.token) &&
-      int_or_zero(*item, n.expires_at_ms) > p.now_ms &&
-      int_or_zero(*item, n.heartbeat_at_ms) > p.heartbeat_at_ms) {
+      get_int_or(*item, n.expires_at_ms) > p.now_ms &&
+      get_int_or(*item, n.heartbeat_at_ms) > p.heartbeat_at_ms) {
     return unavailable("renew " + describe_key(p.ref.key, p.ref.slot) +
                        ": a renewal with a later heartbeat is already stored (a wall clock " +
                        "ahead of this one wrote it); retry");
@@ -429,7 +419,7 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
     return past_deadline(p.ref.key, p.ref.slot, " (it passed while renewing)");
   }
   const Item& item = *written;
-  assert((p.base != nullptr || string_or_empty(item, n.token) == p.ref.token) &&
+  assert((p.base != nullptr || get_string_or(item, n.token) == p.ref.token) &&
          "a renewal applies only under the renewer's token");
   Lease lease;
   if (p.base != nullptr) {
@@ -438,10 +428,10 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
     lease.key = p.ref.key;
     lease.slot = p.ref.slot;
     lease.owner = p.ref.owner;
-    lease.holder = string_or_empty(item, n.holder);
+    lease.holder = get_string_or(item, n.holder);
     lease.token = p.ref.token;
-    lease.epoch = int_or_zero(item, n.epoch);
-    lease.acquired_at_ms = int_or_zero(item, n.acquired_at_ms);
+    lease.epoch = get_int_or(item, n.epoch);
+    lease.acquired_at_ms = get_int_or(item, n.acquired_at_ms);
   }
   lease.ttl = p.ttl;
   lease.heartbeat_at_ms = p.heartbeat_at_ms;
@@ -699,13 +689,13 @@ LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_vi
   LeaseView v;
   v.key = key;
   v.slot = std::string(slot);
-  v.owner = string_or_empty(item, n.owner);
-  v.holder = string_or_empty(item, n.holder);
-  v.token = string_or_empty(item, n.token);
-  v.epoch = int_or_zero(item, n.epoch);
-  v.acquired_at_ms = int_or_zero(item, n.acquired_at_ms);
-  v.heartbeat_at_ms = int_or_zero(item, n.heartbeat_at_ms);
-  v.expires_at_ms = int_or_zero(item, n.expires_at_ms);
+  v.owner = get_string_or(item, n.owner);
+  v.holder = get_string_or(item, n.holder);
+  v.token = get_string_or(item, n.token);
+  v.epoch = get_int_or(item, n.epoch);
+  v.acquired_at_ms = get_int_or(item, n.acquired_at_ms);
+  v.heartbeat_at_ms = get_int_or(item, n.heartbeat_at_ms);
+  v.expires_at_ms = get_int_or(item, n.expires_at_ms);
   v.held = !v.owner.empty() && v.expires_at_ms > to_unix_ms(clock_.wall_now());
   return v;
 }

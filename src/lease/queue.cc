@@ -28,11 +28,6 @@ constexpr int kSendAttemptsMax = 3;
 
 std::string attr(std::string_view name) { return std::string(name); }
 
-int64_t int_or_zero(const Item& item, std::string_view name) {
-  const int64_t* v = get_int(item, name);
-  return v ? *v : 0;
-}
-
 Status check_name(std::string_view name) {
   const bool ok =
       !name.empty() && name.size() <= kQueueNameBytesMax &&
@@ -215,9 +210,9 @@ Result<std::vector<Message>> StoreQueue::receive(int max, Duration visibility) {
     Candidate c{pk->substr(key_prefix_.size()),
                 Key{*pk, ""},
                 *body,
-                int_or_zero(item, kSentAtAttr),
+                get_int_or(item, kSentAtAttr),
                 *visible_at_ms,
-                int_or_zero(item, kReceiveCountAttr),
+                get_int_or(item, kReceiveCountAttr),
                 std::nullopt};
     if (const std::string* receipt = get_string(item, kReceiptAttr)) c.receipt = *receipt;
     const Status taken = take(c, now_ms, visibility, delivered);
@@ -382,7 +377,7 @@ Result<int64_t> StoreQueue::extend_visibility(std::string_view receipt, Duration
   written = read_back(key);
   switch (hold_of(written, ready_state_, r.token)) {
     case Hold::kMine:
-      if (int_or_zero(*written, kVisibleAtAttr) == visible_at_ms) return visible_at_ms;
+      if (get_int_or(*written, kVisibleAtAttr) == visible_at_ms) return visible_at_ms;
       return unavailable(what + ": the extension did not apply; retry");
     case Hold::kGone:
       return not_found(what + ": no such message (removed already?)");
@@ -415,8 +410,8 @@ Result<DeadLetterPage> StoreQueue::list_dead(int limit, std::string_view cursor)
     const std::string* body = get_string(item, kBodyAttr);
     if (pk == nullptr || body == nullptr || !pk->starts_with(key_prefix_)) continue;
     out.letters.push_back(
-        DeadLetter{pk->substr(key_prefix_.size()), *body, int_or_zero(item, kReceiveCountAttr),
-                   int_or_zero(item, kSentAtAttr), int_or_zero(item, kDeadAtAttr)});
+        DeadLetter{pk->substr(key_prefix_.size()), *body, get_int_or(item, kReceiveCountAttr),
+                   get_int_or(item, kSentAtAttr), get_int_or(item, kDeadAtAttr)});
   }
   return out;
 }

@@ -22,9 +22,7 @@ namespace {
 
 namespace json = boost::json;
 
-using movies_parts::int_or;
 using movies_parts::slot_free;
-using movies_parts::str_or;
 
 const std::string* str(const Item& item, std::string_view a) { return get_string(item, a); }
 
@@ -91,10 +89,10 @@ Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases) {
   const std::string* status = str(item, attr::kStatus);
   if (id == nullptr || status == nullptr) return internal_error("malformed movie item");
   m.id = *id;
-  m.name = str_or(item, attr::kName);
+  m.name = get_string_or(item, attr::kName);
   m.status = *status;
-  m.frames_done = int_or(item, attr::kFramesDone);
-  m.frames_total = int_or(item, attr::kFramesTotal);
+  m.frames_done = get_int_or(item, attr::kFramesDone);
+  m.frames_total = get_int_or(item, attr::kFramesTotal);
   const Key key = movie_key(m.id);
   const LeaseView tracing = leases.view_of(item, key, kTracingSlot);
   const LeaseView analysis = leases.view_of(item, key, kAnalysisSlot);
@@ -104,19 +102,19 @@ Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases) {
     m.lock = Lock{tracing.slot, tracing.holder, tracing.acquired_at_ms};
   }
   if (!m.lock) m.lock = lock_of(analysis);
-  m.file = str_or(item, attr::kFile);
-  m.owner_user = str_or(item, attr::kOwnerUser);
-  m.owner_display_name = str_or(item, attr::kOwnerDisplayName);
-  m.created_at_ms = int_or(item, attr::kCreatedAtMs);
+  m.file = get_string_or(item, attr::kFile);
+  m.owner_user = get_string_or(item, attr::kOwnerUser);
+  m.owner_display_name = get_string_or(item, attr::kOwnerDisplayName);
+  m.created_at_ms = get_int_or(item, attr::kCreatedAtMs);
   if (const std::string* fps = str(item, attr::kFps)) parse_double(*fps, m.fps);
-  m.width = static_cast<int>(int_or(item, attr::kWidth));
-  m.height = static_cast<int>(int_or(item, attr::kHeight));
-  m.frame_count = int_or(item, attr::kFrameCount);
-  ASSIGN_OR_RETURN(m.markers, parse_markers(str_or(item, attr::kMarkers)));
-  m.trim.start_frame = int_or(item, attr::kTrimStart);
-  m.trim.end_frame = int_or(item, attr::kTrimEnd);
-  m.every_frames = int_or(item, attr::kEveryFrames, 1);
-  m.failure_summary = str_or(item, attr::kFailureSummary);
+  m.width = static_cast<int>(get_int_or(item, attr::kWidth));
+  m.height = static_cast<int>(get_int_or(item, attr::kHeight));
+  m.frame_count = get_int_or(item, attr::kFrameCount);
+  ASSIGN_OR_RETURN(m.markers, parse_markers(get_string_or(item, attr::kMarkers)));
+  m.trim.start_frame = get_int_or(item, attr::kTrimStart);
+  m.trim.end_frame = get_int_or(item, attr::kTrimEnd);
+  m.every_frames = get_int_or(item, attr::kEveryFrames, 1);
+  m.failure_summary = get_string_or(item, attr::kFailureSummary);
   // A trace whose job stopped renewing its lease (a worker killed) ended
   // without publishing anything: report it as failed (the next read through
   // Movies records it so, once).
@@ -297,12 +295,12 @@ Status Movies::Impl::remove(const std::string& id, const std::string& user_name,
 // any point is finished by running it again.
 Status Movies::Impl::finish_remove(const std::string& id) {
   ASSIGN_OR_RETURN(Item item, read_item(id));
-  if (str_or(item, attr::kStatus) != kStatusDeleting) {
+  if (get_string_or(item, attr::kStatus) != kStatusDeleting) {
     return failed_precondition("the movie is not being removed");
   }
   RETURN_IF_ERROR(remove_partition(kFramesTable, id));
   RETURN_IF_ERROR(remove_partition(kAuditTable, id));
-  const std::string file = str_or(item, attr::kFile);
+  const std::string file = get_string_or(item, attr::kFile);
   std::error_code ec;
   if (!file.empty()) std::filesystem::remove(std::filesystem::path(options_.media_dir) / file, ec);
   if (ec) return unavailable("the movie's file could not be removed: " + ec.message());
@@ -324,7 +322,7 @@ Status Movies::Impl::remove_partition(std::string_view table, const std::string&
     ASSIGN_OR_RETURN(Page page, store_.query(table, movie_pk(id), KeyRange::all(), q));
     if (page.items.empty()) return {};
     for (const Item& item : page.items) {
-      RETURN_IF_ERROR(store_.remove(table, Key{movie_pk(id), str_or(item, attr::kSk)}, {}));
+      RETURN_IF_ERROR(store_.remove(table, Key{movie_pk(id), get_string_or(item, attr::kSk)}, {}));
     }
   }
 }

@@ -15,8 +15,6 @@
 namespace leasehold::movies {
 namespace {
 
-using movies_parts::int_or;
-using movies_parts::str_or;
 
 // A text cell of the CSV. One that begins as a formula would (=, +, -, @,
 // tab, CR) is prefixed with a single quote, which a spreadsheet shows and
@@ -57,19 +55,19 @@ void append_csv_line(const FrameRow& r, std::string& out) {
 
 FrameRow frame_row_of(const Item& item) {
   FrameRow r;
-  r.marker_id = str_or(item, "marker_id");
-  r.label = str_or(item, "label");
-  r.frame = int_or(item, "frame");
-  parse_double(str_or(item, "time_s"), r.time_s);
-  parse_double(str_or(item, "x"), r.x);
-  parse_double(str_or(item, "y"), r.y);
-  parse_double(str_or(item, "score"), r.score);
-  r.status = str_or(item, "status");
+  r.marker_id = get_string_or(item, "marker_id");
+  r.label = get_string_or(item, "label");
+  r.frame = get_int_or(item, "frame");
+  parse_double(get_string_or(item, "time_s"), r.time_s);
+  parse_double(get_string_or(item, "x"), r.x);
+  parse_double(get_string_or(item, "y"), r.y);
+  parse_double(get_string_or(item, "score"), r.score);
+  r.status = get_string_or(item, "status");
   double v = 0;
-  if (parse_double(str_or(item, "vx"), v)) r.vx = v;
-  if (parse_double(str_or(item, "vy"), v)) r.vy = v;
-  r.job_id = str_or(item, attr::kJobId);
-  r.job_epoch = int_or(item, attr::kJobEpoch);
+  if (parse_double(get_string_or(item, "vx"), v)) r.vx = v;
+  if (parse_double(get_string_or(item, "vy"), v)) r.vy = v;
+  r.job_id = get_string_or(item, attr::kJobId);
+  r.job_epoch = get_int_or(item, attr::kJobEpoch);
   return r;
 }
 
@@ -146,13 +144,13 @@ Result<FramePage> Movies::Impl::frames(const std::string& id, const FramesOption
   do {
     ASSIGN_OR_RETURN(Page page, store_.query(kFramesTable, movie_pk(id), range, q));
     for (const Item& item : page.items) {
-      if (int_or(item, attr::kJobEpoch) != epoch) continue;
+      if (get_int_or(item, attr::kJobEpoch) != epoch) continue;
       if (out.items.size() == options.limit) {
         out.next_after = frames_cursor(epoch, last_sk);
         return out;
       }
       out.items.push_back(frame_row_of(item));
-      last_sk = str_or(item, attr::kSk);
+      last_sk = get_string_or(item, attr::kSk);
     }
     q.cursor = page.next_cursor;
   } while (!q.cursor.empty());

@@ -23,16 +23,6 @@
 namespace leasehold::movies {
 namespace movies_parts {
 
-inline std::string str_or(const Item& item, std::string_view a) {
-  const std::string* v = get_string(item, a);
-  return v ? *v : std::string();
-}
-
-inline int64_t int_or(const Item& item, std::string_view a, int64_t fallback = 0) {
-  const int64_t* v = get_int(item, a);
-  return v ? *v : fallback;
-}
-
 // The statuses from which a movie may be locked for analysis or traced. A
 // movie whose job is queued or tracing is taken only by the write that ends
 // that job (Impl::acquire_analysis).

@@ -21,9 +21,7 @@ namespace {
 
 namespace json = boost::json;
 
-using movies_parts::int_or;
 using movies_parts::slot_free;
-using movies_parts::str_or;
 using movies_parts::traceable_status;
 
 // Writes an audit entry of trace job `job_id` (phase 0 its start, 1 its
@@ -76,12 +74,12 @@ Condition job_is(const JobEnd& end, std::string_view status) {
 Status record_job_audit(ItemStore& store, const std::string& movie_id, const Item& item) {
   const std::string* job_id = get_string(item, attr::kJobAuditPending);
   if (job_id == nullptr) return {};
-  const std::string status = str_or(item, attr::kStatus);
-  const int64_t started_at_ms = int_or(item, attr::kJobStartedAtMs);
-  const int64_t ended_at_ms = std::max(started_at_ms, int_or(item, attr::kJobEndedAtMs));
+  const std::string status = get_string_or(item, attr::kStatus);
+  const int64_t started_at_ms = get_int_or(item, attr::kJobStartedAtMs);
+  const int64_t ended_at_ms = std::max(started_at_ms, get_int_or(item, attr::kJobEndedAtMs));
   const std::string* started_by = get_string(item, attr::kJobStartedBy);
   const std::string by =
-      started_by != nullptr ? *started_by : str_or(item, SlotNames(kTracingSlot).holder);
+      started_by != nullptr ? *started_by : get_string_or(item, SlotNames(kTracingSlot).holder);
   const auto put = [&](int phase, const std::string& event, int64_t at_ms,
                        const std::string& summary) {
     return put_job_event(store, movie_id, *job_id, phase, event, at_ms, by, summary);
@@ -95,7 +93,7 @@ Status record_job_audit(ItemStore& store, const std::string& movie_id, const Ite
   }
   const bool traced = status == kStatusTraced;
   RETURN_IF_ERROR(put(1, traced ? kEventTracingCompleted : kEventTracingFailed, ended_at_ms,
-                      traced ? "" : str_or(item, attr::kFailureSummary)));
+                      traced ? "" : get_string_or(item, attr::kFailureSummary)));
   Update done;
   done.remove(attr::kJobAuditPending);
   const Result<Item> cleared = store.update(kMoviesTable, movie_key(movie_id), done,
@@ -183,7 +181,7 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
   // After the last job's end in the audit, even within its millisecond (or
   // behind this clock).
   const int64_t now_ms =
-      std::max(to_unix_ms(clock_.wall_now()), int_or(item, attr::kJobEndedAtMs) + 1);
+      std::max(to_unix_ms(clock_.wall_now()), get_int_or(item, attr::kJobEndedAtMs) + 1);
   to.extra_update.set(attr::kStatus, std::string(kStatusQueued))
       .set(attr::kFramesDone, int64_t{0})
       .set(attr::kFramesTotal, frames_total)
@@ -248,9 +246,9 @@ Result<std::vector<AuditEntry>> Movies::Impl::audit(const std::string& id) {
   ASSIGN_OR_RETURN(Page page, store_.query(kAuditTable, movie_pk(id), KeyRange::all(), q));
   std::vector<AuditEntry> out;
   for (const Item& item : page.items) {
-    out.push_back(AuditEntry{str_or(item, "event"), str_or(item, attr::kJobId),
-                             str_or(item, "user_display_name"), int_or(item, "at_ms"),
-                             str_or(item, "summary")});
+    out.push_back(AuditEntry{get_string_or(item, "event"), get_string_or(item, attr::kJobId),
+                             get_string_or(item, "user_display_name"), get_int_or(item, "at_ms"),
+                             get_string_or(item, "summary")});
   }
   return out;
 }

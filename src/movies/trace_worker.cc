@@ -26,11 +26,6 @@ namespace {
 
 namespace json = boost::json;
 
-std::string str_or(const Item& item, std::string_view a) {
-  const std::string* v = get_string(item, a);
-  return v ? *v : std::string();
-}
-
 struct JobMessage {
   std::string movie_id;
   std::string job_id;
@@ -348,9 +343,9 @@ Result<Item> TraceWorker::Impl::claim(const JobMessage& job) {
       if (item.status().code() == Code::kNotFound) return condition_failed("the movie is gone");
       return item.status();
     }
-    if (str_or(*item, tracing.token) != job.job_id) return condition_failed("the job was replaced");
-    const std::string status = str_or(*item, attr::kStatus);
-    if (status == kStatusTracing && str_or(*item, attr::kJobClaimedBy) == options_.id) {
+    if (get_string_or(*item, tracing.token) != job.job_id) return condition_failed("the job was replaced");
+    const std::string status = get_string_or(*item, attr::kStatus);
+    if (status == kStatusTracing && get_string_or(*item, attr::kJobClaimedBy) == options_.id) {
       return item;
     }
     if (status != kStatusQueued) return condition_failed("the job was not claimed");
@@ -475,7 +470,7 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime c
   }
   auto state = std::make_shared<JobState>();
   state->job = job;
-  state->user_display_name = str_or(movie, attr::kJobStartedBy);
+  state->user_display_name = get_string_or(movie, attr::kJobStartedBy);
   state->progress_ns = mono_ns();
   state->renewal = renewer_.add(*lease, [state](const Lease&, const Status&) {
     state->lost = true;
@@ -592,7 +587,7 @@ void TraceWorker::Impl::remove_old_rows(const JobMessage& job, int64_t epoch) {
       const int64_t* row_epoch = get_int(row, attr::kJobEpoch);
       if (row_epoch != nullptr && *row_epoch >= epoch) continue;
       const Status gone =
-          store_.remove(kFramesTable, Key{pk, str_or(row, attr::kSk)},
+          store_.remove(kFramesTable, Key{pk, get_string_or(row, attr::kSk)},
                         cond::not_exists(attr::kJobEpoch) || cond::lt(attr::kJobEpoch, epoch));
       if (gone.ok()) ++removed;
     }

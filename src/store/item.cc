@@ -38,6 +38,16 @@ const int64_t* get_int(const Item& item, std::string_view attr) {
   return it == item.end() ? nullptr : std::get_if<int64_t>(&it->second);
 }
 
+std::string get_string_or(const Item& item, std::string_view attr, std::string_view fallback) {
+  const std::string* v = get_string(item, attr);
+  return v != nullptr ? *v : std::string(fallback);
+}
+
+int64_t get_int_or(const Item& item, std::string_view attr, int64_t fallback) {
+  const int64_t* v = get_int(item, attr);
+  return v != nullptr ? *v : fallback;
+}
+
 std::string_view op_symbol(CompareOp op) {
   switch (op) {
     case CompareOp::kEq:
