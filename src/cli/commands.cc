@@ -26,12 +26,12 @@ constexpr const char* kDefaultStoreUri = "sqlite:leasehold.db";
 
 // Validates, then opens the store, then runs: the order every command keeps.
 template <typename Request, typename Run>
-int with_session(const std::string& uri, Logger& logger, const Result<Request>& request, Run run,
+int run_on_store(const std::string& uri, Logger& logger, const Result<Request>& request, Run run,
                  TableSpec table = lease_table_spec()) {
   if (!request.ok()) return report(request.status());
-  auto session = open_session(uri, logger, std::move(table));
-  if (!session.ok()) return report(session.status());
-  return run(*session, *request);
+  auto ctx = open_context(uri, logger, std::move(table));
+  if (!ctx.ok()) return report(ctx.status());
+  return run(*ctx, *request);
 }
 
 // A group's subcommands all require one of their own (`lease acquire`, ...).
@@ -101,11 +101,11 @@ class LeaseCommand final : public Command {
   int run(const GlobalArgs& global, Logger& log) override {
     const std::string& uri = global.store_uri;
     const LeaseArgs& a = args_;
-    if (acquire_->parsed()) return with_session(uri, log, make_acquire(a), run_acquire);
-    if (renew_->parsed()) return with_session(uri, log, make_renew(a), run_renew);
-    if (release_->parsed()) return with_session(uri, log, make_release(a), run_release);
-    if (show_->parsed()) return with_session(uri, log, make_show(a), run_show);
-    if (list_->parsed()) return with_session(uri, log, make_list(a), run_list);
+    if (acquire_->parsed()) return run_on_store(uri, log, make_acquire(a), run_acquire);
+    if (renew_->parsed()) return run_on_store(uri, log, make_renew(a), run_renew);
+    if (release_->parsed()) return run_on_store(uri, log, make_release(a), run_release);
+    if (show_->parsed()) return run_on_store(uri, log, make_show(a), run_show);
+    if (list_->parsed()) return run_on_store(uri, log, make_list(a), run_list);
     if (hold_->parsed()) {
       const auto request = make_hold(a);
       if (!request.ok()) return report(request.status());
@@ -202,18 +202,18 @@ class UserCommand final : public Command {
     const bool terminal = isatty(STDIN_FILENO) == 1;
     const TableSpec table = user_table_spec();
     if (add_->parsed()) {
-      return with_session(uri, log, make_user_add(u, std::cin, terminal), run_user_add, table);
+      return run_on_store(uri, log, make_user_add(u, std::cin, terminal), run_user_add, table);
     }
-    if (token_->parsed()) return with_session(uri, log, make_user_name(u), run_user_token, table);
+    if (token_->parsed()) return run_on_store(uri, log, make_user_name(u), run_user_token, table);
     if (passwd_->parsed()) {
-      return with_session(uri, log, make_user_passwd(u, std::cin, terminal), run_user_passwd,
+      return run_on_store(uri, log, make_user_passwd(u, std::cin, terminal), run_user_passwd,
                           table);
     }
     if (list_->parsed()) {
-      auto session = open_session(uri, log, table);
-      return session.ok() ? run_user_list(*session) : report(session.status());
+      auto ctx = open_context(uri, log, table);
+      return ctx.ok() ? run_user_list(*ctx) : report(ctx.status());
     }
-    if (rm_->parsed()) return with_session(uri, log, make_user_name(u), run_user_rm, table);
+    if (rm_->parsed()) return run_on_store(uri, log, make_user_name(u), run_user_rm, table);
     return no_subcommand();
   }
 
@@ -275,17 +275,17 @@ class ConnCommand final : public Command {
     const std::string& uri = global.store_uri;
     const ConnArgs& c = args_;
     const TableSpec table = conn_table_spec();
-    if (add_->parsed()) return with_session(uri, log, make_conn_add(c), run_conn_add, table);
+    if (add_->parsed()) return run_on_store(uri, log, make_conn_add(c), run_conn_add, table);
     const auto with_id = [&](auto run) {
-      return with_session(uri, log, make_conn_id(c), run, table);
+      return run_on_store(uri, log, make_conn_id(c), run, table);
     };
-    if (set_->parsed()) return with_session(uri, log, make_conn_set(c), run_conn_set, table);
+    if (set_->parsed()) return run_on_store(uri, log, make_conn_set(c), run_conn_set, table);
     if (start_->parsed()) return with_id(run_conn_start);
     if (stop_->parsed()) return with_id(run_conn_stop);
-    if (rm_->parsed()) return with_session(uri, log, make_conn_rm(c), run_conn_rm, table);
+    if (rm_->parsed()) return run_on_store(uri, log, make_conn_rm(c), run_conn_rm, table);
     if (list_->parsed()) {
-      auto session = open_session(uri, log, table);
-      return session.ok() ? run_conn_list(*session) : report(session.status());
+      auto ctx = open_context(uri, log, table);
+      return ctx.ok() ? run_conn_list(*ctx) : report(ctx.status());
     }
     return no_subcommand();
   }

@@ -6,25 +6,25 @@
 
 namespace leasehold::cli {
 
-Result<Session> open_session(std::string_view uri, Logger& logger, TableSpec table) {
-  Session session;
-  session.table = std::move(table);
+Result<Context> open_context(std::string_view uri, Logger& logger, TableSpec table) {
+  Context ctx;
+  ctx.table = std::move(table);
   runtime::RuntimeOptions options;
   options.store_uri = std::string(uri);
   options.logger = &logger;
   options.lease.table = std::string(kLeaseTable);
-  ASSIGN_OR_RETURN(session.runtime, runtime::Runtime::open(std::move(options)));
-  const Status ready = session.store().require_table(session.table);
+  ASSIGN_OR_RETURN(ctx.runtime, runtime::Runtime::open(std::move(options)));
+  const Status ready = ctx.store().require_table(ctx.table);
   if (ready.code() == Code::kNotFound) {
     return Status(Code::kNotFound, ready.message() + " in '" + std::string(uri) +
                                        "': create the tables with `leasehold store init` (once, " +
                                        "with the same --store)");
   }
   if (!ready.ok()) {
-    return ready.with_context("cannot use table '" + session.table.name + "' in '" +
+    return ready.with_context("cannot use table '" + ctx.table.name + "' in '" +
                               std::string(uri) + "'");
   }
-  return session;
+  return ctx;
 }
 
 int exit_code_for(const Status& status) {
@@ -87,13 +87,13 @@ void print_line(const std::string& line) {
   std::fflush(stdout);
 }
 
-int report_not_yours(Session& session, const Key& key, std::string_view slot,
+int report_not_yours(Context& ctx, const Key& key, std::string_view slot,
                      const Status& status) {
   if (exit_code_for(status) == kExitNotYours) {
     // The holder is read after the refusal, so it may have changed since;
     // it is shown to help a human or a script decide what to do next. The
     // token is left out: it is the holder's capability, not the contender's.
-    auto view = session.leases().inspect(key, slot);
+    auto view = ctx.leases().inspect(key, slot);
     if (view.ok() && !view->owner.empty()) print_line(view_json(*view, /*with_token=*/false));
   }
   return report(status);

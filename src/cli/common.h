@@ -1,4 +1,4 @@
-// Shared pieces of the `leasehold` commands: exit codes, the store session,
+// Shared pieces of the `leasehold` commands: exit codes, the store a command runs on,
 // and the JSON lines the commands print.
 //
 // Every command follows one shape: validate all of its input (exit 2 on the
@@ -31,7 +31,7 @@ inline constexpr int kExitNotYours = 3;     // held by someone else, or no longe
 
 // The runtime a command runs on (runtime/runtime.h), with the table the
 // command uses (the CLI's lease table unless it says otherwise) required.
-struct Session {
+struct Context {
   std::unique_ptr<runtime::Runtime> runtime;
   TableSpec table = lease_table_spec();
 
@@ -45,8 +45,8 @@ struct Session {
 // `table` (ItemStore::require_table: created on SQLite, never on DynamoDB).
 // kInvalidArgument for a malformed URI (nothing created); kNotFound, with
 // what to do, if the table is missing; kUnavailable and others otherwise.
-// REQUIRES: `logger` outlives the session.
-Result<Session> open_session(std::string_view uri, Logger& logger,
+// REQUIRES: `logger` outlives the context.
+Result<Context> open_context(std::string_view uri, Logger& logger,
                              TableSpec table = lease_table_spec());
 
 // The exit code for a failed operation: kAlreadyExists and
@@ -75,6 +75,6 @@ void print_line(const std::string& line);
 // someone else (or to nobody any more), prints the slot's current holder on
 // stdout when one is known. Reports `status` on stderr and returns its exit
 // code.
-int report_not_yours(Session& session, const Key& key, std::string_view slot, const Status& status);
+int report_not_yours(Context& ctx, const Key& key, std::string_view slot, const Status& status);
 
 }  // namespace leasehold::cli

@@ -10,8 +10,8 @@
 namespace leasehold::cli {
 namespace {
 
-fleet::Connections connections_of(Session& session) {
-  return fleet::Connections(session.store(), session.clock());
+fleet::Connections connections_of(Context& ctx) {
+  return fleet::Connections(ctx.store(), ctx.clock());
 }
 
 // As report(), but a connection that does not exist is bad input (exit 2),
@@ -24,8 +24,8 @@ int report_conn(const Status& status) {
   return report(status);
 }
 
-int run_set_desired(Session& session, const std::string& id, fleet::DesiredState state) {
-  auto connection = connections_of(session).set_desired(id, state);
+int run_set_desired(Context& ctx, const std::string& id, fleet::DesiredState state) {
+  auto connection = connections_of(ctx).set_desired(id, state);
   if (!connection.ok()) return report_conn(connection.status());
   print_line(connection_json(*connection));
   return kExitOk;
@@ -41,11 +41,11 @@ bool still_holding(const fleet::Connection& now, const fleet::Connection& tombst
 
 // Reads the tombstone until its worker lets go (nullopt) or `wait` passes
 // (the last read, still held). REQUIRES: a worker held it when written.
-Result<std::optional<fleet::Connection>> wait_for_holder(Session& session,
+Result<std::optional<fleet::Connection>> wait_for_holder(Context& ctx,
                                                          fleet::Connections& connections,
                                                          const fleet::Connection& tombstone,
                                                          Duration wait) {
-  Clock& clock = session.clock();
+  Clock& clock = ctx.clock();
   const MonoTime deadline = clock.mono_now() + wait;
   std::cerr << "leasehold: connection '" << tombstone.id << "' is removed; waiting up to "
             << format_duration(wait) << " for worker " << tombstone.owner << " to let go\n";
@@ -119,35 +119,35 @@ std::string connection_json(const fleet::Connection& c) {
                           {"last_error", c.last_error}});
 }
 
-int run_conn_add(Session& session, const fleet::NewConnection& connection) {
-  auto added = connections_of(session).add(connection);
+int run_conn_add(Context& ctx, const fleet::NewConnection& connection) {
+  auto added = connections_of(ctx).add(connection);
   if (!added.ok()) return report(added.status());
   print_line(connection_json(*added));
   return kExitOk;
 }
 
-int run_conn_start(Session& session, const std::string& id) {
-  return run_set_desired(session, id, fleet::DesiredState::kStarted);
+int run_conn_start(Context& ctx, const std::string& id) {
+  return run_set_desired(ctx, id, fleet::DesiredState::kStarted);
 }
 
-int run_conn_stop(Session& session, const std::string& id) {
-  return run_set_desired(session, id, fleet::DesiredState::kStopped);
+int run_conn_stop(Context& ctx, const std::string& id) {
+  return run_set_desired(ctx, id, fleet::DesiredState::kStopped);
 }
 
-int run_conn_set(Session& session, const ConnSetRequest& request) {
-  auto connection = connections_of(session).set(request.id, request.change);
+int run_conn_set(Context& ctx, const ConnSetRequest& request) {
+  auto connection = connections_of(ctx).set(request.id, request.change);
   if (!connection.ok()) return report_conn(connection.status());
   print_line(connection_json(*connection));
   return kExitOk;
 }
 
-int run_conn_rm(Session& session, const ConnRmRequest& request) {
-  fleet::Connections connections = connections_of(session);
+int run_conn_rm(Context& ctx, const ConnRmRequest& request) {
+  fleet::Connections connections = connections_of(ctx);
   auto tombstone = connections.remove(request.id);
   if (!tombstone.ok()) return report_conn(tombstone.status());
   if (request.wait > Duration::zero() &&
-      fleet::lease_held(*tombstone, to_unix_ms(session.clock().wall_now()))) {
-    auto held = wait_for_holder(session, connections, *tombstone, request.wait);
+      fleet::lease_held(*tombstone, to_unix_ms(ctx.clock().wall_now()))) {
+    auto held = wait_for_holder(ctx, connections, *tombstone, request.wait);
     if (!held.ok()) return report(held.status());
     if (held->has_value()) {
       const fleet::Connection& last = **held;
@@ -163,8 +163,8 @@ int run_conn_rm(Session& session, const ConnRmRequest& request) {
   return kExitOk;
 }
 
-int run_conn_list(Session& session) {
-  auto connections = connections_of(session).list();
+int run_conn_list(Context& ctx) {
+  auto connections = connections_of(ctx).list();
   if (!connections.ok()) {
     return report(connections.status().with_context("cannot list connections"));
   }

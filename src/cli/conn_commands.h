@@ -3,7 +3,7 @@
 //
 // As the lease and user commands do, each comes in two halves: make_*()
 // checks the arguments before any store is opened (bad input exits 2 and
-// writes nothing), and run_*() does the work on an open Session whose table
+// writes nothing), and run_*() does the work on an open Context whose table
 // is the connections table. The commands write only what a user decides
 // (desired_state, ws_url, seq_field); the lease slot and the checkpoint
 // belong to the workers, until `conn add` takes over the ID of a removed
@@ -68,22 +68,22 @@ std::string connection_json(const fleet::Connection& connection);
 
 // Prints the connection added; exit 3 if the ID is taken, or was removed and
 // its worker still holds it (the message names the worker).
-int run_conn_add(Session& session, const fleet::NewConnection& connection);
+int run_conn_add(Context& ctx, const fleet::NewConnection& connection);
 // Prints the connection after replacing its URL and/or sequence field; exit
 // 2 if there is none with this ID.
-int run_conn_set(Session& session, const ConnSetRequest& request);
+int run_conn_set(Context& ctx, const ConnSetRequest& request);
 // Print the connection after setting its desired state (STARTED, STOPPED);
 // exit 2 if there is none with this ID.
-int run_conn_start(Session& session, const std::string& id);
-int run_conn_stop(Session& session, const std::string& id);
+int run_conn_start(Context& ctx, const std::string& id);
+int run_conn_stop(Context& ctx, const std::string& id);
 // Removes the connection (leaving a tombstone), then, if a worker holds it,
 // waits up to request.wait for the worker to let go, reading the item every
 // kConnRmPollEvery and saying once on stderr whom it waits for. Prints
 // {"id","removed":true} once nobody holds it (or at once with no wait);
 // exit 3, printing nothing, if the worker still holds it at the deadline
 // (the removal stays); exit 2 if there is no connection with this ID.
-int run_conn_rm(Session& session, const ConnRmRequest& request);
+int run_conn_rm(Context& ctx, const ConnRmRequest& request);
 // Prints every connection, one per line, by ID.
-int run_conn_list(Session& session);
+int run_conn_list(Context& ctx);
 
 }  // namespace leasehold::cli

@@ -249,7 +249,7 @@ int others_alive_in_group(pid_t pgid) {
 
 // What the main loop works with.
 struct Held {
-  Session& session;
+  Context& ctx;
   Renewer& renewer;
   Renewer::Id id;
   LossFlag& loss;
@@ -296,12 +296,12 @@ void end_group(Held& h) {
 bool room_to_start(Held& h) {
   const std::optional<Lease> lease = h.renewer.get(h.id);
   if (lease) note_lease(h, *lease);
-  return lease && !h.loss.raised() && h.session.clock().mono_now() < loss_point(h);
+  return lease && !h.loss.raised() && h.ctx.clock().mono_now() < loss_point(h);
 }
 
 // Why the command was not started: room_to_start() said no.
 Status too_late_to_start(Held& h, const Lease& lease) {
-  const Duration left = h.valid_until - h.session.clock().mono_now();
+  const Duration left = h.valid_until - h.ctx.clock().mono_now();
   const std::string when = left <= Duration::zero()
                                ? "was already past its local deadline"
                                : "had " + std::to_string(to_ms(left)) +
@@ -321,7 +321,7 @@ Status start_command(Held& h, const std::vector<std::string>& command, const Lea
   auto child = fork_command(command, lease, start);
   if (!child.ok()) return child.status();
   h.child = *child;
-  auto guard = GroupGuard::start(h.child, kill_deadline(h), h.session.logger());
+  auto guard = GroupGuard::start(h.child, kill_deadline(h), h.ctx.logger());
   if (guard.ok()) h.guard = std::move(guard).value();
   Status status = guard.status();
   if (status.ok() && !room_to_start(h)) status = too_late_to_start(h, lease);
@@ -337,7 +337,7 @@ void drain_signals(Held& h) {
   while (read(h.signal_fd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
     const int sig = static_cast<int>(info.ssi_signo);
     if (sig != SIGCHLD && !h.exited) {
-      log_to(h.session.logger(), LogLevel::kDebug,
+      log_to(h.ctx.logger(), LogLevel::kDebug,
              "forwarding signal {} to the command's process group {}", sig, h.child);
       kill(-h.child, sig);
     }
@@ -353,7 +353,7 @@ void wait_exit_until(Held& h, MonoTime deadline) {
   while (true) {
     drain_signals(h);
     if (h.exited) return;
-    const MonoTime now = h.session.clock().mono_now();
+    const MonoTime now = h.ctx.clock().mono_now();
     if (now >= deadline) return;
     pollfd fd = {h.signal_fd, POLLIN, 0};
     const int wait_ms = static_cast<int>(to_ms(deadline - now + std::chrono::microseconds(999)));
@@ -366,7 +366,7 @@ bool wait_child_or_loss(Held& h) {
   while (true) {
     const std::optional<Lease> lease = h.renewer.get(h.id);
     if (lease) note_lease(h, *lease);
-    const MonoTime now = h.session.clock().mono_now();
+    const MonoTime now = h.ctx.clock().mono_now();
     // The Renewer reports loss at the same point; this check is a second
     // line that does not depend on its threads having run.
     if (!lease) h.loss.raise(failed_precondition("the renewer gave the lease up"));
@@ -380,7 +380,7 @@ bool wait_child_or_loss(Held& h) {
     // Rounded up, so that the loss point has passed when poll() times out.
     const int wait_ms = static_cast<int>(to_ms(wait + std::chrono::microseconds(999)));
     if (poll(fds, 2, wait_ms) < 0 && errno != EINTR) {
-      log_to(h.session.logger(), LogLevel::kWarn, "poll: {}", errno_text(errno));
+      log_to(h.ctx.logger(), LogLevel::kWarn, "poll: {}", errno_text(errno));
     }
     drain_signals(h);
   }
@@ -393,25 +393,25 @@ bool wait_child_or_loss(Held& h) {
 void stop_after_loss(Held& h, const Lease& lease) {
   const std::string lost =
       fmt::format("lost the lease on '{}' (epoch {}): {}", lease.key.pk, lease.epoch, h.loss.why());
-  const MonoTime now = h.session.clock().mono_now();
+  const MonoTime now = h.ctx.clock().mono_now();
   const MonoTime kill_at = std::min(now + h.grace, kill_deadline(h));
   if (h.exited) {
     const bool killed = h.exit_info.si_code == CLD_KILLED || h.exit_info.si_code == CLD_DUMPED;
-    log_to(h.session.logger(), LogLevel::kError, "{}; the command (pid {}) had already {} {}", lost,
+    log_to(h.ctx.logger(), LogLevel::kError, "{}; the command (pid {}) had already {} {}", lost,
            h.child, killed ? "been killed by signal" : "exited with", h.exit_info.si_status);
   } else if (now >= kill_at) {
-    log_to(h.session.logger(), LogLevel::kError,
+    log_to(h.ctx.logger(), LogLevel::kError,
            "{}; too late for a grace period: sending SIGKILL to the command (pid {}) "
            "and its process group",
            lost, h.child);
   } else {
     kill(-h.child, SIGTERM);
     kill(-h.child, SIGCONT);
-    log_to(h.session.logger(), LogLevel::kError,
+    log_to(h.ctx.logger(), LogLevel::kError,
            "{}; sent SIGTERM to the command (pid {}) and its process group", lost, h.child);
     wait_exit_until(h, kill_at);
     if (!h.exited) {
-      log_to(h.session.logger(), LogLevel::kError,
+      log_to(h.ctx.logger(), LogLevel::kError,
              "the command (pid {}) was still running {} after SIGTERM (grace {}); "
              "sending SIGKILL to its process group",
              h.child, format_duration(kill_at - now), format_duration(h.grace));
@@ -426,30 +426,30 @@ int finish(Held& h) {
   const int leftovers = others_alive_in_group(h.child);
   end_group(h);
   if (leftovers > 0) {
-    log_to(h.session.logger(), LogLevel::kWarn,
+    log_to(h.ctx.logger(), LogLevel::kWarn,
            "killed {} process(es) that the command (pid {}) left running in its process group",
            leftovers, h.child);
   }
   const int code = exit_code_of(h.wait_status);
   const std::optional<Lease> latest = h.renewer.remove(h.id);
   h.renewer.stop();
-  if (!latest || h.loss.raised() || !latest->valid_at(h.session.clock().mono_now())) {
-    log_to(h.session.logger(), LogLevel::kError,
+  if (!latest || h.loss.raised() || !latest->valid_at(h.ctx.clock().mono_now())) {
+    log_to(h.ctx.logger(), LogLevel::kError,
            "the lease was lost before the command finished: {}", h.loss.why());
     return kExitNotYours;
   }
-  const Status released = h.session.leases().release(*latest, ReleaseMode::kExpire);
+  const Status released = h.ctx.leases().release(*latest, ReleaseMode::kExpire);
   if (exit_code_for(released) == kExitNotYours) {
-    log_to(h.session.logger(), LogLevel::kError,
+    log_to(h.ctx.logger(), LogLevel::kError,
            "the lease was lost before the command finished: {}", released.message());
     return kExitNotYours;
   }
   if (!released.ok()) {
-    log_to(h.session.logger(), LogLevel::kWarn,
+    log_to(h.ctx.logger(), LogLevel::kWarn,
            "could not release the lease ({}); it expires by itself at {} ms", released.message(),
            latest->expires_at_ms);
   }
-  log_to(h.session.logger(), LogLevel::kDebug, "the command exited with {}; lease released", code);
+  log_to(h.ctx.logger(), LogLevel::kDebug, "the command exited with {}; lease released", code);
   return code;
 }
 
@@ -468,7 +468,7 @@ RenewerOptions renewer_options(Duration grace) {
 void release_unused(Held& h, const Lease& acquired) {
   const std::optional<Lease> latest = h.renewer.remove(h.id);
   h.renewer.stop();
-  (void)h.session.leases().release(latest.value_or(acquired), ReleaseMode::kExpire);
+  (void)h.ctx.leases().release(latest.value_or(acquired), ReleaseMode::kExpire);
 }
 
 }  // namespace
@@ -488,9 +488,9 @@ int run_hold(const std::string& store_uri, Logger& logger, const HoldRequest& re
   const UniqueFd signal_fd_owner(*signal_fd);
   LossFlag loss;
   if (const Status opened = loss.open(); !opened.ok()) return report(opened);
-  auto session = open_session(store_uri, logger);
-  if (!session.ok()) return report(session.status());
-  Session& s = *session;
+  auto ctx = open_context(store_uri, logger);
+  if (!ctx.ok()) return report(ctx.status());
+  Context& s = *ctx;
   const Key& key = request.acquire.key;
   auto lease = s.leases().acquire(key, request.acquire.options);
   if (!lease.ok()) return report_not_yours(s, key, request.acquire.options.slot, lease.status());

@@ -61,34 +61,34 @@ Result<ListFilter> make_list(const LeaseArgs& args) {
   return ListFilter::kAll;
 }
 
-int run_acquire(Session& session, const AcquireRequest& request) {
-  auto lease = session.leases().acquire(request.key, request.options);
+int run_acquire(Context& ctx, const AcquireRequest& request) {
+  auto lease = ctx.leases().acquire(request.key, request.options);
   if (!lease.ok()) {
-    return report_not_yours(session, request.key, request.options.slot, lease.status());
+    return report_not_yours(ctx, request.key, request.options.slot, lease.status());
   }
   print_line(lease_json(*lease));
   return kExitOk;
 }
 
-int run_renew(Session& session, const RenewRequest& request) {
-  auto lease = session.leases().renew(request.ref, request.ttl);
+int run_renew(Context& ctx, const RenewRequest& request) {
+  auto lease = ctx.leases().renew(request.ref, request.ttl);
   if (!lease.ok()) {
-    return report_not_yours(session, request.ref.key, request.ref.slot, lease.status());
+    return report_not_yours(ctx, request.ref.key, request.ref.slot, lease.status());
   }
   print_line(lease_json(*lease));
   return kExitOk;
 }
 
-int run_release(Session& session, const ReleaseRequest& request) {
-  const Status released = session.leases().release(request.ref, request.mode);
+int run_release(Context& ctx, const ReleaseRequest& request) {
+  const Status released = ctx.leases().release(request.ref, request.mode);
   if (!released.ok()) {
-    return report_not_yours(session, request.ref.key, request.ref.slot, released);
+    return report_not_yours(ctx, request.ref.key, request.ref.slot, released);
   }
   return kExitOk;
 }
 
-int run_show(Session& session, const ShowRequest& request) {
-  auto view = session.leases().inspect(request.key, request.slot);
+int run_show(Context& ctx, const ShowRequest& request) {
+  auto view = ctx.leases().inspect(request.key, request.slot);
   // A slot without an owner (never acquired, or released with --mode clear)
   // has no lease to show; that is "not yours" rather than success, so that
   // `show` exits 0 exactly when it printed a lease.
@@ -102,8 +102,8 @@ int run_show(Session& session, const ShowRequest& request) {
   return kExitOk;
 }
 
-int run_list(Session& session, ListFilter filter) {
-  const int64_t now_ms = to_unix_ms(session.clock().wall_now());
+int run_list(Context& ctx, ListFilter filter) {
+  const int64_t now_ms = to_unix_ms(ctx.clock().wall_now());
   KeyRange range = KeyRange::all();
   if (filter == ListFilter::kHeld) range = KeyRange::gt(now_ms);
   if (filter == ListFilter::kExpired) range = KeyRange::le(now_ms);
@@ -111,12 +111,12 @@ int run_list(Session& session, ListFilter filter) {
   query.limit = kQueryLimitMax;
   do {
     auto page =
-        session.store().query_index(session.table.name, kLeaseIndex, kLeaseKindValue, range, query);
+        ctx.store().query_index(ctx.table.name, kLeaseIndex, kLeaseKindValue, range, query);
     if (!page.ok()) return report(page.status().with_context("cannot list leases"));
     for (const Item& item : page->items) {
-      const std::string* pk = get_string(item, session.table.pk_attr);
+      const std::string* pk = get_string(item, ctx.table.pk_attr);
       if (pk == nullptr) continue;
-      LeaseView view = session.leases().view_of(item, Key{*pk, ""}, kDefaultSlot);
+      LeaseView view = ctx.leases().view_of(item, Key{*pk, ""}, kDefaultSlot);
       // Judged at the same instant as the filter, so the two never disagree.
       view.held = !view.owner.empty() && view.expires_at_ms > now_ms;
       print_line(view_json(view));

@@ -2,7 +2,7 @@
 //
 // Each command comes in two halves: make_*() turns the raw flags into a
 // validated request without touching any store (so bad input exits 2 and
-// creates nothing), and run_*() carries the request out on an open Session
+// creates nothing), and run_*() carries the request out on an open Context
 // and returns the process exit code (common.h). Output goes to stdout as one
 // JSON object per line; messages go to stderr.
 #pragma once
@@ -57,14 +57,14 @@ Result<ShowRequest> make_show(const LeaseArgs& args);
 Result<ListFilter> make_list(const LeaseArgs& args);
 
 // Prints the new lease; exit 3 with the holder if the slot is held.
-int run_acquire(Session& session, const AcquireRequest& request);
+int run_acquire(Context& ctx, const AcquireRequest& request);
 // Prints the renewed lease; exit 3 with the holder if the token is stale.
-int run_renew(Session& session, const RenewRequest& request);
+int run_renew(Context& ctx, const RenewRequest& request);
 // Prints nothing; exit 3 with the holder if the token is stale.
-int run_release(Session& session, const ReleaseRequest& request);
+int run_release(Context& ctx, const ReleaseRequest& request);
 // Prints the slot as stored; exit 3 if the slot has no owner at all.
-int run_show(Session& session, const ShowRequest& request);
+int run_show(Context& ctx, const ShowRequest& request);
 // Prints every lease of slot "lease" in the table, by expiry, one per line.
-int run_list(Session& session, ListFilter filter);
+int run_list(Context& ctx, ListFilter filter);
 
 }  // namespace leasehold::cli

@@ -40,8 +40,8 @@ class EchoOff {
   bool active_ = false;
 };
 
-accounts::Accounts accounts_of(Session& session) {
-  return accounts::Accounts(session.store(), session.clock(), session.runtime->random(), options());
+accounts::Accounts accounts_of(Context& ctx) {
+  return accounts::Accounts(ctx.store(), ctx.clock(), ctx.runtime->random(), options());
 }
 
 // As report(), but a user that does not exist is bad input (exit 2), not a
@@ -107,8 +107,8 @@ Result<std::string> make_user_name(const UserArgs& args) {
   return args.name;
 }
 
-int run_user_add(Session& session, const accounts::NewUser& user) {
-  auto added = accounts_of(session).add_user(user);
+int run_user_add(Context& ctx, const accounts::NewUser& user) {
+  auto added = accounts_of(ctx).add_user(user);
   if (!added.ok()) return report_user(added.status());
   print_line(boost::json::serialize(boost::json::object{{"name", added->user.name},
                                                         {"display_name", added->user.display_name},
@@ -117,20 +117,20 @@ int run_user_add(Session& session, const accounts::NewUser& user) {
   return kExitOk;
 }
 
-int run_user_token(Session& session, const std::string& name) {
-  auto token = accounts_of(session).new_token(name);
+int run_user_token(Context& ctx, const std::string& name) {
+  auto token = accounts_of(ctx).new_token(name);
   if (!token.ok()) return report_user(token.status());
   print_line(boost::json::serialize(boost::json::object{{"name", name}, {"token", *token}}));
   return kExitOk;
 }
 
-int run_user_passwd(Session& session, const PasswdRequest& request) {
-  const Status set = accounts_of(session).set_password(request.name, request.password);
+int run_user_passwd(Context& ctx, const PasswdRequest& request) {
+  const Status set = accounts_of(ctx).set_password(request.name, request.password);
   return set.ok() ? kExitOk : report_user(set);
 }
 
-int run_user_list(Session& session) {
-  auto users = accounts_of(session).list_users();
+int run_user_list(Context& ctx) {
+  auto users = accounts_of(ctx).list_users();
   if (!users.ok()) return report(users.status().with_context("cannot list users"));
   for (const accounts::User& user : *users) {
     print_line(boost::json::serialize(boost::json::object{{"name", user.name},
@@ -141,8 +141,8 @@ int run_user_list(Session& session) {
   return kExitOk;
 }
 
-int run_user_rm(Session& session, const std::string& name) {
-  const Status removed = accounts_of(session).remove_user(name);
+int run_user_rm(Context& ctx, const std::string& name) {
+  const Status removed = accounts_of(ctx).remove_user(name);
   return removed.ok() ? kExitOk : report_user(removed);
 }
 

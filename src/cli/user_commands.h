@@ -5,7 +5,7 @@
 // As the lease commands do, each comes in two halves: make_*() checks the
 // flags, and reads the password from stdin where one is asked for, before
 // any store is opened (bad input exits 2 and writes nothing), and run_*()
-// does the work on an open Session whose table is the accounts table.
+// does the work on an open Context whose table is the accounts table.
 // Passwords are read only from stdin, never taken as arguments, and never
 // printed or logged; a token is printed once, by the command that made it.
 //
@@ -55,14 +55,14 @@ Result<std::string> make_user_name(const UserArgs& args);
 Result<std::string> read_password(std::istream& in, bool terminal);
 
 // Prints {"name","display_name","admin","token"}; exit 3 if the name is taken.
-int run_user_add(Session& session, const accounts::NewUser& user);
+int run_user_add(Context& ctx, const accounts::NewUser& user);
 // Prints {"name","token"} for a new token.
-int run_user_token(Session& session, const std::string& name);
+int run_user_token(Context& ctx, const std::string& name);
 // Prints nothing; the user's browser sessions end.
-int run_user_passwd(Session& session, const PasswdRequest& request);
+int run_user_passwd(Context& ctx, const PasswdRequest& request);
 // Prints {"name","display_name","admin","has_password"} per user, by name.
-int run_user_list(Session& session);
+int run_user_list(Context& ctx);
 // Prints nothing; the user's tokens and sessions stop working.
-int run_user_rm(Session& session, const std::string& name);
+int run_user_rm(Context& ctx, const std::string& name);
 
 }  // namespace leasehold::cli
