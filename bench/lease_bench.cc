@@ -76,7 +76,7 @@ Status acquire_all(Fleet& f, int64_t count, int64_t threads, Duration ttl, Durat
       f.held[i] = *lease;
     }
   });
-  for (const auto& e : errors) RETURN_IF_ERROR(e);
+  for (const auto& e : errors) LEASEHOLD_RETURN_IF_ERROR(e);
   return {};
 }
 
@@ -130,7 +130,7 @@ Status release_and_remove(Fleet& f, int64_t threads, Duration& took) {
   });
   // Leave the file as it was found: the benchmark's items are its own.
   for (const auto& lease : f.held) (void)f.store().remove(kBenchTable, lease.key, {});
-  for (const auto& e : errors) RETURN_IF_ERROR(e);
+  for (const auto& e : errors) LEASEHOLD_RETURN_IF_ERROR(e);
   return {};
 }
 
@@ -139,7 +139,7 @@ Result<std::unique_ptr<Fleet>> open_fleet(LeaseManager& leases, Random& random) 
     return invalid_argument("the benchmark's lease manager must use table " +
                             std::string(kBenchTable));
   }
-  RETURN_IF_ERROR(leases.store().ensure_table(bench_table_spec()));
+  LEASEHOLD_RETURN_IF_ERROR(leases.store().ensure_table(bench_table_spec()));
   auto fleet = std::make_unique<Fleet>(Fleet{leases, {}, ""});
   fleet->prefix = "bench-" + random_token(random).substr(0, 8) + "-";
   return fleet;
@@ -149,7 +149,8 @@ Result<std::unique_ptr<Fleet>> open_fleet(LeaseManager& leases, Random& random) 
 // CPU time into the totals.
 Status run_baseline(const Baseline& baseline, Fleet& f, int64_t threads, Duration duration,
                     int64_t& done, std::optional<Duration>& cpu) {
-  ASSIGN_OR_RETURN(const BaselineRun run, baseline(f.held, threads, duration, to_ms(kBenchTtl)));
+  LEASEHOLD_ASSIGN_OR_RETURN(const BaselineRun run,
+                             baseline(f.held, threads, duration, to_ms(kBenchTtl)));
   done += run.renewals;
   if (run.cpu) cpu = cpu.value_or(Duration::zero()) + *run.cpu;
   return {};
@@ -171,7 +172,7 @@ TableSpec bench_table_spec() {
 
 Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o, LeaseBenchEnv& env) {
   if (o.threads > o.leases) return invalid_argument("--threads may not exceed --leases");
-  ASSIGN_OR_RETURN(auto fleet, open_fleet(env.leases, env.random));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto fleet, open_fleet(env.leases, env.random));
   LeaseBenchReport r;
   r.backend = std::string(fleet->store().backend_name());
   r.leases = o.leases;
@@ -179,7 +180,7 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o, LeaseBenchE
   r.seconds = o.seconds;
 
   Duration took{};
-  RETURN_IF_ERROR(acquire_all(*fleet, o.leases, o.threads, kBenchTtl, took));
+  LEASEHOLD_RETURN_IF_ERROR(acquire_all(*fleet, o.leases, o.threads, kBenchTtl, took));
   r.acquire_per_s = (per_second(o.leases, took));
 
   // Library and baselines take turns over the same leases, in rounds of
@@ -208,7 +209,7 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o, LeaseBenchE
     (void)renew_round(*fleet, o.threads, kWarmUp, unmeasured_latencies, r.renew_failures,
                       unmeasured_cpu);
     if (env.raw) {
-      RETURN_IF_ERROR(
+      LEASEHOLD_RETURN_IF_ERROR(
           run_baseline(env.raw, *fleet, o.threads, kWarmUp, unmeasured_count, unmeasured_raw_cpu));
     }
   }
@@ -225,12 +226,12 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o, LeaseBenchE
     return run_baseline(env.sdk, *fleet, o.threads, turn, sdk_done, sdk_cpu);
   };
   for (int64_t i = 0; i < rounds; ++i) {
-    RETURN_IF_ERROR(library());
-    RETURN_IF_ERROR(raw());
-    RETURN_IF_ERROR(sdk());
-    RETURN_IF_ERROR(sdk());
-    RETURN_IF_ERROR(raw());
-    RETURN_IF_ERROR(library());
+    LEASEHOLD_RETURN_IF_ERROR(library());
+    LEASEHOLD_RETURN_IF_ERROR(raw());
+    LEASEHOLD_RETURN_IF_ERROR(sdk());
+    LEASEHOLD_RETURN_IF_ERROR(sdk());
+    LEASEHOLD_RETURN_IF_ERROR(raw());
+    LEASEHOLD_RETURN_IF_ERROR(library());
   }
   const Duration renew_time = turn * (2 * rounds);
   r.renew_per_s = (per_second(renewed, renew_time));
@@ -251,7 +252,7 @@ Result<LeaseBenchReport> run_lease_bench(const LeaseBenchOptions& o, LeaseBenchE
     r.renew_vs_sdk = r.renew_per_s / *r.sdk_update_per_s;
     if (r.raw_update_per_s) r.raw_vs_sdk = *r.raw_update_per_s / *r.sdk_update_per_s;
   }
-  RETURN_IF_ERROR(release_and_remove(*fleet, o.threads, took));
+  LEASEHOLD_RETURN_IF_ERROR(release_and_remove(*fleet, o.threads, took));
   r.release_per_s = (per_second(o.leases, took));
   return r;
 }
@@ -320,13 +321,13 @@ std::pair<int64_t, int64_t> thread_range_during(Clock& clock, Duration window) {
 }  // namespace
 
 Result<RenewerBenchReport> run_renewer_bench(const RenewerBenchOptions& o, RenewerBenchEnv& env) {
-  ASSIGN_OR_RETURN(auto fleet, open_fleet(env.leases, env.random));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto fleet, open_fleet(env.leases, env.random));
   const LeaseConfig& config = fleet->manager().config();
   // The ttl whose default renew period is exactly renew_every.
   const Duration every = o.renew_every;
   const Duration ttl = every * 3 + config.max_clock_skew + config.safety_margin;
   Duration took{};
-  RETURN_IF_ERROR(acquire_all(*fleet, o.leases, 1, ttl, took));
+  LEASEHOLD_RETURN_IF_ERROR(acquire_all(*fleet, o.leases, 1, ttl, took));
 
   RenewerOptions options;
   options.renew_every = every;

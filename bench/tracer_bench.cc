@@ -177,7 +177,7 @@ Result<TraceRun> trace_once(const std::string& path, const VideoInfo& info, cons
   });
   // The tracer decodes up to the trim's last sampled frame.
   auto [fps, cpu_fps] = watch.rates((info.frame_count - 1) / every * every + 1);
-  RETURN_IF_ERROR(traced);
+  LEASEHOLD_RETURN_IF_ERROR(traced);
   run.rates = {fps, cpu_fps};
   return run;
 }
@@ -210,19 +210,19 @@ Status run(const Flags& flags) {
       (dir / (flags.fourcc == "MJPG" || flags.fourcc == "XVID" ? "movie.avi" : "movie.mp4"))
           .string();
   SyntheticMovie m = movie_for(flags);
-  RETURN_IF_ERROR(write_synthetic_movie(path, m));
-  ASSIGN_OR_RETURN(VideoInfo info, probe(path));
+  LEASEHOLD_RETURN_IF_ERROR(write_synthetic_movie(path, m));
+  LEASEHOLD_ASSIGN_OR_RETURN(VideoInfo info, probe(path));
 
   // Decoding, tracing every frame and tracing every --every frames take
   // turns, so that a change in the machine's speed hits them alike.
   std::vector<Rates> decode, all, sparse;
   TraceRun all_run, sparse_run;
   for (int round = 0; round < flags.rounds; ++round) {
-    ASSIGN_OR_RETURN(Rates decoded, decode_only(path, info.frame_count));
+    LEASEHOLD_ASSIGN_OR_RETURN(Rates decoded, decode_only(path, info.frame_count));
     decode.push_back(decoded);
-    ASSIGN_OR_RETURN(all_run, trace_once(path, info, m, 1));
+    LEASEHOLD_ASSIGN_OR_RETURN(all_run, trace_once(path, info, m, 1));
     all.push_back(all_run.rates);
-    ASSIGN_OR_RETURN(sparse_run, trace_once(path, info, m, flags.every));
+    LEASEHOLD_ASSIGN_OR_RETURN(sparse_run, trace_once(path, info, m, flags.every));
     sparse.push_back(sparse_run.rates);
   }
   Rates d = median(decode), a = median(all), s = median(sparse);

@@ -297,25 +297,28 @@ Result<std::string> Demo::wait_listening(Child& child, const fs::path& path, boo
 }
 
 Status Demo::start_services() {
-  RETURN_IF_ERROR(run_command("store init", {"store", "init"}).status());
+  LEASEHOLD_RETURN_IF_ERROR(run_command("store init", {"store", "init"}).status());
   const std::string password = random_password();
-  RETURN_IF_ERROR(run_command("user add",
-                              {"user", "add", "demo", "--display-name", "Demo User", "--admin",
-                               "--password-stdin"},
-                              password + "\n")
-                      .status());
-  ASSIGN_OR_RETURN(Child sim, spawn("upstream-sim",
-                                    with_store({"upstream-sim", "--listen", "127.0.0.1:0",
-                                                "--rate-per-conn", kRatePerConn}),
-                                    dir_ / "upstream-sim.out", dir_ / "upstream-sim.log"));
+  LEASEHOLD_RETURN_IF_ERROR(run_command("user add",
+                                        {"user", "add", "demo", "--display-name", "Demo User",
+                                         "--admin", "--password-stdin"},
+                                        password + "\n")
+                                .status());
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      Child sim, spawn("upstream-sim",
+                       with_store({"upstream-sim", "--listen", "127.0.0.1:0", "--rate-per-conn",
+                                   kRatePerConn}),
+                       dir_ / "upstream-sim.out", dir_ / "upstream-sim.log"));
   services_.push_back(sim);
-  ASSIGN_OR_RETURN(upstream_, wait_listening(services_.back(), dir_ / "upstream-sim.out", false));
-  ASSIGN_OR_RETURN(Child serve, spawn("serve",
-                                      with_store({"serve", "--listen", args_.listen, "--media-dir",
-                                                  (dir_ / "media").string()}),
-                                      dir_ / "serve.out", dir_ / "serve.log"));
+  LEASEHOLD_ASSIGN_OR_RETURN(upstream_,
+                             wait_listening(services_.back(), dir_ / "upstream-sim.out", false));
+  LEASEHOLD_ASSIGN_OR_RETURN(Child serve,
+                             spawn("serve",
+                                   with_store({"serve", "--listen", args_.listen, "--media-dir",
+                                               (dir_ / "media").string()}),
+                                   dir_ / "serve.out", dir_ / "serve.log"));
   services_.push_back(serve);
-  ASSIGN_OR_RETURN(address_, wait_listening(services_.back(), dir_ / "serve.log", true));
+  LEASEHOLD_ASSIGN_OR_RETURN(address_, wait_listening(services_.back(), dir_ / "serve.log", true));
   std::printf(
       "\n  The dashboard: http://%s/\n  Sign in as    demo\n  password      %s\n\n"
       "  upstream-sim on %s; store, sinks and logs in %s (removed on exit)\n\n",
@@ -329,20 +332,21 @@ Status Demo::start_services() {
 // probe to make it ready.
 Result<MovieState> Demo::upload_sample_movie() {
   const fs::path path = dir_ / "sample.avi";
-  RETURN_IF_ERROR(write_sample_movie(path.string()));
-  ASSIGN_OR_RETURN(const std::string out, run_command("user token", {"user", "token", "demo"}));
+  LEASEHOLD_RETURN_IF_ERROR(write_sample_movie(path.string()));
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::string out,
+                             run_command("user token", {"user", "token", "demo"}));
   boost::system::error_code ec;
   const boost::json::value v = boost::json::parse(out, ec);
   if (ec || !v.is_object() || !v.as_object().contains("token")) {
     return internal_error("user token printed no token");
   }
-  ASSIGN_OR_RETURN(const std::unique_ptr<MoviesClient> client,
-                   MoviesClient::open(address_, std::string(v.at("token").as_string())));
-  ASSIGN_OR_RETURN(MovieState movie, client->upload(kSampleMovieName, path.string()));
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::unique_ptr<MoviesClient> client,
+                             MoviesClient::open(address_, std::string(v.at("token").as_string())));
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieState movie, client->upload(kSampleMovieName, path.string()));
   const auto deadline = std::chrono::steady_clock::now() + kSampleReadyTimeout;
   while (movie.status == movies::kStatusProcessing && std::chrono::steady_clock::now() < deadline) {
     if (!pause(kPollEvery)) return unavailable("stopped");
-    ASSIGN_OR_RETURN(movie, client->get(movie.id));
+    LEASEHOLD_ASSIGN_OR_RETURN(movie, client->get(movie.id));
   }
   if (movie.status == movies::kStatusInvalid) {
     return unavailable("the server found it invalid: " + movie.failure_summary);
@@ -373,7 +377,7 @@ Status Demo::add_connections() {
     char id[16];
     std::snprintf(id, sizeof id, "c%02d", i);
     const std::string url = "ws://" + upstream_ + "/s/" + id + "?from={next_seq}";
-    RETURN_IF_ERROR(run_command("conn add", {"conn", "add", id, "--url", url}).status());
+    LEASEHOLD_RETURN_IF_ERROR(run_command("conn add", {"conn", "add", id, "--url", url}).status());
   }
   std::printf("added %d connections (c01..c%02d), each streaming %s messages/s\n",
               args_.connections, args_.connections, kRatePerConn);
@@ -383,12 +387,12 @@ Status Demo::add_connections() {
 Status Demo::start_workers() {
   for (const std::string name : {"w1", "w2", "w3"}) {
     const std::string sink = "jsonl:" + (dir_ / (name + ".jsonl")).string();
-    ASSIGN_OR_RETURN(Child w,
-                     spawn(name,
-                           with_store({"worker", "--id", name, "--lease-ttl", kWorkerTtl,
-                                       "--renew-every", kWorkerRenewEvery, "--reconcile-every",
-                                       kWorkerReconcileEvery, "--sink", sink}),
-                           dir_ / (name + ".out"), dir_ / (name + ".log")));
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        Child w, spawn(name,
+                       with_store({"worker", "--id", name, "--lease-ttl", kWorkerTtl,
+                                   "--renew-every", kWorkerRenewEvery, "--reconcile-every",
+                                   kWorkerReconcileEvery, "--sink", sink}),
+                       dir_ / (name + ".out"), dir_ / (name + ".log")));
     workers_.emplace(name, w);
   }
   std::printf("started workers w1, w2, w3 (lease ttl %s, renew every %s, reconcile every %s)\n",
@@ -398,7 +402,7 @@ Status Demo::start_workers() {
 }
 
 Result<std::vector<ConnRow>> Demo::conn_list() {
-  ASSIGN_OR_RETURN(const std::string out, run_command("conn list", {"conn", "list"}));
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::string out, run_command("conn list", {"conn", "list"}));
   std::vector<ConnRow> rows;
   std::istringstream lines(out);
   for (std::string line; std::getline(lines, line);) {
@@ -435,7 +439,7 @@ void Demo::print_owners(const std::vector<ConnRow>& rows) {
 Status Demo::wait_balanced(const std::set<std::string>& workers) {
   const auto deadline = std::chrono::steady_clock::now() + kSettleTimeout;
   while (std::chrono::steady_clock::now() < deadline) {
-    ASSIGN_OR_RETURN(const std::vector<ConnRow> rows, conn_list());
+    LEASEHOLD_ASSIGN_OR_RETURN(const std::vector<ConnRow> rows, conn_list());
     print_owners(rows);
     std::map<std::string, int> counts;
     for (const std::string& w : workers) counts[w] = 0;
@@ -460,7 +464,7 @@ Status Demo::wait_balanced(const std::set<std::string>& workers) {
 // Signals `worker`, then prints, as each of its connections is owned again,
 // by whom and how long after the signal.
 Status Demo::take_one_down(const std::string& worker, int signal) {
-  ASSIGN_OR_RETURN(const std::vector<ConnRow> before, conn_list());
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::vector<ConnRow> before, conn_list());
   std::set<std::string> pending;
   for (const ConnRow& row : before) {
     if (live_owner(row, wall_ms()) == worker) pending.insert(row.id);
@@ -477,7 +481,7 @@ Status Demo::take_one_down(const std::string& worker, int signal) {
   const auto deadline = std::chrono::steady_clock::now() + kSettleTimeout;
   while (!pending.empty() && std::chrono::steady_clock::now() < deadline) {
     if (!pause(kPollEvery)) return unavailable("stopped");
-    ASSIGN_OR_RETURN(const std::vector<ConnRow> rows, conn_list());
+    LEASEHOLD_ASSIGN_OR_RETURN(const std::vector<ConnRow> rows, conn_list());
     const int64_t now = wall_ms();
     for (const ConnRow& row : rows) {
       const std::string owner = live_owner(row, now);
@@ -572,16 +576,16 @@ void Demo::stop_all() {
 // The scripted part: start, upload the sample movie, settle, kill one, stop
 // one, summarize.
 Result<bool> run_script(Demo& demo) {
-  RETURN_IF_ERROR(demo.create_dir());
-  RETURN_IF_ERROR(demo.start_services());
-  RETURN_IF_ERROR(demo.add_sample_movie());
-  RETURN_IF_ERROR(demo.add_connections());
-  RETURN_IF_ERROR(demo.start_workers());
-  RETURN_IF_ERROR(demo.wait_balanced({"w1", "w2", "w3"}));
-  RETURN_IF_ERROR(demo.take_one_down("w1", SIGKILL));
-  RETURN_IF_ERROR(demo.wait_balanced({"w2", "w3"}));
-  RETURN_IF_ERROR(demo.take_one_down("w2", SIGTERM));
-  RETURN_IF_ERROR(demo.wait_balanced({"w3"}));
+  LEASEHOLD_RETURN_IF_ERROR(demo.create_dir());
+  LEASEHOLD_RETURN_IF_ERROR(demo.start_services());
+  LEASEHOLD_RETURN_IF_ERROR(demo.add_sample_movie());
+  LEASEHOLD_RETURN_IF_ERROR(demo.add_connections());
+  LEASEHOLD_RETURN_IF_ERROR(demo.start_workers());
+  LEASEHOLD_RETURN_IF_ERROR(demo.wait_balanced({"w1", "w2", "w3"}));
+  LEASEHOLD_RETURN_IF_ERROR(demo.take_one_down("w1", SIGKILL));
+  LEASEHOLD_RETURN_IF_ERROR(demo.wait_balanced({"w2", "w3"}));
+  LEASEHOLD_RETURN_IF_ERROR(demo.take_one_down("w2", SIGTERM));
+  LEASEHOLD_RETURN_IF_ERROR(demo.wait_balanced({"w3"}));
   return demo.summarize();
 }
 
@@ -601,7 +605,7 @@ CLI::App* add_demo_command(CLI::App& app, DemoArgs& args) {
 }
 
 Status check_demo(const DemoArgs& args) {
-  ASSIGN_OR_RETURN(const cli::ListenAddress address, cli::parse_listen(args.listen));
+  LEASEHOLD_ASSIGN_OR_RETURN(const cli::ListenAddress address, cli::parse_listen(args.listen));
   if (!net::is_loopback_host(address.host)) {
     return invalid_argument("--listen '" + args.listen + "': the demo listens on loopback only");
   }

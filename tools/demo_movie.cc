@@ -156,10 +156,10 @@ MoviesClient::~MoviesClient() = default;
 Result<std::unique_ptr<MoviesClient>> MoviesClient::open(const std::string& address,
                                                          std::string token) {
   net::HttpClientOptions options;
-  ASSIGN_OR_RETURN(options.endpoint, net::parse_http_endpoint("http://" + address));
+  LEASEHOLD_ASSIGN_OR_RETURN(options.endpoint, net::parse_http_endpoint("http://" + address));
   options.connections_max = 1;
-  ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> http,
-                   net::HttpClient::open(std::move(options)));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> http,
+                             net::HttpClient::open(std::move(options)));
   return std::unique_ptr<MoviesClient>(new MoviesClient(std::move(http), std::move(token)));
 }
 
@@ -171,7 +171,8 @@ Result<MovieState> MoviesClient::upload(const std::string& name, const std::stri
       .target = "/api/movies?name=" + query_escape(name),
       .headers = {{"Authorization", "Bearer " + token_}, {"Content-Type", "video/x-msvideo"}},
       .body = std::string(std::istreambuf_iterator<char>(in), {})};
-  ASSIGN_OR_RETURN(const net::HttpResponse response, http_->send(request, kUploadTimeout));
+  LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response,
+                             http_->send(request, kUploadTimeout));
   if (response.status != 201) return answer_error("POST /api/movies", response);
   return movie_state("POST /api/movies", response);
 }
@@ -182,7 +183,7 @@ Result<MovieState> MoviesClient::get(const std::string& id) {
                                  .target = target,
                                  .headers = {{"Authorization", "Bearer " + token_}},
                                  .body = {}};
-  ASSIGN_OR_RETURN(const net::HttpResponse response, http_->send(request, kGetTimeout));
+  LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, http_->send(request, kGetTimeout));
   if (response.status != 200) return answer_error("GET " + target, response);
   return movie_state("GET " + target, response);
 }

@@ -32,7 +32,7 @@ CLI::App* add_upstream_sim_command(CLI::App& app, UpstreamSimArgs& a) {
 }  // namespace
 
 Status check_upstream_sim(const UpstreamSimArgs& args) {
-  RETURN_IF_ERROR(cli::parse_listen(args.listen).status());
+  LEASEHOLD_RETURN_IF_ERROR(cli::parse_listen(args.listen).status());
   if (!(args.rate_per_conn >= 0 && args.rate_per_conn <= kUpstreamSimRateMax)) {
     return invalid_argument("--rate-per-conn must be 0.." +
                             std::to_string(static_cast<int64_t>(kUpstreamSimRateMax)) +

@@ -120,7 +120,7 @@ Result<std::unique_ptr<BaselineServer>> BaselineServer::start(BaselineOptions op
     return invalid_argument("baseline server: no reply to send");
   }
   auto server = std::make_unique<BaselineImpl>(std::move(options));
-  RETURN_IF_ERROR(server->listen());
+  LEASEHOLD_RETURN_IF_ERROR(server->listen());
   server->run();
   return std::unique_ptr<BaselineServer>(std::move(server));
 }

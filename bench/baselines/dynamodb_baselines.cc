@@ -78,7 +78,8 @@ Result<std::string> signed_request(const DynamoDbTarget& target, const std::stri
   to_sign.headers = {{"Content-Type", "application/x-amz-json-1.0"},
                      {"X-Amz-Target", "DynamoDB_20120810.UpdateItem"}};
   to_sign.body = std::move(body);
-  ASSIGN_OR_RETURN(auto signature, sign_v4(to_sign, credentials, target.region, "dynamodb", now));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto signature,
+                             sign_v4(to_sign, credentials, target.region, "dynamodb", now));
   std::string out = "POST / HTTP/1.1\r\nHost: " + host_header +
                     "\r\nContent-Type: application/x-amz-json-1.0\r\n"
                     "X-Amz-Target: DynamoDB_20120810.UpdateItem\r\nX-Amz-Date: " +
@@ -237,10 +238,10 @@ Result<std::string> run_capturing(const std::vector<std::string>& argv) {
 Result<RawRun> bare_http_renewals(const DynamoDbTarget& target, const std::vector<RawLease>& leases,
                                   int64_t threads, Duration duration, int64_t ttl_ms) {
   if (target.endpoint.empty()) return failed_precondition("the bare baseline needs http://");
-  ASSIGN_OR_RETURN(auto endpoint, net::parse_http_endpoint(target.endpoint));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto endpoint, net::parse_http_endpoint(target.endpoint));
   if (endpoint.scheme != "http") return failed_precondition("the bare baseline needs http://");
-  ASSIGN_OR_RETURN(auto source, default_credentials(process_env()));
-  ASSIGN_OR_RETURN(Credentials credentials, source->get());
+  LEASEHOLD_ASSIGN_OR_RETURN(auto source, default_credentials(process_env()));
+  LEASEHOLD_ASSIGN_OR_RETURN(Credentials credentials, source->get());
   const std::string host_header =
       endpoint.port == 80 ? endpoint.host : endpoint.host + ":" + std::to_string(endpoint.port);
 
@@ -250,7 +251,7 @@ Result<RawRun> bare_http_renewals(const DynamoDbTarget& target, const std::vecto
   requests.reserve(2 * leases.size());
   for (const RawLease& lease : leases) {
     for (int64_t pass = 0; pass < 2; ++pass) {
-      ASSIGN_OR_RETURN(
+      LEASEHOLD_ASSIGN_OR_RETURN(
           std::string request,
           signed_request(target, host_header, credentials,
                          renewal_body(target.table, lease, to_unix_ms(now) + pass, ttl_ms), now));
@@ -336,7 +337,7 @@ class FunctionBaseline final : public RawBaseline {
 
 Result<RawBaselines> make_dynamodb_baselines(std::string_view rest, std::string_view table,
                                              const std::string& sdk_script) {
-  ASSIGN_OR_RETURN(const DynamoDbOptions options, parse_dynamodb_uri(rest));
+  LEASEHOLD_ASSIGN_OR_RETURN(const DynamoDbOptions options, parse_dynamodb_uri(rest));
   const DynamoDbTarget target{options.region, options.endpoint,
                               options.table_prefix + std::string(table)};
   RawBaselines out;

@@ -9,12 +9,13 @@ namespace leasehold::bench {
 
 Result<RawBaselines> open_raw_baselines(std::string_view uri, std::string_view table,
                                         const std::string& sdk_script) {
-  ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
+  LEASEHOLD_ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
   if (parts.scheme == "dynamodb") return make_dynamodb_baselines(parts.rest, table, sdk_script);
   if (!sdk_script.empty()) return invalid_argument("the SDK baseline needs a dynamodb:// store");
   RawBaselines out;
   if (parts.scheme == "sqlite") {
-    ASSIGN_OR_RETURN(const store::SqliteOptions options, store::parse_sqlite_uri(parts.rest));
+    LEASEHOLD_ASSIGN_OR_RETURN(const store::SqliteOptions options,
+                               store::parse_sqlite_uri(parts.rest));
     out.bare = make_sqlite_raw_baseline(options.path, std::string(table));
   }
   return out;

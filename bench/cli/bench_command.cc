@@ -19,9 +19,9 @@ Status check_bench(const BenchLeasesOptions& b) {
     return invalid_argument(std::string(flag) + " " + std::to_string(v) + ": must be 1.." +
                             std::to_string(max));
   };
-  RETURN_IF_ERROR(check("--leases", b.leases, kBenchLeasesMax));
-  RETURN_IF_ERROR(check("--seconds", b.seconds, kBenchSecondsMax));
-  RETURN_IF_ERROR(check("--threads", b.threads, kBenchThreadsMax));
+  LEASEHOLD_RETURN_IF_ERROR(check("--leases", b.leases, kBenchLeasesMax));
+  LEASEHOLD_RETURN_IF_ERROR(check("--seconds", b.seconds, kBenchSecondsMax));
+  LEASEHOLD_RETURN_IF_ERROR(check("--threads", b.threads, kBenchThreadsMax));
   if (b.threads > b.leases) return invalid_argument("--threads may not exceed --leases");
   return {};
 }
@@ -33,7 +33,7 @@ Status check_bench_renewer(const BenchRenewerOptions& b) {
   if (b.seconds < 1 || b.seconds > kBenchSecondsMax) {
     return invalid_argument("--seconds must be 1.." + std::to_string(kBenchSecondsMax));
   }
-  ASSIGN_OR_RETURN(const Duration every, parse_duration(b.every));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Duration every, parse_duration(b.every));
   if (every < std::chrono::milliseconds(100))
     return invalid_argument("--every must be at least 100ms");
   return {};

@@ -47,7 +47,7 @@ struct ServedApp {
 
 Result<std::unique_ptr<ServedApp>> serve_app(std::string uri) {
   auto s = std::make_unique<ServedApp>();
-  ASSIGN_OR_RETURN(s->dir, BenchDir::make());
+  LEASEHOLD_ASSIGN_OR_RETURN(s->dir, BenchDir::make());
   if (uri.empty()) uri = "sqlite:" + s->dir->path() + "/bench.db";
   s->log = runtime::make_json_stderr_logger(LogLevel::kWarn);
   app::ServingOptions options;
@@ -60,13 +60,13 @@ Result<std::unique_ptr<ServedApp>> serve_app(std::string uri) {
   options.movies.media_dir = s->dir->path() + "/media";
   options.movies.trace_workers = 0;
   options.movies.probe_workers = 0;
-  ASSIGN_OR_RETURN(s->serving, app::Serving::start(std::move(options)));
+  LEASEHOLD_ASSIGN_OR_RETURN(s->serving, app::Serving::start(std::move(options)));
   accounts::Accounts& accounts = s->serving->accounts();
   const std::string suffix = random_token(s->serving->runtime().random()).substr(0, 8);
   accounts::NewUser user;
   user.name = "bench-http-" + suffix;
   user.display_name = "bench http " + suffix;
-  ASSIGN_OR_RETURN(accounts::Accounts::Added added, accounts.add_user(user));
+  LEASEHOLD_ASSIGN_OR_RETURN(accounts::Accounts::Added added, accounts.add_user(user));
   s->user = added.user.name;
   s->token = std::move(added.token);
   return s;
@@ -82,8 +82,9 @@ std::string me_request(uint16_t port, std::string_view token, bool close) {
 // request: its keep-alive reply, and its last reply on a connection.
 Result<std::unique_ptr<BaselineServer>> start_baseline(const ServedApp& s, CapturedReply& reply) {
   const uint16_t port = s.port();
-  ASSIGN_OR_RETURN(reply, capture_reply(port, me_request(port, s.token, false)));
-  ASSIGN_OR_RETURN(const CapturedReply last, capture_reply(port, me_request(port, s.token, true)));
+  LEASEHOLD_ASSIGN_OR_RETURN(reply, capture_reply(port, me_request(port, s.token, false)));
+  LEASEHOLD_ASSIGN_OR_RETURN(const CapturedReply last,
+                             capture_reply(port, me_request(port, s.token, true)));
   if (reply.status != 200 || last.status != 200) {
     return internal_error("GET /api/me answered " + std::to_string(reply.status) + " and " +
                           std::to_string(last.status) + ", not 200");

@@ -27,7 +27,7 @@ Baseline adapt(std::shared_ptr<RawBaseline> baseline) {
     std::vector<RawLease> raw;
     raw.reserve(leases.size());
     for (const Lease& l : leases) raw.push_back({l.key.pk, l.owner, l.token});
-    ASSIGN_OR_RETURN(const RawRun run, baseline->renew(raw, threads, duration, ttl_ms));
+    LEASEHOLD_ASSIGN_OR_RETURN(const RawRun run, baseline->renew(raw, threads, duration, ttl_ms));
     return BaselineRun{run.renewals, run.cpu};
   };
 }

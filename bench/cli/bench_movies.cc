@@ -70,7 +70,7 @@ struct Bench {
 
 Result<std::unique_ptr<Bench>> start_bench(std::string uri, int trace_nice) {
   auto b = std::make_unique<Bench>();
-  ASSIGN_OR_RETURN(b->dir, BenchDir::make());
+  LEASEHOLD_ASSIGN_OR_RETURN(b->dir, BenchDir::make());
   if (uri.empty()) uri = "sqlite:" + b->dir->path() + "/bench.db";
   b->log = runtime::make_json_stderr_logger(LogLevel::kWarn);
   app::ServingOptions o;
@@ -80,19 +80,21 @@ Result<std::unique_ptr<Bench>> start_bench(std::string uri, int trace_nice) {
   o.movies.media_dir = b->dir->path() + "/media";
   o.movies.probe_workers = 0;  // the movie is probed here, before the rounds
   o.movies.trace_nice = trace_nice;
-  ASSIGN_OR_RETURN(b->serving, app::Serving::start(std::move(o)));
+  LEASEHOLD_ASSIGN_OR_RETURN(b->serving, app::Serving::start(std::move(o)));
   const std::string suffix = random_token(b->serving->runtime().random()).substr(0, 8);
   accounts::NewUser user{"bench-movies-" + suffix, "bench movies " + suffix, false, std::nullopt};
-  ASSIGN_OR_RETURN(accounts::Accounts::Added added, b->serving->accounts().add_user(user));
+  LEASEHOLD_ASSIGN_OR_RETURN(accounts::Accounts::Added added,
+                             b->serving->accounts().add_user(user));
   b->user = {added.user.name, added.user.display_name};
   b->token = std::move(added.token);
 
   const tracer::SyntheticMovie movie = bench_movie();
-  RETURN_IF_ERROR(tracer::write_synthetic_movie(b->dir->path() + "/media/bench.avi", movie));
-  ASSIGN_OR_RETURN(const movies::MovieDetail created,
-                   b->movies().create("bench", b->user, "bench.avi"));
+  LEASEHOLD_RETURN_IF_ERROR(
+      tracer::write_synthetic_movie(b->dir->path() + "/media/bench.avi", movie));
+  LEASEHOLD_ASSIGN_OR_RETURN(const movies::MovieDetail created,
+                             b->movies().create("bench", b->user, "bench.avi"));
   b->movie_id = created.id;
-  ASSIGN_OR_RETURN(const movies::MovieDetail probed, b->movies().probe(created.id));
+  LEASEHOLD_ASSIGN_OR_RETURN(const movies::MovieDetail probed, b->movies().probe(created.id));
   if (probed.status != movies::kStatusReady) return internal_error("the bench movie is invalid");
   for (size_t i = 0; i < movie.spots.size(); ++i) {
     const tracer::SpotPosition at = tracer::spot_position(movie.spots[i], 0);

@@ -119,15 +119,15 @@ class [[nodiscard]] Result {
 #define LEASEHOLD_CONCAT(a, b) LEASEHOLD_CONCAT_INNER(a, b)
 
 // Returns from the enclosing function if `expr` yields a non-OK Status.
-#define RETURN_IF_ERROR(expr)                \
+#define LEASEHOLD_RETURN_IF_ERROR(expr)      \
   do {                                       \
     ::leasehold::Status lh_status_ = (expr); \
     if (!lh_status_.ok()) return lh_status_; \
   } while (false)
 
-// `ASSIGN_OR_RETURN(auto x, f());` assigns the value of a Result or returns
+// `LEASEHOLD_ASSIGN_OR_RETURN(auto x, f());` assigns the value of a Result or returns
 // its Status from the enclosing function.
-#define ASSIGN_OR_RETURN(lhs, expr) \
+#define LEASEHOLD_ASSIGN_OR_RETURN(lhs, expr) \
   LEASEHOLD_ASSIGN_OR_RETURN_IMPL(LEASEHOLD_CONCAT(lh_result_, __LINE__), lhs, expr)
 #define LEASEHOLD_ASSIGN_OR_RETURN_IMPL(result, lhs, expr) \
   auto result = (expr);                                    \

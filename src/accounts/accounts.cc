@@ -329,9 +329,9 @@ Result<Item> Accounts::Impl::read_user(std::string_view name) {
 // ---------------------------------------------------------------- users
 
 Result<Accounts::Added> Accounts::Impl::add_user(const NewUser& user) {
-  RETURN_IF_ERROR(check_user_name(user.name));
-  RETURN_IF_ERROR(check_display_name(user.display_name));
-  if (user.password) RETURN_IF_ERROR(check_password(*user.password, options_));
+  LEASEHOLD_RETURN_IF_ERROR(check_user_name(user.name));
+  LEASEHOLD_RETURN_IF_ERROR(check_display_name(user.display_name));
+  if (user.password) LEASEHOLD_RETURN_IF_ERROR(check_password(*user.password, options_));
   const Status taken = already_exists("a user named '" + user.name + "' already exists");
   // A taken name is answered before anything is hashed or written.
   auto existing = read_user(user.name);
@@ -340,14 +340,14 @@ Result<Accounts::Added> Accounts::Impl::add_user(const NewUser& user) {
 
   Item item = new_user_item(user);
   if (user.password) {
-    ASSIGN_OR_RETURN(item[std::string(kPasswordHash)], hash(*user.password));
+    LEASEHOLD_ASSIGN_OR_RETURN(item[std::string(kPasswordHash)], hash(*user.password));
   }
   // The token is written first: a token whose user never came to be is
   // refused (no user has its generation) and removed below, while a user
   // written first and left without its token would have no way in.
   const std::string token = draw_secret();
   const Item token_it = token_item(item, token);
-  RETURN_IF_ERROR(store_.put(table(), token_it, cond::not_exists(std::string(kKind))));
+  LEASEHOLD_RETURN_IF_ERROR(store_.put(table(), token_it, cond::not_exists(std::string(kKind))));
   const Status put =
       resolve_unknown_put(user_key(user.name), get_string_or(item, kGeneration),
                           store_.put(table(), item, cond::not_exists(std::string(kKind))));
@@ -359,19 +359,19 @@ Result<Accounts::Added> Accounts::Impl::add_user(const NewUser& user) {
 }
 
 Result<std::string> Accounts::Impl::new_token(std::string_view name) {
-  RETURN_IF_ERROR(check_user_name(name));
-  ASSIGN_OR_RETURN(const Item user, read_user(name));
+  LEASEHOLD_RETURN_IF_ERROR(check_user_name(name));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Item user, read_user(name));
   std::string token = draw_secret();
-  RETURN_IF_ERROR(
+  LEASEHOLD_RETURN_IF_ERROR(
       store_.put(table(), token_item(user, token), cond::not_exists(std::string(kKind))));
   return token;
 }
 
 Status Accounts::Impl::set_password(std::string_view name, std::string_view password) {
-  RETURN_IF_ERROR(check_user_name(name));
-  RETURN_IF_ERROR(check_password(password, options_));
-  ASSIGN_OR_RETURN(const Item user, read_user(name));
-  ASSIGN_OR_RETURN(std::string hashed, hash(password));
+  LEASEHOLD_RETURN_IF_ERROR(check_user_name(name));
+  LEASEHOLD_RETURN_IF_ERROR(check_password(password, options_));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Item user, read_user(name));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::string hashed, hash(password));
   const std::string generation = get_string_or(user, kGeneration);
   Update update;
   update.set(std::string(kPasswordHash), std::move(hashed))
@@ -382,7 +382,7 @@ Status Accounts::Impl::set_password(std::string_view name, std::string_view pass
   auto updated = store_.update(table(), user_key(name), update,
                                cond::eq(std::string(kGeneration), generation));
   if (updated.status().code() == Code::kConditionFailed) return no_such_user(name);
-  RETURN_IF_ERROR(updated.status());
+  LEASEHOLD_RETURN_IF_ERROR(updated.status());
   // The raised epoch has signed every session out already; removing them
   // only keeps the table small.
   remove_owned(name, generation, kSessionKind);
@@ -394,8 +394,8 @@ Result<std::vector<User>> Accounts::Impl::list_users() {
   QueryOptions query;
   query.limit = kQueryLimitMax;
   do {
-    ASSIGN_OR_RETURN(Page page,
-                     store_.query_index(table(), kUserIndex, kUserKind, KeyRange::all(), query));
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        Page page, store_.query_index(table(), kUserIndex, kUserKind, KeyRange::all(), query));
     for (const Item& item : page.items) users.push_back(user_of(item));
     if (!page.next_cursor.empty() && page.next_cursor == query.cursor) {
       return internal_error("the store returned the same page cursor twice");
@@ -406,19 +406,19 @@ Result<std::vector<User>> Accounts::Impl::list_users() {
 }
 
 Result<User> Accounts::Impl::get_user(std::string_view name) {
-  RETURN_IF_ERROR(check_user_name(name));
-  ASSIGN_OR_RETURN(const Item user, read_user(name));
+  LEASEHOLD_RETURN_IF_ERROR(check_user_name(name));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Item user, read_user(name));
   return user_of(user);
 }
 
 Status Accounts::Impl::remove_user(std::string_view name) {
-  RETURN_IF_ERROR(check_user_name(name));
-  ASSIGN_OR_RETURN(const Item user, read_user(name));
+  LEASEHOLD_RETURN_IF_ERROR(check_user_name(name));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Item user, read_user(name));
   const std::string generation = get_string_or(user, kGeneration);
   const Status removed =
       store_.remove(table(), user_key(name), cond::eq(std::string(kGeneration), generation));
   if (removed.code() == Code::kConditionFailed) return no_such_user(name);  // removed meanwhile
-  RETURN_IF_ERROR(removed);
+  LEASEHOLD_RETURN_IF_ERROR(removed);
   // Its tokens and sessions stopped working with the user; this only clears
   // them away, and may miss those an eventually consistent index does not
   // show yet.
@@ -463,7 +463,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
     if (const auto it = known_.find(key.pk); it != known_.end()) known = it->second.owner;
   }
   if (known) {
-    ASSIGN_OR_RETURN(Owned owned, read_owned_known(key, *known));
+    LEASEHOLD_ASSIGN_OR_RETURN(Owned owned, read_owned_known(key, *known));
     // An item that names another user cannot be (keys are never reused);
     // if it ever did, the user read with it would be the wrong one.
     if (!owned.item || string_view_of(*owned.item, kOwner) == *known) return owned;
@@ -471,7 +471,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
   Owned owned;
   auto item = store_.get(table(), key, /*consistent=*/true);
   if (item.status().code() == Code::kNotFound) return owned;
-  RETURN_IF_ERROR(item.status());
+  LEASEHOLD_RETURN_IF_ERROR(item.status());
   owned.item = std::move(*item);
   const std::string name = get_string_or(*owned.item, kOwner);
   auto user = store_.get(table(), user_key(name), /*consistent=*/true);
@@ -489,7 +489,7 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
 Result<Accounts::Impl::Owned> Accounts::Impl::read_owned_known(const Key& key,
                                                                const std::string& name) {
   const Key keys[] = {key, user_key(name)};
-  ASSIGN_OR_RETURN(std::vector<Item> items, store_.batch_get(table(), keys));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::vector<Item> items, store_.batch_get(table(), keys));
   Owned owned;
   for (Item& item : items) {
     (string_view_of(item, kPk) == key.pk ? owned.item : owned.user) = std::move(item);
@@ -540,9 +540,9 @@ Result<User> Accounts::Impl::authenticate_token(std::string_view token) {
   if (stamp) {
     if (std::optional<User> user = checked_user(key.pk, *stamp)) return std::move(*user);
   }
-  ASSIGN_OR_RETURN(Owned owned, read_owned(key));
+  LEASEHOLD_ASSIGN_OR_RETURN(Owned owned, read_owned(key));
   if (!owned.item) return unauthenticated("unknown or revoked API token");
-  RETURN_IF_ERROR(owner_of(owned, "API token").status());
+  LEASEHOLD_RETURN_IF_ERROR(owner_of(owned, "API token").status());
   User user = user_of(std::move(*owned.user));
   if (stamp) remember_check(key.pk, user, *stamp);
   return user;
@@ -590,13 +590,13 @@ Result<Item> Accounts::Impl::check_credentials(std::string_view name, std::strin
     spend_a_check(password);
     return wrong;
   }
-  RETURN_IF_ERROR(user.status());
+  LEASEHOLD_RETURN_IF_ERROR(user.status());
   const std::string* encoded = get_string(*user, kPasswordHash);
   if (encoded == nullptr) {
     spend_a_check(password);
     return wrong;
   }
-  ASSIGN_OR_RETURN(const bool matches, verify_password(*encoded, password));
+  LEASEHOLD_ASSIGN_OR_RETURN(const bool matches, verify_password(*encoded, password));
   if (!matches) return wrong;
   return user;
 }
@@ -613,14 +613,14 @@ Result<Session> Accounts::Impl::open_session(const Item& user) {
                   {std::string(kCreatedAtMs), now},
                   {std::string(kExpiresAtMs), expires_at_ms},
                   {std::string(kRefreshedAtMs), now}};
-  RETURN_IF_ERROR(store_.put(table(), item, cond::not_exists(std::string(kKind))));
+  LEASEHOLD_RETURN_IF_ERROR(store_.put(table(), item, cond::not_exists(std::string(kKind))));
   return Session{id, user_of(user), from_unix_ms(expires_at_ms)};
 }
 
 Result<User> Accounts::Impl::authenticate_session(std::string_view session_id) {
   if (!is_secret(session_id)) return unauthenticated("malformed session ID");
   const Key key = session_key(session_id);
-  ASSIGN_OR_RETURN(const Owned owned, read_owned(key));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Owned owned, read_owned(key));
   if (!owned.item) return unauthenticated("unknown or ended session");
   const Item* const session = &*owned.item;
   const int64_t now = now_ms();
@@ -630,7 +630,7 @@ Result<User> Accounts::Impl::authenticate_session(std::string_view session_id) {
     (void)store_.remove(table(), key, cond::eq(std::string(kExpiresAtMs), expires_at_ms));
     return unauthenticated("session expired");
   }
-  ASSIGN_OR_RETURN(const Item* const user, owner_of(owned, "session"));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Item* const user, owner_of(owned, "session"));
   if (get_int_or(*session, kSessionEpoch) != get_int_or(*user, kSessionEpoch)) {
     return unauthenticated("session ended: the password was changed");
   }

@@ -70,18 +70,18 @@ json::object member_json(const fleet::Member& m) {
 // "stopped"?} and nothing else. Each message starts with the field it is
 // about ("url: ..."), so that a form can show it beside that field.
 Result<fleet::NewConnection> parse_new_connection(const json::object& body) {
-  RETURN_IF_ERROR(server::check_fields(body, {"id", "url", "seq_field", "stopped"}));
+  LEASEHOLD_RETURN_IF_ERROR(server::check_fields(body, {"id", "url", "seq_field", "stopped"}));
   fleet::NewConnection c;
-  RETURN_IF_ERROR(server::read_string_field(body, "id", true, c.id));
-  RETURN_IF_ERROR(server::read_string_field(body, "url", true, c.url));
-  RETURN_IF_ERROR(server::read_string_field(body, "seq_field", false, c.seq_field));
+  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(body, "id", true, c.id));
+  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(body, "url", true, c.url));
+  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(body, "seq_field", false, c.seq_field));
   if (const json::value* stopped = body.if_contains("stopped")) {
     if (!stopped->is_bool()) return invalid_argument("stopped: expected true or false");
     c.stopped = stopped->as_bool();
   }
-  RETURN_IF_ERROR(fleet::validate_connection_id(c.id).with_context("id"));
-  RETURN_IF_ERROR(fleet::validate_url_template(c.url).with_context("url"));
-  RETURN_IF_ERROR(fleet::validate_seq_field(c.seq_field).with_context("seq_field"));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_connection_id(c.id).with_context("id"));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_url_template(c.url).with_context("url"));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_seq_field(c.seq_field).with_context("seq_field"));
   return c;
 }
 

@@ -163,9 +163,10 @@ bool first_frame_decodes(const std::string& path, const tracer::VideoLimits& lim
 }
 
 Result<std::string> movie_name(const Request& request) {
-  ASSIGN_OR_RETURN(std::optional<std::string> name, server::query_value(request.query, "name"));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> name,
+                             server::query_value(request.query, "name"));
   if (!name) return invalid_argument("name: missing; give ?name=NAME");
-  RETURN_IF_ERROR(validate_text("name", *name, movies::kMovieNameBytesMax, false));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("name", *name, movies::kMovieNameBytesMax, false));
   return *name;
 }
 
@@ -218,8 +219,10 @@ struct PageQuery {
 };
 
 Result<PageQuery> page_query(const Request& request, size_t limit_default, size_t limit_max) {
-  ASSIGN_OR_RETURN(std::optional<std::string> limit, server::query_value(request.query, "limit"));
-  ASSIGN_OR_RETURN(std::optional<std::string> after, server::query_value(request.query, "after"));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> limit,
+                             server::query_value(request.query, "limit"));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> after,
+                             server::query_value(request.query, "after"));
   PageQuery out{limit_default, after.value_or("")};
   if (limit) {
     const char* end = limit->data() + limit->size();
@@ -480,13 +483,13 @@ Response edited(const Status& status, const Request& request, const MoviesDeps& 
 Result<tracer::Marker> parse_marker(const json::value& value) {
   const json::object* o = value.if_object();
   if (o == nullptr) return invalid_argument("expected an object {id, label, frame, x, y}");
-  RETURN_IF_ERROR(server::check_fields(*o, {"id", "label", "frame", "x", "y"}));
+  LEASEHOLD_RETURN_IF_ERROR(server::check_fields(*o, {"id", "label", "frame", "x", "y"}));
   tracer::Marker m;
-  RETURN_IF_ERROR(server::read_string_field(*o, "id", true, m.id));
-  RETURN_IF_ERROR(server::read_string_field(*o, "label", false, m.label));
-  RETURN_IF_ERROR(server::read_int_field(*o, "frame", true, m.frame));
-  RETURN_IF_ERROR(server::read_number_field(*o, "x", true, m.x));
-  RETURN_IF_ERROR(server::read_number_field(*o, "y", true, m.y));
+  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(*o, "id", true, m.id));
+  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(*o, "label", false, m.label));
+  LEASEHOLD_RETURN_IF_ERROR(server::read_int_field(*o, "frame", true, m.frame));
+  LEASEHOLD_RETURN_IF_ERROR(server::read_number_field(*o, "x", true, m.x));
+  LEASEHOLD_RETURN_IF_ERROR(server::read_number_field(*o, "y", true, m.y));
   return m;
 }
 
@@ -566,12 +569,13 @@ Response start_trace(Request& request, const MoviesDeps& d) {
 
 Status add_movie_routes(Router& router, movies::Movies& movies, Queue& probe_queue, Random& random,
                         Logger& log, MoviesApiOptions options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<movies::FrameCache> frame_cache,
-                   movies::FrameCache::open({.media_dir = options.media_dir,
-                                             .readers_max = options.frame_readers_max,
-                                             .cache_bytes_max = options.frame_cache_bytes_max,
-                                             .jpeg_quality = tracer::kJpegQualityDefault,
-                                             .video_limits = options.video_limits}));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      std::unique_ptr<movies::FrameCache> frame_cache,
+      movies::FrameCache::open({.media_dir = options.media_dir,
+                                .readers_max = options.frame_readers_max,
+                                .cache_bytes_max = options.frame_cache_bytes_max,
+                                .jpeg_quality = tracer::kJpegQualityDefault,
+                                .video_limits = options.video_limits}));
   auto frames = std::make_unique<movies::FrameImages>(movies, *frame_cache);
   // One copy of what the handlers use, shared by every route.
   const auto deps = std::make_shared<const MoviesDeps>(

@@ -66,11 +66,11 @@ movies::ServiceOptions movies_service_options(const MoviesServingOptions& o, std
 
 Status Serving::start_movies(const MoviesServingOptions& o, Logger& log) {
   runtime::Runtime& rt = *runtime_;
-  ASSIGN_OR_RETURN(const std::string uploads, prepare_media(o.media_dir, log));
-  ASSIGN_OR_RETURN(movies_,
-                   movies::Service::start(
-                       rt.store(), rt.clock(), rt.random(),
-                       movies_service_options(o, "serve", rt.leases().config(), &log, &registry_)));
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::string uploads, prepare_media(o.media_dir, log));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      movies_, movies::Service::start(
+                   rt.store(), rt.clock(), rt.random(),
+                   movies_service_options(o, "serve", rt.leases().config(), &log, &registry_)));
   MoviesApiOptions api;
   api.media_dir = o.media_dir;
   api.upload_dir = uploads;
@@ -95,13 +95,13 @@ Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
   // be connections.
   runtime_options.blocking.threads = kBlockingThreads;
   runtime_options.blocking.queue_max = server::kConnectionsMax;
-  ASSIGN_OR_RETURN(s->runtime_, runtime::Runtime::open(std::move(runtime_options)));
+  LEASEHOLD_ASSIGN_OR_RETURN(s->runtime_, runtime::Runtime::open(std::move(runtime_options)));
   runtime::Runtime& rt = *s->runtime_;
   const TableSpec table = accounts::Accounts::table_spec();
   for (const TableSpec& spec : {table, fleet::connections_table_spec(), fleet::workers_table_spec(),
                                 movies::movies_table_spec(), movies::frames_table_spec(),
                                 movies::audit_table_spec(), StoreQueue::table_spec()}) {
-    RETURN_IF_ERROR(rt.store().ensure_table(spec));
+    LEASEHOLD_RETURN_IF_ERROR(rt.store().ensure_table(spec));
   }
   s->accounts_ = std::make_unique<accounts::Accounts>(rt.store(), rt.clock(), rt.random());
 
@@ -118,9 +118,9 @@ Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
   Logger& log = options.log != nullptr ? *options.log : rt.logger();
   s->app_ = std::make_unique<App>(rt, *s->accounts_, s->registry_, log, app_options);
   add_fleet_routes(s->app_->router(), rt.store(), rt.clock(), log);
-  RETURN_IF_ERROR(s->start_movies(options.movies, log));
-  ASSIGN_OR_RETURN(s->server_,
-                   server::Server::start(server_options, s->app_->router(), s->app_->hooks()));
+  LEASEHOLD_RETURN_IF_ERROR(s->start_movies(options.movies, log));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      s->server_, server::Server::start(server_options, s->app_->router(), s->app_->hooks()));
   return s;
 }
 

@@ -13,7 +13,7 @@ Result<Context> open_context(std::string_view uri, Logger& logger, TableSpec tab
   options.store_uri = std::string(uri);
   options.logger = &logger;
   options.lease.table = std::string(kLeaseTable);
-  ASSIGN_OR_RETURN(ctx.runtime, runtime::Runtime::open(std::move(options)));
+  LEASEHOLD_ASSIGN_OR_RETURN(ctx.runtime, runtime::Runtime::open(std::move(options)));
   const Status ready = ctx.store().require_table(ctx.table);
   if (ready.code() == Code::kNotFound) {
     return Status(Code::kNotFound, ready.message() + " in '" + std::string(uri) +

@@ -57,9 +57,10 @@ Result<std::optional<fleet::Connection>> wait_for_holder(Context& ctx,
     std::this_thread::sleep_for(std::min<Duration>(kConnRmPollEvery, deadline - now));
     auto read = connections.inspect(tombstone.id);
     if (read.status().code() == Code::kNotFound) break;
-    RETURN_IF_ERROR(read.status().with_context("connection '" + tombstone.id +
-                                               "' is removed, but reading whether its worker "
-                                               "let go failed"));
+    LEASEHOLD_RETURN_IF_ERROR(
+        read.status().with_context("connection '" + tombstone.id +
+                                   "' is removed, but reading whether its worker "
+                                   "let go failed"));
     last = *std::move(read);
   } while (still_holding(last, tombstone, to_unix_ms(clock.wall_now())));
   return std::optional<fleet::Connection>();
@@ -70,28 +71,29 @@ Result<std::optional<fleet::Connection>> wait_for_holder(Context& ctx,
 TableSpec conn_table_spec() { return fleet::connections_table_spec(); }
 
 Result<fleet::NewConnection> make_conn_add(const ConnArgs& args) {
-  RETURN_IF_ERROR(fleet::validate_connection_id(args.id));
-  RETURN_IF_ERROR(fleet::validate_url_template(args.url).with_context("--url"));
-  RETURN_IF_ERROR(fleet::validate_seq_field(args.seq_field).with_context("--seq-field"));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_connection_id(args.id));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_url_template(args.url).with_context("--url"));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_seq_field(args.seq_field).with_context("--seq-field"));
   return fleet::NewConnection{args.id, args.url, args.seq_field, args.stopped};
 }
 
 Result<ConnSetRequest> make_conn_set(const ConnArgs& args) {
-  RETURN_IF_ERROR(fleet::validate_connection_id(args.id));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_connection_id(args.id));
   if (!args.new_url && !args.new_seq_field) {
     return invalid_argument("conn set: nothing to change; give --url, --seq-field or both");
   }
   if (args.new_url) {
-    RETURN_IF_ERROR(fleet::validate_url_template(*args.new_url).with_context("--url"));
+    LEASEHOLD_RETURN_IF_ERROR(fleet::validate_url_template(*args.new_url).with_context("--url"));
   }
   if (args.new_seq_field) {
-    RETURN_IF_ERROR(fleet::validate_seq_field(*args.new_seq_field).with_context("--seq-field"));
+    LEASEHOLD_RETURN_IF_ERROR(
+        fleet::validate_seq_field(*args.new_seq_field).with_context("--seq-field"));
   }
   return ConnSetRequest{args.id, fleet::ConnectionChange{args.new_url, args.new_seq_field}};
 }
 
 Result<ConnRmRequest> make_conn_rm(const ConnArgs& args) {
-  RETURN_IF_ERROR(fleet::validate_connection_id(args.id));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_connection_id(args.id));
   if (args.wait == "0") return ConnRmRequest{args.id, Duration::zero()};
   const Result<Duration> wait = parse_duration(args.wait);
   if (!wait.ok()) return wait.status().with_context("--wait");
@@ -103,7 +105,7 @@ Result<ConnRmRequest> make_conn_rm(const ConnArgs& args) {
 }
 
 Result<std::string> make_conn_id(const ConnArgs& args) {
-  RETURN_IF_ERROR(fleet::validate_connection_id(args.id));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_connection_id(args.id));
   return args.id;
 }
 

@@ -474,10 +474,10 @@ void release_unused(Held& h, const Lease& acquired) {
 }  // namespace
 
 Result<HoldRequest> make_hold(const LeaseArgs& args) {
-  ASSIGN_OR_RETURN(AcquireRequest acquire, make_acquire(args));
-  ASSIGN_OR_RETURN(const Duration grace, parse_grace(args.grace, acquire.options.ttl));
+  LEASEHOLD_ASSIGN_OR_RETURN(AcquireRequest acquire, make_acquire(args));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Duration grace, parse_grace(args.grace, acquire.options.ttl));
   if (args.command.empty()) return invalid_argument("COMMAND is missing (after --)");
-  RETURN_IF_ERROR(check_command(args.command));
+  LEASEHOLD_RETURN_IF_ERROR(check_command(args.command));
   return HoldRequest{std::move(acquire), grace, args.command};
 }
 

@@ -8,11 +8,11 @@
 namespace leasehold::cli {
 
 Result<AcquireRequest> make_acquire(const LeaseArgs& args) {
-  RETURN_IF_ERROR(check_key(args.key));
-  RETURN_IF_ERROR(check_owner(args.owner));
-  RETURN_IF_ERROR(check_holder(args.holder));
-  RETURN_IF_ERROR(check_slot(args.slot));
-  ASSIGN_OR_RETURN(const Duration ttl, parse_ttl(args.ttl));
+  LEASEHOLD_RETURN_IF_ERROR(check_key(args.key));
+  LEASEHOLD_RETURN_IF_ERROR(check_owner(args.owner));
+  LEASEHOLD_RETURN_IF_ERROR(check_holder(args.holder));
+  LEASEHOLD_RETURN_IF_ERROR(check_slot(args.slot));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Duration ttl, parse_ttl(args.ttl));
   AcquireRequest request;
   request.key = Key{args.key, ""};
   request.options.owner = args.owner;
@@ -26,29 +26,29 @@ Result<AcquireRequest> make_acquire(const LeaseArgs& args) {
 namespace {
 // The lease named by KEY, --owner, --token and --slot (renew and release).
 Result<LeaseRef> make_ref(const LeaseArgs& args) {
-  RETURN_IF_ERROR(check_key(args.key));
-  RETURN_IF_ERROR(check_owner(args.owner));
-  RETURN_IF_ERROR(check_token(args.token));
-  RETURN_IF_ERROR(check_slot(args.slot));
+  LEASEHOLD_RETURN_IF_ERROR(check_key(args.key));
+  LEASEHOLD_RETURN_IF_ERROR(check_owner(args.owner));
+  LEASEHOLD_RETURN_IF_ERROR(check_token(args.token));
+  LEASEHOLD_RETURN_IF_ERROR(check_slot(args.slot));
   return LeaseRef{Key{args.key, ""}, args.slot, args.owner, args.token};
 }
 }  // namespace
 
 Result<RenewRequest> make_renew(const LeaseArgs& args) {
-  ASSIGN_OR_RETURN(LeaseRef ref, make_ref(args));
-  ASSIGN_OR_RETURN(const Duration ttl, parse_ttl(args.ttl));
+  LEASEHOLD_ASSIGN_OR_RETURN(LeaseRef ref, make_ref(args));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Duration ttl, parse_ttl(args.ttl));
   return RenewRequest{std::move(ref), ttl};
 }
 
 Result<ReleaseRequest> make_release(const LeaseArgs& args) {
-  ASSIGN_OR_RETURN(LeaseRef ref, make_ref(args));
-  ASSIGN_OR_RETURN(const ReleaseMode mode, parse_mode(args.mode));
+  LEASEHOLD_ASSIGN_OR_RETURN(LeaseRef ref, make_ref(args));
+  LEASEHOLD_ASSIGN_OR_RETURN(const ReleaseMode mode, parse_mode(args.mode));
   return ReleaseRequest{std::move(ref), mode};
 }
 
 Result<ShowRequest> make_show(const LeaseArgs& args) {
-  RETURN_IF_ERROR(check_key(args.key));
-  RETURN_IF_ERROR(check_slot(args.slot));
+  LEASEHOLD_RETURN_IF_ERROR(check_key(args.key));
+  LEASEHOLD_RETURN_IF_ERROR(check_slot(args.slot));
   return ShowRequest{Key{args.key, ""}, args.slot};
 }
 

@@ -47,7 +47,7 @@ Result<ListenAddress> parse_listen(std::string_view text) {
 }
 
 Status check_serve(const ServeArgs& args) {
-  ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(args.listen));
+  LEASEHOLD_ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(args.listen));
   if (args.tls_cert.empty() != args.tls_key.empty()) {
     return invalid_argument("--tls-cert and --tls-key go together");
   }
@@ -60,7 +60,7 @@ Status check_serve(const ServeArgs& args) {
   if (args.threads > kServeThreadsMax) {
     return invalid_argument("--threads must be 1.." + std::to_string(kServeThreadsMax));
   }
-  RETURN_IF_ERROR(movies_serving_options(args.movies).status());
+  LEASEHOLD_RETURN_IF_ERROR(movies_serving_options(args.movies).status());
   return parse_byte_size("--upload-max", args.upload_max).status();
 }
 

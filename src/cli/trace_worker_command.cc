@@ -52,8 +52,9 @@ Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& a) {
   app::MoviesServingOptions o;
   if (a.media_dir.empty()) return invalid_argument("--media-dir must not be empty");
   o.media_dir = a.media_dir;
-  ASSIGN_OR_RETURN(o.analysis_ttl, movie_ttl("--analysis-lease-ttl", a.analysis_lease_ttl));
-  ASSIGN_OR_RETURN(o.tracing_ttl, movie_ttl("--tracing-lease-ttl", a.tracing_lease_ttl));
+  LEASEHOLD_ASSIGN_OR_RETURN(o.analysis_ttl,
+                             movie_ttl("--analysis-lease-ttl", a.analysis_lease_ttl));
+  LEASEHOLD_ASSIGN_OR_RETURN(o.tracing_ttl, movie_ttl("--tracing-lease-ttl", a.tracing_lease_ttl));
   if (a.trace_workers > movies::kWorkersMax) {
     return invalid_argument("--trace-workers must be 0.." + std::to_string(movies::kWorkersMax));
   }

@@ -77,33 +77,35 @@ Result<std::string> read_password(std::istream& in, bool terminal) {
     return invalid_argument("--password-stdin: the password is longer than " +
                             std::to_string(options().password_bytes_max) + " bytes");
   }
-  RETURN_IF_ERROR(accounts::check_password(password, options()).with_context("--password-stdin"));
+  LEASEHOLD_RETURN_IF_ERROR(
+      accounts::check_password(password, options()).with_context("--password-stdin"));
   return password;
 }
 
 Result<accounts::NewUser> make_user_add(const UserArgs& args, std::istream& in, bool terminal) {
-  RETURN_IF_ERROR(no_password_arguments(args));
-  RETURN_IF_ERROR(accounts::check_user_name(args.name));
-  RETURN_IF_ERROR(accounts::check_display_name(args.display_name).with_context("--display-name"));
+  LEASEHOLD_RETURN_IF_ERROR(no_password_arguments(args));
+  LEASEHOLD_RETURN_IF_ERROR(accounts::check_user_name(args.name));
+  LEASEHOLD_RETURN_IF_ERROR(
+      accounts::check_display_name(args.display_name).with_context("--display-name"));
   accounts::NewUser user{args.name, args.display_name, args.admin, std::nullopt};
   if (args.password_stdin) {
-    ASSIGN_OR_RETURN(user.password, read_password(in, terminal));
+    LEASEHOLD_ASSIGN_OR_RETURN(user.password, read_password(in, terminal));
   }
   return user;
 }
 
 Result<PasswdRequest> make_user_passwd(const UserArgs& args, std::istream& in, bool terminal) {
-  RETURN_IF_ERROR(no_password_arguments(args));
-  RETURN_IF_ERROR(accounts::check_user_name(args.name));
+  LEASEHOLD_RETURN_IF_ERROR(no_password_arguments(args));
+  LEASEHOLD_RETURN_IF_ERROR(accounts::check_user_name(args.name));
   if (!args.password_stdin) {
     return invalid_argument("user passwd needs --password-stdin: the password is read from stdin");
   }
-  ASSIGN_OR_RETURN(std::string password, read_password(in, terminal));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::string password, read_password(in, terminal));
   return PasswdRequest{args.name, std::move(password)};
 }
 
 Result<std::string> make_user_name(const UserArgs& args) {
-  RETURN_IF_ERROR(accounts::check_user_name(args.name));
+  LEASEHOLD_RETURN_IF_ERROR(accounts::check_user_name(args.name));
   return args.name;
 }
 

@@ -152,7 +152,7 @@ Result<Duration> parse_grace_text(const std::string& text) {
 Result<Duration> parse_ttl(std::string_view text) {
   auto ttl = parse_duration(text);
   if (!ttl.ok()) return ttl.status().with_context("--ttl");
-  ASSIGN_OR_RETURN(const TtlTiming timing, timing_of(*ttl));
+  LEASEHOLD_ASSIGN_OR_RETURN(const TtlTiming timing, timing_of(*ttl));
   if (!timing.check.ok()) return invalid_argument("--ttl: " + timing.check.message());
   return ttl;
 }
@@ -180,7 +180,7 @@ Result<uint64_t> parse_byte_size(std::string_view flag, std::string_view text) {
 }
 
 Result<Duration> parse_grace(const std::optional<std::string>& text, Duration ttl) {
-  ASSIGN_OR_RETURN(const TtlTiming timing, timing_of(ttl));
+  LEASEHOLD_ASSIGN_OR_RETURN(const TtlTiming timing, timing_of(ttl));
   const Duration fits = grace_max_of(timing);
   const std::string ttl_text = format_duration(ttl);
   if (!text) {
@@ -191,7 +191,7 @@ Result<Duration> parse_grace(const std::optional<std::string>& text, Duration tt
                             "`lease hold` needs a ttl of at least " +
                             format_duration(needed));
   }
-  ASSIGN_OR_RETURN(const Duration grace, parse_grace_text(*text));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Duration grace, parse_grace_text(*text));
   if (grace <= fits) return grace;
   const std::string allowed =
       fits > Duration::zero() ? "a grace of at most " + format_duration(fits) : "no grace at all";

@@ -27,17 +27,20 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   fleet::WorkerOptions o;
   o.id = a.id;
   o.max_connections = a.max_connections;
-  ASSIGN_OR_RETURN(o.lease_ttl, flag_duration("--lease-ttl", a.lease_ttl));
-  ASSIGN_OR_RETURN(o.renew_every, flag_duration("--renew-every", a.renew_every));
-  ASSIGN_OR_RETURN(o.reconcile_every, flag_duration("--reconcile-every", a.reconcile_every));
+  LEASEHOLD_ASSIGN_OR_RETURN(o.lease_ttl, flag_duration("--lease-ttl", a.lease_ttl));
+  LEASEHOLD_ASSIGN_OR_RETURN(o.renew_every, flag_duration("--renew-every", a.renew_every));
+  LEASEHOLD_ASSIGN_OR_RETURN(o.reconcile_every,
+                             flag_duration("--reconcile-every", a.reconcile_every));
   if (!a.checkpoint_every.empty()) {
-    ASSIGN_OR_RETURN(o.checkpoint_every, flag_duration("--checkpoint-every", a.checkpoint_every));
+    LEASEHOLD_ASSIGN_OR_RETURN(o.checkpoint_every,
+                               flag_duration("--checkpoint-every", a.checkpoint_every));
   }
-  ASSIGN_OR_RETURN(o.lease.max_clock_skew, flag_duration("--max-clock-skew", a.max_clock_skew));
-  ASSIGN_OR_RETURN(o.stall_after, flag_duration("--stall-after", a.stall_after));
-  RETURN_IF_ERROR(fleet::validate_worker_options(o));
+  LEASEHOLD_ASSIGN_OR_RETURN(o.lease.max_clock_skew,
+                             flag_duration("--max-clock-skew", a.max_clock_skew));
+  LEASEHOLD_ASSIGN_OR_RETURN(o.stall_after, flag_duration("--stall-after", a.stall_after));
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_worker_options(o));
   // The lease layer's timing rules, the skew given included.
-  RETURN_IF_ERROR(check_timing(o.lease, o.lease_ttl, o.renew_every));
+  LEASEHOLD_RETURN_IF_ERROR(check_timing(o.lease, o.lease_ttl, o.renew_every));
   return o;
 }
 
@@ -82,9 +85,10 @@ CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
 }
 
 Status check_worker(const WorkerArgs& args) {
-  RETURN_IF_ERROR(worker_options(args).status());
-  RETURN_IF_ERROR(fleet::validate_sink_spec(args.sink));
-  if (!args.metrics_listen.empty()) RETURN_IF_ERROR(check_metrics_listen(args.metrics_listen));
+  LEASEHOLD_RETURN_IF_ERROR(worker_options(args).status());
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_sink_spec(args.sink));
+  if (!args.metrics_listen.empty())
+    LEASEHOLD_RETURN_IF_ERROR(check_metrics_listen(args.metrics_listen));
   return {};
 }
 

@@ -11,7 +11,7 @@
 namespace leasehold::cli {
 
 Status check_metrics_listen(std::string_view listen) {
-  ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(listen));
+  LEASEHOLD_ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(listen));
   if (!net::is_loopback_host(address.host)) {
     return invalid_argument("--metrics-listen must be a loopback address");
   }
@@ -36,7 +36,7 @@ Result<std::unique_ptr<server::Server>> start_metrics_server(std::string_view li
                                                              metrics::Registry& registry,
                                                              const HealthCheck& health,
                                                              server::Router& router, Logger* log) {
-  ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(listen));
+  LEASEHOLD_ASSIGN_OR_RETURN(const ListenAddress address, parse_listen(listen));
   const server::RouteOptions open_inline{.access = server::Access::kPublic, .blocking = false};
   router.add(
       "GET", "/metrics",
@@ -85,10 +85,11 @@ Result<std::unique_ptr<WorkerProcess>> start_worker_process(const std::string& s
   ro.store_uri = store_uri;
   ro.logger = p->log.get();
   ro.metrics = &p->registry;
-  ASSIGN_OR_RETURN(p->runtime, runtime::Runtime::open(std::move(ro)));
+  LEASEHOLD_ASSIGN_OR_RETURN(p->runtime, runtime::Runtime::open(std::move(ro)));
   if (!metrics_listen.empty()) {
-    ASSIGN_OR_RETURN(p->metrics_server, start_metrics_server(metrics_listen, p->registry, p->health,
-                                                             p->router, p->log.get()));
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        p->metrics_server,
+        start_metrics_server(metrics_listen, p->registry, p->health, p->router, p->log.get()));
   }
   return p;
 }

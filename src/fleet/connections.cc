@@ -145,7 +145,7 @@ Result<std::string> id_of(const Item& item) {
                             shown(*pk, 64) + " does not start with " + kConnectionKeyPrefix);
   }
   std::string id = pk->substr(std::string_view(kConnectionKeyPrefix).size());
-  RETURN_IF_ERROR(validate_connection_id(id).with_context("not a connection"));
+  LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(id).with_context("not a connection"));
   return id;
 }
 
@@ -276,7 +276,7 @@ Status validate_connection_id(std::string_view id) {
 
 Status validate_url_template(std::string_view url_template) {
   if (url_template.empty()) return invalid_argument("URL template is empty");
-  RETURN_IF_ERROR(check_placeholders(url_template));
+  LEASEHOLD_RETURN_IF_ERROR(check_placeholders(url_template));
   // The longest numbers the placeholders can stand for, so that no sequence
   // number can push the URL past the parser's limits.
   const std::string longest = std::to_string(kSeqMax);
@@ -328,8 +328,8 @@ Key connection_key(std::string_view id) {
 
 Result<Connection> parse_connection(const Item& item) {
   Connection c;
-  ASSIGN_OR_RETURN(c.id, id_of(item));
-  ASSIGN_OR_RETURN(c.desired_state, desired_state_of(item));
+  LEASEHOLD_ASSIGN_OR_RETURN(c.id, id_of(item));
+  LEASEHOLD_ASSIGN_OR_RETURN(c.desired_state, desired_state_of(item));
   if (get_string(item, kWsUrlAttr) == nullptr) {
     return invalid_argument(std::string("not a connection: no string ") + kWsUrlAttr);
   }
@@ -339,7 +339,8 @@ Result<Connection> parse_connection(const Item& item) {
        {StringField{kWsUrlAttr, &c.ws_url}, StringField{kSeqFieldAttr, &c.seq_field},
         StringField{kLastErrorAttr, &c.last_error}, StringField{lease.owner, &c.owner},
         StringField{lease.token, &c.token}}) {
-    RETURN_IF_ERROR(read_string(item, attr, *out).with_context("connection '" + c.id + "'"));
+    LEASEHOLD_RETURN_IF_ERROR(
+        read_string(item, attr, *out).with_context("connection '" + c.id + "'"));
   }
   using IntField = std::pair<std::string_view, int64_t*>;
   for (const auto& [attr, out] :
@@ -350,7 +351,7 @@ Result<Connection> parse_connection(const Item& item) {
         IntField{kReconnectsAttr, &c.reconnects},
         IntField{kLastMessageAtMsAttr, &c.last_message_at_ms},
         IntField{kRemovedAtMsAttr, &c.removed_at_ms}}) {
-    RETURN_IF_ERROR(read_int(item, attr, *out).with_context("connection '" + c.id + "'"));
+    LEASEHOLD_RETURN_IF_ERROR(read_int(item, attr, *out).with_context("connection '" + c.id + "'"));
   }
   if (c.last_seq < 0 || c.last_seq == kSeqMax) {
     return invalid_argument("connection '" + c.id + "': " + kLastSeqAttr + " " +
@@ -364,9 +365,9 @@ Connections::Connections(ItemStore& store, Clock& clock) : store_(store), clock_
 Status Connections::ensure_table() { return store_.ensure_table(connections_table_spec()); }
 
 Result<Connection> Connections::add(const NewConnection& connection) {
-  RETURN_IF_ERROR(validate_connection_id(connection.id));
-  RETURN_IF_ERROR(validate_url_template(connection.url));
-  RETURN_IF_ERROR(validate_seq_field(connection.seq_field));
+  LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(connection.id));
+  LEASEHOLD_RETURN_IF_ERROR(validate_url_template(connection.url));
+  LEASEHOLD_RETURN_IF_ERROR(validate_seq_field(connection.seq_field));
   for (int attempt = 0; attempt < kAddAttemptsMax; ++attempt) {
     const int64_t now_ms = to_unix_ms(clock_.wall_now());
     auto written = store_.update(kConnectionsTable, connection_key(connection.id),
@@ -375,7 +376,7 @@ Result<Connection> Connections::add(const NewConnection& connection) {
     if (written.status().code() != Code::kConditionFailed) {
       return written.status().with_context("cannot add connection '" + connection.id + "'");
     }
-    RETURN_IF_ERROR(explain_refused_add(connection.id));
+    LEASEHOLD_RETURN_IF_ERROR(explain_refused_add(connection.id));
   }
   return unavailable("connection '" + connection.id +
                      "' was removed and added again by others while it was being added; try again");
@@ -386,7 +387,8 @@ Result<Connection> Connections::add(const NewConnection& connection) {
 Status Connections::explain_refused_add(std::string_view id) {
   auto item = store_.get(kConnectionsTable, connection_key(id), /*consistent=*/true);
   if (item.status().code() == Code::kNotFound) return Status::ok_status();
-  RETURN_IF_ERROR(item.status().with_context("cannot add connection '" + std::string(id) + "'"));
+  LEASEHOLD_RETURN_IF_ERROR(
+      item.status().with_context("cannot add connection '" + std::string(id) + "'"));
   // Anything but a tombstone, even an item another tool wrote, takes the ID.
   const Result<Connection> now = parse_connection(*item);
   if (!now.ok() || now->desired_state != DesiredState::kRemoved) {
@@ -399,24 +401,24 @@ Status Connections::explain_refused_add(std::string_view id) {
 }
 
 Result<Connection> Connections::set(std::string_view id, const ConnectionChange& change) {
-  RETURN_IF_ERROR(validate_connection_id(id));
+  LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(id));
   if (!change.url && !change.seq_field) {
     return invalid_argument("nothing to change: give a URL, a sequence field or both");
   }
   Update update;
   if (change.url) {
-    RETURN_IF_ERROR(validate_url_template(*change.url));
+    LEASEHOLD_RETURN_IF_ERROR(validate_url_template(*change.url));
     update.set(kWsUrlAttr, *change.url);
   }
   if (change.seq_field) {
-    RETURN_IF_ERROR(validate_seq_field(*change.seq_field));
+    LEASEHOLD_RETURN_IF_ERROR(validate_seq_field(*change.seq_field));
     update.set(kSeqFieldAttr, *change.seq_field);
   }
   return update_live(id, update, "cannot change connection '");
 }
 
 Result<Connection> Connections::set_desired(std::string_view id, DesiredState state) {
-  RETURN_IF_ERROR(validate_connection_id(id));
+  LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(id));
   assert(state != DesiredState::kRemoved && "remove() makes tombstones");
   Update update;
   update.set(kDesiredStateAttr, std::string(desired_state_name(state)));
@@ -424,7 +426,7 @@ Result<Connection> Connections::set_desired(std::string_view id, DesiredState st
 }
 
 Result<Connection> Connections::remove(std::string_view id) {
-  RETURN_IF_ERROR(validate_connection_id(id));
+  LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(id));
   Update update;
   update.set(kDesiredStateAttr, removed_name())
       .set(kRemovedAtMsAttr, to_unix_ms(clock_.wall_now()));
@@ -441,28 +443,30 @@ Result<Connection> Connections::update_live(std::string_view id, const Update& u
       written.status().code() == Code::kNotFound) {
     return no_such_connection(id);
   }
-  RETURN_IF_ERROR(written.status().with_context(std::string(what) + std::string(id) + "'"));
+  LEASEHOLD_RETURN_IF_ERROR(
+      written.status().with_context(std::string(what) + std::string(id) + "'"));
   return parse_written(*written);
 }
 
 Result<Connection> Connections::get(std::string_view id) {
-  ASSIGN_OR_RETURN(Connection connection, inspect(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(Connection connection, inspect(id));
   if (connection.desired_state == DesiredState::kRemoved) return no_such_connection(id);
   return connection;
 }
 
 Result<Connection> Connections::inspect(std::string_view id) {
-  RETURN_IF_ERROR(validate_connection_id(id));
+  LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(id));
   auto item = store_.get(kConnectionsTable, connection_key(id), /*consistent=*/true);
   if (item.status().code() == Code::kNotFound) return no_such_connection(id);
-  RETURN_IF_ERROR(item.status().with_context("cannot read connection '" + std::string(id) + "'"));
+  LEASEHOLD_RETURN_IF_ERROR(
+      item.status().with_context("cannot read connection '" + std::string(id) + "'"));
   return parse_written(*item);
 }
 
 Result<std::vector<Connection>> Connections::list() {
   std::vector<Connection> read;
-  RETURN_IF_ERROR(list_state(DesiredState::kStarted, read));
-  RETURN_IF_ERROR(list_state(DesiredState::kStopped, read));
+  LEASEHOLD_RETURN_IF_ERROR(list_state(DesiredState::kStarted, read));
+  LEASEHOLD_RETURN_IF_ERROR(list_state(DesiredState::kStopped, read));
   // By ID; where a connection was read twice, the later read wins.
   std::map<std::string, Connection, std::less<>> by_id;
   for (Connection& c : read) by_id.insert_or_assign(c.id, std::move(c));
@@ -476,9 +480,9 @@ Status Connections::list_state(DesiredState state, std::vector<Connection>& out)
   QueryOptions query;
   query.limit = kQueryLimitMax;
   do {
-    ASSIGN_OR_RETURN(Page page,
-                     store_.query_index(kConnectionsTable, kOrphanIndex, desired_state_name(state),
-                                        KeyRange::all(), query));
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        Page page, store_.query_index(kConnectionsTable, kOrphanIndex, desired_state_name(state),
+                                      KeyRange::all(), query));
     for (const Item& item : page.items) {
       auto connection = parse_connection(item);
       if (!connection.ok()) {

@@ -26,8 +26,8 @@ class FdSink final : public Sink {
     *written_bytes = 0;
     // The lock keeps writes whole: a short write's rest follows it at once.
     MutexLock lock(mu_);
-    RETURN_IF_ERROR(repair());
-    ASSIGN_OR_RETURN(const std::string_view lines, before.lines());
+    LEASEHOLD_RETURN_IF_ERROR(repair());
+    LEASEHOLD_ASSIGN_OR_RETURN(const std::string_view lines, before.lines());
     assert(lines.empty() || lines.back() == '\n');
     std::string_view rest = lines;
     while (!rest.empty()) {
@@ -117,7 +117,7 @@ Status validate_sink_spec(std::string_view spec) {
 }
 
 Result<std::unique_ptr<Sink>> open_sink(std::string_view spec) {
-  RETURN_IF_ERROR(validate_sink_spec(spec));
+  LEASEHOLD_RETURN_IF_ERROR(validate_sink_spec(spec));
   if (spec == "stdout") return std::unique_ptr<Sink>(new FdSink(STDOUT_FILENO, false, "stdout"));
   const std::string path(spec.substr(kJsonlPrefix.size()));
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);

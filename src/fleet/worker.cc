@@ -60,9 +60,9 @@ Status validate_worker_options(const WorkerOptions& o) {
 
 Status Worker::Impl::join() {
   // Created on SQLite; on DynamoDB only `store init` creates tables.
-  RETURN_IF_ERROR(store_.require_table(connections_table_spec()));
-  RETURN_IF_ERROR(store_.require_table(workers_table_spec()));
-  RETURN_IF_ERROR(conn_leases_.check_timing(options_.lease_ttl, options_.renew_every));
+  LEASEHOLD_RETURN_IF_ERROR(store_.require_table(connections_table_spec()));
+  LEASEHOLD_RETURN_IF_ERROR(store_.require_table(workers_table_spec()));
+  LEASEHOLD_RETURN_IF_ERROR(conn_leases_.check_timing(options_.lease_ttl, options_.renew_every));
   AcquireOptions o;
   o.owner = options_.id;
   o.holder = options_.id;
@@ -264,9 +264,9 @@ std::vector<OwnedConnection> Worker::Impl::owned() const {
 Result<std::unique_ptr<Worker>> Worker::start(ItemStore& store, Clock& clock, Random& random,
                                               net::WsClient& upstream, Sink& sink,
                                               WorkerOptions options) {
-  RETURN_IF_ERROR(validate_worker_options(options));
+  LEASEHOLD_RETURN_IF_ERROR(validate_worker_options(options));
   auto impl = std::make_unique<Impl>(store, clock, random, upstream, sink, std::move(options));
-  RETURN_IF_ERROR(impl->join());
+  LEASEHOLD_RETURN_IF_ERROR(impl->join());
   impl->start_threads();
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
 }

@@ -33,8 +33,8 @@ Status validate_token(std::string_view token) {
 }
 
 Status validate_ref(const LeaseRef& ref) {
-  RETURN_IF_ERROR(validate_slot(ref.slot));
-  RETURN_IF_ERROR(validate_text("owner", ref.owner, kOwnerBytesMax, false));
+  LEASEHOLD_RETURN_IF_ERROR(validate_slot(ref.slot));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("owner", ref.owner, kOwnerBytesMax, false));
   return validate_token(ref.token);
 }
 
@@ -222,11 +222,11 @@ Status LeaseManager::check_timing(Duration ttl, Duration renew_every) const {
 }
 
 Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
-  RETURN_IF_ERROR(validate_slot(o.slot));
-  RETURN_IF_ERROR(validate_text("owner", o.owner, kOwnerBytesMax, false));
-  RETURN_IF_ERROR(validate_text("holder", o.holder, kHolderBytesMax, true));
-  RETURN_IF_ERROR(check_timing(o.ttl, default_renew_every(o.ttl)));
-  if (!o.token.empty()) RETURN_IF_ERROR(validate_token(o.token));
+  LEASEHOLD_RETURN_IF_ERROR(validate_slot(o.slot));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("owner", o.owner, kOwnerBytesMax, false));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("holder", o.holder, kHolderBytesMax, true));
+  LEASEHOLD_RETURN_IF_ERROR(check_timing(o.ttl, default_renew_every(o.ttl)));
+  if (!o.token.empty()) LEASEHOLD_RETURN_IF_ERROR(validate_token(o.token));
 
   const auto names_n = names(o.slot);
   const SlotNames& n = *names_n;
@@ -442,7 +442,7 @@ Result<Lease> LeaseManager::finish_renewal(const RenewPlan& p, Result<Item> writ
 
 Result<Lease> LeaseManager::renew(const Lease& lease, std::optional<Duration> ttl) {
   const Duration t = ttl.value_or(lease.ttl);
-  RETURN_IF_ERROR(check_timing(t, default_renew_every(t)));
+  LEASEHOLD_RETURN_IF_ERROR(check_timing(t, default_renew_every(t)));
   if (!lease.valid_at(clock_.mono_now())) {
     return past_deadline(lease.key, lease.slot);
   }
@@ -457,8 +457,8 @@ Result<Lease> LeaseManager::renew(const Lease& lease, std::optional<Duration> tt
 }
 
 Result<Lease> LeaseManager::renew(const LeaseRef& ref, Duration ttl) {
-  RETURN_IF_ERROR(validate_ref(ref));
-  RETURN_IF_ERROR(check_timing(ttl, default_renew_every(ttl)));
+  LEASEHOLD_RETURN_IF_ERROR(validate_ref(ref));
+  LEASEHOLD_RETURN_IF_ERROR(check_timing(ttl, default_renew_every(ttl)));
   const RenewPlan plan = plan_renewal(ref, ttl, 0);
   return finish_renewal(plan,
                         store_.update(config_.table, plan.ref.key, plan.update, plan.condition));
@@ -496,7 +496,7 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
 }
 
 Status LeaseManager::release(const LeaseRef& ref, ReleaseMode mode, const Update& extra_update) {
-  RETURN_IF_ERROR(validate_ref(ref));
+  LEASEHOLD_RETURN_IF_ERROR(validate_ref(ref));
   if (!extra_update.empty() && mode != ReleaseMode::kExpire) {
     return invalid_argument("a release with an update must use mode expire");
   }
@@ -577,7 +577,7 @@ Result<Lease> LeaseManager::replace(const Lease& from, const AcquireOptions& to)
 }
 
 Result<Lease> LeaseManager::replace(const LeaseRef& from, const AcquireOptions& to) {
-  RETURN_IF_ERROR(validate_ref(from));
+  LEASEHOLD_RETURN_IF_ERROR(validate_ref(from));
   return replace_held(from, to_unix_ms(clock_.wall_now()), to);
 }
 
@@ -586,7 +586,7 @@ Result<Lease> LeaseManager::replace(const LeaseRef& from, const AcquireOptions& 
 Result<Lease> LeaseManager::replace_held(const LeaseRef& from, int64_t unexpired_at_ms,
                                          const AcquireOptions& to) {
   if (to.slot == from.slot) return invalid_argument("replace needs two different slots");
-  RETURN_IF_ERROR(validate_slot(to.slot));
+  LEASEHOLD_RETURN_IF_ERROR(validate_slot(to.slot));
   const auto names_f = names(from.slot);
   const SlotNames& f = *names_f;
   Update clear;
@@ -614,7 +614,7 @@ Result<Item> LeaseManager::fenced_write(const Lease& lease, const Update& update
 
 Result<Item> LeaseManager::fenced_write(const LeaseRef& ref, const Update& update,
                                         const Condition& extra_condition) {
-  RETURN_IF_ERROR(validate_ref(ref));
+  LEASEHOLD_RETURN_IF_ERROR(validate_ref(ref));
   return fenced_write_held(ref, to_unix_ms(clock_.wall_now()), update, extra_condition);
 }
 
@@ -701,8 +701,8 @@ LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_vi
 }
 
 Result<LeaseView> LeaseManager::inspect(const Key& key, std::string_view slot) {
-  RETURN_IF_ERROR(validate_slot(slot));
-  ASSIGN_OR_RETURN(Item item, store_.get(config_.table, key, /*consistent=*/true));
+  LEASEHOLD_RETURN_IF_ERROR(validate_slot(slot));
+  LEASEHOLD_ASSIGN_OR_RETURN(Item item, store_.get(config_.table, key, /*consistent=*/true));
   const auto names_n = names(slot);
   const SlotNames& n = *names_n;
   if (!item.contains(n.owner) && !item.contains(n.epoch)) {

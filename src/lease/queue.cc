@@ -113,7 +113,7 @@ StoreQueue::StoreQueue(ItemStore& store, Clock& clock, Random& random, QueueOpti
 
 Result<std::unique_ptr<StoreQueue>> StoreQueue::open(ItemStore& store, Clock& clock, Random& random,
                                                      QueueOptions options) {
-  RETURN_IF_ERROR(check_name(options.name));
+  LEASEHOLD_RETURN_IF_ERROR(check_name(options.name));
   if (options.table.empty()) return invalid_argument("queue table name is empty");
   if (options.max_receives < 1 || options.max_receives > kMaxReceivesMax) {
     return invalid_argument("max_receives " + std::to_string(options.max_receives) +
@@ -188,7 +188,7 @@ Result<std::vector<Message>> StoreQueue::receive(int max, Duration visibility) {
     return invalid_argument("receive of " + std::to_string(max) + " messages: ask for 1.." +
                             std::to_string(kReceiveBatchMax));
   }
-  RETURN_IF_ERROR(check_visibility(visibility));
+  LEASEHOLD_RETURN_IF_ERROR(check_visibility(visibility));
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
   QueryOptions query;
   query.limit = std::min(kQueryLimitMax, max * kCandidatesPerMessage);
@@ -318,7 +318,7 @@ Status StoreQueue::explain_refused(const Receipt& r, std::string_view op) {
 }
 
 Status StoreQueue::remove(std::string_view receipt) {
-  ASSIGN_OR_RETURN(const Receipt r, parse_receipt(receipt));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Receipt r, parse_receipt(receipt));
   const Status removed = store_.remove(
       options_.table, key_of(r.id),
       cond::eq(attr(kStateAttr), ready_state_) && cond::eq(attr(kReceiptAttr), r.token));
@@ -352,8 +352,8 @@ Status StoreQueue::resolve_remove(const Receipt& r) {
 }
 
 Result<int64_t> StoreQueue::extend_visibility(std::string_view receipt, Duration visibility) {
-  ASSIGN_OR_RETURN(const Receipt r, parse_receipt(receipt));
-  RETURN_IF_ERROR(check_visibility(visibility));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Receipt r, parse_receipt(receipt));
+  LEASEHOLD_RETURN_IF_ERROR(check_visibility(visibility));
   const int64_t visible_at_ms = to_unix_ms(clock_.wall_now()) + to_ms(visibility);
   const Key key = key_of(r.id);
   Update update;
@@ -437,7 +437,7 @@ Result<int64_t> StoreQueue::count_dead(int64_t max) {
 }
 
 Status StoreQueue::redrive(std::string_view id) {
-  RETURN_IF_ERROR(check_id(id));
+  LEASEHOLD_RETURN_IF_ERROR(check_id(id));
   Update update;
   update.set(attr(kStateAttr), ready_state_)
       .set(attr(kVisibleAtAttr), to_unix_ms(clock_.wall_now()))
@@ -450,7 +450,7 @@ Status StoreQueue::redrive(std::string_view id) {
 }
 
 Status StoreQueue::remove_dead(std::string_view id) {
-  RETURN_IF_ERROR(check_id(id));
+  LEASEHOLD_RETURN_IF_ERROR(check_id(id));
   const Status removed =
       store_.remove(options_.table, key_of(id), cond::eq(attr(kStateAttr), dead_state_));
   return explain_dead_write(id, "remove dead letter", removed, /*removes=*/true);

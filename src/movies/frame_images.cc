@@ -165,7 +165,7 @@ Result<std::string> FrameCache::jpeg(const std::string& movie_id, const std::str
   }
   std::error_code ec;
   for (const std::string& old : evicted) fs::remove(old, ec);
-  RETURN_IF_ERROR(made.status());
+  LEASEHOLD_RETURN_IF_ERROR(made.status());
   if (written != nullptr) *written = true;
   return path;
 }
@@ -229,7 +229,7 @@ Result<uint64_t> FrameCache::decode_and_write(std::unique_ptr<tracer::FrameReade
   }
   Result<std::string> bytes = tracer::encode_jpeg(reader->image(), options_.jpeg_quality);
   if (!bytes.ok()) return bytes.status();
-  RETURN_IF_ERROR(write_atomically(path, *bytes));
+  LEASEHOLD_RETURN_IF_ERROR(write_atomically(path, *bytes));
   return static_cast<uint64_t>(bytes->size());
 }
 
@@ -302,7 +302,7 @@ FrameCacheStats FrameCache::stats() const {
 // ---------------------------------------------------------------- FrameImages
 
 Result<MovieDetail> FrameImages::showable(const std::string& id, int64_t frame) {
-  ASSIGN_OR_RETURN(MovieDetail m, movies_.get(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, movies_.get(id));
   if (m.status == kStatusProcessing || m.status == kStatusInvalid || m.status == kStatusDeleting ||
       m.frame_count < 1) {
     return failed_precondition("the movie is " + m.status +
@@ -322,12 +322,12 @@ std::string FrameImages::etag(const std::string& id, int64_t frame) const {
 }
 
 Result<std::string> FrameImages::check(const std::string& id, int64_t frame) {
-  RETURN_IF_ERROR(showable(id, frame).status());
+  LEASEHOLD_RETURN_IF_ERROR(showable(id, frame).status());
   return etag(id, frame);
 }
 
 Result<FrameJpeg> FrameImages::jpeg(const std::string& id, int64_t frame) {
-  ASSIGN_OR_RETURN(MovieDetail m, showable(id, frame));
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, showable(id, frame));
   bool written = false;
   Result<std::string> path = cache_.jpeg(id, m.file, frame, &written);
   if (!path.ok() && path.status().code() != Code::kUnavailable) {
@@ -343,7 +343,7 @@ Result<FrameJpeg> FrameImages::jpeg(const std::string& id, int64_t frame) {
     // again says so, and the image goes now.
     const Result<MovieDetail> again = movies_.get(id);
     if (!again.ok() || again->status == kStatusDeleting) {
-      RETURN_IF_ERROR(cache_.forget(id));
+      LEASEHOLD_RETURN_IF_ERROR(cache_.forget(id));
       if (!again.ok()) return again.status();
       return failed_precondition("the movie is being removed");
     }

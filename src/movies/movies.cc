@@ -110,7 +110,7 @@ Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases) {
   m.width = static_cast<int>(get_int_or(item, attr::kWidth));
   m.height = static_cast<int>(get_int_or(item, attr::kHeight));
   m.frame_count = get_int_or(item, attr::kFrameCount);
-  ASSIGN_OR_RETURN(m.markers, parse_markers(get_string_or(item, attr::kMarkers)));
+  LEASEHOLD_ASSIGN_OR_RETURN(m.markers, parse_markers(get_string_or(item, attr::kMarkers)));
   m.trim.start_frame = get_int_or(item, attr::kTrimStart);
   m.trim.end_frame = get_int_or(item, attr::kTrimEnd);
   m.every_frames = get_int_or(item, attr::kEveryFrames, 1);
@@ -139,16 +139,16 @@ Result<Item> Movies::Impl::read_item(const std::string& id) {
 // A movie as read settles what its readers find unfinished: a job whose
 // worker went away is ended as failed, and a job's missing audit written.
 Result<MovieDetail> Movies::Impl::read(const std::string& id) {
-  ASSIGN_OR_RETURN(Item item, read_item(id));
-  ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
+  LEASEHOLD_ASSIGN_OR_RETURN(Item item, read_item(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
   return internal::parse_movie(item, leases_);
 }
 
 Result<MovieDetail> Movies::Impl::create(const std::string& name, const User& owner,
                                          const std::string& file) {
-  RETURN_IF_ERROR(validate_text("name", name, kMovieNameBytesMax, false));
-  RETURN_IF_ERROR(validate_text("user name", owner.name, kOwnerBytesMax, false));
-  RETURN_IF_ERROR(validate_text("file", file, kFileNameBytesMax, false));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("name", name, kMovieNameBytesMax, false));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("user name", owner.name, kOwnerBytesMax, false));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("file", file, kFileNameBytesMax, false));
   if (file.find('/') != std::string::npos || file == "." || file == "..") {
     return invalid_argument("file must be a plain file name");
   }
@@ -169,12 +169,12 @@ Result<MovieDetail> Movies::Impl::create(const std::string& name, const User& ow
             {attr::kStatus, std::string(kStatusProcessing)},
             {attr::kFramesDone, int64_t{0}},
             {attr::kFramesTotal, int64_t{0}}};
-  RETURN_IF_ERROR(store_.put(kMoviesTable, item, cond::not_exists(attr::kPk)));
+  LEASEHOLD_RETURN_IF_ERROR(store_.put(kMoviesTable, item, cond::not_exists(attr::kPk)));
   return internal::parse_movie(item, leases_);
 }
 
 Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token stop) {
-  ASSIGN_OR_RETURN(MovieDetail m, read(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, read(id));
   if (m.status != kStatusProcessing) return failed_precondition("movie is not being processed");
   const std::string path = (std::filesystem::path(options_.media_dir) / m.file).string();
   Result<tracer::VideoInfo> info = tracer::probe(path, options_.video_limits, stop);
@@ -241,8 +241,8 @@ Result<MoviePage> Movies::Impl::list(const ListOptions& options) {
   const KeyRange range = after ? KeyRange::ge(after->created_at_ms) : KeyRange::all();
   bool complete = false;  // a page and one more, and all of the last one's millisecond
   do {
-    ASSIGN_OR_RETURN(Page page,
-                     store_.query_index(kMoviesTable, kMoviesIndex, kMovieKind, range, q));
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        Page page, store_.query_index(kMoviesTable, kMoviesIndex, kMovieKind, range, q));
     for (const Item& item : page.items) {
       Result<MovieDetail> m = internal::parse_movie(item, leases_);
       if (!m.ok()) continue;  // a malformed item is skipped, not fatal to the list
@@ -270,7 +270,7 @@ Result<MovieDetail> Movies::Impl::get(const std::string& id) { return read(id); 
 // (finish_remove). A movie already `deleting` is marked again: a removal
 // whose job was lost is started over by asking again.
 Status Movies::Impl::remove(const std::string& id, const std::string& user_name, bool is_admin) {
-  ASSIGN_OR_RETURN(MovieDetail m, read(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, read(id));
   if (!is_admin && m.owner_user != user_name) {
     return permission_denied("only the movie's owner or an admin may remove it");
   }
@@ -285,7 +285,7 @@ Status Movies::Impl::remove(const std::string& id, const std::string& user_name,
   const Result<Item> marked =
       store_.update(kMoviesTable, movie_key(id), mark, cond::exists(attr::kPk) && unlocked);
   if (!marked.ok() && marked.status().code() == Code::kConditionFailed) {
-    RETURN_IF_ERROR(read(id).status());
+    LEASEHOLD_RETURN_IF_ERROR(read(id).status());
     return failed_precondition("the movie is in use (locked); try again when it is free");
   }
   return marked.status();
@@ -294,12 +294,12 @@ Status Movies::Impl::remove(const std::string& id, const std::string& user_name,
 // Each step is idempotent and the item goes last, so a removal stopped at
 // any point is finished by running it again.
 Status Movies::Impl::finish_remove(const std::string& id) {
-  ASSIGN_OR_RETURN(Item item, read_item(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(Item item, read_item(id));
   if (get_string_or(item, attr::kStatus) != kStatusDeleting) {
     return failed_precondition("the movie is not being removed");
   }
-  RETURN_IF_ERROR(remove_partition(kFramesTable, id));
-  RETURN_IF_ERROR(remove_partition(kAuditTable, id));
+  LEASEHOLD_RETURN_IF_ERROR(remove_partition(kFramesTable, id));
+  LEASEHOLD_RETURN_IF_ERROR(remove_partition(kAuditTable, id));
   const std::string file = get_string_or(item, attr::kFile);
   std::error_code ec;
   if (!file.empty()) std::filesystem::remove(std::filesystem::path(options_.media_dir) / file, ec);
@@ -319,10 +319,11 @@ Status Movies::Impl::remove_partition(std::string_view table, const std::string&
   q.limit = kQueryLimitMax;
   q.consistent = true;
   while (true) {
-    ASSIGN_OR_RETURN(Page page, store_.query(table, movie_pk(id), KeyRange::all(), q));
+    LEASEHOLD_ASSIGN_OR_RETURN(Page page, store_.query(table, movie_pk(id), KeyRange::all(), q));
     if (page.items.empty()) return {};
     for (const Item& item : page.items) {
-      RETURN_IF_ERROR(store_.remove(table, Key{movie_pk(id), get_string_or(item, attr::kSk)}, {}));
+      LEASEHOLD_RETURN_IF_ERROR(
+          store_.remove(table, Key{movie_pk(id), get_string_or(item, attr::kSk)}, {}));
     }
   }
 }
@@ -330,7 +331,7 @@ Status Movies::Impl::remove_partition(std::string_view table, const std::string&
 Result<std::unique_ptr<Movies>> Movies::open(ItemStore& store, Clock& clock, Random& random,
                                              Queue& queue, MoviesOptions options) {
   for (const TableSpec& spec : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
-    RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
+    LEASEHOLD_RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
   }
   std::error_code ec;
   if (!std::filesystem::is_directory(options.media_dir, ec)) {
@@ -340,7 +341,7 @@ Result<std::unique_ptr<Movies>> Movies::open(ItemStore& store, Clock& clock, Ran
   if (options.lease.info_log == nullptr) options.lease.info_log = options.logger;
   LeaseManager check(store, clock, random, options.lease);
   for (Duration ttl : {options.analysis_ttl, options.tracing_ttl}) {
-    RETURN_IF_ERROR(check.check_timing(ttl, check.default_renew_every(ttl)));
+    LEASEHOLD_RETURN_IF_ERROR(check.check_timing(ttl, check.default_renew_every(ttl)));
   }
   return std::unique_ptr<Movies>(
       new Movies(std::make_unique<Impl>(store, clock, random, queue, std::move(options))));

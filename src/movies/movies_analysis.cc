@@ -25,8 +25,8 @@ Status validate_markers(const std::vector<tracer::Marker>& markers, const MovieD
   }
   std::set<std::string> ids;
   for (const tracer::Marker& mk : markers) {
-    RETURN_IF_ERROR(validate_text("marker id", mk.id, kMarkerIdBytesMax, false));
-    RETURN_IF_ERROR(validate_text("marker label", mk.label, kMarkerLabelBytesMax, true));
+    LEASEHOLD_RETURN_IF_ERROR(validate_text("marker id", mk.id, kMarkerIdBytesMax, false));
+    LEASEHOLD_RETURN_IF_ERROR(validate_text("marker label", mk.label, kMarkerLabelBytesMax, true));
     if (!ids.insert(mk.id).second) return invalid_argument("marker id '" + mk.id + "' repeats");
     if (mk.frame < 0 || mk.frame >= m.frame_count) {
       return invalid_argument("marker '" + mk.id + "': frame outside the movie");
@@ -46,8 +46,9 @@ Status validate_markers(const std::vector<tracer::Marker>& markers, const MovieD
 // is ended by the acquisition (take_ending_job).
 Result<AnalysisLease> Movies::Impl::acquire_analysis(const std::string& id, const User& user,
                                                      Lock* holder) {
-  RETURN_IF_ERROR(validate_text("user name", user.name, kOwnerBytesMax, false));
-  RETURN_IF_ERROR(validate_text("display name", user.display_name, kHolderBytesMax, true));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("user name", user.name, kOwnerBytesMax, false));
+  LEASEHOLD_RETURN_IF_ERROR(
+      validate_text("display name", user.display_name, kHolderBytesMax, true));
   constexpr int kAttemptsMax = 3;
   for (int attempt = 0; attempt < kAttemptsMax; ++attempt) {
     AcquireOptions o;
@@ -60,9 +61,9 @@ Result<AnalysisLease> Movies::Impl::acquire_analysis(const std::string& id, cons
     Result<Lease> lease = leases_.acquire(movie_key(id), o);
     if (lease.ok()) return AnalysisLease{lease->token, lease->expires_at_ms};
     if (lease.status().code() != Code::kAlreadyExists) return lease.status();
-    ASSIGN_OR_RETURN(Item item, read_item(id));
-    ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
-    ASSIGN_OR_RETURN(MovieDetail m, internal::parse_movie(item, leases_));
+    LEASEHOLD_ASSIGN_OR_RETURN(Item item, read_item(id));
+    LEASEHOLD_ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
+    LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, internal::parse_movie(item, leases_));
     const LeaseView tracing = leases_.view_of(item, movie_key(id), kTracingSlot);
     if (m.status == kStatusQueued && !tracing.held && (user.admin || user.name == tracing.owner)) {
       lease = take_ending_job(id, o, item);
@@ -94,7 +95,7 @@ Result<Lease> Movies::Impl::take_ending_job(const std::string& id, const Acquire
   ending.extra_condition =
       internal::job_is(end, kStatusQueued) && slot_free(SlotNames(kTracingSlot), now_ms);
   ending.extra_update = internal::job_end_update(end, now_ms);
-  ASSIGN_OR_RETURN(Lease lease, leases_.acquire(movie_key(id), ending));
+  LEASEHOLD_ASSIGN_OR_RETURN(Lease lease, leases_.acquire(movie_key(id), ending));
   log_to(options_.logger, LogLevel::kInfo, "movie {}: queued job {} ended: the movie was taken", id,
          end.job_id);
   Result<Item> now = read_item(id);
@@ -106,7 +107,8 @@ Result<AnalysisLease> Movies::Impl::heartbeat(const std::string& id, const std::
                                               const std::string& lease_id) {
   Result<Lease> lease = leases_.renew(analysis_ref(id, user_name, lease_id), options_.analysis_ttl);
   if (lease.ok()) return AnalysisLease{lease->token, lease->expires_at_ms};
-  if (lease.status().code() == Code::kFailedPrecondition) RETURN_IF_ERROR(read(id).status());
+  if (lease.status().code() == Code::kFailedPrecondition)
+    LEASEHOLD_RETURN_IF_ERROR(read(id).status());
   return lease.status();
 }
 
@@ -114,7 +116,7 @@ Status Movies::Impl::release(const std::string& id, const std::string& user_name
                              const std::string& lease_id) {
   const Status released =
       leases_.release(analysis_ref(id, user_name, lease_id), ReleaseMode::kExpire);
-  if (released.code() == Code::kFailedPrecondition) RETURN_IF_ERROR(read(id).status());
+  if (released.code() == Code::kFailedPrecondition) LEASEHOLD_RETURN_IF_ERROR(read(id).status());
   return released;
 }
 
@@ -126,8 +128,8 @@ Status Movies::Impl::edit(const std::string& id, const std::string& user_name,
 
 Status Movies::Impl::break_analysis(const std::string& id, const User& by, bool is_admin) {
   if (!is_admin) return permission_denied("only an admin may break another user's lease");
-  RETURN_IF_ERROR(validate_text("display name", by.display_name, kHolderBytesMax, true));
-  ASSIGN_OR_RETURN(const Item movie, read_item(id));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("display name", by.display_name, kHolderBytesMax, true));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Item movie, read_item(id));
   const LeaseView held = leases_.view_of(movie, movie_key(id), kAnalysisSlot);
   if (!held.held) return failed_precondition("no live analysis lease on the movie to break");
   // Cleared, not expired: an expired slot keeps its owner and token, and the
@@ -137,7 +139,7 @@ Status Movies::Impl::break_analysis(const std::string& id, const User& by, bool 
   if (broken.code() == Code::kFailedPrecondition) {
     return failed_precondition("the movie's analysis lease changed hands meanwhile; look again");
   }
-  RETURN_IF_ERROR(broken);
+  LEASEHOLD_RETURN_IF_ERROR(broken);
   const std::string whose = held.holder.empty() ? held.owner : held.holder;
   const Status audited =
       internal::record_audit(store_, clock_, random_, id,
@@ -169,8 +171,8 @@ Status Movies::break_analysis(const std::string& id, const User& by, bool is_adm
 Status Movies::set_markers(const std::string& id, const std::string& user_name,
                            const std::string& lease_id,
                            const std::vector<tracer::Marker>& markers) {
-  ASSIGN_OR_RETURN(MovieDetail m, impl_->read(id));
-  RETURN_IF_ERROR(validate_markers(markers, m));
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, impl_->read(id));
+  LEASEHOLD_RETURN_IF_ERROR(validate_markers(markers, m));
   Update update;
   update.set(attr::kMarkers, internal::markers_json(markers));
   return impl_->edit(id, user_name, lease_id, update);
@@ -178,7 +180,7 @@ Status Movies::set_markers(const std::string& id, const std::string& user_name,
 
 Status Movies::set_trim(const std::string& id, const std::string& user_name,
                         const std::string& lease_id, const tracer::Trim& trim) {
-  ASSIGN_OR_RETURN(MovieDetail m, impl_->read(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, impl_->read(id));
   if (!(0 <= trim.start_frame && trim.start_frame <= trim.end_frame &&
         trim.end_frame < m.frame_count)) {
     return invalid_argument("the trim must satisfy 0 <= start <= end < " +
@@ -191,7 +193,7 @@ Status Movies::set_trim(const std::string& id, const std::string& user_name,
 
 Status Movies::set_capture_interval(const std::string& id, const std::string& user_name,
                                     const std::string& lease_id, int64_t every_frames) {
-  ASSIGN_OR_RETURN(MovieDetail m, impl_->read(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, impl_->read(id));
   if (every_frames < 1) return invalid_argument("the capture interval must be at least 1 frame");
   if (m.frame_count > 0 && every_frames > m.frame_count) {
     return invalid_argument("the capture interval is longer than the movie");

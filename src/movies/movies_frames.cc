@@ -127,9 +127,9 @@ Result<FramePage> Movies::Impl::frames(const std::string& id, const FramesOption
   }
   std::optional<FramesPosition> after;
   if (!options.after.empty()) {
-    ASSIGN_OR_RETURN(after, parse_frames_cursor(options.after));
+    LEASEHOLD_ASSIGN_OR_RETURN(after, parse_frames_cursor(options.after));
   }
-  ASSIGN_OR_RETURN(const Item movie, read_item(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(const Item movie, read_item(id));
   const int64_t epoch = leases_.view_of(movie, movie_key(id), kTracingSlot).epoch;
   if (after && after->epoch != epoch) {
     return failed_precondition(
@@ -142,7 +142,7 @@ Result<FramePage> Movies::Impl::frames(const std::string& id, const FramesOption
   q.limit = static_cast<int>(std::min<size_t>(kQueryLimitMax, options.limit + 1));
   const KeyRange range = after ? KeyRange::gt(after->sk) : KeyRange::all();
   do {
-    ASSIGN_OR_RETURN(Page page, store_.query(kFramesTable, movie_pk(id), range, q));
+    LEASEHOLD_ASSIGN_OR_RETURN(Page page, store_.query(kFramesTable, movie_pk(id), range, q));
     for (const Item& item : page.items) {
       if (get_int_or(item, attr::kJobEpoch) != epoch) continue;
       if (out.items.size() == options.limit) {
@@ -169,7 +169,7 @@ Result<bool> FramesCsv::next(std::string& part) {
     part = "frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s\n";
     started_ = true;
   }
-  ASSIGN_OR_RETURN(FramePage page, movies_->frames(id_, {kFramesCsvRowsPerPart, after_}));
+  LEASEHOLD_ASSIGN_OR_RETURN(FramePage page, movies_->frames(id_, {kFramesCsvRowsPerPart, after_}));
   for (const FrameRow& r : page.items) append_csv_line(r, part);
   after_ = std::move(page.next_after);
   return !after_.empty();

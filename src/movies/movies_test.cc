@@ -32,8 +32,8 @@ class TiesReversedStore final : public store::StoreWrapper {
   Result<Page> query_index(std::string_view table, std::string_view index,
                            std::string_view hash_value, const KeyRange& range,
                            const QueryOptions& options) override {
-    ASSIGN_OR_RETURN(Page page,
-                     StoreWrapper::query_index(table, index, hash_value, range, options));
+    LEASEHOLD_ASSIGN_OR_RETURN(Page page,
+                               StoreWrapper::query_index(table, index, hash_value, range, options));
     std::stable_sort(page.items.begin(), page.items.end(), [](const Item& a, const Item& b) {
       return std::tuple(*get_int(a, attr::kCreatedAtMs), *get_string(b, attr::kPk)) <
              std::tuple(*get_int(b, attr::kCreatedAtMs), *get_string(a, attr::kPk));

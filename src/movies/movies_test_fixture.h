@@ -137,7 +137,7 @@ class MoviesTest : public ::testing::Test {
     std::string all;
     for (size_t n = 1;; ++n) {
       std::string part;
-      ASSIGN_OR_RETURN(bool more, csv.next(part));
+      LEASEHOLD_ASSIGN_OR_RETURN(bool more, csv.next(part));
       all += part;
       if (!more) {
         if (parts != nullptr) *parts = n;

@@ -89,11 +89,12 @@ Status record_job_audit(ItemStore& store, const std::string& movie_id, const Ite
   // job started before the movie kept job_started_at_ms has its start
   // audited already, under a key of its own.
   if (get_int(item, attr::kJobStartedAtMs) != nullptr) {
-    RETURN_IF_ERROR(put(0, kEventTracingStarted, started_at_ms, ""));
+    LEASEHOLD_RETURN_IF_ERROR(put(0, kEventTracingStarted, started_at_ms, ""));
   }
   const bool traced = status == kStatusTraced;
-  RETURN_IF_ERROR(put(1, traced ? kEventTracingCompleted : kEventTracingFailed, ended_at_ms,
-                      traced ? "" : get_string_or(item, attr::kFailureSummary)));
+  LEASEHOLD_RETURN_IF_ERROR(put(1, traced ? kEventTracingCompleted : kEventTracingFailed,
+                                ended_at_ms,
+                                traced ? "" : get_string_or(item, attr::kFailureSummary)));
   Update done;
   done.remove(attr::kJobAuditPending);
   const Result<Item> cleared = store.update(kMoviesTable, movie_key(movie_id), done,
@@ -137,7 +138,7 @@ Result<Item> Movies::Impl::settle(const std::string& id, Item item) {
              dead->job_id);
       item = std::move(*ended);
     } else if (ended.status().code() == Code::kConditionFailed) {
-      ASSIGN_OR_RETURN(item, read_item(id));
+      LEASEHOLD_ASSIGN_OR_RETURN(item, read_item(id));
     }
   }
   const Status audited = internal::record_job_audit(store_, id, item);
@@ -150,9 +151,9 @@ Result<Item> Movies::Impl::settle(const std::string& id, Item item) {
 
 Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User& user,
                                                const std::string& lease_id) {
-  ASSIGN_OR_RETURN(Item item, read_item(id));
-  ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
-  ASSIGN_OR_RETURN(MovieDetail m, internal::parse_movie(item, leases_));
+  LEASEHOLD_ASSIGN_OR_RETURN(Item item, read_item(id));
+  LEASEHOLD_ASSIGN_OR_RETURN(item, settle(id, std::move(item)));
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, internal::parse_movie(item, leases_));
   if (m.lock && m.lock->kind == kTracingSlot) {
     return already_exists("the movie is being traced (started by " + m.lock->user_display_name +
                           ")");
@@ -164,7 +165,7 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
   video.width = m.width;
   video.height = m.height;
   video.frame_count = m.frame_count;
-  RETURN_IF_ERROR(tracer::validate(request, video));
+  LEASEHOLD_RETURN_IF_ERROR(tracer::validate(request, video));
   const int64_t frames_total = tracer::sampled_frame_count(m.trim, m.every_frames);
 
   AcquireOptions to;
@@ -195,7 +196,7 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
   Result<Lease> lease = leases_.replace(analysis_ref(id, user.name, lease_id), to);
   if (!lease.ok()) {
     if (lease.status().code() != Code::kAlreadyExists) return lease.status();
-    ASSIGN_OR_RETURN(MovieDetail now, read(id));
+    LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail now, read(id));
     if (now.lock && now.lock->kind == kTracingSlot) {
       return already_exists("the movie is being traced");
     }
@@ -212,7 +213,7 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
       json::serialize(json::object{{"movie_id", id}, {"job_id", lease->token}});
   Result<std::string> sent = queue_.send(body);
   if (!sent.ok()) {
-    ASSIGN_OR_RETURN(bool ended, end_unqueued(id, *lease, sent.status()));
+    LEASEHOLD_ASSIGN_OR_RETURN(bool ended, end_unqueued(id, *lease, sent.status()));
     // Not ended: a worker claimed the job, so the message was sent after all.
     // Ended: the outcome is known now, whatever the queue said.
     if (ended) return unavailable("the trace could not be queued: " + sent.status().message());
@@ -240,10 +241,11 @@ Result<bool> Movies::Impl::end_unqueued(const std::string& id, const Lease& leas
 }
 
 Result<std::vector<AuditEntry>> Movies::Impl::audit(const std::string& id) {
-  RETURN_IF_ERROR(read(id).status());
+  LEASEHOLD_RETURN_IF_ERROR(read(id).status());
   QueryOptions q;
   q.limit = static_cast<int>(kAuditEntriesMax);
-  ASSIGN_OR_RETURN(Page page, store_.query(kAuditTable, movie_pk(id), KeyRange::all(), q));
+  LEASEHOLD_ASSIGN_OR_RETURN(Page page,
+                             store_.query(kAuditTable, movie_pk(id), KeyRange::all(), q));
   std::vector<AuditEntry> out;
   for (const Item& item : page.items) {
     out.push_back(AuditEntry{get_string_or(item, "event"), get_string_or(item, attr::kJobId),

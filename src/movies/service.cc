@@ -17,28 +17,31 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
     return invalid_argument("at most " + std::to_string(kWorkersMax) +
                             " trace workers and as many probe workers");
   }
-  RETURN_IF_ERROR(store.require_table(StoreQueue::table_spec()));
+  LEASEHOLD_RETURN_IF_ERROR(store.require_table(StoreQueue::table_spec()));
   // Not make_unique: the constructor is private, so that start() is the
   // only way to get a Service, and every Service runs.
   std::unique_ptr<Service> s(new Service());
-  ASSIGN_OR_RETURN(s->trace_queue_,
-                   StoreQueue::open(store, clock, random, QueueOptions{.name = kTraceQueueName}));
-  ASSIGN_OR_RETURN(s->probe_queue_,
-                   StoreQueue::open(store, clock, random, QueueOptions{.name = kProbeQueueName}));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      s->trace_queue_,
+      StoreQueue::open(store, clock, random, QueueOptions{.name = kTraceQueueName}));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      s->probe_queue_,
+      StoreQueue::open(store, clock, random, QueueOptions{.name = kProbeQueueName}));
   MoviesOptions mo;
   mo.media_dir = o.media_dir;
   mo.analysis_ttl = o.analysis_ttl;
   mo.tracing_ttl = o.tracing_ttl;
   mo.lease = o.lease;
   mo.logger = o.logger;
-  ASSIGN_OR_RETURN(s->movies_, Movies::open(store, clock, random, *s->trace_queue_, mo));
+  LEASEHOLD_ASSIGN_OR_RETURN(s->movies_, Movies::open(store, clock, random, *s->trace_queue_, mo));
   for (size_t i = 0; i < o.probe_workers; ++i) {
     ProbeWorkerOptions po;
     po.id = o.worker_prefix + "-probe" + std::to_string(i);
     po.idle_wait = kIdleWait;
     po.logger = o.logger;
     po.metrics = o.metrics;
-    ASSIGN_OR_RETURN(auto worker, ProbeWorker::start(*s->movies_, *s->probe_queue_, clock, po));
+    LEASEHOLD_ASSIGN_OR_RETURN(auto worker,
+                               ProbeWorker::start(*s->movies_, *s->probe_queue_, clock, po));
     s->probe_workers_.push_back(std::move(worker));
   }
   for (size_t i = 0; i < o.trace_workers; ++i) {
@@ -54,8 +57,8 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
     to.lease = o.lease;
     to.logger = o.logger;
     to.metrics = o.metrics;
-    ASSIGN_OR_RETURN(auto worker,
-                     TraceWorker::start(store, clock, random, *s->trace_queue_, std::move(to)));
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        auto worker, TraceWorker::start(store, clock, random, *s->trace_queue_, std::move(to)));
     s->trace_workers_.push_back(std::move(worker));
   }
   return s;

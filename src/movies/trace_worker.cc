@@ -343,7 +343,9 @@ Result<Item> TraceWorker::Impl::claim(const JobMessage& job) {
       if (item.status().code() == Code::kNotFound) return condition_failed("the movie is gone");
       return item.status();
     }
-    if (get_string_or(*item, tracing.token) != job.job_id) return condition_failed("the job was replaced");
+    if (get_string_or(*item, tracing.token) != job.job_id) {
+      return condition_failed("the job was replaced");
+    }
     const std::string status = get_string_or(*item, attr::kStatus);
     if (status == kStatusTracing && get_string_or(*item, attr::kJobClaimedBy) == options_.id) {
       return item;
@@ -392,7 +394,7 @@ Status TraceWorker::Impl::write_frame(const tracer::TracedFrame& frame, Renewer:
                                       int64_t& frames_done) {
   const std::string pk = movie_pk(job.movie_id);
   for (const tracer::TrackRow& row : frame.rows) {
-    RETURN_IF_ERROR(current_lease(rid, state).status());
+    LEASEHOLD_RETURN_IF_ERROR(current_lease(rid, state).status());
     Update update;
     update.set("marker_id", row.marker_id)
         .set("label", row.label)
@@ -425,7 +427,7 @@ Status TraceWorker::Impl::write_frame(const tracer::TracedFrame& frame, Renewer:
     }
     count(&TraceWorkerStats::rows_written);
   }
-  ASSIGN_OR_RETURN(Lease lease, current_lease(rid, state));
+  LEASEHOLD_ASSIGN_OR_RETURN(Lease lease, current_lease(rid, state));
   Update progress;
   progress.set(attr::kFramesDone, frames_done + 1).returning_updated_only();
   Result<Item> written = leases_.fenced_write(lease, progress);
@@ -658,7 +660,7 @@ Result<std::unique_ptr<TraceWorker>> TraceWorker::start(ItemStore& store, Clock&
     return invalid_argument("queue visibility, idle wait and progress deadline must be positive");
   }
   for (const TableSpec& spec : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
-    RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
+    LEASEHOLD_RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
   }
   options.lease.table = kMoviesTable;
   if (options.lease.info_log == nullptr) options.lease.info_log = options.logger;
@@ -667,7 +669,7 @@ Result<std::unique_ptr<TraceWorker>> TraceWorker::start(ItemStore& store, Clock&
     const Duration every = options.renew_every != Duration::zero()
                                ? options.renew_every
                                : check.default_renew_every(options.tracing_ttl);
-    RETURN_IF_ERROR(check.check_timing(options.tracing_ttl, every));
+    LEASEHOLD_RETURN_IF_ERROR(check.check_timing(options.tracing_ttl, every));
   }
   auto impl = std::make_unique<Impl>(store, clock, random, queue, std::move(options));
   impl->start();

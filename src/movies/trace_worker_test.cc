@@ -133,7 +133,7 @@ class TraceWorkerTest : public ::testing::Test {
     std::vector<FrameRow> out;
     FramesOptions o{kFramesLimitMax, ""};
     do {
-      ASSIGN_OR_RETURN(FramePage page, movies_->frames(id, o));
+      LEASEHOLD_ASSIGN_OR_RETURN(FramePage page, movies_->frames(id, o));
       out.insert(out.end(), page.items.begin(), page.items.end());
       o.after = page.next_after;
     } while (!o.after.empty());
@@ -423,7 +423,7 @@ TEST_F(TraceWorkerTest, ATraceThatMakesNoProgressIsEndedByTheWatchdog) {
     tracer::TracedFrame frame;
     frame.rows.emplace_back();
     frame.rows[0].marker_id = "m1";
-    RETURN_IF_ERROR(on_frame(frame));
+    LEASEHOLD_RETURN_IF_ERROR(on_frame(frame));
     std::unique_lock lock(mu);
     cv.wait(lock, [&] { return release; });  // deaf to the stop token
     frame.rows[0].frame = 1;

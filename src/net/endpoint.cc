@@ -41,7 +41,7 @@ Result<HttpEndpoint> parse_authority(std::string_view rest, uint16_t default_por
     if (has_port) port_text = rest.substr(colon + 1);
   }
   if (e.host.empty()) return invalid_argument("endpoint has no host");
-  ASSIGN_OR_RETURN(e.port, parse_port(port_text, has_port, default_port));
+  LEASEHOLD_ASSIGN_OR_RETURN(e.port, parse_port(port_text, has_port, default_port));
   return e;
 }
 
@@ -74,7 +74,7 @@ Result<HttpEndpoint> parse_http_endpoint(std::string_view url) {
     return invalid_argument("endpoint must be scheme://host[:port] without path or user info");
   }
   HttpEndpoint e;
-  ASSIGN_OR_RETURN(e, parse_authority(rest, scheme == "https" ? 443 : 80));
+  LEASEHOLD_ASSIGN_OR_RETURN(e, parse_authority(rest, scheme == "https" ? 443 : 80));
   e.scheme = std::move(scheme);
   return e;
 }
@@ -109,7 +109,7 @@ Result<WsUrl> parse_ws_url(std::string_view url) {
   }
   if (authority.empty()) return invalid_argument("WebSocket URL has no host");
   HttpEndpoint e;
-  ASSIGN_OR_RETURN(e, parse_authority(authority, ws.tls ? 443 : 80));
+  LEASEHOLD_ASSIGN_OR_RETURN(e, parse_authority(authority, ws.tls ? 443 : 80));
   ws.host = std::move(e.host);
   ws.port = e.port;
   if (target == std::string_view::npos) {

@@ -252,9 +252,10 @@ class BeastHttpClient final : public HttpClient {
 
 Result<HttpResponse> BeastHttpClient::send(const HttpRequest& request, Duration timeout) {
   const MonoTime deadline = SteadyClock::now() + timeout;
-  ASSIGN_OR_RETURN(const std::string wire, build(request));
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::string wire, build(request));
   for (int attempt = 0;; ++attempt) {
-    ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn, pool_.acquire(deadline, attempt > 0));
+    LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn,
+                               pool_.acquire(deadline, attempt > 0));
     Exchange ex = exchange(*conn, wire, deadline, timeout);
     pool_.release(std::move(conn), ex.keep_alive);
     if (ex.retry_on_fresh && attempt == 0) continue;
@@ -321,19 +322,19 @@ Status BeastHttpClient::connect(Connection& c, MonoTime deadline) const {
     c.plain = std::make_unique<DeadlineSocket>(sockets_);
   }
   std::vector<tcp::endpoint> endpoints;
-  RETURN_IF_ERROR(addresses(deadline, endpoints));
+  LEASEHOLD_RETURN_IF_ERROR(addresses(deadline, endpoints));
   c.socket().expires_at(deadline);
   const boost::system::error_code ec = c.socket().connect(endpoints);
   if (ec == beast::error::timeout) return unavailable("connecting to " + where_ + ": timed out");
   if (ec) return unavailable("connecting to " + where_ + ": " + ec.message());
-  if (c.tls) RETURN_IF_ERROR(handshake(c));
+  if (c.tls) LEASEHOLD_RETURN_IF_ERROR(handshake(c));
   c.connected = true;
   return Status::ok_status();
 }
 
 // REQUIRES: the socket's deadline is set.
 Status BeastHttpClient::handshake(Connection& c) const {
-  RETURN_IF_ERROR(prepare_client_tls_stream(*c.tls, options_.endpoint.host, where_));
+  LEASEHOLD_RETURN_IF_ERROR(prepare_client_tls_stream(*c.tls, options_.endpoint.host, where_));
   boost::system::error_code ec;
   c.tls->handshake(ssl::stream_base::client, ec);
   if (ec == beast::error::timeout)
@@ -427,10 +428,10 @@ Status validate_http_client_options(const HttpClientOptions& options) {
 }
 
 Result<std::unique_ptr<HttpClient>> HttpClient::open(HttpClientOptions options) {
-  RETURN_IF_ERROR(validate_http_client_options(options));
+  LEASEHOLD_RETURN_IF_ERROR(validate_http_client_options(options));
   std::unique_ptr<ssl::context> tls_context;
   if (options.endpoint.scheme == "https") {
-    ASSIGN_OR_RETURN(tls_context, make_client_tls_context(options.ca_file));
+    LEASEHOLD_ASSIGN_OR_RETURN(tls_context, make_client_tls_context(options.ca_file));
   }
   return std::unique_ptr<HttpClient>(
       std::make_unique<BeastHttpClient>(std::move(options), std::move(tls_context)));

@@ -645,7 +645,7 @@ BeastWsClient::~BeastWsClient() {
 
 Result<std::shared_ptr<WsStream>> BeastWsClient::connect(std::string_view url,
                                                          WsHandlers handlers) {
-  ASSIGN_OR_RETURN(WsUrl parsed, parse_ws_url(url));
+  LEASEHOLD_ASSIGN_OR_RETURN(WsUrl parsed, parse_ws_url(url));
   auto gate = std::make_shared<Gate>();
   std::shared_ptr<SessionCore> session;
   if (parsed.tls) {
@@ -678,8 +678,9 @@ Status validate(const WsClientOptions& options) {
 }  // namespace
 
 Result<std::unique_ptr<WsClient>> WsClient::open(WsClientOptions options) {
-  RETURN_IF_ERROR(validate(options));
-  ASSIGN_OR_RETURN(std::unique_ptr<ssl::context> tls, make_client_tls_context(options.ca_file));
+  LEASEHOLD_RETURN_IF_ERROR(validate(options));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<ssl::context> tls,
+                             make_client_tls_context(options.ca_file));
   return std::unique_ptr<WsClient>(new BeastWsClient(std::move(options), std::move(tls)));
 }
 

@@ -47,8 +47,8 @@ Result<std::optional<std::string>> query_value(std::string_view query, std::stri
     if (!percent_decode("", pair.substr(0, eq), true, key).ok() || key != name) continue;
     std::string value;
     if (eq != std::string_view::npos) {
-      RETURN_IF_ERROR(percent_decode("query parameter '" + std::string(name) + "'",
-                                     pair.substr(eq + 1), true, value));
+      LEASEHOLD_RETURN_IF_ERROR(percent_decode("query parameter '" + std::string(name) + "'",
+                                               pair.substr(eq + 1), true, value));
     }
     return std::optional<std::string>(std::move(value));
   }
@@ -63,7 +63,7 @@ Result<Target> parse_target(std::string_view target) {
   const size_t question = target.find('?');
   std::string_view path = target.substr(0, question);
   if (question != std::string_view::npos) result.query = std::string(target.substr(question + 1));
-  RETURN_IF_ERROR(percent_decode("the request path", path, false, result.path));
+  LEASEHOLD_RETURN_IF_ERROR(percent_decode("the request path", path, false, result.path));
   return result;
 }
 

@@ -26,8 +26,8 @@ Status check_readable(const std::string& path, std::string_view what) {
 Result<std::unique_ptr<net::ssl::context>> make_server_tls_context(const std::string& cert_file,
                                                                    const std::string& key_file) {
   namespace ssl = net::ssl;
-  RETURN_IF_ERROR(check_readable(cert_file, "certificate"));
-  RETURN_IF_ERROR(check_readable(key_file, "key"));
+  LEASEHOLD_RETURN_IF_ERROR(check_readable(cert_file, "certificate"));
+  LEASEHOLD_RETURN_IF_ERROR(check_readable(key_file, "key"));
   auto context = std::make_unique<ssl::context>(ssl::context::tls_server);
   boost::system::error_code ec;
   context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |

@@ -217,10 +217,11 @@ void ServerImpl::join() {
 
 Result<std::unique_ptr<Server>> Server::start(ServerOptions options, const Router& router,
                                               ServerHooks hooks) {
-  RETURN_IF_ERROR(transport_parts::validate(options, hooks));
+  LEASEHOLD_RETURN_IF_ERROR(transport_parts::validate(options, hooks));
   std::unique_ptr<net::ssl::context> tls;
   if (!options.tls_cert_file.empty()) {
-    ASSIGN_OR_RETURN(tls, make_server_tls_context(options.tls_cert_file, options.tls_key_file));
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        tls, make_server_tls_context(options.tls_cert_file, options.tls_key_file));
   }
   SystemRandom system_random;
   Random& random = options.random != nullptr ? *options.random : system_random;
@@ -228,7 +229,7 @@ Result<std::unique_ptr<Server>> Server::start(ServerOptions options, const Route
       options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
   auto server = std::make_unique<transport_parts::ServerImpl>(
       std::move(options), router, std::move(hooks), std::move(tls), threads, random.next_u64());
-  RETURN_IF_ERROR(server->listen());
+  LEASEHOLD_RETURN_IF_ERROR(server->listen());
   server->run();
   return std::unique_ptr<Server>(std::move(server));
 }

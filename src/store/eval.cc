@@ -99,7 +99,7 @@ Status validate_condition_at(const Condition& c, int depth, size_t& nodes) {
     case Condition::Kind::kExists:
     case Condition::Kind::kNotExists:
     case Condition::Kind::kCompare:
-      RETURN_IF_ERROR(validate_attr_name(c.attr));
+      LEASEHOLD_RETURN_IF_ERROR(validate_attr_name(c.attr));
       return c.kind == Condition::Kind::kCompare ? validate_string_value(c.attr, c.value)
                                                  : Status();
     case Condition::Kind::kNot:
@@ -109,7 +109,7 @@ Status validate_condition_at(const Condition& c, int depth, size_t& nodes) {
     case Condition::Kind::kOr:
       if (c.children.size() < 2) return invalid_argument("'and'/'or' take two or more conditions");
       for (const auto& child : c.children) {
-        RETURN_IF_ERROR(validate_condition_at(child, depth + 1, nodes));
+        LEASEHOLD_RETURN_IF_ERROR(validate_condition_at(child, depth + 1, nodes));
       }
       return {};
   }
@@ -238,14 +238,14 @@ Status validate_table_spec(const TableSpec& spec) {
       return invalid_argument("table name '" + spec.name +
                               "' has characters outside [A-Za-z0-9_.-]");
   }
-  RETURN_IF_ERROR(validate_attr_name(spec.pk_attr));
-  if (!spec.sk_attr.empty()) RETURN_IF_ERROR(validate_attr_name(spec.sk_attr));
+  LEASEHOLD_RETURN_IF_ERROR(validate_attr_name(spec.pk_attr));
+  if (!spec.sk_attr.empty()) LEASEHOLD_RETURN_IF_ERROR(validate_attr_name(spec.sk_attr));
   std::set<std::string_view> names;
   for (const auto& index : spec.indexes) {
     if (!names.insert(index.name).second) return invalid_argument("duplicate index " + index.name);
     if (index.name.empty()) return invalid_argument("index name is empty");
-    RETURN_IF_ERROR(validate_attr_name(index.hash_attr));
-    RETURN_IF_ERROR(validate_attr_name(index.range_attr));
+    LEASEHOLD_RETURN_IF_ERROR(validate_attr_name(index.hash_attr));
+    LEASEHOLD_RETURN_IF_ERROR(validate_attr_name(index.range_attr));
     if (index.range_type == AttrType::kBool)
       return invalid_argument("an index cannot range over bools");
   }
@@ -280,11 +280,11 @@ Status validate_update(const TableSpec& spec, const Update& update) {
     return invalid_argument("update has too many actions");
   std::set<std::string_view> seen;
   for (const auto& a : update.actions()) {
-    RETURN_IF_ERROR(validate_attr_name(a.attr));
+    LEASEHOLD_RETURN_IF_ERROR(validate_attr_name(a.attr));
     if (is_key_attr(spec, a.attr))
       return invalid_argument("update may not change key attribute " + a.attr);
     if (!seen.insert(a.attr).second) return invalid_argument("update names " + a.attr + " twice");
-    RETURN_IF_ERROR(validate_string_value(a.attr, a.value));
+    LEASEHOLD_RETURN_IF_ERROR(validate_string_value(a.attr, a.value));
     if (a.kind == UpdateAction::Kind::kAdd && type_of(a.value) != AttrType::kInt) {
       return invalid_argument("add(" + a.attr + ") needs an int delta");
     }
@@ -302,10 +302,10 @@ Status validate_item(const TableSpec& spec, const Item& item) {
     if (sk == nullptr) return invalid_argument("item lacks string key attribute " + spec.sk_attr);
     key.sk = *sk;
   }
-  RETURN_IF_ERROR(validate_key(spec, key));
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(spec, key));
   for (const auto& [name, value] : item) {
-    RETURN_IF_ERROR(validate_attr_name(name));
-    RETURN_IF_ERROR(validate_string_value(name, value));
+    LEASEHOLD_RETURN_IF_ERROR(validate_attr_name(name));
+    LEASEHOLD_RETURN_IF_ERROR(validate_string_value(name, value));
   }
   if (item_bytes(item) > kItemBytesMax) return invalid_argument("item larger than 400 KiB");
   return {};
@@ -324,8 +324,8 @@ Status validate_index_attrs(const TableSpec& spec, const Item& item) {
     return {};
   };
   for (const auto& index : spec.indexes) {
-    RETURN_IF_ERROR(check(index, index.hash_attr, AttrType::kString));
-    RETURN_IF_ERROR(check(index, index.range_attr, index.range_type));
+    LEASEHOLD_RETURN_IF_ERROR(check(index, index.hash_attr, AttrType::kString));
+    LEASEHOLD_RETURN_IF_ERROR(check(index, index.range_attr, index.range_type));
   }
   return {};
 }
@@ -342,8 +342,8 @@ Status validate_range(const KeyRange& range, AttrType type) {
     case KeyRange::Kind::kAll:
       return {};
     case KeyRange::Kind::kBetween:
-      RETURN_IF_ERROR(check(range.lo));
-      RETURN_IF_ERROR(check(range.hi));
+      LEASEHOLD_RETURN_IF_ERROR(check(range.lo));
+      LEASEHOLD_RETURN_IF_ERROR(check(range.hi));
       if (compare_same_type(range.lo, range.hi) > 0)
         return invalid_argument("between: lower bound above upper bound");
       return {};

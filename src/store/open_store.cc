@@ -24,7 +24,7 @@ Status unknown_scheme(std::string_view scheme) {
 }  // namespace
 
 Status validate_store_uri(std::string_view uri) {
-  ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
+  LEASEHOLD_ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
   if (parts.scheme == "sqlite") return store::parse_sqlite_uri(parts.rest).status();
   if (parts.scheme == "dynamodb") return store::dynamodb::validate_dynamodb_uri(parts.rest);
   if (parts.scheme == "memory") return check_memory_uri(parts.rest);
@@ -32,9 +32,10 @@ Status validate_store_uri(std::string_view uri) {
 }
 
 Result<std::unique_ptr<ItemStore>> open_store(std::string_view uri) {
-  ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
+  LEASEHOLD_ASSIGN_OR_RETURN(const store::SchemeAndRest parts, store::split_store_uri(uri));
   if (parts.scheme == "sqlite") {
-    ASSIGN_OR_RETURN(const store::SqliteOptions options, store::parse_sqlite_uri(parts.rest));
+    LEASEHOLD_ASSIGN_OR_RETURN(const store::SqliteOptions options,
+                               store::parse_sqlite_uri(parts.rest));
     return store::open_sqlite_store(options);
   }
   // dynamodb://REGION/TABLE_PREFIX[?endpoint=URL]: region and prefix
@@ -43,7 +44,7 @@ Result<std::unique_ptr<ItemStore>> open_store(std::string_view uri) {
     return store::dynamodb::open_dynamodb_store_from_uri(parts.rest);
   }
   if (parts.scheme == "memory") {
-    RETURN_IF_ERROR(check_memory_uri(parts.rest));
+    LEASEHOLD_RETURN_IF_ERROR(check_memory_uri(parts.rest));
     return store::make_memory_store();
   }
   return unknown_scheme(parts.scheme);

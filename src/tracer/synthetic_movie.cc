@@ -100,7 +100,7 @@ SpotPosition spot_position(const Spot& spot, int64_t frame) {
 }
 
 Status write_synthetic_movie(const std::string& path, const SyntheticMovie& movie) {
-  RETURN_IF_ERROR(validate_movie(movie));
+  LEASEHOLD_RETURN_IF_ERROR(validate_movie(movie));
   const std::string& c = movie.fourcc;
   cv::VideoWriter writer;
   try {

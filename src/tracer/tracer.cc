@@ -400,9 +400,9 @@ Status validate(const TraceRequest& request, const VideoInfo& video) {
         video.fps > 0)) {
     return invalid_argument("the video has no frames to trace");
   }
-  RETURN_IF_ERROR(validate_trim(request, video));
-  RETURN_IF_ERROR(validate_options(request.options, video));
-  RETURN_IF_ERROR(validate_markers(request, video));
+  LEASEHOLD_RETURN_IF_ERROR(validate_trim(request, video));
+  LEASEHOLD_RETURN_IF_ERROR(validate_options(request.options, video));
+  LEASEHOLD_RETURN_IF_ERROR(validate_markers(request, video));
   return validate_buffered_bytes(request, video);
 }
 
@@ -439,8 +439,8 @@ class Run {
         stop_(std::move(stop)) {}
 
   Status run() {
-    RETURN_IF_ERROR(trace_to_last_key_frame());
-    RETURN_IF_ERROR(trace_after_last_key_frame());
+    LEASEHOLD_RETURN_IF_ERROR(trace_to_last_key_frame());
+    LEASEHOLD_RETURN_IF_ERROR(trace_after_last_key_frame());
     return reporter_.finish();
   }
 
@@ -449,7 +449,8 @@ class Run {
   Status decode_to(int64_t frame) {
     while (reader_.frame() < frame) {
       if (stop_.stop_requested()) return failed_precondition("tracing stopped");
-      ASSIGN_OR_RETURN(bool decoded, reader_.next(/*want_pixels=*/reader_.frame() + 1 == frame));
+      LEASEHOLD_ASSIGN_OR_RETURN(bool decoded,
+                                 reader_.next(/*want_pixels=*/reader_.frame() + 1 == frame));
       if (!decoded) {
         return invalid_argument(
             fmt::format("'{}' ends after frame {}, not after frame {} as when "
@@ -480,7 +481,7 @@ class Run {
 Status Run::trace_to_last_key_frame() {
   std::map<int64_t, cv::Mat> kept;
   for (int64_t frame : frames_to_keep(request_)) {
-    RETURN_IF_ERROR(decode_to(frame));
+    LEASEHOLD_RETURN_IF_ERROR(decode_to(frame));
     kept[frame] = grey_copy(reader_.image());
   }
   const int64_t every = request_.every_frames;
@@ -512,7 +513,7 @@ Status Run::trace_to_last_key_frame() {
   }
   kept.clear();
   for (int64_t j = 0; j < count; ++j) {
-    RETURN_IF_ERROR(reporter_.push(sampled_frame(request_, j), std::move(samples[j])));
+    LEASEHOLD_RETURN_IF_ERROR(reporter_.push(sampled_frame(request_, j), std::move(samples[j])));
   }
   return Status();
 }
@@ -526,12 +527,12 @@ Status Run::trace_after_last_key_frame() {
   const int64_t count = sampled_frame_count(request_.trim, every);
   for (int64_t j = first; j < count; ++j) {
     int64_t frame = sampled_frame(request_, j);
-    RETURN_IF_ERROR(decode_to(frame));
+    LEASEHOLD_RETURN_IF_ERROR(decode_to(frame));
     cv::Mat image = wrap(reader_.image());
     std::vector<Sample> samples;
     samples.reserve(followers_.size());
     for (Follower& follower : followers_) samples.push_back(follower.step(image));
-    RETURN_IF_ERROR(reporter_.push(frame, std::move(samples)));
+    LEASEHOLD_RETURN_IF_ERROR(reporter_.push(frame, std::move(samples)));
   }
   return Status();
 }
@@ -540,14 +541,14 @@ Status Run::trace_after_last_key_frame() {
 
 Status trace(const std::string& path, const VideoInfo& video, const TraceRequest& request,
              const FrameCallback& on_frame, std::stop_token stop) {
-  RETURN_IF_ERROR(validate(request, video));
+  LEASEHOLD_RETURN_IF_ERROR(validate(request, video));
   // The video as it was probed bounds the reading: the request never needs
   // a frame past the probed count.
   VideoLimits limits;
   limits.frames_max = video.frame_count;
   limits.side_max_px = std::max({limits.side_max_px, video.width, video.height});
   limits.fps_max = std::max(limits.fps_max, video.fps);
-  ASSIGN_OR_RETURN(std::unique_ptr<FrameReader> reader, FrameReader::open(path, limits));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<FrameReader> reader, FrameReader::open(path, limits));
   if (reader->format().width != video.width || reader->format().height != video.height) {
     return invalid_argument(fmt::format(
         "'{}' has frames of {}x{} px, not {}x{} as when it was "

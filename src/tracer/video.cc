@@ -91,7 +91,7 @@ Result<std::unique_ptr<FrameReader>> FrameReader::open(const std::string& path,
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->limits = limits;
-  RETURN_IF_ERROR(open_capture(path, limits, impl->capture, impl->format));
+  LEASEHOLD_RETURN_IF_ERROR(open_capture(path, limits, impl->capture, impl->format));
   return std::unique_ptr<FrameReader>(new FrameReader(std::move(impl)));
 }
 
@@ -136,19 +136,19 @@ FrameImage FrameReader::image() const {
 }
 
 Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits, std::stop_token stop) {
-  ASSIGN_OR_RETURN(std::unique_ptr<FrameReader> reader, FrameReader::open(path, limits));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<FrameReader> reader, FrameReader::open(path, limits));
   VideoInfo info;
   static_cast<VideoFormat&>(info) = reader->format();
   // The first frame is converted too: a file whose frames decode to nothing
   // usable is not a video, whatever its container says.
-  ASSIGN_OR_RETURN(bool first, reader->next(/*want_pixels=*/true));
+  LEASEHOLD_ASSIGN_OR_RETURN(bool first, reader->next(/*want_pixels=*/true));
   if (!first) {
     return invalid_argument(
         fmt::format("'{}' is not a video that can be read: no frame decodes", path));
   }
   for (;;) {
     if (stop.stop_requested()) return failed_precondition("probing stopped");
-    ASSIGN_OR_RETURN(bool more, reader->next(/*want_pixels=*/false));
+    LEASEHOLD_ASSIGN_OR_RETURN(bool more, reader->next(/*want_pixels=*/false));
     if (!more) break;
   }
   info.frame_count = reader->frame() + 1;

@@ -30,7 +30,7 @@ Result<std::unique_ptr<ItemStore>> make_sqlite() {
   auto dir = std::make_unique<testing::TempDir>("leasehold-conformance-");
   store::SqliteOptions options;
   options.path = dir->file("store.db");
-  ASSIGN_OR_RETURN(std::unique_ptr<ItemStore> opened, store::open_sqlite_store(options));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<ItemStore> opened, store::open_sqlite_store(options));
   return std::unique_ptr<ItemStore>(
       std::make_unique<TempDirStore>(std::move(dir), std::move(opened)));
 }

@@ -93,7 +93,7 @@ Result<std::unique_ptr<Dynalite>> Dynalite::start(const DynaliteOptions& options
   }
   // From here the destructor kills and reaps the child on every path.
   std::unique_ptr<Dynalite> dynalite(new Dynalite(pid, fds[0]));
-  ASSIGN_OR_RETURN(std::string line, read_line(fds[0], deadline));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::string line, read_line(fds[0], deadline));
   int port = std::atoi(line.c_str());
   if (port <= 0 || port > 65535) return internal_error("dynalite printed no port: " + line);
   dynalite->port_ = static_cast<uint16_t>(port);

@@ -401,9 +401,9 @@ Status validate(const UpstreamSimOptions& options) {
 }  // namespace
 
 Result<std::unique_ptr<UpstreamSim>> UpstreamSim::start(UpstreamSimOptions options) {
-  RETURN_IF_ERROR(validate(options));
+  LEASEHOLD_RETURN_IF_ERROR(validate(options));
   auto server = std::make_unique<SimServer>(std::move(options));
-  RETURN_IF_ERROR(server->listen());
+  LEASEHOLD_RETURN_IF_ERROR(server->listen());
   server->run();
   return std::unique_ptr<UpstreamSim>(std::move(server));
 }

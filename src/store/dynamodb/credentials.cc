@@ -81,7 +81,7 @@ Result<Credentials> parse_shared_credentials(std::string_view text, std::string_
 }
 
 Result<Credentials> load_credentials(const EnvLookup& env) {
-  ASSIGN_OR_RETURN(std::optional<Credentials> from_environment, from_env(env));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<Credentials> from_environment, from_env(env));
   if (from_environment) return std::move(*from_environment);
 
   std::string path = env_or_empty(env, "AWS_SHARED_CREDENTIALS_FILE");
@@ -168,7 +168,7 @@ class ContainerSource final : public CredentialsSource {
     net::HttpRequest request;
     request.method = "GET";
     request.target = target_;
-    ASSIGN_OR_RETURN(std::string token, authorization_token());
+    LEASEHOLD_ASSIGN_OR_RETURN(std::string token, authorization_token());
     if (!token.empty()) request.headers.emplace_back("Authorization", token);
     Result<net::HttpResponse> response = http_->send(request, std::chrono::seconds(5));
     const std::string what = "container credentials endpoint";
@@ -226,7 +226,7 @@ Result<std::optional<std::shared_ptr<CredentialsSource>>> container_credentials(
   const size_t scheme_end = url.find("://");
   const size_t path_start = url.find('/', scheme_end == std::string::npos ? 0 : scheme_end + 3);
   net::HttpClientOptions http;
-  ASSIGN_OR_RETURN(http.endpoint, net::parse_http_endpoint(url.substr(0, path_start)));
+  LEASEHOLD_ASSIGN_OR_RETURN(http.endpoint, net::parse_http_endpoint(url.substr(0, path_start)));
   if (!container_host_allowed(http.endpoint)) {
     return invalid_argument(
         "AWS_CONTAINER_CREDENTIALS_FULL_URI must be https, loopback, "
@@ -235,7 +235,8 @@ Result<std::optional<std::shared_ptr<CredentialsSource>>> container_credentials(
   }
   http.allow_plain_http = true;
   http.connections_max = 1;
-  ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client, net::HttpClient::open(std::move(http)));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client,
+                             net::HttpClient::open(std::move(http)));
   const std::string target = path_start == std::string::npos ? "/" : url.substr(path_start);
   return std::optional<std::shared_ptr<CredentialsSource>>(
       std::make_shared<ContainerSource>(std::move(client), target, env, clock, refresh_before));
@@ -246,7 +247,7 @@ Result<std::shared_ptr<CredentialsSource>> default_credentials(const EnvLookup& 
   if (loaded.ok())
     return std::shared_ptr<CredentialsSource>(std::make_shared<StaticSource>(*loaded));
   if (loaded.status().code() != Code::kUnavailable) return loaded.status();
-  ASSIGN_OR_RETURN(auto container, container_credentials(env));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto container, container_credentials(env));
   if (container) return *container;
   return loaded.status();
 }

@@ -81,14 +81,15 @@ Result<Item> DynamoDbStore::get(std::string_view table, const Key& key, bool con
 
 Result<Item> DynamoDbStore::get_until(std::string_view table, const Key& key, bool consistent,
                                       MonoTime deadline) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table, deadline));
-  RETURN_IF_ERROR(validate_key(*spec, key));
+  LEASEHOLD_ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table, deadline));
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(*spec, key));
   const json::object body{{"TableName", physical(table)},
                           {"Key", encode_key(*spec, key)},
                           {"ConsistentRead", consistent}};
   unsigned char arena[8192];
   json::monotonic_resource reply_memory(arena, sizeof(arena));
-  ASSIGN_OR_RETURN(json::object reply, call("GetItem", body, true, &reply_memory, deadline));
+  LEASEHOLD_ASSIGN_OR_RETURN(json::object reply,
+                             call("GetItem", body, true, &reply_memory, deadline));
   const json::object* item = object_field(reply, "Item");
   if (item == nullptr) return not_found("no item with that key in table " + std::string(table));
   return decode_item(*item);
@@ -107,14 +108,14 @@ Status DynamoDbStore::batch_get_chunk(const TableSpec& spec, std::span<const Key
     if (round > 0) options_.sleep(backoff_pause(round));
     json::object request;
     request[name] = json::object{{"Keys", std::move(pending)}, {"ConsistentRead", true}};
-    ASSIGN_OR_RETURN(json::object reply,
-                     call("BatchGetItem", {{"RequestItems", std::move(request)}}, true));
+    LEASEHOLD_ASSIGN_OR_RETURN(json::object reply,
+                               call("BatchGetItem", {{"RequestItems", std::move(request)}}, true));
     pending = json::array();
     const json::object* responses = object_field(reply, "Responses");
     const json::array* items = responses ? array_field(*responses, name) : nullptr;
     for (const auto& v : items ? *items : json::array()) {
       if (!v.is_object()) return internal_error("BatchGetItem: malformed item");
-      ASSIGN_OR_RETURN(Item item, decode_item(v.get_object()));
+      LEASEHOLD_ASSIGN_OR_RETURN(Item item, decode_item(v.get_object()));
       const std::string* pk = get_string(item, spec.pk_attr);
       const std::string* sk = spec.sk_attr.empty() ? nullptr : get_string(item, spec.sk_attr);
       if (pk == nullptr) return internal_error("BatchGetItem: item without its key");
@@ -130,8 +131,8 @@ Status DynamoDbStore::batch_get_chunk(const TableSpec& spec, std::span<const Key
 
 Result<std::vector<Item>> DynamoDbStore::batch_get(std::string_view table,
                                                    std::span<const Key> keys) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
-  for (const auto& key : keys) RETURN_IF_ERROR(validate_key(*spec, key));
+  LEASEHOLD_ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
+  for (const auto& key : keys) LEASEHOLD_RETURN_IF_ERROR(validate_key(*spec, key));
   // BatchGetItem refuses duplicate keys: ask for each key once.
   std::vector<Key> unique;
   std::set<KeyTuple> seen;
@@ -141,7 +142,8 @@ Result<std::vector<Item>> DynamoDbStore::batch_get(std::string_view table,
   std::map<KeyTuple, Item> found;
   for (size_t i = 0; i < unique.size(); i += kBatchGetKeysMax) {
     const size_t n = std::min(kBatchGetKeysMax, unique.size() - i);
-    RETURN_IF_ERROR(batch_get_chunk(*spec, std::span<const Key>(unique).subspan(i, n), found));
+    LEASEHOLD_RETURN_IF_ERROR(
+        batch_get_chunk(*spec, std::span<const Key>(unique).subspan(i, n), found));
   }
   std::vector<Item> out;
   for (const auto& key : keys) {
@@ -152,10 +154,10 @@ Result<std::vector<Item>> DynamoDbStore::batch_get(std::string_view table,
 }
 
 Status DynamoDbStore::put(std::string_view table, const Item& item, const Condition& condition) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
-  RETURN_IF_ERROR(validate_item(*spec, item));
-  RETURN_IF_ERROR(validate_index_attrs(*spec, item));
-  RETURN_IF_ERROR(validate_condition(condition));
+  LEASEHOLD_ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
+  LEASEHOLD_RETURN_IF_ERROR(validate_item(*spec, item));
+  LEASEHOLD_RETURN_IF_ERROR(validate_index_attrs(*spec, item));
+  LEASEHOLD_RETURN_IF_ERROR(validate_condition(condition));
   return conditional_write("PutItem", {{"TableName", physical(table)}, {"Item", encode_item(item)}},
                            *spec, condition);
 }
@@ -171,7 +173,7 @@ Result<Item> DynamoDbStore::explain_failed_update(std::string_view table, const 
   if (!evaluate(condition, current.ok() ? &*current : nullptr)) return failed;
   Item next = current.ok() ? *current : Item{};
   set_key(spec, key, next);
-  RETURN_IF_ERROR(apply_update(update, next));
+  LEASEHOLD_RETURN_IF_ERROR(apply_update(update, next));
   return failed;  // the item changed in between; the caller's condition decides
 }
 
@@ -183,10 +185,10 @@ Result<Item> DynamoDbStore::update(std::string_view table, const Key& key, const
 Result<Item> DynamoDbStore::update_until(std::string_view table, const Key& key,
                                          const Update& update, const Condition& condition,
                                          MonoTime deadline) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table, deadline));
-  RETURN_IF_ERROR(validate_key(*spec, key));
-  RETURN_IF_ERROR(validate_update(*spec, update));
-  RETURN_IF_ERROR(validate_condition(condition));
+  LEASEHOLD_ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table, deadline));
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(*spec, key));
+  LEASEHOLD_RETURN_IF_ERROR(validate_update(*spec, update));
+  LEASEHOLD_RETURN_IF_ERROR(validate_condition(condition));
   bool guarded = false;
   const std::string body =
       update_item_body(physical(table), *spec, key, update, condition, guarded);
@@ -236,9 +238,9 @@ std::vector<Result<Item>> DynamoDbStore::update_each(std::string_view table,
 }
 
 Status DynamoDbStore::remove(std::string_view table, const Key& key, const Condition& condition) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
-  RETURN_IF_ERROR(validate_key(*spec, key));
-  RETURN_IF_ERROR(validate_condition(condition));
+  LEASEHOLD_ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(*spec, key));
+  LEASEHOLD_RETURN_IF_ERROR(validate_condition(condition));
   return conditional_write("DeleteItem",
                            {{"TableName", physical(table)}, {"Key", encode_key(*spec, key)}}, *spec,
                            condition);
@@ -262,17 +264,17 @@ Result<Page> DynamoDbStore::run_query(json::object body, const CursorShape& shap
                                       const QueryOptions& options, const TableSpec& spec,
                                       const IndexSpec* index) {
   if (!options.cursor.empty()) {
-    ASSIGN_OR_RETURN(body["ExclusiveStartKey"], decode_cursor(options.cursor, shape));
+    LEASEHOLD_ASSIGN_OR_RETURN(body["ExclusiveStartKey"], decode_cursor(options.cursor, shape));
   }
   Page page;
   const size_t limit = static_cast<size_t>(options.limit);
   while (true) {
     body["Limit"] = limit - page.items.size();
-    ASSIGN_OR_RETURN(json::object reply, call("Query", body, true));
+    LEASEHOLD_ASSIGN_OR_RETURN(json::object reply, call("Query", body, true));
     if (const json::array* items = array_field(reply, "Items")) {
       for (const auto& v : *items) {
         if (!v.is_object()) return internal_error("Query: malformed item");
-        ASSIGN_OR_RETURN(Item item, decode_item(v.get_object()));
+        LEASEHOLD_ASSIGN_OR_RETURN(Item item, decode_item(v.get_object()));
         page.items.push_back(std::move(item));
       }
     }
@@ -282,7 +284,7 @@ Result<Page> DynamoDbStore::run_query(json::object body, const CursorShape& shap
       return page;
     }
     if (page.items.size() >= limit) {
-      ASSIGN_OR_RETURN(Item position, decode_item(*last));
+      LEASEHOLD_ASSIGN_OR_RETURN(Item position, decode_item(*last));
       page.next_cursor = store::encode_item(position);
       if (index) sort_ties(spec, *index, page.items);
       return page;
@@ -293,15 +295,17 @@ Result<Page> DynamoDbStore::run_query(json::object body, const CursorShape& shap
 
 Result<Page> DynamoDbStore::query(std::string_view table, std::string_view pk,
                                   const KeyRange& range, const QueryOptions& options) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
-  RETURN_IF_ERROR(validate_query_options(options));
-  RETURN_IF_ERROR(validate_key(*spec, {std::string(pk), spec->sk_attr.empty() ? "" : "x"}));
+  LEASEHOLD_ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
+  LEASEHOLD_RETURN_IF_ERROR(validate_query_options(options));
+  LEASEHOLD_RETURN_IF_ERROR(
+      validate_key(*spec, {std::string(pk), spec->sk_attr.empty() ? "" : "x"}));
   if (spec->sk_attr.empty() && range.kind != KeyRange::Kind::kAll) {
     return invalid_argument("table " + spec->name + " has no sort key to range over");
   }
-  RETURN_IF_ERROR(validate_range(range, AttrType::kString));
+  LEASEHOLD_RETURN_IF_ERROR(validate_range(range, AttrType::kString));
   const CursorShape shape = table_cursor_shape(*spec);
-  if (!options.cursor.empty()) RETURN_IF_ERROR(decode_cursor(options.cursor, shape).status());
+  if (!options.cursor.empty())
+    LEASEHOLD_RETURN_IF_ERROR(decode_cursor(options.cursor, shape).status());
   ExpressionBuilder b;
   const std::optional<std::string> expression =
       key_condition(b, spec->pk_attr, pk, spec->sk_attr, range);
@@ -316,18 +320,19 @@ Result<Page> DynamoDbStore::query(std::string_view table, std::string_view pk,
 Result<Page> DynamoDbStore::query_index(std::string_view table, std::string_view index,
                                         std::string_view hash_value, const KeyRange& range,
                                         const QueryOptions& options) {
-  ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
-  RETURN_IF_ERROR(validate_query_options(options));
+  LEASEHOLD_ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table));
+  LEASEHOLD_RETURN_IF_ERROR(validate_query_options(options));
   const auto found = std::find_if(spec->indexes.begin(), spec->indexes.end(),
                                   [&](const IndexSpec& i) { return i.name == index; });
   if (found == spec->indexes.end()) {
     return not_found("table " + spec->name + " has no index " + std::string(index));
   }
-  RETURN_IF_ERROR(validate_range(range, found->range_type));
+  LEASEHOLD_RETURN_IF_ERROR(validate_range(range, found->range_type));
   CursorShape shape = table_cursor_shape(*spec);
   shape.emplace(found->hash_attr, AttrType::kString);
   shape.emplace(found->range_attr, found->range_type);
-  if (!options.cursor.empty()) RETURN_IF_ERROR(decode_cursor(options.cursor, shape).status());
+  if (!options.cursor.empty())
+    LEASEHOLD_RETURN_IF_ERROR(decode_cursor(options.cursor, shape).status());
   if (hash_value.empty()) return Page{};  // DynamoDB indexes no empty key values
   ExpressionBuilder b;
   const std::optional<std::string> expression =

@@ -44,11 +44,12 @@ Result<net::HttpRequest> DynamoDbStore::make_request(std::string_view op, std::s
   to_sign.body = std::move(body);
   Credentials fetched;
   if (options_.credentials_source) {
-    ASSIGN_OR_RETURN(fetched, options_.credentials_source->get());
+    LEASEHOLD_ASSIGN_OR_RETURN(fetched, options_.credentials_source->get());
   }
   const Credentials& credentials = options_.credentials_source ? fetched : options_.credentials;
-  ASSIGN_OR_RETURN(SigV4Result signature, sign_v4(to_sign, credentials, options_.region, "dynamodb",
-                                                  options_.clock->wall_now(), &signing_keys_));
+  LEASEHOLD_ASSIGN_OR_RETURN(SigV4Result signature,
+                             sign_v4(to_sign, credentials, options_.region, "dynamodb",
+                                     options_.clock->wall_now(), &signing_keys_));
   net::HttpRequest request;
   request.method = "POST";
   request.target = "/";
@@ -86,7 +87,7 @@ Result<json::object> DynamoDbStore::send_once(std::string_view op, const std::st
                                               Duration timeout, json::storage_ptr storage,
                                               Verdict* verdict) {
   *verdict = Verdict::kAnswered;
-  ASSIGN_OR_RETURN(net::HttpRequest request, make_request(op, body));
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpRequest request, make_request(op, body));
   Result<net::HttpResponse> response = http_->send(request, timeout);
   if (response.ok()) {
     return interpret_reply(op, response->status, response->body, verdict, std::move(storage));
@@ -164,8 +165,8 @@ Result<net::HttpClientOptions> check_options(const DynamoDbOptions& options,
                                    ? "https://dynamodb." + options.region + ".amazonaws.com"
                                    : options.endpoint;
   net::HttpClientOptions http;
-  ASSIGN_OR_RETURN(http.endpoint, net::parse_http_endpoint(endpoint));
-  RETURN_IF_ERROR(net::validate_http_client_options(http));
+  LEASEHOLD_ASSIGN_OR_RETURN(http.endpoint, net::parse_http_endpoint(endpoint));
+  LEASEHOLD_RETURN_IF_ERROR(net::validate_http_client_options(http));
   return http;
 }
 
@@ -180,9 +181,9 @@ Status apply_uri_params(std::string_view query, DynamoDbOptions& options) {
     }
     if (p.name == "endpoint") {
       options.endpoint = std::string(p.value);
-      RETURN_IF_ERROR(net::parse_http_endpoint(options.endpoint).status());
+      LEASEHOLD_RETURN_IF_ERROR(net::parse_http_endpoint(options.endpoint).status());
     } else {
-      ASSIGN_OR_RETURN(options.table_active_timeout, parse_duration(p.value));
+      LEASEHOLD_ASSIGN_OR_RETURN(options.table_active_timeout, parse_duration(p.value));
     }
   }
   return Status::ok_status();
@@ -190,16 +191,17 @@ Status apply_uri_params(std::string_view query, DynamoDbOptions& options) {
 
 // parse_dynamodb_uri() and then everything but the credentials.
 Result<DynamoDbOptions> parse_and_check_uri(std::string_view rest) {
-  ASSIGN_OR_RETURN(DynamoDbOptions options, parse_dynamodb_uri(rest));
-  RETURN_IF_ERROR(check_options(options, false).status());
+  LEASEHOLD_ASSIGN_OR_RETURN(DynamoDbOptions options, parse_dynamodb_uri(rest));
+  LEASEHOLD_RETURN_IF_ERROR(check_options(options, false).status());
   return options;
 }
 
 }  // namespace
 
 Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options) {
-  ASSIGN_OR_RETURN(net::HttpClientOptions http, check_options(options, true));
-  ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client, net::HttpClient::open(std::move(http)));
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpClientOptions http, check_options(options, true));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client,
+                             net::HttpClient::open(std::move(http)));
   return std::unique_ptr<ItemStore>(
       std::make_unique<DynamoDbStore>(std::move(options), std::move(client)));
 }
@@ -217,7 +219,7 @@ Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest) {
   options.region = std::string(path.substr(0, slash));
   options.table_prefix = std::string(path.substr(slash + 1));
   if (uri.query && uri.query->empty()) return malformed;
-  if (uri.query) RETURN_IF_ERROR(apply_uri_params(*uri.query, options));
+  if (uri.query) LEASEHOLD_RETURN_IF_ERROR(apply_uri_params(*uri.query, options));
   return options;
 }
 
@@ -226,8 +228,8 @@ Status validate_dynamodb_uri(std::string_view rest) { return parse_and_check_uri
 Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest) {
   // Check everything but the credentials first, so that a malformed URI is
   // reported as such even on a machine without credentials.
-  ASSIGN_OR_RETURN(DynamoDbOptions options, parse_and_check_uri(rest));
-  ASSIGN_OR_RETURN(options.credentials_source, default_credentials(process_env()));
+  LEASEHOLD_ASSIGN_OR_RETURN(DynamoDbOptions options, parse_and_check_uri(rest));
+  LEASEHOLD_ASSIGN_OR_RETURN(options.credentials_source, default_credentials(process_env()));
   return open_dynamodb_store(std::move(options));
 }
 

@@ -14,8 +14,9 @@ Result<json::object> DynamoDbStore::describe(std::string_view logical, MonoTime 
   if (!valid_table_name(physical(logical))) {
     return not_found("no table " + std::string(logical));
   }
-  ASSIGN_OR_RETURN(json::object reply,
-                   call("DescribeTable", {{"TableName", physical(logical)}}, true, {}, deadline));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      json::object reply,
+      call("DescribeTable", {{"TableName", physical(logical)}}, true, {}, deadline));
   const json::object* table = object_field(reply, "Table");
   if (table == nullptr) return internal_error("DescribeTable: reply without Table");
   return *table;
@@ -45,7 +46,7 @@ void DynamoDbStore::cache(const TableSpec& spec) {
 }
 
 Status DynamoDbStore::create_table(const TableSpec& spec) {
-  ASSIGN_OR_RETURN(json::array definitions, attribute_definitions(spec));
+  LEASEHOLD_ASSIGN_OR_RETURN(json::array definitions, attribute_definitions(spec));
   json::object body{{"TableName", physical(spec.name)},
                     {"BillingMode", "PAY_PER_REQUEST"},
                     {"AttributeDefinitions", std::move(definitions)},
@@ -63,13 +64,13 @@ Status DynamoDbStore::create_table(const TableSpec& spec) {
 Status DynamoDbStore::add_index(TableSpec& have, const IndexSpec& index) {
   TableSpec grown = have;
   grown.indexes.push_back(index);
-  ASSIGN_OR_RETURN(json::array definitions, attribute_definitions(grown));
+  LEASEHOLD_ASSIGN_OR_RETURN(json::array definitions, attribute_definitions(grown));
   json::array updates{json::object{{"Create", gsi_json(index)}}};
   json::object body{{"TableName", physical(have.name)},
                     {"AttributeDefinitions", std::move(definitions)},
                     {"GlobalSecondaryIndexUpdates", std::move(updates)}};
-  RETURN_IF_ERROR(call("UpdateTable", body, false).status());
-  RETURN_IF_ERROR(wait_active(have.name, {index.name}));
+  LEASEHOLD_RETURN_IF_ERROR(call("UpdateTable", body, false).status());
+  LEASEHOLD_RETURN_IF_ERROR(wait_active(have.name, {index.name}));
   have = std::move(grown);
   return {};
 }
@@ -81,7 +82,7 @@ Status DynamoDbStore::wait_active(std::string_view logical,
   const MonoTime deadline = options_.clock->mono_now() + options_.table_active_timeout;
   Duration pause = 5ms;
   while (true) {
-    ASSIGN_OR_RETURN(json::object table, describe(logical));
+    LEASEHOLD_ASSIGN_OR_RETURN(json::object table, describe(logical));
     if (is_active(table, indexes)) return {};
     if (options_.clock->mono_now() >= deadline) {
       return unavailable("table " + std::string(logical) +
@@ -96,32 +97,33 @@ Status DynamoDbStore::wait_active(std::string_view logical,
 Status DynamoDbStore::reconcile(const TableSpec& wanted, TableSpec have) {
   cache(have);
   // Check every index first, so that a refused call changes nothing.
-  ASSIGN_OR_RETURN(const std::vector<IndexSpec> added, missing_indexes(wanted, have, wanted.name));
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::vector<IndexSpec> added,
+                             missing_indexes(wanted, have, wanted.name));
   TableSpec all = have;
   all.indexes.insert(all.indexes.end(), added.begin(), added.end());
-  RETURN_IF_ERROR(attribute_definitions(all).status());
+  LEASEHOLD_RETURN_IF_ERROR(attribute_definitions(all).status());
   // DynamoDB creates one index per UpdateTable call.
   for (const auto& index : added) {
     Status status = add_index(have, index);
     cache(have);
-    RETURN_IF_ERROR(status);
+    LEASEHOLD_RETURN_IF_ERROR(status);
   }
   return {};
 }
 
 Status DynamoDbStore::ensure_table(const TableSpec& spec) {
-  RETURN_IF_ERROR(validate_table_spec(spec));
+  LEASEHOLD_RETURN_IF_ERROR(validate_table_spec(spec));
   if (!valid_table_name(physical(spec.name))) {
     return invalid_argument("table name " + physical(spec.name) + " is not 3..255 characters");
   }
-  RETURN_IF_ERROR(attribute_definitions(spec).status());
+  LEASEHOLD_RETURN_IF_ERROR(attribute_definitions(spec).status());
   Result<json::object> table = describe(spec.name);
   if (!table.ok() && table.status().code() == Code::kNotFound) {
     const Status created = create_table(spec);
     if (created.ok()) {
       std::vector<std::string> names;
       for (const auto& index : spec.indexes) names.push_back(index.name);
-      RETURN_IF_ERROR(wait_active(spec.name, names));
+      LEASEHOLD_RETURN_IF_ERROR(wait_active(spec.name, names));
       cache(spec);
       return {};
     }
@@ -129,28 +131,28 @@ Status DynamoDbStore::ensure_table(const TableSpec& spec) {
     table = describe(spec.name);  // another process created it first
   }
   if (!table.ok()) return table.status();
-  if (!is_active(*table, {})) RETURN_IF_ERROR(wait_active(spec.name, {}));
+  if (!is_active(*table, {})) LEASEHOLD_RETURN_IF_ERROR(wait_active(spec.name, {}));
   return reconcile(spec, spec_from_description(spec.name, *table));
 }
 
 // Like ensure_table(), but creates nothing: what is missing is kNotFound,
 // naming the physical table (what the user sees in the AWS console).
 Status DynamoDbStore::require_table(const TableSpec& spec) {
-  RETURN_IF_ERROR(validate_table_spec(spec));
+  LEASEHOLD_RETURN_IF_ERROR(validate_table_spec(spec));
   Result<json::object> table = describe(spec.name);
   if (!table.ok() && table.status().code() == Code::kNotFound) {
     return not_found("table " + physical(spec.name) + " does not exist");
   }
   if (!table.ok()) return table.status();
   const TableSpec have = spec_from_description(spec.name, *table);
-  ASSIGN_OR_RETURN(const std::vector<IndexSpec> missing,
-                   missing_indexes(spec, have, physical(spec.name)));
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::vector<IndexSpec> missing,
+                             missing_indexes(spec, have, physical(spec.name)));
   if (!missing.empty()) {
     return not_found("table " + physical(spec.name) + " has no index " + missing.front().name);
   }
   std::vector<std::string> names;
   for (const auto& index : spec.indexes) names.push_back(index.name);
-  if (!is_active(*table, names)) RETURN_IF_ERROR(wait_active(spec.name, names));
+  if (!is_active(*table, names)) LEASEHOLD_RETURN_IF_ERROR(wait_active(spec.name, names));
   cache(have);
   return {};
 }

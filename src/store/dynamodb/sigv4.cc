@@ -209,8 +209,9 @@ Status validate(const HttpRequestToSign& request, const Credentials& credentials
   if (service.empty()) return invalid_argument("sigv4: empty service");
   if (request.host.empty()) return invalid_argument("sigv4: empty host");
   if (request.method.empty()) return invalid_argument("sigv4: empty method");
-  RETURN_IF_ERROR(validate_path(request.path));
-  for (const auto& [name, value] : request.headers) RETURN_IF_ERROR(validate_header(name, value));
+  LEASEHOLD_RETURN_IF_ERROR(validate_path(request.path));
+  for (const auto& [name, value] : request.headers)
+    LEASEHOLD_RETURN_IF_ERROR(validate_header(name, value));
   for (unsigned char c : request.host) {
     if (c <= 0x20 || c >= 0x7f) return invalid_argument("sigv4: bad character in host");
   }
@@ -441,9 +442,9 @@ uint64_t SigningKeyCache::derivations() const {
 Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials& credentials,
                             std::string_view region, std::string_view service, WallTime now,
                             SigningKeyCache* cache) {
-  RETURN_IF_ERROR(validate(request, credentials, region, service));
+  LEASEHOLD_RETURN_IF_ERROR(validate(request, credentials, region, service));
   SigV4Result out;
-  ASSIGN_OR_RETURN(out.amz_date, format_amz_date(now));
+  LEASEHOLD_ASSIGN_OR_RETURN(out.amz_date, format_amz_date(now));
   const std::string_view date = std::string_view(out.amz_date).substr(0, 8);
   const CanonicalHeaders headers =
       canonical_headers(request, out.amz_date, credentials.session_token);

@@ -124,7 +124,7 @@ boost::json::object encode_item(const Item& item) {
 Result<Item> decode_item(const boost::json::object& item) {
   Item out;
   for (const auto& [name, value] : item) {
-    ASSIGN_OR_RETURN(Value v, decode_value(name, value));
+    LEASEHOLD_ASSIGN_OR_RETURN(Value v, decode_value(name, value));
     out.emplace(std::string(name), std::move(v));
   }
   return out;

@@ -42,11 +42,12 @@ Result<json::array> attribute_definitions(const TableSpec& spec) {
     }
     return {};
   };
-  RETURN_IF_ERROR(define(spec.pk_attr, "S"));
-  if (!spec.sk_attr.empty()) RETURN_IF_ERROR(define(spec.sk_attr, "S"));
+  LEASEHOLD_RETURN_IF_ERROR(define(spec.pk_attr, "S"));
+  if (!spec.sk_attr.empty()) LEASEHOLD_RETURN_IF_ERROR(define(spec.sk_attr, "S"));
   for (const auto& index : spec.indexes) {
-    RETURN_IF_ERROR(define(index.hash_attr, "S"));
-    RETURN_IF_ERROR(define(index.range_attr, index.range_type == AttrType::kInt ? "N" : "S"));
+    LEASEHOLD_RETURN_IF_ERROR(define(index.hash_attr, "S"));
+    LEASEHOLD_RETURN_IF_ERROR(
+        define(index.range_attr, index.range_type == AttrType::kInt ? "N" : "S"));
   }
   json::array out;
   for (const auto& [attr, type] : types) {
@@ -98,7 +99,7 @@ Result<std::vector<IndexSpec>> missing_indexes(const TableSpec& wanted, const Ta
     if (same == have.indexes.end()) {
       missing.push_back(index);
     } else {
-      RETURN_IF_ERROR(check_same_index(*same, index));
+      LEASEHOLD_RETURN_IF_ERROR(check_same_index(*same, index));
     }
   }
   return missing;

@@ -44,7 +44,7 @@ class StampOnExit {
 class MemoryStore final : public ItemStore {
  public:
   Status ensure_table(const TableSpec& spec) override {
-    RETURN_IF_ERROR(validate_table_spec(spec));
+    LEASEHOLD_RETURN_IF_ERROR(validate_table_spec(spec));
     MutexLock lock(mu_);
     const StampOnExit stamp(writes_);
     const auto found = tables_.find(spec.name);
@@ -64,7 +64,7 @@ class MemoryStore final : public ItemStore {
       if (same == have.indexes.end())
         added.push_back(index);
       else
-        RETURN_IF_ERROR(check_same_index(*same, index));
+        LEASEHOLD_RETURN_IF_ERROR(check_same_index(*same, index));
     }
     have.indexes.insert(have.indexes.end(), added.begin(), added.end());
     return {};
@@ -72,8 +72,8 @@ class MemoryStore final : public ItemStore {
 
   Result<Item> get(std::string_view table, const Key& key, bool) override {
     MutexLock lock(mu_);
-    ASSIGN_OR_RETURN(Table * t, find_table(table));
-    RETURN_IF_ERROR(validate_key(t->spec, key));
+    LEASEHOLD_ASSIGN_OR_RETURN(Table * t, find_table(table));
+    LEASEHOLD_RETURN_IF_ERROR(validate_key(t->spec, key));
     const auto it = t->items.find({key.pk, key.sk});
     if (it == t->items.end()) return not_found("no item " + key.pk);
     return it->second;
@@ -81,8 +81,8 @@ class MemoryStore final : public ItemStore {
 
   Result<std::vector<Item>> batch_get(std::string_view table, std::span<const Key> keys) override {
     MutexLock lock(mu_);
-    ASSIGN_OR_RETURN(Table * t, find_table(table));
-    for (const auto& key : keys) RETURN_IF_ERROR(validate_key(t->spec, key));
+    LEASEHOLD_ASSIGN_OR_RETURN(Table * t, find_table(table));
+    for (const auto& key : keys) LEASEHOLD_RETURN_IF_ERROR(validate_key(t->spec, key));
     std::vector<Item> out;
     for (const auto& key : keys) {
       const auto it = t->items.find({key.pk, key.sk});
@@ -94,10 +94,10 @@ class MemoryStore final : public ItemStore {
   Status put(std::string_view table, const Item& item, const Condition& condition) override {
     MutexLock lock(mu_);
     const StampOnExit stamp(writes_);
-    ASSIGN_OR_RETURN(Table * t, find_table(table));
-    RETURN_IF_ERROR(validate_item(t->spec, item));
-    RETURN_IF_ERROR(validate_index_attrs(t->spec, item));
-    RETURN_IF_ERROR(validate_condition(condition));
+    LEASEHOLD_ASSIGN_OR_RETURN(Table * t, find_table(table));
+    LEASEHOLD_RETURN_IF_ERROR(validate_item(t->spec, item));
+    LEASEHOLD_RETURN_IF_ERROR(validate_index_attrs(t->spec, item));
+    LEASEHOLD_RETURN_IF_ERROR(validate_condition(condition));
     const Key key = key_of(t->spec, item);
     auto it = t->items.find({key.pk, key.sk});
     if (!evaluate(condition, it == t->items.end() ? nullptr : &it->second)) {
@@ -111,7 +111,7 @@ class MemoryStore final : public ItemStore {
                       const Condition& condition) override {
     MutexLock lock(mu_);
     const StampOnExit stamp(writes_);
-    ASSIGN_OR_RETURN(Table * t, find_table(table));
+    LEASEHOLD_ASSIGN_OR_RETURN(Table * t, find_table(table));
     return update_locked(*t, key, update, condition);
   }
 
@@ -134,9 +134,9 @@ class MemoryStore final : public ItemStore {
   Status remove(std::string_view table, const Key& key, const Condition& condition) override {
     MutexLock lock(mu_);
     const StampOnExit stamp(writes_);
-    ASSIGN_OR_RETURN(Table * t, find_table(table));
-    RETURN_IF_ERROR(validate_key(t->spec, key));
-    RETURN_IF_ERROR(validate_condition(condition));
+    LEASEHOLD_ASSIGN_OR_RETURN(Table * t, find_table(table));
+    LEASEHOLD_RETURN_IF_ERROR(validate_key(t->spec, key));
+    LEASEHOLD_RETURN_IF_ERROR(validate_condition(condition));
     auto it = t->items.find({key.pk, key.sk});
     if (!evaluate(condition, it == t->items.end() ? nullptr : &it->second)) {
       return condition_failed("condition " + condition.to_string() + " is false");
@@ -148,17 +148,18 @@ class MemoryStore final : public ItemStore {
   Result<Page> query(std::string_view table, std::string_view pk, const KeyRange& range,
                      const QueryOptions& options) override {
     MutexLock lock(mu_);
-    ASSIGN_OR_RETURN(Table * t, find_table(table));
-    RETURN_IF_ERROR(validate_query_options(options));
-    RETURN_IF_ERROR(validate_key(t->spec, {std::string(pk), t->spec.sk_attr.empty() ? "" : "x"}));
+    LEASEHOLD_ASSIGN_OR_RETURN(Table * t, find_table(table));
+    LEASEHOLD_RETURN_IF_ERROR(validate_query_options(options));
+    LEASEHOLD_RETURN_IF_ERROR(
+        validate_key(t->spec, {std::string(pk), t->spec.sk_attr.empty() ? "" : "x"}));
     if (t->spec.sk_attr.empty() && range.kind != KeyRange::Kind::kAll) {
       return invalid_argument("table " + t->spec.name + " has no sort key to range over");
     }
-    RETURN_IF_ERROR(validate_range(range, AttrType::kString));
+    LEASEHOLD_RETURN_IF_ERROR(validate_range(range, AttrType::kString));
     std::string after;
     bool has_after = false;
     if (!options.cursor.empty()) {
-      ASSIGN_OR_RETURN(Item c, decode_cursor(options.cursor));
+      LEASEHOLD_ASSIGN_OR_RETURN(Item c, decode_cursor(options.cursor));
       after = std::get<std::string>(c["sk"]);
       has_after = true;
     }
@@ -180,14 +181,14 @@ class MemoryStore final : public ItemStore {
                            std::string_view hash_value, const KeyRange& range,
                            const QueryOptions& options) override {
     MutexLock lock(mu_);
-    ASSIGN_OR_RETURN(Table * t, find_table(table));
-    RETURN_IF_ERROR(validate_query_options(options));
+    LEASEHOLD_ASSIGN_OR_RETURN(Table * t, find_table(table));
+    LEASEHOLD_RETURN_IF_ERROR(validate_query_options(options));
     const auto& indexes = t->spec.indexes;
     const auto spec =
         std::find_if(indexes.begin(), indexes.end(), [&](auto& i) { return i.name == index; });
     if (spec == indexes.end())
       return not_found("table " + t->spec.name + " has no index " + std::string(index));
-    RETURN_IF_ERROR(validate_range(range, spec->range_type));
+    LEASEHOLD_RETURN_IF_ERROR(validate_range(range, spec->range_type));
 
     // Index order: (range value, pk, sk), as an ordered set of pointers.
     using Entry = std::tuple<Value, KeyTuple, const Item*>;
@@ -205,7 +206,7 @@ class MemoryStore final : public ItemStore {
     });
     auto begin = entries.begin();
     if (!options.cursor.empty()) {
-      ASSIGN_OR_RETURN(Item c, decode_cursor(options.cursor));
+      LEASEHOLD_ASSIGN_OR_RETURN(Item c, decode_cursor(options.cursor));
       const auto r = c.find("r");
       if (r == c.end() || type_of(r->second) != spec->range_type) {
         return invalid_argument("malformed query cursor");
@@ -253,9 +254,9 @@ class MemoryStore final : public ItemStore {
 
   Result<Item> update_locked(Table& t, const Key& key, const Update& update,
                              const Condition& condition) REQUIRES(mu_) {
-    RETURN_IF_ERROR(validate_key(t.spec, key));
-    RETURN_IF_ERROR(validate_update(t.spec, update));
-    RETURN_IF_ERROR(validate_condition(condition));
+    LEASEHOLD_RETURN_IF_ERROR(validate_key(t.spec, key));
+    LEASEHOLD_RETURN_IF_ERROR(validate_update(t.spec, update));
+    LEASEHOLD_RETURN_IF_ERROR(validate_condition(condition));
     auto it = t.items.find({key.pk, key.sk});
     const Item* current = it == t.items.end() ? nullptr : &it->second;
     if (!evaluate(condition, current)) {
@@ -263,9 +264,9 @@ class MemoryStore final : public ItemStore {
     }
     Item next = current ? *current : Item{};
     set_key(t.spec, key, next);
-    RETURN_IF_ERROR(apply_update(update, next));
+    LEASEHOLD_RETURN_IF_ERROR(apply_update(update, next));
     if (item_bytes(next) > kItemBytesMax) return invalid_argument("item larger than 400 KiB");
-    RETURN_IF_ERROR(validate_index_attrs(t.spec, next));
+    LEASEHOLD_RETURN_IF_ERROR(validate_index_attrs(t.spec, next));
     if (it != t.items.end()) {
       it->second = next;
     } else {

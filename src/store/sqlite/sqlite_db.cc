@@ -87,8 +87,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const SqliteOptions& option
 
 Status Connection::configure(const SqliteOptions& options) {
   sqlite3_busy_timeout(db_, busy_timeout_ms(options));
-  RETURN_IF_ERROR(switch_to_wal(options));
-  RETURN_IF_ERROR(
+  LEASEHOLD_RETURN_IF_ERROR(switch_to_wal(options));
+  LEASEHOLD_RETURN_IF_ERROR(
       exec(options.synchronous_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
   return register_functions(db_);
 }
@@ -98,7 +98,7 @@ Status Connection::configure(const SqliteOptions& options) {
 // handler, so processes starting together on a new file retry here (for as
 // long as the busy timeout, counted in time slept).
 Status Connection::switch_to_wal(const SqliteOptions& options) {
-  ASSIGN_OR_RETURN(sqlite3_stmt * wal, prepare("PRAGMA journal_mode=WAL"));
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * wal, prepare("PRAGMA journal_mode=WAL"));
   const int slept_ms_max = busy_timeout_ms(options);
   for (int slept_ms = 0, delay_ms = 1;;
        slept_ms += delay_ms, delay_ms = std::min(delay_ms * 2, 50)) {
@@ -135,7 +135,7 @@ Status Connection::exec(const std::string& sql) {
 }
 
 Status Connection::exec_cached(const std::string& sql) {
-  ASSIGN_OR_RETURN(sqlite3_stmt * s, prepare(sql));
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s, prepare(sql));
   StatementReset reset(s);
   const int rc = sqlite3_step(s);
   if (rc != SQLITE_DONE) return error_status(db_, rc, "running SQL");

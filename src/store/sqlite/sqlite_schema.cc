@@ -121,7 +121,7 @@ Result<TableSpec> spec_from_json(std::string_view json) {
         !text(entry.get_object(), "range_type", type)) {
       return bad();
     }
-    ASSIGN_OR_RETURN(index.range_type, range_type_from(type));
+    LEASEHOLD_ASSIGN_OR_RETURN(index.range_type, range_type_from(type));
     spec.indexes.push_back(std::move(index));
   }
   // What is spliced into SQL must be as safe as when it was first written.

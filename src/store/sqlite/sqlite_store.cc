@@ -140,7 +140,7 @@ Result<Page> read_page(Connection& c, sqlite3_stmt* s, const TableSpec& spec, in
           make_cursor(index ? &last.at(index->range_attr) : nullptr, key_of(spec, last));
       return page;
     }
-    ASSIGN_OR_RETURN(Item item, decode_item(column_text(s, 0)));
+    LEASEHOLD_ASSIGN_OR_RETURN(Item item, decode_item(column_text(s, 0)));
     page.items.push_back(std::move(item));
   }
   if (rc != SQLITE_DONE) return sqlite::error_status(c.db(), rc, "query");
@@ -149,8 +149,8 @@ Result<Page> read_page(Connection& c, sqlite3_stmt* s, const TableSpec& spec, in
 
 Status validate_request(const TableSpec& spec, const Key& key, const Update& update,
                         const Condition& condition) {
-  RETURN_IF_ERROR(validate_key(spec, key));
-  RETURN_IF_ERROR(validate_update(spec, update));
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(spec, key));
+  LEASEHOLD_RETURN_IF_ERROR(validate_update(spec, update));
   return validate_condition(condition);
 }
 
@@ -223,7 +223,7 @@ Result<SqliteStore::Table> SqliteStore::table(Connection& c, std::string_view na
     const auto it = tables_.find(name);
     if (it != tables_.end()) return it->second;
   }
-  ASSIGN_OR_RETURN(std::optional<TableSpec> spec, load_spec(c, name));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<TableSpec> spec, load_spec(c, name));
   if (!spec) return not_found("no table " + std::string(name));
   return remember(std::move(*spec));
 }
@@ -237,27 +237,27 @@ SqliteStore::Table SqliteStore::remember(TableSpec spec) {
 
 Result<std::optional<TableSpec>> SqliteStore::load_spec(Connection& c, std::string_view name) {
   static const std::string kSql = sqlite::kSelectSpec;
-  ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(kSql));
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(kSql));
   StatementReset reset(s);
   bind_text(s, 1, name);
   const int rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) return std::optional<TableSpec>();
   if (rc != SQLITE_ROW) return sqlite::error_status(c.db(), rc, "reading table specs");
-  ASSIGN_OR_RETURN(TableSpec spec, sqlite::spec_from_json(column_text(s, 0)));
+  LEASEHOLD_ASSIGN_OR_RETURN(TableSpec spec, sqlite::spec_from_json(column_text(s, 0)));
   return std::optional<TableSpec>(std::move(spec));
 }
 
 Status SqliteStore::ensure_table(const TableSpec& spec) {
-  RETURN_IF_ERROR(validate_table_spec(spec));
-  RETURN_IF_ERROR(sqlite::validate_sql_names(spec));
-  ASSIGN_OR_RETURN(auto c, pool_.acquire());
-  RETURN_IF_ERROR(c->exec("BEGIN IMMEDIATE").with_context("ensure_table " + spec.name));
+  LEASEHOLD_RETURN_IF_ERROR(validate_table_spec(spec));
+  LEASEHOLD_RETURN_IF_ERROR(sqlite::validate_sql_names(spec));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto c, pool_.acquire());
+  LEASEHOLD_RETURN_IF_ERROR(c->exec("BEGIN IMMEDIATE").with_context("ensure_table " + spec.name));
   Result<TableSpec> stored = ensure_table_in_transaction(*c, spec);
   if (!stored.ok()) {
     c->abandon_transaction();
     return stored.status();
   }
-  RETURN_IF_ERROR(c->exec("COMMIT").with_context("ensure_table " + spec.name));
+  LEASEHOLD_RETURN_IF_ERROR(c->exec("COMMIT").with_context("ensure_table " + spec.name));
   remember(std::move(stored).value());
   return {};
 }
@@ -266,30 +266,30 @@ Status SqliteStore::ensure_table(const TableSpec& spec) {
 // Runs inside the caller's write transaction, so concurrent callers in other
 // processes see either none or all of it.
 Result<TableSpec> SqliteStore::ensure_table_in_transaction(Connection& c, const TableSpec& spec) {
-  ASSIGN_OR_RETURN(std::optional<TableSpec> found, load_spec(c, spec.name));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<TableSpec> found, load_spec(c, spec.name));
   if (found && (found->pk_attr != spec.pk_attr || found->sk_attr != spec.sk_attr)) {
     return invalid_argument("table " + spec.name + " exists with another key schema");
   }
   bool changed = !found;
   TableSpec stored =
       found ? std::move(*found) : TableSpec{spec.name, spec.pk_attr, spec.sk_attr, {}};
-  if (changed) RETURN_IF_ERROR(c.exec(sqlite::create_items_ddl(stored)));
+  if (changed) LEASEHOLD_RETURN_IF_ERROR(c.exec(sqlite::create_items_ddl(stored)));
   for (const auto& index : spec.indexes) {
     const auto same_name = [&](const IndexSpec& i) { return i.name == index.name; };
     const auto existing = std::find_if(stored.indexes.begin(), stored.indexes.end(), same_name);
     if (existing != stored.indexes.end()) {
-      RETURN_IF_ERROR(check_same_index(*existing, index));
+      LEASEHOLD_RETURN_IF_ERROR(check_same_index(*existing, index));
       continue;
     }
     stored.indexes.push_back(index);
     for (const auto& ddl : sqlite::add_index_ddl(stored, stored.indexes.size() - 1)) {
-      RETURN_IF_ERROR(c.exec(ddl));
+      LEASEHOLD_RETURN_IF_ERROR(c.exec(ddl));
     }
     changed = true;
   }
   if (!changed) return stored;
   static const std::string kSql = sqlite::kUpsertSpec;
-  ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(kSql));
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(kSql));
   StatementReset reset(s);
   const std::string json = sqlite::spec_to_json(stored);
   bind_text(s, 1, stored.name);
@@ -301,14 +301,14 @@ Result<TableSpec> SqliteStore::ensure_table_in_transaction(Connection& c, const 
 
 Result<std::optional<Item>> SqliteStore::read_item(Connection& c, const TableSql& t,
                                                    const Key& key) {
-  ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(t.get));
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(t.get));
   StatementReset reset(s);
   bind_text(s, 1, key.pk);
   bind_text(s, 2, key.sk);
   const int rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) return std::optional<Item>();
   if (rc != SQLITE_ROW) return sqlite::error_status(c.db(), rc, "get");
-  ASSIGN_OR_RETURN(Item item, decode_item(column_text(s, 0)));
+  LEASEHOLD_ASSIGN_OR_RETURN(Item item, decode_item(column_text(s, 0)));
   return std::optional<Item>(std::move(item));
 }
 
@@ -318,7 +318,7 @@ Result<std::optional<Item>> SqliteStore::read_item(Connection& c, const TableSql
 // COMMIT.
 Result<std::vector<Item>> SqliteStore::read_two(Connection& c, const TableSql& t,
                                                 std::span<const Key, 2> keys) {
-  ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(t.get_two));
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(t.get_two));
   StatementReset reset(s);
   for (int i = 0; i < 2; ++i) {
     bind_text(s, 2 * i + 1, keys[i].pk);
@@ -327,7 +327,7 @@ Result<std::vector<Item>> SqliteStore::read_two(Connection& c, const TableSql& t
   std::optional<Item> found[2];
   for (int rc = sqlite3_step(s); rc != SQLITE_DONE; rc = sqlite3_step(s)) {
     if (rc != SQLITE_ROW) return sqlite::error_status(c.db(), rc, "batch_get");
-    ASSIGN_OR_RETURN(Item item, decode_item(column_text(s, 1)));
+    LEASEHOLD_ASSIGN_OR_RETURN(Item item, decode_item(column_text(s, 1)));
     found[sqlite3_column_int(s, 0) == 0 ? 0 : 1] = std::move(item);
   }
   std::vector<Item> out;
@@ -339,39 +339,39 @@ Result<std::vector<Item>> SqliteStore::read_two(Connection& c, const TableSql& t
 }
 
 Result<Item> SqliteStore::get(std::string_view table_name, const Key& key, bool) {
-  ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
-  ASSIGN_OR_RETURN(Table t, table(*c, table_name));
-  RETURN_IF_ERROR(validate_key(t->spec, key));
-  ASSIGN_OR_RETURN(std::optional<Item> item, read_item(*c, *t, key));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
+  LEASEHOLD_ASSIGN_OR_RETURN(Table t, table(*c, table_name));
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(t->spec, key));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<Item> item, read_item(*c, *t, key));
   if (!item) return not_found("no item " + key.pk);
   return std::move(*item);
 }
 
 Result<std::vector<Item>> SqliteStore::batch_get(std::string_view table_name,
                                                  std::span<const Key> keys) {
-  ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
-  ASSIGN_OR_RETURN(Table t, table(*c, table_name));
-  for (const auto& key : keys) RETURN_IF_ERROR(validate_key(t->spec, key));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
+  LEASEHOLD_ASSIGN_OR_RETURN(Table t, table(*c, table_name));
+  for (const auto& key : keys) LEASEHOLD_RETURN_IF_ERROR(validate_key(t->spec, key));
   std::vector<Item> out;
   if (keys.empty()) return out;
   if (keys.size() == 2) return read_two(*c, *t, keys.first<2>());
   // One read transaction: every key is read from the same snapshot.
   static const std::string kBegin = "BEGIN", kCommit = "COMMIT";
-  RETURN_IF_ERROR(c->exec_cached(kBegin).with_context("batch_get"));
+  LEASEHOLD_RETURN_IF_ERROR(c->exec_cached(kBegin).with_context("batch_get"));
   for (const auto& key : keys) {
-    ASSIGN_OR_RETURN(std::optional<Item> item, read_item(*c, *t, key));
+    LEASEHOLD_ASSIGN_OR_RETURN(std::optional<Item> item, read_item(*c, *t, key));
     if (item) out.push_back(std::move(*item));
   }
-  RETURN_IF_ERROR(c->exec_cached(kCommit).with_context("batch_get"));
+  LEASEHOLD_RETURN_IF_ERROR(c->exec_cached(kCommit).with_context("batch_get"));
   return out;
 }
 
 Status SqliteStore::put(std::string_view table_name, const Item& item, const Condition& condition) {
-  ASSIGN_OR_RETURN(auto c, pool_.acquire());
-  ASSIGN_OR_RETURN(Table t, table(*c, table_name));
-  RETURN_IF_ERROR(validate_item(t->spec, item));
-  RETURN_IF_ERROR(validate_index_attrs(t->spec, item));
-  RETURN_IF_ERROR(validate_condition(condition));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto c, pool_.acquire());
+  LEASEHOLD_ASSIGN_OR_RETURN(Table t, table(*c, table_name));
+  LEASEHOLD_RETURN_IF_ERROR(validate_item(t->spec, item));
+  LEASEHOLD_RETURN_IF_ERROR(validate_index_attrs(t->spec, item));
+  LEASEHOLD_RETURN_IF_ERROR(validate_condition(condition));
   const Key key = key_of(t->spec, item);
   const std::string json = encode_item(item);
   WriteOp op;
@@ -381,7 +381,8 @@ Status SqliteStore::put(std::string_view table_name, const Item& item, const Con
   // Whether a missing item may be written is known before the statement runs;
   // when it may not, a plain UPDATE does all the work.
   const bool may_create = evaluate(condition, nullptr);
-  ASSIGN_OR_RETURN(sqlite3_stmt * s, c->prepare(may_create ? t->put_upsert : t->put_update));
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                             c->prepare(may_create ? t->put_upsert : t->put_update));
   StatementReset reset(s);
   bind_text(s, 1, key.pk);
   bind_text(s, 2, key.sk);
@@ -395,9 +396,9 @@ Status SqliteStore::put(std::string_view table_name, const Item& item, const Con
 
 Result<Item> SqliteStore::update(std::string_view table_name, const Key& key, const Update& update,
                                  const Condition& condition) {
-  ASSIGN_OR_RETURN(auto c, pool_.acquire());
-  ASSIGN_OR_RETURN(Table t, table(*c, table_name));
-  RETURN_IF_ERROR(validate_request(t->spec, key, update, condition));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto c, pool_.acquire());
+  LEASEHOLD_ASSIGN_OR_RETURN(Table t, table(*c, table_name));
+  LEASEHOLD_RETURN_IF_ERROR(validate_request(t->spec, key, update, condition));
   return write_update(*c, *t, key, update, condition);
 }
 
@@ -420,7 +421,7 @@ Result<Item> SqliteStore::write_update(Connection& c, const TableSql& t, const K
   Status fresh_refused;
   if (may_create) {
     set_key(t.spec, key, fresh);
-    RETURN_IF_ERROR(apply_update(update, fresh));
+    LEASEHOLD_RETURN_IF_ERROR(apply_update(update, fresh));
     if (item_bytes(fresh) > kItemBytesMax) {
       fresh_refused = invalid_argument("item larger than 400 KiB");
     } else {
@@ -429,7 +430,8 @@ Result<Item> SqliteStore::write_update(Connection& c, const TableSql& t, const K
     may_create = fresh_refused.ok();
     if (may_create) fresh_json = encode_item(fresh);
   }
-  ASSIGN_OR_RETURN(sqlite3_stmt * s, c.prepare(may_create ? t.update_upsert : t.update_update));
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s,
+                             c.prepare(may_create ? t.update_upsert : t.update_update));
   StatementReset reset(s);
   bind_text(s, 1, key.pk);
   bind_text(s, 2, key.sk);
@@ -446,15 +448,15 @@ Result<Item> SqliteStore::write_update(Connection& c, const TableSql& t, const K
 
 Status SqliteStore::remove(std::string_view table_name, const Key& key,
                            const Condition& condition) {
-  ASSIGN_OR_RETURN(auto c, pool_.acquire());
-  ASSIGN_OR_RETURN(Table t, table(*c, table_name));
-  RETURN_IF_ERROR(validate_key(t->spec, key));
-  RETURN_IF_ERROR(validate_condition(condition));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto c, pool_.acquire());
+  LEASEHOLD_ASSIGN_OR_RETURN(Table t, table(*c, table_name));
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(t->spec, key));
+  LEASEHOLD_RETURN_IF_ERROR(validate_condition(condition));
   WriteOp op;
   op.spec = &t->spec;
   op.key = &key;
   op.condition = &condition;
-  ASSIGN_OR_RETURN(sqlite3_stmt * s, c->prepare(t->remove));
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s, c->prepare(t->remove));
   StatementReset reset(s);
   bind_text(s, 1, key.pk);
   bind_text(s, 2, key.sk);
@@ -471,22 +473,23 @@ Status SqliteStore::remove(std::string_view table_name, const Key& key,
 
 Result<Page> SqliteStore::query(std::string_view table_name, std::string_view pk,
                                 const KeyRange& range, const QueryOptions& options) {
-  ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
-  ASSIGN_OR_RETURN(Table t, table(*c, table_name));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
+  LEASEHOLD_ASSIGN_OR_RETURN(Table t, table(*c, table_name));
   const TableSpec& spec = t->spec;
-  RETURN_IF_ERROR(validate_query_options(options));
-  RETURN_IF_ERROR(validate_key(spec, {std::string(pk), spec.sk_attr.empty() ? "" : "x"}));
+  LEASEHOLD_RETURN_IF_ERROR(validate_query_options(options));
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(spec, {std::string(pk), spec.sk_attr.empty() ? "" : "x"}));
   if (spec.sk_attr.empty() && range.kind != KeyRange::Kind::kAll) {
     return invalid_argument("table " + spec.name + " has no sort key to range over");
   }
-  RETURN_IF_ERROR(validate_range(range, AttrType::kString));
+  LEASEHOLD_RETURN_IF_ERROR(validate_range(range, AttrType::kString));
   std::optional<Item> cursor;
   if (!options.cursor.empty()) {
-    ASSIGN_OR_RETURN(cursor, decode_cursor(options.cursor, std::nullopt));
+    LEASEHOLD_ASSIGN_OR_RETURN(cursor, decode_cursor(options.cursor, std::nullopt));
   }
   const std::optional<std::string> end = prefix_end(range);
-  ASSIGN_OR_RETURN(sqlite3_stmt * s, c->prepare(sqlite::query_sql(
-                                         spec, range.kind, cursor.has_value(), end.has_value())));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s,
+      c->prepare(sqlite::query_sql(spec, range.kind, cursor.has_value(), end.has_value())));
   StatementReset reset(s);
   bind_text(s, sqlite::kParamKey, pk);
   sqlite3_bind_int(s, sqlite::kParamLimit, options.limit + 1);
@@ -498,28 +501,28 @@ Result<Page> SqliteStore::query(std::string_view table_name, std::string_view pk
 Result<Page> SqliteStore::query_index(std::string_view table_name, std::string_view index_name,
                                       std::string_view hash_value, const KeyRange& range,
                                       const QueryOptions& options) {
-  ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
-  ASSIGN_OR_RETURN(Table t, table(*c, table_name));
-  RETURN_IF_ERROR(validate_query_options(options));
+  LEASEHOLD_ASSIGN_OR_RETURN(auto c, read_pool_.acquire());
+  LEASEHOLD_ASSIGN_OR_RETURN(Table t, table(*c, table_name));
+  LEASEHOLD_RETURN_IF_ERROR(validate_query_options(options));
   const auto named = [&](const IndexSpec& i) { return i.name == index_name; };
   if (std::none_of(t->spec.indexes.begin(), t->spec.indexes.end(), named)) {
-    ASSIGN_OR_RETURN(t, table(*c, table_name, /*reload=*/true));  // added elsewhere?
+    LEASEHOLD_ASSIGN_OR_RETURN(t, table(*c, table_name, /*reload=*/true));  // added elsewhere?
   }
   const auto& indexes = t->spec.indexes;
   const auto index = std::find_if(indexes.begin(), indexes.end(), named);
   if (index == indexes.end()) {
     return not_found("table " + t->spec.name + " has no index " + std::string(index_name));
   }
-  RETURN_IF_ERROR(validate_range(range, index->range_type));
+  LEASEHOLD_RETURN_IF_ERROR(validate_range(range, index->range_type));
   std::optional<Item> cursor;
   if (!options.cursor.empty()) {
-    ASSIGN_OR_RETURN(cursor, decode_cursor(options.cursor, index->range_type));
+    LEASEHOLD_ASSIGN_OR_RETURN(cursor, decode_cursor(options.cursor, index->range_type));
   }
   const std::optional<std::string> end = prefix_end(range);
   const size_t ordinal = static_cast<size_t>(index - indexes.begin());
-  ASSIGN_OR_RETURN(sqlite3_stmt * s,
-                   c->prepare(sqlite::query_index_sql(t->spec, ordinal, range.kind,
-                                                      cursor.has_value(), end.has_value())));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      sqlite3_stmt * s, c->prepare(sqlite::query_index_sql(t->spec, ordinal, range.kind,
+                                                           cursor.has_value(), end.has_value())));
   StatementReset reset(s);
   bind_text(s, sqlite::kParamKey, hash_value);
   sqlite3_bind_int(s, sqlite::kParamLimit, options.limit + 1);
@@ -634,9 +637,10 @@ Result<std::unique_ptr<ItemStore>> open_sqlite_store(const SqliteOptions& option
   if (options.busy_timeout < Duration::zero()) return invalid_argument("busy_timeout is negative");
   // The pool hands connections between threads (each used by one at a time).
   if (sqlite3_threadsafe() == 0) return unavailable("SQLite was built without thread support");
-  ASSIGN_OR_RETURN(std::unique_ptr<Connection> first, Connection::open(options));
-  RETURN_IF_ERROR(first->exec(sqlite::kCreateMetaTable)
-                      .with_context("cannot prepare SQLite database '" + options.path + "'"));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<Connection> first, Connection::open(options));
+  LEASEHOLD_RETURN_IF_ERROR(
+      first->exec(sqlite::kCreateMetaTable)
+          .with_context("cannot prepare SQLite database '" + options.path + "'"));
   // The first connection has read and written the database in WAL mode, so
   // the wal-index is mapped; it stays so while the pool keeps a connection
   // open, which is for as long as the store lives.

@@ -32,10 +32,10 @@ Result<SqliteOptions> parse_sqlite_uri(std::string_view rest) {
   }
   if (!uri.query) return options;
   const std::vector<UriParam> params = split_uri_params(*uri.query);
-  RETURN_IF_ERROR(check_sqlite_params(params));
+  LEASEHOLD_RETURN_IF_ERROR(check_sqlite_params(params));
   for (const UriParam& p : params) {
     if (p.name == "busy_timeout") {
-      ASSIGN_OR_RETURN(options.busy_timeout, parse_duration(p.value));
+      LEASEHOLD_ASSIGN_OR_RETURN(options.busy_timeout, parse_duration(p.value));
     } else if (p.name == "synchronous" && (p.value == "full" || p.value == "normal")) {
       options.synchronous_full = p.value == "full";
     } else {
