@@ -22,6 +22,7 @@
 #include "store/memory/memory_store.h"
 #include "store/store_wrapper.h"
 #include "testing/capturing_logger.h"
+#include "testing/eventually.h"
 
 namespace leasehold {
 namespace {
@@ -35,13 +36,7 @@ constexpr auto kRealWaitMax = seconds(5);
 
 // Polls `done` in real time until it holds or kRealWaitMax has passed.
 bool eventually(const std::function<bool()>& done) {
-  RealClock real;
-  const MonoTime deadline = real.mono_now() + kRealWaitMax;
-  while (!done()) {
-    if (real.mono_now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
+  return testing::eventually(done, kRealWaitMax, milliseconds(5));
 }
 
 // One update_each call, as the store saw it.

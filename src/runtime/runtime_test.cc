@@ -6,11 +6,11 @@
 
 #include <chrono>
 #include <future>
-#include <thread>
 
 #include "metrics/registry.h"
 #include "runtime/metered_store.h"
 #include "testing/capturing_logger.h"
+#include "testing/eventually.h"
 
 namespace leasehold::runtime {
 namespace {
@@ -71,10 +71,8 @@ TEST(RuntimeTest, RenewersItMakesLogToItsLogger) {
   renewer->add(*lease, nullptr);
   renewer->start();
   // The runtime's clock is real: wait for the renewal, with a deadline.
-  const MonoTime deadline = rt.clock().mono_now() + std::chrono::seconds(5);
-  while (renewer->stats().lost == 0 && rt.clock().mono_now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  testing::eventually([&] { return renewer->stats().lost != 0; }, std::chrono::seconds(5),
+                      std::chrono::milliseconds(1));
   renewer->stop();
   EXPECT_EQ(renewer->stats().lost, 1u);
   EXPECT_NE(log.find("lease on 'k' (slot lease, epoch 1, owner me) lost"), "") << "not logged";
