@@ -1,6 +1,7 @@
 // The item store conformance suite: one set of value-parameterised test cases
-// (store_conformance_test.cc) that every backend must pass, so that backends
-// differ in speed, never in meaning.
+// (store_conformance_test.cc, store_conformance_query_test.cc and
+// store_conformance_limits_test.cc) that every backend must pass, so that
+// backends differ in speed, never in meaning.
 //
 // A backend joins the suite with one line in backends_test.cc:
 //

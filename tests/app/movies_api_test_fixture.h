@@ -1,0 +1,235 @@
+// What the movies API tests share (movies_api_test.cc, movies_api_trace_test.cc):
+// the MoviesApiTest fixture, `leasehold serve` (app::Serving) on SQLite or on
+// dynalite with a media folder holding a tiny synthetic movie, three users
+// (ada, bob, and cy the admin), and helpers to upload, take the analysis
+// lease, call the API and wait for a trace.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../dynamodb/dynalite_fixture.h"
+#include "../server/test_client.h"
+#include "app/serving.h"
+#include "movies/schema.h"
+#include "movies/test_movie.h"
+#include "testing/capturing_logger.h"
+#include "testing/eventually.h"
+#include "testing/temp_dir.h"
+#include "tracer/synthetic_movie.h"
+
+namespace leasehold::app::api_testing {
+
+namespace fs = std::filesystem;
+namespace json = boost::json;
+using server::testing::Client;
+using server::testing::HttpResponse;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+enum class Backend { kSqlite, kDynamoDb };
+
+constexpr uint64_t kUploadMax = 1 << 20;  // the tests' upload limit
+constexpr milliseconds kWaitMax{20'000};
+
+using leasehold::testing::eventually;
+
+inline std::string read_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class MoviesApiTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  static void SetUpTestSuite() {
+    tmp_ = std::make_unique<leasehold::testing::TempDir>("movies_api_test_");
+    files_ = tmp_->path();
+    ASSERT_TRUE(
+        tracer::write_synthetic_movie((files_ / "spots.avi").string(), movies::small_test_movie())
+            .ok());
+    std::ofstream(files_ / "notes.txt") << "not a video at all";
+    // A real video's first bytes (its container header) and then garbage:
+    // the container opens, no frame decodes.
+    std::string corrupt = read_bytes(files_ / "spots.avi").substr(0, 600);
+    corrupt.append(4000, '\x5a');
+    std::ofstream(files_ / "corrupt.avi", std::ios::binary) << corrupt;
+  }
+  static void TearDownTestSuite() {
+    tmp_.reset();
+    dynalite_.reset();
+  }
+
+  void TearDown() override {
+    if (serving_) serving_->stop();
+    serving_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // Starts the server on a fresh store and media folder, and adds Ada
+  // (admin), Bob and Cy.
+  void serve(size_t trace_workers = 1, Duration analysis_ttl = seconds(30),
+             Duration tracing_ttl = seconds(30)) {
+    dir_ = files_ / ("t" + std::to_string(++tests_));
+    fs::create_directories(dir_);
+    ServingOptions o;
+    o.store_uri = store_uri();
+    o.log = &log_;
+    o.server.port = 0;
+    o.server.threads = 2;
+    o.movies.media_dir = media().string();
+    o.movies.analysis_ttl = analysis_ttl;
+    o.movies.tracing_ttl = tracing_ttl;
+    o.movies.trace_workers = trace_workers;
+    o.movies.upload_bytes_max = kUploadMax;
+    auto started = Serving::start(std::move(o));
+    ASSERT_TRUE(started.ok()) << started.status().to_string();
+    serving_ = std::move(started).value();
+    ada_ = add_user("ada", "Ada L.", true);
+    bob_ = add_user("bob", "Bob B.", false);
+    cy_ = add_user("cy", "Cy C.", false);
+  }
+
+  std::string store_uri() {
+    if (GetParam() == Backend::kSqlite) return "sqlite:" + (dir_ / "store.db").string();
+    return testing::dynalite_store_uri(
+        dynalite_, "m" + std::to_string(getpid()) + "_" + std::to_string(tests_) + "_");
+  }
+
+  fs::path media() const { return dir_ / "media"; }
+  // The files in the media folder and its uploads folder, but the folder.
+  std::vector<std::string> media_files() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::recursive_directory_iterator(media())) {
+      if (!e.is_directory()) out.push_back(e.path().filename().string());
+    }
+    return out;
+  }
+
+  std::string add_user(std::string name, std::string display_name, bool admin) {
+    auto added = serving_->accounts().add_user(
+        {std::move(name), std::move(display_name), admin, std::nullopt});
+    EXPECT_TRUE(added.ok()) << added.status().to_string();
+    return added.ok() ? "Authorization: Bearer " + added->token + "\r\n" : "";
+  }
+
+  uint16_t port() const { return serving_->server().port(); }
+
+  // One request on a new connection. A body goes as application/json unless
+  // `headers` names another Content-Type.
+  HttpResponse call(std::string_view method, std::string_view target, std::string_view who,
+                    std::string_view body = "", std::string_view headers = "") {
+    std::string all = std::string(who) + std::string(headers);
+    if (!body.empty() && headers.find("Content-Type") == std::string_view::npos) {
+      all += "Content-Type: application/json\r\n";
+    }
+    auto response = server::testing::exchange(port(), method, target, all, body);
+    EXPECT_TRUE(response.has_value()) << method << " " << target;
+    return response.value_or(HttpResponse{});
+  }
+
+  json::value ok_json(const HttpResponse& r, int status = 200) {
+    EXPECT_EQ(r.status, status) << r.body;
+    if (r.status != status) return nullptr;
+    EXPECT_EQ(r.header("content-type"), "application/json");
+    return json::parse(r.body);
+  }
+  std::string error_code(const HttpResponse& r) {
+    const json::value body = json::parse(r.body);
+    return std::string(body.at("error").at("code").as_string());
+  }
+
+  HttpResponse upload(const fs::path& file, std::string_view name = "spots",
+                      std::string_view who = "") {
+    const std::string bytes = read_bytes(file);
+    return call("POST", "/api/movies?name=" + std::string(name), who.empty() ? ada_ : who, bytes,
+                "Content-Type: application/octet-stream\r\n");
+  }
+
+  json::object movie(const std::string& id, std::string_view who = "") {
+    const json::value v = ok_json(call("GET", "/api/movies/" + id, who.empty() ? ada_ : who));
+    return v.is_object() ? v.as_object() : json::object{};
+  }
+  std::string status_of(const std::string& id) {
+    return std::string(movie(id).at("status").as_string());
+  }
+
+  // An uploaded movie, probed.
+  std::string ready_movie() {
+    const json::value created = ok_json(upload(files_ / "spots.avi"), 201);
+    if (!created.is_object()) return "";
+    const std::string id(created.at("id").as_string());
+    EXPECT_TRUE(eventually([&] { return status_of(id) == "ready"; }, kWaitMax)) << status_of(id);
+    return id;
+  }
+
+  HttpResponse take_lease(const std::string& id, std::string_view who) {
+    return call("POST", "/api/movies/" + id + "/analysis-lease", who, "{}");
+  }
+  std::string lease_of(const std::string& id, std::string_view who) {
+    const json::value v = ok_json(take_lease(id, who));
+    return v.is_object() ? std::string(v.at("lease_id").as_string()) : "";
+  }
+  static std::string with_lease(const std::string& lease, std::string_view rest = "") {
+    return "{\"lease_id\":\"" + lease + "\"" + std::string(rest) + "}";
+  }
+
+  // A marker on the spot of the small test movie at `frame`.
+  static std::string spot_marker(int64_t frame = 0) {
+    const auto at = tracer::spot_position(movies::small_test_movie().spots[0], frame);
+    return "[{\"id\":\"m1\",\"label\":\"spot\",\"frame\":" + std::to_string(frame) +
+           ",\"x\":" + std::to_string(at.x) + ",\"y\":" + std::to_string(at.y) + "}]";
+  }
+
+  // Places the marker and a trim of frames 2..9 every 2, under `lease`.
+  void prepare_trace(const std::string& id, const std::string& lease) {
+    ASSERT_EQ(call("PUT", "/api/movies/" + id + "/markers", ada_,
+                   with_lease(lease, ",\"markers\":" + spot_marker(2)))
+                  .status,
+              200);
+    ASSERT_EQ(call("PUT", "/api/movies/" + id + "/trim", ada_,
+                   with_lease(lease, ",\"start_frame\":2,\"end_frame\":9"))
+                  .status,
+              200);
+    ASSERT_EQ(call("PUT", "/api/movies/" + id + "/capture-interval", ada_,
+                   with_lease(lease, ",\"every_frames\":2"))
+                  .status,
+              200);
+  }
+
+  // Waits until the trace is published as traced and its audit recorded
+  // (the audit entry is written after the status).
+  bool wait_traced(const std::string& id) {
+    return eventually(
+        [&] {
+          if (status_of(id) != "traced") return false;
+          const json::value audit = ok_json(call("GET", "/api/movies/" + id + "/audit", ada_));
+          return !audit.as_array().empty() &&
+                 audit.as_array().back().at("event") == movies::kEventTracingCompleted;
+        },
+        kWaitMax);
+  }
+
+  std::string start_trace(const std::string& id, const std::string& lease) {
+    const json::value v =
+        ok_json(call("POST", "/api/movies/" + id + "/trace", ada_, with_lease(lease)), 202);
+    return v.is_object() ? std::string(v.at("job_id").as_string()) : "";
+  }
+
+  static inline std::unique_ptr<leasehold::testing::TempDir> tmp_;
+  static inline fs::path files_;
+  static inline std::unique_ptr<testing::Dynalite> dynalite_;
+  static inline int tests_ = 0;
+  fs::path dir_;
+  CapturingLogger log_{LogLevel::kWarn};
+  std::unique_ptr<Serving> serving_;
+  std::string ada_, bob_, cy_;
+};
+
+}  // namespace leasehold::app::api_testing
