@@ -32,7 +32,8 @@ test-fast: build
 # tests, and the DynamoDB store and HTTP client against dynalite.
 test-asan: setup
 	@cmake --preset asan >/dev/null
-	@cmake --build --preset asan -j $(JOBS) --target unit_tests conformance_tests sim_tests dynamodb_tests
+	@cmake --build --preset asan -j $(JOBS) --target unit_tests movie_unit_tests conformance_tests \
+	  sim_tests dynamodb_tests
 	ctest --preset asan -j $(JOBS) -L 'unit|dynamodb' -E 'sigv4_matches_botocore|dynamodb_sdk_interop'
 
 test: test-fast test-asan
