@@ -2,7 +2,7 @@
 # public headers (include/leasehold/), the static libraries of the layers a
 # lease user needs, the `leasehold` binary of the product (src/cli/main.cc:
 # no benchmark, demo or simulator; tests/install/no_harness_test.cmake
-# checks), and a CMake package so that
+# checks) with the codecs module it loads, and a CMake package so that
 #
 #   find_package(leasehold REQUIRED)
 #   target_link_libraries(app PRIVATE leasehold::leasehold)
@@ -33,6 +33,8 @@ install(TARGETS leasehold_library ${leasehold_installed_layers}
   EXPORT leaseholdTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS leasehold_product RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The tracer's codecs, which the binary loads on first use (src/tracer/codecs.h).
+install(TARGETS leasehold_codecs LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/leasehold)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/leasehold
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   FILES_MATCHING PATTERN "*.h")

@@ -1,9 +1,8 @@
-// OpenCV's JPEG encoder behind tracer/jpeg.h.
+// JPEG images (tracer/jpeg.h): checked here, encoded by the codecs module
+// (tracer/jpeg_encoder.cc).
 #include "tracer/jpeg.h"
 
-#include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
-#include <vector>
+#include "tracer/codecs.h"
 
 namespace leasehold::tracer {
 
@@ -15,18 +14,8 @@ Result<std::string> encode_jpeg(const FrameImage& image, int quality) {
     return invalid_argument("an image to encode has 1 or 3 channels");
   }
   if (quality < 1 || quality > 100) return invalid_argument("JPEG quality is 1..100");
-  // A header over the reader's pixels: nothing is copied before encoding.
-  const cv::Mat pixels(image.height, image.width, image.channels == 3 ? CV_8UC3 : CV_8UC1,
-                       const_cast<uint8_t*>(image.pixels), image.row_bytes);
-  std::vector<uint8_t> bytes;
-  try {
-    if (!cv::imencode(".jpg", pixels, bytes, {cv::IMWRITE_JPEG_QUALITY, quality})) {
-      return internal_error("the JPEG encoder failed");
-    }
-  } catch (const cv::Exception& e) {
-    return internal_error(std::string("the JPEG encoder failed: ") + e.what());
-  }
-  return std::string(bytes.begin(), bytes.end());
+  LEASEHOLD_ASSIGN_OR_RETURN(const codecs::Codecs* codecs, codecs::load());
+  return codecs->encode_jpeg(image, quality);
 }
 
 }  // namespace leasehold::tracer

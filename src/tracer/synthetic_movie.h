@@ -9,10 +9,13 @@
 // cover hides a spot under a flat grey square for a run of frames.
 //
 // Threads: write_synthetic_movie() may be called from any thread; FFmpeg
-// encodes on threads of its own.
+// encodes on threads of its own. It loads the tracer's codecs
+// (tracer/codecs.h) on first use.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -64,7 +67,12 @@ struct SpotPosition {
 
 // Where `spot` is on frame `frame`, in the tracer's coordinates (the centre
 // of the top-left pixel is (0, 0)).
-SpotPosition spot_position(const Spot& spot, int64_t frame);
+inline SpotPosition spot_position(const Spot& spot, int64_t frame) {
+  double f = static_cast<double>(frame);
+  double phase = 2 * std::numbers::pi * f / spot.period_frames;
+  return {spot.x0_px + spot.vx_px_per_frame * f + spot.amplitude_px * std::sin(phase),
+          spot.y0_px + spot.vy_px_per_frame * f + spot.amplitude_px * std::cos(phase)};
+}
 
 // Writes `movie` to `path` (the extension chooses the container). Returns
 // kInvalidArgument for a movie outside the limits above (sides of 16 px or

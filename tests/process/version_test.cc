@@ -1,5 +1,6 @@
 // `leasehold --version` (and -V): one line on stdout naming the version and
-// the build, exit 0, and no store opened, so no database file appears.
+// the build, exit 0, and no store opened, so no database file appears. And
+// what the binary loads at start.
 #include <gmock/gmock.h>
 
 #include "process_util.h"
@@ -33,6 +34,19 @@ TEST_F(ProcessTest, VersionAfterACommandRunsNoCommand) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, is_version_line());
   EXPECT_FALSE(std::filesystem::exists(db_path())) << "the command ran";
+}
+
+// The binary starts without the tracer's codecs (src/tracer/codecs.h):
+// OpenCV's videoio and imgcodecs, and the some 250 libraries they bring,
+// load when a movie or an image is first read or written. The dynamic
+// loader's list of what the binary loads at start (what ldd prints) holds
+// OpenCV's core, which the tracer links, and neither of those.
+TEST_F(ProcessTest, TheBinaryStartsWithoutTheVideoCodecs) {
+  const RunResult r = run({"env", "LD_TRACE_LOADED_OBJECTS=1", leasehold_bin()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, ::testing::HasSubstr("libopencv_core"));
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("libopencv_videoio")));
+  EXPECT_THAT(r.out, ::testing::Not(::testing::HasSubstr("libopencv_imgcodecs")));
 }
 
 }  // namespace

@@ -1,0 +1,65 @@
+// The tracer's video and image codecs: OpenCV's FFmpeg backend (videoio)
+// and its image codecs (imgcodecs), behind FrameReader, encode_jpeg() and
+// write_synthetic_movie().
+//
+// Those two OpenCV modules bring some 250 shared libraries with them
+// (FFmpeg, GStreamer, GDAL among them), whose loading costs about 0.2 s of
+// CPU. So they live in a module of their own, libleasehold_codecs.so, which
+// load() opens the first time a movie is read or written: a command that
+// never touches a movie (`leasehold lease acquire`, `conn add`, a worker of
+// the stream fleet) starts without them.
+//
+// The module is found beside the binary, where `cmake --install` puts it
+// (<libdir>/leasehold/, as seen from <bindir>), or else where this build
+// tree made it. Its entry point returns the table below; a table of another
+// build (another kCodecsVersion) is refused.
+//
+// Threads: load() may be called from any thread; the module is loaded once.
+// A Decoder is used from one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "leasehold/status.h"
+#include "tracer/synthetic_movie.h"
+#include "tracer/video.h"
+
+namespace leasehold::tracer::codecs {
+
+// One video being decoded: FrameReader's work (see tracer/video.h for what
+// each call does and returns).
+class Decoder {
+ public:
+  virtual ~Decoder() = default;
+  virtual const VideoFormat& format() const = 0;
+  virtual Result<bool> next(bool want_pixels) = 0;
+  virtual int64_t frame() const = 0;
+  virtual FrameImage image() const = 0;
+};
+
+// Changes whenever the table or a type it passes changes.
+inline constexpr int kCodecsVersion = 1;
+
+struct Codecs {
+  int version = kCodecsVersion;
+  // FrameReader::open(): the file checked and opened, its format read.
+  Result<std::unique_ptr<Decoder>> (*open_video)(const std::string& path,
+                                                 const VideoLimits& limits) = nullptr;
+  // encode_jpeg() of an image and quality already checked.
+  Result<std::string> (*encode_jpeg)(const FrameImage& image, int quality) = nullptr;
+  // write_synthetic_movie() of a movie already checked.
+  Status (*write_movie)(const std::string& path, const SyntheticMovie& movie) = nullptr;
+};
+
+// The module's entry point: extern "C" const Codecs* leasehold_tracer_codecs().
+inline constexpr char kEntryPoint[] = "leasehold_tracer_codecs";
+using EntryPoint = const Codecs* (*)();
+
+// The codecs, loaded on the first call. kUnavailable, naming the module and
+// why (not found, or dlopen's error), if they cannot be loaded; the same
+// answer on every later call.
+Result<const Codecs*> load();
+
+}  // namespace leasehold::tracer::codecs
