@@ -1,14 +1,15 @@
 # The two entry points of the README. Both install what is missing first.
 #   make run    build, then run `leasehold demo`: the stream fleet and its dashboard on a
 #               throwaway SQLite store (Ctrl-C stops it); `make serve` serves the web app alone
-#   make test   build, then run every test (and the in-process ones under ASan+UBSan)
+#   make test   build, then run every test: the system tests on the optimised build, the unit
+#               tests under ASan+UBSan
 #   make bench  build, then run the lease benchmarks on SQLite and dynalite, `bench http`,
 #               the stream fleet's (bench/fleet_bench.py), the tracer's (bench/tracer_bench.cc)
 #               and `bench movies`
 
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build run serve test test-fast test-asan bench clean
+.PHONY: all setup build run serve test test-system test-unit bench clean
 
 all: build
 
@@ -25,18 +26,21 @@ run: build
 serve: build
 	@scripts/serve.sh
 
-test-fast: build
+# Each test binary is built once (LEASEHOLD_TESTS, cmake/test_binary.cmake):
+# the system tests (processes of the real binary, the server and the app
+# through sockets, browsers, other implementations, the installed package,
+# lint) against the optimised build that ships, and the unit tests (the
+# libraries' tests, the conformance suites, the simulation, the DynamoDB
+# backend against dynalite) under ASan+UBSan.
+test-system: build
 	ctest --preset default -j $(JOBS)
 
-# The in-process tests under ASan+UBSan: the unit, conformance and simulation
-# tests, and the DynamoDB store and HTTP client against dynalite.
-test-asan: setup
+test-unit: setup
 	@cmake --preset asan >/dev/null
-	@cmake --build --preset asan -j $(JOBS) --target unit_tests movie_unit_tests conformance_tests \
-	  sim_tests dynamodb_tests
-	ctest --preset asan -j $(JOBS) -L 'unit|dynamodb' -E 'sigv4_matches_botocore|dynamodb_sdk_interop'
+	@cmake --build --preset asan -j $(JOBS) --target test_binaries
+	ctest --preset asan -j $(JOBS)
 
-test: test-fast test-asan
+test: test-system test-unit
 
 # The fleet's throughput baseline and the tracer benchmark are built only here:
 # the tests do not need them.

@@ -21,3 +21,69 @@ function(leasehold_test_binary target)
   target_precompile_headers(${target} PRIVATE ${headers})
   target_compile_options(${target} PRIVATE $<$<CONFIG:RelWithDebInfo,Release>:-O1>)
 endfunction()
+
+# Which tests a build makes (LEASEHOLD_TESTS):
+#
+#   unit    the tests with the code under test linked in: unit_tests and
+#           movie_unit_tests (beside the sources), conformance_tests,
+#           sim_tests and dynamodb_tests (labels unit and dynamodb)
+#   system  the others: the real binary in processes (process), the HTTP
+#           server and the app through sockets (server, app), other
+#           implementations (interop), browsers, the installed package and
+#           the lint checks
+#   all     both, for a build configured by hand
+#
+# `make test` builds each test binary once: the asan preset makes the unit
+# tests, under ASan and UBSan, and the default preset the system tests,
+# against the optimised build that ships. A test binary another build makes
+# is left out of this build's `all` and its tests are not registered, so
+# that ctest runs every test it lists. The target test_binaries builds the
+# binaries and tools this build's tests need.
+set(LEASEHOLD_TESTS all CACHE STRING "Which tests this build makes: all, unit or system")
+set_property(CACHE LEASEHOLD_TESTS PROPERTY STRINGS all unit system)
+if(NOT LEASEHOLD_TESTS MATCHES "^(all|unit|system)$")
+  message(FATAL_ERROR "LEASEHOLD_TESTS is '${LEASEHOLD_TESTS}'; it takes all, unit or system")
+endif()
+if(LEASEHOLD_TESTS STREQUAL "system")
+  set(LEASEHOLD_UNIT_TESTS OFF)
+else()
+  set(LEASEHOLD_UNIT_TESTS ON)
+endif()
+if(LEASEHOLD_TESTS STREQUAL "unit")
+  set(LEASEHOLD_SYSTEM_TESTS OFF)
+else()
+  set(LEASEHOLD_SYSTEM_TESTS ON)
+endif()
+add_custom_target(test_binaries)
+
+#   leasehold_test_target(<target> <unit|system>)
+#
+# A binary or tool of the unit or the system tests: built by test_binaries
+# if this build has those tests, left out of `all` if it has not.
+function(leasehold_test_target target kind)
+  if((kind STREQUAL "unit" AND LEASEHOLD_UNIT_TESTS) OR
+     (kind STREQUAL "system" AND LEASEHOLD_SYSTEM_TESTS))
+    add_dependencies(test_binaries ${target})
+  else()
+    set_target_properties(${target} PROPERTIES EXCLUDE_FROM_ALL ON)
+  endif()
+endfunction()
+
+#   leasehold_discover_tests(<target> <unit|system> LABEL <label> [TIMEOUT <seconds>])
+#
+# The GoogleTest cases of a test binary, listed when ctest starts (the
+# binary is not run at build time), if this build has tests of that kind.
+function(leasehold_discover_tests target kind)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "LABEL;TIMEOUT" "")
+  leasehold_test_target(${target} ${kind})
+  get_target_property(excluded ${target} EXCLUDE_FROM_ALL)
+  if(excluded)
+    return()
+  endif()
+  set(properties LABELS ${arg_LABEL})
+  if(arg_TIMEOUT)
+    list(APPEND properties TIMEOUT ${arg_TIMEOUT})
+  endif()
+  gtest_discover_tests(${target} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 120
+                       PROPERTIES ${properties})
+endfunction()

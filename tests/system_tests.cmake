@@ -1,0 +1,200 @@
+# The system tests: the real binary in processes, the HTTP server and the
+# app through sockets, other implementations, browsers, the installed
+# package and the lint checks (tests/CMakeLists.txt includes this file in the
+# builds that make system tests).
+
+# Multi-process tests: the real `leasehold` binary, many processes, one
+# SQLite file per test (tests/process/).
+add_executable(process_tests
+  process/bad_input_test.cc
+  process/bench_test.cc
+  process/fleet_test.cc
+  process/conn_commands_test.cc
+  process/demo_test.cc
+  process/dynamodb_faults_test.cc
+  process/hold_test.cc
+  process/lease_commands_test.cc
+  process/process_util.cc
+  process/race_test.cc
+  process/serve_test.cc
+  process/skew_test.cc
+  process/store_init_test.cc
+  process/trace_worker_test.cc
+  process/upstream_sim_test.cc
+  process/user_commands_test.cc
+  process/version_test.cc
+)
+target_include_directories(process_tests PRIVATE ${PROJECT_SOURCE_DIR})
+target_compile_definitions(process_tests PRIVATE LEASEHOLD_BIN="$<TARGET_FILE:leasehold>"
+                                                 LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                                                 LEASEHOLD_TEST_VERSION="${PROJECT_VERSION}"
+                                                 FOREIGN_WORKER_BIN="$<TARGET_FILE:foreign_worker>"
+                                                 MAKE_TEST_MOVIE_BIN="$<TARGET_FILE:make_test_movie>"
+                                                 PYTHON3="${Python3_EXECUTABLE}")
+add_dependencies(process_tests leasehold foreign_worker make_test_movie)
+# The accounts library checks what `leasehold user` wrote (user_commands_test.cc);
+# the lease library plays a worker on the connections (conn_commands_test.cc);
+# OpenSSL makes serve_test.cc's TLS certificate; the WebSocket client reads
+# `leasehold upstream-sim` (upstream_sim_test.cc).
+target_link_libraries(process_tests PRIVATE leasehold_base leasehold_accounts leasehold_lease
+                      leasehold_open_store leasehold_net leasehold_testing test_servers
+                      Boost::json OpenSSL::Crypto GTest::gtest_main GTest::gmock)
+leasehold_test_binary(process_tests JSON)
+leasehold_discover_tests(process_tests system LABEL process TIMEOUT 120)
+
+# SigV4 against botocore (python3-botocore, from scripts/setup.sh): a few
+# hundred generated DynamoDB requests must get byte-identical Authorization
+# headers from both signers.
+add_executable(sigv4_sign_tool dynamodb/sigv4_sign_tool.cc)
+target_link_libraries(sigv4_sign_tool PRIVATE leasehold_dynamodb_wire Boost::json)
+leasehold_test_target(sigv4_sign_tool system)
+add_test(NAME sigv4_matches_botocore
+  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/dynamodb/sigv4_botocore_test.py
+          $<TARGET_FILE:sigv4_sign_tool>)
+set_tests_properties(sigv4_matches_botocore PROPERTIES LABELS interop TIMEOUT 120)
+
+# The WebSocket client against an upstream that shares no code with it:
+# fleet/upstream.py on python3-websockets (from scripts/setup.sh), a child
+# process of the test.
+add_executable(fleet_tests fleet/upstream_test.cc)
+target_compile_definitions(fleet_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+                                               PYTHON3="${Python3_EXECUTABLE}")
+target_link_libraries(fleet_tests PRIVATE leasehold_net leasehold_testing Boost::json
+                      GTest::gtest_main)
+leasehold_discover_tests(fleet_tests system LABEL interop TIMEOUT 120)
+# make_test_movie: a synthetic movie with a known spot for the process and
+# browser tests that upload and trace movies.
+add_executable(make_test_movie support/make_test_movie.cc)
+target_link_libraries(make_test_movie PRIVATE leasehold_tracer)
+leasehold_test_target(make_test_movie system)
+# A worker of the reference pattern's own code, for the mixed-fleet process
+# tests (process/fleet_test.cc).
+add_executable(foreign_worker fleet/foreign_worker.cc)
+target_link_libraries(foreign_worker PRIVATE leasehold_fleet leasehold_net leasehold_open_store)
+leasehold_test_target(foreign_worker system)
+
+# Interoperability with the AWS SDK for JavaScript (installed by
+# scripts/setup.sh from package-lock.json), against dynalite on loopback.
+# Configuring needs no node: a machine without it builds everything, and only
+# the tests that run node fail, saying so (the dynalite fixture too).
+find_program(NODE_EXECUTABLE node)
+if(NODE_EXECUTABLE)
+  add_test(NAME dynamodb_sdk_interop
+    COMMAND ${NODE_EXECUTABLE} --no-warnings ${CMAKE_CURRENT_SOURCE_DIR}/dynamodb/sdk_interop_test.mjs
+            $<TARGET_FILE:leasehold>)
+else()
+  add_test(NAME dynamodb_sdk_interop
+    COMMAND ${CMAKE_COMMAND} -E echo "node was not found when this build was configured; run scripts/setup.sh")
+  set_tests_properties(dynamodb_sdk_interop PROPERTIES WILL_FAIL TRUE)
+endif()
+set_tests_properties(dynamodb_sdk_interop PROPERTIES LABELS interop TIMEOUT 120)
+
+# Browser tests (tests/browser/, harness.mjs): each <feature>_test.mjs drives
+# Debian's chromium through playwright-core against a real `leasehold serve`
+# on a fresh SQLite store, and leaves screenshots of its pages in
+# tests/browser/screenshots/<feature>/ in the build tree. Without node or
+# chromium they fail, saying what is missing. browser_store_tool writes the
+# stream fleet's items straight into the test's store (fleet_test.mjs);
+# make_test_movie makes the movies the movie pages' tests upload.
+add_dependencies(test_binaries leasehold)
+add_executable(browser_store_tool browser/store_tool.cc)
+target_link_libraries(browser_store_tool PRIVATE leasehold_fleet leasehold_open_store)
+leasehold_test_target(browser_store_tool system)
+file(GLOB browser_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/browser/*_test.mjs)
+foreach(test_file IN LISTS browser_tests)
+  get_filename_component(feature ${test_file} NAME_WE)
+  string(REGEX REPLACE "_test$" "" feature ${feature})
+  if(NODE_EXECUTABLE)
+    add_test(NAME browser_${feature}
+      COMMAND ${NODE_EXECUTABLE} --no-warnings ${test_file} --leasehold $<TARGET_FILE:leasehold>
+              --store-tool $<TARGET_FILE:browser_store_tool>
+              --make-movie $<TARGET_FILE:make_test_movie>
+              --screenshots ${CMAKE_CURRENT_BINARY_DIR}/browser/screenshots/${feature})
+  else()
+    add_test(NAME browser_${feature}
+      COMMAND ${CMAKE_COMMAND} -E echo "node was not found when this build was configured; run scripts/setup.sh")
+    set_tests_properties(browser_${feature} PROPERTIES WILL_FAIL TRUE)
+  endif()
+  set_tests_properties(browser_${feature} PROPERTIES LABELS browser TIMEOUT 180)
+endforeach()
+
+# The HTTP server through real sockets on 127.0.0.1 (tests/server/): routing,
+# every limit, TLS with a certificate made in the test, stop(), uploads into
+# files and file responses with ranges.
+add_executable(server_tests
+  server/limits_test.cc
+  server/server_test.cc
+  server/stop_test.cc
+  server/tls_test.cc
+  server/transfer_test.cc
+)
+target_link_libraries(server_tests PRIVATE leasehold_server leasehold_runtime leasehold_testing
+                      test_servers GTest::gtest_main)
+leasehold_test_binary(server_tests)
+leasehold_discover_tests(server_tests system LABEL server TIMEOUT 120)
+
+# The app of `leasehold serve` (routes, authentication, pages, metrics, the
+# fleet API) through real sockets, on a memory store; the movies API on the
+# whole of `serve` (app::Serving), on SQLite and on dynalite.
+add_executable(app_tests
+  app/app_test.cc
+  app/fleet_api_test.cc
+  app/movies_api_test.cc
+  app/movies_api_trace_test.cc
+  app/trace_jobs_test.cc
+)
+target_compile_definitions(app_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(app_tests PRIVATE leasehold_app leasehold_fleet leasehold_testing
+                      test_servers leasehold_tracer Boost::json GTest::gtest_main)
+leasehold_test_binary(app_tests JSON)
+leasehold_discover_tests(app_tests system LABEL app TIMEOUT 120)
+
+# The installed package: `cmake --install` into a fresh prefix, examples/
+# built against it with find_package(leasehold), and run.
+add_test(NAME installed_package_builds_the_example
+  COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_DIR} -DSOURCE_DIR=${PROJECT_SOURCE_DIR}
+          -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/install_test -DCXX=${CMAKE_CXX_COMPILER}
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/install/install_test.cmake)
+set_tests_properties(installed_package_builds_the_example PROPERTIES LABELS install TIMEOUT 300
+                     RESOURCE_LOCK leasehold_install)
+
+# The installed package holds the product only: no file, archive member or
+# symbol of the benchmarks, the demo or the upstream simulator (bench/,
+# tools/), and the installed binary offers every command of the build tree's
+# but theirs. Both install tests write the build's install_manifest.txt, so
+# they take turns.
+add_test(NAME installed_package_holds_no_harness
+  COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${PROJECT_BINARY_DIR}
+          -DWORK_DIR=${CMAKE_CURRENT_BINARY_DIR}/no_harness_test -DAR=${CMAKE_AR} -DNM=${CMAKE_NM}
+          -DLEASEHOLD=$<TARGET_FILE:leasehold>
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/install/no_harness_test.cmake)
+set_tests_properties(installed_package_holds_no_harness PROPERTIES LABELS install TIMEOUT 300
+                     RESOURCE_LOCK leasehold_install)
+
+# Clang's thread-safety analysis: GCC ignores the GUARDED_BY and REQUIRES
+# annotations (src/base/thread_annotations.h), so clang++ (from
+# scripts/setup.sh) reads the files that include base/mutex.h once more,
+# without compiling them.
+add_test(NAME thread_safety
+  COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/scripts/thread_safety_check.py
+          ${PROJECT_BINARY_DIR}/compile_commands.json)
+set_tests_properties(thread_safety PROPERTIES LABELS lint TIMEOUT 300)
+
+# docs/architecture.md's link graph against the build's (`cmake --graphviz`,
+# scripts/layer_graph.py), and the check against a doc with an arrow planted
+# and one taken away.
+add_test(NAME architecture_matches_link_graph
+  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/docs/architecture_graph_test.py)
+set_tests_properties(architecture_matches_link_graph PROPERTIES LABELS lint TIMEOUT 120)
+
+# The metrics text against Prometheus's own parser and linter: a registry
+# with every type, escapes and number forms, and a MeteredStore's families,
+# through `promtool check metrics` (from scripts/setup.sh).
+add_executable(render_sample metrics/render_sample.cc)
+target_link_libraries(render_sample PRIVATE leasehold_runtime)
+leasehold_test_target(render_sample system)
+add_test(NAME metrics_pass_promtool
+  COMMAND ${CMAKE_COMMAND} -DSAMPLE=$<TARGET_FILE:render_sample>
+          -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/metrics_sample.prom
+          -P ${CMAKE_CURRENT_SOURCE_DIR}/metrics/promtool_check.cmake)
+set_tests_properties(metrics_pass_promtool PROPERTIES LABELS lint TIMEOUT 60)

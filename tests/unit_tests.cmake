@@ -1,0 +1,48 @@
+# The unit tests of tests/: the conformance suites, the simulation and the
+# DynamoDB backend (tests/CMakeLists.txt includes this file in the builds
+# that make unit tests).
+
+# The conformance suites: the same cases (store_conformance*_test.cc, and the
+# lease layer in lease_conformance_test.cc and queue_conformance_test.cc) for
+# every backend (INSTANTIATE lines in backends_test.cc, and in
+# dynamodb/dynamodb_conformance_test.cc for DynamoDB). The cases are compiled
+# once, as objects both binaries link (a static library would lose them: no
+# symbol of theirs is asked for).
+add_library(conformance_cases OBJECT
+  conformance/lease_conformance_test.cc
+  conformance/queue_conformance_test.cc
+  conformance/store_conformance_limits_test.cc
+  conformance/store_conformance_query_test.cc
+  conformance/store_conformance_test.cc
+)
+target_include_directories(conformance_cases PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(conformance_cases PUBLIC leasehold_lease leasehold_testing
+                      GTest::gtest)
+leasehold_test_binary(conformance_cases)
+
+add_executable(conformance_tests conformance/backends_test.cc)
+target_link_libraries(conformance_tests PRIVATE conformance_cases leasehold_memory
+                      leasehold_sqlite GTest::gtest_main)
+leasehold_discover_tests(conformance_tests unit LABEL unit)
+
+# The deterministic simulation of many lease holders under faults.
+add_executable(sim_tests
+  sim/lease_sim_test.cc
+)
+target_link_libraries(sim_tests PRIVATE leasehold_lease leasehold_memory leasehold_testing
+                      GTest::gtest_main)
+leasehold_discover_tests(sim_tests unit LABEL unit)
+
+# The DynamoDB backend against dynalite (node_modules/ is installed by
+# scripts/setup.sh) and against scripted loopback servers.
+add_executable(dynamodb_tests
+  dynamodb/dynalite_smoke_test.cc
+  dynamodb/container_credentials_test.cc
+  dynamodb/dynamodb_conformance_test.cc
+)
+target_compile_definitions(dynamodb_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(dynamodb_tests PRIVATE conformance_cases test_servers
+                      leasehold_dynamodb leasehold_open_store leasehold_memory leasehold_sqlite
+                      GTest::gtest_main)
+leasehold_test_binary(dynamodb_tests)
+leasehold_discover_tests(dynamodb_tests unit LABEL dynamodb TIMEOUT 120)
