@@ -115,7 +115,9 @@ foreach(test_file IN LISTS browser_tests)
       COMMAND ${CMAKE_COMMAND} -E echo "node was not found when this build was configured; run scripts/setup.sh")
     set_tests_properties(browser_${feature} PROPERTIES WILL_FAIL TRUE)
   endif()
-  set_tests_properties(browser_${feature} PROPERTIES LABELS browser TIMEOUT 180)
+  # The longest tests: started first, when ctest has no times of its own
+  # yet (a fresh build), so that none of them is left running alone at the end.
+  set_tests_properties(browser_${feature} PROPERTIES LABELS browser TIMEOUT 180 COST 100)
 endforeach()
 
 # The HTTP server through real sockets on 127.0.0.1 (tests/server/): routing,
