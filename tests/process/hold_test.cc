@@ -9,10 +9,6 @@ namespace {
 
 constexpr milliseconds kEventTimeout{15'000};
 
-std::string str(const boost::json::object& o, const char* field) {
-  return std::string(o.at(field).as_string());
-}
-
 class HoldTest : public BackendTest {
  protected:
   // Waits for the command to write its pid to `pid_file` and returns it.
@@ -358,12 +354,6 @@ INSTANTIATE_TEST_SUITE_P(Backends, HoldTest,
 // Scenarios that need a store that stops answering: another process holds
 // SQLite's write lock.
 class HoldStuckStoreTest : public HoldTest {};
-
-int64_t wall_now_ms() {
-  return std::chrono::duration_cast<milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Renewals stall; the command ignores SIGTERM. It is killed before the expiry
 // stored with the lease, so it never runs while another owner could hold it.

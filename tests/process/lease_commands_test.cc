@@ -8,10 +8,6 @@ namespace {
 
 const std::string kWrongToken = "0123456789abcdef0123456789abcdef";
 
-std::string str(const boost::json::object& o, const char* field) {
-  return std::string(o.at(field).as_string());
-}
-
 class LeaseCommandsTest : public BackendTest {};
 
 TEST_P(LeaseCommandsTest, AcquirePrintsTheLease) {

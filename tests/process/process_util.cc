@@ -104,6 +104,16 @@ std::string read_file(const std::filesystem::path& path) {
   return ss.str();
 }
 
+std::string str(const boost::json::object& o, const char* field) {
+  return std::string(o.at(field).as_string());
+}
+
+int64_t wall_now_ms() {
+  return std::chrono::duration_cast<milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 boost::json::object parse_object(const std::string& line) {
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(line, ec);

@@ -71,6 +71,11 @@ std::string read_file(const std::filesystem::path& path);
 boost::json::object parse_object(const std::string& line);
 // Every non-empty line of `text`.
 std::vector<std::string> lines_of(const std::string& text);
+// The string `field` of `o` (which must hold one).
+std::string str(const boost::json::object& o, const char* field);
+// The wall clock, in ms since the Unix epoch: the time in the leases that
+// the binary writes.
+int64_t wall_now_ms();
 
 // A test with its own directory and SQLite file, and shorthands for running
 // `leasehold --store sqlite:DIR/leases.db ...`.

@@ -24,7 +24,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string kPassword = "tls test passphrase";
+const std::string kBobPassword = "tls test passphrase";
 
 // A response as `curl -D -` prints it: the head, then the body.
 struct CurlResponse {
@@ -165,7 +165,7 @@ class ServeTlsTest : public ServeTest {
   // POST /api/session at `server` as bob, sent with `origin` as its Origin.
   CurlResponse sign_in(const std::string& server, const std::string& origin) const {
     return curl({"-X", "POST", "-H", "Content-Type: application/json", "-H", "Origin: " + origin,
-                 "--data-binary", "{\"name\":\"bob\",\"password\":\"" + kPassword + "\"}"},
+                 "--data-binary", "{\"name\":\"bob\",\"password\":\"" + kBobPassword + "\"}"},
                 server + "/api/session");
   }
 
@@ -174,7 +174,7 @@ class ServeTlsTest : public ServeTest {
 
 TEST_F(ServeTlsTest, SignInSetsASecureCookieAndEveryAnswerSendsHsts) {
   const RunResult added =
-      run({"sh", "-c", "echo \"$0\" | exec \"$@\"", kPassword, leasehold_bin(), "--store",
+      run({"sh", "-c", "echo \"$0\" | exec \"$@\"", kBobPassword, leasehold_bin(), "--store",
            store_uri(), "user", "add", "bob", "--display-name", "Bob", "--password-stdin"});
   ASSERT_EQ(added.exit_code, 0) << added.err;
   const std::string port = start_serve(with_tls({"--listen", "127.0.0.1:0"}), true);
@@ -211,7 +211,7 @@ TEST_F(ServeTlsTest, SignInSetsASecureCookieAndEveryAnswerSendsHsts) {
   EXPECT_EQ(plain.out, "000");
 
   const std::string log = stop_serve();
-  EXPECT_EQ(log.find(kPassword), std::string::npos) << "the password reached the log";
+  EXPECT_EQ(log.find(kBobPassword), std::string::npos) << "the password reached the log";
   EXPECT_EQ(log.find(session.substr(session.find('=') + 1)), std::string::npos)
       << "the session ID reached the log";
 }

@@ -14,10 +14,6 @@ namespace fs = std::filesystem;
 
 const std::string kPassword = "correct horse battery";
 
-std::string str(const boost::json::object& o, const char* field) {
-  return std::string(o.at(field).as_string());
-}
-
 class UserCommandsTest : public BackendTest {
  protected:
   // Runs `leasehold --store URI args...` with `input` on its stdin.
