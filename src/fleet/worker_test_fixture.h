@@ -363,7 +363,7 @@ class WorkerTest : public ::testing::Test {
     o.id = id;
     o.lease_ttl = seconds(3);
     o.renew_every = milliseconds(500);
-    o.reconcile_every = milliseconds(100);
+    o.reconcile_every = reconcile_every_;
     o.checkpoint_every = milliseconds(100);
     o.lease.max_clock_skew = milliseconds(100);
     o.lease.safety_margin = milliseconds(50);
@@ -434,6 +434,8 @@ class WorkerTest : public ::testing::Test {
         kWaitMax);
   }
 
+  // The workers' reconcile period; their takeovers are staggered by half of it.
+  Duration reconcile_every_ = milliseconds(100);
   JumpClock clock_;
   SystemRandom random_;
   std::unique_ptr<ItemStore> store_ = store::make_memory_store();
