@@ -7,6 +7,11 @@
 // nothing here is stateful.
 #pragma once
 
+// Asio's and Beast's own compiled code is in net/beast_compiled.cc, once.
+#if !defined(BOOST_ASIO_SEPARATE_COMPILATION) || !defined(BOOST_BEAST_SEPARATE_COMPILATION)
+#error "a file that includes net/beast.h belongs to a target that links leasehold_beast"
+#endif
+
 // GCC 12 reports a false -Wmaybe-uninitialized inside Beast's parser
 // (boost::optional in content_length) when building with sanitizers.
 #pragma GCC diagnostic push
