@@ -2,8 +2,8 @@
 //
 // A lease lives in a *slot* of an item: attributes sharing a prefix. Slot
 // "lease" uses lease_owner, lease_token, lease_epoch, lease_acquired_at_ms,
-// lease_heartbeat_at_ms, lease_expires_at_ms and lease_holder, which are the
-// stream-fleet schema's names; slot "tracing" uses tracing_owner, and so on.
+// lease_heartbeat_at_ms, lease_expires_at_ms, lease_holder and lease_session,
+// which are the stream-fleet schema's names; slot "tracing" uses tracing_owner, and so on.
 //
 // Every operation is one conditional write; "mine" is owner = mine and
 // token = mine:
@@ -16,6 +16,21 @@
 //   replace  mine(from) and slot `to` acquirable, ending one lease and
 //            starting another on the same item in one write
 //   fenced   any update conditioned on mine
+//   end      mine(session) and expires_at < now_wall; expires_at = 0
+//
+// Sessions. A lease may belong to a *session*: another lease, short-lived
+// and renewed often, whose token it carries in <slot>_session (as etcd
+// attaches keys to one lease, and Consul locks to a session). Its holder
+// trusts it only while the session is valid too, so many leases are kept
+// alive by one heartbeat, and their own ttl may be long (for writers that
+// know nothing of sessions, which still wait for that expiry). A session
+// that expires is *ended* by whoever finds it expired (end_session(): a
+// write that only an expired session allows, after which it can never be
+// renewed), and only then are its leases taken, each conditioned on the dead
+// session's owner and token (AcquireOptions::ended_session), whatever its
+// own expiry. The same argument as for expiry keeps one holder: the session
+// is ended only once its holder's local deadline has passed, and no
+// renewal lands after that.
 //
 // The owner is in every holder-side condition, not only the token, because
 // writers that know nothing of tokens share these items: the stream fleet's
@@ -76,7 +91,8 @@ Status check_timing(const LeaseConfig& config, Duration ttl, Duration renew_ever
 // The attribute names of one slot.
 struct SlotNames {
   explicit SlotNames(std::string_view slot);
-  std::string owner, token, epoch, acquired_at_ms, heartbeat_at_ms, expires_at_ms, holder;
+  std::string owner, token, epoch, acquired_at_ms, heartbeat_at_ms, expires_at_ms, holder,
+      session;
 };
 
 class SlotNamesCache;  // lease.cc
@@ -94,6 +110,9 @@ struct Lease {
   int64_t expires_at_ms = 0;    // wall time, as written to the store
   Duration ttl{};
   MonoTime valid_until{};  // local deadline; see the file comment
+  // The token of the session it belongs to (AcquireOptions::session); empty:
+  // none. valid_at() does not know the session: its holder checks both.
+  std::string session;
 
   bool valid_at(MonoTime now) const { return now < valid_until; }
 };
@@ -109,7 +128,8 @@ struct LeaseView {
   int64_t acquired_at_ms = 0;
   int64_t heartbeat_at_ms = 0;
   int64_t expires_at_ms = 0;
-  bool held = false;  // an owner whose expiry is after the reader's wall clock
+  std::string session;  // the token of the session it belongs to; empty: none
+  bool held = false;    // an owner whose expiry is after the reader's wall clock
 };
 
 // Names a lease by what a separate process can know of it (CLI renew/release):
@@ -136,6 +156,19 @@ struct AcquireOptions {
   // (random_token() of a CSPRNG): the read-back that resolves an unknown
   // outcome takes the token in the slot for proof that the write applied.
   std::string token;
+  // The session this lease belongs to: the token of a lease of the same
+  // owner, valid when the acquisition is sent (the caller's to check).
+  // Written to <slot>_session; empty: none, and a session an earlier holder
+  // left there is removed (its end must not free this lease).
+  std::string session;
+  // Also takes the lease if it belongs to this session of this owner,
+  // whatever its own expiry. REQUIRES: the caller has ended that session
+  // (end_session() returned OK): its holder can no longer trust it.
+  struct SessionRef {
+    std::string owner;
+    std::string token;
+  };
+  std::optional<SessionRef> ended_session;
 };
 
 enum class ReleaseMode { kExpire, kClear };
@@ -240,6 +273,17 @@ class LeaseManager {
   // for it. A write whose lease is past its local deadline is not sent.
   // REQUIRES: each lease outlives the call.
   std::vector<Result<Item>> fenced_write_each(std::span<const FencedWrite> writes);
+
+  // Ends a session (a lease its holder keeps, and others belong to) that
+  // has expired by this process's wall clock, so that it can never be
+  // renewed: one write, conditioned on its owner and token and on its
+  // expiry, setting expires_at to 0 (its owner, token and epoch stay). OK if
+  // it is ended, by this call or before (expired and zeroed, released,
+  // replaced by a later lease, or its item gone): its leases may then be
+  // taken (AcquireOptions::ended_session). kFailedPrecondition if it is live
+  // (not expired by this clock); kUnavailable if the store failed or the
+  // outcome stayed unknown.
+  Status end_session(const LeaseRef& session);
 
   // The slot as stored now. kNotFound if the item has no such slot.
   Result<LeaseView> inspect(const Key& key, std::string_view slot = kDefaultSlot);

@@ -131,8 +131,8 @@ Status release_outcome(const Result<Item>& item, const SlotNames& n, const Lease
 
 // Removes every field of the slot but its epoch, which must never go back.
 void clear_slot(const SlotNames& n, Update& update) {
-  for (const std::string* attr :
-       {&n.owner, &n.token, &n.acquired_at_ms, &n.heartbeat_at_ms, &n.expires_at_ms, &n.holder}) {
+  for (const std::string* attr : {&n.owner, &n.token, &n.acquired_at_ms, &n.heartbeat_at_ms,
+                                  &n.expires_at_ms, &n.holder, &n.session}) {
     update.remove(*attr);
   }
 }
@@ -146,7 +146,8 @@ SlotNames::SlotNames(std::string_view slot)
       acquired_at_ms(std::string(slot) + "_acquired_at_ms"),
       heartbeat_at_ms(std::string(slot) + "_heartbeat_at_ms"),
       expires_at_ms(std::string(slot) + "_expires_at_ms"),
-      holder(std::string(slot) + "_holder") {}
+      holder(std::string(slot) + "_holder"),
+      session(std::string(slot) + "_session") {}
 
 // The attribute names of each slot a manager has used, built once. Slots are
 // few (a service names them in code); the bound guards against a caller that
@@ -227,12 +228,18 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
   LEASEHOLD_RETURN_IF_ERROR(validate_text("holder", o.holder, kHolderBytesMax, true));
   LEASEHOLD_RETURN_IF_ERROR(check_timing(o.ttl, default_renew_every(o.ttl)));
   if (!o.token.empty()) LEASEHOLD_RETURN_IF_ERROR(validate_token(o.token));
+  if (!o.session.empty()) LEASEHOLD_RETURN_IF_ERROR(validate_token(o.session));
+  if (o.ended_session) {
+    LEASEHOLD_RETURN_IF_ERROR(
+        validate_text("session owner", o.ended_session->owner, kOwnerBytesMax, false));
+    LEASEHOLD_RETURN_IF_ERROR(validate_token(o.ended_session->token));
+  }
 
   const auto names_n = names(o.slot);
   const SlotNames& n = *names_n;
   Lease lease{key, o.slot, o.owner, o.holder, o.token.empty() ? random_token(random_) : o.token,
               0,   0,      0,       0,        o.ttl,
-              {}};
+              {},  o.session};
   const MonoTime sent = clock_.mono_now();
   lease.acquired_at_ms = to_unix_ms(clock_.wall_now());
   lease.heartbeat_at_ms = lease.acquired_at_ms;
@@ -250,8 +257,17 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
     update.remove(n.holder);
   else
     update.set(n.holder, o.holder);
+  if (o.session.empty())
+    update.remove(n.session);
+  else
+    update.set(n.session, o.session);
   update.append(o.extra_update);
-  const Condition condition = acquirable(n, lease.acquired_at_ms) && o.extra_condition;
+  Condition free = acquirable(n, lease.acquired_at_ms);
+  if (o.ended_session) {
+    free = std::move(free) || (cond::eq(n.owner, o.ended_session->owner) &&
+                               cond::eq(n.session, o.ended_session->token));
+  }
+  const Condition condition = std::move(free) && o.extra_condition;
 
   Result<Item> written = store_.update(config_.table, key, update, condition);
   if (written.ok()) {
@@ -683,6 +699,37 @@ Result<Item> LeaseManager::explain_fenced_write(const LeaseRef& ref, int64_t une
   return no_longer_yours(ref.key, ref.slot);
 }
 
+Status LeaseManager::end_session(const LeaseRef& session) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_ref(session));
+  const auto names_n = names(session.slot);
+  const SlotNames& n = *names_n;
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  Result<Item> written =
+      store_.update(config_.table, session.key, Update().set(n.expires_at_ms, int64_t{0}),
+                    still_mine(n, session.owner, session.token) && cond::lt(n.expires_at_ms, now_ms));
+  if (written.ok()) return {};
+  const Code code = written.status().code();
+  if (code != Code::kConditionFailed && code != Code::kUnknownOutcome) {
+    return written.status().with_context("end session " + describe_key(session.key, session.slot));
+  }
+  // Refused, or no answer: what the item says now decides.
+  Result<Item> item = read_back(session.key);
+  if (!item.ok() && item.status().code() == Code::kNotFound) return {};
+  if (!item.ok()) {
+    return unavailable("end session " + describe_key(session.key, session.slot) +
+                       ": the read-back failed: " + item.status().message());
+  }
+  if (!is_mine(*item, n, session.owner, session.token)) return {};  // replaced: never renewed again
+  const int64_t expires_at_ms = get_int_or(*item, n.expires_at_ms);
+  if (expires_at_ms == 0) return {};
+  if (expires_at_ms >= now_ms) {
+    return failed_precondition("session " + describe_key(session.key, session.slot) +
+                               " is live until " + std::to_string(expires_at_ms) + " ms");
+  }
+  return unavailable("end session " + describe_key(session.key, session.slot) +
+                     " did not reach the store; retry");
+}
+
 LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_view slot) {
   const auto names_n = names(slot);
   const SlotNames& n = *names_n;
@@ -696,6 +743,7 @@ LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_vi
   v.acquired_at_ms = get_int_or(item, n.acquired_at_ms);
   v.heartbeat_at_ms = get_int_or(item, n.heartbeat_at_ms);
   v.expires_at_ms = get_int_or(item, n.expires_at_ms);
+  v.session = get_string_or(item, n.session);
   v.held = !v.owner.empty() && v.expires_at_ms > to_unix_ms(clock_.wall_now());
   return v;
 }

@@ -620,6 +620,103 @@ TEST_P(LeaseConformance, ARenewalBehindTheStoredHeartbeatIsRetriedNotLost) {
   EXPECT_TRUE(r.ok()) << r.status().to_string();
 }
 
+// A session's leases: kept by its heartbeat, taken once it has expired and
+// been ended, whatever their own expiry.
+TEST_P(LeaseConformance, ASessionsLeasesAreTakenOnlyOnceItIsEnded) {
+  const Key session_key{"session-a", ""};
+  auto session = leases_->acquire(session_key, as("a", seconds(3)));
+  ASSERT_TRUE(session.ok()) << session.status().to_string();
+  AcquireOptions bound = as("a", seconds(600));
+  bound.session = session->token;
+  auto a = leases_->acquire(key_, bound);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  EXPECT_EQ(a->session, session->token);
+  EXPECT_EQ(*get_string(stored("k"), "lease_session"), session->token);
+  auto view = leases_->inspect(key_);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->session, session->token);
+
+  const LeaseRef session_ref{session_key, "lease", "a", session->token};
+  AcquireOptions taker = as("b", seconds(600));
+  taker.ended_session = AcquireOptions::SessionRef{"a", session->token};
+  // Live: it cannot be ended, and its lease is held by its own expiry.
+  EXPECT_EQ(leases_->end_session(session_ref).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(leases_->acquire(key_, as("b")).status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(*get_int(stored("session-a"), "lease_expires_at_ms"), session->expires_at_ms);
+
+  clock_.advance(seconds(3) + milliseconds(1));
+  ASSERT_TRUE(leases_->end_session(session_ref).ok());
+  EXPECT_EQ(*get_int(stored("session-a"), "lease_expires_at_ms"), 0);
+  EXPECT_TRUE(leases_->end_session(session_ref).ok()) << "ending is idempotent";
+  // Ended: no renewal brings it back, even one sent with a clock far behind.
+  EXPECT_EQ(leases_->renew(session_ref, seconds(3)).status().code(), Code::kFailedPrecondition);
+
+  auto b = leases_->acquire(key_, taker);
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  EXPECT_EQ(b->epoch, a->epoch + 1);
+  EXPECT_FALSE(stored("k").contains("lease_session"))
+      << "a lease taken without a session keeps none of the old one";
+  EXPECT_EQ(leases_->fenced_write(*a, Update().set("data", std::string("late"))).status().code(),
+            Code::kFailedPrecondition);
+}
+
+// Why a session is ended before its leases are taken: a renewal its holder
+// sent while the session was valid may reach the store after the session
+// has expired by a taker's clock (held in the network), and would then
+// extend a session whose leases are being taken. Once ended, it cannot.
+TEST_P(LeaseConformance, ARenewalArrivingAfterTheEndDoesNotReviveTheSession) {
+  const Key session_key{"session-a", ""};
+  auto session = leases_->acquire(session_key, as("a", seconds(3)));
+  ASSERT_TRUE(session.ok());
+  clock_.advance(seconds(2));
+  faulty_->inject_next(store::Fault::kDeliverLate);
+  (void)leases_->renew(*session);  // held on its way
+  clock_.advance(seconds(1) + milliseconds(1));
+  ASSERT_TRUE(leases_->end_session(LeaseRef{session_key, "lease", "a", session->token}).ok());
+  ASSERT_EQ(faulty_->deliver_late(), 1u);
+  EXPECT_EQ(*get_int(stored("session-a"), "lease_expires_at_ms"), 0);
+}
+
+// A lease its owner took again under a new session is not the old
+// session's: ending the old one frees nothing.
+TEST_P(LeaseConformance, AnEndedSessionFreesOnlyTheLeasesStillItsOwn) {
+  const Key session_key{"session-a", ""};
+  auto first = leases_->acquire(session_key, as("a", seconds(3)));
+  ASSERT_TRUE(first.ok());
+  AcquireOptions bound = as("a", seconds(600));
+  bound.session = first->token;
+  auto a1 = leases_->acquire(key_, bound);
+  ASSERT_TRUE(a1.ok());
+  ASSERT_TRUE(leases_->release(*a1, ReleaseMode::kExpire).ok());
+
+  clock_.advance(seconds(4));
+  auto second = leases_->acquire(session_key, as("a", seconds(3)));  // a new session
+  ASSERT_TRUE(second.ok());
+  bound.session = second->token;
+  auto a2 = leases_->acquire(key_, bound);
+  ASSERT_TRUE(a2.ok()) << a2.status().to_string();
+
+  // The first session was replaced: it counts as ended.
+  EXPECT_TRUE(leases_->end_session(LeaseRef{session_key, "lease", "a", first->token}).ok());
+  EXPECT_EQ(*get_int(stored("session-a"), "lease_expires_at_ms"), second->expires_at_ms)
+      << "ending an old session leaves the new one alone";
+  AcquireOptions taker = as("b", seconds(600));
+  taker.ended_session = AcquireOptions::SessionRef{"a", first->token};
+  EXPECT_EQ(leases_->acquire(key_, taker).status().code(), Code::kAlreadyExists);
+  // Nor does another owner's session of the same token name free it.
+  taker.ended_session = AcquireOptions::SessionRef{"c", second->token};
+  EXPECT_EQ(leases_->acquire(key_, taker).status().code(), Code::kAlreadyExists);
+  EXPECT_EQ(*get_string(stored("k"), "lease_owner"), "a");
+
+  // A session whose item is gone can never be renewed either.
+  EXPECT_TRUE(leases_->end_session(LeaseRef{{"nothing", ""}, "lease", "a", first->token}).ok());
+  // Bad input changes nothing.
+  EXPECT_EQ(leases_->end_session(LeaseRef{session_key, "lease", "a", "nope"}).code(),
+            Code::kInvalidArgument);
+  bound.session = "not a token";
+  EXPECT_EQ(leases_->acquire({"k2", ""}, bound).status().code(), Code::kInvalidArgument);
+}
+
 TEST_P(LeaseConformance, TimingChecks) {
   EXPECT_EQ(leases_->acquire(key_, as("a", milliseconds(800))).status().code(),
             Code::kInvalidArgument);
