@@ -9,17 +9,31 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           owning N idle connections (--rate-per-conn 0.01) once every one of
           them has written its first message; (RSS_N - RSS_0) / N in KiB.
   writes  store calls per connection per minute of one worker owning 100
-          connections at the default timing (renew 5 s, checkpoint 5 s,
-          reconcile 2 s), from leasehold_store_operation_seconds_count per
+          connections with per-connection leases (--session-ttl 0: renew 5 s,
+          checkpoint 5 s, reconcile 2 s), from leasehold_store_operation_seconds_count per
           operation over a measured window; on SQLite also the rows the
           connections table saw written (counted by triggers in the file).
-  failover  --failover-workers (3) workers on SQLite with a 4 s ttl; --kills
+  failover  --failover-workers (3) workers on SQLite with a 4 s ttl and no
+          session; --kills
           times, kill -9 one and time until each of its connections is written
           again by another (the sinks' written_at_ms), then restart it;
           nearest-rank percentiles over kills and over (kill, connection); and
           the conditional writes the survivors saw fail meanwhile
           (leasehold_store_condition_failures_total), per kill and per orphan:
           the takeover herd, were every survivor to try every orphan.
+  sessions  sessions against per-connection leases in the same run:
+          --sessions-workers (4) workers on SQLite sharing
+          --sessions-connections (1000) at --sessions-rate (1) message/s each,
+          at the default timing of each mode (sessions: session 3 s renewed
+          every 800 ms, connection leases 30 min renewed every 10 min,
+          checkpoints every 5 s; plain: --session-ttl 0, leases 20 s renewed
+          every 5 s, checkpoints every 5 s). Over --window seconds: the
+          lease-keeping writes the store accepted
+          (leasehold_fleet_lease_writes_total, all kinds) and the checkpoint
+          writes, per connection per minute, and the CPU of each worker; then
+          --sessions-kills kill -9s of one worker, each restarted, and the
+          time until each of its connections is written again by another:
+          nearest-rank p50/p99 over connections, and the slowest kill.
   handover  one worker owning --handover-connections (1000), SIGTERMed once
           all stream: the time from the signal to its exit (streams closed,
           sink flushed, every lease released with its final checkpoint), and
@@ -37,7 +51,7 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           >= 0.8). others_cpu_cores: the machine's busy time not charged to
           the reader and the upstream-sim (other processes, softirqs).
 
-Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|handover|throughput ...]
+Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|sessions|handover|throughput ...]
        [--connections 1000] [--window 60] [--dynamodb-endpoint URL] [--kills 50]
        [--reader build/bin/bare_ws_reader] [--rounds 5] [--throughput-window 10]
        [--throughput-rate 0] [--sim-threads 2]
@@ -269,7 +283,7 @@ def bench_writes(args, procs, work, backend, store):
     db_path = store[len("sqlite:"):] if backend == "sqlite" else None
     if db_path:
         add_row_triggers(db_path, "items_connections")
-    w = fleet.worker("writes-" + backend)
+    w = fleet.worker("writes-" + backend, "--session-ttl", "0")
     wait_for("%d connections streaming" % n,
              lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") >= n and
              len(sink_conns(w.sink)) >= n, 300, 0.5)
@@ -340,7 +354,7 @@ def bench_failover(args, procs, work):
     addr = fleet.upstream(args.failover_rate)
     n = args.failover_connections
     fleet.add_conns(addr, ["f%03d" % i for i in range(n)])
-    timing = ["--lease-ttl", args.ttl, "--renew-every", args.renew,
+    timing = ["--session-ttl", "0", "--lease-ttl", args.ttl, "--renew-every", args.renew,
               "--checkpoint-every", args.renew]
     ids = ["fo%d" % (i + 1) for i in range(args.failover_workers)]
     workers = {wid: fleet.worker(wid, *timing) for wid in ids}
@@ -411,6 +425,109 @@ def bench_failover(args, procs, work):
         "condition_failures_per_kill": round(sum(f for f, _ in failures) / len(failures), 2),
         "condition_failures_per_orphan": round(sum(f for f, _ in failures)
                                                / max(1, sum(n for _, n in failures)), 3),
+    })
+
+
+def bench_sessions(args, procs, work):
+    n, nw = args.sessions_connections, args.sessions_workers
+    results = {}
+    for mode, flags in (("sessions", []), ("plain", ["--session-ttl", "0"])):
+        fleet = Fleet(args.bin, "sqlite:" + os.path.join(work, mode + ".db"), work, procs)
+        addr = fleet.upstream(args.sessions_rate, threads=2)
+        log("sessions (%s): adding %d connections" % (mode, n))
+        fleet.add_conns(addr, ["%s%04d" % (mode[0], i) for i in range(n)])
+        ids = ["%s-w%d" % (mode, i + 1) for i in range(nw)]
+        workers = {wid: fleet.worker(wid, *flags) for wid in ids}
+        share = -(-n // nw)
+
+        def spread():
+            o = owners(fleet)
+            counts = [sum(1 for v in o.values() if v == wid) for wid in ids]
+            return o if sum(counts) == n and min(counts) >= share * 0.8 else None
+
+        wait_for("%d connections spread over %d workers" % (n, nw), spread, 300, 1.0)
+        wait_for("every connection streaming",
+                 lambda: len(set().union(*(sink_conns(w.sink) for w in workers.values()))) >= n,
+                 120, 1.0)
+        time.sleep(args.settle)
+        pids = [workers[wid].pid for wid in ids]
+        before = {wid: metrics(workers[wid]) for wid in ids}
+        cpu0, t0 = [cpu_s(p) for p in pids], time.monotonic()
+        time.sleep(args.window)
+        after = {wid: metrics(workers[wid]) for wid in ids}
+        cpu1, t1 = [cpu_s(p) for p in pids], time.monotonic()
+        minutes = (t1 - t0) / 60
+        delta = lambda name, **l: sum(metric(after[w], name, **l) - metric(before[w], name, **l)
+                                      for w in ids)
+        kinds = ("session_renewal", "membership_renewal", "connection_renewal", "acquisition",
+                 "release", "session_end")
+        lease_writes = {k: int(delta("leasehold_fleet_lease_writes_total", kind=k)) for k in kinds}
+        per = lambda x: round(x / n / minutes, 3)
+        figures = {
+            "lease_writes": {k: v for k, v in lease_writes.items() if v},
+            "lease_writes_per_conn_per_min": per(sum(lease_writes.values())),
+            "connection_lease_writes_per_conn_per_min": per(
+                lease_writes["connection_renewal"] + lease_writes["acquisition"] +
+                lease_writes["release"]),
+            "checkpoint_writes_per_conn_per_min": per(
+                delta("leasehold_fleet_checkpoint_writes_total")),
+            "messages_per_s": round(delta("leasehold_fleet_messages_total") / (t1 - t0)),
+            "cpu_per_worker_cores": round(sum(b - a for a, b in zip(cpu0, cpu1)) / nw / (t1 - t0), 4),
+        }
+        tails = {wid: SinkTail(workers[wid].sink) for wid in ids}
+        per_conn, per_kill = [], []
+        for k in range(args.sessions_kills):
+            wait_for("the fleet spread again", spread, 300, 1.0)
+            victim = ids[k % nw]
+            lost = {c for c, w in owners(fleet).items() if w == victim}
+            for t in tails.values():
+                t.new_lines()
+            workers[victim].kill()
+            kill_ms = time.time() * 1000
+            workers[victim].wait()
+            back, deadline = {}, time.monotonic() + 120
+            while len(back) < len(lost):
+                if time.monotonic() > deadline:
+                    raise RuntimeError("connections of %s not back within 120 s" % victim)
+                time.sleep(0.05)
+                for wid, t in tails.items():
+                    if wid == victim:
+                        continue
+                    for line in t.new_lines():
+                        c = line["conn"]
+                        if c in lost and c not in back and line["written_at_ms"] > kill_ms:
+                            back[c] = line["written_at_ms"] - kill_ms
+            per_conn.extend(back.values())
+            per_kill.append(max(back.values()))
+            log("sessions (%s): kill %d of %d (%s, %d connections): all back after %.0f ms"
+                % (mode, k + 1, args.sessions_kills, victim, len(lost), per_kill[-1]))
+            while True:
+                p = fleet.worker(victim, *flags, may_exit=True)
+                if p is not None:
+                    break
+                time.sleep(0.5)  # refused while its old membership lease lives
+            workers[victim] = p
+            tails[victim] = SinkTail(p.sink)
+            tails[victim].new_lines()
+        figures.update({
+            "failover_conn_p50_ms": round(percentile(per_conn, 50)),
+            "failover_conn_p99_ms": round(percentile(per_conn, 99)),
+            "failover_slowest_kill_ms": round(max(per_kill)),
+        })
+        results[mode] = figures
+        for w in workers.values():
+            procs.stop(w)
+    s, p = results["sessions"], results["plain"]
+    emit({
+        "bench": "fleet_sessions", "backend": "sqlite", "workers": nw, "connections": n,
+        "rate_per_conn": args.sessions_rate, "window_s": args.window,
+        "kills": args.sessions_kills, "sessions": s, "plain": p,
+        "lease_writes_ratio": round(s["lease_writes_per_conn_per_min"]
+                                    / p["lease_writes_per_conn_per_min"], 4),
+        "goal_connection_lease_writes_per_conn_per_min": 0.1,
+        "goal_failover_p99_ms": 4000,
+        "met": s["connection_lease_writes_per_conn_per_min"] <= 0.1
+        and s["failover_conn_p99_ms"] <= 4000,
     })
 
 
@@ -632,6 +749,10 @@ def main():
     ap.add_argument("--throughput-window", type=float, default=10.0)
     ap.add_argument("--throughput-settle", type=float, default=2.0)
     ap.add_argument("--sim-threads", type=int, default=2)
+    ap.add_argument("--sessions-connections", type=int, default=1000)
+    ap.add_argument("--sessions-workers", type=int, default=4)
+    ap.add_argument("--sessions-rate", type=float, default=1.0)
+    ap.add_argument("--sessions-kills", type=int, default=5)
     args = ap.parse_args()
     # Stopped by a signal, still stop what it started (a background job
     # starts with SIGINT ignored).
@@ -652,6 +773,8 @@ def main():
                             f"dynamodb://us-east-1/{prefix}?endpoint=" + args.dynamodb_endpoint)
                 elif bench == "failover":
                     bench_failover(args, procs, work)
+                elif bench == "sessions":
+                    bench_sessions(args, procs, work)
                 elif bench == "throughput":
                     bench_throughput(args, procs, work)
                 else:

@@ -63,7 +63,10 @@ json::object member_json(const fleet::Member& m) {
           {"messages_per_s", m.messages_per_s},
           {"started_at_ms", m.started_at_ms},
           {"updated_at_ms", m.updated_at_ms},
-          {"expires_at_ms", m.expires_at_ms}};
+          {"expires_at_ms", m.expires_at_ms},
+          {"heartbeat_at_ms", m.heartbeat_at_ms},
+          {"session_number", m.session_epoch},
+          {"session_ttl_ms", m.session_ttl_ms}};
 }
 
 // The body of POST /api/fleet/connections: {"id", "url", "seq_field"?,

@@ -26,6 +26,8 @@ Result<Duration> parse_duration(std::string_view text) {
     ms_per_unit = 60'000;
   else if (unit == "h")
     ms_per_unit = 3'600'000;
+  else if (unit.empty() && n == 0)
+    return Duration::zero();  // zero needs no unit
   else if (unit.empty())
     return bad("missing unit");
   else

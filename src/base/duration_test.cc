@@ -13,10 +13,11 @@ TEST(ParseDuration, AcceptsEachUnit) {
   EXPECT_EQ(*parse_duration("15m"), milliseconds(900'000));
   EXPECT_EQ(*parse_duration("2h"), milliseconds(7'200'000));
   EXPECT_EQ(*parse_duration("0s"), milliseconds(0));
+  EXPECT_EQ(*parse_duration("0"), milliseconds(0)) << "zero needs no unit";
 }
 
 TEST(ParseDuration, RefusesMalformedInput) {
-  for (const char* bad : {"", "20", "s", "-5s", "+5s", "1.5s", "10x", "5 s", "5S", "ms", "20s ",
+  for (const char* bad : {"", "20", "00x", "s", "-5s", "+5s", "1.5s", "10x", "5 s", "5S", "ms", "20s ",
                           "99999999999999999999ms", "1000000h"}) {
     const auto d = parse_duration(bad);
     ASSERT_FALSE(d.ok()) << "'" << bad << "' was accepted";

@@ -27,8 +27,20 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   fleet::WorkerOptions o;
   o.id = a.id;
   o.max_connections = a.max_connections;
-  LEASEHOLD_ASSIGN_OR_RETURN(o.lease_ttl, flag_duration("--lease-ttl", a.lease_ttl));
-  LEASEHOLD_ASSIGN_OR_RETURN(o.renew_every, flag_duration("--renew-every", a.renew_every));
+  LEASEHOLD_ASSIGN_OR_RETURN(o.session_ttl, flag_duration("--session-ttl", a.session_ttl));
+  const bool session = o.session_ttl > Duration::zero();
+  if (!a.session_renew_every.empty()) {
+    LEASEHOLD_ASSIGN_OR_RETURN(o.session_renew_every,
+                               flag_duration("--session-renew-every", a.session_renew_every));
+  }
+  // With a session, a connection's own lease is what writers without
+  // sessions wait for: long, and renewed rarely.
+  const std::string lease_ttl = !a.lease_ttl.empty() ? a.lease_ttl : session ? "30m" : "20s";
+  const std::string renew_every = !a.renew_every.empty() ? a.renew_every
+                                  : session              ? "10m"
+                                                         : "5s";
+  LEASEHOLD_ASSIGN_OR_RETURN(o.lease_ttl, flag_duration("--lease-ttl", lease_ttl));
+  LEASEHOLD_ASSIGN_OR_RETURN(o.renew_every, flag_duration("--renew-every", renew_every));
   LEASEHOLD_ASSIGN_OR_RETURN(o.reconcile_every,
                              flag_duration("--reconcile-every", a.reconcile_every));
   if (!a.checkpoint_every.empty()) {
@@ -41,6 +53,15 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   LEASEHOLD_RETURN_IF_ERROR(fleet::validate_worker_options(o));
   // The lease layer's timing rules, the skew given included.
   LEASEHOLD_RETURN_IF_ERROR(check_timing(o.lease, o.lease_ttl, o.renew_every));
+  if (session) {
+    const Duration renew = o.session_renew_every > Duration::zero()
+                               ? o.session_renew_every
+                               : validity(o.lease, o.session_ttl) / 3;
+    LEASEHOLD_RETURN_IF_ERROR(
+        check_timing(o.lease, o.session_ttl, renew).with_context("--session-ttl"));
+  } else if (!a.session_renew_every.empty()) {
+    return invalid_argument("--session-renew-every needs a session (--session-ttl above 0)");
+  }
   return o;
 }
 
@@ -61,14 +82,24 @@ CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
   w->add_option("--id", a.id, "This worker's name, unique in the fleet")->required();
   w->add_option("--max-connections", a.max_connections, "The most connections to own")
       ->capture_default_str();
-  w->add_option("--lease-ttl", a.lease_ttl, "How long a connection's lease lasts unrenewed")
+  w->add_option("--session-ttl", a.session_ttl,
+                "How long this worker's session lasts unrenewed; its connections move about this "
+                "long after it dies. 0: no session, each connection's lease is renewed on its own")
       ->capture_default_str();
-  w->add_option("--renew-every", a.renew_every, "Heartbeat period")->capture_default_str();
+  w->add_option("--session-renew-every", a.session_renew_every,
+                "Session heartbeat period (default: a third of the session's ttl less the "
+                "clock-skew allowance and margin)");
+  w->add_option("--lease-ttl", a.lease_ttl,
+                "How long a connection's own lease lasts unrenewed (default: 30m with a session, "
+                "20s without)");
+  w->add_option("--renew-every", a.renew_every,
+                "Renewal period of the connections' own leases (default: 10m with a session, 5s "
+                "without)");
   w->add_option("--reconcile-every", a.reconcile_every,
                 "How often to look for orphaned connections and desired-state changes")
       ->capture_default_str();
   w->add_option("--checkpoint-every", a.checkpoint_every,
-                "How often to checkpoint (default: the renew period)");
+                "How often to checkpoint (default: 5s with a session, the renew period without)");
   w->add_option("--max-clock-skew", a.max_clock_skew,
                 "The most any two wall clocks of the fleet may differ; a lease is trusted "
                 "for its ttl less this and a 100 ms margin")

@@ -203,7 +203,7 @@ Update new_connection_update(const NewConnection& connection, int64_t now_ms) {
         std::string_view(kReconnectsAttr), std::string_view(kLastMessageAtMsAttr),
         std::string_view(lease.owner), std::string_view(lease.token),
         std::string_view(lease.holder), std::string_view(lease.acquired_at_ms),
-        std::string_view(lease.heartbeat_at_ms)}) {
+        std::string_view(lease.heartbeat_at_ms), std::string_view(lease.session)}) {
     update.remove(std::string(attr));
   }
   return update;
@@ -338,7 +338,7 @@ Result<Connection> parse_connection(const Item& item) {
   for (const auto& [attr, out] :
        {StringField{kWsUrlAttr, &c.ws_url}, StringField{kSeqFieldAttr, &c.seq_field},
         StringField{kLastErrorAttr, &c.last_error}, StringField{lease.owner, &c.owner},
-        StringField{lease.token, &c.token}}) {
+        StringField{lease.token, &c.token}, StringField{lease.session, &c.session}}) {
     LEASEHOLD_RETURN_IF_ERROR(
         read_string(item, attr, *out).with_context("connection '" + c.id + "'"));
   }

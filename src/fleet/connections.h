@@ -112,6 +112,9 @@ struct Connection {
   std::string seq_field = kDefaultSeqField;
   std::string owner;  // lease_owner
   std::string token;  // lease_token: the holder's capability, never shown to others
+  // lease_session: the token of the holder's session (fleet/members.h) the
+  // lease belongs to; empty: none. Never shown to others either.
+  std::string session;
   int64_t epoch = 0;
   int64_t expires_at_ms = 0;
   int64_t heartbeat_at_ms = 0;

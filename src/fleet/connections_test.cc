@@ -166,7 +166,8 @@ TEST(ParseConnection, ReadsEveryField) {
   auto c = parse_connection(item);
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   EXPECT_EQ(*c, (Connection{"feed.1", DesiredState::kStopped, "ws://h/s", "data.seq", "w1",
-                            std::string(32, 'a'), 3, 1000, 900, 77, "upstream closed", 950, 5, 6}));
+                            std::string(32, 'a'), "", 3, 1000, 900, 77, "upstream closed", 950, 5,
+                            6}));
 }
 
 TEST(ParseConnection, ReadsATombstone) {

@@ -57,6 +57,11 @@ Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool al
       m.messages_per_s = static_cast<double>(get_int_or(item, "messages_per_s")) / 1000;
       m.started_at_ms = get_int_or(item, "started_at_ms");
       m.updated_at_ms = get_int_or(item, "updated_at_ms");
+      m.session_epoch = get_int_or(item, "lease_epoch");
+      m.session_ttl_ms = get_int_or(item, "session_ttl_ms");
+      m.heartbeat_at_ms = get_int_or(item, "lease_heartbeat_at_ms");
+      m.session = get_string_or(item, "lease_token");
+      m.previous_session = get_string_or(item, "previous_session");
       const auto taking = item.find("taking");
       m.taking = taking == item.end() || !std::holds_alternative<bool>(taking->second) ||
                  std::get<bool>(taking->second);

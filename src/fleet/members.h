@@ -13,6 +13,10 @@
 //   taking            false while the worker cannot take connections (its
 //                     last query of the orphan index failed); absent: true
 //   started_at_ms, updated_at_ms
+//   session_ttl_ms    when the membership lease is the worker's session
+//                     (fleet/worker.h): its ttl; absent: no session
+//   previous_session  the token its lease had when this one was taken, so
+//                     that the others take that session's connections
 //
 // The index kind-lease_expires_at_ms-index lists every worker, alive first
 // when read from the top. Thread-safe: plain functions on a store.
@@ -47,6 +51,13 @@ struct Member {
   int64_t started_at_ms = 0;
   int64_t updated_at_ms = 0;
   bool taking = true;  // it says it can take connections
+  // Its membership lease: the epoch counts its sessions, and with sessions,
+  // the token is that of the session its connections belong to.
+  int64_t session_epoch = 0;
+  int64_t session_ttl_ms = 0;  // 0: it runs without a session
+  int64_t heartbeat_at_ms = 0;
+  std::string session;           // the lease's token; never shown
+  std::string previous_session;  // see the file comment; never shown
 };
 
 // Every worker the table knows, sorted by id. `alive_only` leaves out the

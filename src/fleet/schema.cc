@@ -7,7 +7,8 @@ TableSpec connections_table_spec() {
       kConnectionsTable,
       kConnectionsKeyAttr,
       "",
-      {IndexSpec{kOrphanIndex, "desired_state", "lease_expires_at_ms", AttrType::kInt}}};
+      {IndexSpec{kOrphanIndex, "desired_state", "lease_expires_at_ms", AttrType::kInt},
+       IndexSpec{kSessionIndex, "lease_session", "lease_epoch", AttrType::kInt}}};
 }
 
 }  // namespace leasehold::fleet

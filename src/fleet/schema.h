@@ -16,7 +16,8 @@
 // fleet/connections.h names these attributes and reads and writes the items.
 //
 // The index desired_state-lease_expires_at_ms-index finds STARTED
-// connections whose lease has expired (the orphans a worker may take).
+// connections whose lease has expired (the orphans a worker may take);
+// lease_session-lease_epoch-index those of a worker's session.
 #pragma once
 
 #include <string>
@@ -28,6 +29,10 @@ namespace leasehold::fleet {
 inline constexpr char kConnectionsTable[] = "connections";
 inline constexpr char kConnectionsKeyAttr[] = "Pk";
 inline constexpr char kOrphanIndex[] = "desired_state-lease_expires_at_ms-index";
+// The connections of one worker's session (fleet/worker.h), for whoever
+// takes them once that session has ended. Sparse: only leases taken in a
+// session carry lease_session.
+inline constexpr char kSessionIndex[] = "lease_session-lease_epoch-index";
 
 TableSpec connections_table_spec();
 

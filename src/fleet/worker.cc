@@ -50,6 +50,9 @@ Status validate_worker_options(const WorkerOptions& o) {
   if (o.stall_after < Duration::zero()) {
     return invalid_argument("stall period must not be negative");
   }
+  if (o.session_ttl < Duration::zero() || o.session_renew_every < Duration::zero()) {
+    return invalid_argument("session ttl and renew period must not be negative");
+  }
   if (o.upstream_stable_after <= Duration::zero()) {
     return invalid_argument("upstream stable period must be positive");
   }
@@ -63,12 +66,29 @@ Status Worker::Impl::join() {
   LEASEHOLD_RETURN_IF_ERROR(store_.require_table(connections_table_spec()));
   LEASEHOLD_RETURN_IF_ERROR(store_.require_table(workers_table_spec()));
   LEASEHOLD_RETURN_IF_ERROR(conn_leases_.check_timing(options_.lease_ttl, options_.renew_every));
+  if (sessions()) {
+    LEASEHOLD_RETURN_IF_ERROR(
+        member_leases_.check_timing(options_.session_ttl, session_renew_every())
+            .with_context("session"));
+  }
   AcquireOptions o;
   o.owner = options_.id;
   o.holder = options_.id;
-  o.ttl = options_.lease_ttl;
+  o.ttl = sessions() ? options_.session_ttl : options_.lease_ttl;
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
   o.extra_update.set("kind", std::string(kWorkerKind)).set("started_at_ms", now_ms);
+  // The session this worker's item had before (a crash, a lost session, or
+  // its last run) is named, so that the others take its connections.
+  Result<Item> before = store_.get(kWorkersTable, worker_key(options_.id), /*consistent=*/true);
+  if (before.ok() && get_string_or(*before, "lease_owner") == options_.id &&
+      !get_string_or(*before, "lease_token").empty()) {
+    o.extra_update.set("previous_session", get_string_or(*before, "lease_token"));
+  }
+  if (sessions()) {
+    o.extra_update.set("session_ttl_ms", to_ms(options_.session_ttl));
+  } else {
+    o.extra_update.remove("session_ttl_ms");
+  }
   o.extra_update.append(
       member_figures(0, static_cast<int64_t>(options_.max_connections), 0, 0, now_ms));
   Result<Lease> lease = member_leases_.acquire(worker_key(options_.id), o);
@@ -79,10 +99,21 @@ Status Worker::Impl::join() {
     return lease.status().with_context("joining the fleet");
   }
   const Renewer::Id id = member_renewer_.add(*lease, [this](const Lease&, const Status& why) {
-    log_to(options_.logger, LogLevel::kWarn, "membership lease lost: {}", why.message());
-    MutexLock lock(mu_);
-    member_id_.reset();
+    log_to(options_.logger, LogLevel::kWarn, "{} lost: {}",
+           sessions() ? "session" : "membership lease", why.message());
+    {
+      MutexLock lock(mu_);
+      member_id_.reset();
+    }
+    if (sessions()) on_session_lost(why);
   });
+  if (sessions()) {
+    MutexLock lock(session_mu_);
+    ++session_gen_;
+    session_token_ = lease->token;
+    session_id_ = id;
+  }
+  ++sessions_started_;
   MutexLock lock(mu_);
   member_id_ = id;
   last_figures_at_ = clock_.mono_now();
@@ -173,6 +204,10 @@ WorkerStats Worker::Impl::stats() const {
   s.checkpoints = checkpoints_;
   s.reconnects = reconnects_;
   s.conflicts = conflicts_;
+  s.connection_renewals = renewer_.stats().renewals;
+  s.membership_renewals = member_renewer_.stats().renewals;
+  s.sessions_started = sessions_started_;
+  s.sessions_ended = sessions_ended_;
   return s;
 }
 
@@ -247,6 +282,16 @@ void Worker::Impl::collect_figures(std::vector<metrics::Collected::Sample>& out,
     }
     out.push_back({{s->id}, value});
   }
+}
+
+void Worker::Impl::collect_lease_writes(std::vector<metrics::Collected::Sample>& out) const {
+  const WorkerStats s = stats();
+  out.push_back({{sessions() ? "session_renewal" : "membership_renewal"},
+                 static_cast<double>(s.membership_renewals)});
+  out.push_back({{"connection_renewal"}, static_cast<double>(s.connection_renewals)});
+  out.push_back({{"acquisition"}, static_cast<double>(s.acquired + s.sessions_started)});
+  out.push_back({{"release"}, static_cast<double>(s.handovers)});
+  out.push_back({{"session_end"}, static_cast<double>(s.sessions_ended)});
 }
 
 std::vector<OwnedConnection> Worker::Impl::owned() const {

@@ -27,6 +27,22 @@
 //     the same write (lease_expires_at_ms = 0, so the orphan index shows it
 //     at once): the next owner starts exactly after the last message written.
 //
+// Sessions (session_ttl > 0): the membership lease is the worker's session,
+// short and renewed often, and every connection lease it takes belongs to
+// it (include/leasehold/lease.h, Sessions): a connection is trusted only
+// while both its own lease and the session are valid, so its own lease may
+// be long and renewed rarely, and lease-keeping writes are O(workers), not
+// O(connections). A worker whose session expires (its own renewals failing
+// past its local deadline, or a pause) loses every stream at once and
+// starts a new session. A worker that finds another's session expired by
+// its wall clock ends it in the store, then finds its connections through
+// the index lease_session-lease_epoch-index and takes them as orphans whose
+// owner died, each conditioned on the dead session's owner and token: a
+// crashed worker's connections move about a session ttl after its last
+// heartbeat, whatever their own ttl. Workers without sessions, and the
+// reference pattern's own code, share the table safely: they wait for the
+// connections' own expiry.
+//
 // Takeover after a crash: a lease that will expire before the next reconcile
 // is tried at its expiry plus the clock-skew bound, so that failover costs
 // about the ttl, not the ttl and a reconcile period. Which worker tries which
@@ -70,14 +86,22 @@ inline constexpr std::chrono::milliseconds kReconnectBackoffMax{10'000};
 // Bad upstream messages are logged at most this often per connection.
 inline constexpr std::chrono::milliseconds kBadMessageLogEvery{10'000};
 
+// With a session, connection leases are renewed rarely, so checkpoints have
+// a period of their own.
+inline constexpr std::chrono::milliseconds kSessionCheckpointEvery{5'000};
+
 struct WorkerOptions {
   std::string id;  // unique in the fleet: 1..128 bytes of [A-Za-z0-9._~-]
   size_t max_connections = kMaxConnectionsDefault;
   Duration lease_ttl = std::chrono::seconds(20);
   Duration renew_every = std::chrono::seconds(5);
   Duration reconcile_every = std::chrono::seconds(2);
-  // Zero: renew_every.
+  // Zero: renew_every, or kSessionCheckpointEvery with a session.
   Duration checkpoint_every{};
+  // The worker's session (see the file comment): its ttl, zero for none,
+  // and its renew period, zero for a third of its validity window.
+  Duration session_ttl{};
+  Duration session_renew_every{};
   // A connection without a message for this long counts as stalled (its
   // figures, health()); zero: never.
   Duration stall_after = std::chrono::seconds(60);
@@ -109,6 +133,12 @@ struct WorkerStats {
   uint64_t checkpoints = 0;      // checkpoint writes that applied
   uint64_t reconnects = 0;       // upstream connections that ended and were retried
   uint64_t conflicts = 0;        // acquisitions of orphans that another worker won
+  // Lease-keeping writes the store accepted: renewals of connection leases,
+  // and of the membership lease (the session, with sessions).
+  uint64_t connection_renewals = 0;
+  uint64_t membership_renewals = 0;
+  uint64_t sessions_started = 0;  // membership leases taken (1 unless lost)
+  uint64_t sessions_ended = 0;    // other workers' expired sessions this one ended
 };
 
 // Whether the worker does its job, for /healthz: it reaches the store, its

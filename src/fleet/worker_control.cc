@@ -13,6 +13,10 @@ namespace {
 // DynamoDB's BatchGetItem limit.
 constexpr size_t kBatchGetMax = 100;
 
+// A live member's session is read again this long after it would expire,
+// if it has not been renewed by then.
+constexpr std::chrono::milliseconds kSessionLookAfter{50};
+
 }  // namespace
 
 using std::chrono::milliseconds;
@@ -135,8 +139,24 @@ void Worker::Impl::balance_and_acquire() {
       soonest = std::min(soonest, now + milliseconds(c->expires_at_ms - now_ms) + skew);
     }
   }
+  // With sessions, every member is read, the dead ones too: their sessions'
+  // connections are orphans, and a live one's session is looked at again
+  // just after it would expire.
+  Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/!sessions());
+  if (sessions() && members.ok()) {
+    for (Connection& c : dead_session_orphans(*members)) {
+      const bool listed = std::any_of(orphans.begin(), orphans.end(),
+                                      [&](const Connection& o) { return o.id == c.id; });
+      if (!listed) orphans.push_back(std::move(c));
+    }
+    for (const Member& m : *members) {
+      if (m.id != options_.id && m.alive && m.session_ttl_ms > 0) {
+        soonest = std::min(soonest, now + milliseconds(m.expires_at_ms - now_ms) + kSessionLookAfter);
+      }
+    }
+    std::erase_if(*members, [](const Member& m) { return !m.alive; });
+  }
   const std::vector<OrphanSeen> seen = note_orphans(orphans);
-  Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/true);
   const std::vector<MemberFigures> others =
       members.ok() ? note_members(*members) : std::vector<MemberFigures>{};
   const int64_t owned = static_cast<int64_t>(snapshot().size());
@@ -255,7 +275,9 @@ PlacementOptions Worker::Impl::placement_options() const {
 }
 
 // Acquires `seen` (as the index showed it), reads it back consistently (the
-// index may lag the checkpoint), and starts streaming from last_seq.
+// index may lag the checkpoint), and starts streaming from last_seq. With a
+// session, the lease belongs to it, and one of a session that has ended is
+// taken on that session's owner and token.
 bool Worker::Impl::acquire(const Connection& seen) {
   AcquireOptions o;
   o.owner = options_.id;
@@ -263,6 +285,16 @@ bool Worker::Impl::acquire(const Connection& seen) {
   o.ttl = options_.lease_ttl;
   o.extra_condition =
       cond::eq(kDesiredStateAttr, std::string(desired_state_name(DesiredState::kStarted)));
+  std::optional<SessionNow> session;
+  if (sessions()) {
+    session = current_session();
+    if (!session) return false;  // none to trust: the control loop starts one
+    o.session = session->token;
+    const auto dead = dead_sessions_.find(seen.session);
+    if (!seen.session.empty() && dead != dead_sessions_.end() && dead->second.owner == seen.owner) {
+      o.ended_session = AcquireOptions::SessionRef{seen.owner, seen.session};
+    }
+  }
   Result<Lease> lease = conn_leases_.acquire(connection_key(seen.id), o);
   if (!lease.ok()) {
     if (lease.status().code() == Code::kAlreadyExists) {
@@ -283,10 +315,16 @@ bool Worker::Impl::acquire(const Connection& seen) {
     return false;
   }
   auto stream = std::make_shared<Stream>(now->id, now->ws_url, split_seq_field(now->seq_field));
+  if (session) stream->session_gen = session->gen;
+  const MonoTime deadline = deadline_of(*stream, *lease);
+  if (clock_.mono_now() >= deadline) {  // the session ended while acquiring
+    log_to(options_.logger, LogLevel::kWarn, "acquired {} after its session's deadline", seen.id);
+    return false;  // nothing is written after it; the lease goes with the session
+  }
   {
     MutexLock l(stream->mu);
     stream->epoch = lease->epoch;
-    stream->valid_until = lease->valid_until;
+    stream->valid_until = deadline;
     stream->written_seq = stream->checkpointed_seq = now->last_seq;
     stream->last_error = now->last_error;
     stream->acquired_at = clock_.mono_now();
@@ -306,8 +344,9 @@ bool Worker::Impl::acquire(const Connection& seen) {
     m_.takeovers.inc();
   }
   m_.owned.set(static_cast<double>(snapshot().size()));
-  log_to(options_.logger, LogLevel::kInfo, "acquired {} (epoch {}, from seq {}{})", stream->id,
-         lease->epoch, now->last_seq, takeover ? ", taken over from " + seen.owner : "");
+  log_to(options_.logger, LogLevel::kInfo, "acquired {} (epoch {}, from seq {}{}{})", stream->id,
+         lease->epoch, now->last_seq, takeover ? ", taken over from " + seen.owner : "",
+         o.ended_session ? " after its session ended" : "");
   connect(stream);
   return true;
 }
@@ -315,6 +354,13 @@ bool Worker::Impl::acquire(const Connection& seen) {
 // This worker's figures on its membership item, for the others' balancing
 // and for the fleet API.
 void Worker::Impl::write_figures() {
+  // Early reconciles (a lease or session about to expire) write none: the
+  // others read the figures about once a reconcile period.
+  if (figures_written_at_ != MonoTime{} &&
+      clock_.mono_now() - figures_written_at_ < options_.reconcile_every * 7 / 10) {
+    return;
+  }
+  figures_written_at_ = clock_.mono_now();
   std::optional<Renewer::Id> member;
   double rate = 0;
   const uint64_t messages = messages_.load();

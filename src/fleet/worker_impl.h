@@ -51,6 +51,9 @@ struct Stream {
   const std::string url_template;
   const std::vector<std::string> seq_path;
   Renewer::Id renew_id = 0;  // set once, before the stream is shared
+  // The worker's session the lease belongs to (Impl::session_gen_), 0 for
+  // none; set once, before the stream is shared.
+  uint64_t session_gen = 0;
 
   Mutex mu;
   State state GUARDED_BY(mu) = State::kWaiting;
@@ -152,7 +155,16 @@ struct Metrics {
                                            "leasehold_fleet_connection_last_message_age_seconds",
                                            "Time since the last message of a connection this "
                                            "worker owns (or since it took it, before the first)",
-                                           {"conn"})) {}
+                                           {"conn"})),
+        lease_writes(r.collected(true, "leasehold_fleet_lease_writes_total",
+                                 "Lease-keeping writes the store accepted: renewals of the "
+                                 "session (or membership lease) and of connection leases, "
+                                 "acquisitions, releases, sessions of others ended",
+                                 {"kind"})),
+        checkpoint_writes(r.collected(true, "leasehold_fleet_checkpoint_writes_total",
+                                      "Checkpoint writes the store accepted (handovers' final "
+                                      "checkpoints go with their releases)",
+                                      {})) {}
 
   metrics::Gauge& owned;
   metrics::Counter& messages;
@@ -168,6 +180,8 @@ struct Metrics {
   metrics::Collected& connection_messages;
   metrics::Collected& connection_reconnects;
   metrics::Collected& connection_message_age;
+  metrics::Collected& lease_writes;
+  metrics::Collected& checkpoint_writes;
 };
 
 LeaseConfig config_for(LeaseConfig config, std::string table, Logger* logger);
@@ -196,10 +210,12 @@ class Worker::Impl {
                      worker_parts::config_for(options_.lease, kConnectionsTable, options_.logger)),
         member_leases_(store, clock, random,
                        worker_parts::config_for(options_.lease, kWorkersTable, options_.logger)),
-        renewer_(conn_leases_, clock, random, renewer_options(2)),
-        member_renewer_(member_leases_, clock, random, renewer_options(1)) {
+        renewer_(conn_leases_, clock, random, renewer_options(2, options_.renew_every)),
+        member_renewer_(member_leases_, clock, random,
+                        renewer_options(1, sessions() ? session_renew_every()
+                                                      : options_.renew_every)) {
     if (options_.checkpoint_every == Duration::zero()) {
-      options_.checkpoint_every = options_.renew_every;
+      options_.checkpoint_every = sessions() ? kSessionCheckpointEvery : options_.renew_every;
     }
     metrics::Collected* families[] = {&m_.connection_messages, &m_.connection_reconnects,
                                       &m_.connection_message_age};
@@ -207,6 +223,11 @@ class Worker::Impl {
       collect_ids_[i] = families[i]->add(
           [this, i](std::vector<metrics::Collected::Sample>& out) { collect_figures(out, i); });
     }
+    collect_ids_[3] = m_.lease_writes.add(
+        [this](std::vector<metrics::Collected::Sample>& out) { collect_lease_writes(out); });
+    collect_ids_[4] = m_.checkpoint_writes.add([this](std::vector<metrics::Collected::Sample>& out) {
+      out.push_back({{}, static_cast<double>(checkpoints_.load())});
+    });
   }
 
   ~Impl() {
@@ -214,6 +235,8 @@ class Worker::Impl {
     m_.connection_messages.remove(collect_ids_[0]);
     m_.connection_reconnects.remove(collect_ids_[1]);
     m_.connection_message_age.remove(collect_ids_[2]);
+    m_.lease_writes.remove(collect_ids_[3]);
+    m_.checkpoint_writes.remove(collect_ids_[4]);
   }
 
   Status join();
@@ -226,13 +249,35 @@ class Worker::Impl {
   const std::string& id() const { return options_.id; }
 
  private:
-  RenewerOptions renewer_options(size_t threads) const {
+  RenewerOptions renewer_options(size_t threads, Duration renew_every) const {
     RenewerOptions o;
-    o.renew_every = options_.renew_every;
+    o.renew_every = renew_every;
     o.renew_threads = threads;
     o.info_log = options_.logger;
     return o;
   }
+
+  // Sessions (fleet/worker.h).
+  bool sessions() const { return options_.session_ttl > Duration::zero(); }
+  Duration session_renew_every() const;
+  struct SessionNow {
+    uint64_t gen = 0;
+    std::string token;
+    MonoTime valid_until{};
+  };
+  // The session, if this worker holds one it may trust now.
+  std::optional<SessionNow> current_session() EXCLUDES(session_mu_);
+  // The local deadline of session `gen`: long past if it is not the
+  // current one, or lost.
+  MonoTime session_valid_until(uint64_t gen) EXCLUDES(session_mu_);
+  // A stream's deadline: its lease's, and its session's if it has one.
+  MonoTime deadline_of(const Stream& stream, const Lease& lease);
+  void on_session_lost(const Status& why);
+  // The connections of sessions that have ended (or that this worker ends
+  // now, having found them expired), as orphans whose owner died.
+  std::vector<Connection> dead_session_orphans(const std::vector<Member>& members);
+  Status sweep_session(const std::string& owner, const std::string& token,
+                       std::vector<Connection>& out);
 
   // The control loop and its parts.
   void control_loop();
@@ -288,6 +333,7 @@ class Worker::Impl {
   void note_sink(const Status& result, bool write) EXCLUDES(sink_mu_);
   bool stalled(const Stream& stream, MonoTime now) const REQUIRES(stream.mu);
   void collect_figures(std::vector<metrics::Collected::Sample>& out, int which) const;
+  void collect_lease_writes(std::vector<metrics::Collected::Sample>& out) const;
 
   std::vector<std::shared_ptr<Stream>> snapshot() const EXCLUDES(mu_);
   std::shared_ptr<Stream> find(const std::string& id) const EXCLUDES(mu_);
@@ -334,7 +380,24 @@ class Worker::Impl {
   std::string sink_error_ GUARDED_BY(sink_mu_);
   std::atomic<bool> sink_failing_{false};
   std::atomic<bool> taking_{true};  // the last orphan query answered
-  std::array<metrics::Collected::Id, 3> collect_ids_{};
+  std::atomic<uint64_t> sessions_started_{0}, sessions_ended_{0};
+
+  // The current session: a generation that every new session raises, its
+  // token and its renewer entry (none while it is lost). A leaf lock.
+  Mutex session_mu_;
+  uint64_t session_gen_ GUARDED_BY(session_mu_) = 0;
+  std::string session_token_ GUARDED_BY(session_mu_);
+  std::optional<Renewer::Id> session_id_ GUARDED_BY(session_mu_);
+  // Control thread only: the sessions found dead, by token, with their
+  // owner; swept once their index shows none of their connections left.
+  struct DeadSession {
+    std::string owner;
+    MonoTime first_seen{};
+    bool swept = false;
+  };
+  std::map<std::string, DeadSession, std::less<>> dead_sessions_;
+  MonoTime figures_written_at_{};  // control thread only
+  std::array<metrics::Collected::Id, 5> collect_ids_{};
 
   // Control thread only: when this worker first saw each orphan it found
   // free, and each other member's updated_at_ms with when it last changed.

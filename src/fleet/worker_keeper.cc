@@ -125,6 +125,8 @@ std::optional<Worker::Impl::Checkpoint> Worker::Impl::plan_checkpoint(
   if (!lease) return std::nullopt;
   c.stream = stream;
   c.lease = std::move(*lease);
+  // Not sent past the session's deadline either (fenced_write_each).
+  c.lease.valid_until = deadline_of(*stream, c.lease);
   if (c.seq > checkpointed) {
     c.update.set(kLastSeqAttr, c.seq);
     c.forward = cond::lt(kLastSeqAttr, c.seq) || cond::not_exists(kLastSeqAttr);

@@ -102,10 +102,13 @@ void Worker::Impl::connect(const std::shared_ptr<Stream>& stream) {
 
 bool Worker::Impl::still_valid(Stream& stream, MonoTime now) {
   if (now < stream.valid_until) return true;
-  // Past the deadline last seen: a renewal may have moved it.
+  // Past the deadline last seen: a renewal (of the lease, or of the session)
+  // may have moved it.
   std::optional<Lease> lease = renewer_.get(stream.renew_id);
-  if (!lease || !lease->valid_at(now)) return false;
-  stream.valid_until = lease->valid_until;
+  if (!lease) return false;
+  const MonoTime until = deadline_of(stream, *lease);
+  if (now >= until) return false;
+  stream.valid_until = until;
   return true;
 }
 
@@ -330,6 +333,8 @@ void Worker::Impl::hand_over(const std::vector<std::shared_ptr<Stream>>& streams
   for (const auto& s : closing) {
     std::optional<Lease> lease = renewer_.remove(s->renew_id);
     if (!lease) continue;  // lost meanwhile: nothing to give back
+    // Its session is past its deadline: nothing more is written for it.
+    if (clock_.mono_now() >= deadline_of(*s, *lease)) continue;
     MutexLock l(s->mu);
     finals.push_back({s, std::move(*lease), s->written_seq});
   }

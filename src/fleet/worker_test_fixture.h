@@ -368,6 +368,13 @@ class WorkerTest : public ::testing::Test {
     o.lease.max_clock_skew = milliseconds(100);
     o.lease.safety_margin = milliseconds(50);
     o.upstream_stable_after = milliseconds(300);
+    if (session_ttl_ > Duration::zero()) {
+      // The connections' own leases last long and are renewed rarely: the
+      // session keeps them.
+      o.session_ttl = session_ttl_;
+      o.lease_ttl = seconds(60);
+      o.renew_every = seconds(20);
+    }
     return o;
   }
 
@@ -436,6 +443,8 @@ class WorkerTest : public ::testing::Test {
 
   // The workers' reconcile period; their takeovers are staggered by half of it.
   Duration reconcile_every_ = milliseconds(100);
+  // The workers' session ttl; zero: they run without sessions.
+  Duration session_ttl_{};
   JumpClock clock_;
   SystemRandom random_;
   std::unique_ptr<ItemStore> store_ = store::make_memory_store();

@@ -383,6 +383,8 @@ TEST_F(FleetApiTest, WorkersAreListedAliveOrNotWithTheirFigures) {
     o.ttl = std::chrono::seconds(30);
     o.extra_update.set("kind", std::string(fleet::kWorkerKind))
         .set("started_at_ms", now_ms - 5000)
+        .set("session_ttl_ms", int64_t{3000})
+        .set("previous_session", std::string(32, 'f'))
         .append(fleet::member_figures(owned, 50, 1000 * owned, 12.5, now_ms));
     auto lease = leases.acquire(fleet::worker_key(id), o);
     ASSERT_TRUE(lease.ok()) << lease.status().to_string();
@@ -408,7 +410,12 @@ TEST_F(FleetApiTest, WorkersAreListedAliveOrNotWithTheirFigures) {
   EXPECT_DOUBLE_EQ(w2.at("messages_per_s").to_number<double>(), 12.5);
   EXPECT_EQ(w2.at("started_at_ms"), now_ms - 5000);
   EXPECT_EQ(w2.at("updated_at_ms"), now_ms);
-  EXPECT_EQ(w2.size(), 9u);
+  EXPECT_GE(w2.at("heartbeat_at_ms").as_int64(), now_ms);
+  EXPECT_EQ(w2.at("session_number"), 1);
+  EXPECT_EQ(w2.at("session_ttl_ms"), 3000);
+  EXPECT_EQ(w2.size(), 12u);
+  // A session's token is its holder's capability: never shown.
+  EXPECT_EQ(json::serialize(body).find(std::string(32, 'f')), std::string::npos);
 }
 
 TEST_F(FleetApiTest, ACookieWriteNeedsTheServersOrigin) {

@@ -74,14 +74,15 @@ async function checkpoint(id, lastSeq) {
 }
 
 // A worker's membership item (src/fleet/members.h).
-async function joinWorker(id, { ttlMs = 60_000, owned, capacity, messages, perSecond }) {
+async function joinWorker(id, { ttlMs = 60_000, owned, capacity, messages, perSecond,
+  sessionTtlMs, sessionNumber = 1 }) {
   const now = Date.now();
   await store.write(storeTool, 'put', 'fleet_workers', JSON.stringify({
     Pk: `WORKER#${id}`,
     kind: 'worker',
     lease_owner: id,
     lease_token: randomBytes(16).toString('hex'),
-    lease_epoch: 1,
+    lease_epoch: sessionNumber,
     lease_acquired_at_ms: now - 60_000,
     lease_heartbeat_at_ms: now,
     lease_expires_at_ms: now + ttlMs,
@@ -91,6 +92,7 @@ async function joinWorker(id, { ttlMs = 60_000, owned, capacity, messages, perSe
     messages_per_s: Math.round(perSecond * 1000),
     started_at_ms: now - 60_000,
     updated_at_ms: now - 1000,
+    ...(sessionTtlMs ? { session_ttl_ms: sessionTtlMs } : {}),
   }));
 }
 
@@ -128,7 +130,8 @@ await addConnection('feed-alpha', 'wss://feed.example.com/alpha?from={next_seq}&
 await addConnection('feed-beta', 'ws://10.0.0.7:9000/beta/{last_seq}', { stopped: true });
 // 55 s, not 60: a lease a whole minute out reads "in 1 min", not seconds.
 await leaseTo('feed-alpha', 'worker-1', { epoch: 1, ttlMs: 55_000, lastSeq: 1200 });
-await joinWorker('worker-1', { owned: 1, capacity: 10, messages: 1200, perSecond: 12.5 });
+await joinWorker('worker-1', { owned: 1, capacity: 10, messages: 1200, perSecond: 12.5,
+  sessionTtlMs: 3000, sessionNumber: 4 });
 await joinWorker('worker-9', { ttlMs: -30_000, owned: 0, capacity: 10, messages: 0, perSecond: 0 });
 
 test('the page lists the connections with their owner and a lease counting down', async () => {
@@ -216,7 +219,14 @@ test('the workers are listed, alive or gone, with their load', async () => {
   await waitForText(workerCell(page, 'worker-1', 'owned'), /1 \/ 10/);
   await waitForText(workerCell(page, 'worker-1', 'messages_per_s'), /^12\.5\/s$/);
   await waitForText(workerCell(page, 'worker-9', 'alive'), /^Gone$/);
-  await waitForText(workerCell(page, 'worker-9', 'lease'), /^expired/);
+  await waitForText(workerCell(page, 'worker-9', 'lease').locator('[data-field="expiry"]'),
+    /^expired/);
+  // Its session: which one, and its ttl; a worker without one says so.
+  await waitForText(workerCell(page, 'worker-1', 'lease').locator('[data-field="session"]'),
+    /^session #4 · 3 s$/);
+  await waitForText(workerCell(page, 'worker-9', 'lease').locator('[data-field="session"]'),
+    /^no session$/);
+  await screenshot(page, screenshots, 'fleet-workers-laptop');
   await waitForText(page.locator('#workers-count'), /1 of 2 alive/);
   await closePage(page);
 });

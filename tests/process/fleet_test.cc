@@ -20,6 +20,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr auto kTtl = 4s;
+constexpr auto kSessionTtl = 3s;  // the worker's default
 constexpr auto kRenewEvery = 1s;
 constexpr auto kReconcileEvery = 500ms;
 
@@ -67,10 +68,6 @@ class FleetTest : public BackendTest {
     std::vector<std::string> args = {"worker",
                                      "--id",
                                      id,
-                                     "--lease-ttl",
-                                     "4s",
-                                     "--renew-every",
-                                     "1s",
                                      "--reconcile-every",
                                      "500ms",
                                      "--checkpoint-every",
@@ -79,6 +76,10 @@ class FleetTest : public BackendTest {
                                      max_connections,
                                      "--sink",
                                      "jsonl:" + (dir() / (id + ".jsonl")).string()};
+    // The connections' own leases: 4 s, renewed every second, unless `more` says.
+    if (std::find(more.begin(), more.end(), "--lease-ttl") == more.end()) {
+      args.insert(args.end(), {"--lease-ttl", "4s", "--renew-every", "1s"});
+    }
     args.insert(args.end(), more.begin(), more.end());
     return start_lh(args);
   }
@@ -246,14 +247,20 @@ class FleetTest : public BackendTest {
     }
   }
 
+  void kill_and_check_resumed_within(const std::vector<std::string>& more, milliseconds bound);
+
   std::unique_ptr<Process> upstream_;
   std::string port_;
 };
 
-TEST_P(FleetTest, AKilledWorkersConnectionsStreamAgainWithinTheTtl) {
+// Kills w1 of three workers started with `more` flags, once it holds
+// connections; each of them must stream again on another worker within
+// `bound` of the kill.
+void FleetTest::kill_and_check_resumed_within(const std::vector<std::string>& more,
+                                             milliseconds bound) {
   add_connections(9);
   std::vector<std::unique_ptr<Process>> workers;
-  for (const char* id : {"w1", "w2", "w3"}) workers.push_back(start_worker(id));
+  for (const char* id : {"w1", "w2", "w3"}) workers.push_back(start_worker(id, "1000", more));
   ASSERT_TRUE(all_streaming_past(9, 3)) << workers[0]->err_so_far();
   ASSERT_TRUE(eventually(
       [&] {
@@ -269,7 +276,6 @@ TEST_P(FleetTest, AKilledWorkersConnectionsStreamAgainWithinTheTtl) {
   const std::set<std::string> lost = held_by("w1");
   ASSERT_FALSE(lost.empty());
 
-  // Each of w1's connections streams again, on another worker, within the ttl + 1 s.
   std::map<std::string, int64_t> resumed_at;
   ASSERT_TRUE(eventually(
       [&] {
@@ -286,11 +292,66 @@ TEST_P(FleetTest, AKilledWorkersConnectionsStreamAgainWithinTheTtl) {
       },
       30s));
   for (const auto& [conn, at] : resumed_at) {
-    EXPECT_LE(at - killed_at, std::chrono::milliseconds(kTtl + 1s).count()) << conn;
+    EXPECT_LE(at - killed_at, bound.count()) << conn;
   }
   workers.erase(workers.begin());
   stop_gracefully(workers);
   check_sinks(lost);
+}
+
+// Without sessions: each connection's own lease (4 s) decides.
+TEST_P(FleetTest, AKilledWorkersConnectionsStreamAgainWithinTheTtl) {
+  kill_and_check_resumed_within({"--session-ttl", "0"}, kTtl + 1s);
+}
+
+// With sessions (3 s, the default) and connection leases of a minute: the
+// session decides, within its ttl + the clock-skew allowance (500 ms) + 1 s.
+TEST_P(FleetTest, AKilledWorkersConnectionsStreamAgainWithinTheSessionTtlWhateverTheirOwn) {
+  kill_and_check_resumed_within({"--lease-ttl", "60s", "--renew-every", "20s"},
+                                kSessionTtl + 500ms + 1s);
+}
+
+// A worker paused past its session's ttl: the others end its session and
+// take its connections, though their own leases have most of a minute left;
+// it writes nothing after its session's local deadline, which is before the
+// session's ttl has run from the pause.
+TEST_P(FleetTest, AWorkerPausedPastItsSessionWritesNothingAfterItsDeadline) {
+  add_connections(4);
+  const std::vector<std::string> long_leases = {"--lease-ttl", "60s", "--renew-every", "20s"};
+  std::vector<std::unique_ptr<Process>> workers;
+  for (const char* id : {"w1", "w2"}) workers.push_back(start_worker(id, "1000", long_leases));
+  ASSERT_TRUE(all_streaming_past(4, 3));
+  ASSERT_TRUE(eventually([&] { return held_by("w1").size() == 2 && held_by("w2").size() == 2; },
+                         20s));
+  const int64_t paused_at = now_ms();
+  ASSERT_EQ(::kill(workers[0]->pid(), SIGSTOP), 0);
+  ASSERT_TRUE(eventually([&] { return held_by("w2").size() == 4; }, 30s)) << counts_text();
+  const int64_t taken_at = now_ms();
+  EXPECT_LE(taken_at - paused_at, std::chrono::milliseconds(kSessionTtl + 500ms + 1s).count());
+  // Paused for twice the session ttl.
+  std::this_thread::sleep_for(2 * kSessionTtl);
+  ASSERT_EQ(::kill(workers[0]->pid(), SIGCONT), 0);
+  ASSERT_TRUE(eventually(
+      [&] { return workers[0]->err_so_far().find("session lost") != std::string::npos; }, 20s))
+      << workers[0]->err_so_far();
+  ASSERT_TRUE(all_progress());
+  int64_t w1_last = 0;
+  for (const auto& [conn, lines] : sinks()) {
+    for (const Line& l : lines) {
+      if (l.worker == "w1" && l.written_at_ms >= paused_at - 5'000 && l.written_at_ms < taken_at) {
+        w1_last = std::max(w1_last, l.written_at_ms);
+      }
+      // Nothing of w1's in the window between its deadline and its wake-up.
+      if (l.worker == "w1") {
+        EXPECT_FALSE(l.written_at_ms >= paused_at + std::chrono::milliseconds(kSessionTtl).count() &&
+                     l.written_at_ms < taken_at)
+            << conn << " seq " << l.seq << " written at +" << l.written_at_ms - paused_at << " ms";
+      }
+    }
+  }
+  EXPECT_GT(w1_last, 0) << "w1 was streaming when it was paused";
+  stop_gracefully(workers);
+  check_sinks({"c0", "c1", "c2", "c3"});
 }
 
 TEST_P(FleetTest, ASigtermHandsEveryConnectionOverWithoutARepeat) {
@@ -658,7 +719,11 @@ TEST_P(FleetTest, BadWorkerFlagsAreRefusedBeforeAnythingStarts) {
            {"worker", "--id", "w", "--max-clock-skew", "-1s"},
            {"worker", "--id", "w", "--lease-ttl", "4s", "--renew-every", "1s", "--max-clock-skew",
             "3s"},
-           {"worker", "--id", "w", "--metrics-listen", "0.0.0.0:0"}}) {
+           {"worker", "--id", "w", "--metrics-listen", "0.0.0.0:0"},
+           {"worker", "--id", "w", "--session-ttl", "500ms"},
+           {"worker", "--id", "w", "--session-ttl", "3s", "--session-renew-every", "2s"},
+           {"worker", "--id", "w", "--session-ttl", "0", "--session-renew-every", "1s"},
+           {"worker", "--id", "w", "--session-ttl", "-1s"}}) {
     const RunResult r = lh(bad);
     EXPECT_EQ(r.exit_code, 2) << bad.back() << ": " << r.err;
   }

@@ -144,7 +144,7 @@ class FleetPage {
           h('p', {
             class: 'lead',
             text: 'Each upstream connection is owned by one worker at a time. A worker that ' +
-              'stops renewing its lease loses the connection to another, which resumes ' +
+              'stops renewing its session loses its connections to the others, which resume ' +
               'after the last checkpointed sequence number.',
           })),
         this.freshness),
@@ -184,7 +184,7 @@ class FleetPage {
     this.workerTable = h('table', { class: 'data-table worker-table', id: 'workers' },
       h('caption', { class: 'visually-hidden', text: 'Workers' }),
       h('thead', {}, h('tr', {},
-        ['Worker', 'Status', 'Connections', 'Messages/s', 'Messages', 'Lease expires',
+        ['Worker', 'Status', 'Connections', 'Messages/s', 'Messages', 'Session',
           'Last report'].map((label) => h('th', { scope: 'col', text: label })))),
       this.workerBody);
     this.workerArea = h('div', { class: 'table-area' }, loadingState('Loading workers…'));
@@ -286,7 +286,7 @@ class FleetPage {
       id: td('id', 'ID', h('code', { text: id })),
       state: td('state', 'State'),
       owner: td('owner', 'Owner'),
-      lease: td('lease', 'Lease expires'),
+      lease: td('lease', 'Session'),
       lastSeq: td('last_seq', 'Last seq'),
       rate: td('rate', 'Rate'),
       lastMessage: td('last_message', 'Last message'),
@@ -538,6 +538,9 @@ class FleetPage {
     row.meter = h('span', { class: 'meter', 'aria-hidden': 'true' },
       h('span', { class: 'meter-fill' }));
     cells.owned.append(row.ownedText, row.meter);
+    row.expiry = h('span', { 'data-field': 'expiry' });
+    row.session = h('span', { class: 'muted when', 'data-field': 'session' });
+    cells.lease.append(row.expiry, row.session);
     row.element = h('tr', { 'data-worker-id': id }, Object.values(cells));
     return row;
   }
@@ -564,10 +567,17 @@ class FleetPage {
     let lease = 'left';
     if (w.expires_at_ms > 0) {
       lease = remainingMs > 0
-        ? `in ${formatSpan(remainingMs)}`
+        ? `expires in ${formatSpan(remainingMs)}`
         : `expired ${formatAgo(-remainingMs)}`;
     }
-    setText(row.cells.lease, lease);
+    setText(row.expiry, lease);
+    // Its session: which one, and how long it lasts unrenewed; a worker
+    // without one keeps each connection's lease on its own.
+    setText(row.session, w.session_ttl_ms > 0
+      ? `session #${formatCount(w.session_number)} · ${formatSpan(w.session_ttl_ms)}`
+      : 'no session');
+    setTitle(row.cells.lease, w.heartbeat_at_ms
+      ? `last heartbeat ${formatWallTime(w.heartbeat_at_ms)}` : '');
     setText(row.cells.updated, w.updated_at_ms ? formatAgo(nowMs - w.updated_at_ms) : '—');
     setTitle(row.cells.updated, w.updated_at_ms ? formatWallTime(w.updated_at_ms) : '');
   }

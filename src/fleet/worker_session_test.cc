@@ -1,0 +1,138 @@
+// The worker with a session (fleet/worker.h): one heartbeat keeps every
+// connection, a dead session's connections move about a session ttl after
+// its last heartbeat whatever their own ttl, and a worker paused past its
+// session writes nothing more under it.
+#include <gtest/gtest.h>
+
+#include "fleet/worker.h"
+#include "fleet/worker_test_fixture.h"
+
+namespace leasehold::fleet::testing {
+namespace {
+
+class WorkerSessionTest : public WorkerTest {
+ protected:
+  void SetUp() override {
+    WorkerTest::SetUp();
+    ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
+    session_ttl_ = seconds(1);
+  }
+
+  Item member(const std::string& id) {
+    auto item = store_->get(kWorkersTable, worker_key(id), true);
+    EXPECT_TRUE(item.ok()) << item.status().to_string();
+    return item.ok() ? *item : Item{};
+  }
+};
+
+TEST_F(WorkerSessionTest, OneHeartbeatKeepsEveryConnection) {
+  const std::vector<std::string> ids = {"a", "b", "c"};
+  for (const auto& id : ids) add(id);
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }, kWaitMax));
+  const std::string session = get_string_or(member("w1"), "lease_token");
+  EXPECT_EQ(get_int_or(member("w1"), "session_ttl_ms"), 1000);
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  for (const auto& id : ids) {
+    EXPECT_EQ(stored(id).session, session) << id;
+    EXPECT_GT(stored(id).expires_at_ms, now_ms + 50'000) << id << ": its own lease is long";
+  }
+  // Several session heartbeats (every 283 ms: a third of 1 s less skew and
+  // margin) while the streams run and checkpoint; not one connection renewal.
+  int64_t seq = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        ++seq;
+        for (const auto& id : ids) upstream_.send(prefix(id), msg(seq));
+        return w->stats().membership_renewals >= 6;
+      },
+      kWaitMax));
+  ASSERT_TRUE(eventually(
+      [&] {
+        return std::all_of(ids.begin(), ids.end(),
+                           [&](const auto& id) { return stored(id).last_seq == seq; });
+      },
+      kWaitMax));
+  EXPECT_EQ(w->stats().connection_renewals, 0u);
+  EXPECT_EQ(w->stats().sessions_started, 1u);
+  EXPECT_EQ(w->stats().losses, 0u);
+}
+
+TEST_F(WorkerSessionTest, ADeadSessionIsEndedAndItsConnectionsTakenWhateverTheirOwnTtl) {
+  // Worker "dead" joined with a 1 s session, took its connections in it with
+  // a 60 s lease each, and crashed.
+  LeaseManager members = leases_on(kWorkersTable);
+  LeaseManager conns = leases_on(kConnectionsTable);
+  AcquireOptions s;
+  s.owner = "dead";
+  s.ttl = seconds(1);
+  s.extra_update.set("kind", std::string(kWorkerKind))
+      .set("session_ttl_ms", int64_t{1000})
+      .append(member_figures(3, 1000, 0, 0, to_unix_ms(clock_.wall_now())));
+  Result<Lease> session = members.acquire(worker_key("dead"), s);
+  ASSERT_TRUE(session.ok()) << session.status().to_string();
+  const std::vector<std::string> ids = {"a", "b", "c"};
+  AcquireOptions c;
+  c.owner = "dead";
+  c.ttl = seconds(60);
+  c.session = session->token;
+  for (const auto& id : ids) {
+    add(id);
+    ASSERT_TRUE(conns.acquire(connection_key(id), c).ok());
+  }
+
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == ids.size(); }, kWaitMax));
+  const int64_t taken_ms = to_unix_ms(clock_.wall_now());
+  // About a session ttl after its last heartbeat (the reconcile period is
+  // 100 ms), not the connections' 60 s.
+  EXPECT_LT(taken_ms, session->expires_at_ms + 1000);
+  EXPECT_EQ(get_int_or(member("dead"), "lease_expires_at_ms"), 0) << "the session was ended";
+  EXPECT_EQ(w->stats().sessions_ended, 1u);
+  const std::string mine = get_string_or(member("w1"), "lease_token");
+  for (const auto& id : ids) {
+    EXPECT_EQ(stored(id).owner, "w1");
+    EXPECT_EQ(stored(id).epoch, 2);
+    EXPECT_EQ(stored(id).session, mine);
+  }
+  // Ended: the dead worker's session can never be renewed.
+  EXPECT_EQ(members.renew(LeaseRef{worker_key("dead"), "lease", "dead", session->token}, seconds(1))
+                .status()
+                .code(),
+            Code::kFailedPrecondition);
+}
+
+TEST_F(WorkerSessionTest, APausePastTheSessionWritesNothingMoreUnderItAndANewOneTakesOver) {
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == 1; }, kWaitMax));
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(1)));
+  ASSERT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
+  const std::string first = get_string_or(member("w1"), "lease_token");
+
+  clock_.jump(seconds(5));  // a pause: every local deadline passes at once
+  // What comes now is not written: the session is past its deadline, though
+  // the connection's own lease is not.
+  (void)upstream_.send(prefix("a"), msg(2));
+  EXPECT_EQ(sink.seqs("a"), std::vector<int64_t>{1});
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == 0; }, kWaitMax));
+
+  // A new session, which names the old one, and the connection taken back
+  // from the old one under a new epoch.
+  ASSERT_TRUE(
+      eventually([&] { return stored("a").epoch == 2 && upstream_.open_streams() == 1; }, kWaitMax));
+  const Item now = member("w1");
+  EXPECT_NE(get_string_or(now, "lease_token"), first);
+  EXPECT_EQ(get_string_or(now, "previous_session"), first);
+  EXPECT_EQ(stored("a").session, get_string_or(now, "lease_token"));
+  EXPECT_EQ(w->stats().sessions_started, 2u);
+  ASSERT_TRUE(upstream_.send(prefix("a"), msg(2)));
+  EXPECT_EQ(sink.seqs("a"), (std::vector<int64_t>{1, 2}));
+  EXPECT_NE(sink.lines().back().find("\"epoch\":2"), std::string::npos) << sink.lines().back();
+}
+
+}  // namespace
+}  // namespace leasehold::fleet::testing
