@@ -60,7 +60,7 @@ env -u LEASEHOLD_STORE "$bin" bench http  # a fresh SQLite file of its own
 
 echo "leasehold: fleet_bench" >&2
 /usr/bin/python3 bench/fleet_bench.py --bin "$bin" --reader build/bin/bare_ws_reader \
-  memory writes failover handover throughput \
+  memory writes failover sessions handover throughput \
   --kills "${BENCH_FLEET_KILLS:-50}" \
   --dynamodb-endpoint "http://127.0.0.1:$(cat "$work/port")"
 

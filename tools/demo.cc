@@ -36,8 +36,6 @@ namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
 // Short enough that a takeover shows within seconds.
-constexpr const char* kWorkerTtl = "6s";
-constexpr const char* kWorkerRenewEvery = "2s";
 constexpr const char* kWorkerReconcileEvery = "1s";
 constexpr const char* kRatePerConn = "10";
 constexpr milliseconds kCommandTimeout{30'000};
@@ -389,14 +387,13 @@ Status Demo::start_workers() {
     const std::string sink = "jsonl:" + (dir_ / (name + ".jsonl")).string();
     LEASEHOLD_ASSIGN_OR_RETURN(
         Child w, spawn(name,
-                       with_store({"worker", "--id", name, "--lease-ttl", kWorkerTtl,
-                                   "--renew-every", kWorkerRenewEvery, "--reconcile-every",
+                       with_store({"worker", "--id", name, "--reconcile-every",
                                    kWorkerReconcileEvery, "--sink", sink}),
                        dir_ / (name + ".out"), dir_ / (name + ".log")));
     workers_.emplace(name, w);
   }
-  std::printf("started workers w1, w2, w3 (lease ttl %s, renew every %s, reconcile every %s)\n",
-              kWorkerTtl, kWorkerRenewEvery, kWorkerReconcileEvery);
+  std::printf("started workers w1, w2, w3 (3 s sessions, reconcile every %s)\n",
+              kWorkerReconcileEvery);
   std::fflush(stdout);
   return {};
 }
