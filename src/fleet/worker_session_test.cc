@@ -134,5 +134,44 @@ TEST_F(WorkerSessionTest, APausePastTheSessionWritesNothingMoreUnderItAndANewOne
   EXPECT_NE(sink.lines().back().find("\"epoch\":2"), std::string::npos) << sink.lines().back();
 }
 
+// A store outage past the session's ttl: every stream stops before the
+// session's local deadline, though the connections' own leases have most of
+// a minute left; once the store answers, a new session takes them back under
+// new epochs.
+TEST_F(WorkerSessionTest, AStoreOutageStopsEveryStreamBeforeTheSessionsDeadline) {
+  OutageStore store(*store_);
+  const std::vector<std::string> ids = {"a", "b"};
+  for (const auto& id : ids) add(id);
+  CapturingSink sink;
+  auto w = start("w1", sink, &store);
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }, kWaitMax));
+  for (const auto& id : ids) ASSERT_TRUE(upstream_.send(prefix(id), msg(1)));
+
+  const auto down_at = std::chrono::steady_clock::now();
+  store.set_down(true);
+  int64_t seq = 1;
+  ASSERT_TRUE(eventually(
+      [&] {
+        ++seq;
+        for (const auto& id : ids) upstream_.send(prefix(id), msg(seq));
+        return upstream_.open_streams() == 0;
+      },
+      kWaitMax));
+  // The last session renewal was sent before the outage: nothing is written
+  // a session ttl after it.
+  EXPECT_LT(sink.last_write_at(), down_at + session_ttl_);
+  EXPECT_EQ(w->stats().losses, ids.size());
+
+  store.set_down(false);
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }, kWaitMax));
+  for (const auto& id : ids) {
+    EXPECT_EQ(stored(id).owner, "w1");
+    EXPECT_EQ(stored(id).epoch, 2) << id;
+    ASSERT_TRUE(upstream_.send(prefix(id), msg(seq + 1)));
+  }
+  EXPECT_EQ(w->stats().sessions_started, 2u);
+  EXPECT_EQ(sink.seqs("a").back(), seq + 1);
+}
+
 }  // namespace
 }  // namespace leasehold::fleet::testing
