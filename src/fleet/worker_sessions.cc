@@ -56,6 +56,9 @@ void Worker::Impl::on_session_lost(const Status& why) {
   }
   for (const std::shared_ptr<Stream>& s : snapshot()) {
     lose(s, failed_precondition("its session was lost: " + why.message()));
+    // Nor is its own lease renewed again: a renewal falling due just after
+    // a pause would be a write past the session's deadline.
+    (void)renewer_.remove(s->renew_id);
   }
 }
 
