@@ -349,6 +349,24 @@ def percentile(values, p):
     return ordered[max(1, math.ceil(p / 100 * len(ordered))) - 1]
 
 
+def time_back(tails, victim, lost, kill_ms, timeout_s, every_s):
+    """For each connection in `lost`, ms from the kill until another worker's
+    sink has a line of it written after the kill."""
+    back, deadline = {}, time.monotonic() + timeout_s
+    while len(back) < len(lost):
+        if time.monotonic() > deadline:
+            raise RuntimeError("connections of %s not back within %d s" % (victim, timeout_s))
+        time.sleep(every_s)
+        for wid, t in tails.items():
+            if wid == victim:
+                continue
+            for line in t.new_lines():
+                c = line["conn"]
+                if c in lost and c not in back and line["written_at_ms"] > kill_ms:
+                    back[c] = line["written_at_ms"] - kill_ms
+    return back
+
+
 def bench_failover(args, procs, work):
     fleet = Fleet(args.bin, "sqlite:" + os.path.join(work, "failover.db"), work, procs)
     addr = fleet.upstream(args.failover_rate)
@@ -386,19 +404,7 @@ def bench_failover(args, procs, work):
         workers[victim].kill()
         kill_ms = time.time() * 1000
         workers[victim].wait()
-        back = {}
-        deadline = time.monotonic() + 60
-        while len(back) < len(lost):
-            if time.monotonic() > deadline:
-                raise RuntimeError("connections of %s not back within 60 s" % victim)
-            time.sleep(0.1)
-            for wid, t in tails.items():
-                if wid == victim:
-                    continue
-                for line in t.new_lines():
-                    c = line["conn"]
-                    if c in lost and c not in back and line["written_at_ms"] > kill_ms:
-                        back[c] = line["written_at_ms"] - kill_ms
+        back = time_back(tails, victim, lost, kill_ms, 60, 0.1)
         per_conn.extend(back.values())
         per_kill.append(max(back.values()))
         failures.append((condition_failures(victim) - failed_before, len(lost)))
@@ -485,18 +491,7 @@ def bench_sessions(args, procs, work):
             workers[victim].kill()
             kill_ms = time.time() * 1000
             workers[victim].wait()
-            back, deadline = {}, time.monotonic() + 120
-            while len(back) < len(lost):
-                if time.monotonic() > deadline:
-                    raise RuntimeError("connections of %s not back within 120 s" % victim)
-                time.sleep(0.05)
-                for wid, t in tails.items():
-                    if wid == victim:
-                        continue
-                    for line in t.new_lines():
-                        c = line["conn"]
-                        if c in lost and c not in back and line["written_at_ms"] > kill_ms:
-                            back[c] = line["written_at_ms"] - kill_ms
+            back = time_back(tails, victim, lost, kill_ms, 120, 0.05)
             per_conn.extend(back.values())
             per_kill.append(max(back.values()))
             log("sessions (%s): kill %d of %d (%s, %d connections): all back after %.0f ms"

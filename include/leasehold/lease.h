@@ -82,6 +82,8 @@ struct LeaseConfig {
 
 // The part of ttl a holder may trust: ttl - max_clock_skew - safety_margin.
 Duration validity(const LeaseConfig& config, Duration ttl);
+// The renew period used when none is given: a third of the validity window.
+Duration default_renew_every(const LeaseConfig& config, Duration ttl);
 // Refuses (kInvalidArgument, saying what would do) a negative skew, a ttl
 // that leaves no room for the skew and margin, and a renew period that does
 // not fit at least twice into the validity window. Needs no store: a

@@ -116,7 +116,7 @@ struct TtlTiming {
 
 Result<TtlTiming> timing_of(Duration ttl) {
   const LeaseConfig config;
-  const Duration renew_every = validity(config, ttl) / 3;  // LeaseManager's default
+  const Duration renew_every = default_renew_every(config, ttl);
   return TtlTiming{validity(config, ttl), renew_every, check_timing(config, ttl, renew_every)};
 }
 

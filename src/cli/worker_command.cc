@@ -56,7 +56,7 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   if (session) {
     const Duration renew = o.session_renew_every > Duration::zero()
                                ? o.session_renew_every
-                               : validity(o.lease, o.session_ttl) / 3;
+                               : default_renew_every(o.lease, o.session_ttl);
     LEASEHOLD_RETURN_IF_ERROR(
         check_timing(o.lease, o.session_ttl, renew).with_context("--session-ttl"));
   } else if (!a.session_renew_every.empty()) {

@@ -290,11 +290,13 @@ class ConnectionsTest : public ::testing::Test {
   }
 
   // A worker's lease on connection `id`, which must be free.
+  // `session`: the token of the worker's session it belongs to, if any.
   Lease lease_to(LeaseManager& leases, std::string_view id, const std::string& owner,
-                 Duration ttl = seconds(20)) {
+                 Duration ttl = seconds(20), const std::string& session = "") {
     AcquireOptions options;
     options.owner = owner;
     options.ttl = ttl;
+    options.session = session;
     auto lease = leases.acquire(connection_key(id), options);
     EXPECT_TRUE(lease.ok()) << lease.status().to_string();
     return lease.ok() ? *lease : Lease{};
@@ -566,7 +568,8 @@ TEST_F(ConnectionsTest, AddingARemovedIdIsRefusedWhileItsHolderHoldsIt) {
 TEST_F(ConnectionsTest, AnIdAddedAgainAfterItsHolderLetGoStartsAfreshUnderAHigherEpoch) {
   add("a", "ws://h/first", /*stopped=*/false);
   LeaseManager leases(store_, clock_, random_, connections_lease_config());
-  const Lease old = lease_to(leases, "a", "worker-1");
+  // Taken in a session: its token goes with the old connection too.
+  const Lease old = lease_to(leases, "a", "worker-1", seconds(20), std::string(32, 'e'));
   ASSERT_TRUE(leases
                   .fenced_write(old, Update()
                                          .set("last_seq", int64_t{12})

@@ -2,6 +2,7 @@
 // (orphans to take, connections to hand over to balance) and its membership.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "base/logging.h"
 #include "fleet/schema.h"
@@ -144,10 +145,10 @@ void Worker::Impl::balance_and_acquire() {
   // just after it would expire.
   Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/!sessions());
   if (sessions() && members.ok()) {
+    std::set<std::string, std::less<>> listed;
+    for (const Connection& o : orphans) listed.insert(o.id);
     for (Connection& c : dead_session_orphans(*members)) {
-      const bool listed = std::any_of(orphans.begin(), orphans.end(),
-                                      [&](const Connection& o) { return o.id == c.id; });
-      if (!listed) orphans.push_back(std::move(c));
+      if (listed.insert(c.id).second) orphans.push_back(std::move(c));
     }
     for (const Member& m : *members) {
       if (m.id != options_.id && m.alive && m.session_ttl_ms > 0) {

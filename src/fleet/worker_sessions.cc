@@ -10,7 +10,7 @@ using worker_parts::Stream;
 
 Duration Worker::Impl::session_renew_every() const {
   if (options_.session_renew_every > Duration::zero()) return options_.session_renew_every;
-  return validity(options_.lease, options_.session_ttl) / 3;
+  return default_renew_every(options_.lease, options_.session_ttl);
 }
 
 std::optional<Worker::Impl::SessionNow> Worker::Impl::current_session() {

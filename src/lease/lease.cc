@@ -216,7 +216,13 @@ Status check_timing(const LeaseConfig& config, Duration ttl, Duration renew_ever
 
 Duration LeaseManager::validity(Duration ttl) const { return leasehold::validity(config_, ttl); }
 
-Duration LeaseManager::default_renew_every(Duration ttl) const { return validity(ttl) / 3; }
+Duration default_renew_every(const LeaseConfig& config, Duration ttl) {
+  return validity(config, ttl) / 3;
+}
+
+Duration LeaseManager::default_renew_every(Duration ttl) const {
+  return leasehold::default_renew_every(config_, ttl);
+}
 
 Status LeaseManager::check_timing(Duration ttl, Duration renew_every) const {
   return leasehold::check_timing(config_, ttl, renew_every);

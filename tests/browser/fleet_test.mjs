@@ -226,6 +226,9 @@ test('the workers are listed, alive or gone, with their load', async () => {
     /^session #4 · 3 s$/);
   await waitForText(workerCell(page, 'worker-9', 'lease').locator('[data-field="session"]'),
     /^no session$/);
+  // On a phone each cell shows its label: the worker's is its session's.
+  assert.equal(await workerCell(page, 'worker-1', 'lease').getAttribute('data-label'), 'Session');
+  assert.equal(await cell(page, 'feed-alpha', 'lease').getAttribute('data-label'), 'Lease expires');
   await screenshot(page, screenshots, 'fleet-workers-laptop');
   await waitForText(page.locator('#workers-count'), /1 of 2 alive/);
   await closePage(page);

@@ -677,6 +677,25 @@ TEST_P(LeaseConformance, ARenewalArrivingAfterTheEndDoesNotReviveTheSession) {
   EXPECT_EQ(*get_int(stored("session-a"), "lease_expires_at_ms"), 0);
 }
 
+// An end without an answer is decided by reading the session back: ended
+// if the write applied, to be retried (kUnavailable) if it was lost.
+TEST_P(LeaseConformance, AnEndWithoutAnAnswerIsResolvedByReadingBack) {
+  const Key session_key{"session-a", ""};
+  auto session = leases_->acquire(session_key, as("a", seconds(3)));
+  ASSERT_TRUE(session.ok());
+  const LeaseRef ref{session_key, "lease", "a", session->token};
+  clock_.advance(seconds(3) + milliseconds(1));
+
+  faulty_->inject_next(store::Fault::kLoseRequest);
+  EXPECT_EQ(leases_->end_session(ref).code(), Code::kUnavailable);
+  EXPECT_EQ(*get_int(stored("session-a"), "lease_expires_at_ms"), session->expires_at_ms)
+      << "not ended: the write never reached the store";
+
+  faulty_->inject_next(store::Fault::kDropReply);
+  EXPECT_TRUE(leases_->end_session(ref).ok());
+  EXPECT_EQ(*get_int(stored("session-a"), "lease_expires_at_ms"), 0);
+}
+
 // A lease its owner took again under a new session is not the old
 // session's: ending the old one frees nothing.
 TEST_P(LeaseConformance, AnEndedSessionFreesOnlyTheLeasesStillItsOwn) {

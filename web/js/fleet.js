@@ -286,7 +286,7 @@ class FleetPage {
       id: td('id', 'ID', h('code', { text: id })),
       state: td('state', 'State'),
       owner: td('owner', 'Owner'),
-      lease: td('lease', 'Session'),
+      lease: td('lease', 'Lease expires'),
       lastSeq: td('last_seq', 'Last seq'),
       rate: td('rate', 'Rate'),
       lastMessage: td('last_message', 'Last message'),
@@ -528,7 +528,7 @@ class FleetPage {
       owned: td('owned', 'Connections'),
       rate: td('messages_per_s', 'Messages/s'),
       messages: td('messages', 'Messages'),
-      lease: td('lease', 'Lease expires'),
+      lease: td('lease', 'Session'),
       updated: td('updated', 'Last report'),
     };
     const row = { id, cells, worker: null };
