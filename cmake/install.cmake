@@ -22,8 +22,8 @@ add_library(leasehold::leasehold ALIAS leasehold_library)
 
 # The layers behind it, each installed as leasehold::<layer>.
 set(leasehold_installed_layers
-  leasehold_base leasehold_net leasehold_store leasehold_memory leasehold_sqlite
-  leasehold_dynamodb_wire leasehold_dynamodb leasehold_open_store leasehold_lease)
+  leasehold_base leasehold_net leasehold_aws_sigv4 leasehold_aws leasehold_store leasehold_memory
+  leasehold_sqlite leasehold_dynamodb_wire leasehold_dynamodb leasehold_open_store leasehold_lease)
 foreach(layer ${leasehold_installed_layers})
   string(REPLACE "leasehold_" "" name ${layer})
   set_target_properties(${layer} PROPERTIES EXPORT_NAME ${name})

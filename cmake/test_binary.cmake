@@ -35,7 +35,7 @@ endfunction()
 #
 #   unit    the tests with the code under test linked in: unit_tests and
 #           movie_unit_tests (beside the sources), conformance_tests,
-#           sim_tests and dynamodb_tests (labels unit and dynamodb)
+#           sim_tests, dynamodb_tests and aws_tests (labels unit, dynamodb, aws)
 #   system  the others: the real binary in processes (process), the HTTP
 #           server and the app through sockets (server, app), other
 #           implementations (interop), browsers, the installed package and

@@ -46,7 +46,7 @@ leasehold_discover_tests(process_tests system LABEL process TIMEOUT 120)
 # hundred generated DynamoDB requests must get byte-identical Authorization
 # headers from both signers.
 add_executable(sigv4_sign_tool dynamodb/sigv4_sign_tool.cc)
-target_link_libraries(sigv4_sign_tool PRIVATE leasehold_dynamodb_wire Boost::json)
+target_link_libraries(sigv4_sign_tool PRIVATE leasehold_aws_sigv4 Boost::json)
 leasehold_test_target(sigv4_sign_tool system)
 add_test(NAME sigv4_matches_botocore
   COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/dynamodb/sigv4_botocore_test.py

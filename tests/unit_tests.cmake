@@ -10,7 +10,7 @@
 # symbol of theirs is asked for).
 add_library(conformance_cases OBJECT
   conformance/lease_conformance_test.cc
-  conformance/queue_conformance_test.cc
+  conformance/store_queue_conformance_test.cc
   conformance/store_conformance_limits_test.cc
   conformance/store_conformance_query_test.cc
   conformance/store_conformance_test.cc
@@ -20,9 +20,19 @@ target_link_libraries(conformance_cases PUBLIC leasehold_lease leasehold_testing
                       GTest::gtest)
 leasehold_test_binary(conformance_cases)
 
+# The job queue's contract (conformance/queue_conformance.h), for every Queue:
+# StoreQueue on each store, and SqsQueue (aws_tests).
+add_library(queue_conformance_cases OBJECT
+  conformance/queue_conformance_test.cc
+)
+target_include_directories(queue_conformance_cases PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(queue_conformance_cases PUBLIC leasehold_lease leasehold_testing
+                      GTest::gtest)
+leasehold_test_binary(queue_conformance_cases)
+
 add_executable(conformance_tests conformance/backends_test.cc)
-target_link_libraries(conformance_tests PRIVATE conformance_cases leasehold_memory
-                      leasehold_sqlite GTest::gtest_main)
+target_link_libraries(conformance_tests PRIVATE conformance_cases queue_conformance_cases
+                      leasehold_memory leasehold_sqlite GTest::gtest_main)
 leasehold_discover_tests(conformance_tests unit LABEL unit)
 
 # The deterministic simulation of many lease holders under faults.
@@ -41,8 +51,20 @@ add_executable(dynamodb_tests
   dynamodb/dynamodb_conformance_test.cc
 )
 target_compile_definitions(dynamodb_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-target_link_libraries(dynamodb_tests PRIVATE conformance_cases test_servers
+target_link_libraries(dynamodb_tests PRIVATE conformance_cases queue_conformance_cases test_servers
                       leasehold_dynamodb leasehold_open_store leasehold_memory leasehold_sqlite
                       GTest::gtest_main)
 leasehold_test_binary(dynamodb_tests)
 leasehold_discover_tests(dynamodb_tests unit LABEL dynamodb TIMEOUT 120)
+
+# The AWS clients (SQS, S3) against fauxqs (node_modules/, scripts/setup.sh).
+add_executable(aws_tests
+  aws/fauxqs_smoke_test.cc
+  aws/s3_client_test.cc
+  aws/sqs_queue_test.cc
+)
+target_compile_definitions(aws_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(aws_tests PRIVATE queue_conformance_cases test_servers leasehold_aws leasehold_sqs
+                      leasehold_testing GTest::gtest_main)
+leasehold_test_binary(aws_tests)
+leasehold_discover_tests(aws_tests unit LABEL aws TIMEOUT 120)

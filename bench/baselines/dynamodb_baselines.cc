@@ -17,23 +17,23 @@
 #include <functional>
 #include <thread>
 
+#include "aws/credentials.h"
+#include "aws/sigv4.h"
 #include "base/cpu_time.h"
 #include "net/endpoint.h"
-#include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store.h"
-#include "store/dynamodb/sigv4.h"
 
 namespace leasehold::bench {
 namespace {
 
 namespace json = boost::json;
-using store::dynamodb::Credentials;
-using store::dynamodb::default_credentials;
+using aws::Credentials;
+using aws::default_credentials;
+using aws::HttpRequestToSign;
+using aws::process_env;
+using aws::sign_v4;
 using store::dynamodb::DynamoDbOptions;
-using store::dynamodb::HttpRequestToSign;
 using store::dynamodb::parse_dynamodb_uri;
-using store::dynamodb::process_env;
-using store::dynamodb::sign_v4;
 
 struct DynamoDbTarget {
   std::string region;

@@ -51,6 +51,7 @@ movies::ServiceOptions movies_service_options(const MoviesServingOptions& o, std
   if (gethostname(host, sizeof host - 1) != 0) std::strcpy(host, "host");
   movies::ServiceOptions so;
   so.media_dir = o.media_dir;
+  so.queue = o.queue;
   so.analysis_ttl = o.analysis_ttl;
   so.tracing_ttl = o.tracing_ttl;
   so.trace_workers = o.trace_workers;

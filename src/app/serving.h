@@ -36,6 +36,8 @@ struct MoviesServingOptions {
   // subfolder kUploadsFolder (the same file system, so that a kept upload
   // is renamed, not copied).
   std::string media_dir = "media";
+  // Where jobs queue: empty for the store, or an SQS URI (movies::ServiceOptions::queue).
+  std::string queue;
   Duration analysis_ttl = movies::kDefaultLeaseTtl;
   Duration tracing_ttl = movies::kDefaultLeaseTtl;
   uint64_t upload_bytes_max = kUploadBytesMaxDefault;

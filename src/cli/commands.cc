@@ -144,17 +144,24 @@ class StoreCommand final : public Command {
     CLI::App* store = app.add_subcommand("store", "Manage the store itself");
     store->require_subcommand(1);
     init_ = store->add_subcommand(
-        "init", "Create every table and index leasehold uses, if missing; wait until ready");
+        "init",
+        "Create every table and index leasehold uses, if missing; wait until ready; with "
+        "--queue, the movie service's SQS queues too");
+    init_->add_option("--queue", queue_,
+                      "Also create the SQS job queues of sqs://REGION/NAME[?endpoint=URL] "
+                      "(NAME-movie-trace, NAME-movie-probe and their -dead queues), as "
+                      "`serve` and `trace-worker` are given it");
     return store;
   }
 
   int run(const GlobalArgs& global, Logger& log) override {
-    if (init_->parsed()) return run_store_init(global.store_uri, log);
+    if (init_->parsed()) return run_store_init(global.store_uri, queue_, log);
     return no_subcommand();
   }
 
  private:
   CLI::App* init_ = nullptr;
+  std::string queue_ = "store";
 };
 
 void add_user_name(CLI::App* sub, UserArgs& u) {

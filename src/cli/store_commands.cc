@@ -5,15 +5,21 @@
 #include "accounts/accounts.h"
 #include "cli/common.h"
 #include "cli/lease_table.h"
+#include "cli/trace_worker_command.h"
 #include "fleet/members.h"
 #include "fleet/schema.h"
 #include "leasehold/queue.h"
 #include "movies/schema.h"
+#include "movies/service.h"
 #include "runtime/runtime.h"
+#include "sqs/sqs_queue.h"
 
 namespace leasehold::cli {
 
-int run_store_init(const std::string& store_uri, Logger& logger) {
+int run_store_init(const std::string& store_uri, const std::string& queue_flag, Logger& logger) {
+  // The queue is checked before anything is made.
+  const Result<std::string> queue = queue_uri(queue_flag);
+  if (!queue.ok()) return report(queue.status());
   runtime::RuntimeOptions options;
   options.store_uri = store_uri;
   options.logger = &logger;
@@ -29,6 +35,16 @@ int run_store_init(const std::string& store_uri, Logger& logger) {
       return report(ensured.with_context("cannot create table '" + spec.name + "'"));
     print_line(boost::json::serialize(boost::json::object{
         {"table", spec.name}, {"indexes", spec.indexes.size()}, {"status", "ready"}}));
+  }
+  if (!queue->empty()) {
+    const Status created = movies::create_sqs_job_queues(*queue);
+    if (!created.ok()) return report(created.with_context("cannot create the SQS job queues"));
+    const sqs::SqsQueueOptions parsed = *sqs::parse_sqs_uri(*queue);
+    for (std::string_view kind : {movies::kTraceQueueName, movies::kProbeQueueName}) {
+      const std::string name = movies::sqs_job_queue_name(parsed.queue_name, kind);
+      print_line(boost::json::serialize(boost::json::object{
+          {"queue", name}, {"dead_letters", name + "-dead"}, {"status", "ready"}}));
+    }
   }
   return kExitOk;
 }

@@ -8,8 +8,9 @@
 
 namespace leasehold::cli {
 
-// Prints one JSON line per table ({"table":..., "status":"ready"}) and
-// returns the process exit code (cli/common.h).
-int run_store_init(const std::string& store_uri, Logger& logger);
+// Prints one JSON line per table ({"table":..., "status":"ready"}), and per
+// SQS job queue when `queue` (the --queue flag: `store` or an SQS URI) names
+// SQS, and returns the process exit code (cli/common.h).
+int run_store_init(const std::string& store_uri, const std::string& queue, Logger& logger);
 
 }  // namespace leasehold::cli

@@ -10,6 +10,7 @@
 #include "cli/serve.h"
 #include "cli/worker_process.h"
 #include "movies/service.h"
+#include "sqs/sqs_queue.h"
 
 namespace leasehold::cli {
 namespace {
@@ -28,9 +29,25 @@ Result<Duration> movie_ttl(std::string_view flag, const std::string& text) {
 
 }  // namespace
 
+Result<std::string> queue_uri(const std::string& flag) {
+  if (flag == "store") return std::string();
+  if (!sqs::is_sqs_uri(flag)) {
+    return invalid_argument("--queue must be `store` or sqs://REGION/NAME[?endpoint=URL], not '" +
+                            flag + "'");
+  }
+  Result<sqs::SqsQueueOptions> parsed = sqs::parse_sqs_uri(flag);
+  if (!parsed.ok()) return invalid_argument("--queue: " + parsed.status().message());
+  return flag;
+}
+
 void add_movies_flags(CLI::App& sub, MoviesArgs& a) {
   sub.add_option("--media-dir", a.media_dir,
                  "Where movie files are kept (shared by `serve` and `trace-worker`)")
+      ->capture_default_str();
+  sub.add_option("--queue", a.queue,
+                 "Where trace and probe jobs queue: `store` (the store's queue table) or "
+                 "sqs://REGION/NAME[?endpoint=URL] (the SQS queues NAME-movie-trace and "
+                 "NAME-movie-probe, made by `store init --queue`)")
       ->capture_default_str();
   sub.add_option("--analysis-lease-ttl", a.analysis_lease_ttl,
                  "How long a browser's analysis lease lasts without a heartbeat")
@@ -52,6 +69,7 @@ Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& a) {
   app::MoviesServingOptions o;
   if (a.media_dir.empty()) return invalid_argument("--media-dir must not be empty");
   o.media_dir = a.media_dir;
+  LEASEHOLD_ASSIGN_OR_RETURN(o.queue, queue_uri(a.queue));
   LEASEHOLD_ASSIGN_OR_RETURN(o.analysis_ttl,
                              movie_ttl("--analysis-lease-ttl", a.analysis_lease_ttl));
   LEASEHOLD_ASSIGN_OR_RETURN(o.tracing_ttl, movie_ttl("--tracing-lease-ttl", a.tracing_lease_ttl));

@@ -23,15 +23,20 @@ namespace leasehold::cli {
 // The movie flags of `serve` and `trace-worker`.
 struct MoviesArgs {
   std::string media_dir = "media";  // relative to the working directory
+  std::string queue = "store";      // or sqs://REGION/NAME[?endpoint=URL]
   std::string analysis_lease_ttl = "15m";
   std::string tracing_lease_ttl = "15m";
   size_t trace_workers = 1;
   std::string trace_progress_deadline = "2m";
 };
 
-// Adds --media-dir, --analysis-lease-ttl, --tracing-lease-ttl,
+// Adds --media-dir, --queue, --analysis-lease-ttl, --tracing-lease-ttl,
 // --trace-workers and --trace-progress-deadline to `sub`.
 void add_movies_flags(CLI::App& sub, MoviesArgs& args);
+
+// --queue checked: "" for `store`, else the SQS URI (kInvalidArgument for
+// anything else).
+Result<std::string> queue_uri(const std::string& flag);
 
 // The flags checked (kInvalidArgument naming the flag: a ttl the leases
 // cannot use, too many workers) and turned into options.

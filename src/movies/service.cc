@@ -1,6 +1,7 @@
 #include "movies/service.h"
 
 #include "movies/schema.h"
+#include "sqs/sqs_queue.h"
 
 namespace leasehold::movies {
 namespace {
@@ -9,7 +10,42 @@ namespace {
 // second per worker on the store while nothing happens.
 constexpr Duration kIdleWait = std::chrono::seconds(1);
 
+// Deliveries a job gets before it becomes a dead letter, on either queue.
+constexpr int kJobReceivesMax = QueueOptions{}.max_receives;
+
+Result<std::unique_ptr<Queue>> open_job_queue(ItemStore& store, Clock& clock, Random& random,
+                                              const ServiceOptions& o, std::string_view kind) {
+  if (o.queue.empty()) {
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        std::unique_ptr<StoreQueue> queue,
+        StoreQueue::open(store, clock, random,
+                         QueueOptions{.name = std::string(kind), .max_receives = kJobReceivesMax}));
+    return std::unique_ptr<Queue>(std::move(queue));
+  }
+  LEASEHOLD_ASSIGN_OR_RETURN(sqs::SqsQueueOptions options, sqs::parse_sqs_uri(o.queue));
+  options.queue_name = sqs_job_queue_name(options.queue_name, kind);
+  options.receive_wait = o.sqs_receive_wait;
+  options.clock = &clock;
+  LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<sqs::SqsQueue> queue,
+                             sqs::SqsQueue::open(std::move(options)));
+  return std::unique_ptr<Queue>(std::move(queue));
+}
+
 }  // namespace
+
+std::string sqs_job_queue_name(std::string_view name, std::string_view kind) {
+  return std::string(name) + "-" + std::string(kind);
+}
+
+Status create_sqs_job_queues(std::string_view queue_uri) {
+  LEASEHOLD_ASSIGN_OR_RETURN(const sqs::SqsQueueOptions options, sqs::parse_sqs_uri(queue_uri));
+  for (std::string_view kind : {kTraceQueueName, kProbeQueueName}) {
+    sqs::SqsQueueOptions one = options;
+    one.queue_name = sqs_job_queue_name(options.queue_name, kind);
+    LEASEHOLD_RETURN_IF_ERROR(sqs::SqsQueue::create(one, kJobReceivesMax));
+  }
+  return {};
+}
 
 Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, Random& random,
                                                 ServiceOptions o) {
@@ -17,16 +53,14 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
     return invalid_argument("at most " + std::to_string(kWorkersMax) +
                             " trace workers and as many probe workers");
   }
-  LEASEHOLD_RETURN_IF_ERROR(store.require_table(StoreQueue::table_spec()));
+  if (o.queue.empty()) LEASEHOLD_RETURN_IF_ERROR(store.require_table(StoreQueue::table_spec()));
   // Not make_unique: the constructor is private, so that start() is the
   // only way to get a Service, and every Service runs.
   std::unique_ptr<Service> s(new Service());
-  LEASEHOLD_ASSIGN_OR_RETURN(
-      s->trace_queue_,
-      StoreQueue::open(store, clock, random, QueueOptions{.name = kTraceQueueName}));
-  LEASEHOLD_ASSIGN_OR_RETURN(
-      s->probe_queue_,
-      StoreQueue::open(store, clock, random, QueueOptions{.name = kProbeQueueName}));
+  LEASEHOLD_ASSIGN_OR_RETURN(s->trace_queue_,
+                             open_job_queue(store, clock, random, o, kTraceQueueName));
+  LEASEHOLD_ASSIGN_OR_RETURN(s->probe_queue_,
+                             open_job_queue(store, clock, random, o, kProbeQueueName));
   MoviesOptions mo;
   mo.media_dir = o.media_dir;
   mo.analysis_ttl = o.analysis_ttl;

@@ -33,6 +33,14 @@ inline constexpr size_t kWorkersMax = 64;  // of each kind, in one process
 
 struct ServiceOptions {
   std::string media_dir;  // must be a folder
+  // Where the jobs queue: empty for the store (StoreQueue), or an SQS URI
+  // "sqs://REGION/NAME[?endpoint=URL]" for the SQS queues NAME-movie-trace
+  // and NAME-movie-probe (sqs_job_queue_name()), which must exist
+  // (create_sqs_job_queues()).
+  std::string queue;
+  // How long an idle worker's receive waits on SQS for a job (long polling):
+  // fewer requests, and a stop() that waits as long for a receive to end.
+  Duration sqs_receive_wait = std::chrono::seconds(2);
   Duration analysis_ttl = kDefaultLeaseTtl;
   // The tracing lease's ttl: from the trace's start until a worker claims
   // it, and then as the worker renews it.
@@ -52,9 +60,17 @@ struct ServiceOptions {
   metrics::Registry* metrics = nullptr;
 };
 
+// The SQS queue of a job kind (kTraceQueueName, kProbeQueueName) under
+// the URI's NAME: "NAME-movie-trace".
+std::string sqs_job_queue_name(std::string_view name, std::string_view kind);
+
+// Creates the SQS job queues of `queue_uri` and their dead-letter queues,
+// idempotently (SqsQueue::create); kInvalidArgument for a malformed URI.
+Status create_sqs_job_queues(std::string_view queue_uri);
+
 class Service {
  public:
-  // Requires the movie tables and the queue table, opens the queues and
+  // Requires the movie tables and the queue table (or the SQS queues), opens the queues and
   // Movies, and starts the workers. kInvalidArgument for bad options (a ttl
   // that leaves no room for the skew bound, a media folder that is not one,
   // too many workers); the store's errors.

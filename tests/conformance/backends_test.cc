@@ -5,6 +5,7 @@
 #include "store/sqlite/sqlite_store.h"
 #include "store/store_wrapper.h"
 #include "testing/temp_dir.h"
+#include "tests/conformance/queue_conformance.h"
 #include "tests/conformance/store_conformance.h"
 
 namespace leasehold::conformance {
@@ -52,10 +53,17 @@ INSTANTIATE_TEST_SUITE_P(Memory, RenewerConformance,
 INSTANTIATE_TEST_SUITE_P(Sqlite, RenewerConformance,
                          ::testing::Values(StoreFactory{"sqlite", make_sqlite}), factory_name);
 
-// The job queue (queue_conformance_test.cc) on the same backends.
+// The job queue's contract (queue_conformance_test.cc), and StoreQueue's own
+// cases (store_queue_conformance_test.cc), on the same backends.
 INSTANTIATE_TEST_SUITE_P(Memory, QueueConformance,
-                         ::testing::Values(StoreFactory{"memory", make_memory}), factory_name);
+                         ::testing::Values(store_queue_backend({"memory", make_memory})),
+                         queue_backend_name);
 INSTANTIATE_TEST_SUITE_P(Sqlite, QueueConformance,
+                         ::testing::Values(store_queue_backend({"sqlite", make_sqlite})),
+                         queue_backend_name);
+INSTANTIATE_TEST_SUITE_P(Memory, StoreQueueConformance,
+                         ::testing::Values(StoreFactory{"memory", make_memory}), factory_name);
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreQueueConformance,
                          ::testing::Values(StoreFactory{"sqlite", make_sqlite}), factory_name);
 
 }  // namespace leasehold::conformance

@@ -15,9 +15,11 @@
 // from one or several threads of its own.
 //
 // The same factories run the lease layer (lease_conformance_test.cc) through
-// the fixtures LeaseConformance and RenewerConformance, and the job queue
-// (queue_conformance_test.cc) through QueueConformance: one more INSTANTIATE
-// line each per backend.
+// the fixtures LeaseConformance and RenewerConformance, and StoreQueue
+// (store_queue_conformance_test.cc) through StoreQueueConformance: one more
+// INSTANTIATE line each per backend. The job queue's contract, which every
+// Queue keeps whatever it is built on (StoreQueue on each store, SqsQueue),
+// has a suite of its own: queue_conformance.h.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -115,7 +117,7 @@ class RenewerConformance : public ::testing::TestWithParam<StoreFactory> {
 // "queue_messages" exists. `queue_` is queue "jobs" with max_receives 3 on
 // the faulty store; open() gives more queues (other receivers, other names)
 // on any store.
-class QueueConformance : public ::testing::TestWithParam<StoreFactory> {
+class StoreQueueConformance : public ::testing::TestWithParam<StoreFactory> {
  public:
   static constexpr int kMaxReceives = 3;
 

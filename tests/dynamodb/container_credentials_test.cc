@@ -14,9 +14,9 @@
 #include <mutex>
 #include <thread>
 
-#include "store/dynamodb/credentials.h"
+#include "aws/credentials.h"
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::aws {
 namespace {
 
 using std::chrono::minutes;
@@ -186,4 +186,4 @@ TEST(ContainerCredentials, TheEnvironmentComesBeforeTheContainer) {
 }
 
 }  // namespace
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::aws

@@ -1,19 +1,14 @@
 // Dynalite: a local DynamoDB (the npm package `dynalite`, run by node) started
 // on a free loopback port for the tests of the DynamoDB backend.
 //
-// Dynalite::start() runs node on a tiny script that makes dynalite listen on
-// 127.0.0.1 port 0 and print the port it got, so two test processes never
-// race for a port. It returns once the server accepts connections, or fails
-// after a deadline. The destructor stops the process and waits for it; if the
-// test process dies first, the kernel kills dynalite too (PR_SET_PDEATHSIG).
-// node_modules/ must have been installed in the source tree (scripts/setup.sh).
+// Dynalite::start() starts it as a NodeServer (tests/server/node_server.h):
+// on a free port, stopped with the object or with the test process.
 //
 // DynaliteTest is a gtest fixture that shares one dynalite per test suite.
 // A Dynalite object is not synchronised; its endpoint may be read by any thread.
 #pragma once
 
 #include <gtest/gtest.h>
-#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
@@ -21,6 +16,7 @@
 
 #include "leasehold/clock.h"
 #include "leasehold/status.h"
+#include "tests/server/node_server.h"
 
 namespace leasehold::testing {
 
@@ -34,21 +30,15 @@ struct DynaliteOptions {
 class Dynalite {
  public:
   static Result<std::unique_ptr<Dynalite>> start(const DynaliteOptions& options = {});
-  ~Dynalite();
 
-  Dynalite(const Dynalite&) = delete;
-  Dynalite& operator=(const Dynalite&) = delete;
-
-  uint16_t port() const { return port_; }
+  uint16_t port() const { return server_->port(); }
   // "http://127.0.0.1:PORT"
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  std::string endpoint() const { return server_->endpoint(); }
 
  private:
-  Dynalite(pid_t pid, int stdout_fd) : pid_(pid), stdout_fd_(stdout_fd) {}
+  explicit Dynalite(std::unique_ptr<NodeServer> server) : server_(std::move(server)) {}
 
-  pid_t pid_;
-  int stdout_fd_;  // kept open so dynalite never writes to a closed pipe
-  uint16_t port_ = 0;
+  std::unique_ptr<NodeServer> server_;
 };
 
 // The store URI of the tables prefixed `prefix` (unique per test) on

@@ -21,11 +21,12 @@
 #include <thread>
 #include <vector>
 
+#include "aws/credentials.h"
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
-#include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store.h"
 #include "testing/temp_dir.h"
+#include "tests/conformance/queue_conformance.h"
 #include "tests/conformance/store_conformance.h"
 #include "tests/dynamodb/dynalite_fixture.h"
 #include "tests/dynamodb/fault_proxy.h"
@@ -34,7 +35,7 @@ namespace leasehold::conformance {
 namespace {
 
 using namespace std::chrono_literals;
-using store::dynamodb::Credentials;
+using aws::Credentials;
 using store::dynamodb::DynamoDbOptions;
 
 // Cases skipped on this backend, each with its reason: only a limitation of
@@ -93,8 +94,11 @@ INSTANTIATE_TEST_SUITE_P(DynamoDb, LeaseConformance,
                          ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
 INSTANTIATE_TEST_SUITE_P(DynamoDb, RenewerConformance,
                          ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
-INSTANTIATE_TEST_SUITE_P(DynamoDb, QueueConformance,
+INSTANTIATE_TEST_SUITE_P(DynamoDb, StoreQueueConformance,
                          ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDb, QueueConformance,
+                         ::testing::Values(store_queue_backend({"dynamodb", make_dynamodb})),
+                         queue_backend_name);
 
 namespace {
 
@@ -210,7 +214,8 @@ TEST(DynamoDbStore, NoCallStartsAThread) {
     for (int i = 0; i < 30; ++i) {
       requests.push_back({{"k" + std::to_string(i), ""}, Update().add("n", 1), {}});
     }
-    for (const auto& r : s.update_each("threads", requests)) ASSERT_TRUE(r.ok()) << r.status().to_string();
+    for (const auto& r : s.update_each("threads", requests))
+      ASSERT_TRUE(r.ok()) << r.status().to_string();
     const std::set<std::string> running = thread_ids();
     EXPECT_EQ(running.size(), before.size() + 5 + (by_name ? 1 : 0));
     for (int round = 0; round < 10; ++round) {
@@ -693,7 +698,7 @@ TEST(DynamoDbFaults, MissingTableIsNotFound) {
 
 // ---------------------------------------------------------------- credentials
 
-store::dynamodb::EnvLookup env_of(std::map<std::string, std::string> vars) {
+aws::EnvLookup env_of(std::map<std::string, std::string> vars) {
   return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
     const auto it = vars.find(name);
     if (it == vars.end()) return std::nullopt;
@@ -702,15 +707,15 @@ store::dynamodb::EnvLookup env_of(std::map<std::string, std::string> vars) {
 }
 
 TEST(DynamoDbCredentials, EnvironmentComesFirst) {
-  auto c = store::dynamodb::load_credentials(env_of({{"AWS_ACCESS_KEY_ID", "AKID"},
-                                                     {"AWS_SECRET_ACCESS_KEY", "SECRET"},
-                                                     {"AWS_SESSION_TOKEN", "TOKEN"},
-                                                     {"AWS_SHARED_CREDENTIALS_FILE", "/nope"}}));
+  auto c = aws::load_credentials(env_of({{"AWS_ACCESS_KEY_ID", "AKID"},
+                                         {"AWS_SECRET_ACCESS_KEY", "SECRET"},
+                                         {"AWS_SESSION_TOKEN", "TOKEN"},
+                                         {"AWS_SHARED_CREDENTIALS_FILE", "/nope"}}));
   ASSERT_TRUE(c.ok()) << c.status().to_string();
   EXPECT_EQ(c->access_key_id, "AKID");
   EXPECT_EQ(c->secret_access_key, "SECRET");
   EXPECT_EQ(c->session_token, "TOKEN");
-  auto half = store::dynamodb::load_credentials(env_of({{"AWS_ACCESS_KEY_ID", "AKID"}}));
+  auto half = aws::load_credentials(env_of({{"AWS_ACCESS_KEY_ID", "AKID"}}));
   EXPECT_EQ(half.status().code(), Code::kInvalidArgument);
 }
 
@@ -724,24 +729,24 @@ TEST(DynamoDbCredentials, SharedFileAndProfile) {
            "aws_session_token = WT\n[broken]\naws_access_key_id = X\n";
   }
   const std::string file = path.string();
-  auto def = store::dynamodb::load_credentials(env_of({{"AWS_SHARED_CREDENTIALS_FILE", file}}));
+  auto def = aws::load_credentials(env_of({{"AWS_SHARED_CREDENTIALS_FILE", file}}));
   ASSERT_TRUE(def.ok()) << def.status().to_string();
   EXPECT_EQ(def->access_key_id, "DEF");
   EXPECT_EQ(def->secret_access_key, "DEFSECRET");
   EXPECT_TRUE(def->session_token.empty());
-  auto work = store::dynamodb::load_credentials(
+  auto work = aws::load_credentials(
       env_of({{"AWS_SHARED_CREDENTIALS_FILE", file}, {"AWS_PROFILE", "work"}}));
   ASSERT_TRUE(work.ok()) << work.status().to_string();
   EXPECT_EQ(work->access_key_id, "WORK");
   EXPECT_EQ(work->secret_access_key, "WORKSECRET");
   EXPECT_EQ(work->session_token, "WT");
   for (const char* profile : {"broken", "missing"}) {
-    auto bad = store::dynamodb::load_credentials(
+    auto bad = aws::load_credentials(
         env_of({{"AWS_SHARED_CREDENTIALS_FILE", file}, {"AWS_PROFILE", profile}}));
     EXPECT_EQ(bad.status().code(), Code::kUnavailable) << profile;
     EXPECT_EQ(bad.status().message().find("SECRET"), std::string::npos);
   }
-  auto home = store::dynamodb::load_credentials(env_of({{"HOME", "/nonexistent-home"}}));
+  auto home = aws::load_credentials(env_of({{"HOME", "/nonexistent-home"}}));
   EXPECT_EQ(home.status().code(), Code::kUnavailable);
 }
 

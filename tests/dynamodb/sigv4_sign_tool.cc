@@ -15,12 +15,12 @@
 #include <iostream>
 #include <string>
 
-#include "store/dynamodb/sigv4.h"
+#include "aws/sigv4.h"
 
 namespace json = boost::json;
-using leasehold::store::dynamodb::Credentials;
-using leasehold::store::dynamodb::HeaderList;
-using leasehold::store::dynamodb::HttpRequestToSign;
+using leasehold::aws::Credentials;
+using leasehold::aws::HeaderList;
+using leasehold::aws::HttpRequestToSign;
 
 namespace {
 
@@ -34,8 +34,7 @@ HeaderList pairs_of(const json::value& v) {
 }
 
 // Throws (boost::system::system_error) on a malformed line.
-json::object sign_line(const std::string& line,
-                       leasehold::store::dynamodb::SigningKeyCache& cache) {
+json::object sign_line(const std::string& line, leasehold::aws::SigningKeyCache& cache) {
   const json::object in = json::parse(line).as_object();
   const auto str = [&](const char* key) { return json::value_to<std::string>(in.at(key)); };
   HttpRequestToSign request;
@@ -48,8 +47,7 @@ json::object sign_line(const std::string& line,
   const Credentials credentials{str("access_key"), str("secret_key"), str("token")};
   const leasehold::WallTime now{std::chrono::seconds(in.at("unix_seconds").to_number<int64_t>())};
   auto signed_request =
-      leasehold::store::dynamodb::sign_v4(request, credentials, str("region"), str("service"), now,
-                                          &cache);
+      leasehold::aws::sign_v4(request, credentials, str("region"), str("service"), now, &cache);
   json::object out;
   if (!signed_request.ok()) {
     out["error"] = signed_request.status().to_string();
@@ -64,7 +62,7 @@ json::object sign_line(const std::string& line,
 }  // namespace
 
 int main() {
-  leasehold::store::dynamodb::SigningKeyCache cache;
+  leasehold::aws::SigningKeyCache cache;
   std::string line;
   while (std::getline(std::cin, line)) {
     try {

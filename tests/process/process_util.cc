@@ -168,7 +168,15 @@ std::optional<boost::json::object> ProcessTest::show(const std::string& key) con
 }
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
-  return info.param == Backend::kSqlite ? "sqlite" : "dynamodb";
+  switch (info.param) {
+    case Backend::kSqlite:
+      return "sqlite";
+    case Backend::kDynamoDb:
+      return "dynamodb";
+    case Backend::kSqliteSqs:
+      return "sqlite_sqs";
+  }
+  return "unknown";
 }
 
 void BackendTest::SetUp() {

@@ -1,5 +1,6 @@
 // `leasehold trace-worker` as a process beside `leasehold serve` (which runs
-// no trace worker of its own here), on SQLite and on DynamoDB, driven
+// no trace worker of its own here), on SQLite and on DynamoDB, and with the
+// jobs on SQS (fauxqs), driven
 // through the HTTP API with curl: a worker killed mid-trace (its lease
 // expires, the movie reads `tracing failed`, the next trace replaces it and
 // completes), a worker paused past its lease while another trace replaced
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "process_util.h"
+#include "tests/aws/fauxqs_fixture.h"
 
 namespace leasehold::process_test {
 namespace {
@@ -43,8 +45,13 @@ class TraceWorkerTest : public BackendTest {
     const RunResult added = lh({"user", "add", "ada", "--display-name", "Ada L."});
     ASSERT_EQ(added.exit_code, 0) << added.err;
     token_ = std::string(parse_object(added.out).at("token").as_string());
-    serve_ = start_lh({"serve", "--listen", "127.0.0.1:0", "--trace-workers", "0",
-                       "--tracing-lease-ttl", kTracingTtl, "--media-dir", media()});
+    std::vector<std::string> serve = {"serve",           "--listen",    "127.0.0.1:0",
+                                      "--trace-workers", "0",           "--tracing-lease-ttl",
+                                      kTracingTtl,       "--media-dir", media()};
+    const std::vector<std::string> queue = queue_flags();
+    if (HasFatalFailure()) return;
+    serve.insert(serve.end(), queue.begin(), queue.end());
+    serve_ = start_lh(serve);
     const std::regex listening("\"msg\":\"listening\",\"address\":\"[^\"]*:([0-9]+)\"");
     std::smatch port;
     ASSERT_TRUE(eventually(
@@ -60,6 +67,22 @@ class TraceWorkerTest : public BackendTest {
   }
 
   std::string media() const { return (dir() / "media").string(); }
+
+  // Where `serve` and the workers queue jobs: the store's queue, or SQS
+  // (fauxqs), its queues made by `store init --queue`.
+  std::vector<std::string> queue_flags() {
+    if (GetParam() != Backend::kSqliteSqs) return {};
+    if (queue_uri_.empty()) {
+      testing::Fauxqs* fauxqs = testing::shared_fauxqs();
+      EXPECT_NE(fauxqs, nullptr);
+      if (fauxqs == nullptr) return {};
+      queue_uri_ =
+          "sqs://us-east-1/" + testing::unique_aws_name("tw") + "?endpoint=" + fauxqs->endpoint();
+      const RunResult made = lh({"store", "init", "--queue", queue_uri_});
+      EXPECT_EQ(made.exit_code, 0) << made.err;
+    }
+    return {"--queue", queue_uri_};
+  }
 
   Http http(const std::string& method, const std::string& path, const std::string& body = "") {
     std::vector<std::string> argv = {"curl", "-s",
@@ -128,7 +151,7 @@ class TraceWorkerTest : public BackendTest {
   void stop_outside_a_write(Process& p) {
     for (int attempt = 0; attempt < 200; ++attempt) {
       ASSERT_EQ(::kill(p.pid(), SIGSTOP), 0);
-      if (GetParam() != Backend::kSqlite || can_write_sqlite()) return;
+      if (GetParam() == Backend::kDynamoDb || can_write_sqlite()) return;
       ASSERT_EQ(::kill(p.pid(), SIGCONT), 0);
       std::this_thread::sleep_for(std::chrono::milliseconds(attempt % 7));
     }
@@ -140,7 +163,11 @@ class TraceWorkerTest : public BackendTest {
   }
 
   std::unique_ptr<Process> start_worker() {
-    return start_lh({"trace-worker", "--tracing-lease-ttl", kTracingTtl, "--media-dir", media()});
+    std::vector<std::string> argv = {"trace-worker", "--tracing-lease-ttl", kTracingTtl,
+                                     "--media-dir", media()};
+    const std::vector<std::string> queue = queue_flags();
+    argv.insert(argv.end(), queue.begin(), queue.end());
+    return start_lh(argv);
   }
 
   // The audit's events, each "event job_id".
@@ -168,6 +195,7 @@ class TraceWorkerTest : public BackendTest {
   json::object spot_;
   std::string token_, base_;
   std::unique_ptr<Process> serve_;
+  std::string queue_uri_;
 };
 
 TEST_P(TraceWorkerTest, AKilledWorkersTraceFailsWhenItsLeaseExpiresAndTheNextTraceReplacesIt) {
@@ -254,8 +282,12 @@ TEST_P(TraceWorkerTest, SigtermPublishesTheTraceUnderWayAsInterruptedAndExitsZer
   EXPECT_EQ(audit(id).back(), "movie.tracing.failed " + job);
 }
 
+// On SQS too: a killed, a paused and a stopped worker keep their promises
+// whatever carries the job, for the movie's tracing lease is the truth.
 INSTANTIATE_TEST_SUITE_P(Backends, TraceWorkerTest,
-                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb), backend_name);
+                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb,
+                                           Backend::kSqliteSqs),
+                         backend_name);
 
 TEST_F(ProcessTest, TraceWorkerAndServeRefuseBadMovieFlagsBeforeOpeningAnything) {
   const std::string media = (dir() / "media").string();
@@ -276,6 +308,9 @@ TEST_F(ProcessTest, TraceWorkerAndServeRefuseBadMovieFlagsBeforeOpeningAnything)
            {{"serve", "--upload-max", "2GB"}, "--upload-max"},
            {{"serve", "--upload-max", "0"}, "--upload-max"},
            {{"serve", "--media-dir", ""}, "--media-dir"},
+           {{"serve", "--queue", "kafka://jobs"}, "--queue"},
+           {{"trace-worker", "--media-dir", "/etc", "--queue", "sqs://eu-west-1"}, "--queue"},
+           {{"store", "init", "--queue", "sqs://EU/jobs"}, "region"},
            {{"serve", "--tracing-lease-ttl", "soon"}, "--tracing-lease-ttl"}}) {
     const RunResult r = lh(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args[0] << " " << c.args.back() << ": " << r.err;

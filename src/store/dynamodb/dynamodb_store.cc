@@ -9,8 +9,8 @@
 #include <set>
 #include <thread>
 
+#include "aws/credentials.h"
 #include "base/duration.h"
-#include "store/dynamodb/credentials.h"
 #include "store/dynamodb/dynamodb_store_impl.h"
 #include "store/uri.h"
 
@@ -36,20 +36,21 @@ DynamoDbStore::DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpC
 Result<net::HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string body) {
   // The signed headers, then the three the signature adds.
   constexpr size_t kHeadersMax = 5;
-  HttpRequestToSign to_sign;
+  aws::HttpRequestToSign to_sign;
   to_sign.host = http_->host_header();
   to_sign.headers.reserve(kHeadersMax);
   to_sign.headers.emplace_back("Content-Type", kContentType);
   to_sign.headers.emplace_back("X-Amz-Target", std::string("DynamoDB_20120810.").append(op));
   to_sign.body = std::move(body);
-  Credentials fetched;
+  aws::Credentials fetched;
   if (options_.credentials_source) {
     LEASEHOLD_ASSIGN_OR_RETURN(fetched, options_.credentials_source->get());
   }
-  const Credentials& credentials = options_.credentials_source ? fetched : options_.credentials;
-  LEASEHOLD_ASSIGN_OR_RETURN(SigV4Result signature,
-                             sign_v4(to_sign, credentials, options_.region, "dynamodb",
-                                     options_.clock->wall_now(), &signing_keys_));
+  const aws::Credentials& credentials =
+      options_.credentials_source ? fetched : options_.credentials;
+  LEASEHOLD_ASSIGN_OR_RETURN(aws::SigV4Result signature,
+                             aws::sign_v4(to_sign, credentials, options_.region, "dynamodb",
+                                          options_.clock->wall_now(), &signing_keys_));
   net::HttpRequest request;
   request.method = "POST";
   request.target = "/";
@@ -229,7 +230,8 @@ Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view
   // Check everything but the credentials first, so that a malformed URI is
   // reported as such even on a machine without credentials.
   LEASEHOLD_ASSIGN_OR_RETURN(DynamoDbOptions options, parse_and_check_uri(rest));
-  LEASEHOLD_ASSIGN_OR_RETURN(options.credentials_source, default_credentials(process_env()));
+  LEASEHOLD_ASSIGN_OR_RETURN(options.credentials_source,
+                             aws::default_credentials(aws::process_env()));
   return open_dynamodb_store(std::move(options));
 }
 

@@ -45,8 +45,8 @@
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
 #include "leasehold/store.h"
-#include "store/dynamodb/credentials.h"
-#include "store/dynamodb/sigv4.h"
+#include "aws/credentials.h"
+#include "aws/sigv4.h"
 
 namespace leasehold::store::dynamodb {
 
@@ -61,8 +61,8 @@ struct DynamoDbOptions {
   // https://dynamodb.REGION.amazonaws.com.
   std::string endpoint;
   // Static credentials, or (when set) a source asked before every request.
-  Credentials credentials;
-  std::shared_ptr<CredentialsSource> credentials_source;
+  aws::Credentials credentials;
+  std::shared_ptr<aws::CredentialsSource> credentials_source;
 
   // Each attempt's bound (and less when update_each() has less time left).
   Duration request_timeout = std::chrono::seconds(10);

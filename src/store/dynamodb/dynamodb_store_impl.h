@@ -21,7 +21,7 @@
 #include "leasehold/store.h"
 #include "net/http_client.h"
 #include "store/dynamodb/dynamodb_store.h"
-#include "store/dynamodb/sigv4.h"
+#include "aws/sigv4.h"
 #include "store/dynamodb/wire.h"
 #include "store/dynamodb/worker_pool.h"
 
@@ -111,7 +111,7 @@ class DynamoDbStore final : public ItemStore {
 
   DynamoDbOptions options_;
   std::unique_ptr<net::HttpClient> http_;
-  SigningKeyCache signing_keys_;
+  aws::SigningKeyCache signing_keys_;
   RealClock real_clock_;
   SystemRandom system_random_;
   // Guards draws from *options_.random (which GUARDED_BY cannot name).

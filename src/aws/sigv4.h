@@ -1,4 +1,5 @@
-// AWS Signature Version 4: the signature every DynamoDB request carries.
+// AWS Signature Version 4: the signature every DynamoDB, SQS and S3 request
+// carries.
 //
 // sign_v4() turns one HTTP request, a set of credentials, a region, a service
 // and a wall time into the headers that authenticate it: `Authorization`,
@@ -7,12 +8,21 @@
 // (tests/dynamodb/ checks that on generated DynamoDB requests), including its
 // choices where the specification leaves room: `user-agent`, `expect` and
 // `x-amzn-trace-id` are never signed, repeated headers are joined with ",",
-// and the payload is always hashed (never UNSIGNED-PAYLOAD).
+// and the payload is hashed unless the caller passes a hash of its own.
+//
+// S3 signs differently from every other service, and the signer applies S3's
+// rules exactly when `service` is "s3" (botocore's S3SigV4Auth): the path is
+// encoded once, not twice, and is not normalised (an S3 key may hold "//" or
+// ".."); and the payload's hash (or "UNSIGNED-PAYLOAD") is signed as the
+// header `x-amz-content-sha256`, which the request must then carry
+// (SigV4Result::content_sha256). presign_v4() puts the signature in the query
+// instead, for a URL that anyone may GET until it expires.
 //
 // The secret key and the session token never appear in a Status message.
 // All functions are pure and thread-safe; the time is passed in, never read.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,7 +34,7 @@
 #include "leasehold/clock.h"
 #include "leasehold/status.h"
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::aws {
 
 struct Credentials {
   std::string access_key_id;
@@ -39,17 +49,24 @@ struct HttpRequestToSign {
   std::string method = "POST";
   // The Host header value, with ":port" when the port is not the default one.
   std::string host;
-  // As written on the request line (so already percent-encoded); the signer
-  // encodes it once more, as SigV4 requires for every service but S3. Must be
-  // normalised: starts with "/", no ".", ".." or empty ("//") segments.
-  // DynamoDB always uses "/".
+  // As written on the request line (so already percent-encoded). For every
+  // service but S3 the signer encodes it once more, as SigV4 requires, and it
+  // must be normalised: starts with "/", no ".", ".." or empty ("//")
+  // segments. DynamoDB always uses "/". For "s3" it is signed as it is, so it
+  // must be in SigV4's own encoding, uri_encode(raw, /*keep_slash=*/true)
+  // (what S3 compares the signature with), and only has to start with "/".
   std::string path = "/";
   // Decoded names and values, in any order; the signer encodes and sorts them.
   HeaderList query_params;
   // Any order, any case. Must not contain Host, X-Amz-Date, Authorization or
-  // X-Amz-Security-Token: the signer adds those.
+  // X-Amz-Security-Token (nor, for "s3", X-Amz-Content-Sha256): the signer
+  // adds those.
   HeaderList headers;
   std::string body;
+  // Empty: the signer hashes `body`. Else the payload's SHA-256 as 64
+  // lowercase hex digits, computed by the caller (the body is then not read),
+  // or, for "s3" only, "UNSIGNED-PAYLOAD": the body is not covered.
+  std::string payload_hash;
 };
 
 struct SigV4Result {
@@ -57,6 +74,7 @@ struct SigV4Result {
   std::string authorization;
   std::string amz_date;        // X-Amz-Date, "YYYYMMDD'T'HHMMSS'Z'"
   std::string security_token;  // X-Amz-Security-Token; empty means "do not send"
+  std::string content_sha256;  // X-Amz-Content-Sha256; set for "s3" only
 
   // The intermediate steps, for tests and for debugging a rejected signature.
   // None holds the secret key; canonical_request holds the session token (as
@@ -80,6 +98,38 @@ class SigningKeyCache;
 Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials& credentials,
                             std::string_view region, std::string_view service, WallTime now,
                             SigningKeyCache* cache = nullptr);
+
+// The longest a presigned URL may be valid: S3 refuses X-Amz-Expires above
+// seven days.
+inline constexpr Duration kPresignExpiresMax = std::chrono::hours(24 * 7);
+
+struct PresignedQuery {
+  // The URL's whole query, without the "?": the request's own parameters and
+  // X-Amz-Algorithm, -Credential, -Date, -Expires, -SignedHeaders (and
+  // -Security-Token with temporary credentials) in canonical order and
+  // encoding, then X-Amz-Signature. Whoever holds it can use it until it
+  // expires, so it is as secret as the object; never log it.
+  std::string query;
+  // The intermediate steps, for tests and debugging; canonical_request holds
+  // the session token.
+  std::string amz_date;
+  std::string canonical_request;
+  std::string string_to_sign;
+  std::string signature;  // lowercase hex
+};
+
+// Signs `request` in its query (SigV4 "query parameters" authentication, the
+// presigned URL of S3): only the Host header is signed and the payload is
+// UNSIGNED-PAYLOAD, so the URL works from any HTTP client. Valid for
+// `expires` (truncated to the second) from `now`. Fails as sign_v4() does,
+// and with kInvalidArgument when `expires` is not within 1 s ..
+// kPresignExpiresMax, when the request has headers, a body or a payload hash
+// other than UNSIGNED-PAYLOAD, or when a query parameter is named like one the
+// signer adds (X-Amz-*). The path follows the rules of `service` as for
+// sign_v4().
+Result<PresignedQuery> presign_v4(const HttpRequestToSign& request, const Credentials& credentials,
+                                  std::string_view region, std::string_view service, WallTime now,
+                                  Duration expires, SigningKeyCache* cache = nullptr);
 
 // The last derived signing key, for one secret, day, region and service,
 // ready to sign with: the key's two HMAC pad blocks are hashed when it is
@@ -123,4 +173,4 @@ std::string uri_encode(std::string_view raw, bool keep_slash);
 // inner whitespace into one space.
 std::string trim_all(std::string_view value);
 
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::aws

@@ -1,4 +1,4 @@
-#include "store/dynamodb/credentials.h"
+#include "aws/credentials.h"
 
 #include <boost/json.hpp>
 #include <cstdio>
@@ -11,7 +11,7 @@
 #include "base/mutex.h"
 #include "net/http_client.h"
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::aws {
 namespace {
 
 std::string_view trim(std::string_view s) {
@@ -105,11 +105,11 @@ Result<Credentials> load_credentials(const EnvLookup& env) {
   return invalid_argument(path + ": " + parsed.status().message());
 }
 
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::aws
 
 // ---------------------------------------------------------------- sources
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::aws {
 namespace {
 
 class StaticSource final : public CredentialsSource {
@@ -252,4 +252,4 @@ Result<std::shared_ptr<CredentialsSource>> default_credentials(const EnvLookup& 
   return loaded.status();
 }
 
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::aws

@@ -18,11 +18,11 @@
 #include <string>
 #include <string_view>
 
+#include "aws/sigv4.h"
 #include "leasehold/clock.h"
 #include "leasehold/status.h"
-#include "store/dynamodb/sigv4.h"
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::aws {
 
 // Returns the value of an environment variable, or nullopt when unset.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
@@ -66,4 +66,4 @@ Result<std::optional<std::shared_ptr<CredentialsSource>>> container_credentials(
 // file and profile, then the container endpoint.
 Result<std::shared_ptr<CredentialsSource>> default_credentials(const EnvLookup& env);
 
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::aws

@@ -1,4 +1,4 @@
-#include "store/dynamodb/sigv4.h"
+#include "aws/sigv4.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
@@ -13,12 +13,16 @@
 #include <cstdlib>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::aws {
 namespace {
 
 constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
 constexpr std::string_view kTerminator = "aws4_request";
+constexpr std::string_view kS3Service = "s3";
+constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
+constexpr std::string_view kContentSha256Header = "x-amz-content-sha256";
 constexpr size_t kSha256Bytes = 32;
 constexpr size_t kSha256BlockBytes = 64;
 
@@ -28,6 +32,15 @@ constexpr std::array<std::string_view, 3> kUnsignedHeaders = {"expect", "user-ag
 // Headers the signer writes itself; a caller who sets them is confused.
 constexpr std::array<std::string_view, 4> kReservedHeaders = {"authorization", "host", "x-amz-date",
                                                               "x-amz-security-token"};
+// The query parameters presign_v4() writes itself.
+constexpr std::array<std::string_view, 7> kPresignParams = {
+    "X-Amz-Algorithm", "X-Amz-Credential",    "X-Amz-Date",          "X-Amz-Expires",
+    "X-Amz-Signature", "X-Amz-SignedHeaders", "X-Amz-Security-Token"};
+
+// S3's rules (see sigv4.h) apply to this service name only.
+bool is_s3(std::string_view service) { return service == kS3Service; }
+
+bool is_upper_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'F'); }
 
 bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
@@ -165,7 +178,7 @@ Result<std::string> format_amz_date(WallTime now) {
 
 // A header name is an HTTP token: visible ASCII without separators we care
 // about. A value is visible ASCII, space or tab (no CR/LF: no injection).
-Status validate_header(const std::string& name, const std::string& value) {
+Status validate_header(const std::string& name, const std::string& value, bool s3) {
   if (name.empty()) return invalid_argument("sigv4: empty header name");
   for (unsigned char c : name) {
     if (c <= 0x20 || c >= 0x7f || c == ':') {
@@ -179,7 +192,8 @@ Status validate_header(const std::string& name, const std::string& value) {
   }
   const std::string lower = to_lower(name);
   if (std::find(kReservedHeaders.begin(), kReservedHeaders.end(), lower) !=
-      kReservedHeaders.end()) {
+          kReservedHeaders.end() ||
+      (s3 && lower == kContentSha256Header)) {
     return invalid_argument("sigv4: header '" + name + "' is set by the signer");
   }
   return Status::ok_status();
@@ -201,6 +215,40 @@ Status validate_path(std::string_view path) {
   return Status::ok_status();
 }
 
+// S3 signs the path as it is sent, so it must already be in SigV4's encoding:
+// nothing but unreserved bytes, "/" and "%XY" with uppercase hex digits. Any
+// other spelling of the same path would be signed as something S3 does not
+// compute. S3 does not normalise keys, so "//", "." and ".." may appear.
+Status validate_s3_path(std::string_view path) {
+  if (path.empty() || path.front() != '/') return invalid_argument("sigv4: path must start with /");
+  for (size_t i = 0; i < path.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(path[i]);
+    if (is_unreserved(c) || c == '/') continue;
+    if (c == '%' && i + 2 < path.size() && is_upper_hex(path[i + 1]) && is_upper_hex(path[i + 2])) {
+      i += 2;
+      continue;
+    }
+    return invalid_argument(
+        "sigv4: an S3 path must be percent-encoded as uri_encode() does (unreserved "
+        "characters, '/' and %XY with uppercase hex only)");
+  }
+  return Status::ok_status();
+}
+
+Status validate_payload_hash(std::string_view hash, bool s3) {
+  if (hash.empty()) return Status::ok_status();
+  if (hash == kUnsignedPayload) {
+    if (s3) return Status::ok_status();
+    return invalid_argument("sigv4: UNSIGNED-PAYLOAD is for S3 only");
+  }
+  const bool hex =
+      hash.size() == 2 * kSha256Bytes && std::all_of(hash.begin(), hash.end(), [](char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+      });
+  if (!hex) return invalid_argument("sigv4: payload hash is not 64 lowercase hex digits");
+  return Status::ok_status();
+}
+
 Status validate(const HttpRequestToSign& request, const Credentials& credentials,
                 std::string_view region, std::string_view service) {
   if (credentials.access_key_id.empty()) return invalid_argument("sigv4: no access key id");
@@ -209,9 +257,11 @@ Status validate(const HttpRequestToSign& request, const Credentials& credentials
   if (service.empty()) return invalid_argument("sigv4: empty service");
   if (request.host.empty()) return invalid_argument("sigv4: empty host");
   if (request.method.empty()) return invalid_argument("sigv4: empty method");
-  LEASEHOLD_RETURN_IF_ERROR(validate_path(request.path));
+  const bool s3 = is_s3(service);
+  LEASEHOLD_RETURN_IF_ERROR(s3 ? validate_s3_path(request.path) : validate_path(request.path));
+  LEASEHOLD_RETURN_IF_ERROR(validate_payload_hash(request.payload_hash, s3));
   for (const auto& [name, value] : request.headers)
-    LEASEHOLD_RETURN_IF_ERROR(validate_header(name, value));
+    LEASEHOLD_RETURN_IF_ERROR(validate_header(name, value, s3));
   for (unsigned char c : request.host) {
     if (c <= 0x20 || c >= 0x7f) return invalid_argument("sigv4: bad character in host");
   }
@@ -257,15 +307,22 @@ void append_trimmed(std::string_view value, std::string& out) {
   }
 }
 
-CanonicalHeaders canonical_headers(const HttpRequestToSign& request, const std::string& amz_date,
-                                   const std::string& session_token) {
+// A header the signer adds: a lowercase name, and a value that, when empty,
+// means the header is not sent (a session token of long-term credentials).
+struct SignerHeader {
+  std::string_view name;
+  std::string_view value;
+};
+
+CanonicalHeaders canonical_headers(const HeaderList& headers,
+                                   std::initializer_list<SignerHeader> added) {
   struct Line {
     std::string name;        // lowercase
     std::string_view value;  // as given: trimmed as it is written out
   };
   std::vector<Line> lines;
-  lines.reserve(request.headers.size() + 3);
-  for (const auto& [name, value] : request.headers) {
+  lines.reserve(headers.size() + added.size());
+  for (const auto& [name, value] : headers) {
     std::string lower = to_lower(name);
     if (std::find(kUnsignedHeaders.begin(), kUnsignedHeaders.end(), lower) !=
         kUnsignedHeaders.end()) {
@@ -273,9 +330,9 @@ CanonicalHeaders canonical_headers(const HttpRequestToSign& request, const std::
     }
     lines.push_back({std::move(lower), value});
   }
-  lines.push_back({"host", request.host});
-  lines.push_back({"x-amz-date", amz_date});
-  if (!session_token.empty()) lines.push_back({"x-amz-security-token", session_token});
+  for (const SignerHeader& header : added) {
+    if (!header.value.empty()) lines.push_back({std::string(header.name), header.value});
+  }
   // Stable by name only: repeated headers keep their order and join with ",".
   // An insertion sort, which needs no buffer: a request has a few headers.
   for (size_t i = 1; i < lines.size(); ++i) {
@@ -334,6 +391,16 @@ std::string derive_signing_key(const std::string& secret, std::string_view date,
   std::string k_signing = hmac_sha256(k_service, kTerminator);
   for (std::string* s : {&key, &k_date, &k_region, &k_service}) wipe(*s);
   return k_signing;
+}
+
+std::string canonical_path(const std::string& path, bool s3) {
+  return s3 ? path : uri_encode(path, true);
+}
+
+std::string string_to_sign(std::string_view amz_date, std::string_view scope,
+                           std::string_view canonical_request) {
+  return concat(
+      {kAlgorithm, "\n", amz_date, "\n", scope, "\n", Sha256Hex(canonical_request).view()});
 }
 
 }  // namespace
@@ -439,35 +506,103 @@ uint64_t SigningKeyCache::derivations() const {
   return derivations_;
 }
 
+namespace {
+
+// The signature of `string_to_sign`, as lowercase hex, through `cache` when
+// there is one.
+std::string signature_hex(const std::string& secret, std::string_view date, std::string_view region,
+                          std::string_view service, std::string_view string_to_sign,
+                          SigningKeyCache* cache) {
+  std::string mac;
+  if (cache != nullptr) {
+    mac = cache->sign(secret, date, region, service, string_to_sign);
+  } else {
+    std::string key = derive_signing_key(secret, date, region, service);
+    mac = hmac_sha256(key, string_to_sign);
+    wipe(key);
+  }
+  return to_hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+}
+
+}  // namespace
+
 Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials& credentials,
                             std::string_view region, std::string_view service, WallTime now,
                             SigningKeyCache* cache) {
   LEASEHOLD_RETURN_IF_ERROR(validate(request, credentials, region, service));
+  const bool s3 = is_s3(service);
   SigV4Result out;
   LEASEHOLD_ASSIGN_OR_RETURN(out.amz_date, format_amz_date(now));
   const std::string_view date = std::string_view(out.amz_date).substr(0, 8);
+  const std::optional<Sha256Hex> body_hash = request.payload_hash.empty()
+                                                 ? std::optional<Sha256Hex>(Sha256Hex(request.body))
+                                                 : std::nullopt;
+  const std::string_view payload_hash =
+      body_hash ? body_hash->view() : std::string_view(request.payload_hash);
+  if (s3) out.content_sha256 = std::string(payload_hash);
   const CanonicalHeaders headers =
-      canonical_headers(request, out.amz_date, credentials.session_token);
+      canonical_headers(request.headers, {{"host", request.host},
+                                          {"x-amz-date", out.amz_date},
+                                          {"x-amz-security-token", credentials.session_token},
+                                          {kContentSha256Header, out.content_sha256}});
 
-  out.canonical_request = concat({to_upper(request.method), "\n", uri_encode(request.path, true),
+  out.canonical_request = concat({to_upper(request.method), "\n", canonical_path(request.path, s3),
                                   "\n", canonical_query(request.query_params), "\n", headers.block,
-                                  "\n", headers.names, "\n", Sha256Hex(request.body).view()});
+                                  "\n", headers.names, "\n", payload_hash});
   const std::string scope = concat({date, "/", region, "/", service, "/", kTerminator});
-  out.string_to_sign = concat(
-      {kAlgorithm, "\n", out.amz_date, "\n", scope, "\n", Sha256Hex(out.canonical_request).view()});
-  std::string mac;
-  if (cache != nullptr) {
-    mac = cache->sign(credentials.secret_access_key, date, region, service, out.string_to_sign);
-  } else {
-    std::string key = derive_signing_key(credentials.secret_access_key, date, region, service);
-    mac = hmac_sha256(key, out.string_to_sign);
-    wipe(key);
-  }
-  out.signature = to_hex(reinterpret_cast<const unsigned char*>(mac.data()), mac.size());
+  out.string_to_sign = string_to_sign(out.amz_date, scope, out.canonical_request);
+  out.signature = signature_hex(credentials.secret_access_key, date, region, service,
+                                out.string_to_sign, cache);
   out.authorization = concat({kAlgorithm, " Credential=", credentials.access_key_id, "/", scope,
                               ", SignedHeaders=", headers.names, ", Signature=", out.signature});
   out.security_token = credentials.session_token;
   return out;
 }
 
-}  // namespace leasehold::store::dynamodb
+Result<PresignedQuery> presign_v4(const HttpRequestToSign& request, const Credentials& credentials,
+                                  std::string_view region, std::string_view service, WallTime now,
+                                  Duration expires, SigningKeyCache* cache) {
+  using std::chrono::seconds;
+  LEASEHOLD_RETURN_IF_ERROR(validate(request, credentials, region, service));
+  if (!request.headers.empty()) {
+    return invalid_argument("sigv4: a presigned request signs no header but Host");
+  }
+  if (!request.body.empty()) return invalid_argument("sigv4: a presigned request has no body");
+  if (!request.payload_hash.empty() && request.payload_hash != kUnsignedPayload) {
+    return invalid_argument("sigv4: a presigned request's payload is UNSIGNED-PAYLOAD");
+  }
+  const seconds expires_s = std::chrono::floor<seconds>(expires);
+  if (expires_s < seconds(1) || expires_s > kPresignExpiresMax) {
+    return invalid_argument("sigv4: a presigned URL must expire within 1 s to 7 days");
+  }
+  for (const auto& [name, value] : request.query_params) {
+    if (std::find(kPresignParams.begin(), kPresignParams.end(), name) != kPresignParams.end()) {
+      return invalid_argument("sigv4: query parameter '" + name + "' is set by the signer");
+    }
+  }
+  PresignedQuery out;
+  LEASEHOLD_ASSIGN_OR_RETURN(out.amz_date, format_amz_date(now));
+  const std::string_view date = std::string_view(out.amz_date).substr(0, 8);
+  const std::string scope = concat({date, "/", region, "/", service, "/", kTerminator});
+  HeaderList params = request.query_params;
+  params.emplace_back("X-Amz-Algorithm", kAlgorithm);
+  params.emplace_back("X-Amz-Credential", concat({credentials.access_key_id, "/", scope}));
+  params.emplace_back("X-Amz-Date", out.amz_date);
+  params.emplace_back("X-Amz-Expires", std::to_string(expires_s.count()));
+  if (!credentials.session_token.empty()) {
+    params.emplace_back("X-Amz-Security-Token", credentials.session_token);
+  }
+  params.emplace_back("X-Amz-SignedHeaders", "host");
+  const std::string query = canonical_query(params);
+  const CanonicalHeaders headers = canonical_headers(HeaderList{}, {{"host", request.host}});
+  out.canonical_request =
+      concat({to_upper(request.method), "\n", canonical_path(request.path, is_s3(service)), "\n",
+              query, "\n", headers.block, "\n", headers.names, "\n", kUnsignedPayload});
+  out.string_to_sign = string_to_sign(out.amz_date, scope, out.canonical_request);
+  out.signature = signature_hex(credentials.secret_access_key, date, region, service,
+                                out.string_to_sign, cache);
+  out.query = concat({query, "&X-Amz-Signature=", out.signature});
+  return out;
+}
+
+}  // namespace leasehold::aws

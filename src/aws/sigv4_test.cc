@@ -2,14 +2,14 @@
 // canonicalisation edge cases, input validation, and that every input is
 // covered by the signature. The comparison with botocore on generated
 // DynamoDB requests is in tests/dynamodb/.
-#include "store/dynamodb/sigv4.h"
+#include "aws/sigv4.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <functional>
 
-namespace leasehold::store::dynamodb {
+namespace leasehold::aws {
 namespace {
 
 using ::testing::HasSubstr;
@@ -273,7 +273,6 @@ TEST(SigV4Test, EveryInputChangesTheSignature) {
   }
 }
 
-
 // The cache changes nothing but the work: every request signs the same with
 // and without it, and the key is derived again exactly when the secret, the
 // day, the region or the service changes.
@@ -301,8 +300,8 @@ TEST(SigV4Test, SigningKeyCacheSignsTheSameAndDerivesOncePerScope) {
   uint64_t derivations = 0;
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step& step = steps[i];
-    auto plain = sign_v4(list_users_request(), step.credentials, step.region, step.service,
-                         step.time);
+    auto plain =
+        sign_v4(list_users_request(), step.credentials, step.region, step.service, step.time);
     auto cached = sign_v4(list_users_request(), step.credentials, step.region, step.service,
                           step.time, &cache);
     ASSERT_TRUE(plain.ok() && cached.ok()) << i;
@@ -313,4 +312,4 @@ TEST(SigV4Test, SigningKeyCacheSignsTheSameAndDerivesOncePerScope) {
 }
 
 }  // namespace
-}  // namespace leasehold::store::dynamodb
+}  // namespace leasehold::aws

@@ -1,0 +1,80 @@
+// JsonClient: requests to an AWS service that speaks the JSON protocol (SQS:
+// `X-Amz-Target: AmazonSQS.<Operation>`, a JSON body, a JSON reply), signed
+// with SigV4 and sent through net::HttpClient.
+//
+// A request is sent again, after a jittered pause, while sending it again
+// cannot do harm: when nothing reached the service (the connection failed,
+// or the service throttled it), and, for a request the caller marks
+// idempotent, after a 5xx or a dropped reply too. A request that is not
+// idempotent and may have been applied is not sent again: the caller gets
+// kUnknownOutcome. An error the service answered with becomes a Status whose
+// message names the operation and the service's error code
+// ("SendMessage: QueueDoesNotExist: ..."), its code chosen by the caller's
+// rules (JsonClientOptions::errors), else kInvalidArgument for a 4xx and
+// kUnavailable for a 5xx; `aws_code`, when given, gets the service's code.
+//
+// Messages never carry credentials, signatures or request bodies.
+// Thread-safe: many threads may call at once (the HTTP pool bounds them).
+#pragma once
+
+#include <boost/json/object.hpp>
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "aws/credentials.h"
+#include "leasehold/clock.h"
+#include "leasehold/status.h"
+
+namespace leasehold::aws {
+
+// What a service error code means to the caller.
+struct JsonErrorRule {
+  std::string_view aws_code;  // "QueueDoesNotExist", as in the reply's __type
+  Code code;
+};
+
+struct JsonClientOptions {
+  std::string service = {};        // the signing name and endpoint prefix: "sqs"
+  std::string target_prefix = {};  // "AmazonSQS."
+  std::string region = {};         // "eu-west-1"
+  // "http://127.0.0.1:4566" for an emulator; empty: the service's own
+  // https://<service>.<region>.amazonaws.com.
+  std::string endpoint = {};
+  // Null: default_credentials(process_env()), read when the client opens.
+  std::shared_ptr<CredentialsSource> credentials = {};
+  Clock* clock = nullptr;  // null: the system clock; else outlives the client
+  std::span<const JsonErrorRule> errors = {};
+  Duration request_timeout = std::chrono::seconds(10);  // each attempt's
+  int attempts_max = 4;
+  Duration backoff_base = std::chrono::milliseconds(50);
+  Duration backoff_max = std::chrono::seconds(2);
+  size_t connections_max = 16;
+};
+
+class JsonClient {
+ public:
+  // kInvalidArgument for a bad region, endpoint or option; the credentials
+  // chain's errors.
+  static Result<std::unique_ptr<JsonClient>> open(JsonClientOptions options);
+  ~JsonClient();
+
+  // Sends operation `op` with `body` and returns the reply's object. `extra`
+  // is added to each attempt's timeout: the time a long poll may wait. On a
+  // service error, *aws_code (if given) is its code ("QueueDoesNotExist");
+  // else it is left empty.
+  Result<boost::json::object> call(std::string_view op, const boost::json::object& body,
+                                   bool idempotent, Duration extra = Duration::zero(),
+                                   std::string* aws_code = nullptr);
+
+  const JsonClientOptions& options() const;
+
+ private:
+  struct Impl;
+  explicit JsonClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace leasehold::aws

@@ -1,0 +1,1015 @@
+// S3Client: "s3://" URIs, the error table, one request's life (signing,
+// sending, the retries the rules allow), and the operations. See s3.h.
+#include "aws/s3.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "base/mutex.h"
+#include "net/endpoint.h"
+#include "net/http_client.h"
+
+namespace leasehold::aws {
+namespace {
+
+constexpr std::string_view kService = "s3";
+constexpr std::string_view kUriScheme = "s3://";
+constexpr std::string_view kDefaultRegion = "us-east-1";
+constexpr std::string_view kDefaultContentType = "application/octet-stream";
+constexpr std::string_view kXmlNamespace = "http://s3.amazonaws.com/doc/2006-03-01/";
+constexpr size_t kRegionBytesMax = 64;
+// The largest object S3 stores.
+constexpr uint64_t kObjectBytesMax = uint64_t{5} << 40;
+// The smallest part allow_small_parts lets through.
+constexpr uint64_t kSmallPartBytesMin = 1024;
+// What a response may carry beyond a part's bytes: an error document, say.
+constexpr size_t kResponseSlackBytes = 64 << 10;
+// S3's own error messages are short; a longer one is cut here.
+constexpr size_t kErrorMessageBytesMax = 300;
+
+// ---------------------------------------------------------------- names
+
+bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+bool looks_like_ipv4(std::string_view s) {
+  return std::count(s.begin(), s.end(), '.') == 3 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return c == '.' || (c >= '0' && c <= '9'); });
+}
+
+// S3's bucket naming rules (general purpose buckets).
+Status validate_bucket(std::string_view bucket) {
+  const std::string quoted = "s3: bucket name '" + std::string(bucket) + "' ";
+  if (bucket.size() < 3 || bucket.size() > 63) {
+    return invalid_argument(quoted + "must have 3 to 63 characters");
+  }
+  for (char c : bucket) {
+    if (!is_lower_alnum(c) && c != '.' && c != '-') {
+      return invalid_argument(quoted + "may hold only a-z, 0-9, '.' and '-'");
+    }
+  }
+  if (!is_lower_alnum(bucket.front()) || !is_lower_alnum(bucket.back())) {
+    return invalid_argument(quoted + "must start and end with a letter or a digit");
+  }
+  if (bucket.find("..") != std::string_view::npos) {
+    return invalid_argument(quoted + "may not hold \"..\"");
+  }
+  if (looks_like_ipv4(bucket)) return invalid_argument(quoted + "may not be an IP address");
+  if (bucket.starts_with("xn--") || bucket.starts_with("sthree-") || bucket.ends_with("-s3alias") ||
+      bucket.ends_with("--ol-s3")) {
+    return invalid_argument(quoted + "uses a prefix or suffix S3 reserves");
+  }
+  return Status::ok_status();
+}
+
+Status validate_region(std::string_view region) {
+  if (region.empty() || region.size() > kRegionBytesMax ||
+      !std::all_of(region.begin(), region.end(),
+                   [](char c) { return is_lower_alnum(c) || c == '-'; })) {
+    return invalid_argument("s3: region '" + std::string(region) +
+                            "' must be 1 to 64 characters of a-z, 0-9 and '-'");
+  }
+  return Status::ok_status();
+}
+
+// Keys and prefixes: no control character (they end up in URLs and logs),
+// and no "." or ".." segment, which HTTP clients and browsers remove from a
+// URL's path before they send it, so that a presigned URL would fetch
+// another key.
+Status validate_key_text(std::string_view what, std::string_view text) {
+  for (unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f)
+      return invalid_argument("s3: " + std::string(what) + " has a control character");
+  }
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('/', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view segment = text.substr(start, end - start);
+    if (segment == "." || segment == "..") {
+      return invalid_argument("s3: " + std::string(what) + " '" + std::string(text) +
+                              "' has a '.' or '..' segment");
+    }
+    start = end + 1;
+  }
+  return Status::ok_status();
+}
+
+Status validate_key(std::string_view key) {
+  if (key.empty()) return invalid_argument("s3: empty key");
+  if (key.size() > kKeyBytesMax) {
+    return invalid_argument("s3: key longer than " + std::to_string(kKeyBytesMax) + " bytes");
+  }
+  if (key.front() == '/') {
+    return invalid_argument("s3: key '" + std::string(key) +
+                            "' starts with '/'; keys are relative to the bucket");
+  }
+  return validate_key_text("key", key);
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// "%XY" decoded; nullopt for a '%' without two hex digits after it.
+std::optional<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return std::nullopt;
+    const int hi = hex_value(s[i + 1]);
+    const int lo = hex_value(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- URIs
+
+struct UriParams {
+  std::optional<std::string> endpoint;
+  std::optional<std::string> region;
+};
+
+Result<UriParams> parse_uri_params(std::string_view query, std::string_view uri) {
+  UriParams out;
+  const auto bad = [&](std::string what) {
+    return invalid_argument("s3 uri '" + std::string(uri) + "': " + what);
+  };
+  size_t start = 0;
+  while (start <= query.size()) {
+    size_t end = query.find('&', start);
+    if (end == std::string_view::npos) end = query.size();
+    const std::string_view part = query.substr(start, end - start);
+    start = end + 1;
+    if (part.empty()) return bad("empty parameter (a stray '?' or '&')");
+    const size_t eq = part.find('=');
+    const std::string_view name = part.substr(0, eq);
+    if (eq == std::string_view::npos || eq + 1 == part.size()) {
+      return bad("parameter '" + std::string(name) + "' needs a value");
+    }
+    std::optional<std::string> value = percent_decode(part.substr(eq + 1));
+    if (!value) return bad("parameter '" + std::string(name) + "' has a bad %-escape");
+    std::optional<std::string>* slot = name == "endpoint" ? &out.endpoint
+                                       : name == "region" ? &out.region
+                                                          : nullptr;
+    if (slot == nullptr) {
+      return bad("unknown parameter '" + std::string(name) + "' (known: endpoint, region)");
+    }
+    if (slot->has_value()) return bad("parameter '" + std::string(name) + "' given twice");
+    *slot = std::move(value);
+  }
+  return out;
+}
+
+// "" or "a/b/" from the URI's path after the bucket.
+Result<std::string> normalise_prefix(std::string_view raw) {
+  while (!raw.empty() && raw.front() == '/') raw.remove_prefix(1);
+  if (raw.empty()) return std::string();
+  std::string prefix(raw);
+  if (prefix.back() != '/') prefix += '/';
+  if (prefix.size() >= kKeyBytesMax) return invalid_argument("s3: prefix is too long");
+  LEASEHOLD_RETURN_IF_ERROR(validate_key_text("prefix", prefix));
+  return prefix;
+}
+
+std::string region_from_env(const EnvLookup& env) {
+  for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
+    std::optional<std::string> value = env ? env(name) : std::nullopt;
+    if (value && !value->empty()) return *value;
+  }
+  return std::string(kDefaultRegion);
+}
+
+// ---------------------------------------------------------------- XML
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// Appends the UTF-8 encoding of `cp`; false for a code point XML forbids.
+bool append_utf8(uint32_t cp, std::string& out) {
+  if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return true;
+}
+
+// Decodes one reference at the start of `s` ("&amp;", "&#38;", "&#x26;")
+// into `out` and returns its length; 0 if it is not one (then the '&' is
+// kept as it is: S3 escapes properly, and a stray '&' is better shown than
+// dropped).
+size_t decode_reference(std::string_view s, std::string& out) {
+  static constexpr std::array<std::pair<std::string_view, char>, 5> kNamed = {
+      {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}}};
+  for (const auto& [name, c] : kNamed) {
+    if (s.starts_with(name)) {
+      out += c;
+      return name.size();
+    }
+  }
+  const size_t semi = s.find(';');
+  if (!s.starts_with("&#") || semi == std::string_view::npos || semi < 3 || semi > 10) return 0;
+  const bool hex = s[2] == 'x';
+  const std::string_view digits = s.substr(hex ? 3 : 2, semi - (hex ? 3 : 2));
+  if (digits.empty()) return 0;
+  uint32_t cp = 0;
+  for (char c : digits) {
+    const int v = hex ? hex_value(c) : (c >= '0' && c <= '9' ? c - '0' : -1);
+    if (v < 0) return 0;
+    cp = cp * (hex ? 16 : 10) + static_cast<uint32_t>(v);
+  }
+  return append_utf8(cp, out) ? semi + 1 : 0;
+}
+
+// ---------------------------------------------------------------- errors
+
+// Refused credentials: sending again with the same ones cannot help.
+bool is_refused_credentials(std::string_view code) {
+  return code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" ||
+         code == "ExpiredToken" || code == "TokenRefreshRequired" || code == "InvalidToken";
+}
+
+// Throttled: refused before anything was done, so safe to send again.
+bool is_throttled(int http_status, std::string_view code) {
+  return code == "SlowDown" || http_status == 503;
+}
+
+// S3 failed in a way that may pass: a 5xx, or its own timeout reading the
+// request (a 400 "RequestTimeout").
+bool is_transient(int http_status, std::string_view code) {
+  return (http_status >= 500 && http_status != 501) || code == "InternalError" ||
+         code == "RequestTimeout";
+}
+
+// Printable ASCII, at most kErrorMessageBytesMax bytes: S3's text goes into
+// a Status as it is, and must not carry control characters into a log.
+std::string clean_message(std::string_view text) {
+  std::string out;
+  for (unsigned char c : text.substr(0, kErrorMessageBytesMax)) {
+    out += (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
+  }
+  if (text.size() > kErrorMessageBytesMax) out += "...";
+  return out;
+}
+
+// ---------------------------------------------------------------- files
+
+Status file_error(std::string_view what, const std::string& path, int err) {
+  std::string text = std::string(what) + " '" + path + "': " + std::strerror(err);
+  switch (err) {
+    case ENOENT:
+    case ENOTDIR:
+      return not_found(std::move(text));
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return permission_denied(std::move(text));
+    case ENOSPC:
+    case EDQUOT:
+    case EMFILE:
+    case ENFILE:
+      return resource_exhausted(std::move(text));
+    default:
+      return internal_error(std::move(text));
+  }
+}
+
+// Closes a descriptor when it goes out of scope.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now, for the caller to see the error (a delayed write's).
+  int close() {
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+// Reads exactly `n` bytes at `offset` into `out`; false with errno 0 when
+// the file ends first.
+bool read_at(int fd, uint64_t offset, size_t n, std::string& out) {
+  out.resize(n);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, out.data() + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      if (got == 0) errno = 0;
+      return false;
+    }
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t put = ::write(fd, data.data(), data.size());
+    if (put < 0 && errno == EINTR) continue;
+    if (put < 0) return false;
+    data.remove_prefix(static_cast<size_t>(put));
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------- ranges
+
+// "bytes FIRST-LAST/TOTAL" of a 206 reply.
+struct ContentRange {
+  uint64_t first = 0;
+  uint64_t last = 0;
+  uint64_t total = 0;
+};
+
+std::optional<uint64_t> parse_u64(std::string_view s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+std::optional<ContentRange> parse_content_range(std::string_view value) {
+  if (!value.starts_with("bytes ")) return std::nullopt;
+  value.remove_prefix(6);
+  const size_t dash = value.find('-');
+  const size_t slash = value.find('/');
+  if (dash == std::string_view::npos || slash == std::string_view::npos || dash > slash) {
+    return std::nullopt;
+  }
+  const auto first = parse_u64(value.substr(0, dash));
+  const auto last = parse_u64(value.substr(dash + 1, slash - dash - 1));
+  const auto total = parse_u64(value.substr(slash + 1));
+  if (!first || !last || !total || *first > *last || *last >= *total) return std::nullopt;
+  return ContentRange{*first, *last, *total};
+}
+
+std::string header_or_empty(const net::HttpResponse& response, std::string_view name) {
+  return std::string(response.header(name).value_or(""));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public helpers
+
+std::optional<std::string> xml_element(std::string_view xml, std::string_view tag) {
+  const std::string open = "<" + std::string(tag) + ">";
+  const std::string close = "</" + std::string(tag) + ">";
+  const size_t start = xml.find(open);
+  if (start == std::string_view::npos) return std::nullopt;
+  const size_t text_start = start + open.size();
+  const size_t end = xml.find(close, text_start);
+  if (end == std::string_view::npos) return std::nullopt;
+  const std::string_view raw = xml.substr(text_start, end - text_start);
+  std::string out;
+  out.reserve(raw.size());
+  for (size_t i = 0; i < raw.size();) {
+    if (raw[i] == '&') {
+      const size_t used = decode_reference(raw.substr(i), out);
+      if (used > 0) {
+        i += used;
+        continue;
+      }
+    }
+    out += raw[i++];
+  }
+  return out;
+}
+
+Status s3_error_status(int http_status, std::string_view body, std::string_view what,
+                       std::string_view bucket) {
+  const std::string code = xml_element(body, "Code").value_or("");
+  const std::string message = clean_message(xml_element(body, "Message").value_or(""));
+  std::string text =
+      std::string(what) + ": " + (code.empty() ? "no error code" : clean_message(code));
+  if (!message.empty()) text += ": " + message;
+  text += " (HTTP " + std::to_string(http_status) + ")";
+  if (code == "NoSuchBucket") {
+    return not_found(std::string(what) + ": bucket '" + std::string(bucket) +
+                     "' does not exist (NoSuchBucket, HTTP " + std::to_string(http_status) + ")");
+  }
+  if (code == "NoSuchKey" || code == "NoSuchUpload" || (code.empty() && http_status == 404)) {
+    return not_found(std::move(text));
+  }
+  if (is_refused_credentials(code)) return unauthenticated(text + "; S3 refused the credentials");
+  if (code == "AccessDenied" || code == "AllAccessDisabled" ||
+      (code.empty() && http_status == 403)) {
+    return permission_denied(std::move(text));
+  }
+  if (code == "BucketAlreadyExists" || code == "BucketAlreadyOwnedByYou") {
+    return already_exists(std::move(text));
+  }
+  if (code == "PreconditionFailed" || http_status == 412)
+    return failed_precondition(std::move(text));
+  if (is_throttled(http_status, code) || is_transient(http_status, code)) {
+    return unavailable(std::move(text));
+  }
+  if (http_status >= 300 && http_status < 500) return invalid_argument(std::move(text));
+  return internal_error(std::move(text));
+}
+
+Result<S3Location> parse_s3_uri(std::string_view uri, const EnvLookup& env) {
+  const auto bad = [&](std::string what) {
+    return invalid_argument("s3 uri '" + std::string(uri) + "': " + what);
+  };
+  if (!uri.starts_with(kUriScheme)) return bad("must start with s3://");
+  if (uri.find('#') != std::string_view::npos) return bad("may not have a fragment ('#')");
+  std::string_view rest = uri.substr(kUriScheme.size());
+  std::string_view query;
+  const size_t question = rest.find('?');
+  const bool has_query = question != std::string_view::npos;
+  if (has_query) {
+    query = rest.substr(question + 1);
+    rest = rest.substr(0, question);
+  }
+  const size_t slash = rest.find('/');
+  S3Location out;
+  out.bucket = std::string(rest.substr(0, slash));
+  if (out.bucket.empty()) return bad("names no bucket (s3://BUCKET/PREFIX)");
+  LEASEHOLD_RETURN_IF_ERROR(validate_bucket(out.bucket));
+  if (slash != std::string_view::npos) {
+    LEASEHOLD_ASSIGN_OR_RETURN(out.prefix, normalise_prefix(rest.substr(slash)));
+  }
+  UriParams params;
+  if (has_query) {
+    LEASEHOLD_ASSIGN_OR_RETURN(params, parse_uri_params(query, uri));
+  }
+  out.region = params.region ? *params.region : region_from_env(env);
+  LEASEHOLD_RETURN_IF_ERROR(validate_region(out.region));
+  if (params.endpoint) {
+    Result<net::HttpEndpoint> endpoint = net::parse_http_endpoint(*params.endpoint);
+    if (!endpoint.ok()) return bad("endpoint: " + endpoint.status().message());
+    out.endpoint = *params.endpoint;
+    while (out.endpoint.ends_with('/')) out.endpoint.pop_back();
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- the client
+
+namespace {
+
+// One request, as the operations describe it; send() signs each attempt.
+struct S3Call {
+  S3Call(std::string_view method, std::string_view key, std::string what)
+      : method(method), key(key), what(std::move(what)) {}
+
+  std::string_view method;
+  std::string key;   // "" for the bucket itself
+  HeaderList query;  // decoded names and values
+  HeaderList headers;
+  std::string body;
+  // Safe to send again after it may have been applied (see s3.h).
+  bool idempotent = true;
+  std::string what;  // "s3 GET s3://bucket/key", for messages
+};
+
+}  // namespace
+
+struct S3Client::Impl {
+  S3ClientOptions options;
+  RealClock real_clock;
+  SystemRandom system_random;
+  std::unique_ptr<net::HttpClient> http;
+  std::string scheme;
+  bool path_style = true;
+  SigningKeyCache signing_keys;
+  Mutex random_mu;
+
+  std::string what(std::string_view op, std::string_view key) const {
+    return "s3 " + std::string(op) + " s3://" + options.bucket + "/" + std::string(key);
+  }
+
+  // The request path: "/BUCKET/KEY" (path style) or "/KEY", encoded once.
+  std::string resource_path(std::string_view key) const {
+    std::string path = "/";
+    if (path_style) {
+      path += options.bucket;
+      if (!key.empty()) path += '/';
+    }
+    path += uri_encode(key, /*keep_slash=*/true);
+    return path;
+  }
+
+  Duration backoff(int attempt) {
+    const int64_t base = options.backoff_base.count();
+    const int64_t cap =
+        std::min<int64_t>(options.backoff_max.count(), base << std::min(attempt - 1, 20));
+    MutexLock lock(random_mu);
+    return Duration(options.random->uniform(0, std::max<int64_t>(cap, 0)));
+  }
+
+  Result<net::HttpRequest> make_request(const S3Call& call, const std::string& payload_hash);
+  Result<net::HttpResponse> send(S3Call& call);
+  Result<net::HttpResponse> send_ok(S3Call& call);
+
+  Status put_bytes(std::string_view key, std::string bytes, std::string_view content_type);
+  Result<S3Range> range_get(std::string_view key, uint64_t first, uint64_t last,
+                            const std::string& if_match);
+  Result<S3ObjectInfo> head_by_get(std::string_view key);
+  Result<std::string> create_upload(std::string_view key, std::string_view content_type);
+  Result<std::string> upload_part(std::string_view key, const std::string& upload_id, int number,
+                                  std::string body);
+  Status complete_upload(std::string_view key, const std::string& upload_id,
+                         const std::vector<std::string>& etags);
+  Status abort_upload(std::string_view key, const std::string& upload_id);
+  Status upload_parts(std::string_view key, const std::string& upload_id, int fd, uint64_t size,
+                      const std::string& path, std::vector<std::string>& etags);
+  Status put_multipart(std::string_view key, int fd, uint64_t size, const std::string& path,
+                       std::string_view content_type);
+  Status download(std::string_view key, int fd, const std::string& path, const S3ObjectInfo& info,
+                  const S3Progress& progress);
+};
+
+Result<net::HttpRequest> S3Client::Impl::make_request(const S3Call& call,
+                                                      const std::string& payload_hash) {
+  HttpRequestToSign to_sign;
+  to_sign.method = std::string(call.method);
+  to_sign.host = http->host_header();
+  to_sign.path = resource_path(call.key);
+  to_sign.query_params = call.query;
+  to_sign.headers = call.headers;
+  to_sign.payload_hash = payload_hash;
+  LEASEHOLD_ASSIGN_OR_RETURN(const Credentials credentials, options.credentials->get());
+  LEASEHOLD_ASSIGN_OR_RETURN(SigV4Result signature,
+                             sign_v4(to_sign, credentials, options.region, kService,
+                                     options.clock->wall_now(), &signing_keys));
+  net::HttpRequest request;
+  request.method = to_sign.method;
+  request.target = std::move(to_sign.path);
+  for (size_t i = 0; i < call.query.size(); ++i) {
+    const auto& [name, value] = call.query[i];
+    request.target += i == 0 ? '?' : '&';
+    request.target += uri_encode(name, false);
+    // "?uploads", as the SDKs send it; it is signed as "uploads=".
+    if (!value.empty()) request.target += "=" + uri_encode(value, false);
+  }
+  request.headers = std::move(to_sign.headers);
+  request.headers.emplace_back("X-Amz-Date", std::move(signature.amz_date));
+  request.headers.emplace_back("X-Amz-Content-Sha256", std::move(signature.content_sha256));
+  request.headers.emplace_back("Authorization", std::move(signature.authorization));
+  if (!signature.security_token.empty()) {
+    request.headers.emplace_back("X-Amz-Security-Token", std::move(signature.security_token));
+  }
+  return request;
+}
+
+// Sends `call`, again after a pause while the rules of s3.h allow, and
+// returns S3's last answer whatever its status, or the transport's error.
+// The body moves into each attempt's request and back, so a part is held
+// once (and once more in the HTTP client's wire buffer).
+Result<net::HttpResponse> S3Client::Impl::send(S3Call& call) {
+  const std::string payload_hash = sha256_hex(call.body);
+  const int attempts_max = std::max(options.attempts_max, 1);
+  Status last;
+  for (int attempt = 0; attempt < attempts_max; ++attempt) {
+    if (attempt > 0) options.sleep(backoff(attempt));
+    LEASEHOLD_ASSIGN_OR_RETURN(net::HttpRequest request, make_request(call, payload_hash));
+    request.body = std::move(call.body);
+    Result<net::HttpResponse> response = http->send(request, options.request_timeout);
+    call.body = std::move(request.body);
+    if (!response.ok()) {
+      const Code code = response.status().code();
+      last = response.status().with_context(call.what);
+      const bool again =
+          code == Code::kUnavailable || (code == Code::kUnknownOutcome && call.idempotent);
+      if (!again) return last;
+      continue;
+    }
+    const int status = response->status;
+    if (status < 300) return response;
+    const std::string code = xml_element(response->body, "Code").value_or("");
+    const bool again =
+        is_throttled(status, code) || (call.idempotent && is_transient(status, code));
+    if (!again || attempt + 1 == attempts_max) return response;
+    last = s3_error_status(status, response->body, call.what, options.bucket);
+  }
+  return last.with_context("gave up after " + std::to_string(attempts_max) + " attempts");
+}
+
+// send(), with any answer but a 2xx turned into its Status.
+Result<net::HttpResponse> S3Client::Impl::send_ok(S3Call& call) {
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, send(call));
+  if (response.status >= 200 && response.status < 300) return response;
+  return s3_error_status(response.status, response.body, call.what, options.bucket);
+}
+
+// ---------------------------------------------------------------- opening
+
+S3Client::S3Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+S3Client::~S3Client() = default;
+
+const S3ClientOptions& S3Client::options() const { return impl_->options; }
+
+namespace {
+
+Status validate_options(const S3ClientOptions& o) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_bucket(o.bucket));
+  LEASEHOLD_RETURN_IF_ERROR(validate_region(o.region));
+  const uint64_t part_min = o.allow_small_parts ? kSmallPartBytesMin : kPartBytesMin;
+  if (o.part_size_bytes < part_min || o.part_size_bytes > kPartBytesMax) {
+    return invalid_argument("s3: part_size_bytes must be within " + std::to_string(part_min) +
+                            ".." + std::to_string(kPartBytesMax));
+  }
+  if (o.multipart_threshold_bytes > kSinglePutBytesMax) {
+    return invalid_argument("s3: multipart_threshold_bytes must be at most " +
+                            std::to_string(kSinglePutBytesMax));
+  }
+  if (o.request_timeout <= Duration::zero()) {
+    return invalid_argument("s3: request_timeout must be positive");
+  }
+  if (o.connections_max == 0) return invalid_argument("s3: connections_max must be at least 1");
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<S3Client>> S3Client::open(S3ClientOptions options) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_options(options));
+  auto impl = std::make_unique<Impl>();
+  std::string url = options.endpoint;
+  impl->path_style = !url.empty() || options.bucket.find('.') != std::string::npos;
+  if (url.empty()) {
+    url = "https://" + (impl->path_style ? std::string() : options.bucket + ".") + "s3." +
+          options.region + ".amazonaws.com";
+  }
+  Result<net::HttpEndpoint> endpoint = net::parse_http_endpoint(url);
+  if (!endpoint.ok()) return endpoint.status().with_context("s3: endpoint");
+  impl->scheme = endpoint->scheme;
+  net::HttpClientOptions http_options;
+  http_options.endpoint = *endpoint;
+  http_options.connections_max = options.connections_max;
+  http_options.response_bytes_max =
+      static_cast<size_t>(std::max<uint64_t>(options.part_size_bytes, 1 << 20)) +
+      kResponseSlackBytes;
+  LEASEHOLD_ASSIGN_OR_RETURN(impl->http, net::HttpClient::open(std::move(http_options)));
+  if (options.credentials == nullptr) {
+    LEASEHOLD_ASSIGN_OR_RETURN(options.credentials, default_credentials(process_env()));
+  }
+  impl->options = std::move(options);
+  if (impl->options.clock == nullptr) impl->options.clock = &impl->real_clock;
+  if (impl->options.random == nullptr) impl->options.random = &impl->system_random;
+  if (!impl->options.sleep) {
+    impl->options.sleep = [](Duration d) { std::this_thread::sleep_for(d); };
+  }
+  return std::unique_ptr<S3Client>(new S3Client(std::move(impl)));
+}
+
+// ---------------------------------------------------------------- buckets and small objects
+
+Status S3Client::create_bucket() {
+  S3Call call("PUT", "", impl_->what("CreateBucket", ""));
+  // us-east-1 is S3's default location, which it refuses to be named.
+  if (impl_->options.region != kDefaultRegion) {
+    call.body = "<CreateBucketConfiguration xmlns=\"" + std::string(kXmlNamespace) +
+                "\"><LocationConstraint>" + impl_->options.region +
+                "</LocationConstraint></CreateBucketConfiguration>";
+  }
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, impl_->send(call));
+  if (response.status >= 200 && response.status < 300) return Status::ok_status();
+  if (xml_element(response.body, "Code") == "BucketAlreadyOwnedByYou") return Status::ok_status();
+  return s3_error_status(response.status, response.body, call.what, impl_->options.bucket);
+}
+
+Status S3Client::Impl::put_bytes(std::string_view key, std::string bytes,
+                                 std::string_view content_type) {
+  S3Call call("PUT", key, what("PUT", key));
+  call.headers.emplace_back("Content-Type",
+                            content_type.empty() ? kDefaultContentType : content_type);
+  call.body = std::move(bytes);
+  return send_ok(call).status();
+}
+
+Status S3Client::put(std::string_view key, std::string_view bytes, std::string_view content_type) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(key));
+  if (bytes.size() > kSinglePutBytesMax) {
+    return invalid_argument("s3: an object of " + std::to_string(bytes.size()) +
+                            " bytes is too large for one PUT");
+  }
+  return impl_->put_bytes(key, std::string(bytes), content_type);
+}
+
+Status S3Client::remove(std::string_view key) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(key));
+  S3Call call("DELETE", key, impl_->what("DELETE", key));
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, impl_->send(call));
+  if (response.status >= 200 && response.status < 300) return Status::ok_status();
+  // S3 answers 204 for a missing key; a server that says NoSuchKey agrees.
+  if (xml_element(response.body, "Code") == "NoSuchKey") return Status::ok_status();
+  return s3_error_status(response.status, response.body, call.what, impl_->options.bucket);
+}
+
+Result<std::string> S3Client::presign_get(std::string_view key, Duration expires, WallTime now) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(key));
+  HttpRequestToSign to_sign;
+  to_sign.method = "GET";
+  to_sign.host = impl_->http->host_header();
+  to_sign.path = impl_->resource_path(key);
+  LEASEHOLD_ASSIGN_OR_RETURN(const Credentials credentials, impl_->options.credentials->get());
+  LEASEHOLD_ASSIGN_OR_RETURN(PresignedQuery presigned,
+                             presign_v4(to_sign, credentials, impl_->options.region, kService, now,
+                                        expires, &impl_->signing_keys));
+  return impl_->scheme + "://" + to_sign.host + to_sign.path + "?" + presigned.query;
+}
+
+// ---------------------------------------------------------------- reading
+
+// A ranged GET. `if_match`, when not empty, makes S3 refuse (412) if the
+// object is no longer that version.
+Result<S3Range> S3Client::Impl::range_get(std::string_view key, uint64_t first, uint64_t last,
+                                          const std::string& if_match) {
+  S3Call call("GET", key, what("GET", key));
+  call.headers.emplace_back("Range", "bytes=" + std::to_string(first) + "-" + std::to_string(last));
+  if (!if_match.empty()) call.headers.emplace_back("If-Match", if_match);
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, send(call));
+  S3Range out;
+  if (response.status == 200) {
+    // A server that ignores Range sends the whole object.
+    out.object_size = response.body.size();
+    if (first >= out.object_size) {
+      return invalid_argument(call.what + ": range starts at or past the end (size " +
+                              std::to_string(out.object_size) + ")");
+    }
+    out.bytes = response.body.substr(first, last - first + 1);
+    return out;
+  }
+  if (response.status == 416) {
+    return invalid_argument(call.what + ": range " + std::to_string(first) + "-" +
+                            std::to_string(last) + " starts at or past the object's end");
+  }
+  if (response.status != 206) {
+    return s3_error_status(response.status, response.body, call.what, options.bucket);
+  }
+  const std::optional<ContentRange> range =
+      parse_content_range(response.header("Content-Range").value_or(""));
+  if (!range || range->first != first || range->last > last ||
+      response.body.size() != range->last - range->first + 1) {
+    return internal_error(call.what +
+                          ": the reply's Content-Range does not match its request or body");
+  }
+  out.object_size = range->total;
+  out.bytes = std::move(response.body);
+  return out;
+}
+
+// HEAD is done as a GET of the first byte: net::HttpClient reads the body
+// that a response's Content-Length announces, even after a HEAD, whose
+// answer has none, and would wait for it until the timeout. The ETag and
+// Content-Type are the object's either way.
+Result<S3ObjectInfo> S3Client::Impl::head_by_get(std::string_view key) {
+  S3Call call("GET", key, what("HEAD", key));
+  call.headers.emplace_back("Range", "bytes=0-0");
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, send(call));
+  if (response.status == 416) {
+    // Only an empty object has no first byte; its whole body is nothing.
+    call.headers.clear();
+    LEASEHOLD_ASSIGN_OR_RETURN(response, send_ok(call));
+  }
+  S3ObjectInfo info;
+  if (response.status == 206) {
+    const std::optional<ContentRange> range =
+        parse_content_range(response.header("Content-Range").value_or(""));
+    if (!range) return internal_error(call.what + ": the reply has no valid Content-Range");
+    info.size = range->total;
+  } else if (response.status == 200) {
+    info.size = response.body.size();
+  } else {
+    return s3_error_status(response.status, response.body, call.what, options.bucket);
+  }
+  info.etag = header_or_empty(response, "ETag");
+  info.content_type = header_or_empty(response, "Content-Type");
+  return info;
+}
+
+Result<S3ObjectInfo> S3Client::head(std::string_view key) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(key));
+  return impl_->head_by_get(key);
+}
+
+Result<S3Range> S3Client::get_range(std::string_view key, uint64_t first, uint64_t last) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(key));
+  if (first > last) return invalid_argument("s3: get_range: first > last");
+  if (last - first >= impl_->options.part_size_bytes) {
+    return invalid_argument("s3: get_range: at most part_size_bytes (" +
+                            std::to_string(impl_->options.part_size_bytes) + ") at once");
+  }
+  return impl_->range_get(key, first, last, "");
+}
+
+// Writes the object's bytes to `fd`, one ranged GET of part size at a time.
+Status S3Client::Impl::download(std::string_view key, int fd, const std::string& path,
+                                const S3ObjectInfo& info, const S3Progress& progress) {
+  const uint64_t chunk_max = options.part_size_bytes;
+  for (uint64_t offset = 0; offset < info.size;) {
+    const uint64_t n = std::min(chunk_max, info.size - offset);
+    LEASEHOLD_ASSIGN_OR_RETURN(S3Range range, range_get(key, offset, offset + n - 1, info.etag));
+    if (range.object_size != info.size || range.bytes.size() != n) {
+      return failed_precondition(what("GET", key) + ": the object changed during the download");
+    }
+    if (!write_all(fd, range.bytes)) return file_error("s3: writing", path, errno);
+    offset += n;
+    if (progress) progress(offset, info.size);
+  }
+  return Status::ok_status();
+}
+
+Status S3Client::get_to_file(std::string_view key, const std::string& path,
+                             const S3Progress& progress) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(key));
+  LEASEHOLD_ASSIGN_OR_RETURN(const S3ObjectInfo info, impl_->head_by_get(key));
+  const std::string partial = path + ".part";
+  Fd fd(::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) return file_error("s3: creating", partial, errno);
+  Status status = impl_->download(key, fd.get(), partial, info, progress);
+  if (status.ok() && ::fsync(fd.get()) != 0) status = file_error("s3: flushing", partial, errno);
+  if (fd.close() != 0 && status.ok()) status = file_error("s3: closing", partial, errno);
+  if (status.ok() && ::rename(partial.c_str(), path.c_str()) != 0) {
+    status = file_error("s3: renaming into place", partial, errno);
+  }
+  if (!status.ok()) ::unlink(partial.c_str());
+  return status;
+}
+
+// ---------------------------------------------------------------- writing
+
+Result<std::string> S3Client::Impl::create_upload(std::string_view key,
+                                                  std::string_view content_type) {
+  S3Call call("POST", key, what("CreateMultipartUpload", key));
+  call.query = {{"uploads", ""}};
+  call.idempotent = false;
+  call.headers.emplace_back("Content-Type", content_type);
+  LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send_ok(call));
+  std::optional<std::string> upload_id = xml_element(response.body, "UploadId");
+  if (!upload_id || upload_id->empty())
+    return internal_error(call.what + ": the reply has no UploadId");
+  return *std::move(upload_id);
+}
+
+// Sends one part and returns its ETag.
+Result<std::string> S3Client::Impl::upload_part(std::string_view key, const std::string& upload_id,
+                                                int number, std::string body) {
+  S3Call call("PUT", key, what("UploadPart " + std::to_string(number), key));
+  call.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}};
+  call.body = std::move(body);
+  LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send_ok(call));
+  std::string etag = header_or_empty(response, "ETag");
+  if (etag.empty()) return internal_error(call.what + ": the reply has no ETag");
+  return etag;
+}
+
+Status S3Client::Impl::complete_upload(std::string_view key, const std::string& upload_id,
+                                       const std::vector<std::string>& etags) {
+  S3Call call("POST", key, what("CompleteMultipartUpload", key));
+  call.query = {{"uploadId", upload_id}};
+  call.idempotent = false;
+  call.body = "<CompleteMultipartUpload xmlns=\"" + std::string(kXmlNamespace) + "\">";
+  for (size_t i = 0; i < etags.size(); ++i) {
+    call.body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" +
+                 xml_escape(etags[i]) + "</ETag></Part>";
+  }
+  call.body += "</CompleteMultipartUpload>";
+  call.headers.emplace_back("Content-Type", "application/xml");
+  LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send_ok(call));
+  // S3 may fail a completion after it answered 200, in the body.
+  if (response.body.find("<Error>") != std::string::npos) {
+    return s3_error_status(500, response.body, call.what, options.bucket);
+  }
+  return Status::ok_status();
+}
+
+Status S3Client::Impl::abort_upload(std::string_view key, const std::string& upload_id) {
+  S3Call call("DELETE", key, what("AbortMultipartUpload", key));
+  call.query = {{"uploadId", upload_id}};
+  return send_ok(call).status();
+}
+
+// Reads the file part by part, into one buffer, and sends each part.
+Status S3Client::Impl::upload_parts(std::string_view key, const std::string& upload_id, int fd,
+                                    uint64_t size, const std::string& path,
+                                    std::vector<std::string>& etags) {
+  // Parts grow past part_size_bytes when S3's 10000 would not hold the file.
+  const uint64_t part = std::max(options.part_size_bytes, (size + kPartsMax - 1) / kPartsMax);
+  std::string buffer;
+  for (uint64_t offset = 0; offset < size; offset += part) {
+    const size_t n = static_cast<size_t>(std::min(part, size - offset));
+    if (!read_at(fd, offset, n, buffer)) {
+      if (errno == 0)
+        return failed_precondition("s3: file '" + path + "' shrank while it was uploaded");
+      return file_error("s3: reading", path, errno);
+    }
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        std::string etag,
+        upload_part(key, upload_id, static_cast<int>(etags.size() + 1), std::move(buffer)));
+    etags.push_back(std::move(etag));
+    buffer = std::string();
+  }
+  return Status::ok_status();
+}
+
+Status S3Client::Impl::put_multipart(std::string_view key, int fd, uint64_t size,
+                                     const std::string& path, std::string_view content_type) {
+  if (size > kObjectBytesMax) {
+    return invalid_argument("s3: file '" + path + "' is larger than S3's largest object");
+  }
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::string upload_id, create_upload(key, content_type));
+  std::vector<std::string> etags;
+  Status status = upload_parts(key, upload_id, fd, size, path, etags);
+  if (status.ok()) status = complete_upload(key, upload_id, etags);
+  if (status.ok()) return status;
+  // Parts of an upload never completed are kept, and billed, until aborted.
+  const Status aborted = abort_upload(key, upload_id);
+  if (!aborted.ok()) {
+    return status.with_context("(aborting upload " + upload_id +
+                               " failed too: " + aborted.message() + ")");
+  }
+  return status;
+}
+
+Status S3Client::put_file(std::string_view key, const std::string& path,
+                          std::string_view content_type) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_key(key));
+  if (content_type.empty()) content_type = kDefaultContentType;
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return file_error("s3: opening", path, errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return file_error("s3: reading", path, errno);
+  if (!S_ISREG(st.st_mode)) return invalid_argument("s3: '" + path + "' is not a regular file");
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size > impl_->options.multipart_threshold_bytes) {
+    return impl_->put_multipart(key, fd.get(), size, path, content_type);
+  }
+  std::string bytes;
+  if (!read_at(fd.get(), 0, static_cast<size_t>(size), bytes)) {
+    if (errno == 0) return failed_precondition("s3: file '" + path + "' shrank while it was read");
+    return file_error("s3: reading", path, errno);
+  }
+  return impl_->put_bytes(key, std::move(bytes), content_type);
+}
+
+}  // namespace leasehold::aws
