@@ -224,9 +224,11 @@ class BeastHttpClient final : public HttpClient {
   // The addresses to try: the literal, or what the name resolves to.
   Status addresses(MonoTime deadline, std::vector<tcp::endpoint>& out) const;
   Status handshake(Connection& c) const;
-  Exchange exchange(Connection& c, const std::string& wire, MonoTime deadline,
-                    Duration timeout) const;
-  Exchange read_response(Connection& c, Duration timeout) const;
+  // `head`: the request is a HEAD, whose reply has no body whatever its
+  // Content-Length says.
+  Exchange exchange(Connection& c, const std::string& wire, MonoTime deadline, Duration timeout,
+                    bool head) const;
+  Exchange read_response(Connection& c, Duration timeout, bool head) const;
 
   // Calls `f` with whichever stream (plain or TLS) the connection uses.
   template <typename F>
@@ -256,7 +258,7 @@ Result<HttpResponse> BeastHttpClient::send(const HttpRequest& request, Duration 
   for (int attempt = 0;; ++attempt) {
     LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn,
                                pool_.acquire(deadline, attempt > 0));
-    Exchange ex = exchange(*conn, wire, deadline, timeout);
+    Exchange ex = exchange(*conn, wire, deadline, timeout, request.method == "HEAD");
     pool_.release(std::move(conn), ex.keep_alive);
     if (ex.retry_on_fresh && attempt == 0) continue;
     return std::move(ex.response);
@@ -344,7 +346,7 @@ Status BeastHttpClient::handshake(Connection& c) const {
 }
 
 Exchange BeastHttpClient::exchange(Connection& c, const std::string& wire, MonoTime deadline,
-                                   Duration timeout) const {
+                                   Duration timeout, bool head) const {
   Exchange ex;
   if (!c.connected) {
     Status s = connect(c, deadline);
@@ -369,13 +371,14 @@ Exchange BeastHttpClient::exchange(Connection& c, const std::string& wire, MonoT
                                   "); the request may have been applied");
     return ex;
   }
-  return read_response(c, timeout);
+  return read_response(c, timeout, head);
 }
 
-Exchange BeastHttpClient::read_response(Connection& c, Duration timeout) const {
+Exchange BeastHttpClient::read_response(Connection& c, Duration timeout, bool head) const {
   Exchange ex;
   HttpResponse response;
   ResponseParser parser(response);
+  parser.skip(head);
   parser.header_limit(kHeaderBytesMax);
   parser.body_limit(options_.response_bytes_max);
   boost::system::error_code ec;

@@ -53,6 +53,20 @@ TEST(FauxqsSmoke, AnswersSqsAndS3OnOnePort) {
   ASSERT_TRUE(got.ok()) << got.status().to_string();
   EXPECT_EQ(got->status, 206);
   EXPECT_EQ(got->body, "ell");
+
+  // A HEAD's reply has no body whatever its Content-Length says: the client
+  // reads none, at once, and the connection serves the next request.
+  net::HttpRequest head;
+  head.method = "HEAD";
+  head.target = "/" + name + "/a/b.txt";
+  Result<net::HttpResponse> headed = http->send(head, std::chrono::seconds(3));
+  ASSERT_TRUE(headed.ok()) << headed.status().to_string();
+  EXPECT_EQ(headed->status, 200);
+  EXPECT_EQ(headed->header("content-length"), "5");
+  EXPECT_EQ(headed->body, "");
+  Result<net::HttpResponse> again = http->send(get, std::chrono::seconds(3));
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ(again->body, "ell");
 }
 
 }  // namespace
