@@ -35,9 +35,10 @@ add_dependencies(process_tests leasehold foreign_worker make_test_movie)
 # The accounts library checks what `leasehold user` wrote (user_commands_test.cc);
 # the lease library plays a worker on the connections (conn_commands_test.cc);
 # OpenSSL makes serve_test.cc's TLS certificate; the WebSocket client reads
-# `leasehold upstream-sim` (upstream_sim_test.cc).
+# `leasehold upstream-sim` (upstream_sim_test.cc); SqsQueue sends a job
+# message twice (trace_worker_test.cc).
 target_link_libraries(process_tests PRIVATE leasehold_base leasehold_accounts leasehold_lease
-                      leasehold_open_store leasehold_net leasehold_testing test_servers
+                      leasehold_open_store leasehold_net leasehold_sqs leasehold_testing test_servers
                       Boost::json OpenSSL::Crypto GTest::gtest_main GTest::gmock)
 leasehold_test_binary(process_tests JSON)
 leasehold_discover_tests(process_tests system LABEL process TIMEOUT 120)

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "process_util.h"
+#include "sqs/sqs_queue.h"
 #include "tests/aws/fauxqs_fixture.h"
 
 namespace leasehold::process_test {
@@ -123,9 +124,16 @@ class TraceWorkerTest : public BackendTest {
   // Takes the analysis lease, places a marker on the spot, sets the trim
   // and starts a trace: its job ID.
   std::string trace(const std::string& id, int64_t end_frame) {
+    const Http started = start_trace(id, end_frame);
+    EXPECT_EQ(started.status, 202) << started.body;
+    return started.status == 202 ? std::string(started.json().at("job_id").as_string()) : "";
+  }
+
+  // The same up to the answer to POST …/trace.
+  Http start_trace(const std::string& id, int64_t end_frame) {
     const Http lease = http("POST", "/api/movies/" + id + "/analysis-lease");
     EXPECT_EQ(lease.status, 200) << lease.body;
-    if (lease.status != 200) return "";
+    if (lease.status != 200) return {};
     const std::string l =
         "\"lease_id\":\"" + std::string(lease.json().at("lease_id").as_string()) + "\"";
     const std::string marker =
@@ -139,9 +147,7 @@ class TraceWorkerTest : public BackendTest {
                    "{" + l + ",\"start_frame\":0,\"end_frame\":" + std::to_string(end_frame) + "}")
                   .status,
               200);
-    const Http started = http("POST", "/api/movies/" + id + "/trace", "{" + l + "}");
-    EXPECT_EQ(started.status, 202) << started.body;
-    return started.status == 202 ? std::string(started.json().at("job_id").as_string()) : "";
+    return http("POST", "/api/movies/" + id + "/trace", "{" + l + "}");
   }
 
   // SIGSTOPs `p`. On SQLite, a process stopped inside a write transaction
@@ -287,6 +293,69 @@ TEST_P(TraceWorkerTest, SigtermPublishesTheTraceUnderWayAsInterruptedAndExitsZer
 INSTANTIATE_TEST_SUITE_P(Backends, TraceWorkerTest,
                          ::testing::Values(Backend::kSqlite, Backend::kDynamoDb,
                                            Backend::kSqliteSqs),
+                         backend_name);
+
+// With the jobs on SQS (fauxqs): what SQS itself may do on a bad day.
+class SqsTraceWorkerTest : public TraceWorkerTest {};
+
+// SQS delivers at least once: the same job's message again, after its trace
+// was published, finds the job ended and changes nothing.
+TEST_P(SqsTraceWorkerTest, AJobMessageDeliveredTwiceIsANoOp) {
+  const std::string id = ready_movie();
+  const std::string job = trace(id, 99);
+  ASSERT_FALSE(job.empty());
+  std::unique_ptr<Process> worker = start_worker();
+  ASSERT_TRUE(wait_traced(id, job)) << worker->err_so_far();
+  const std::string frames = http("GET", "/api/movies/" + id + "/frames").body;
+  const std::vector<std::string> events = audit(id);
+
+  Result<sqs::SqsQueueOptions> options = sqs::parse_sqs_uri(queue_uri_);
+  ASSERT_TRUE(options.ok()) << options.status().to_string();
+  options->queue_name += "-movie-trace";
+  Result<std::unique_ptr<sqs::SqsQueue>> queue = sqs::SqsQueue::open(*options);
+  ASSERT_TRUE(queue.ok()) << queue.status().to_string();
+  const std::string body = json::serialize(json::object{{"movie_id", id}, {"job_id", job}});
+  ASSERT_TRUE((*queue)->send(body).ok());
+  ASSERT_TRUE(eventually(
+      [&] {
+        return worker->err_so_far().find("job " + job + " of movie " + id + " is stale") !=
+               std::string::npos;
+      },
+      30s))
+      << worker->err_so_far();
+  EXPECT_EQ(status_of(id), "traced");
+  EXPECT_EQ(http("GET", "/api/movies/" + id + "/frames").body, frames);
+  EXPECT_EQ(audit(id), events);
+}
+
+// SQS stalled (the emulator stopped, SIGSTOP) while a trace runs: the trace,
+// which needs only the store, completes; a trace started meanwhile cannot be
+// queued and fails at once (503), leaving the movie free; once SQS answers
+// again, traces queue again.
+TEST_P(SqsTraceWorkerTest, AnSqsOutageMidTraceFailsOnlyTheTraceItCannotQueue) {
+  testing::Fauxqs* fauxqs = testing::shared_fauxqs();
+  ASSERT_NE(fauxqs, nullptr);
+  const std::string id = ready_movie();
+  const std::string job = trace(id, 199);
+  ASSERT_FALSE(job.empty());
+  std::unique_ptr<Process> worker = start_worker();
+  ASSERT_TRUE(eventually([&] { return frames_done(id) >= 1; }, 30s)) << worker->err_so_far();
+  fauxqs->pause();
+  ASSERT_TRUE(wait_traced(id, job)) << worker->err_so_far();
+  EXPECT_EQ(movie(id).at("frames_done"), 200);
+
+  const Http refused = start_trace(id, 99);
+  fauxqs->resume();
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  const json::object failed = movie(id);
+  EXPECT_EQ(failed.at("status"), "tracing failed");
+  EXPECT_EQ(failed.at("failure_summary"), "the trace could not be queued");
+  EXPECT_EQ(failed.at("lock"), nullptr);
+
+  EXPECT_EQ(start_trace(id, 99).status, 202) << "queued again once SQS answers";
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqs, SqsTraceWorkerTest, ::testing::Values(Backend::kSqliteSqs),
                          backend_name);
 
 TEST_F(ProcessTest, TraceWorkerAndServeRefuseBadMovieFlagsBeforeOpeningAnything) {
