@@ -1,5 +1,6 @@
 #include "aws/credentials.h"
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -250,6 +251,15 @@ Result<std::shared_ptr<CredentialsSource>> default_credentials(const EnvLookup& 
   LEASEHOLD_ASSIGN_OR_RETURN(auto container, container_credentials(env));
   if (container) return *container;
   return loaded.status();
+}
+
+bool credentials_refused(std::string_view code) {
+  static constexpr std::string_view kCodes[] = {
+      "UnrecognizedClientException", "InvalidSignatureException", "MissingAuthenticationToken",
+      "InvalidClientTokenId",        "SignatureDoesNotMatch",     "ExpiredToken",
+      "ExpiredTokenException",       "IncompleteSignature",       "InvalidSecurity",
+      "InvalidAccessKeyId",          "TokenRefreshRequired",      "InvalidToken"};
+  return std::find(std::begin(kCodes), std::end(kCodes), code) != std::end(kCodes);
 }
 
 }  // namespace leasehold::aws

@@ -62,6 +62,12 @@ Result<std::optional<std::shared_ptr<CredentialsSource>>> container_credentials(
     const EnvLookup& env, Clock* clock = nullptr,
     Duration refresh_before = std::chrono::minutes(5));
 
+// True for an AWS service's error code saying that it refused the
+// credentials (unknown key, bad signature, expired token): nothing was done,
+// and sending the same request again cannot help. The codes of the JSON
+// services (SQS) and of S3.
+bool credentials_refused(std::string_view aws_error_code);
+
 // The order of the AWS SDKs: environment variables, the shared credentials
 // file and profile, then the container endpoint.
 Result<std::shared_ptr<CredentialsSource>> default_credentials(const EnvLookup& env);

@@ -25,15 +25,6 @@ bool is_throttling(std::string_view code) {
          code == "RequestLimitExceeded" || code == "SlowDown" || code == "KmsThrottled";
 }
 
-// Refused credentials: nothing was applied, and sending again cannot help.
-bool is_refused_credentials(std::string_view code) {
-  return code == "UnrecognizedClientException" || code == "InvalidSignatureException" ||
-         code == "MissingAuthenticationToken" || code == "InvalidClientTokenId" ||
-         code == "SignatureDoesNotMatch" || code == "ExpiredToken" ||
-         code == "ExpiredTokenException" || code == "IncompleteSignature" ||
-         code == "InvalidSecurity";
-}
-
 // "com.amazonaws.sqs#QueueDoesNotExist" -> "QueueDoesNotExist".
 std::string_view short_code(std::string_view type) {
   const size_t hash = type.rfind('#');
@@ -74,11 +65,7 @@ struct JsonClient::Impl {
     request.method = "POST";
     request.target = "/";
     request.headers = std::move(to_sign.headers);
-    request.headers.emplace_back("X-Amz-Date", std::move(signature.amz_date));
-    request.headers.emplace_back("Authorization", std::move(signature.authorization));
-    if (!signature.security_token.empty()) {
-      request.headers.emplace_back("X-Amz-Security-Token", std::move(signature.security_token));
-    }
+    add_signature_headers(signature, request.headers);
     request.body = std::move(to_sign.body);
     return request;
   }
@@ -107,7 +94,7 @@ struct JsonClient::Impl {
     if (!message.empty()) text += std::string(kSeparator) + message;
     *nothing_applied = is_throttling(code);
     if (*nothing_applied) return unavailable(text + " (throttled)");
-    if (is_refused_credentials(code)) {
+    if (credentials_refused(code)) {
       return unauthenticated(text + " (" + options.service + " refused the credentials)");
     }
     if (code == "AccessDenied" || code == "AccessDeniedException") return permission_denied(text);

@@ -526,6 +526,14 @@ std::string signature_hex(const std::string& secret, std::string_view date, std:
 
 }  // namespace
 
+void add_signature_headers(SigV4Result& signature, HeaderList& headers) {
+  headers.emplace_back("X-Amz-Date", std::move(signature.amz_date));
+  headers.emplace_back("Authorization", std::move(signature.authorization));
+  if (!signature.security_token.empty()) {
+    headers.emplace_back("X-Amz-Security-Token", std::move(signature.security_token));
+  }
+}
+
 Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials& credentials,
                             std::string_view region, std::string_view service, WallTime now,
                             SigningKeyCache* cache) {

@@ -99,6 +99,10 @@ Result<SigV4Result> sign_v4(const HttpRequestToSign& request, const Credentials&
                             std::string_view region, std::string_view service, WallTime now,
                             SigningKeyCache* cache = nullptr);
 
+// Moves the headers the signature adds onto a request's: X-Amz-Date,
+// Authorization and, with temporary credentials, X-Amz-Security-Token.
+void add_signature_headers(SigV4Result& signature, HeaderList& headers);
+
 // The longest a presigned URL may be valid: S3 refuses X-Amz-Expires above
 // seven days.
 inline constexpr Duration kPresignExpiresMax = std::chrono::hours(24 * 7);

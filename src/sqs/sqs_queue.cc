@@ -350,11 +350,14 @@ Result<std::vector<Message>> SqsQueue::receive(int max, Duration visibility) {
   return got;
 }
 
-Status SqsQueue::remove(std::string_view receipt) {
+Status SqsQueue::delete_message(const std::string& url, std::string_view receipt) {
   LEASEHOLD_ASSIGN_OR_RETURN(const std::string_view handle, handle_of(receipt));
-  return client_->call("DeleteMessage", {{"QueueUrl", url_}, {"ReceiptHandle", handle}}, true)
-      .status()
-      .with_context(context("remove"));
+  return client_->call("DeleteMessage", {{"QueueUrl", url}, {"ReceiptHandle", handle}}, true)
+      .status();
+}
+
+Status SqsQueue::remove(std::string_view receipt) {
+  return delete_message(url_, receipt).with_context(context("remove"));
 }
 
 Result<int64_t> SqsQueue::extend_visibility(std::string_view receipt, Duration visibility) {
@@ -470,29 +473,17 @@ Status SqsQueue::redrive(std::string_view id) {
   LEASEHOLD_ASSIGN_OR_RETURN(Found found, find_dead(id));
   // The copy first: should the removal then fail, the letter is still dead
   // and the job queued, a duplicate rather than a loss.
-  Result<json::object> sent =
-      client_->call("SendMessage", {{"QueueUrl", url_}, {"MessageBody", found.letter.body}}, false);
-  Status done = sent.status();
-  if (sent.ok()) {
-    done =
-        client_
-            ->call("DeleteMessage",
-                   {{"QueueUrl", dead_url_}, {"ReceiptHandle", *handle_of(found.letter.receipt)}},
-                   true)
-            .status();
-  }
+  Status done =
+      client_->call("SendMessage", {{"QueueUrl", url_}, {"MessageBody", found.letter.body}}, false)
+          .status();
+  if (done.ok()) done = delete_message(dead_url_, found.letter.receipt);
   (void)release(dead_url_, found.others);
   return done.with_context(context("redrive " + std::string(id)));
 }
 
 Status SqsQueue::remove_dead(std::string_view id) {
   LEASEHOLD_ASSIGN_OR_RETURN(Found found, find_dead(id));
-  const Status removed =
-      client_
-          ->call("DeleteMessage",
-                 {{"QueueUrl", dead_url_}, {"ReceiptHandle", *handle_of(found.letter.receipt)}},
-                 true)
-          .status();
+  const Status removed = delete_message(dead_url_, found.letter.receipt);
   (void)release(dead_url_, found.others);
   return removed.with_context(context("remove dead letter " + std::string(id)));
 }

@@ -106,6 +106,8 @@ class SqsQueue final : public Queue {
                                             int wait_s);
   Result<Found> find_dead(std::string_view id);
   Status release(const std::string& url, const std::vector<std::string>& handles);
+  // DeleteMessage of the message a receipt of ours names, on queue `url`.
+  Status delete_message(const std::string& url, std::string_view receipt);
   std::string context(std::string_view op) const;
 
   const SqsQueueOptions options_;

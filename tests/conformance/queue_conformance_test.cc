@@ -189,10 +189,11 @@ TEST_P(QueueConformance, AnExtendedMessageStaysHiddenUntilItsNewDeadline) {
   EXPECT_EQ(again[0].receive_count, 2);
 }
 
-// Two receivers (as in two processes) drain one queue. Within one visibility
-// window, which the test never leaves, each message goes to exactly one.
+// Two receivers in two threads (as in two processes: each its own queue
+// object) drain one queue. Within one visibility window, which the test
+// never leaves, each message goes to exactly one.
 TEST_P(QueueConformance, TwoReceiversRacingTakeEachMessageOnce) {
-  constexpr int kMessages = 40;
+  constexpr int kMessages = 100;
   std::unique_ptr<Queue> a = backend_->open("jobs", kMaxReceives);
   std::unique_ptr<Queue> b = backend_->open("jobs", kMaxReceives);
   ASSERT_TRUE(a != nullptr && b != nullptr);

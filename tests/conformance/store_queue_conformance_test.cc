@@ -1,14 +1,13 @@
 // StoreQueue on every backend (see store_conformance.h): it must deliver the
 // same way on any store, down to the items it keeps, and under store faults.
-// (queue_conformance_test.cc holds every Queue to the contract itself.) Time is simulated (SimulatedClock,
-// moved by the test); in one case two receivers race on real threads.
+// Time is simulated (SimulatedClock, moved by the test).
+// queue_conformance_test.cc holds every Queue to the contract itself,
+// StoreQueue included (two receivers racing on real threads are there).
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <functional>
 #include <map>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "leasehold/queue.h"
@@ -32,7 +31,7 @@ void StoreQueueConformance::SetUp() {
 }
 
 std::unique_ptr<StoreQueue> StoreQueueConformance::open(ItemStore& store, Random& random,
-                                                   const std::string& name) {
+                                                        const std::string& name) {
   QueueOptions options;
   options.name = name;
   options.max_receives = kMaxReceives;
@@ -170,50 +169,6 @@ TEST_P(StoreQueueConformance, ExtendVisibility) {
   const std::vector<Message> again = received(*queue_, 1, seconds(10));
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].receive_count, 2);
-}
-
-// Receivers in two threads (as in two processes: each its own queue object
-// and random source) drain one queue. Within one visibility window, which
-// the test never leaves, each message goes to exactly one of them.
-TEST_P(StoreQueueConformance, TwoReceiversRacingTakeEachMessageOnce) {
-  constexpr int kMessages = 100;
-  std::set<std::string> ids;
-  for (int i = 0; i < kMessages; ++i) ids.insert(sent(*queue_, "job " + std::to_string(i)));
-  ASSERT_EQ(ids.size(), size_t{kMessages});
-  SeededRandom random_a{11}, random_b{12};
-  std::unique_ptr<StoreQueue> a = open(*inner_, random_a);
-  std::unique_ptr<StoreQueue> b = open(*inner_, random_b);
-  std::atomic<int> taken{0}, ready{0};
-  auto drain = [&taken, &ready](StoreQueue& queue, std::vector<Message>& got) {
-    // Both start together, so that their reads overlap from the first.
-    ++ready;
-    while (ready.load() < 2) std::this_thread::yield();
-    const auto deadline = std::chrono::steady_clock::now() + seconds(60);
-    while (taken.load() < kMessages && std::chrono::steady_clock::now() < deadline) {
-      Result<std::vector<Message>> batch =
-          queue.receive(kReceiveBatchMax, std::chrono::minutes(10));
-      if (!batch.ok()) {
-        ADD_FAILURE() << batch.status().to_string();
-        return;
-      }
-      taken += static_cast<int>(batch->size());
-      got.insert(got.end(), batch->begin(), batch->end());
-    }
-  };
-  std::vector<Message> got_a, got_b;
-  std::thread thread_a(drain, std::ref(*a), std::ref(got_a));
-  std::thread thread_b(drain, std::ref(*b), std::ref(got_b));
-  thread_a.join();
-  thread_b.join();
-  std::map<std::string, int> deliveries;
-  for (const auto* got : {&got_a, &got_b}) {
-    for (const Message& m : *got) ++deliveries[m.id];
-  }
-  EXPECT_EQ(deliveries.size(), ids.size());
-  for (const auto& [id, times] : deliveries) {
-    EXPECT_TRUE(ids.contains(id));
-    EXPECT_EQ(times, 1) << "message " << id << " went to two receivers in one window";
-  }
 }
 
 // Runs `after_next_query` once, right after the next index query returns: a

@@ -55,11 +55,7 @@ Result<net::HttpRequest> DynamoDbStore::make_request(std::string_view op, std::s
   request.method = "POST";
   request.target = "/";
   request.headers = std::move(to_sign.headers);
-  request.headers.emplace_back("X-Amz-Date", std::move(signature.amz_date));
-  request.headers.emplace_back("Authorization", std::move(signature.authorization));
-  if (!signature.security_token.empty()) {
-    request.headers.emplace_back("X-Amz-Security-Token", std::move(signature.security_token));
-  }
+  aws::add_signature_headers(signature, request.headers);
   request.body = std::move(to_sign.body);
   return request;
 }

@@ -1,0 +1,65 @@
+// What S3Client (s3.cc) takes from S3's wire (s3_wire.cc): the checks of
+// bucket, key and region names, XML escaping, which answers may be sent
+// again, and Content-Range. Pure functions, kept apart from the client so
+// that they can be read (and tested, through s3.h) without a server.
+//
+// Private to aws/'s S3 client: include it only from s3*.cc; s3.h is the
+// interface.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "leasehold/status.h"
+
+namespace leasehold::aws::s3_internal {
+
+// S3's default location: the region of a URI that names none when the
+// environment names none either, and the one CreateBucket refuses to be
+// named.
+inline constexpr std::string_view kDefaultRegion = "us-east-1";
+
+// ---------------------------------------------------------------- names
+
+// S3's bucket naming rules (general purpose buckets).
+Status validate_bucket(std::string_view bucket);
+// 1 to 64 characters of a-z, 0-9 and '-'.
+Status validate_region(std::string_view region);
+// 1 to kKeyBytesMax bytes, relative to the bucket (no leading '/'), with no
+// control character and no "." or ".." segment, which HTTP clients and
+// browsers remove from a URL's path before they send it, so that a
+// presigned URL would fetch another key.
+Status validate_key(std::string_view key);
+
+// ---------------------------------------------------------------- XML
+
+// `s` with the five characters XML reserves escaped, for a document's text.
+std::string xml_escape(std::string_view s);
+
+// ---------------------------------------------------------------- errors
+
+// Throttled: refused before anything was done, so safe to send again.
+bool is_throttled(int http_status, std::string_view code);
+
+// S3 failed in a way that may pass: a 5xx, or its own timeout reading the
+// request (a 400 "RequestTimeout").
+bool is_transient(int http_status, std::string_view code);
+
+// ---------------------------------------------------------------- numbers and ranges
+
+// A decimal number of 1 to 19 digits, nothing else; nullopt otherwise.
+std::optional<uint64_t> parse_u64(std::string_view s);
+
+// "bytes FIRST-LAST/TOTAL" of a 206 reply.
+struct ContentRange {
+  uint64_t first = 0;
+  uint64_t last = 0;
+  uint64_t total = 0;
+};
+
+// nullopt unless `value` is that, with FIRST <= LAST < TOTAL.
+std::optional<ContentRange> parse_content_range(std::string_view value);
+
+}  // namespace leasehold::aws::s3_internal
