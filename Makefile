@@ -31,7 +31,8 @@ serve: build
 # through sockets, browsers, other implementations, the installed package,
 # lint) against the optimised build that ships, and the unit tests (the
 # libraries' tests, the conformance suites, the simulation, the DynamoDB
-# backend against dynalite) under ASan+UBSan.
+# backend against dynalite, the SQS queue and the S3 client against fauxqs) under
+# ASan+UBSan.
 test-system: build
 	ctest --preset default -j $(JOBS)
 

@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cstring>
 #include <thread>
 #include <vector>

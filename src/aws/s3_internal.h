@@ -1,7 +1,6 @@
 // What S3Client (s3.cc) takes from S3's wire (s3_wire.cc): the checks of
 // bucket, key and region names, XML escaping, which answers may be sent
-// again, and Content-Range. Pure functions, kept apart from the client so
-// that they can be read (and tested, through s3.h) without a server.
+// again, and Content-Range. Pure functions: no request, no state.
 //
 // Private to aws/'s S3 client: include it only from s3*.cc; s3.h is the
 // interface.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 
+#include "aws/credentials.h"
 #include "aws/s3.h"
 #include "aws/s3_internal.h"
 #include "net/endpoint.h"
@@ -336,12 +337,6 @@ std::optional<std::string> xml_element(std::string_view xml, std::string_view ta
 
 namespace {
 
-// Refused credentials: sending again with the same ones cannot help.
-bool is_refused_credentials(std::string_view code) {
-  return code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" ||
-         code == "ExpiredToken" || code == "TokenRefreshRequired" || code == "InvalidToken";
-}
-
 // Printable ASCII, at most kErrorMessageBytesMax bytes: S3's text goes into
 // a Status as it is, and must not carry control characters into a log.
 std::string clean_message(std::string_view text) {
@@ -379,7 +374,7 @@ Status s3_error_status(int http_status, std::string_view body, std::string_view 
   if (code == "NoSuchKey" || code == "NoSuchUpload" || (code.empty() && http_status == 404)) {
     return not_found(std::move(text));
   }
-  if (is_refused_credentials(code)) return unauthenticated(text + "; S3 refused the credentials");
+  if (credentials_refused(code)) return unauthenticated(text + "; S3 refused the credentials");
   if (code == "AccessDenied" || code == "AllAccessDisabled" ||
       (code.empty() && http_status == 403)) {
     return permission_denied(std::move(text));
