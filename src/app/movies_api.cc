@@ -4,7 +4,6 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <utility>
@@ -30,7 +29,6 @@ using server::Router;
 
 namespace {
 
-namespace fs = std::filesystem;
 namespace json = boost::json;
 
 constexpr char kMoviesPath[] = "/api/movies";
@@ -178,16 +176,14 @@ Response upload(Request& request, const MoviesDeps& d) {
   }
   const std::string file =
       random_token(d.random) + std::string(sniff_container(request.body_file).extension);
-  const fs::path kept = fs::path(d.options.media_dir) / file;
-  std::error_code ec;
-  fs::rename(request.body_file, kept, ec);
-  if (ec)
-    return failed_response(internal_error("upload not kept: " + ec.message()), request, d.log);
+  const Status kept =
+      d.options.media->keep(request.body_file, file, std::string(content_type_of(file)));
+  if (!kept.ok()) return failed_response(kept, request, d.log);
   const server::Caller& caller = *request.caller;
   Result<movies::MovieDetail> created =
       d.movies.create(*name, {caller.name, caller.display_name}, file);
   if (!created.ok()) {
-    fs::remove(kept, ec);
+    (void)d.options.media->remove(file);
     return failed_response(created.status(), request, d.log);
   }
   if (const Status queued = movies::enqueue_probe(d.probe_queue, created->id); !queued.ok()) {
@@ -255,9 +251,8 @@ Response revalidated(Response r, const Request& request) {
   Response unchanged{.status = 304, .headers = {}, .body = {}};
   // etag_matches compares weakly: it takes the tag without its W/.
   const std::string_view opaque = std::string_view(tag).substr(2);
-  Response& out = server::etag_matches(request.header("if-none-match").value_or(""), opaque)
-                      ? unchanged
-                      : r;
+  Response& out =
+      server::etag_matches(request.header("if-none-match").value_or(""), opaque) ? unchanged : r;
   out.set_header("ETag", tag);
   // Kept, but asked for again each time: the movie changes under the page.
   out.set_header("Cache-Control", "private, no-cache");
@@ -283,8 +278,17 @@ Response get_movie(const Request& request, const MoviesDeps& d) {
 Response get_video(const Request& request, const MoviesDeps& d) {
   Result<movies::MovieDetail> m = d.movies.get(request.params.at("id"));
   if (!m.ok()) return failed_response(m.status(), request, d.log);
+  Result<movies::Download> download = d.options.media->download(m->file);
+  if (!download.ok()) return failed_response(download.status(), request, d.log);
   Response r;
-  r.file_path = (fs::path(d.options.media_dir) / m->file).string();
+  if (!download->url.empty()) {
+    // From S3 itself, through a URL that expires in minutes.
+    r.status = 302;
+    r.set_header("Location", download->url);
+    r.set_header("Cache-Control", "no-store");
+    return r;
+  }
+  r.file_path = download->path;
   r.set_header("Content-Type", std::string(content_type_of(m->file)));
   return r;
 }
@@ -571,7 +575,7 @@ Status add_movie_routes(Router& router, movies::Movies& movies, Queue& probe_que
                         Logger& log, MoviesApiOptions options) {
   LEASEHOLD_ASSIGN_OR_RETURN(
       std::unique_ptr<movies::FrameCache> frame_cache,
-      movies::FrameCache::open({.media_dir = options.media_dir,
+      movies::FrameCache::open({.media = options.media,
                                 .readers_max = options.frame_readers_max,
                                 .cache_bytes_max = options.frame_cache_bytes_max,
                                 .jpeg_quality = tracer::kJpegQualityDefault,

@@ -70,8 +70,9 @@ namespace leasehold::app {
 inline constexpr uint64_t kUploadBytesMaxDefault = uint64_t{2} << 30;  // 2 GiB
 
 struct MoviesApiOptions {
-  std::string media_dir;   // Movies' media folder
-  std::string upload_dir;  // on the media folder's file system (files are renamed across)
+  movies::MediaStore* media = nullptr;  // Movies' media (required; not owned)
+  // In the media's work folder (a kept upload is renamed into a media folder).
+  std::string upload_dir;
   uint64_t upload_bytes_max = kUploadBytesMaxDefault;
   tracer::VideoLimits video_limits;  // what the upload's check and the frame images accept
   // The frame images' open readers, in all, and the size of the images kept.

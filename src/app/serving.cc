@@ -18,15 +18,27 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Makes the media folder and its uploads folder, and removes the uploads a
-// process that died mid-upload left behind. Their age is read on the file
-// system's own clock, the one that stamped them.
-Result<std::string> prepare_media(const std::string& media_dir, Logger& log) {
-  const fs::path uploads = fs::path(media_dir) / kUploadsFolder;
+// Makes the media folder, if the media are a folder.
+Status make_media_folder(const std::string& media_dir) {
+  if (movies::is_s3_media(media_dir)) return {};
+  std::error_code ec;
+  fs::create_directories(media_dir, ec);
+  if (ec || !fs::is_directory(media_dir)) {
+    return invalid_argument("the media folder '" + media_dir +
+                            "' cannot be used: " + (ec ? ec.message() : "not a folder"));
+  }
+  return {};
+}
+
+// Makes the uploads folder in the media's work folder, and removes the
+// uploads a process that died mid-upload left behind. Their age is read on
+// the file system's own clock, the one that stamped them.
+Result<std::string> prepare_uploads(const std::string& work_dir, Logger& log) {
+  const fs::path uploads = fs::path(work_dir) / kUploadsFolder;
   std::error_code ec;
   fs::create_directories(uploads, ec);
-  if (ec || !fs::is_directory(media_dir) || !fs::is_directory(uploads)) {
-    return invalid_argument("the media folder '" + media_dir +
+  if (ec || !fs::is_directory(uploads)) {
+    return invalid_argument("the uploads folder '" + uploads.string() +
                             "' cannot be used: " + (ec ? ec.message() : "not a folder"));
   }
   const auto now = fs::file_time_type::clock::now();
@@ -67,13 +79,15 @@ movies::ServiceOptions movies_service_options(const MoviesServingOptions& o, std
 
 Status Serving::start_movies(const MoviesServingOptions& o, Logger& log) {
   runtime::Runtime& rt = *runtime_;
-  LEASEHOLD_ASSIGN_OR_RETURN(const std::string uploads, prepare_media(o.media_dir, log));
+  LEASEHOLD_RETURN_IF_ERROR(make_media_folder(o.media_dir));
   LEASEHOLD_ASSIGN_OR_RETURN(
       movies_, movies::Service::start(
                    rt.store(), rt.clock(), rt.random(),
                    movies_service_options(o, "serve", rt.leases().config(), &log, &registry_)));
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::string uploads,
+                             prepare_uploads(movies_->media().work_dir(), log));
   MoviesApiOptions api;
-  api.media_dir = o.media_dir;
+  api.media = &movies_->media();
   api.upload_dir = uploads;
   api.upload_bytes_max = o.upload_bytes_max;
   movies::Service& service = *movies_;

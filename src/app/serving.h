@@ -32,9 +32,10 @@ inline constexpr size_t kBlockingThreads = 16;
 
 // The movie tracing service of a Serving (and of `leasehold trace-worker`).
 struct MoviesServingOptions {
-  // Where movie files are kept; created if missing. Uploads stream into its
-  // subfolder kUploadsFolder (the same file system, so that a kept upload
-  // is renamed, not copied).
+  // Where movie files are kept: a folder, created if missing, or
+  // "s3://BUCKET/PREFIX[?endpoint=URL]" (movies/media.h). Uploads stream
+  // into kUploadsFolder of the media's work folder (for a folder, the folder
+  // itself: a kept upload is renamed, not copied).
   std::string media_dir = "media";
   // Where jobs queue: empty for the store, or an SQS URI (movies::ServiceOptions::queue).
   std::string queue;

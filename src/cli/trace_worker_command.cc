@@ -42,7 +42,8 @@ Result<std::string> queue_uri(const std::string& flag) {
 
 void add_movies_flags(CLI::App& sub, MoviesArgs& a) {
   sub.add_option("--media-dir", a.media_dir,
-                 "Where movie files are kept (shared by `serve` and `trace-worker`)")
+                 "Where movie files are kept, shared by `serve` and `trace-worker`: a folder, or "
+                 "s3://BUCKET/PREFIX[?endpoint=URL][&region=REGION]")
       ->capture_default_str();
   sub.add_option("--queue", a.queue,
                  "Where trace and probe jobs queue: `store` (the store's queue table) or "
@@ -68,6 +69,10 @@ void add_movies_flags(CLI::App& sub, MoviesArgs& a) {
 Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& a) {
   app::MoviesServingOptions o;
   if (a.media_dir.empty()) return invalid_argument("--media-dir must not be empty");
+  if (movies::is_s3_media(a.media_dir)) {
+    const Status valid = movies::validate_media(a.media_dir);
+    if (!valid.ok()) return invalid_argument("--media-dir: " + valid.message());
+  }
   o.media_dir = a.media_dir;
   LEASEHOLD_ASSIGN_OR_RETURN(o.queue, queue_uri(a.queue));
   LEASEHOLD_ASSIGN_OR_RETURN(o.analysis_ttl,
@@ -100,7 +105,8 @@ int run_trace_worker(const TraceWorkerArgs& args, const std::string& store_uri, 
   Result<app::MoviesServingOptions> options = movies_serving_options(args.movies);
   if (!options.ok()) return report(options.status());
   std::error_code ec;
-  if (!std::filesystem::is_directory(options->media_dir, ec)) {
+  if (!movies::is_s3_media(options->media_dir) &&
+      !std::filesystem::is_directory(options->media_dir, ec)) {
     return report(invalid_argument("--media-dir '" + options->media_dir +
                                    "' is not a folder (`leasehold serve` makes it)"));
   }

@@ -54,8 +54,8 @@ bool is_plain_name(const std::string& name) {
 
 }  // namespace
 
-std::string frame_cache_dir(const std::string& media_dir, const std::string& movie_id) {
-  return (fs::path(media_dir) / kFrameCacheFolder / movie_id).string();
+std::string frame_cache_dir(const std::string& work_dir, const std::string& movie_id) {
+  return (fs::path(work_dir) / kFrameCacheFolder / movie_id).string();
 }
 
 // ---------------------------------------------------------------- FrameCache
@@ -65,10 +65,7 @@ Result<std::unique_ptr<FrameCache>> FrameCache::open(FrameCacheOptions options) 
   if (options.jpeg_quality < 1 || options.jpeg_quality > 100) {
     return invalid_argument("JPEG quality: 1..100");
   }
-  std::error_code ec;
-  if (!fs::is_directory(options.media_dir, ec)) {
-    return invalid_argument("the media folder '" + options.media_dir + "' is not a folder");
-  }
+  if (options.media == nullptr) return invalid_argument("frame images need the media");
   std::unique_ptr<FrameCache> cache(new FrameCache(std::move(options)));
   cache->scan();
   return cache;
@@ -78,7 +75,7 @@ FrameCache::FrameCache(FrameCacheOptions options) : options_(std::move(options))
 FrameCache::~FrameCache() = default;
 
 std::string FrameCache::image_path(const std::string& movie_id, int64_t frame) const {
-  return (fs::path(frame_cache_dir(options_.media_dir, movie_id)) /
+  return (fs::path(frame_cache_dir(options_.media->work_dir(), movie_id)) /
           (std::to_string(frame) + kImageSuffix))
       .string();
 }
@@ -86,7 +83,7 @@ std::string FrameCache::image_path(const std::string& movie_id, int64_t frame) c
 // The images an earlier process kept count from the start, oldest first;
 // its temporary files are left overs.
 void FrameCache::scan() {
-  const fs::path root = fs::path(options_.media_dir) / kFrameCacheFolder;
+  const fs::path root = fs::path(options_.media->work_dir()) / kFrameCacheFolder;
   std::vector<std::pair<fs::file_time_type, std::pair<std::string, uint64_t>>> found;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(root, ec);
@@ -146,8 +143,7 @@ Result<std::string> FrameCache::jpeg(const std::string& movie_id, const std::str
   }
   closing.clear();
   FrameCacheStats counted;
-  const Result<uint64_t> made = decode_and_write(
-      reader, (fs::path(options_.media_dir) / file).string(), frame, path, counted);
+  const Result<uint64_t> made = decode_and_write(reader, file, frame, path, counted);
   std::vector<std::string> evicted;
   {
     MutexLock lock(mu_);
@@ -208,11 +204,15 @@ std::unique_ptr<tracer::FrameReader> FrameCache::take_reader(
 // only that frame's pixels, and keeps its JPEG at `path`. A reader that
 // failed or reached the end is of no further use: it is dropped.
 Result<uint64_t> FrameCache::decode_and_write(std::unique_ptr<tracer::FrameReader>& reader,
-                                              const std::string& video, int64_t frame,
+                                              const std::string& file, int64_t frame,
                                               const std::string& path, FrameCacheStats& counted) {
   if (!reader) {
+    // The reader keeps the file it opened: a copy from S3 may be removed
+    // once it is open.
+    LEASEHOLD_ASSIGN_OR_RETURN(const std::shared_ptr<const LocalFile> video,
+                               options_.media->local(file));
     Result<std::unique_ptr<tracer::FrameReader>> opened =
-        tracer::FrameReader::open(video, options_.video_limits);
+        tracer::FrameReader::open(video->path(), options_.video_limits);
     if (!opened.ok()) return opened.status();
     reader = std::move(opened).value();
     ++counted.readers_opened;
@@ -265,7 +265,7 @@ std::vector<std::string> FrameCache::evict() {
 
 Status FrameCache::forget(const std::string& movie_id) {
   if (!is_plain_name(movie_id)) return invalid_argument("not a movie ID");
-  const std::string dir = frame_cache_dir(options_.media_dir, movie_id);
+  const std::string dir = frame_cache_dir(options_.media->work_dir(), movie_id);
   const std::string prefix = (fs::path(dir) / "").string();
   std::vector<std::unique_ptr<tracer::FrameReader>> closing;
   {

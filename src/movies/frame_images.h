@@ -7,8 +7,8 @@
 // most readers_max in all, the least recently used idle one closed first),
 // so that frame n + 1 after frame n decodes one frame; a frame behind every
 // reader of its movie starts a new reader from the first frame. Each image
-// is encoded once and kept under the media folder, in
-// <media>/.frames/<movie id>/<n>.jpg (written to a temporary file, then
+// is encoded once and kept under the media's work folder, in
+// <work folder>/.frames/<movie id>/<n>.jpg (written to a temporary file, then
 // renamed: a reader never sees half an image), until the images' total size
 // passes cache_bytes_max, when the least recently used go. Images kept by an
 // earlier process count toward the bound from the start. The folder of a
@@ -35,6 +35,7 @@
 
 #include "base/mutex.h"
 #include "leasehold/status.h"
+#include "movies/media.h"
 #include "movies/movies.h"
 #include "tracer/jpeg.h"
 #include "tracer/video.h"
@@ -46,11 +47,14 @@ inline constexpr char kFrameCacheFolder[] = ".frames";
 inline constexpr size_t kFrameReadersMaxDefault = 4;
 inline constexpr uint64_t kFrameCacheBytesMaxDefault = uint64_t{256} << 20;  // 256 MiB
 
-// The folder of a movie's images: <media_dir>/.frames/<movie_id>.
-std::string frame_cache_dir(const std::string& media_dir, const std::string& movie_id);
+// The folder of a movie's images: <work_dir>/.frames/<movie_id>, in the
+// media's work folder (media.h).
+std::string frame_cache_dir(const std::string& work_dir, const std::string& movie_id);
 
 struct FrameCacheOptions {
-  std::string media_dir = {};                             // must exist
+  // The movies' files, and the work folder whose .frames holds the images
+  // (required; not owned).
+  MediaStore* media = nullptr;
   size_t readers_max = kFrameReadersMaxDefault;           // >= 1
   uint64_t cache_bytes_max = kFrameCacheBytesMaxDefault;  // the newest image is kept even if larger
   int jpeg_quality = tracer::kJpegQualityDefault;         // 1..100
@@ -70,9 +74,9 @@ struct FrameCacheStats {
 
 class FrameCache {
  public:
-  // Reads the images kept under <media_dir>/.frames (and removes temporary
+  // Reads the images kept under <work folder>/.frames (and removes temporary
   // files a stopped process left there). kInvalidArgument for options out
-  // of range or a media folder that is not a folder.
+  // of range or no media.
   static Result<std::unique_ptr<FrameCache>> open(FrameCacheOptions options);
   ~FrameCache();
   FrameCache(const FrameCache&) = delete;
@@ -108,11 +112,12 @@ class FrameCache {
 
   explicit FrameCache(FrameCacheOptions options);
   std::string image_path(const std::string& movie_id, int64_t frame) const;
-  // Decodes `frame` with `reader` (one of the movie's, or null: a new one,
-  // counted in `counted`) and writes its image to `path`: its size.
+  // Decodes `frame` with `reader` (one of the movie's, or null: a new one
+  // on the media's `file`, counted in `counted`) and writes its image to
+  // `path`: its size.
   Result<uint64_t> decode_and_write(std::unique_ptr<tracer::FrameReader>& reader,
-                                    const std::string& video, int64_t frame,
-                                    const std::string& path, FrameCacheStats& counted);
+                                    const std::string& file, int64_t frame, const std::string& path,
+                                    FrameCacheStats& counted);
   // Takes the idle reader of `movie_id` that is furthest along but before
   // `frame`, or makes room for a new one (then null; an idle reader it
   // closes goes to `closing`), waiting while every reader is busy.

@@ -21,6 +21,7 @@
 #include <set>
 #include <thread>
 
+#include "movies/test_movie.h"
 #include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
 
@@ -106,11 +107,15 @@ class FrameCacheTest : public ::testing::Test {
           << file;
     }
   }
-  static void TearDownTestSuite() { tmp_.reset(); }
+  static void TearDownTestSuite() {
+    store_.reset();
+    tmp_.reset();
+  }
   void TearDown() override { fs::remove_all(media_ / kFrameCacheFolder); }
 
   static std::unique_ptr<FrameCache> open_cache(FrameCacheOptions o = {}) {
-    o.media_dir = media_.string();
+    if (!store_) store_ = folder_media(media_);
+    o.media = store_.get();
     auto cache = FrameCache::open(std::move(o));
     EXPECT_TRUE(cache.ok()) << cache.status().to_string();
     return cache.ok() ? std::move(cache).value() : nullptr;
@@ -132,6 +137,7 @@ class FrameCacheTest : public ::testing::Test {
       {"mjpg.avi", "MJPG"}, {"mp4v.mp4", "mp4v"}, {"h264.mp4", "avc1"}};
   static inline std::unique_ptr<leasehold::testing::TempDir> tmp_;
   static inline fs::path media_;
+  static inline std::unique_ptr<MediaStore> store_;  // the folder media_
 };
 
 TEST_F(FrameCacheTest, EveryFrameIsTheExactFrameOfItsNumberInEveryContainer) {
@@ -293,8 +299,8 @@ TEST_F(FrameCacheTest, ForgetRemovesAMoviesImagesAndBadNamesAreRefused) {
   }
   EXPECT_EQ(cache->jpeg("a", "mjpg.avi", -1).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(cache->jpeg("a", "nosuch.avi", 0).status().code(), Code::kNotFound);
-  EXPECT_EQ(FrameCache::open({.media_dir = (media_ / "nosuch").string()}).status().code(),
-            Code::kInvalidArgument);
+  EXPECT_EQ(FrameCache::open({}).status().code(), Code::kInvalidArgument) << "no media";
+  EXPECT_EQ(open_media((media_ / "nosuch").string()).status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace

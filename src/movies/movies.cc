@@ -152,9 +152,9 @@ Result<MovieDetail> Movies::Impl::create(const std::string& name, const User& ow
   if (file.find('/') != std::string::npos || file == "." || file == "..") {
     return invalid_argument("file must be a plain file name");
   }
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(std::filesystem::path(options_.media_dir) / file, ec)) {
-    return invalid_argument("no such file in the media folder: '" + file + "'");
+  if (const Status kept = options_.media->check_exists(file); !kept.ok()) {
+    if (kept.code() == Code::kNotFound) return invalid_argument(kept.message());
+    return kept;
   }
   const std::string id = random_token(random_).substr(0, 16);
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
@@ -176,8 +176,12 @@ Result<MovieDetail> Movies::Impl::create(const std::string& name, const User& ow
 Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token stop) {
   LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, read(id));
   if (m.status != kStatusProcessing) return failed_precondition("movie is not being processed");
-  const std::string path = (std::filesystem::path(options_.media_dir) / m.file).string();
-  Result<tracer::VideoInfo> info = tracer::probe(path, options_.video_limits, stop);
+  // A file the media cannot give is probed as a file that is not a video.
+  Result<std::shared_ptr<const LocalFile>> local = options_.media->local(m.file);
+  if (!local.ok() && local.status().code() != Code::kNotFound) return local.status();
+  Result<tracer::VideoInfo> info =
+      local.ok() ? tracer::probe((*local)->path(), options_.video_limits, stop)
+                 : Result<tracer::VideoInfo>(local.status());
   if (stop.stop_requested()) return failed_precondition("probing stopped");
   Update update;
   if (info.ok()) {
@@ -301,12 +305,11 @@ Status Movies::Impl::finish_remove(const std::string& id) {
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kFramesTable, id));
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kAuditTable, id));
   const std::string file = get_string_or(item, attr::kFile);
+  if (!file.empty()) LEASEHOLD_RETURN_IF_ERROR(options_.media->remove(file));
+  // The images of its frames (frame_images.h), made by this process if it
+  // served them (another process's are its own to forget).
   std::error_code ec;
-  if (!file.empty()) std::filesystem::remove(std::filesystem::path(options_.media_dir) / file, ec);
-  if (ec) return unavailable("the movie's file could not be removed: " + ec.message());
-  // The images of its frames (frame_images.h), made by whichever process
-  // served them.
-  std::filesystem::remove_all(frame_cache_dir(options_.media_dir, id), ec);
+  std::filesystem::remove_all(frame_cache_dir(options_.media->work_dir(), id), ec);
   if (ec) return unavailable("the movie's frame images could not be removed: " + ec.message());
   const Status removed =
       store_.remove(kMoviesTable, movie_key(id), cond::eq(attr::kStatus, kStatusDeleting));
@@ -333,10 +336,7 @@ Result<std::unique_ptr<Movies>> Movies::open(ItemStore& store, Clock& clock, Ran
   for (const TableSpec& spec : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
     LEASEHOLD_RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
   }
-  std::error_code ec;
-  if (!std::filesystem::is_directory(options.media_dir, ec)) {
-    return invalid_argument("the media folder is not a folder");
-  }
+  if (options.media == nullptr) return invalid_argument("Movies needs its media");
   options.lease.table = kMoviesTable;
   if (options.lease.info_log == nullptr) options.lease.info_log = options.logger;
   LeaseManager check(store, clock, random, options.lease);

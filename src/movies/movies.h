@@ -83,6 +83,7 @@
 #include "leasehold/random.h"
 #include "leasehold/status.h"
 #include "leasehold/store.h"
+#include "movies/media.h"
 #include "tracer/tracer.h"
 
 namespace leasehold::movies {
@@ -211,8 +212,9 @@ struct AuditEntry {
 };
 
 struct MoviesOptions {
-  // Where the movie files are; create() names a file in it.
-  std::string media_dir;
+  // Where the movie files are (required; not owned); create() names a file
+  // kept there.
+  MediaStore* media = nullptr;
   Duration analysis_ttl = kDefaultLeaseTtl;
   // The tracing lease's first ttl, until the worker renews it with its own.
   Duration tracing_ttl = kDefaultLeaseTtl;
@@ -228,14 +230,14 @@ class Movies {
  public:
   // Requires the three tables (ItemStore::require_table). `queue` is where
   // jobs go (a StoreQueue named kTraceQueueName in production).
-  // kInvalidArgument if the media folder is not a folder or a ttl leaves no
+  // kInvalidArgument if there are no media or a ttl leaves no
   // room for the clock-skew bound and margin.
   // REQUIRES: everything given outlives the Movies.
   static Result<std::unique_ptr<Movies>> open(ItemStore& store, Clock& clock, Random& random,
                                               Queue& queue, MoviesOptions options);
   ~Movies();
 
-  // A movie of `file` (a plain file name in the media folder, which must be
+  // A movie of `file` (a plain file name the media keep, which must be
   // a regular file there), status `processing`. kInvalidArgument for an
   // empty or oversized name, a file name with a path in it, or no such file.
   Result<MovieDetail> create(const std::string& name, const User& owner, const std::string& file);

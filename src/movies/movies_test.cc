@@ -97,7 +97,7 @@ TEST_F(MoviesTest, ListPagesEveryMovieOnceInCreationOrderThroughTiesInOneMillise
   // order: the list's order is its own.
   TiesReversedStore reversed(*store_);
   MoviesOptions o;
-  o.media_dir = dir_.string();
+  o.media = media_.get();
   auto other = Movies::open(reversed, clock_, random_, *queue_, o);
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(list_all(7, &pages, other->get()), expected);
@@ -150,11 +150,12 @@ TEST_F(MoviesTest, CreateRefusesBadInputAndProbeMarksNonVideosInvalidWithoutPath
 }
 
 TEST_F(MoviesTest, OpenRefusesAMissingMediaFolderAndTooShortTtls) {
+  EXPECT_EQ(open_media((dir_ / "nowhere").string()).status().code(), Code::kInvalidArgument);
   MoviesOptions o;
-  o.media_dir = (dir_ / "nowhere").string();
   EXPECT_EQ(Movies::open(*store_, clock_, random_, *queue_, o).status().code(),
-            Code::kInvalidArgument);
-  o.media_dir = dir_.string();
+            Code::kInvalidArgument)
+      << "no media";
+  o.media = media_.get();
   o.analysis_ttl = milliseconds(200);
   EXPECT_EQ(Movies::open(*store_, clock_, random_, *queue_, o).status().code(),
             Code::kInvalidArgument);

@@ -48,8 +48,9 @@ class MoviesTest : public ::testing::Test {
     auto queue = StoreQueue::open(*store_, clock_, random_, QueueOptions{.name = kTraceQueueName});
     ASSERT_TRUE(queue.ok());
     queue_ = std::move(queue).value();
+    media_ = folder_media(dir_);
     MoviesOptions o;
-    o.media_dir = dir_.string();
+    o.media = media_.get();
     o.analysis_ttl = seconds(2);
     o.tracing_ttl = seconds(3);
     o.lease.max_clock_skew = milliseconds(100);
@@ -152,6 +153,7 @@ class MoviesTest : public ::testing::Test {
   SystemRandom random_;
   std::unique_ptr<ItemStore> store_ = store::make_memory_store();
   std::unique_ptr<StoreQueue> queue_;
+  std::unique_ptr<MediaStore> media_;
   std::unique_ptr<Movies> movies_;
 };
 

@@ -50,8 +50,9 @@ class ProbeWorkerTest : public ::testing::Test {
     ASSERT_TRUE(traces.ok() && probes.ok());
     traces_ = std::move(traces).value();
     probes_ = std::move(probes).value();
+    media_ = folder_media(dir_);
     MoviesOptions o;
-    o.media_dir = dir_.string();
+    o.media = media_.get();
     auto movies = Movies::open(*store_, clock_, random_, *traces_, o);
     ASSERT_TRUE(movies.ok()) << movies.status().to_string();
     movies_ = std::move(movies).value();
@@ -81,6 +82,7 @@ class ProbeWorkerTest : public ::testing::Test {
   SystemRandom random_;
   std::unique_ptr<ItemStore> store_ = store::make_memory_store();
   std::unique_ptr<StoreQueue> traces_, probes_;
+  std::unique_ptr<MediaStore> media_;
   std::unique_ptr<Movies> movies_;
 };
 

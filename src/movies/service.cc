@@ -57,12 +57,14 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
   // Not make_unique: the constructor is private, so that start() is the
   // only way to get a Service, and every Service runs.
   std::unique_ptr<Service> s(new Service());
+  LEASEHOLD_ASSIGN_OR_RETURN(s->media_,
+                             open_media(o.media_dir, {.temp_parent = {}, .clock = &clock}));
   LEASEHOLD_ASSIGN_OR_RETURN(s->trace_queue_,
                              open_job_queue(store, clock, random, o, kTraceQueueName));
   LEASEHOLD_ASSIGN_OR_RETURN(s->probe_queue_,
                              open_job_queue(store, clock, random, o, kProbeQueueName));
   MoviesOptions mo;
-  mo.media_dir = o.media_dir;
+  mo.media = s->media_.get();
   mo.analysis_ttl = o.analysis_ttl;
   mo.tracing_ttl = o.tracing_ttl;
   mo.lease = o.lease;
@@ -82,7 +84,7 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
     TraceWorkerOptions to;
     to.id = o.worker_prefix + "-trace" + std::to_string(i);
     to.tracing_ttl = o.tracing_ttl;
-    to.media_dir = o.media_dir;
+    to.media = s->media_.get();
     // Jobs queued in this process wake the worker at once (trace_queued);
     // the wait only decides how soon one queued elsewhere is seen.
     to.idle_wait = kIdleWait;

@@ -23,6 +23,7 @@
 #include "leasehold/random.h"
 #include "leasehold/status.h"
 #include "leasehold/store.h"
+#include "movies/media.h"
 #include "movies/movies.h"
 #include "movies/probe_worker.h"
 #include "movies/trace_worker.h"
@@ -32,7 +33,9 @@ namespace leasehold::movies {
 inline constexpr size_t kWorkersMax = 64;  // of each kind, in one process
 
 struct ServiceOptions {
-  std::string media_dir;  // must be a folder
+  // Where movie files are kept: a folder, which must exist, or
+  // "s3://BUCKET/PREFIX[?endpoint=URL]" (media.h).
+  std::string media_dir;
   // Where the jobs queue: empty for the store (StoreQueue), or an SQS URI
   // "sqs://REGION/NAME[?endpoint=URL]" for the SQS queues NAME-movie-trace
   // and NAME-movie-probe (sqs_job_queue_name()), which must exist
@@ -82,6 +85,7 @@ class Service {
   Service& operator=(const Service&) = delete;
 
   Movies& movies() { return *movies_; }
+  MediaStore& media() { return *media_; }
   Queue& probe_queue() { return *probe_queue_; }
   Queue& trace_queue() { return *trace_queue_; }
   // A probe or trace job was queued by this process: its workers ask the
@@ -96,6 +100,7 @@ class Service {
  private:
   Service() = default;
 
+  std::unique_ptr<MediaStore> media_;  // first made, last gone
   std::unique_ptr<Queue> trace_queue_, probe_queue_;
   std::unique_ptr<Movies> movies_;
   std::vector<std::unique_ptr<TraceWorker>> trace_workers_;

@@ -5,12 +5,22 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <memory>
 #include <string>
 
+#include "movies/media.h"
 #include "movies/movies.h"
 #include "tracer/synthetic_movie.h"
 
 namespace leasehold::movies {
+
+// The media folder `dir` (which must exist) as the tests' MediaStore.
+inline std::unique_ptr<MediaStore> folder_media(const std::filesystem::path& dir) {
+  Result<std::unique_ptr<MediaStore>> media = open_media(dir.string());
+  EXPECT_TRUE(media.ok()) << media.status().to_string();
+  return media.ok() ? std::move(media).value() : nullptr;
+}
 
 inline tracer::SyntheticMovie small_test_movie() {
   tracer::SyntheticMovie m;

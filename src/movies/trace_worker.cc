@@ -479,6 +479,10 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime c
     state->stop.request_stop();
   });
   const Renewer::Id rid = state->renewal;
+  // The movie's file on the local disk (from S3, a copy, kept until the trace
+  // ends), fetched under the renewed lease and before the watchdog looks.
+  const Result<std::shared_ptr<const LocalFile>> local = options_.media->local(m->file);
+  state->progress_ns = mono_ns();
   {
     MutexLock lock(mu_);
     current_ = state;
@@ -491,20 +495,22 @@ void TraceWorker::Impl::run(const JobMessage& job, const Item& movie, MonoTime c
   video.width = m->width;
   video.height = m->height;
   video.frame_count = m->frame_count;
-  const std::string path = (std::filesystem::path(options_.media_dir) / m->file).string();
   int64_t frames_done = 0;
-  Status traced;
-  try {
-    const tracer::FrameCallback on_frame = [&](const tracer::TracedFrame& f) {
-      Status written = write_frame(f, rid, *state, job, lease->epoch, frames_done);
-      if (written.ok()) state->progress_ns = mono_ns();
-      return written;
-    };
-    traced = options_.trace_fn
-                 ? options_.trace_fn(path, video, request, on_frame, state->stop.get_token())
-                 : tracer::trace(path, video, request, on_frame, state->stop.get_token());
-  } catch (const std::exception& e) {
-    traced = internal_error(std::string("tracer threw: ") + e.what());
+  Status traced = local.status().with_context("the movie's file");
+  if (local.ok()) {
+    try {
+      const std::string& path = (*local)->path();
+      const tracer::FrameCallback on_frame = [&](const tracer::TracedFrame& f) {
+        Status written = write_frame(f, rid, *state, job, lease->epoch, frames_done);
+        if (written.ok()) state->progress_ns = mono_ns();
+        return written;
+      };
+      traced = options_.trace_fn
+                   ? options_.trace_fn(path, video, request, on_frame, state->stop.get_token())
+                   : tracer::trace(path, video, request, on_frame, state->stop.get_token());
+    } catch (const std::exception& e) {
+      traced = internal_error(std::string("tracer threw: ") + e.what());
+    }
   }
   {
     MutexLock lock(mu_);
@@ -659,6 +665,7 @@ Result<std::unique_ptr<TraceWorker>> TraceWorker::start(ItemStore& store, Clock&
       options.progress_deadline <= Duration::zero()) {
     return invalid_argument("queue visibility, idle wait and progress deadline must be positive");
   }
+  if (options.media == nullptr) return invalid_argument("a trace worker needs the media");
   for (const TableSpec& spec : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
     LEASEHOLD_RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
   }

@@ -62,6 +62,7 @@
 #include "leasehold/random.h"
 #include "leasehold/status.h"
 #include "leasehold/store.h"
+#include "movies/media.h"
 #include "tracer/tracer.h"
 
 namespace leasehold::metrics {
@@ -78,7 +79,7 @@ struct TraceWorkerOptions {
   // (zero: LeaseManager::default_renew_every).
   Duration tracing_ttl = std::chrono::seconds(60);
   Duration renew_every{};
-  std::string media_dir;  // where the movie files are
+  MediaStore* media = nullptr;  // where the movie files are (required; not owned)
   // How long a received message stays hidden from other workers before it
   // is claimed and deleted.
   Duration queue_visibility = std::chrono::seconds(60);

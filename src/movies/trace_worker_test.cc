@@ -86,8 +86,9 @@ class TraceWorkerTest : public ::testing::Test {
     auto queue = StoreQueue::open(*inner_, clock_, random_, QueueOptions{.name = kTraceQueueName});
     ASSERT_TRUE(queue.ok());
     queue_ = std::move(queue).value();
+    media_ = folder_media(dir_);
     MoviesOptions o;
-    o.media_dir = dir_.string();
+    o.media = media_.get();
     o.analysis_ttl = seconds(5);
     o.tracing_ttl = seconds(5);
     o.lease = lease_config();
@@ -108,7 +109,7 @@ class TraceWorkerTest : public ::testing::Test {
     TraceWorkerOptions o;
     o.id = id;
     o.tracing_ttl = ttl;
-    o.media_dir = dir_.string();
+    o.media = media_.get();
     o.queue_visibility = seconds(30);
     o.idle_wait = milliseconds(10);
     o.lease = lease_config();
@@ -155,6 +156,7 @@ class TraceWorkerTest : public ::testing::Test {
   SystemRandom random_;
   std::unique_ptr<ItemStore> inner_ = store::make_memory_store();
   std::unique_ptr<StoreQueue> queue_;
+  std::unique_ptr<MediaStore> media_;
   std::unique_ptr<Movies> movies_;
 };
 
@@ -413,7 +415,7 @@ TEST_F(TraceWorkerTest, ATraceThatMakesNoProgressIsEndedByTheWatchdog) {
   TraceWorkerOptions o;
   o.id = "w1";
   o.tracing_ttl = seconds(2);
-  o.media_dir = dir_.string();
+  o.media = media_.get();
   o.idle_wait = milliseconds(10);
   o.lease = lease_config();
   o.progress_deadline = milliseconds(300);
@@ -454,7 +456,7 @@ TEST_F(TraceWorkerTest, ATraceThatMakesNoProgressIsEndedByTheWatchdog) {
 
 TEST_F(TraceWorkerTest, StartRefusesBadOptions) {
   TraceWorkerOptions o;
-  o.media_dir = dir_.string();
+  o.media = media_.get();
   EXPECT_EQ(TraceWorker::start(*inner_, clock_, random_, *queue_, o).status().code(),
             Code::kInvalidArgument);
   o.id = "w";

@@ -185,6 +185,7 @@ class TraceJobsTest : public ::testing::TestWithParam<Backend> {
   void SetUp() override {
     dir_ = files_ / ("t" + std::to_string(++tests_));
     fs::create_directories(dir_ / "media");
+    media_ = folder_media(dir_ / "media");
     auto opened = open_store(store_uri());
     ASSERT_TRUE(opened.ok()) << opened.status().to_string();
     backend_ = std::move(opened).value();
@@ -220,7 +221,7 @@ class TraceJobsTest : public ::testing::TestWithParam<Backend> {
   // Movies whose trace jobs start with a tracing lease of `tracing_ttl`.
   void open_movies(Duration tracing_ttl) {
     MoviesOptions o;
-    o.media_dir = (dir_ / "media").string();
+    o.media = media_.get();
     o.analysis_ttl = seconds(30);
     o.tracing_ttl = tracing_ttl;
     o.lease = lease_config();
@@ -233,7 +234,7 @@ class TraceJobsTest : public ::testing::TestWithParam<Backend> {
     TraceWorkerOptions o;
     o.id = "w1";
     o.tracing_ttl = seconds(2);
-    o.media_dir = (dir_ / "media").string();
+    o.media = media_.get();
     o.queue_visibility = visibility;
     o.idle_wait = milliseconds(20);
     o.lease = lease_config();
@@ -291,6 +292,7 @@ class TraceJobsTest : public ::testing::TestWithParam<Backend> {
   std::unique_ptr<ItemStore> backend_;
   std::unique_ptr<ScriptedStore> store_;
   std::unique_ptr<StoreQueue> queue_;
+  std::unique_ptr<MediaStore> media_;
   std::unique_ptr<Movies> movies_;
   std::unique_ptr<TraceWorker> worker_;
   int movies_made_ = 0;

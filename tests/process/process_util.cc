@@ -173,8 +173,8 @@ std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
       return "sqlite";
     case Backend::kDynamoDb:
       return "dynamodb";
-    case Backend::kSqliteSqs:
-      return "sqlite_sqs";
+    case Backend::kSqliteAws:
+      return "sqlite_aws";
   }
   return "unknown";
 }

@@ -110,9 +110,9 @@ class ProcessTest : public ::testing::Test {
 // The stores the CLI tests run against: an SQLite file in the test's
 // directory, or DynamoDB (one dynalite per test binary, started on first use,
 // a fresh table prefix per test, `store init` already run).
-// kSqliteSqs: SQLite, with the movie jobs on SQS (fauxqs) for the tests that
-// queue them.
-enum class Backend { kSqlite, kDynamoDb, kSqliteSqs };
+// kSqliteAws: SQLite, with the movie jobs on SQS and the movies on S3
+// (fauxqs), for the tests of the movie service.
+enum class Backend { kSqlite, kDynamoDb, kSqliteAws };
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& info);
 

@@ -1,7 +1,7 @@
 // `leasehold trace-worker` as a process beside `leasehold serve` (which runs
 // no trace worker of its own here), on SQLite and on DynamoDB, and with the
-// jobs on SQS (fauxqs), driven
-// through the HTTP API with curl: a worker killed mid-trace (its lease
+// jobs on SQS and the movies on S3 (fauxqs), driven through the HTTP API
+// with curl: a worker killed mid-trace (its lease
 // expires, the movie reads `tracing failed`, the next trace replaces it and
 // completes), a worker paused past its lease while another trace replaced
 // its job (it writes nothing when it wakes), a worker stopped by SIGTERM
@@ -46,12 +46,12 @@ class TraceWorkerTest : public BackendTest {
     const RunResult added = lh({"user", "add", "ada", "--display-name", "Ada L."});
     ASSERT_EQ(added.exit_code, 0) << added.err;
     token_ = std::string(parse_object(added.out).at("token").as_string());
-    std::vector<std::string> serve = {"serve",           "--listen",    "127.0.0.1:0",
-                                      "--trace-workers", "0",           "--tracing-lease-ttl",
-                                      kTracingTtl,       "--media-dir", media()};
-    const std::vector<std::string> queue = queue_flags();
+    std::vector<std::string> serve = {"serve",           "--listen", "127.0.0.1:0",
+                                      "--trace-workers", "0",        "--tracing-lease-ttl",
+                                      kTracingTtl};
+    const std::vector<std::string> where = where_flags();
     if (HasFatalFailure()) return;
-    serve.insert(serve.end(), queue.begin(), queue.end());
+    serve.insert(serve.end(), where.begin(), where.end());
     serve_ = start_lh(serve);
     const std::regex listening("\"msg\":\"listening\",\"address\":\"[^\"]*:([0-9]+)\"");
     std::smatch port;
@@ -67,22 +67,25 @@ class TraceWorkerTest : public BackendTest {
     base_ = "http://127.0.0.1:" + port[1].str();
   }
 
-  std::string media() const { return (dir() / "media").string(); }
-
-  // Where `serve` and the workers queue jobs: the store's queue, or SQS
-  // (fauxqs), its queues made by `store init --queue`.
-  std::vector<std::string> queue_flags() {
-    if (GetParam() != Backend::kSqliteSqs) return {};
+  // Where `serve` and the workers keep movies and queue jobs: a folder and
+  // the store's queue, or on AWS (fauxqs) the S3 bucket the test makes and
+  // the SQS queues `store init --queue` makes. Each process then has a work
+  // folder of its own: no folder is shared.
+  std::vector<std::string> where_flags() {
+    if (GetParam() != Backend::kSqliteAws) return {"--media-dir", (dir() / "media").string()};
     if (queue_uri_.empty()) {
       testing::Fauxqs* fauxqs = testing::shared_fauxqs();
       EXPECT_NE(fauxqs, nullptr);
       if (fauxqs == nullptr) return {};
-      queue_uri_ =
-          "sqs://us-east-1/" + testing::unique_aws_name("tw") + "?endpoint=" + fauxqs->endpoint();
+      const std::string name = testing::unique_aws_name("tw");
+      queue_uri_ = "sqs://us-east-1/" + name + "?endpoint=" + fauxqs->endpoint();
       const RunResult made = lh({"store", "init", "--queue", queue_uri_});
       EXPECT_EQ(made.exit_code, 0) << made.err;
+      const RunResult bucket = run({"curl", "-sf", "-X", "PUT", fauxqs->endpoint() + "/" + name});
+      EXPECT_EQ(bucket.exit_code, 0) << bucket.err;
+      media_uri_ = "s3://" + name + "/movies?endpoint=" + fauxqs->endpoint();
     }
-    return {"--queue", queue_uri_};
+    return {"--media-dir", media_uri_, "--queue", queue_uri_};
   }
 
   Http http(const std::string& method, const std::string& path, const std::string& body = "") {
@@ -110,11 +113,12 @@ class TraceWorkerTest : public BackendTest {
   }
   int64_t frames_done(const std::string& id) { return movie(id).at("frames_done").as_int64(); }
 
-  // Uploads the long movie and waits for its probe.
-  std::string ready_movie() {
-    const RunResult r = run({"curl", "-s", "-H", "Authorization: Bearer " + token_, "-H",
-                             "Content-Type: application/octet-stream", "--data-binary",
-                             "@" + movie_, base_ + "/api/movies?name=long"});
+  // Uploads the long movie (or `file`) and waits for its probe.
+  std::string ready_movie(const std::string& file = "") {
+    const RunResult r =
+        run({"curl", "-s", "-H", "Authorization: Bearer " + token_, "-H",
+             "Content-Type: application/octet-stream", "--data-binary",
+             "@" + (file.empty() ? movie_ : file), base_ + "/api/movies?name=long"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const std::string id(parse_object(r.out).at("id").as_string());
     EXPECT_TRUE(eventually([&] { return status_of(id) == "ready"; }, 60s)) << status_of(id);
@@ -169,10 +173,9 @@ class TraceWorkerTest : public BackendTest {
   }
 
   std::unique_ptr<Process> start_worker() {
-    std::vector<std::string> argv = {"trace-worker", "--tracing-lease-ttl", kTracingTtl,
-                                     "--media-dir", media()};
-    const std::vector<std::string> queue = queue_flags();
-    argv.insert(argv.end(), queue.begin(), queue.end());
+    std::vector<std::string> argv = {"trace-worker", "--tracing-lease-ttl", kTracingTtl};
+    const std::vector<std::string> where = where_flags();
+    argv.insert(argv.end(), where.begin(), where.end());
     return start_lh(argv);
   }
 
@@ -201,7 +204,7 @@ class TraceWorkerTest : public BackendTest {
   json::object spot_;
   std::string token_, base_;
   std::unique_ptr<Process> serve_;
-  std::string queue_uri_;
+  std::string queue_uri_, media_uri_;
 };
 
 TEST_P(TraceWorkerTest, AKilledWorkersTraceFailsWhenItsLeaseExpiresAndTheNextTraceReplacesIt) {
@@ -288,19 +291,79 @@ TEST_P(TraceWorkerTest, SigtermPublishesTheTraceUnderWayAsInterruptedAndExitsZer
   EXPECT_EQ(audit(id).back(), "movie.tracing.failed " + job);
 }
 
-// On SQS too: a killed, a paused and a stopped worker keep their promises
-// whatever carries the job, for the movie's tracing lease is the truth.
+// On SQS and S3 too: a killed, a paused and a stopped worker keep their
+// promises whatever carries the job and the movie, for the movie's tracing
+// lease is the truth.
 INSTANTIATE_TEST_SUITE_P(Backends, TraceWorkerTest,
                          ::testing::Values(Backend::kSqlite, Backend::kDynamoDb,
-                                           Backend::kSqliteSqs),
+                                           Backend::kSqliteAws),
                          backend_name);
 
-// With the jobs on SQS (fauxqs): what SQS itself may do on a bad day.
-class SqsTraceWorkerTest : public TraceWorkerTest {};
+// With the jobs on SQS and the movies on S3 (fauxqs): trace workers on
+// machines of their own, and what SQS itself may do on a bad day.
+class AwsTraceWorkerTest : public TraceWorkerTest {};
+
+// The drill of a fleet across machines: serve and two trace workers, each
+// with its own work folder and nothing shared but the store, SQS and S3. Ten
+// movies go up to S3 and are traced once each, with the right frames.
+TEST_P(AwsTraceWorkerTest, TwoWorkersSharingNoFolderTraceTenMoviesOnceEach) {
+  constexpr int kMovies = 10;
+  constexpr int64_t kFrames = 50;
+  std::vector<std::string> ids;
+  for (int i = 0; i < kMovies; ++i) {
+    const RunResult r = run({"curl", "-s", "-H", "Authorization: Bearer " + token_, "-H",
+                             "Content-Type: application/octet-stream", "--data-binary",
+                             "@" + movie_, base_ + "/api/movies?name=m" + std::to_string(i)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ids.emplace_back(parse_object(r.out).at("id").as_string());
+  }
+  for (const std::string& id : ids) {
+    ASSERT_TRUE(eventually([&] { return status_of(id) == "ready"; }, 60s)) << status_of(id);
+  }
+  std::unique_ptr<Process> w1 = start_worker();
+  std::unique_ptr<Process> w2 = start_worker();
+  std::vector<std::string> jobs;
+  for (const std::string& id : ids) jobs.push_back(trace(id, kFrames - 1));
+  for (int i = 0; i < kMovies; ++i) {
+    ASSERT_TRUE(wait_traced(ids[i], jobs[i])) << w1->err_so_far() << w2->err_so_far();
+  }
+  for (int i = 0; i < kMovies; ++i) {
+    EXPECT_EQ(audit(ids[i]), (std::vector<std::string>{"movie.tracing.started " + jobs[i],
+                                                       "movie.tracing.completed " + jobs[i]}));
+    EXPECT_EQ(movie(ids[i]).at("frames_done"), kFrames);
+    const json::array rows = http("GET", "/api/movies/" + ids[i] + "/frames").json().as_array();
+    ASSERT_EQ(rows.size(), size_t{kFrames});
+    for (int64_t f = 0; f < kFrames; ++f) {
+      EXPECT_EQ(rows[f].at("frame"), f);
+      EXPECT_EQ(rows[f].at("status"), "tracked") << "movie " << i << " frame " << f;
+    }
+  }
+}
+
+// A download is a redirect to S3 (a presigned URL) that gives the uploaded
+// bytes; a removed movie's object is gone from the bucket.
+TEST_P(AwsTraceWorkerTest, ADownloadRedirectsToS3AndARemovalRemovesTheObject) {
+  const std::string id = ready_movie();
+  const RunResult head =
+      run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", "-H",
+           "Authorization: Bearer " + token_, base_ + "/api/movies/" + id + "/video"});
+  ASSERT_EQ(head.exit_code, 0) << head.err;
+  ASSERT_TRUE(head.out.starts_with("302 " + testing::shared_fauxqs()->endpoint() + "/"))
+      << head.out;
+  const std::string url = head.out.substr(4);
+  EXPECT_NE(url.find("X-Amz-Signature="), std::string::npos) << url;
+  const std::string got = (dir() / "got.avi").string();
+  ASSERT_EQ(run({"curl", "-sf", "-o", got, url}).exit_code, 0);
+  EXPECT_EQ(run({"cmp", got, movie_}).exit_code, 0) << "the bytes uploaded";
+
+  EXPECT_EQ(http("DELETE", "/api/movies/" + id).status, 202);
+  ASSERT_TRUE(eventually([&] { return http("GET", "/api/movies/" + id).status == 404; }, 30s));
+  EXPECT_NE(run({"curl", "-sf", "-o", "/dev/null", url}).exit_code, 0) << "the object is gone";
+}
 
 // SQS delivers at least once: the same job's message again, after its trace
 // was published, finds the job ended and changes nothing.
-TEST_P(SqsTraceWorkerTest, AJobMessageDeliveredTwiceIsANoOp) {
+TEST_P(AwsTraceWorkerTest, AJobMessageDeliveredTwiceIsANoOp) {
   const std::string id = ready_movie();
   const std::string job = trace(id, 99);
   ASSERT_FALSE(job.empty());
@@ -332,7 +395,7 @@ TEST_P(SqsTraceWorkerTest, AJobMessageDeliveredTwiceIsANoOp) {
 // which needs only the store, completes; a trace started meanwhile cannot be
 // queued and fails at once (503), leaving the movie free; once SQS answers
 // again, traces queue again.
-TEST_P(SqsTraceWorkerTest, AnSqsOutageMidTraceFailsOnlyTheTraceItCannotQueue) {
+TEST_P(AwsTraceWorkerTest, AnSqsOutageMidTraceFailsOnlyTheTraceItCannotQueue) {
   testing::Fauxqs* fauxqs = testing::shared_fauxqs();
   ASSERT_NE(fauxqs, nullptr);
   const std::string id = ready_movie();
@@ -355,7 +418,7 @@ TEST_P(SqsTraceWorkerTest, AnSqsOutageMidTraceFailsOnlyTheTraceItCannotQueue) {
   EXPECT_EQ(start_trace(id, 99).status, 202) << "queued again once SQS answers";
 }
 
-INSTANTIATE_TEST_SUITE_P(Sqs, SqsTraceWorkerTest, ::testing::Values(Backend::kSqliteSqs),
+INSTANTIATE_TEST_SUITE_P(Aws, AwsTraceWorkerTest, ::testing::Values(Backend::kSqliteAws),
                          backend_name);
 
 TEST_F(ProcessTest, TraceWorkerAndServeRefuseBadMovieFlagsBeforeOpeningAnything) {
@@ -378,6 +441,8 @@ TEST_F(ProcessTest, TraceWorkerAndServeRefuseBadMovieFlagsBeforeOpeningAnything)
            {{"serve", "--upload-max", "0"}, "--upload-max"},
            {{"serve", "--media-dir", ""}, "--media-dir"},
            {{"serve", "--queue", "kafka://jobs"}, "--queue"},
+           {{"serve", "--media-dir", "s3://"}, "--media-dir"},
+           {{"trace-worker", "--media-dir", "s3://Bad_Bucket/x"}, "--media-dir"},
            {{"trace-worker", "--media-dir", "/etc", "--queue", "sqs://eu-west-1"}, "--queue"},
            {{"store", "init", "--queue", "sqs://EU/jobs"}, "region"},
            {{"serve", "--tracing-lease-ttl", "soon"}, "--tracing-lease-ttl"}}) {
