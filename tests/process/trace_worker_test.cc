@@ -341,9 +341,17 @@ TEST_P(AwsTraceWorkerTest, TwoWorkersSharingNoFolderTraceTenMoviesOnceEach) {
 }
 
 // A download is a redirect to S3 (a presigned URL) that gives the uploaded
-// bytes; a removed movie's object is gone from the bucket.
+// bytes; the frame images decode from a copy that is gone once read; a
+// removed movie's object is gone from the bucket.
 TEST_P(AwsTraceWorkerTest, ADownloadRedirectsToS3AndARemovalRemovesTheObject) {
   const std::string id = ready_movie();
+  for (const char* frame : {"0.jpg", "10.jpg", "3.jpg"}) {  // 3 starts a new decoder
+    const RunResult image =
+        run({"curl", "-s", "-o", (dir() / "frame.jpg").string(), "-w", "%{http_code}", "-H",
+             "Authorization: Bearer " + token_, base_ + "/api/movies/" + id + "/frames/" + frame});
+    EXPECT_EQ(image.out, "200") << frame;
+    EXPECT_GT(std::filesystem::file_size(dir() / "frame.jpg"), 100u) << frame;
+  }
   const RunResult head =
       run({"curl", "-s", "-o", "/dev/null", "-w", "%{http_code} %{redirect_url}", "-H",
            "Authorization: Bearer " + token_, base_ + "/api/movies/" + id + "/video"});
