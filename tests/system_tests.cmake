@@ -148,7 +148,8 @@ add_executable(app_tests
 )
 target_compile_definitions(app_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 target_link_libraries(app_tests PRIVATE leasehold_app leasehold_fleet leasehold_testing
-                      test_servers leasehold_tracer Boost::json GTest::gtest_main)
+                      test_servers leasehold_tracer leasehold_aws leasehold_net Boost::json
+                      GTest::gtest_main)
 leasehold_test_binary(app_tests JSON)
 leasehold_discover_tests(app_tests system LABEL app TIMEOUT 120)
 

@@ -92,7 +92,7 @@ class S3Media final : public MediaStore {
       : location_(std::move(location)),
         s3_(std::move(s3)),
         work_dir_(std::move(work_dir)),
-        copies_dir_((fs::path(work_dir_) / ".copies").string()),
+        copies_dir_((fs::path(work_dir_) / kCopiesFolder).string()),
         clock_(clock) {}
   ~S3Media() override {
     std::error_code ec;

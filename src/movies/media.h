@@ -31,6 +31,8 @@
 namespace leasehold::movies {
 
 inline constexpr Duration kDownloadUrlTtl = std::chrono::minutes(5);
+// The folder of the work folder that holds the copies of S3 objects.
+inline constexpr char kCopiesFolder[] = ".copies";
 
 // A movie's file on the local disk, readable while this object lives.
 class LocalFile {

@@ -15,11 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "../aws/fauxqs_fixture.h"
 #include "../dynamodb/dynalite_fixture.h"
 #include "../server/test_client.h"
 #include "app/serving.h"
+#include "aws/s3.h"
 #include "movies/schema.h"
+#include "movies/service.h"
 #include "movies/test_movie.h"
+#include "net/http_client.h"
 #include "testing/capturing_logger.h"
 #include "testing/eventually.h"
 #include "testing/temp_dir.h"
@@ -34,7 +38,8 @@ using server::testing::HttpResponse;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-enum class Backend { kSqlite, kDynamoDb };
+// kSqliteAws: SQLite, with the movies on S3 and the jobs on SQS (fauxqs).
+enum class Backend { kSqlite, kDynamoDb, kSqliteAws };
 
 constexpr uint64_t kUploadMax = 1 << 20;  // the tests' upload limit
 constexpr milliseconds kWaitMax{20'000};
@@ -84,6 +89,22 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
     o.server.port = 0;
     o.server.threads = 2;
     o.movies.media_dir = media().string();
+    if (GetParam() == Backend::kSqliteAws) {
+      testing::Fauxqs* fauxqs = testing::shared_fauxqs();
+      ASSERT_NE(fauxqs, nullptr);
+      bucket_ = testing::unique_aws_name("api");
+      aws::S3ClientOptions s3;
+      s3.bucket = bucket_;
+      s3.region = "us-east-1";
+      s3.endpoint = fauxqs->endpoint();
+      auto client = aws::S3Client::open(std::move(s3));
+      ASSERT_TRUE(client.ok()) << client.status().to_string();
+      ASSERT_TRUE((*client)->create_bucket().ok());
+      o.movies.media_dir = "s3://" + bucket_ + "/m?endpoint=" + fauxqs->endpoint();
+      o.movies.queue = "sqs://us-east-1/" + bucket_ + "?endpoint=" + fauxqs->endpoint();
+      ASSERT_TRUE(movies::create_sqs_job_queues(o.movies.queue).ok());
+      s3_ = std::move(client).value();
+    }
     o.movies.analysis_ttl = analysis_ttl;
     o.movies.tracing_ttl = tracing_ttl;
     o.movies.trace_workers = trace_workers;
@@ -97,19 +118,69 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
   }
 
   std::string store_uri() {
-    if (GetParam() == Backend::kSqlite) return "sqlite:" + (dir_ / "store.db").string();
+    if (GetParam() != Backend::kDynamoDb) return "sqlite:" + (dir_ / "store.db").string();
     return testing::dynalite_store_uri(
         dynalite_, "m" + std::to_string(getpid()) + "_" + std::to_string(tests_) + "_");
   }
 
+  // The media folder (with the movies on S3, where `serve` would have made it).
   fs::path media() const { return dir_ / "media"; }
-  // The files in the media folder and its uploads folder, but the folder.
+  // The server's work folder: the media folder, or a folder of its own with
+  // the movies on S3. Uploads and frame images are kept there.
+  fs::path work() const { return serving_->movies().media().work_dir(); }
+  // What a movie's download answers: the file, or a redirect to S3.
+  int video_status() const { return GetParam() == Backend::kSqliteAws ? 302 : 200; }
+  // The movies' files and what the work folder holds (uploads, images), but
+  // the folders. Not the copies of S3 objects being read: they come and go
+  // with their readers (media_test.cc shows them gone after the last).
   std::vector<std::string> media_files() const {
     std::vector<std::string> out;
-    for (const auto& e : fs::recursive_directory_iterator(media())) {
-      if (!e.is_directory()) out.push_back(e.path().filename().string());
+    for (auto it = fs::recursive_directory_iterator(work()); it != fs::end(it); ++it) {
+      if (it->is_directory() && it->path().filename() == movies::kCopiesFolder) {
+        it.disable_recursion_pending();
+      } else if (!it->is_directory()) {
+        out.push_back(it->path().filename().string());
+      }
+    }
+    if (s3_ != nullptr) {
+      for (const std::string& key : bucket_keys()) out.push_back(key);
     }
     return out;
+  }
+  // A GET of `target` (path and query) from fauxqs, with `headers`.
+  static Result<net::HttpResponse> from_fauxqs(const std::string& target,
+                                               net::HttpHeaders headers = {}) {
+    LEASEHOLD_ASSIGN_OR_RETURN(net::HttpEndpoint endpoint,
+                               net::parse_http_endpoint(testing::shared_fauxqs()->endpoint()));
+    net::HttpClientOptions options;
+    options.endpoint = endpoint;
+    LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> http,
+                               net::HttpClient::open(options));
+    net::HttpRequest request;
+    request.method = "GET";
+    request.target = target;
+    request.headers = std::move(headers);
+    return http->send(request, seconds(10));
+  }
+  // The keys in the test's bucket (ListObjectsV2, unsigned: fauxqs checks
+  // no signature).
+  std::vector<std::string> bucket_keys() const {
+    auto listed = from_fauxqs("/" + bucket_ + "?list-type=2");
+    EXPECT_TRUE(listed.ok() && listed->status == 200);
+    std::vector<std::string> keys;
+    if (!listed.ok()) return keys;
+    const std::string& xml = listed->body;
+    for (size_t at = xml.find("<Key>"); at != std::string::npos; at = xml.find("<Key>", at)) {
+      at += 5;
+      keys.push_back(xml.substr(at, xml.find("</Key>", at) - at));
+    }
+    return keys;
+  }
+  // Puts `source` in the media as `file`, as a kept upload would be.
+  void put_media(const fs::path& source, const std::string& file) {
+    const fs::path staged = work() / (file + ".staged");
+    fs::copy_file(source, staged);
+    ASSERT_TRUE(serving_->movies().media().keep(staged.string(), file, "video/x-msvideo").ok());
   }
 
   std::string add_user(std::string name, std::string display_name, bool admin) {
@@ -224,6 +295,8 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
 
   static inline std::unique_ptr<leasehold::testing::TempDir> tmp_;
   static inline fs::path files_;
+  std::string bucket_;                 // with the movies on S3
+  std::unique_ptr<aws::S3Client> s3_;  // likewise
   static inline std::unique_ptr<testing::Dynalite> dynalite_;
   static inline int tests_ = 0;
   fs::path dir_;

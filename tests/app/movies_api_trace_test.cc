@@ -93,7 +93,7 @@ TEST_P(MoviesApiTest, WhileLockedAMovieCanStillBeViewedAndNothingElseStartsOrEnd
   EXPECT_EQ(m.at("lock").at("kind"), "tracing");
   EXPECT_EQ(m.at("lock").at("user_display_name"), "Ada L.");
   EXPECT_EQ(ok_json(call("GET", "/api/movies", bob_)).at(0).at("lock").at("kind"), "tracing");
-  EXPECT_EQ(call("GET", "/api/movies/" + id + "/video", bob_).status, 200);
+  EXPECT_EQ(call("GET", "/api/movies/" + id + "/video", bob_).status, video_status());
   EXPECT_EQ(call("GET", "/api/movies/" + id + "/frames", bob_).status, 200);
 
   // Nobody takes the analysis lease, nobody traces again, nobody removes it,
@@ -203,10 +203,9 @@ TEST_P(MoviesApiTest, PolledAnswersAre304UntilTheMovieChanges) {
       call("GET", "/api/movies/" + id, cy_, "", "If-None-Match: " + movie_etag + "\r\n");
   EXPECT_EQ(locked.status, 200) << "the lock shows";
   EXPECT_NE(locked.header("etag"), movie_etag);
-  EXPECT_EQ(
-      call("GET", "/api/movies", cy_, "", "If-None-Match: " + list_etag + "\r\n").status, 200);
-  EXPECT_EQ(call("GET", "/api/movies/nosuchmovie", bob_, "", "If-None-Match: *\r\n").status,
-            404);
+  EXPECT_EQ(call("GET", "/api/movies", cy_, "", "If-None-Match: " + list_etag + "\r\n").status,
+            200);
+  EXPECT_EQ(call("GET", "/api/movies/nosuchmovie", bob_, "", "If-None-Match: *\r\n").status, 404);
 }
 
 TEST_P(MoviesApiTest, AFrameIsAnImageKeptForAYearAndRevalidatedBy304) {
@@ -220,7 +219,7 @@ TEST_P(MoviesApiTest, AFrameIsAnImageKeptForAYearAndRevalidatedBy304) {
   const std::string etag = first.header("etag");
   EXPECT_TRUE(etag.size() > 2 && etag.front() == '"' && etag.back() == '"') << etag;
   EXPECT_TRUE(first.body.starts_with("\xff\xd8\xff")) << "a JPEG";
-  const fs::path kept = media() / movies::kFrameCacheFolder / id / "3.jpg";
+  const fs::path kept = work() / movies::kFrameCacheFolder / id / "3.jpg";
   EXPECT_EQ(read_bytes(kept), first.body) << "kept under the media folder";
 
   const HttpResponse again =
@@ -259,7 +258,7 @@ TEST_P(MoviesApiTest, AFrameIsAnImageKeptForAYearAndRevalidatedBy304) {
       call("GET", "/api/movies/nosuchmovie/frames/0.jpg", bob_, "", "If-None-Match: *\r\n").status,
       404);
   std::set<std::string> images;
-  for (const auto& e : fs::directory_iterator(media() / movies::kFrameCacheFolder / id)) {
+  for (const auto& e : fs::directory_iterator(work() / movies::kFrameCacheFolder / id)) {
     images.insert(e.path().filename().string());
   }
   EXPECT_EQ(images, (std::set<std::string>{"3.jpg", "4.jpg", "11.jpg"}));
@@ -269,7 +268,7 @@ TEST_P(MoviesApiTest, FramesOfAMovieNotProbedAre409AndTheImagesGoWithTheMovie) {
   serve();
   movies::Movies& service = serving_->movies().movies();
   // Made through the service, so that no probe is queued: `processing` stays.
-  fs::copy_file(files_ / "spots.avi", media() / "waiting.avi");
+  put_media(files_ / "spots.avi", "waiting.avi");
   auto waiting = service.create("waiting", {"ada", "Ada L."}, "waiting.avi");
   ASSERT_TRUE(waiting.ok()) << waiting.status().to_string();
   HttpResponse r = call("GET", "/api/movies/" + waiting->id + "/frames/0.jpg", bob_);
@@ -279,7 +278,7 @@ TEST_P(MoviesApiTest, FramesOfAMovieNotProbedAre409AndTheImagesGoWithTheMovie) {
       call("GET", "/api/movies/" + waiting->id + "/frames/0.jpg", bob_, "", "If-None-Match: *\r\n")
           .status,
       409);
-  fs::copy_file(files_ / "notes.txt", media() / "notes.avi");
+  put_media(files_ / "notes.txt", "notes.avi");
   auto invalid = service.create("notes", {"ada", "Ada L."}, "notes.avi");
   ASSERT_TRUE(invalid.ok());
   ASSERT_EQ(service.probe(invalid->id)->status, "invalid");
@@ -288,7 +287,7 @@ TEST_P(MoviesApiTest, FramesOfAMovieNotProbedAre409AndTheImagesGoWithTheMovie) {
   // Removed through the API: the removal job takes the images too.
   const std::string id = ready_movie();
   ASSERT_EQ(call("GET", "/api/movies/" + id + "/frames/2.jpg", bob_).status, 200);
-  const fs::path images = media() / movies::kFrameCacheFolder / id;
+  const fs::path images = work() / movies::kFrameCacheFolder / id;
   ASSERT_TRUE(fs::exists(images / "2.jpg"));
   EXPECT_EQ(call("DELETE", "/api/movies/" + id, ada_).status, 202);
   ASSERT_TRUE(
@@ -304,7 +303,7 @@ TEST_P(MoviesApiTest, FramesOfAMovieNotProbedAre409AndTheImagesGoWithTheMovie) {
   EXPECT_EQ(call("GET", "/api/movies/" + other + "/frames/5.jpg", bob_).status, 409);
   EXPECT_EQ(call("GET", "/api/movies/" + other + "/frames/6.jpg", bob_).status, 409);
   ASSERT_TRUE(service.finish_remove(other).ok());
-  EXPECT_FALSE(fs::exists(media() / movies::kFrameCacheFolder / other));
+  EXPECT_FALSE(fs::exists(work() / movies::kFrameCacheFolder / other));
 }
 
 // The target of a Link: <TARGET>; rel="next", or "" if there is none.
@@ -317,7 +316,7 @@ std::string next_link(const HttpResponse& r) {
 
 TEST_P(MoviesApiTest, TheMovieListComesInPagesLinkedToTheNext) {
   serve(/*trace_workers=*/0);
-  fs::copy_file(files_ / "spots.avi", media() / "listed.avi");
+  put_media(files_ / "spots.avi", "listed.avi");
   std::vector<std::string> created;
   for (int i = 0; i < 7; ++i) {
     auto m = serving_->movies().movies().create("m" + std::to_string(i), {"ada", "Ada L."},
@@ -439,7 +438,6 @@ TEST_P(MoviesApiTest, FramesComeInPagesOfTheLatestTraceAndTheCsvIsStreamedAndSaf
   EXPECT_EQ(stale.status, 409);
   EXPECT_NE(stale.body.find("first page"), std::string::npos) << stale.body;
 }
-
 
 }  // namespace
 }  // namespace leasehold::app::api_testing
