@@ -14,19 +14,21 @@
 // `seconds`, then prints one JSON line on stdout:
 //
 //   {"connections":..,"threads":..,"messages":..,"seconds":..,
-//    "messages_per_s":..,"cpu_s":..,"cpu_ms_per_10k":..}
+//    "messages_per_s":..,"cpu_s":..,"cpu_ms_per_10k":..,"rss_kib":..}
 //
-// cpu_s is the CPU time used during the window only, not while connecting.
+// cpu_s is the CPU time used during the window only, not while connecting;
+// rss_kib the process's resident memory (VmRSS) at the window's end.
 // Exit status 1 (and a line on stderr) if a connection fails or does not
 // open within kOpenTimeout.
 //
-// Threads: one io_context run by `threads` I/O threads (the worker's WsClient
-// runs two), each stream on a strand of its own, as the WsClient does; the
-// streams have the WsClient's settings (no permessage-deflate, a 1 MiB
+// Threads: `threads` io_contexts, each run by one I/O thread (the worker's
+// WsClient runs two), the streams dealt out among them in turn, each on its
+// io_context's executor with no strand, as the WsClient does; the streams
+// have the WsClient's settings (no permessage-deflate, a 1 MiB
 // message limit, a 30 s idle timeout with keep-alive pings), so that the
 // difference measured is what the worker does on top of Beast. The main
 // thread only waits and reads the counters, which are atomics written by one
-// strand each.
+// I/O thread each.
 #include <sys/resource.h>
 
 #include <atomic>
@@ -46,7 +48,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/websocket.hpp>
 #pragma GCC diagnostic pop
@@ -58,8 +59,8 @@ namespace beast = boost::beast;
 namespace websocket = boost::beast::websocket;
 using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
-using Strand = asio::strand<asio::io_context::executor_type>;
-using Ws = websocket::stream<asio::basic_stream_socket<tcp, Strand>, false>;
+using Executor = asio::io_context::executor_type;
+using Ws = websocket::stream<asio::basic_stream_socket<tcp, Executor>, false>;
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr size_t kConnectionsMax = 20'000;  // the upstream-sim's own limit
@@ -91,7 +92,7 @@ class Reader : public std::enable_shared_from_this<Reader> {
  public:
   Reader(asio::io_context& io, Shared& shared, tcp::endpoint endpoint, std::string host,
          std::string target)
-      : ws_(asio::make_strand(io)),
+      : ws_(io.get_executor()),
         shared_(shared),
         endpoint_(endpoint),
         host_(std::move(host)),
@@ -158,6 +159,19 @@ double cpu_seconds() {
   getrusage(RUSAGE_SELF, &usage);
   const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// VmRSS of this process in KiB; 0 if /proc does not say.
+long rss_kib() {
+  FILE* status = std::fopen("/proc/self/status", "r");
+  if (status == nullptr) return 0;
+  char line[256];
+  long kib = 0;
+  while (std::fgets(line, sizeof(line), status) != nullptr) {
+    if (std::sscanf(line, "VmRSS: %ld kB", &kib) == 1) break;
+  }
+  std::fclose(status);
+  return kib;
 }
 
 uint64_t total_messages(const std::vector<std::shared_ptr<Reader>>& readers) {
@@ -234,17 +248,21 @@ int main(int argc, char** argv) {
   const tcp::endpoint endpoint(address, args.port);
   const std::string host = args.host + ":" + std::to_string(args.port);
 
-  asio::io_context io(static_cast<int>(args.threads));
-  auto work = asio::make_work_guard(io);
+  std::vector<std::unique_ptr<asio::io_context>> ios;
+  std::vector<asio::executor_work_guard<Executor>> works;
+  for (size_t i = 0; i < args.threads; ++i) {
+    ios.push_back(std::make_unique<asio::io_context>(1));
+    works.push_back(asio::make_work_guard(*ios.back()));
+  }
   Shared shared;
   std::vector<std::shared_ptr<Reader>> readers;
   readers.reserve(args.connections);
   for (size_t i = 0; i < args.connections; ++i) {
-    readers.push_back(std::make_shared<Reader>(
-        io, shared, endpoint, host, "/s/" + args.prefix + std::to_string(i) + "?from=1"));
+    readers.push_back(std::make_shared<Reader>(*ios[i % ios.size()], shared, endpoint, host,
+                                               "/s/" + args.prefix + std::to_string(i) + "?from=1"));
   }
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < args.threads; ++i) threads.emplace_back([&io] { io.run(); });
+  for (const auto& io : ios) threads.emplace_back([&io] { io->run(); });
   for (const auto& r : readers) r->start();
 
   const bool open = wait_open(shared, args.connections);
@@ -266,16 +284,17 @@ int main(int argc, char** argv) {
       const double cpu = cpu1 - cpu0;
       std::printf(
           "{\"connections\":%zu,\"threads\":%zu,\"messages\":%llu,\"seconds\":%.3f,"
-          "\"messages_per_s\":%.1f,\"cpu_s\":%.3f,\"cpu_ms_per_10k\":%.2f}\n",
+          "\"messages_per_s\":%.1f,\"cpu_s\":%.3f,\"cpu_ms_per_10k\":%.2f,\"rss_kib\":%ld}\n",
           args.connections, args.threads, static_cast<unsigned long long>(messages), seconds,
-          messages / seconds, cpu, messages > 0 ? cpu * 1000 * 10'000 / messages : 0.0);
+          messages / seconds, cpu, messages > 0 ? cpu * 1000 * 10'000 / messages : 0.0,
+          rss_kib());
       std::fflush(stdout);
       status = 0;
     }
   }
   // No close handshakes: the upstream sees the connections drop, which it
   // handles as any reader going away.
-  io.stop();
+  for (const auto& io : ios) io->stop();
   for (std::thread& t : threads) t.join();
   return status;
 }

@@ -1,10 +1,15 @@
-// WsClient on Boost.Beast. One io_context run by `threads` I/O threads; each
-// stream is a Session on a strand of its own, so its handlers never run at
-// once, and its socket's executor is that strand, so that every completion
-// (Beast's own, for pings and the close handshake, as well as ours) runs on
-// it.
+// WsClient on Boost.Beast. `threads` event loops, each an io_context run by
+// one I/O thread of its own; each stream is a Session placed on the loop
+// with the fewest streams, where it stays. Its socket's executor is that
+// loop's, so every completion (Beast's own, for pings and the close
+// handshake, as well as ours) runs on the loop's one thread, and a stream's
+// handlers never run at once without a strand. One thread per io_context,
+// rather than several threads sharing one, is what keeps a slow stream
+// cheap: a message that arrives alone is read, handled and followed by the
+// next read on the thread that epoll woke, with no hand-off to another
+// thread (a wake-up, a lock and a context switch each time).
 //
-// A session's life, on its strand: start -> (resolve) -> TCP connect -> (TLS
+// A session's life, on its loop: start -> (resolve) -> TCP connect -> (TLS
 // handshake) -> upgrade, all under one connect timer -> open: a read loop
 // (below) -> finish: on_closed, once, when no operation of ours is pending.
 //
@@ -15,7 +20,7 @@
 // the asks. So when a read begun asks the network, the batch holds every
 // message that had arrived, and it is handed to on_messages then, while that
 // read waits; otherwise the read's completion is already queued on the
-// strand and the batch grows. The batch lives apart from Beast's buffer,
+// loop and the batch grows. The batch lives apart from Beast's buffer,
 // which the pending read fills.
 //
 // What the caller holds is a Gate, not the session: close() must work from
@@ -23,7 +28,7 @@
 // when it does nothing. A Gate holds the mutex on_message runs under, which
 // is how close() knows that no call is under way when it returns, and a weak
 // reference to its session, through which it posts the close request to the
-// session's strand.
+// session's loop.
 #include "net/websocket.h"
 
 #include <openssl/ssl.h>
@@ -32,7 +37,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <cassert>
 #include <optional>
 #include <thread>
@@ -50,8 +54,8 @@ namespace leasehold::net {
 namespace {
 
 using error_code = boost::system::error_code;
-using Strand = asio::strand<asio::io_context::executor_type>;
-using Socket = asio::basic_stream_socket<tcp, Strand>;
+using Executor = asio::io_context::executor_type;
+using Socket = asio::basic_stream_socket<tcp, Executor>;
 
 // A read or batch buffer that grew past this for large messages is given
 // back once they have been handled; smaller ones are kept for the next.
@@ -62,7 +66,7 @@ constexpr size_t kReadBufferKeepBytes = 16 * 1024;
 // that a session knows whether the read it has just begun waits for the
 // network. (A TLS stream may have the bytes already: its batches can end
 // sooner than they need to, never later.) Beast's completions run on the
-// session's strand, and so does every use of the count.
+// session's loop, and so does every use of the count.
 template <typename Next>
 class NetworkReads {
  public:
@@ -122,7 +126,7 @@ class Gate final : public WsStream {
  public:
   void close() override;
 
-  // On the session's strand: hands `batch` to the handlers unless the
+  // On the session's loop: hands `batch` to the handlers unless the
   // stream is closing (on_message: message by message, none after a
   // close()). False if the stream was closing before the call or is after it.
   bool deliver(const WsHandlers& handlers, std::span<const WsMessage> batch) EXCLUDES(deliver_mu_) {
@@ -164,15 +168,28 @@ class Gate final : public WsStream {
 
 class BeastWsClient;
 
+// One event loop: an io_context and the one thread that runs it.
+struct Loop {
+  Loop() : io(1), work(asio::make_work_guard(io)) {}
+
+  // Placed here and not yet destroyed. First, so that it outlives the
+  // io_context, whose destruction frees sessions its handlers still hold.
+  std::atomic<size_t> sessions{0};
+  asio::io_context io;  // concurrency hint 1: one thread runs it
+  std::optional<asio::executor_work_guard<Executor>> work;
+  std::thread thread;
+};
+
 // The part of a session that does not depend on the stream's type.
 class SessionCore : public std::enable_shared_from_this<SessionCore> {
  public:
-  SessionCore(BeastWsClient& client, WsUrl url, WsHandlers handlers, std::shared_ptr<Gate> gate);
+  SessionCore(BeastWsClient& client, Loop& loop, WsUrl url, WsHandlers handlers,
+              std::shared_ptr<Gate> gate);
   virtual ~SessionCore();
   SessionCore(const SessionCore&) = delete;
   SessionCore& operator=(const SessionCore&) = delete;
 
-  // Both post to the session's strand and return at once.
+  // Both post to the session's loop and return at once.
   virtual void start() = 0;
   virtual void request_close() = 0;
 
@@ -190,6 +207,7 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
   virtual void release() = 0;  // closes the socket, frees the buffers
 
   BeastWsClient& client_;
+  Loop& loop_;
   const WsUrl url_;
   std::string host_header_;  // host[:port], as the Host header carries it
   std::string where_;        // scheme://host:port/path, for messages: never the query
@@ -201,12 +219,13 @@ class SessionCore : public std::enable_shared_from_this<SessionCore> {
 class BeastWsClient final : public WsClient {
  public:
   BeastWsClient(WsClientOptions options, std::unique_ptr<ssl::context> tls)
-      : options_(std::move(options)),
-        tls_(std::move(tls)),
-        io_(std::in_place, static_cast<int>(options_.threads)),
-        work_(asio::make_work_guard(*io_)) {
-    threads_.reserve(options_.threads);
-    for (size_t i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { io_->run(); });
+      : options_(std::move(options)), tls_(std::move(tls)) {
+    loops_.reserve(options_.threads);
+    for (size_t i = 0; i < options_.threads; ++i) {
+      loops_.push_back(std::make_unique<Loop>());
+      Loop& loop = *loops_.back();
+      loop.thread = std::thread([&loop] { loop.io.run(); });
+    }
   }
   ~BeastWsClient() override;
 
@@ -215,7 +234,6 @@ class BeastWsClient final : public WsClient {
 
   // For the sessions.
   const WsClientOptions& options() const { return options_; }
-  asio::io_context& io() { return *io_; }
   ssl::context& tls() { return *tls_; }
   Logger* logger() const { return options_.logger; }
   void add(SessionCore* session) EXCLUDES(mu_) {
@@ -234,9 +252,7 @@ class BeastWsClient final : public WsClient {
   Mutex mu_;
   std::unordered_set<SessionCore*> sessions_ GUARDED_BY(mu_);  // from construction to destruction
   std::atomic<size_t> open_{0};
-  std::optional<asio::io_context> io_;
-  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_;
-  std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<Loop>> loops_;
 };
 
 void Gate::close() {
@@ -258,9 +274,10 @@ std::string bracketed(const std::string& host) {
   return host.find(':') != std::string::npos ? "[" + host + "]" : host;
 }
 
-SessionCore::SessionCore(BeastWsClient& client, WsUrl url, WsHandlers handlers,
+SessionCore::SessionCore(BeastWsClient& client, Loop& loop, WsUrl url, WsHandlers handlers,
                          std::shared_ptr<Gate> gate)
     : client_(client),
+      loop_(loop),
       url_(std::move(url)),
       handlers_(std::move(handlers)),
       gate_(std::move(gate)) {
@@ -269,10 +286,14 @@ SessionCore::SessionCore(BeastWsClient& client, WsUrl url, WsHandlers handlers,
   if (url_.port != default_port) host_header_ += ":" + std::to_string(url_.port);
   where_ = std::string(url_.tls ? "wss://" : "ws://") + bracketed(url_.host) + ":" +
            std::to_string(url_.port) + url_.target.substr(0, url_.target.find('?'));
+  loop_.sessions.fetch_add(1, std::memory_order_relaxed);
   client_.add(this);
 }
 
-SessionCore::~SessionCore() { client_.remove(this); }
+SessionCore::~SessionCore() {
+  client_.remove(this);
+  loop_.sessions.fetch_sub(1, std::memory_order_relaxed);
+}
 
 const WsClientOptions& SessionCore::options() const { return client_.options(); }
 
@@ -294,9 +315,10 @@ std::string ms_text(Duration d) { return std::to_string(to_ms(d)) + " ms"; }
 template <typename Ws>
 class Session final : public SessionCore {
  public:
-  Session(BeastWsClient& client, WsUrl url, WsHandlers handlers, std::shared_ptr<Gate> gate)
-      : SessionCore(client, std::move(url), std::move(handlers), std::move(gate)),
-        ws_(make_stream(client)) {
+  Session(BeastWsClient& client, Loop& loop, WsUrl url, WsHandlers handlers,
+          std::shared_ptr<Gate> gate)
+      : SessionCore(client, loop, std::move(url), std::move(handlers), std::move(gate)),
+        ws_(make_stream(client, loop)) {
     ws_.read_message_max(client.options().message_bytes_max);
   }
 
@@ -310,7 +332,7 @@ class Session final : public SessionCore {
  private:
   // What only connecting needs, freed once the stream is open.
   struct Connecting {
-    explicit Connecting(const Strand& strand) : timer(strand) {}
+    explicit Connecting(const Executor& loop) : timer(loop) {}
     asio::steady_timer timer;  // the connect timeout, over every step
     std::optional<tcp::resolver> resolver;
     websocket::response_type response;  // of the upgrade
@@ -318,18 +340,17 @@ class Session final : public SessionCore {
 
   static constexpr bool kTls = std::is_same_v<Ws, TlsWs>;
 
-  static Ws make_stream(BeastWsClient& client) {
-    Strand strand = asio::make_strand(client.io());
+  static Ws make_stream(BeastWsClient& client, Loop& loop) {
     if constexpr (kTls) {
-      return Ws(std::move(strand), client.tls());
+      return Ws(loop.io.get_executor(), client.tls());
     } else {
-      return Ws(std::move(strand));
+      return Ws(loop.io.get_executor());
     }
   }
 
   std::shared_ptr<Session> self() { return std::static_pointer_cast<Session>(shared_from_this()); }
   Socket& socket() { return beast::get_lowest_layer(ws_); }
-  Strand strand() { return ws_.get_executor(); }
+  Executor executor() { return ws_.get_executor(); }
 
   void begin();
   void resolve();
@@ -374,7 +395,7 @@ void Session<Ws>::begin() {
   if (gate_->closing()) return finish(Status::ok_status());
   state_ = State::kConnecting;
   log_to(client_.logger(), LogLevel::kDebug, "websocket {} connecting", where_);
-  connecting_ = std::make_unique<Connecting>(strand());
+  connecting_ = std::make_unique<Connecting>(executor());
   connecting_->timer.expires_after(options().connect_timeout);
   connecting_->timer.async_wait([self = self()](error_code ec) { self->on_connect_timeout(ec); });
   error_code ec;
@@ -385,7 +406,7 @@ void Session<Ws>::begin() {
 
 template <typename Ws>
 void Session<Ws>::resolve() {
-  tcp::resolver& resolver = connecting_->resolver.emplace(strand());
+  tcp::resolver& resolver = connecting_->resolver.emplace(executor());
   resolver.async_resolve(
       url_.host, std::to_string(url_.port),
       [self = self()](error_code ec, const tcp::resolver::results_type& results) {
@@ -625,9 +646,9 @@ BeastWsClient::~BeastWsClient() {
   }
   for (const auto& session : live) session->gate().close();
   live.clear();
-  work_.reset();
-  for (std::thread& thread : threads_) thread.join();
-  // Nothing runs the io_context any more. A session still here was kept by a
+  for (const auto& loop : loops_) loop->work.reset();
+  for (const auto& loop : loops_) loop->thread.join();
+  // Nothing runs the loops any more. A session still here was kept by a
   // close request posted after its threads ended: cut its handle off, call
   // its on_closed if it has not run (it has, unless connect() raced this),
   // and let the io_context's destruction free it.
@@ -640,19 +661,28 @@ BeastWsClient::~BeastWsClient() {
   }
   for (const auto& session : live) session->finish_after_threads();
   live.clear();
-  io_.reset();
+  loops_.clear();  // frees what their queued handlers still hold
 }
 
 Result<std::shared_ptr<WsStream>> BeastWsClient::connect(std::string_view url,
                                                          WsHandlers handlers) {
   LEASEHOLD_ASSIGN_OR_RETURN(WsUrl parsed, parse_ws_url(url));
   auto gate = std::make_shared<Gate>();
+  // The loop with the fewest sessions (a race between two connects may
+  // place both on one: the loops stay roughly even, which is all it needs).
+  Loop* loop = loops_.front().get();
+  for (const auto& l : loops_) {
+    if (l->sessions.load(std::memory_order_relaxed) < loop->sessions.load(std::memory_order_relaxed)) {
+      loop = l.get();
+    }
+  }
   std::shared_ptr<SessionCore> session;
   if (parsed.tls) {
-    session = std::make_shared<Session<TlsWs>>(*this, std::move(parsed), std::move(handlers), gate);
+    session = std::make_shared<Session<TlsWs>>(*this, *loop, std::move(parsed),
+                                               std::move(handlers), gate);
   } else {
-    session =
-        std::make_shared<Session<PlainWs>>(*this, std::move(parsed), std::move(handlers), gate);
+    session = std::make_shared<Session<PlainWs>>(*this, *loop, std::move(parsed),
+                                                 std::move(handlers), gate);
   }
   gate->link(session);
   open_.fetch_add(1, std::memory_order_acq_rel);

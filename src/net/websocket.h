@@ -1,7 +1,7 @@
 // WsClient: an asynchronous WebSocket client for the stream fleet's upstream
 // connections (ws:// and wss://), many streams on a few I/O threads.
 //
-// A client owns one event loop run by `threads` I/O threads, never a thread
+// A client owns `threads` event loops, one I/O thread each, never a thread
 // per stream. connect() returns at once; each stream then resolves, connects,
 // does TLS (wss://: the server's certificate verified against the system
 // store or `ca_file`, with SNI and a hostname check) and the upgrade within
@@ -14,12 +14,13 @@
 // only small buffers while idle: the ones a message and a batch are read
 // into grow with them and shrink back after.
 //
-// Threads: open() starts `threads` I/O threads, and the first URL with a
-// host name (not an IP literal) one more, on which Asio resolves names; all
-// are joined by the destructor. A stream's handlers run on the I/O threads,
-// one at a time for that stream (handlers of different streams run in
-// parallel); a handler that blocks holds up other streams, so store calls
-// go to a pool (docs/architecture.md, "Threads"). connect(),
+// Threads: open() starts `threads` event loops, each run by an I/O thread of
+// its own (each loop's first URL with a host name, not an IP literal, starts
+// one more, on which Asio resolves names); all are joined by the destructor.
+// A stream is placed on the loop with the fewest streams and its handlers
+// run on that loop's thread, one at a time (handlers of streams on other
+// loops run in parallel); a handler that blocks holds up the other streams
+// of its loop, so store calls go to a pool (docs/architecture.md, "Threads"). connect(),
 // open_streams() and WsStream::close() are safe from any thread, handlers
 // included (see close() on waiting); the destructor is not called from a
 // handler.
