@@ -18,14 +18,19 @@ CLI::App* add_upstream_sim_command(CLI::App& app, UpstreamSimArgs& a) {
       "stream fleet, for tests and benchmarks");
   sim->add_option("--listen", a.listen,
                   "Address and port (HOST:PORT; port 0 picks a free one). Loopback by default; "
-                  "another address serves anyone who can reach it, with no TLS and no "
-                  "authentication: it is a test tool")
+                  "another address serves anyone who can reach it, with no authentication: it "
+                  "is a test tool")
       ->capture_default_str();
   sim->add_option("--rate-per-conn", a.rate_per_conn,
                   "Messages per second on each stream, evenly paced (0: as fast as the client "
                   "reads)")
       ->capture_default_str();
   sim->add_option("--threads", a.threads, "I/O threads")->capture_default_str();
+  sim->add_option("--tls-cert", a.tls_cert,
+                  "TLS certificate chain (PEM): serve wss:// instead of ws:// (with --tls-key)")
+      ->check(CLI::ExistingFile);
+  sim->add_option("--tls-key", a.tls_key, "TLS private key (PEM) of --tls-cert")
+      ->check(CLI::ExistingFile);
   return sim;
 }
 
@@ -40,6 +45,10 @@ Status check_upstream_sim(const UpstreamSimArgs& args) {
   }
   if (args.threads < 1 || args.threads > kUpstreamSimThreadsMax) {
     return invalid_argument("--threads must be 1.." + std::to_string(kUpstreamSimThreadsMax));
+  }
+  if (args.tls_cert.empty() != args.tls_key.empty()) {
+    return invalid_argument(
+        "--tls-cert and --tls-key go together: give both, or neither for ws://");
   }
   return Status::ok_status();
 }
@@ -58,18 +67,23 @@ int run_upstream_sim(const UpstreamSimArgs& args, bool verbose) {
   options.threads = args.threads;
   options.clock = &clock;
   options.logger = log.get();
+  options.tls_cert = args.tls_cert;
+  options.tls_key = args.tls_key;
   auto sim = UpstreamSim::start(options);
   if (!sim.ok()) return cli::report(sim.status());
 
   const std::string bound =
       (address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host) +
       ":" + std::to_string((*sim)->port());
+  const std::string_view scheme = args.tls_cert.empty() ? "ws" : "wss";
   const LogField listening[] = {{"address", std::string_view(bound)},
+                                {"scheme", scheme},
                                 {"rate_per_conn", args.rate_per_conn},
                                 {"threads", static_cast<int64_t>(args.threads)},
                                 {"loopback", net::is_loopback_host(address.host)}};
   log->log_fields(LogLevel::kInfo, "listening", listening);
-  cli::print_line(R"({"listening":")" + bound + R"("})");
+  // "listening" first: the tests and benchmarks read only it.
+  cli::print_line(R"({"listening":")" + bound + R"(","scheme":")" + std::string(scheme) + R"("})");
 
   int signal = 0;
   sigwait(&stop_signals, &signal);

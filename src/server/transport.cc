@@ -17,8 +17,8 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "net/tls.h"
 #include "server/server.h"
-#include "server/tls_context.h"
 #include "server/transport_impl.h"
 
 namespace leasehold::server {
@@ -221,7 +221,7 @@ Result<std::unique_ptr<Server>> Server::start(ServerOptions options, const Route
   std::unique_ptr<net::ssl::context> tls;
   if (!options.tls_cert_file.empty()) {
     LEASEHOLD_ASSIGN_OR_RETURN(
-        tls, make_server_tls_context(options.tls_cert_file, options.tls_key_file));
+        tls, net::make_server_tls_context(options.tls_cert_file, options.tls_key_file));
   }
   SystemRandom system_random;
   Random& random = options.random != nullptr ? *options.random : system_random;

@@ -1,14 +1,17 @@
 // `leasehold upstream-sim` as a process: it refuses bad flags, prints where
 // it listens, serves sequenced streams from the asked seq at roughly the
 // asked rate (read with net/'s WebSocket client), refuses other paths with
-// 404, and on SIGTERM stops and exits 0.
+// 404, and on SIGTERM stops and exits 0. With a certificate and its key it
+// serves wss://, which a `leasehold worker` trusting the CA streams from.
 #include <signal.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <mutex>
 
 #include "net/websocket.h"
 #include "process_util.h"
+#include "testing/test_pki.h"
 
 namespace leasehold::process_test {
 namespace {
@@ -18,14 +21,22 @@ using SteadyClock = std::chrono::steady_clock;
 
 class UpstreamSimTest : public ProcessTest {
  protected:
-  // Starts the simulator and returns its port, read from its stdout line.
-  std::unique_ptr<Process> start_sim(const std::string& rate, int& port) {
-    auto sim = start_lh({"upstream-sim", "--listen", "127.0.0.1:0", "--rate-per-conn", rate});
+  // Starts the simulator, with `more` flags, and returns its port, read from
+  // its stdout line.
+  std::unique_ptr<Process> start_sim(const std::string& rate, int& port,
+                                     const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args = {"upstream-sim", "--listen", "127.0.0.1:0", "--rate-per-conn",
+                                     rate};
+    args.insert(args.end(), more.begin(), more.end());
+    auto sim = start_lh(args);
     EXPECT_TRUE(eventually([&] { return sim->out_so_far().find('\n') != std::string::npos; }, 20s))
         << sim->err_so_far();
     const boost::json::object line = parse_object(lines_of(sim->out_so_far()).at(0));
+    EXPECT_EQ(line.begin()->key(), "listening");  // the first key, for the parsers that want it
     const std::string listening(line.at("listening").as_string());
     EXPECT_TRUE(listening.starts_with("127.0.0.1:")) << listening;
+    const bool tls = std::find(more.begin(), more.end(), "--tls-cert") != more.end();
+    EXPECT_EQ(line.at("scheme").as_string(), tls ? "wss" : "ws");
     port = std::stoi(listening.substr(listening.find(':') + 1));
     return sim;
   }
@@ -97,6 +108,28 @@ TEST_F(UpstreamSimTest, BadFlagsAreRefused) {
   }
 }
 
+TEST_F(UpstreamSimTest, TlsNeedsACertificateAndAKeyThatLoad) {
+  const testing::TestPkiFiles pki = testing::write_test_pki(testing::make_test_pki(), dir());
+  const std::string garbage = (dir() / "garbage.pem").string();
+  std::ofstream(garbage) << "not a certificate\n";
+  struct Case {
+    std::vector<std::string> args;
+    std::string said;  // in the error
+  };
+  for (const Case& c :
+       {Case{{"--tls-cert", pki.cert_file}, "--tls-key"},
+        Case{{"--tls-key", pki.key_file}, "--tls-cert"},
+        Case{{"--tls-cert", (dir() / "none.pem").string(), "--tls-key", pki.key_file}, "none.pem"},
+        Case{{"--tls-cert", garbage, "--tls-key", pki.key_file}, garbage}}) {
+    std::vector<std::string> argv = {"upstream-sim"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const RunResult r = lh(argv);
+    EXPECT_EQ(r.exit_code, 2) << c.said << ": " << r.err;
+    EXPECT_NE(r.err.find(c.said), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
 TEST_F(UpstreamSimTest, ServesFromTheAskedSeqAtRoughlyTheRate) {
   int port = 0;
   auto sim = start_sim("40", port);
@@ -161,6 +194,34 @@ TEST_F(UpstreamSimTest, StreamsOpenAtSigtermAreClosedAndItExitsZero) {
   const Status why = c.wait_closed();
   EXPECT_EQ(why.code(), Code::kUnavailable);
   EXPECT_NE(why.message().find("1001"), std::string::npos) << why.message();
+}
+
+TEST_F(UpstreamSimTest, AWorkerThatTrustsItsCaStreamsFromItOverWss) {
+  const testing::TestPkiFiles pki = testing::write_test_pki(testing::make_test_pki(), dir());
+  int port = 0;
+  auto sim = start_sim("50", port, {"--tls-cert", pki.cert_file, "--tls-key", pki.key_file});
+  const RunResult added = lh({"conn", "add", "a", "--url",
+                              "wss://127.0.0.1:" + std::to_string(port) + "/s/a?from={next_seq}"});
+  ASSERT_EQ(added.exit_code, 0) << added.err;
+  const std::filesystem::path sink = dir() / "w1.jsonl";
+  auto worker = start_lh({"worker", "--id", "w1", "--reconcile-every", "500ms", "--ca-file",
+                          pki.ca_file, "--sink", "jsonl:" + sink.string()});
+  // The seqs of the sink's whole lines.
+  const auto seqs = [&] {
+    std::string whole = read_file(sink);
+    whole.resize(whole.rfind('\n') + 1);  // npos + 1 == 0: no whole line yet
+    std::vector<int64_t> out;
+    for (const std::string& line : lines_of(whole))
+      out.push_back(parse_object(line).at("seq").as_int64());
+    return out;
+  };
+  ASSERT_TRUE(eventually([&] { return seqs().size() >= 10; }, 20s)) << worker->err_so_far();
+  ASSERT_EQ(::kill(worker->pid(), SIGTERM), 0);
+  ASSERT_TRUE(worker->wait_for(20s));
+  EXPECT_EQ(worker->result().exit_code, 0) << worker->result().err;
+  const std::vector<int64_t> written = seqs();
+  for (size_t i = 0; i < written.size(); ++i) ASSERT_EQ(written[i], 1 + int64_t(i));
+  stop(*sim);
 }
 
 }  // namespace

@@ -1,12 +1,17 @@
 // UpstreamSim on Boost.Beast: an acceptor on a strand, and per connection a
-// SimSession on a strand of its own that reads the upgrade request (header
-// limit, handshake timeout), refuses it or accepts it, then writes the
-// stream's messages, one at a time, while a read stays pending for the
-// client's pings and close frame. Pacing: each session keeps the time its
-// next message is due and waits for it on its own timer (absolute times, so
-// that write latency does not slow the rate down); a session that fell behind
-// by more than one period starts again from now rather than burst.
+// SimSession on a strand of its own that does the TLS handshake (wss://
+// only), reads the upgrade request (header limit; one handshake timeout over
+// both), refuses it or accepts it, then writes the stream's messages, one at
+// a time, while a read stays pending for the client's pings and close frame.
+// A session is a template on its WebSocket stream, over the socket
+// (PlainSimWs) or over an SSL stream on it (TlsSimWs), behind one base class
+// that the server keeps. Pacing: each session keeps the time its next
+// message is due and waits for it on its own timer (absolute times, so that
+// write latency does not slow the rate down); a session that fell behind by
+// more than one period starts again from now rather than burst.
 #include "tools/upstream_sim/upstream_sim.h"
+
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,6 +23,7 @@
 #include <condition_variable>
 #include <optional>
 #include <thread>
+#include <type_traits>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -25,6 +31,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "net/beast_websocket.h"
+#include "net/tls.h"
 
 namespace leasehold::tools {
 namespace {
@@ -32,6 +39,7 @@ namespace {
 namespace asio = net::asio;
 namespace beast = net::beast;
 namespace http = net::http;
+namespace ssl = net::ssl;
 namespace websocket = net::websocket;
 using tcp = net::tcp;
 using error_code = boost::system::error_code;
@@ -100,20 +108,54 @@ void append_sim_message(std::string& out, std::string_view conn, int64_t seq, in
 
 namespace {
 
+// No permessage-deflate: its state costs hundreds of KiB a stream.
+using PlainSimWs = websocket::stream<beast::tcp_stream, false>;
+using TlsSimWs = websocket::stream<ssl::stream<beast::tcp_stream>, false>;
+
 class SimServer;
 
-class SimSession : public std::enable_shared_from_this<SimSession> {
+// What the server holds of a session, whichever stream it is on.
+class SimSessionBase : public std::enable_shared_from_this<SimSessionBase> {
  public:
-  SimSession(SimServer& server, tcp::socket socket);
-  ~SimSession();
+  virtual ~SimSessionBase() = default;
+  virtual void start() = 0;
+  // Posts a close (1001, going away) to the session's strand.
+  virtual void request_stop() = 0;
+};
+
+// One connection: Ws is PlainSimWs or TlsSimWs.
+template <typename Ws>
+class SimSession final : public SimSessionBase {
+ public:
+  // REQUIRES: `tls` is non-null for TlsSimWs (and outlives the session),
+  // ignored for PlainSimWs.
+  SimSession(SimServer& server, tcp::socket socket, ssl::context* tls);
+  ~SimSession() override;
   SimSession(const SimSession&) = delete;
   SimSession& operator=(const SimSession&) = delete;
 
-  void start();
-  // Posts a close (1001, going away) to the session's strand.
-  void request_stop();
+  void start() override;
+  void request_stop() override;
 
  private:
+  static constexpr bool kTls = std::is_same_v<Ws, TlsSimWs>;
+
+  static Ws make_stream(tcp::socket socket, ssl::context* tls) {
+    if constexpr (kTls) {
+      return Ws(std::move(socket), *tls);
+    } else {
+      (void)tls;
+      return Ws(std::move(socket));
+    }
+  }
+
+  std::shared_ptr<SimSession> self() {
+    return std::static_pointer_cast<SimSession>(shared_from_this());
+  }
+  beast::tcp_stream& tcp_layer() { return beast::get_lowest_layer(ws_); }
+
+  void begin();
+  void read_request();
   void on_request(error_code ec);
   void refuse(http::status status, std::string body);
   void on_accept(error_code ec);
@@ -124,7 +166,7 @@ class SimSession : public std::enable_shared_from_this<SimSession> {
   void stop_now();
 
   SimServer& server_;
-  websocket::stream<beast::tcp_stream, false> ws_;
+  Ws ws_;
   asio::steady_timer timer_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::empty_body>> parser_;
@@ -132,7 +174,8 @@ class SimSession : public std::enable_shared_from_this<SimSession> {
   SimStreamRequest request_;
   std::string out_;  // the message being written
   SteadyClock::time_point next_due_{};
-  bool counted_ = false;  // in streams()
+  bool over_limit_ = false;  // past kUpstreamSimConnectionsMax: refused with 503
+  bool counted_ = false;     // in streams()
   bool write_pending_ = false;
   bool stopping_ = false;   // the server is stopping: close after the write under way
   bool peer_gone_ = false;  // the read failed: the stream is over
@@ -140,8 +183,10 @@ class SimSession : public std::enable_shared_from_this<SimSession> {
 
 class SimServer final : public UpstreamSim {
  public:
-  explicit SimServer(UpstreamSimOptions options)
+  // `tls`: null for ws://.
+  SimServer(UpstreamSimOptions options, std::unique_ptr<ssl::context> tls)
       : options_(std::move(options)),
+        tls_(std::move(tls)),
         io_(std::in_place, static_cast<int>(options_.threads)),
         acceptor_(std::in_place, asio::make_strand(*io_)),
         work_(asio::make_work_guard(*io_)) {
@@ -168,12 +213,12 @@ class SimServer final : public UpstreamSim {
   SteadyClock::duration period() const { return period_; }  // zero at rate 0
   Logger* logger() const { return options_.logger; }
   int64_t wall_ms() { return to_unix_ms(options_.clock->wall_now()); }
-  bool add(SimSession* session) EXCLUDES(mu_) {
+  bool add(SimSessionBase* session) EXCLUDES(mu_) {
     MutexLock lock(mu_);
     sessions_.insert(session);
     return sessions_.size() <= kUpstreamSimConnectionsMax;
   }
-  void remove(SimSession* session) EXCLUDES(mu_) {
+  void remove(SimSessionBase* session) EXCLUDES(mu_) {
     MutexLock lock(mu_);
     sessions_.erase(session);
     if (sessions_.empty()) emptied_.notify_all();
@@ -183,12 +228,14 @@ class SimServer final : public UpstreamSim {
 
  private:
   void accept();
+  void start_session(tcp::socket socket);
 
   const UpstreamSimOptions options_;
+  const std::unique_ptr<ssl::context> tls_;  // shared by every session; null for ws://
   SteadyClock::duration period_{};
   Mutex mu_;
   CondVar emptied_;
-  std::unordered_set<SimSession*> sessions_ GUARDED_BY(mu_);
+  std::unordered_set<SimSessionBase*> sessions_ GUARDED_BY(mu_);
   std::atomic<size_t> streams_{0};
   std::optional<asio::io_context> io_;
   std::optional<tcp::acceptor> acceptor_;
@@ -198,40 +245,70 @@ class SimServer final : public UpstreamSim {
   bool stopped_ = false;
 };
 
-SimSession::SimSession(SimServer& server, tcp::socket socket)
-    : server_(server), ws_(std::move(socket)), timer_(ws_.get_executor()) {
+template <typename Ws>
+SimSession<Ws>::SimSession(SimServer& server, tcp::socket socket, ssl::context* tls)
+    : server_(server), ws_(make_stream(std::move(socket), tls)), timer_(ws_.get_executor()) {
   ws_.read_message_max(kClientMessageBytesMax);
 }
 
-SimSession::~SimSession() {
+template <typename Ws>
+SimSession<Ws>::~SimSession() {
   if (counted_) server_.stream_closed();
   server_.remove(this);
 }
 
-void SimSession::start() {
-  if (!server_.add(this)) return refuse(http::status::service_unavailable, "too many streams\n");
-  parser_.emplace();
-  parser_->header_limit(kHeaderBytesMax);
-  ws_.next_layer().expires_after(kUpstreamSimHandshakeTimeout);
-  http::async_read(ws_.next_layer(), buffer_, *parser_,
-                   [self = shared_from_this()](error_code ec, size_t) { self->on_request(ec); });
+template <typename Ws>
+void SimSession<Ws>::start() {
+  over_limit_ = !server_.add(this);
+  // Once added, stop() may call request_stop(): what follows runs on the
+  // session's strand, as that does, and never at the same time.
+  asio::post(ws_.get_executor(), [self = self()] { self->begin(); });
 }
 
-void SimSession::request_stop() {
-  asio::post(ws_.get_executor(), [self = shared_from_this()] {
+template <typename Ws>
+void SimSession<Ws>::begin() {
+  if (stopping_) return;  // the session ends with this handler
+  // One deadline for the TLS handshake and the upgrade request together.
+  tcp_layer().expires_after(kUpstreamSimHandshakeTimeout);
+  if constexpr (kTls) {
+    // OpenSSL's record buffers go back while the stream is idle, which a
+    // paced stream is most of the time.
+    SSL_set_mode(ws_.next_layer().native_handle(), SSL_MODE_RELEASE_BUFFERS);
+    ws_.next_layer().async_handshake(ssl::stream_base::server, [self = self()](error_code ec) {
+      if (ec || self->stopping_) return;  // the session ends with this handler
+      self->read_request();
+    });
+  } else {
+    read_request();
+  }
+}
+
+template <typename Ws>
+void SimSession<Ws>::read_request() {
+  if (over_limit_) return refuse(http::status::service_unavailable, "too many streams\n");
+  parser_.emplace();
+  parser_->header_limit(kHeaderBytesMax);
+  http::async_read(ws_.next_layer(), buffer_, *parser_,
+                   [self = self()](error_code ec, size_t) { self->on_request(ec); });
+}
+
+template <typename Ws>
+void SimSession<Ws>::request_stop() {
+  asio::post(ws_.get_executor(), [self = self()] {
     if (self->stopping_ || self->peer_gone_) return;
     self->stopping_ = true;
     self->timer_.cancel();
     if (!self->counted_) {  // not a stream (yet): just go
       error_code ignored;
-      self->ws_.next_layer().socket().close(ignored);
+      self->tcp_layer().socket().close(ignored);
     } else if (!self->write_pending_) {
       self->stop_now();
     }  // else on_write closes
   });
 }
 
-void SimSession::on_request(error_code ec) {
+template <typename Ws>
+void SimSession<Ws>::on_request(error_code ec) {
   if (ec || stopping_) return;  // the session ends with this handler
   const http::request<http::empty_body>& request = parser_->get();
   if (!websocket::is_upgrade(request)) {
@@ -244,29 +321,31 @@ void SimSession::on_request(error_code ec) {
                   parsed.status().message() + "\n");
   }
   request_ = std::move(*parsed);
-  ws_.next_layer().expires_never();
+  tcp_layer().expires_never();
   websocket::stream_base::timeout timeout;
   timeout.handshake_timeout = kUpstreamSimHandshakeTimeout;
   timeout.idle_timeout = kUpstreamSimIdleTimeout;
   timeout.keep_alive_pings = true;
   ws_.set_option(timeout);
-  ws_.async_accept(request, [self = shared_from_this()](error_code e) { self->on_accept(e); });
+  ws_.async_accept(request, [self = self()](error_code e) { self->on_accept(e); });
 }
 
-void SimSession::refuse(http::status status, std::string body) {
+template <typename Ws>
+void SimSession<Ws>::refuse(http::status status, std::string body) {
   refusal_ = std::make_unique<http::response<http::string_body>>(status, 11);
   refusal_->set(http::field::content_type, "text/plain");
   refusal_->keep_alive(false);
   refusal_->body() = std::move(body);
   refusal_->prepare_payload();
-  ws_.next_layer().expires_after(kUpstreamSimHandshakeTimeout);
-  http::async_write(ws_.next_layer(), *refusal_, [self = shared_from_this()](error_code, size_t) {
+  tcp_layer().expires_after(kUpstreamSimHandshakeTimeout);
+  http::async_write(ws_.next_layer(), *refusal_, [self = self()](error_code, size_t) {
     error_code ignored;
-    self->ws_.next_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    self->tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
   });
 }
 
-void SimSession::on_accept(error_code ec) {
+template <typename Ws>
+void SimSession<Ws>::on_accept(error_code ec) {
   parser_.reset();
   if (ec || stopping_) return;
   counted_ = true;
@@ -278,8 +357,9 @@ void SimSession::on_accept(error_code ec) {
   send();
 }
 
-void SimSession::read() {
-  ws_.async_read(buffer_, [self = shared_from_this()](error_code ec, size_t) {
+template <typename Ws>
+void SimSession<Ws>::read() {
+  ws_.async_read(buffer_, [self = self()](error_code ec, size_t) {
     self->buffer_.consume(self->buffer_.size());
     if (ec) {  // closed, failed or timed out: no more writes either
       self->peer_gone_ = true;
@@ -290,15 +370,17 @@ void SimSession::read() {
   });
 }
 
-void SimSession::send() {
+template <typename Ws>
+void SimSession<Ws>::send() {
   out_.clear();
   append_sim_message(out_, request_.conn, request_.from, server_.wall_ms());
   write_pending_ = true;
   ws_.async_write(asio::buffer(out_),
-                  [self = shared_from_this()](error_code ec, size_t) { self->on_write(ec); });
+                  [self = self()](error_code ec, size_t) { self->on_write(ec); });
 }
 
-void SimSession::on_write(error_code ec) {
+template <typename Ws>
+void SimSession<Ws>::on_write(error_code ec) {
   write_pending_ = false;
   if (ec || peer_gone_) return;
   ++request_.from;
@@ -307,22 +389,24 @@ void SimSession::on_write(error_code ec) {
   wait_for_next();
 }
 
-void SimSession::wait_for_next() {
+template <typename Ws>
+void SimSession<Ws>::wait_for_next() {
   const SteadyClock::time_point now = SteadyClock::now();
   next_due_ += server_.period();
   if (next_due_ + server_.period() < now) next_due_ = now;  // far behind: no burst
   timer_.expires_at(next_due_);
-  timer_.async_wait([self = shared_from_this()](error_code ec) {
+  timer_.async_wait([self = self()](error_code ec) {
     if (ec || self->stopping_ || self->peer_gone_) return;
     self->send();
   });
 }
 
-void SimSession::stop_now() {
+template <typename Ws>
+void SimSession<Ws>::stop_now() {
   ws_.async_close(websocket::close_reason(websocket::close_code::going_away, "server stopping"),
-                  [self = shared_from_this()](error_code) {
+                  [self = self()](error_code) {
                     error_code ignored;
-                    self->ws_.next_layer().socket().close(ignored);
+                    self->tcp_layer().socket().close(ignored);
                   });
 }
 
@@ -353,10 +437,20 @@ void SimServer::accept() {
     if (ec) {
       log_to(logger(), LogLevel::kWarn, "upstream-sim: accept failed: {}", ec.message());
     } else {
-      std::make_shared<SimSession>(*this, std::move(socket))->start();
+      start_session(std::move(socket));
     }
     accept();
   });
+}
+
+void SimServer::start_session(tcp::socket socket) {
+  std::shared_ptr<SimSessionBase> session;
+  if (tls_) {
+    session = std::make_shared<SimSession<TlsSimWs>>(*this, std::move(socket), tls_.get());
+  } else {
+    session = std::make_shared<SimSession<PlainSimWs>>(*this, std::move(socket), nullptr);
+  }
+  session->start();
 }
 
 void SimServer::stop() {
@@ -366,9 +460,9 @@ void SimServer::stop() {
     error_code ignored;
     acceptor_->close(ignored);
   });
-  std::vector<std::shared_ptr<SimSession>> live;
+  std::vector<std::shared_ptr<SimSessionBase>> live;
   MutexLock lock(mu_);
-  for (SimSession* session : sessions_) {
+  for (SimSessionBase* session : sessions_) {
     if (auto s = session->weak_from_this().lock()) live.push_back(std::move(s));
   }
   lock.unlock();
@@ -395,6 +489,9 @@ Status validate(const UpstreamSimOptions& options) {
                             std::to_string(static_cast<int64_t>(kUpstreamSimRateMax)));
   }
   if (options.clock == nullptr) return invalid_argument("upstream-sim needs a clock");
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return invalid_argument("upstream-sim TLS needs both a certificate file and a key file");
+  }
   return Status::ok_status();
 }
 
@@ -402,7 +499,12 @@ Status validate(const UpstreamSimOptions& options) {
 
 Result<std::unique_ptr<UpstreamSim>> UpstreamSim::start(UpstreamSimOptions options) {
   LEASEHOLD_RETURN_IF_ERROR(validate(options));
-  auto server = std::make_unique<SimServer>(std::move(options));
+  std::unique_ptr<net::ssl::context> tls;
+  if (!options.tls_cert.empty()) {
+    LEASEHOLD_ASSIGN_OR_RETURN(tls,
+                               net::make_server_tls_context(options.tls_cert, options.tls_key));
+  }
+  auto server = std::make_unique<SimServer>(std::move(options), std::move(tls));
   LEASEHOLD_RETURN_IF_ERROR(server->listen());
   server->run();
   return std::unique_ptr<UpstreamSim>(std::move(server));

@@ -13,6 +13,10 @@
 // 400. What a client sends is read and dropped (pings are answered); a client
 // silent for kUpstreamSimIdleTimeout, pings unanswered, is cut off.
 //
+// It speaks ws://, or, given a certificate and its key, wss:// only: every
+// connection then does a TLS 1.2+ handshake first, and that handshake and
+// the upgrade request together have kUpstreamSimHandshakeTimeout.
+//
 // Threads: `threads` I/O threads run every stream; each stream is on a strand
 // of its own with one timer. stop() (and the destructor) closes the listener,
 // sends every stream a close frame (1001, going away), waits up to
@@ -48,6 +52,10 @@ struct UpstreamSimOptions {
   size_t threads = 1;              // 1..kUpstreamSimThreadsMax
   Clock* clock = nullptr;          // sent_at_ms; required, not owned
   Logger* logger = nullptr;        // not owned; null: nothing is logged
+  // PEM files of the certificate chain and its private key, both or neither;
+  // given, the simulator serves wss:// and nothing else.
+  std::string tls_cert = {};
+  std::string tls_key = {};
 };
 
 // What /s/<conn>?from=N asks for.
@@ -67,8 +75,10 @@ void append_sim_message(std::string& out, std::string_view conn, int64_t seq, in
 
 class UpstreamSim {
  public:
-  // Binds and starts the I/O threads. kInvalidArgument for a bad option,
-  // kUnavailable if the address cannot be bound.
+  // Binds and starts the I/O threads. kInvalidArgument for a bad option, a
+  // certificate or key that cannot be loaded (the message names the file,
+  // never quotes it) or a key that is not the certificate's; kUnavailable if
+  // the address cannot be bound.
   static Result<std::unique_ptr<UpstreamSim>> start(UpstreamSimOptions options);
   virtual ~UpstreamSim() = default;
 

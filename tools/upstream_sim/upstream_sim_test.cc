@@ -1,15 +1,21 @@
-// Tests for the upstream simulator: its targets and messages, and a stream
-// read through the WebSocket client.
+// Tests for the upstream simulator: its targets and messages, and streams
+// read through the WebSocket client, over ws:// and wss://.
 #include "tools/upstream_sim/upstream_sim.h"
 
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "net/websocket.h"
+#include "testing/temp_dir.h"
+#include "testing/test_pki.h"
 
 namespace leasehold::tools {
 namespace {
@@ -48,6 +54,58 @@ TEST(UpstreamSimTest, MessagesAreJsonWithTheirFields) {
   EXPECT_NE(boost::json::parse(next).at("data"), o.at("data"));
 }
 
+// One stream read with net::WsClient: the seqs it got, and why it closed.
+class SimStreamRecord {
+ public:
+  explicit SimStreamRecord(std::string conn) : conn_(std::move(conn)) {}
+
+  net::WsHandlers handlers() {
+    net::WsHandlers h;
+    h.on_message = [this](std::string_view message, bool text) {
+      EXPECT_TRUE(text);
+      const boost::json::object o = boost::json::parse(message).as_object();
+      EXPECT_EQ(o.at("conn").as_string(), conn_);
+      std::lock_guard lock(mu_);
+      seqs_.push_back(o.at("seq").as_int64());
+      cv_.notify_all();
+    };
+    h.on_closed = [this](const Status& why) {
+      std::lock_guard lock(mu_);
+      closed_ = why;
+      cv_.notify_all();
+    };
+    return h;
+  }
+  // At least `n` seqs within 10 s.
+  bool wait_seqs(size_t n) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 10s, [&] { return seqs_.size() >= n; });
+  }
+  // Why the stream closed; kInternal if on_closed did not run within 10 s.
+  Status wait_closed() {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, 10s, [&] { return closed_.has_value(); })) {
+      return internal_error("on_closed did not run");
+    }
+    return *closed_;
+  }
+  std::vector<int64_t> seqs() {
+    std::lock_guard lock(mu_);
+    return seqs_;
+  }
+
+ private:
+  const std::string conn_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int64_t> seqs_;
+  std::optional<Status> closed_;
+};
+
+void expect_seqs_from(const std::vector<int64_t>& seqs, int64_t from) {
+  for (size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], from + static_cast<int64_t>(i));
+}
+
 TEST(UpstreamSimTest, ServesSequencedStreamsFromTheAskedSeq) {
   RealClock clock;
   UpstreamSimOptions options;
@@ -57,51 +115,128 @@ TEST(UpstreamSimTest, ServesSequencedStreamsFromTheAskedSeq) {
   ASSERT_TRUE(sim.ok()) << sim.status().to_string();
   auto client = net::WsClient::open({});
   ASSERT_TRUE(client.ok());
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<int64_t> seqs;
-  std::optional<Status> closed;
-  net::WsHandlers handlers;
-  handlers.on_message = [&](std::string_view message, bool text) {
-    EXPECT_TRUE(text);
-    const boost::json::object o = boost::json::parse(message).as_object();
-    EXPECT_EQ(o.at("conn").as_string(), "abc");
-    std::lock_guard lock(mu);
-    seqs.push_back(o.at("seq").as_int64());
-    cv.notify_all();
-  };
-  handlers.on_closed = [&](const Status& why) {
-    std::lock_guard lock(mu);
-    closed = why;
-    cv.notify_all();
-  };
   const std::string base = "ws://127.0.0.1:" + std::to_string((*sim)->port());
-  auto stream = (*client)->connect(base + "/s/abc?from=5", handlers);
+  SimStreamRecord record("abc");
+  auto stream = (*client)->connect(base + "/s/abc?from=5", record.handlers());
   ASSERT_TRUE(stream.ok());
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return seqs.size() >= 1000; }));
-  }
+  ASSERT_TRUE(record.wait_seqs(1000));
   (*stream)->close();
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return closed.has_value(); }));
-    EXPECT_TRUE(closed->ok()) << closed->to_string();
-    for (size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], static_cast<int64_t>(5 + i));
-    closed.reset();
-  }
-  handlers.on_message = nullptr;
+  const Status closed = record.wait_closed();
+  EXPECT_TRUE(closed.ok()) << closed.to_string();
+  expect_seqs_from(record.seqs(), 5);
+
   for (const char* path : {"/x", "/s/a?from=0"}) {
-    auto refused = (*client)->connect(base + path, handlers);
-    ASSERT_TRUE(refused.ok());
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return closed.has_value(); }));
-    EXPECT_NE(closed->message().find(path[1] == 'x' ? "HTTP 404" : "HTTP 400"), std::string::npos)
-        << closed->message();
-    closed.reset();
+    SimStreamRecord refused("");
+    ASSERT_TRUE((*client)->connect(base + path, refused.handlers()).ok());
+    const Status why = refused.wait_closed();
+    EXPECT_NE(why.message().find(path[1] == 'x' ? "HTTP 404" : "HTTP 400"), std::string::npos)
+        << why.message();
   }
   (*sim)->stop();
   EXPECT_EQ((*sim)->streams(), 0u);
+}
+
+class UpstreamSimTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { files_ = testing::write_test_pki(testing::make_test_pki(), tmp_.path()); }
+
+  Result<std::unique_ptr<UpstreamSim>> start_sim(const std::string& cert, const std::string& key) {
+    UpstreamSimOptions options;
+    options.rate_per_conn = 0;
+    options.clock = &clock_;
+    options.tls_cert = cert;
+    options.tls_key = key;
+    return UpstreamSim::start(options);
+  }
+
+  RealClock clock_;
+  const testing::TempDir tmp_{"leasehold-sim-tls-"};
+  testing::TestPkiFiles files_;
+};
+
+TEST_F(UpstreamSimTlsTest, ServesWssToAClientThatTrustsItsCa) {
+  auto sim = start_sim(files_.cert_file, files_.key_file);
+  ASSERT_TRUE(sim.ok()) << sim.status().to_string();
+  net::WsClientOptions client_options;
+  client_options.ca_file = files_.ca_file;
+  auto client = net::WsClient::open(client_options);
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  const std::string base = "wss://127.0.0.1:" + std::to_string((*sim)->port());
+  SimStreamRecord record("tls");
+  auto stream = (*client)->connect(base + "/s/tls", record.handlers());
+  ASSERT_TRUE(stream.ok());
+  ASSERT_TRUE(record.wait_seqs(100)) << record.wait_closed().to_string();
+  EXPECT_EQ((*sim)->streams(), 1u);
+  (*stream)->close();
+  const Status closed = record.wait_closed();
+  EXPECT_TRUE(closed.ok()) << closed.to_string();
+  expect_seqs_from(record.seqs(), 1);
+
+  // Refusals are unchanged, over TLS.
+  SimStreamRecord refused("");
+  ASSERT_TRUE((*client)->connect(base + "/elsewhere", refused.handlers()).ok());
+  const Status why = refused.wait_closed();
+  EXPECT_NE(why.message().find("HTTP 404"), std::string::npos) << why.message();
+  (*sim)->stop();
+  EXPECT_EQ((*sim)->streams(), 0u);
+}
+
+TEST_F(UpstreamSimTlsTest, StopClosesWssStreamsWithGoingAway) {
+  auto sim = start_sim(files_.cert_file, files_.key_file);
+  ASSERT_TRUE(sim.ok()) << sim.status().to_string();
+  net::WsClientOptions client_options;
+  client_options.ca_file = files_.ca_file;
+  auto client = net::WsClient::open(client_options);
+  ASSERT_TRUE(client.ok());
+  SimStreamRecord record("going");
+  auto stream = (*client)->connect("wss://127.0.0.1:" + std::to_string((*sim)->port()) + "/s/going",
+                                   record.handlers());
+  ASSERT_TRUE(stream.ok());
+  ASSERT_TRUE(record.wait_seqs(3));
+  (*sim)->stop();
+  const Status why = record.wait_closed();
+  EXPECT_EQ(why.code(), Code::kUnavailable);
+  EXPECT_NE(why.message().find("1001"), std::string::npos) << why.message();
+}
+
+TEST_F(UpstreamSimTlsTest, APlainClientGetsNoStreamFromTheTlsPort) {
+  auto sim = start_sim(files_.cert_file, files_.key_file);
+  ASSERT_TRUE(sim.ok()) << sim.status().to_string();
+  auto client = net::WsClient::open({});
+  ASSERT_TRUE(client.ok());
+  SimStreamRecord record("plain");
+  ASSERT_TRUE((*client)
+                  ->connect("ws://127.0.0.1:" + std::to_string((*sim)->port()) + "/s/plain",
+                            record.handlers())
+                  .ok());
+  const Status why = record.wait_closed();
+  EXPECT_EQ(why.code(), Code::kUnavailable) << why.to_string();
+  EXPECT_TRUE(record.seqs().empty());
+  EXPECT_EQ((*sim)->streams(), 0u);
+}
+
+TEST_F(UpstreamSimTlsTest, ABadCertificateOrKeyIsAnInvalidArgumentNamingTheFile) {
+  const std::string garbage = tmp_.file("garbage.pem");
+  std::ofstream(garbage) << "not-a-certificate-SECRET\n";
+  // A key of another certificate: it loads, and does not match.
+  std::filesystem::create_directory(tmp_.path() / "other");
+  const std::string other_key =
+      testing::write_test_pki(testing::make_test_pki(), tmp_.path() / "other").key_file;
+  struct Case {
+    std::string cert, key, named;
+  };
+  for (const Case& c :
+       {Case{garbage, files_.key_file, garbage}, Case{files_.cert_file, garbage, garbage},
+        Case{tmp_.file("missing.pem"), files_.key_file, "missing.pem"},
+        Case{files_.cert_file, other_key, other_key}}) {
+    const auto sim = start_sim(c.cert, c.key);
+    ASSERT_FALSE(sim.ok()) << c.cert << " " << c.key;
+    EXPECT_EQ(sim.status().code(), Code::kInvalidArgument) << sim.status().to_string();
+    EXPECT_NE(sim.status().message().find(c.named), std::string::npos) << sim.status().message();
+    EXPECT_EQ(sim.status().message().find("SECRET"), std::string::npos) << sim.status().message();
+  }
+  EXPECT_EQ(start_sim(files_.cert_file, "").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(start_sim("", files_.key_file).status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace
