@@ -48,6 +48,7 @@
 #include "base/mutex.h"
 #include "net/beast_websocket.h"
 #include "net/endpoint.h"
+#include "net/socket_tls_stream.h"
 #include "net/tls.h"
 
 namespace leasehold::net {
@@ -113,7 +114,9 @@ void teardown(beast::role_type role, NetworkReads<Next>& layer, error_code& ec) 
 
 // No permessage-deflate: its state costs hundreds of KiB a stream.
 using PlainWs = websocket::stream<NetworkReads<Socket>, false>;
-using TlsWs = websocket::stream<NetworkReads<ssl::stream<Socket>>, false>;
+// TLS with OpenSSL on the socket itself: an idle stream keeps no buffers
+// (net/socket_tls_stream.h).
+using TlsWs = websocket::stream<NetworkReads<SocketTlsStream<Socket>>, false>;
 
 class SessionCore;
 
@@ -435,15 +438,13 @@ void Session<Ws>::connect_to(const std::vector<tcp::endpoint>& endpoints) {
 template <typename Ws>
 void Session<Ws>::tls_handshake() {
   if constexpr (kTls) {
-    auto& tls = ws_.next_layer().next_layer();
-    // OpenSSL's record buffers go back while the connection is idle.
-    SSL_set_mode(tls.native_handle(), SSL_MODE_RELEASE_BUFFERS);
-    const Status prepared = prepare_client_tls_stream(tls, url_.host, where_);
+    SocketTlsStream<Socket>& tls = ws_.next_layer().next_layer();
+    const Status prepared = tls.prepare(url_.host, where_);
     if (!prepared.ok()) {
       connecting_.reset();
       return finish(prepared);
     }
-    tls.async_handshake(ssl::stream_base::client, [self = self()](error_code ec) {
+    tls.async_handshake([self = self()](error_code ec) {
       if (ec) return self->connect_failed("TLS handshake", ec);
       self->upgrade();
     });

@@ -623,6 +623,90 @@ TEST_F(WsClientTlsTest, ACertificateFromAnUnknownCaIsRefused) {
   EXPECT_EQ(recorder.opened(), 0);
 }
 
+// wss:// runs on OpenSSL reading and writing the socket itself
+// (net/socket_tls_stream.h): what a plain stream does, it does through TLS.
+TEST_F(WsClientTlsTest, MessagesLargerThanATlsRecordArriveWholeAndInOrder) {
+  TestWsServer server(&pki_);
+  WsClientOptions options = test_options();
+  options.ca_file = files_.ca_file;
+  auto client = open_client(options);
+  Recorder big, tiny;
+  // 200,000 bytes span thirteen TLS records; 500 tiny messages share records.
+  auto a = connect(*client, server.url("/big/200000"), big);
+  auto b = connect(*client, server.url("/tiny/500"), tiny);
+  ASSERT_TRUE(big.wait_messages(2)) << big.wait_closed(0ms).to_string();
+  EXPECT_EQ(big.messages()[0].bytes, std::string(200000, 'b'));
+  EXPECT_EQ(big.messages()[1].bytes, "after");
+  ASSERT_TRUE(tiny.wait_messages(500)) << tiny.wait_closed(0ms).to_string();
+  for (size_t i = 0; i < 500; ++i) EXPECT_EQ(tiny.messages()[i].bytes, std::to_string(i));
+  a->close();
+  b->close();
+  EXPECT_TRUE(big.wait_closed().ok());
+  EXPECT_TRUE(tiny.wait_closed().ok());
+}
+
+TEST_F(WsClientTlsTest, ThePeersCloseFrameAndASilentPeerAreToldApart) {
+  TestWsServer server(&pki_);
+  WsClientOptions options = test_options();
+  options.ca_file = files_.ca_file;
+  options.idle_timeout = 600ms;
+  auto client = open_client(options);
+  Recorder closing, silent, quiet;
+  auto a = connect(*client, server.url("/close"), closing);
+  auto b = connect(*client, server.url("/silent"), silent);
+  auto c = connect(*client, server.url("/quiet"), quiet);
+  const Status closed = closing.wait_closed();
+  EXPECT_EQ(closed.code(), Code::kUnavailable) << closed.to_string();
+  EXPECT_TRUE(contains(closed.message(), "4001")) << closed.message();
+  const Status cut = silent.wait_closed();
+  EXPECT_EQ(cut.code(), Code::kUnavailable) << cut.to_string();
+  EXPECT_TRUE(contains(cut.message(), "silent for 600 ms")) << cut.message();
+  // Its pings go out through TLS and its pongs come back: it stays.
+  EXPECT_EQ(quiet.wait_closed(1800ms).code(), Code::kInternal) << "on_closed ran";
+  c->close();
+  EXPECT_TRUE(quiet.wait_closed().ok());
+}
+
+TEST_F(WsClientTlsTest, NoMessageAfterCloseUnderAFastSender) {
+  TestWsServer server(&pki_);
+  WsClientOptions options = test_options();
+  options.ca_file = files_.ca_file;
+  auto client = open_client(options);
+  for (int round = 0; round < 5; ++round) {
+    std::atomic<bool> close_returned{false};
+    std::atomic<int> after_close{0};
+    std::atomic<int> received{0};
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<Status> closed;
+    WsHandlers handlers;
+    handlers.on_message = [&](std::string_view, bool) {
+      if (close_returned.load()) ++after_close;
+      if (++received == 200) {
+        std::lock_guard lock(mu);
+        cv.notify_all();
+      }
+    };
+    handlers.on_closed = [&](const Status& why) {
+      std::lock_guard lock(mu);
+      closed = why;
+      cv.notify_all();
+    };
+    auto stream = client->connect(server.url("/flood"), std::move(handlers));
+    ASSERT_TRUE(stream.ok());
+    {
+      std::unique_lock lock(mu);
+      ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return received.load() >= 200; }));
+    }
+    (*stream)->close();
+    close_returned = true;
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return closed.has_value(); }));
+    EXPECT_TRUE(closed->ok()) << closed->to_string();
+    EXPECT_EQ(after_close.load(), 0) << "round " << round;
+  }
+}
+
 TEST(WsClientTest, TheDestructorClosesEveryStream) {
   TestWsServer server;
   asio::io_context io;
