@@ -16,12 +16,15 @@
 // The read loop reads one whole message at a time with Beast and copies it
 // into the session's batch, then begins the next read at once. Beast reads
 // the network in chunks and finds the next message in what it already has,
-// or asks the layer below it for more bytes; that layer (NetworkReads) counts
-// the asks. So when a read begun asks the network, the batch holds every
-// message that had arrived, and it is handed to on_messages then, while that
-// read waits; otherwise the read's completion is already queued on the
-// loop and the batch grows. The batch lives apart from Beast's buffer,
-// which the pending read fills.
+// or asks the layer below it for more bytes; that layer (NetworkReads) tells
+// the session each time it asks. When Beast asks the network, the batch
+// holds every message that had arrived, and it is handed to on_messages
+// then, while that read waits: at once if the ask came while the read was
+// being begun, else (Beast first had other work without the network, such
+// as answering a ping that came in behind the message) through a post to
+// the loop. Otherwise the read's completion is already queued on the loop
+// and the batch grows. The batch lives apart from Beast's buffer, which the
+// pending read fills.
 //
 // What the caller holds is a Gate, not the session: close() must work from
 // any thread, even after the client (and with it the io_context) has gone,
@@ -62,12 +65,21 @@ using Socket = asio::basic_stream_socket<tcp, Executor>;
 // back once they have been handled; smaller ones are kept for the next.
 constexpr size_t kReadBufferKeepBytes = 16 * 1024;
 
+// What NetworkReads tells: Beast is asking the layer below for bytes.
+class NetworkListener {
+ public:
+  virtual void on_network_read() = 0;
+
+ protected:
+  ~NetworkListener() = default;
+};
+
 // The layer under Beast's WebSocket stream: `Next` (the socket, or the TLS
-// stream on it) as it is, except that it counts Beast's reads from it, so
-// that a session knows whether the read it has just begun waits for the
-// network. (A TLS stream may have the bytes already: its batches can end
-// sooner than they need to, never later.) Beast's completions run on the
-// session's loop, and so does every use of the count.
+// stream on it) as it is, except that it tells its listener of each of
+// Beast's reads from it, so that a session knows when the read under way
+// waits for the network. (A TLS stream may have the bytes already: its
+// batches can end sooner than they need to, never later.) Beast's
+// completions run on the session's loop, and so does the listener.
 template <typename Next>
 class NetworkReads {
  public:
@@ -80,11 +92,11 @@ class NetworkReads {
   executor_type get_executor() noexcept { return next_.get_executor(); }
   Next& next_layer() { return next_; }
   const Next& next_layer() const { return next_; }
-  uint64_t count() const { return count_; }
+  void listen(NetworkListener* listener) { listener_ = listener; }
 
   template <typename Buffers, typename Handler>
   auto async_read_some(const Buffers& buffers, Handler&& handler) {
-    ++count_;
+    if (listener_ != nullptr) listener_->on_network_read();
     return next_.async_read_some(buffers, std::forward<Handler>(handler));
   }
   template <typename Buffers, typename Handler>
@@ -94,7 +106,7 @@ class NetworkReads {
 
  private:
   Next next_;
-  uint64_t count_ = 0;
+  NetworkListener* listener_ = nullptr;
 };
 
 // Beast's closing handshake ends with a teardown of the layer under it,
@@ -316,13 +328,14 @@ std::string ms_text(Duration d) { return std::to_string(to_ms(d)) + " ms"; }
 
 // One stream: Ws is PlainWs or TlsWs.
 template <typename Ws>
-class Session final : public SessionCore {
+class Session final : public SessionCore, private NetworkListener {
  public:
   Session(BeastWsClient& client, Loop& loop, WsUrl url, WsHandlers handlers,
           std::shared_ptr<Gate> gate)
       : SessionCore(client, loop, std::move(url), std::move(handlers), std::move(gate)),
         ws_(make_stream(client, loop)) {
     ws_.read_message_max(client.options().message_bytes_max);
+    ws_.next_layer().listen(this);
   }
 
   void start() override {
@@ -366,6 +379,8 @@ class Session final : public SessionCore {
   void read(std::shared_ptr<Session> self);
   void on_read(error_code ec, std::shared_ptr<Session> self);
   void take_message();
+  void on_network_read() override;
+  void deliver_posted();
   bool batch_full() const;
   bool deliver_batch();
   void read_failed(error_code ec);
@@ -390,6 +405,9 @@ class Session final : public SessionCore {
   bool close_requested_ = false;
   bool read_pending_ = false;
   bool close_pending_ = false;
+  bool beginning_read_ = false;  // on_read() is beginning the next read
+  bool network_read_ = false;    // and that read has asked the network
+  bool delivery_posted_ = false;
 };
 
 template <typename Ws>
@@ -532,10 +550,34 @@ void Session<Ws>::on_read(error_code ec, std::shared_ptr<Session> self) {
     }
     return read(std::move(self));
   }
-  const uint64_t network_reads = ws_.next_layer().count();
+  network_read_ = false;
+  beginning_read_ = true;
   read(std::move(self));
-  if (ws_.next_layer().count() == network_reads) return;  // its message is here already
+  beginning_read_ = false;
+  // Its message is here already, or Beast has other work first
+  // (on_network_read() hands the batch over once it asks the network).
+  if (!network_read_) return;
   // The read waits for the network: nothing more is here to add.
+  if (!deliver_batch()) begin_close();  // ends the pending read, then finishes
+}
+
+// Beast asks the network for bytes: what the batch holds is all there is.
+template <typename Ws>
+void Session<Ws>::on_network_read() {
+  if (beginning_read_) {
+    network_read_ = true;  // on_read() hands it over once the read is begun
+    return;
+  }
+  if (held_.empty() || delivery_posted_) return;
+  // In the middle of Beast's operation: handed over from the loop instead.
+  delivery_posted_ = true;
+  asio::post(executor(), [self = self()] { self->deliver_posted(); });
+}
+
+template <typename Ws>
+void Session<Ws>::deliver_posted() {
+  delivery_posted_ = false;
+  if (state_ != State::kOpen || close_requested_ || held_.empty()) return;
   if (!deliver_batch()) begin_close();  // ends the pending read, then finishes
 }
 

@@ -127,7 +127,7 @@ class TestWsServer {
     const std::string target(request.target());
     const bool known = target.starts_with("/count/") || target.starts_with("/tiny/") ||
                        target == "/flood" || target.starts_with("/big/") || target == "/silent" ||
-                       target == "/quiet" || target == "/close";
+                       target == "/quiet" || target == "/close" || target == "/ping-behind";
     if (!known) {
       http::response<http::string_body> refusal{http::status::not_found, request.version()};
       refusal.body() = "no such stream";
@@ -173,6 +173,13 @@ class TestWsServer {
       cv_.wait(lock, [&] { return stopping_; });
     } else if (target == "/quiet") {
       read_until_closed(ws);  // sends nothing, but answers pings while reading
+    } else if (target == "/ping-behind") {
+      // A message and a ping right behind it, in one write: the client
+      // reads both at once and answers the ping before it needs the network
+      // again. Then nothing more until stop().
+      const std::string_view frames("\x81\x05" "first" "\x89\x00", 9);
+      asio::write(ws.next_layer(), asio::buffer(frames.data(), frames.size()));
+      read_until_closed(ws);
     } else if (target == "/close") {
       ws.close(websocket::close_reason(static_cast<websocket::close_code>(4001), "going away now"));
       read_until_closed(ws);
@@ -407,6 +414,22 @@ TEST(WsClientTest, ManyStreamsOnTwoThreads) {
   for (auto& stream : streams) stream->close();
   for (auto& recorder : recorders) EXPECT_TRUE(recorder.wait_closed().ok());
   EXPECT_EQ(client->open_streams(), 0u);
+}
+
+// A read that Beast keeps busy without the network (answering a ping that
+// came in with the message) must not hold that message back until the next
+// one arrives.
+TEST(WsClientTest, AMessageFollowedByAPingIsDeliveredBeforeTheNextArrives) {
+  TestWsServer server;
+  auto client = open_client();
+  for (int round = 0; round < 5; ++round) {
+    Recorder recorder;
+    auto stream = connect(*client, server.url("/ping-behind"), recorder);
+    ASSERT_TRUE(recorder.wait_messages(1, 2s)) << "round " << round;
+    EXPECT_EQ(recorder.messages()[0].bytes, "first");
+    stream->close();
+    EXPECT_TRUE(recorder.wait_closed().ok());
+  }
 }
 
 TEST(WsClientTest, NoMessageAfterCloseReturnsUnderAFastSender) {
