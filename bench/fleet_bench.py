@@ -50,11 +50,36 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           over rounds, and the median of the rounds' ratios worker/bare (goal
           >= 0.8). others_cpu_cores: the machine's busy time not charged to
           the reader and the upstream-sim (other processes, softirqs).
+  lowrate  slow streams, as real fleets have them, at the default timing
+          (sessions, checkpoints every 5 s) and a jsonl sink; its parts
+          (--lowrate-parts cpu,memory,latency):
+          cpu: for each of --lowrate-configs (1000x5,200x20: connections x
+            messages/s each), CPU per 10,000 messages of one worker and of
+            the bare reader on the same streams at the same rate,
+            --lowrate-rounds (3) alternating rounds of --lowrate-window (20)
+            seconds; the median of the rounds' ratios worker/bare (goal
+            <= 1.5);
+          memory: RSS growth per connection of one worker taking
+            --idle-connections (10,000) at --idle-rate (0.1) messages/s,
+            over ws:// (goal 16 KiB; and the bare reader's, 1 stream against
+            all) and wss:// (an upstream-sim with a self-signed certificate
+            the worker trusts; goal 48 KiB);
+          latency: one worker owning the ws:// connections, the upstream now
+            at --latency-rate (1): over --latency-window (30) seconds, each
+            message's sink written_at_ms less its upstream sent_at_ms
+            (nearest-rank p50/p99, goal p99 <= 100 ms); the session's
+            renewals (its expiry in the store, read every
+            --latency-sample-every) and each connection's checkpoints (its
+            last_seq, read every second): the gaps between them; and the
+            bare reader's CPU per 10,000 messages on the same streams.
+          --worker-bin runs the workers of another build (before/after).
 
-Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|sessions|handover|throughput ...]
+Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|sessions|handover|throughput|lowrate ...]
        [--connections 1000] [--window 60] [--dynamodb-endpoint URL] [--kills 50]
        [--reader build/bin/bare_ws_reader] [--rounds 5] [--throughput-window 10]
-       [--throughput-rate 0] [--sim-threads 2]
+       [--throughput-rate 0] [--sim-threads 2] [--worker-bin BIN] [--lowrate-parts cpu,memory,latency]
+       [--lowrate-configs 1000x5,200x20] [--lowrate-rounds 3] [--lowrate-window 20]
+       [--idle-connections 10000] [--idle-rate 0.1] [--latency-rate 1] [--latency-window 30]
 Without a DynamoDB endpoint, `writes` runs on SQLite only.
 """
 
@@ -64,6 +89,7 @@ import json
 import math
 import os
 import re
+import resource
 import signal
 import socket
 import sqlite3
@@ -141,6 +167,8 @@ class Procs:
 
 
 class Fleet:
+    worker_bin = None  # --worker-bin: the workers' binary, if not --bin's
+
     def __init__(self, bin_path, store, work, procs):
         self.bin, self.store, self.work, self.procs = bin_path, store, work, procs
 
@@ -148,18 +176,21 @@ class Fleet:
         subprocess.run([self.bin, "--store", self.store, *args], check=True,
                        stdout=subprocess.DEVNULL)
 
-    def upstream(self, rate, threads=1):
+    def upstream(self, rate, threads=1, *flags):
         err = open(os.path.join(self.work, "upstream-sim.log"), "ab")
         p = self.procs.start([self.bin, "upstream-sim", "--rate-per-conn", str(rate),
-                              "--threads", str(threads)],
+                              "--threads", str(threads), *flags],
                              stdout=subprocess.PIPE, stderr=err, text=True)
         line = p.stdout.readline()
+        if not line:
+            raise RuntimeError("upstream-sim did not start; see upstream-sim.log")
+        self.sim = p
         return json.loads(line)["listening"]
 
-    def add_conns(self, addr, ids, stopped=False):
+    def add_conns(self, addr, ids, stopped=False, scheme="ws"):
         extra = ["--stopped"] if stopped else []
         add = lambda cid: self.cli("conn", "add", cid, "--url",
-                                   f"ws://{addr}/s/{cid}?from={{next_seq}}", *extra)
+                                   f"{scheme}://{addr}/s/{cid}?from={{next_seq}}", *extra)
         with concurrent.futures.ThreadPoolExecutor(4) as pool:
             list(pool.map(add, ids))
 
@@ -168,7 +199,7 @@ class Fleet:
         port = free_port()
         sink = os.path.join(self.work, wid + ".jsonl")
         err = open(os.path.join(self.work, wid + ".log"), "ab")
-        p = self.procs.start([self.bin, "--store", self.store, "worker", "--id", wid,
+        p = self.procs.start([self.worker_bin or self.bin, "--store", self.store, "worker", "--id", wid,
                               "--sink", "jsonl:" + sink, "--metrics-listen",
                               f"127.0.0.1:{port}", *flags], stdout=subprocess.DEVNULL,
                              stderr=err)
@@ -587,10 +618,10 @@ def per_10k_ms(cpu, messages):
     return round(cpu * 1000 * 10000 / messages, 2) if messages else None
 
 
-def bare_round(args, procs, addr, sim_pid, n):
+def bare_round(args, procs, addr, sim_pid, n, window_s=None):
     host, port = addr.rsplit(":", 1)
     p = procs.start([args.reader, "--host", host, "--port", port, "--connections", str(n),
-                     "--seconds", str(args.throughput_window), "--settle",
+                     "--seconds", str(window_s or args.throughput_window), "--settle",
                      str(args.throughput_settle), "--prefix", "t"],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     window = Window([sim_pid])
@@ -610,7 +641,7 @@ def bare_round(args, procs, addr, sim_pid, n):
         raise RuntimeError("bare_ws_reader failed: " + p.stderr.read().strip())
     r = json.loads(out)
     return {"messages_per_s": r["messages_per_s"], "cpu_ms_per_10k": r["cpu_ms_per_10k"],
-            "cpu_cores": round(r["cpu_s"] / r["seconds"], 2),
+            "cpu_cores": round(r["cpu_s"] / r["seconds"], 2), "rss_kib": r["rss_kib"],
             "sim_cpu_cores": round(window.cpu[0] / window.seconds, 2),
             "machine_busy_cores": round(window.busy_cores, 2),
             "others_cpu_cores": round(window.busy_cores - (r["cpu_s"] + window.cpu[0]) /
@@ -640,7 +671,7 @@ class SinkConns:
         return self.seen
 
 
-def worker_round(args, procs, fleet, sim_pid, n, k):
+def worker_round(args, procs, fleet, sim_pid, n, k, window_s=None):
     w = fleet.worker("tp%s" % k, "--max-connections", str(n))
     sink = SinkConns(w.sink)
     wait_for("%d connections streaming" % n,
@@ -650,16 +681,17 @@ def worker_round(args, procs, fleet, sim_pid, n, k):
     window = Window([w.pid, sim_pid])
     before = metrics(w)
     window.start()
-    time.sleep(args.throughput_window)
+    time.sleep(window_s or args.throughput_window)
     window.stop()
     after = metrics(w)
+    rss = rss_kib(w.pid)
     procs.stop(w)
     os.remove(w.sink)  # at full speed it grows by megabytes a second
     delta = lambda name: int(metric(after, name) - metric(before, name))
     messages = delta("leasehold_fleet_messages_total")
     return {"messages_per_s": round(messages / window.seconds, 1),
             "cpu_ms_per_10k": per_10k_ms(window.cpu[0], messages),
-            "cpu_cores": round(window.cpu[0] / window.seconds, 2),
+            "cpu_cores": round(window.cpu[0] / window.seconds, 2), "rss_kib": rss,
             "sim_cpu_cores": round(window.cpu[1] / window.seconds, 2),
             "machine_busy_cores": round(window.busy_cores, 2),
             "others_cpu_cores": round(window.busy_cores - sum(window.cpu) / window.seconds, 2),
@@ -720,10 +752,255 @@ def bench_throughput(args, procs, work):
     })
 
 
+# ---------------------------------------------------------------- lowrate
+
+def bench_lowrate(args, procs, work):
+    parts = args.lowrate_parts.split(",")
+    for part in parts:
+        if part not in ("cpu", "memory", "latency"):
+            sys.exit("--lowrate-parts: unknown part " + part)
+    # A worker (and the upstream-sim) holds a descriptor per connection: the
+    # processes started here inherit this limit.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = max(args.idle_connections, 1000) + 256
+    if hard != resource.RLIM_INFINITY and hard < need:
+        sys.exit("lowrate needs %d open files a process; the hard limit is %d (ulimit -Hn)"
+                 % (need, hard))
+    if soft != resource.RLIM_INFINITY and soft < need:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if "cpu" in parts:
+        for config in args.lowrate_configs.split(","):
+            n, rate = config.split("x")
+            lowrate_cpu(args, procs, work, int(n), float(rate))
+    if "memory" in parts or "latency" in parts:
+        ws = lowrate_memory(args, procs, work, "ws", measure="memory" in parts)
+        if "memory" in parts:
+            lowrate_memory(args, procs, work, "wss")
+        if "latency" in parts:
+            lowrate_latency(args, procs, work, ws)
+
+
+def lowrate_cpu(args, procs, work, n, rate):
+    """CPU per 10k messages of a worker and of the bare reader on n streams at `rate`."""
+    fleet = Fleet(args.bin, "sqlite:" + os.path.join(work, "lowrate_%dx%g.db" % (n, rate)),
+                  work, procs)
+    addr = fleet.upstream(rate, args.sim_threads)
+    log("lowrate: %d connections at %g/s: adding them" % (n, rate))
+    fleet.add_conns(addr, ["t%d" % i for i in range(n)])
+    rounds = []
+    for k in range(args.lowrate_rounds):
+        order = ["bare", "worker"] if k % 2 == 0 else ["worker", "bare"]
+        got = {}
+        for who in order:
+            got[who] = (bare_round(args, procs, addr, fleet.sim.pid, n, args.lowrate_window)
+                        if who == "bare" else
+                        worker_round(args, procs, fleet, fleet.sim.pid, n, "lr%d_%d" % (n, k),
+                                     args.lowrate_window))
+        got["cpu_ratio"] = round(got["worker"]["cpu_ms_per_10k"] / got["bare"]["cpu_ms_per_10k"], 3)
+        log("lowrate: %dx%g round %d of %d: %s" % (n, rate, k + 1, args.lowrate_rounds,
+                                                   json.dumps(got)))
+        rounds.append(got)
+    procs.stop(fleet.sim)
+    med = lambda who, key: median([r[who][key] for r in rounds])
+    ratio = median([r["cpu_ratio"] for r in rounds])
+    emit({
+        "bench": "fleet_lowrate_cpu", "backend": "sqlite", "connections": n,
+        "rate_per_conn": rate, "sim_threads": args.sim_threads, "rounds": args.lowrate_rounds,
+        "window_s": args.lowrate_window,
+        "worker_messages_per_s": med("worker", "messages_per_s"),
+        "bare_messages_per_s": med("bare", "messages_per_s"),
+        "worker_cpu_ms_per_10k": med("worker", "cpu_ms_per_10k"),
+        "bare_cpu_ms_per_10k": med("bare", "cpu_ms_per_10k"),
+        "worker_us_per_message": round(med("worker", "cpu_ms_per_10k") * 100, 1) / 1000,
+        "cpu_ratio": ratio, "cpu_ratios": [r["cpu_ratio"] for r in rounds],
+        "goal_ratio": 1.5, "met": ratio <= 1.5,
+        "worker_cpu_cores": med("worker", "cpu_cores"), "bare_cpu_cores": med("bare", "cpu_cores"),
+        "machine_busy_cores_with_worker": med("worker", "machine_busy_cores"),
+        "machine_busy_cores_with_bare": med("bare", "machine_busy_cores"),
+        "worker_bad_messages": sum(r["worker"]["bad_messages"] for r in rounds),
+        "worker_reconnects": sum(r["worker"]["reconnects"] for r in rounds),
+        "worker_leases_lost": sum(r["worker"]["leases_lost"] for r in rounds),
+    })
+
+
+def make_cert(work):
+    """A self-signed certificate for 127.0.0.1 and its key; the worker trusts the certificate."""
+    cert, key = os.path.join(work, "sim.crt"), os.path.join(work, "sim.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key,
+                    "-out", cert], check=True, capture_output=True)
+    return cert, key
+
+
+def lowrate_memory(args, procs, work, scheme, measure=True):
+    """RSS per connection of one worker owning --idle-connections streams at
+    --idle-rate; the store, its connections and the sim's port are returned
+    for lowrate_latency."""
+    n = args.idle_connections
+    port = free_port()
+    fleet = Fleet(args.bin, "sqlite:" + os.path.join(work, "idle_%s.db" % scheme), work, procs)
+    sim_flags, worker_flags = ["--listen", "127.0.0.1:%d" % port], []
+    if scheme == "wss":
+        cert, key = make_cert(work)
+        sim_flags += ["--tls-cert", cert, "--tls-key", key]
+        worker_flags = ["--ca-file", cert]
+    addr = fleet.upstream(args.idle_rate, args.sim_threads, *sim_flags)
+    fleet.add_conns(addr, ["idle-setup"], stopped=True, scheme=scheme)  # creates the table
+    w = fleet.worker("idle_" + scheme, "--max-connections", str(n), *worker_flags)
+    time.sleep(args.settle)
+    rss0 = rss_kib(w.pid)
+    ids = ["c%05d" % i for i in range(n)]
+    log("lowrate: memory (%s): adding %d connections" % (scheme, n))
+    fleet.add_conns(addr, ids, scheme=scheme)
+    sink = SinkConns(w.sink)
+    wait_for("%d connections streaming" % n,
+             lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") >= n and
+             len(sink.update()) >= n, 600, 1.0)
+    time.sleep(args.settle)
+    rss_n = rss_kib(w.pid)
+    procs.stop(w)
+    figures = {"bench": "fleet_lowrate_memory", "backend": "sqlite", "scheme": scheme,
+               "connections": n, "rate_per_conn": args.idle_rate, "rss0_kib": rss0,
+               "rss_n_kib": rss_n, "kib_per_connection": round((rss_n - rss0) / n, 1),
+               "goal_kib": 16 if scheme == "ws" else 48}
+    figures["met"] = figures["kib_per_connection"] <= figures["goal_kib"]
+    if scheme == "ws" and measure:
+        # The bare reader on as many streams, against itself on one.
+        host, p = addr.rsplit(":", 1)
+        rss = {}
+        for k in (1, n):
+            out = subprocess.run([args.reader, "--host", host, "--port", p, "--connections",
+                                  str(k), "--seconds", "1", "--settle", str(args.settle),
+                                  "--prefix", "b"], check=True, capture_output=True, text=True)
+            rss[k] = json.loads(out.stdout)["rss_kib"]
+        figures["bare_kib_per_connection"] = round((rss[n] - rss[1]) / (n - 1), 1)
+    if measure:
+        emit(figures)
+    procs.stop(fleet.sim)
+    return fleet, port, ids
+
+
+class StoreWatch:
+    """Samples a worker's rows in the SQLite store: when its session's expiry
+    moved (each renewal), and when each connection's last_seq moved (each
+    checkpoint)."""
+
+    def __init__(self, db_path, worker_id):
+        self.db = sqlite3.connect("file:%s?mode=ro" % db_path, uri=True, timeout=30)
+        self.worker_pk = "WORKER#" + worker_id
+        self.expiry, self.renewals, self.min_left_ms = None, [], None
+        self.seq, self.moved_at, self.gaps, self.worst = {}, {}, [], (0, "")
+
+    def sample(self, conns=True):
+        now = time.time() * 1000
+        row = self.db.execute(
+            "SELECT json_extract(data, '$.lease_expires_at_ms') FROM items_fleet_workers "
+            "WHERE pk = ?", (self.worker_pk,)).fetchone()
+        if row and row[0] is not None:
+            if row[0] != self.expiry:
+                self.renewals.append(now)
+                self.expiry = row[0]
+            left = row[0] - now
+            self.min_left_ms = left if self.min_left_ms is None else min(self.min_left_ms, left)
+        if not conns:
+            return
+        for pk, seq in self.db.execute(
+                "SELECT pk, json_extract(data, '$.last_seq') FROM items_connections "
+                "WHERE json_extract(data, '$.desired_state') = 'STARTED'"):
+            if seq is None or self.seq.get(pk) == seq:
+                continue
+            if pk in self.moved_at:
+                self.gaps.append(now - self.moved_at[pk])
+                self.worst = max(self.worst, (now - self.moved_at[pk], pk))
+            self.seq[pk], self.moved_at[pk] = seq, now
+
+    def finish(self, now_ms):
+        """Counts, as a gap, the time since the last move of each connection."""
+        for pk, at in self.moved_at.items():
+            self.gaps.append(now_ms - at)
+            self.worst = max(self.worst, (now_ms - at, pk))
+
+
+def lowrate_latency(args, procs, work, ws):
+    """One worker owning the idle streams' connections, now at --latency-rate:
+    each message's time from the upstream (sent_at_ms) to the sink
+    (written_at_ms), and whether renewals and checkpoints kept their pace."""
+    fleet, port, ids = ws
+    n = len(ids)
+    addr = fleet.upstream(args.latency_rate, args.sim_threads, "--listen", "127.0.0.1:%d" % port)
+    wid = "latency"
+    w = fleet.worker(wid, "--max-connections", str(n))
+    sink = SinkConns(w.sink)
+    wait_for("%d connections streaming" % n,
+             lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") >= n and
+             len(sink.update()) >= n, 600, 1.0)
+    time.sleep(args.settle)
+    watch = StoreWatch(fleet.store[len("sqlite:"):], wid)
+    watch.sample()
+    watch.renewals, watch.gaps, watch.moved_at = [], [], {}  # the first sample sets the start
+    start = {pk: time.time() * 1000 for pk in watch.seq}
+    watch.moved_at = dict(start)
+    offset = os.path.getsize(w.sink)
+    window = Window([w.pid, fleet.sim.pid])
+    before = metrics(w)
+    window.start()
+    t_end, k = time.monotonic() + args.latency_window, 0
+    while time.monotonic() < t_end:
+        time.sleep(args.latency_sample_every)
+        k += 1
+        watch.sample(conns=k % round(1 / args.latency_sample_every) == 0)  # rows once a second
+    window.stop()
+    after = metrics(w)
+    watch.finish(time.time() * 1000)
+    log("latency: longest time without a checkpoint: %.1f s (%s)" % (watch.worst[0] / 1000,
+                                                                     watch.worst[1]))
+    end = os.path.getsize(w.sink)
+    procs.stop(w)
+    latencies = []
+    with open(w.sink, "rb") as f:
+        f.seek(offset)
+        data = f.read(end - offset).decode()
+    pattern = re.compile(r'"written_at_ms":(\d+).*"sent_at_ms":(\d+)')
+    for line in data.split("\n"):
+        m = pattern.search(line)
+        if m:
+            latencies.append(int(m.group(1)) - int(m.group(2)))
+    delta = lambda name: int(metric(after, name) - metric(before, name))
+    messages = delta("leasehold_fleet_messages_total")
+    gaps = [b - a for a, b in zip(watch.renewals, watch.renewals[1:])]
+    bare = bare_round(args, procs, addr, fleet.sim.pid, n, args.latency_window)
+    procs.stop(fleet.sim)
+    emit({
+        "bench": "fleet_lowrate_latency", "backend": "sqlite", "connections": n,
+        "rate_per_conn": args.latency_rate, "window_s": round(window.seconds, 1),
+        "messages": messages, "messages_in_sink": len(latencies),
+        "latency_p50_ms": percentile(latencies, 50), "latency_p99_ms": percentile(latencies, 99),
+        "latency_max_ms": max(latencies), "goal_p99_ms": 100,
+        "met": percentile(latencies, 99) <= 100,
+        "session_renewals": len(gaps), "session_renew_gap_median_ms": round(median(gaps)),
+        "session_renew_gap_max_ms": round(max(gaps)),
+        "session_min_left_ms": round(watch.min_left_ms),
+        "checkpoint_gap_p99_s": round(percentile(watch.gaps, 99) / 1000, 2),
+        "checkpoint_gap_max_s": round(max(watch.gaps) / 1000, 2),
+        "sample_every_s": args.latency_sample_every,
+        "worker_cpu_ms_per_10k": per_10k_ms(window.cpu[0], messages),
+        "bare_cpu_ms_per_10k": bare["cpu_ms_per_10k"],
+        "worker_cpu_cores": round(window.cpu[0] / window.seconds, 2),
+        "sim_cpu_cores": round(window.cpu[1] / window.seconds, 2),
+        "machine_busy_cores": round(window.busy_cores, 2),
+        "bad_messages": delta("leasehold_fleet_bad_messages_total"),
+        "reconnects": delta("leasehold_fleet_upstream_reconnects_total"),
+        "leases_lost": delta("leasehold_fleet_leases_lost_total"),
+    })
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("benches", nargs="*", default=["memory", "writes"])
     ap.add_argument("--bin", default="build/bin/leasehold")
+    ap.add_argument("--worker-bin", default=None,
+                    help="the workers' binary (default: --bin), to measure another build's")
     ap.add_argument("--connections", type=int, default=1000)
     ap.add_argument("--settle", type=float, default=6.0)
     ap.add_argument("--window", type=float, default=60.0)
@@ -748,7 +1025,17 @@ def main():
     ap.add_argument("--sessions-workers", type=int, default=4)
     ap.add_argument("--sessions-rate", type=float, default=1.0)
     ap.add_argument("--sessions-kills", type=int, default=5)
+    ap.add_argument("--lowrate-parts", default="cpu,memory,latency")
+    ap.add_argument("--lowrate-configs", default="1000x5,200x20")
+    ap.add_argument("--lowrate-rounds", type=int, default=3)
+    ap.add_argument("--lowrate-window", type=float, default=20.0)
+    ap.add_argument("--idle-connections", type=int, default=10000)
+    ap.add_argument("--idle-rate", type=float, default=0.1)
+    ap.add_argument("--latency-rate", type=float, default=1.0)
+    ap.add_argument("--latency-window", type=float, default=30.0)
+    ap.add_argument("--latency-sample-every", type=float, default=0.25)
     args = ap.parse_args()
+    Fleet.worker_bin = args.worker_bin
     # Stopped by a signal, still stop what it started (a background job
     # starts with SIGINT ignored).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -772,6 +1059,8 @@ def main():
                     bench_sessions(args, procs, work)
                 elif bench == "throughput":
                     bench_throughput(args, procs, work)
+                elif bench == "lowrate":
+                    bench_lowrate(args, procs, work)
                 else:
                     sys.exit("unknown benchmark: " + bench)
             finally:

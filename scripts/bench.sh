@@ -12,7 +12,10 @@
 # same dynalite, failover times over BENCH_FLEET_KILLS (default 50) kills, how
 # long a worker of 1,000 connections takes to hand them all over on SIGTERM, and
 # the messages per second one worker reads from 1,000 connections against
-# bench/bare_ws_reader (built by `make bench`) on the same streams.
+# bench/bare_ws_reader (built by `make bench`) on the same streams, and the
+# slow streams (`lowrate`: CPU per message against the bare reader at 5 and
+# 20 messages/s a stream, memory per idle ws:// and wss:// connection at
+# 10,000, latency at 10,000 x 1/s).
 # Then the movie tracer (build/bin/tracer_bench, built by `make bench`):
 # tracing a synthetic movie against decoding it alone, in the same run; and
 # `bench movies`: 100 viewers polling a movie's metadata while it is traced,
@@ -60,7 +63,7 @@ env -u LEASEHOLD_STORE "$bin" bench http  # a fresh SQLite file of its own
 
 echo "leasehold: fleet_bench" >&2
 /usr/bin/python3 bench/fleet_bench.py --bin "$bin" --reader build/bin/bare_ws_reader \
-  memory writes failover sessions handover throughput \
+  memory writes failover sessions handover throughput lowrate \
   --kills "${BENCH_FLEET_KILLS:-50}" \
   --dynamodb-endpoint "http://127.0.0.1:$(cat "$work/port")"
 
