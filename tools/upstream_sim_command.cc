@@ -83,7 +83,9 @@ int run_upstream_sim(const UpstreamSimArgs& args, bool verbose) {
                                 {"loopback", net::is_loopback_host(address.host)}};
   log->log_fields(LogLevel::kInfo, "listening", listening);
   // "listening" first: the tests and benchmarks read only it.
-  cli::print_line(R"({"listening":")" + bound + R"(","scheme":")" + std::string(scheme) + R"("})");
+  // Exactly this line, as the tools that start the sim wait for it; the
+  // scheme is in the log line above.
+  cli::print_line(R"({"listening":")" + bound + R"("})");
 
   int signal = 0;
   sigwait(&stop_signals, &signal);

@@ -432,10 +432,13 @@ TEST(WsClientTest, AMessageFollowedByAPingIsDeliveredBeforeTheNextArrives) {
   }
 }
 
-TEST(WsClientTest, NoMessageAfterCloseReturnsUnderAFastSender) {
-  TestWsServer server;
-  auto client = open_client();
-  for (int round = 0; round < 10; ++round) {
+// Closes a stream of /flood from the test's thread after 200 messages,
+// `rounds` times: on_message is never called once close() has returned.
+// `busy` is how long each on_message call lasts, so that close() often finds
+// one under way.
+void expect_no_message_after_close(WsClient& client, const std::string& url, int rounds,
+                                   std::chrono::microseconds busy) {
+  for (int round = 0; round < rounds; ++round) {
     std::atomic<bool> close_returned{false};
     std::atomic<int> after_close{0};
     std::atomic<int> received{0};
@@ -445,8 +448,7 @@ TEST(WsClientTest, NoMessageAfterCloseReturnsUnderAFastSender) {
     WsHandlers handlers;
     handlers.on_message = [&](std::string_view, bool) {
       if (close_returned.load()) ++after_close;
-      // Long enough that close() often finds a call under way.
-      const auto until = std::chrono::steady_clock::now() + 20us;
+      const auto until = std::chrono::steady_clock::now() + busy;
       while (std::chrono::steady_clock::now() < until) {
       }
       if (close_returned.load()) ++after_close;
@@ -460,7 +462,7 @@ TEST(WsClientTest, NoMessageAfterCloseReturnsUnderAFastSender) {
       closed = why;
       cv.notify_all();
     };
-    auto stream = client->connect(server.url("/flood"), std::move(handlers));
+    auto stream = client.connect(url, std::move(handlers));
     ASSERT_TRUE(stream.ok());
     {
       std::unique_lock lock(mu);
@@ -473,6 +475,12 @@ TEST(WsClientTest, NoMessageAfterCloseReturnsUnderAFastSender) {
     EXPECT_TRUE(closed->ok()) << closed->to_string();
     EXPECT_EQ(after_close.load(), 0) << "round " << round;
   }
+}
+
+TEST(WsClientTest, NoMessageAfterCloseReturnsUnderAFastSender) {
+  TestWsServer server;
+  auto client = open_client();
+  expect_no_message_after_close(*client, server.url("/flood"), 10, 20us);
 }
 
 TEST(WsClientTest, CloseFromInsideOnMessageMakesThatCallTheLast) {
@@ -695,39 +703,7 @@ TEST_F(WsClientTlsTest, NoMessageAfterCloseUnderAFastSender) {
   WsClientOptions options = test_options();
   options.ca_file = files_.ca_file;
   auto client = open_client(options);
-  for (int round = 0; round < 5; ++round) {
-    std::atomic<bool> close_returned{false};
-    std::atomic<int> after_close{0};
-    std::atomic<int> received{0};
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<Status> closed;
-    WsHandlers handlers;
-    handlers.on_message = [&](std::string_view, bool) {
-      if (close_returned.load()) ++after_close;
-      if (++received == 200) {
-        std::lock_guard lock(mu);
-        cv.notify_all();
-      }
-    };
-    handlers.on_closed = [&](const Status& why) {
-      std::lock_guard lock(mu);
-      closed = why;
-      cv.notify_all();
-    };
-    auto stream = client->connect(server.url("/flood"), std::move(handlers));
-    ASSERT_TRUE(stream.ok());
-    {
-      std::unique_lock lock(mu);
-      ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return received.load() >= 200; }));
-    }
-    (*stream)->close();
-    close_returned = true;
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return closed.has_value(); }));
-    EXPECT_TRUE(closed->ok()) << closed->to_string();
-    EXPECT_EQ(after_close.load(), 0) << "round " << round;
-  }
+  expect_no_message_after_close(*client, server.url("/flood"), 5, 0us);
 }
 
 TEST(WsClientTest, TheDestructorClosesEveryStream) {
