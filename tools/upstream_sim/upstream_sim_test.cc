@@ -148,6 +148,12 @@ class UpstreamSimTlsTest : public ::testing::Test {
     options.tls_key = key;
     return UpstreamSim::start(options);
   }
+  // A WebSocket client that trusts the test CA.
+  Result<std::unique_ptr<net::WsClient>> tls_client() {
+    net::WsClientOptions options;
+    options.ca_file = files_.ca_file;
+    return net::WsClient::open(options);
+  }
 
   RealClock clock_;
   const testing::TempDir tmp_{"leasehold-sim-tls-"};
@@ -157,9 +163,7 @@ class UpstreamSimTlsTest : public ::testing::Test {
 TEST_F(UpstreamSimTlsTest, ServesWssToAClientThatTrustsItsCa) {
   auto sim = start_sim(files_.cert_file, files_.key_file);
   ASSERT_TRUE(sim.ok()) << sim.status().to_string();
-  net::WsClientOptions client_options;
-  client_options.ca_file = files_.ca_file;
-  auto client = net::WsClient::open(client_options);
+  auto client = tls_client();
   ASSERT_TRUE(client.ok()) << client.status().to_string();
   const std::string base = "wss://127.0.0.1:" + std::to_string((*sim)->port());
   SimStreamRecord record("tls");
@@ -184,9 +188,7 @@ TEST_F(UpstreamSimTlsTest, ServesWssToAClientThatTrustsItsCa) {
 TEST_F(UpstreamSimTlsTest, StopClosesWssStreamsWithGoingAway) {
   auto sim = start_sim(files_.cert_file, files_.key_file);
   ASSERT_TRUE(sim.ok()) << sim.status().to_string();
-  net::WsClientOptions client_options;
-  client_options.ca_file = files_.ca_file;
-  auto client = net::WsClient::open(client_options);
+  auto client = tls_client();
   ASSERT_TRUE(client.ok());
   SimStreamRecord record("going");
   auto stream = (*client)->connect("wss://127.0.0.1:" + std::to_string((*sim)->port()) + "/s/going",
