@@ -55,10 +55,12 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           (--lowrate-parts cpu,memory,latency):
           cpu: for each of --lowrate-configs (1000x5,200x20: connections x
             messages/s each), CPU per 10,000 messages of one worker and of
-            the bare reader on the same streams at the same rate,
-            --lowrate-rounds (3) alternating rounds of --lowrate-window (20)
-            seconds; the median of the rounds' ratios worker/bare (goal
-            <= 1.5);
+            the bare reader side by side, each on its own n streams of one
+            upstream-sim at that rate (--random-phase: streams opened
+            together do not send together), over the same windows:
+            --lowrate-rounds (3) windows of --lowrate-window (20) seconds,
+            the bare reader started afresh for each; the median of the
+            rounds' ratios worker/bare (goal <= 1.5);
           memory: RSS growth per connection of one worker taking
             --idle-connections (10,000) at --idle-rate (0.1) messages/s,
             over ws:// (goal 16 KiB; and the bare reader's, 1 stream against
@@ -618,13 +620,16 @@ def per_10k_ms(cpu, messages):
     return round(cpu * 1000 * 10000 / messages, 2) if messages else None
 
 
-def bare_round(args, procs, addr, sim_pid, n, window_s=None):
+def bare_round(args, procs, addr, sim_pid, n, window_s=None, prefix="t", beside=None):
+    """One window of the bare reader on n streams; with `beside` (a worker streaming other
+    connections of the same upstream), that worker's CPU and messages over the same window
+    too, under "beside"."""
     host, port = addr.rsplit(":", 1)
     p = procs.start([args.reader, "--host", host, "--port", port, "--connections", str(n),
                      "--seconds", str(window_s or args.throughput_window), "--settle",
-                     str(args.throughput_settle), "--prefix", "t"],
+                     str(args.throughput_settle), "--prefix", prefix],
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    window = Window([sim_pid])
+    window = Window([sim_pid] + ([beside.pid] if beside else []))
     said = []
     while True:  # the reader says on stderr when its window starts
         line = p.stderr.readline()
@@ -634,18 +639,31 @@ def bare_round(args, procs, addr, sim_pid, n, window_s=None):
     if not line:
         p.wait()
         raise RuntimeError("bare_ws_reader failed: " + "".join(said).strip())
+    before = metrics(beside) if beside else None
     window.start()
     out = p.stdout.readline()
     window.stop()
+    after = metrics(beside) if beside else None
     if p.wait() != 0 or not out:
         raise RuntimeError("bare_ws_reader failed: " + p.stderr.read().strip())
     r = json.loads(out)
-    return {"messages_per_s": r["messages_per_s"], "cpu_ms_per_10k": r["cpu_ms_per_10k"],
-            "cpu_cores": round(r["cpu_s"] / r["seconds"], 2), "rss_kib": r["rss_kib"],
-            "sim_cpu_cores": round(window.cpu[0] / window.seconds, 2),
-            "machine_busy_cores": round(window.busy_cores, 2),
-            "others_cpu_cores": round(window.busy_cores - (r["cpu_s"] + window.cpu[0]) /
-                                      window.seconds, 2)}
+    got = {"messages_per_s": r["messages_per_s"], "cpu_ms_per_10k": r["cpu_ms_per_10k"],
+           "cpu_cores": round(r["cpu_s"] / r["seconds"], 2), "rss_kib": r["rss_kib"],
+           "sim_cpu_cores": round(window.cpu[0] / window.seconds, 2),
+           "machine_busy_cores": round(window.busy_cores, 2),
+           "others_cpu_cores": round(window.busy_cores - (r["cpu_s"] + sum(window.cpu)) /
+                                     window.seconds, 2)}
+    if beside:
+        delta = lambda name: int(metric(after, name) - metric(before, name))
+        messages = delta("leasehold_fleet_messages_total")
+        got["beside"] = {
+            "messages_per_s": round(messages / window.seconds, 1),
+            "cpu_ms_per_10k": per_10k_ms(window.cpu[1], messages),
+            "cpu_cores": round(window.cpu[1] / window.seconds, 2), "rss_kib": rss_kib(beside.pid),
+            "bad_messages": delta("leasehold_fleet_bad_messages_total"),
+            "reconnects": delta("leasehold_fleet_upstream_reconnects_total"),
+            "leases_lost": delta("leasehold_fleet_leases_lost_total")}
+    return got
 
 
 class SinkConns:
@@ -781,25 +799,29 @@ def bench_lowrate(args, procs, work):
 
 
 def lowrate_cpu(args, procs, work, n, rate):
-    """CPU per 10k messages of a worker and of the bare reader on n streams at `rate`."""
+    """CPU per 10k messages of a worker and of the bare reader side by side, each on n streams
+    of one upstream at `rate` with random phases, over the same windows."""
     fleet = Fleet(args.bin, "sqlite:" + os.path.join(work, "lowrate_%dx%g.db" % (n, rate)),
                   work, procs)
-    addr = fleet.upstream(rate, args.sim_threads)
+    addr = fleet.upstream(rate, args.sim_threads, "--random-phase")
     log("lowrate: %d connections at %g/s: adding them" % (n, rate))
     fleet.add_conns(addr, ["t%d" % i for i in range(n)])
+    w = fleet.worker("lr%dx%g" % (n, rate), "--max-connections", str(n))
+    sink = SinkConns(w.sink)
+    wait_for("%d connections streaming" % n,
+             lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") >= n and
+             len(sink.update()) >= n, 300, 0.5)
+    time.sleep(args.throughput_settle)
     rounds = []
     for k in range(args.lowrate_rounds):
-        order = ["bare", "worker"] if k % 2 == 0 else ["worker", "bare"]
-        got = {}
-        for who in order:
-            got[who] = (bare_round(args, procs, addr, fleet.sim.pid, n, args.lowrate_window)
-                        if who == "bare" else
-                        worker_round(args, procs, fleet, fleet.sim.pid, n, "lr%d_%d" % (n, k),
-                                     args.lowrate_window))
-        got["cpu_ratio"] = round(got["worker"]["cpu_ms_per_10k"] / got["bare"]["cpu_ms_per_10k"], 3)
+        bare = bare_round(args, procs, addr, fleet.sim.pid, n, args.lowrate_window, prefix="b",
+                          beside=w)
+        got = {"worker": bare.pop("beside"), "bare": bare}
+        got["cpu_ratio"] = round(got["worker"]["cpu_ms_per_10k"] / bare["cpu_ms_per_10k"], 3)
         log("lowrate: %dx%g round %d of %d: %s" % (n, rate, k + 1, args.lowrate_rounds,
                                                    json.dumps(got)))
         rounds.append(got)
+    procs.stop(w)
     procs.stop(fleet.sim)
     med = lambda who, key: median([r[who][key] for r in rounds])
     ratio = median([r["cpu_ratio"] for r in rounds])
@@ -815,8 +837,8 @@ def lowrate_cpu(args, procs, work, n, rate):
         "cpu_ratio": ratio, "cpu_ratios": [r["cpu_ratio"] for r in rounds],
         "goal_ratio": 1.5, "met": ratio <= 1.5,
         "worker_cpu_cores": med("worker", "cpu_cores"), "bare_cpu_cores": med("bare", "cpu_cores"),
-        "machine_busy_cores_with_worker": med("worker", "machine_busy_cores"),
-        "machine_busy_cores_with_bare": med("bare", "machine_busy_cores"),
+        "sim_cpu_cores": med("bare", "sim_cpu_cores"),
+        "machine_busy_cores": med("bare", "machine_busy_cores"),
         "worker_bad_messages": sum(r["worker"]["bad_messages"] for r in rounds),
         "worker_reconnects": sum(r["worker"]["reconnects"] for r in rounds),
         "worker_leases_lost": sum(r["worker"]["leases_lost"] for r in rounds),

@@ -26,6 +26,9 @@ CLI::App* add_upstream_sim_command(CLI::App& app, UpstreamSimArgs& a) {
                   "reads)")
       ->capture_default_str();
   sim->add_option("--threads", a.threads, "I/O threads")->capture_default_str();
+  sim->add_flag("--random-phase", a.random_phase,
+                "Send each stream's first message after a random part of one period, not at "
+                "once, so that streams opened together do not send together");
   sim->add_option("--tls-cert", a.tls_cert,
                   "TLS certificate chain (PEM): serve wss:// instead of ws:// (with --tls-key)")
       ->check(CLI::ExistingFile);
@@ -65,6 +68,7 @@ int run_upstream_sim(const UpstreamSimArgs& args, bool verbose) {
   options.port = address.port;
   options.rate_per_conn = args.rate_per_conn;
   options.threads = args.threads;
+  options.random_phase = args.random_phase;
   options.clock = &clock;
   options.logger = log.get();
   options.tls_cert = args.tls_cert;

@@ -19,6 +19,7 @@ struct UpstreamSimArgs {
   std::string listen = "127.0.0.1:0";  // port 0: any free port, printed
   double rate_per_conn = 10;
   size_t threads = 1;
+  bool random_phase = false;
   std::string tls_cert;  // PEM; with tls_key, serve wss://
   std::string tls_key;
 };

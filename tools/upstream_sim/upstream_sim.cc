@@ -7,8 +7,9 @@
 // (PlainSimWs) or over an SSL stream on it (TlsSimWs), behind one base class
 // that the server keeps. Pacing: each session keeps the time its next
 // message is due and waits for it on its own timer (absolute times, so that
-// write latency does not slow the rate down); a session that fell behind by
-// more than one period starts again from now rather than burst.
+// write latency does not slow the rate down), from its first, due at once or
+// a random part of a period on; a session that fell behind by more than one
+// period starts again from now rather than burst.
 #include "tools/upstream_sim/upstream_sim.h"
 
 #include <openssl/ssl.h>
@@ -30,6 +31,7 @@
 
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "leasehold/random.h"
 #include "net/beast_websocket.h"
 #include "net/tls.h"
 
@@ -163,6 +165,7 @@ class SimSession final : public SimSessionBase {
   void send();
   void on_write(error_code ec);
   void wait_for_next();
+  void wait_until_due();
   void stop_now();
 
   SimServer& server_;
@@ -211,6 +214,12 @@ class SimServer final : public UpstreamSim {
   // For the sessions.
   const UpstreamSimOptions& options() const { return options_; }
   SteadyClock::duration period() const { return period_; }  // zero at rate 0
+  // How long a stream's first message waits: zero, or with random_phase a
+  // uniform draw below one period.
+  SteadyClock::duration first_delay() {
+    if (!options_.random_phase || period_ == SteadyClock::duration::zero()) return {};
+    return SteadyClock::duration(random_.uniform(0, period_.count() - 1));
+  }
   Logger* logger() const { return options_.logger; }
   int64_t wall_ms() { return to_unix_ms(options_.clock->wall_now()); }
   bool add(SimSessionBase* session) EXCLUDES(mu_) {
@@ -233,6 +242,7 @@ class SimServer final : public UpstreamSim {
   const UpstreamSimOptions options_;
   const std::unique_ptr<ssl::context> tls_;  // shared by every session; null for ws://
   SteadyClock::duration period_{};
+  SystemRandom random_;  // thread-safe
   Mutex mu_;
   CondVar emptied_;
   std::unordered_set<SimSessionBase*> sessions_ GUARDED_BY(mu_);
@@ -354,7 +364,10 @@ void SimSession<Ws>::on_accept(error_code ec) {
          request_.from);
   next_due_ = SteadyClock::now();
   read();
-  send();
+  const SteadyClock::duration delay = server_.first_delay();
+  if (delay == SteadyClock::duration::zero()) return send();
+  next_due_ += delay;
+  wait_until_due();
 }
 
 template <typename Ws>
@@ -394,6 +407,11 @@ void SimSession<Ws>::wait_for_next() {
   const SteadyClock::time_point now = SteadyClock::now();
   next_due_ += server_.period();
   if (next_due_ + server_.period() < now) next_due_ = now;  // far behind: no burst
+  wait_until_due();
+}
+
+template <typename Ws>
+void SimSession<Ws>::wait_until_due() {
   timer_.expires_at(next_due_);
   timer_.async_wait([self = self()](error_code ec) {
     if (ec || self->stopping_ || self->peer_gone_) return;

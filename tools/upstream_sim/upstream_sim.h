@@ -8,7 +8,10 @@
 //
 // with seq N, N+1, ... at `rate_per_conn` messages per second per stream,
 // evenly paced (each stream keeps its own schedule and never bursts to catch
-// up after a slow write), or, at rate 0, as fast as the client reads. Any
+// up after a slow write), or, at rate 0, as fast as the client reads. A
+// stream's first message goes at once, or with `random_phase` after a
+// uniform random part of one period, so that streams opened together do not
+// send together ever after, as a real upstream's would not. Any
 // other path gets its upgrade refused with 404, a malformed conn or from with
 // 400. What a client sends is read and dropped (pings are answered); a client
 // silent for kUpstreamSimIdleTimeout, pings unanswered, is cut off.
@@ -50,6 +53,7 @@ struct UpstreamSimOptions {
   uint16_t port = 0;               // 0: any free port (see port())
   double rate_per_conn = 10;       // 0..kUpstreamSimRateMax; 0: as fast as the client reads
   size_t threads = 1;              // 1..kUpstreamSimThreadsMax
+  bool random_phase = false;       // a stream's first message after a random part of a period
   Clock* clock = nullptr;          // sent_at_ms; required, not owned
   Logger* logger = nullptr;        // not owned; null: nothing is logged
   // PEM files of the certificate chain and its private key, both or neither;

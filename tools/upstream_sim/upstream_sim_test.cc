@@ -5,9 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <algorithm>
+#include <climits>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -66,6 +69,7 @@ class SimStreamRecord {
       const boost::json::object o = boost::json::parse(message).as_object();
       EXPECT_EQ(o.at("conn").as_string(), conn_);
       std::lock_guard lock(mu_);
+      if (seqs_.empty()) first_sent_at_ms_ = o.at("sent_at_ms").as_int64();
       seqs_.push_back(o.at("seq").as_int64());
       cv_.notify_all();
     };
@@ -93,12 +97,17 @@ class SimStreamRecord {
     std::lock_guard lock(mu_);
     return seqs_;
   }
+  int64_t first_sent_at_ms() {
+    std::lock_guard lock(mu_);
+    return first_sent_at_ms_;
+  }
 
  private:
   const std::string conn_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<int64_t> seqs_;
+  int64_t first_sent_at_ms_ = 0;
   std::optional<Status> closed_;
 };
 
@@ -134,6 +143,43 @@ TEST(UpstreamSimTest, ServesSequencedStreamsFromTheAskedSeq) {
   }
   (*sim)->stop();
   EXPECT_EQ((*sim)->streams(), 0u);
+}
+
+// Streams opened together send together, a period apart, unless their
+// first messages have random phases: that 16 streams at 1/s had their
+// first messages all within 200 ms of each other has a chance below 1e-9.
+TEST(UpstreamSimTest, RandomPhaseSpreadsTheFirstMessagesOfStreamsOpenedTogether) {
+  RealClock clock;
+  UpstreamSimOptions options;
+  options.rate_per_conn = 1;
+  options.random_phase = true;
+  options.clock = &clock;
+  auto sim = UpstreamSim::start(options);
+  ASSERT_TRUE(sim.ok()) << sim.status().to_string();
+  auto client = net::WsClient::open({});
+  ASSERT_TRUE(client.ok());
+  const std::string base = "ws://127.0.0.1:" + std::to_string((*sim)->port());
+  std::vector<std::unique_ptr<SimStreamRecord>> records;
+  std::vector<std::shared_ptr<net::WsStream>> streams;
+  for (int i = 0; i < 16; ++i) {
+    const std::string conn = "p" + std::to_string(i);
+    records.push_back(std::make_unique<SimStreamRecord>(conn));
+    auto stream = (*client)->connect(base + "/s/" + conn + "?from=3", records.back()->handlers());
+    ASSERT_TRUE(stream.ok());
+    streams.push_back(*stream);
+  }
+  int64_t first = INT64_MAX, last = 0;
+  for (auto& record : records) {
+    ASSERT_TRUE(record->wait_seqs(2));
+    first = std::min(first, record->first_sent_at_ms());
+    last = std::max(last, record->first_sent_at_ms());
+  }
+  EXPECT_GE(last - first, 200) << "the first messages all went within " << last - first << " ms";
+  for (auto& stream : streams) stream->close();
+  for (auto& record : records) {
+    EXPECT_TRUE(record->wait_closed().ok());
+    expect_seqs_from(record->seqs(), 3);
+  }
 }
 
 class UpstreamSimTlsTest : public ::testing::Test {
