@@ -654,6 +654,32 @@ TEST_F(WsClientTlsTest, ACertificateFromAnUnknownCaIsRefused) {
   EXPECT_EQ(recorder.opened(), 0);
 }
 
+TEST_F(WsClientTlsTest, AStalledTlsHandshakeTimesOutOrEndsOnClose) {
+  // A peer that accepts and never answers the ClientHello.
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  WsClientOptions options = test_options();
+  options.ca_file = files_.ca_file;
+  options.connect_timeout = 300ms;
+  auto client = open_client(options);
+  const std::string url =
+      "wss://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()) + "/s";
+  Recorder timed_out, closed;
+  const auto start = std::chrono::steady_clock::now();
+  auto a = connect(*client, url, timed_out);
+  auto b = connect(*client, url, closed);
+  tcp::socket first = acceptor.accept(), second = acceptor.accept();
+  b->close();  // while its handshake waits: it ends now, not at the timeout
+  EXPECT_TRUE(closed.wait_closed().ok());
+  EXPECT_LT(closed.closed_at() - start, 300ms);
+  const Status why = timed_out.wait_closed();
+  EXPECT_EQ(why.code(), Code::kUnavailable) << why.to_string();
+  EXPECT_TRUE(contains(why.message(), "within 300 ms")) << why.message();
+  EXPECT_TRUE(contains(why.message(), "TLS handshake")) << why.message();
+  EXPECT_GE(timed_out.closed_at() - start, 300ms);
+  EXPECT_EQ(timed_out.opened() + closed.opened(), 0);
+}
+
 // wss:// runs on OpenSSL reading and writing the socket itself
 // (net/socket_tls_stream.h): what a plain stream does, it does through TLS.
 TEST_F(WsClientTlsTest, MessagesLargerThanATlsRecordArriveWholeAndInOrder) {

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/json.hpp>
 #include <algorithm>
+#include <boost/json.hpp>
 #include <climits>
 #include <condition_variable>
 #include <filesystem>
