@@ -115,18 +115,32 @@ void expect_seqs_from(const std::vector<int64_t>& seqs, int64_t from) {
   for (size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], from + static_cast<int64_t>(i));
 }
 
-TEST(UpstreamSimTest, ServesSequencedStreamsFromTheAskedSeq) {
-  RealClock clock;
+// A ws:// simulator started with the test's options, and a client.
+class UpstreamSimStreamsTest : public ::testing::Test {
+ protected:
+  void start(UpstreamSimOptions options) {
+    options.clock = &clock_;
+    auto sim = UpstreamSim::start(options);
+    ASSERT_TRUE(sim.ok()) << sim.status().to_string();
+    sim_ = std::move(*sim);
+    auto client = net::WsClient::open({});
+    ASSERT_TRUE(client.ok());
+    client_ = std::move(*client);
+    base_ = "ws://127.0.0.1:" + std::to_string(sim_->port());
+  }
+
+  RealClock clock_;
+  std::unique_ptr<UpstreamSim> sim_;
+  std::unique_ptr<net::WsClient> client_;
+  std::string base_;
+};
+
+TEST_F(UpstreamSimStreamsTest, ServesSequencedStreamsFromTheAskedSeq) {
   UpstreamSimOptions options;
   options.rate_per_conn = 0;
-  options.clock = &clock;
-  auto sim = UpstreamSim::start(options);
-  ASSERT_TRUE(sim.ok()) << sim.status().to_string();
-  auto client = net::WsClient::open({});
-  ASSERT_TRUE(client.ok());
-  const std::string base = "ws://127.0.0.1:" + std::to_string((*sim)->port());
+  ASSERT_NO_FATAL_FAILURE(start(options));
   SimStreamRecord record("abc");
-  auto stream = (*client)->connect(base + "/s/abc?from=5", record.handlers());
+  auto stream = client_->connect(base_ + "/s/abc?from=5", record.handlers());
   ASSERT_TRUE(stream.ok());
   ASSERT_TRUE(record.wait_seqs(1000));
   (*stream)->close();
@@ -136,35 +150,29 @@ TEST(UpstreamSimTest, ServesSequencedStreamsFromTheAskedSeq) {
 
   for (const char* path : {"/x", "/s/a?from=0"}) {
     SimStreamRecord refused("");
-    ASSERT_TRUE((*client)->connect(base + path, refused.handlers()).ok());
+    ASSERT_TRUE(client_->connect(base_ + path, refused.handlers()).ok());
     const Status why = refused.wait_closed();
     EXPECT_NE(why.message().find(path[1] == 'x' ? "HTTP 404" : "HTTP 400"), std::string::npos)
         << why.message();
   }
-  (*sim)->stop();
-  EXPECT_EQ((*sim)->streams(), 0u);
+  sim_->stop();
+  EXPECT_EQ(sim_->streams(), 0u);
 }
 
 // Streams opened together send together, a period apart, unless their
 // first messages have random phases: that 16 streams at 1/s had their
 // first messages all within 200 ms of each other has a chance below 1e-9.
-TEST(UpstreamSimTest, RandomPhaseSpreadsTheFirstMessagesOfStreamsOpenedTogether) {
-  RealClock clock;
+TEST_F(UpstreamSimStreamsTest, RandomPhaseSpreadsTheFirstMessagesOfStreamsOpenedTogether) {
   UpstreamSimOptions options;
   options.rate_per_conn = 1;
   options.random_phase = true;
-  options.clock = &clock;
-  auto sim = UpstreamSim::start(options);
-  ASSERT_TRUE(sim.ok()) << sim.status().to_string();
-  auto client = net::WsClient::open({});
-  ASSERT_TRUE(client.ok());
-  const std::string base = "ws://127.0.0.1:" + std::to_string((*sim)->port());
+  ASSERT_NO_FATAL_FAILURE(start(options));
   std::vector<std::unique_ptr<SimStreamRecord>> records;
   std::vector<std::shared_ptr<net::WsStream>> streams;
   for (int i = 0; i < 16; ++i) {
     const std::string conn = "p" + std::to_string(i);
     records.push_back(std::make_unique<SimStreamRecord>(conn));
-    auto stream = (*client)->connect(base + "/s/" + conn + "?from=3", records.back()->handlers());
+    auto stream = client_->connect(base_ + "/s/" + conn + "?from=3", records.back()->handlers());
     ASSERT_TRUE(stream.ok());
     streams.push_back(*stream);
   }
