@@ -7,9 +7,10 @@
 // (PlainSimWs) or over an SSL stream on it (TlsSimWs), behind one base class
 // that the server keeps. Pacing: each session keeps the time its next
 // message is due and waits for it on its own timer (absolute times, so that
-// write latency does not slow the rate down), from its first, due at once or
-// a random part of a period on; a session that fell behind by more than one
-// period starts again from now rather than burst.
+// write latency does not slow the rate down), the first due as the stream
+// opens or, with random_phase, a random part of a period later; a session
+// that fell behind by more than one period starts again from now rather
+// than burst.
 #include "tools/upstream_sim/upstream_sim.h"
 
 #include <openssl/ssl.h>
