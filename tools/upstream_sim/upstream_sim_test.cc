@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "net/websocket.h"
+#include "testing/eventually.h"
 #include "testing/temp_dir.h"
 #include "testing/test_pki.h"
 
@@ -188,6 +189,23 @@ TEST_F(UpstreamSimStreamsTest, RandomPhaseSpreadsTheFirstMessagesOfStreamsOpened
     EXPECT_TRUE(record->wait_closed().ok());
     expect_seqs_from(record->seqs(), 3);
   }
+}
+
+// A stream waiting out its random first delay is stopped like any other.
+TEST_F(UpstreamSimStreamsTest, StopClosesAStreamStillWaitingForItsFirstMessage) {
+  UpstreamSimOptions options;
+  options.rate_per_conn = 0.001;  // the first message within 1,000 s
+  options.random_phase = true;
+  ASSERT_NO_FATAL_FAILURE(start(options));
+  SimStreamRecord record("later");
+  auto stream = client_->connect(base_ + "/s/later", record.handlers());
+  ASSERT_TRUE(stream.ok());
+  ASSERT_TRUE(testing::eventually([&] { return sim_->streams() == 1; }, 10s));
+  sim_->stop();
+  const Status why = record.wait_closed();
+  EXPECT_EQ(why.code(), Code::kUnavailable) << why.to_string();
+  EXPECT_NE(why.message().find("1001"), std::string::npos) << why.message();
+  EXPECT_EQ(sim_->streams(), 0u);
 }
 
 class UpstreamSimTlsTest : public ::testing::Test {
