@@ -689,12 +689,17 @@ class SinkConns:
         return self.seen
 
 
-def worker_round(args, procs, fleet, sim_pid, n, k, window_s=None):
-    w = fleet.worker("tp%s" % k, "--max-connections", str(n))
+def wait_streaming(w, n, timeout_s=300, every_s=0.5):
+    """Until worker w owns n connections and each of them has written to its sink."""
     sink = SinkConns(w.sink)
     wait_for("%d connections streaming" % n,
              lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") >= n and
-             len(sink.update()) >= n, 300, 0.5)
+             len(sink.update()) >= n, timeout_s, every_s)
+
+
+def worker_round(args, procs, fleet, sim_pid, n, k, window_s=None):
+    w = fleet.worker("tp%s" % k, "--max-connections", str(n))
+    wait_streaming(w, n)
     time.sleep(args.throughput_settle)
     window = Window([w.pid, sim_pid])
     before = metrics(w)
@@ -807,10 +812,7 @@ def lowrate_cpu(args, procs, work, n, rate):
     log("lowrate: %d connections at %g/s: adding them" % (n, rate))
     fleet.add_conns(addr, ["t%d" % i for i in range(n)])
     w = fleet.worker("lr%dx%g" % (n, rate), "--max-connections", str(n))
-    sink = SinkConns(w.sink)
-    wait_for("%d connections streaming" % n,
-             lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") >= n and
-             len(sink.update()) >= n, 300, 0.5)
+    wait_streaming(w, n)
     time.sleep(args.throughput_settle)
     rounds = []
     for k in range(args.lowrate_rounds):
@@ -875,10 +877,7 @@ def lowrate_memory(args, procs, work, scheme, measure=True):
     ids = ["c%05d" % i for i in range(n)]
     log("lowrate: memory (%s): adding %d connections" % (scheme, n))
     fleet.add_conns(addr, ids, scheme=scheme)
-    sink = SinkConns(w.sink)
-    wait_for("%d connections streaming" % n,
-             lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") >= n and
-             len(sink.update()) >= n, 600, 1.0)
+    wait_streaming(w, n, 600, 1.0)
     time.sleep(args.settle)
     rss_n = rss_kib(w.pid)
     procs.stop(w)
@@ -953,16 +952,13 @@ def lowrate_latency(args, procs, work, ws):
     addr = fleet.upstream(args.latency_rate, args.sim_threads, "--listen", "127.0.0.1:%d" % port)
     wid = "latency"
     w = fleet.worker(wid, "--max-connections", str(n))
-    sink = SinkConns(w.sink)
-    wait_for("%d connections streaming" % n,
-             lambda: metric(metrics(w) or {}, "leasehold_fleet_owned_connections") >= n and
-             len(sink.update()) >= n, 600, 1.0)
+    wait_streaming(w, n, 600, 1.0)
     time.sleep(args.settle)
     watch = StoreWatch(fleet.store[len("sqlite:"):], wid)
     watch.sample()
-    watch.renewals, watch.gaps, watch.moved_at = [], [], {}  # the first sample sets the start
-    start = {pk: time.time() * 1000 for pk in watch.seq}
-    watch.moved_at = dict(start)
+    # The first sample sets the start.
+    watch.renewals, watch.gaps = [], []
+    watch.moved_at = {pk: time.time() * 1000 for pk in watch.seq}
     offset = os.path.getsize(w.sink)
     window = Window([w.pid, fleet.sim.pid])
     before = metrics(w)

@@ -336,7 +336,7 @@ Status BeastHttpClient::connect(Connection& c, MonoTime deadline) const {
 
 // REQUIRES: the socket's deadline is set.
 Status BeastHttpClient::handshake(Connection& c) const {
-  LEASEHOLD_RETURN_IF_ERROR(prepare_client_tls_stream(*c.tls, options_.endpoint.host, where_));
+  LEASEHOLD_RETURN_IF_ERROR(prepare_client_ssl(c.tls->native_handle(), options_.endpoint.host, where_));
   boost::system::error_code ec;
   c.tls->handshake(ssl::stream_base::client, ec);
   if (ec == beast::error::timeout)

@@ -479,6 +479,22 @@ TEST_F(HttpClientTlsTest, ACertificateFromAnUnknownCaIsRefusedBeforeSending) {
   EXPECT_EQ(server.requests(), 0);
 }
 
+// A certificate from the trusted CA for other names: refused by name (SNI
+// and the DNS names) and by address.
+TEST_F(HttpClientTlsTest, ACertificateForOtherNamesIsRefusedByNameAndByAddress) {
+  pki_ = testing::make_test_pki("DNS:elsewhere.test,IP:10.9.8.7");
+  files_ = testing::write_test_pki(pki_, dir_);
+  TlsTestServer server(pki_, /*answers=*/true);
+  for (const std::string host : {"localhost", "127.0.0.1"}) {
+    auto client = open_https(host, server.port());
+    auto response = client->send(post("{}"), 5s);
+    ASSERT_FALSE(response.ok()) << host;
+    EXPECT_EQ(response.status().code(), Code::kUnavailable) << response.status().to_string();
+    EXPECT_NE(response.status().message().find("TLS handshake"), std::string::npos);
+  }
+  EXPECT_EQ(server.requests(), 0);
+}
+
 // 127.0.0.2 is loopback too, but the certificate does not name it.
 TEST_F(HttpClientTlsTest, ACertificateForAnotherHostIsRefusedBeforeSending) {
   TlsTestServer server(pki_, /*answers=*/true, "127.0.0.2");

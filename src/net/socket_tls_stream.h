@@ -25,7 +25,6 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include <cerrno>
 #include <memory>
@@ -35,7 +34,7 @@
 #include "leasehold/status.h"
 #include "net/beast.h"
 #include "net/beast_websocket.h"
-#include "net/endpoint.h"
+#include "net/tls.h"
 
 namespace leasehold::net {
 
@@ -67,15 +66,11 @@ class SocketTlsStream {
                           SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     boost::system::error_code ec;
     socket_.non_blocking(true, ec);
-    bool ok = !ec && SSL_set_fd(ssl, static_cast<int>(socket_.native_handle())) == 1;
-    if (ok && is_ip_literal(host)) {
-      ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) == 1;
-    } else if (ok) {
-      ok = SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 && SSL_set1_host(ssl, host.c_str()) == 1;
+    if (ec || SSL_set_fd(ssl, static_cast<int>(socket_.native_handle())) != 1) {
+      ERR_clear_error();
+      return unavailable("TLS to " + where + ": cannot set up the TLS connection");
     }
-    ERR_clear_error();
-    if (!ok) return unavailable("TLS to " + where + ": cannot set up the TLS connection");
-    SSL_set_verify(ssl, SSL_VERIFY_PEER, nullptr);
+    LEASEHOLD_RETURN_IF_ERROR(prepare_client_ssl(ssl, host, where));
     SSL_set_connect_state(ssl);
     return Status::ok_status();
   }
@@ -180,8 +175,7 @@ class SocketTlsStream {
         ERR_clear_error();
         waited = true;
         return stream.socket_.async_wait(
-            error == SSL_ERROR_WANT_READ ? Socket::wait_read : Socket::wait_write,
-            std::move(self));
+            error == SSL_ERROR_WANT_READ ? Socket::wait_read : Socket::wait_write, std::move(self));
       }
       finish(self, failure(error, saved_errno), 0);
     }

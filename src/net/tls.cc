@@ -4,10 +4,13 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+
+#include "net/endpoint.h"
 
 namespace leasehold::net {
 namespace {
@@ -77,6 +80,19 @@ Result<std::unique_ptr<ssl::context>> make_server_tls_context(const std::string&
                             cert_file);
   }
   return context;
+}
+
+Status prepare_client_ssl(SSL* ssl, const std::string& host, const std::string& where) {
+  bool ok = false;
+  if (is_ip_literal(host)) {
+    ok = X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) == 1;
+  } else {
+    ok = SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 && SSL_set1_host(ssl, host.c_str()) == 1;
+  }
+  ERR_clear_error();
+  if (!ok) return unavailable("TLS to " + where + ": cannot set up the TLS connection");
+  SSL_set_verify(ssl, SSL_VERIFY_PEER, nullptr);
+  return Status::ok_status();
 }
 
 }  // namespace leasehold::net

@@ -14,7 +14,6 @@
 
 #include "leasehold/status.h"
 #include "net/beast.h"
-#include "net/endpoint.h"
 
 namespace leasehold::net {
 
@@ -30,21 +29,12 @@ Result<std::unique_ptr<ssl::context>> make_client_tls_context(const std::string&
 Result<std::unique_ptr<ssl::context>> make_server_tls_context(const std::string& cert_file,
                                                               const std::string& key_file);
 
-// Prepares an Asio SSL stream to talk to `host` before its handshake: SNI
-// for a name (an IP literal is matched against the certificate without SNI)
-// and verification that the certificate names `host`. kUnavailable on
-// failure, with `where` (e.g. "https://host:443") in the message.
-template <typename SslStream>
-Status prepare_client_tls_stream(SslStream& stream, const std::string& host,
-                                 const std::string& where) {
-  // SNI is for names only; an IP literal is matched against the certificate.
-  if (!is_ip_literal(host) && !SSL_set_tlsext_host_name(stream.native_handle(), host.c_str())) {
-    return unavailable("TLS to " + where + ": cannot set SNI");
-  }
-  boost::system::error_code ec;
-  stream.set_verify_callback(ssl::host_name_verification(host), ec);
-  if (ec) return unavailable("TLS to " + where + ": " + ec.message());
-  return Status::ok_status();
-}
+// Prepares `ssl`, a client connection to `host`, before its handshake: SNI
+// for a name (an IP literal is matched against the certificate without SNI),
+// verification of the peer and that its certificate names `host`. For the
+// HTTP client's Asio SSL streams (native_handle()) and the WebSocket
+// client's SocketTlsStream alike. kUnavailable on failure, with `where`
+// (e.g. "https://host:443") in the message.
+Status prepare_client_ssl(SSL* ssl, const std::string& host, const std::string& where);
 
 }  // namespace leasehold::net

@@ -177,7 +177,11 @@ class TestWsServer {
       // A message and a ping right behind it, in one write: the client
       // reads both at once and answers the ping before it needs the network
       // again. Then nothing more until stop().
-      const std::string_view frames("\x81\x05" "first" "\x89\x00", 9);
+      const std::string_view frames(
+          "\x81\x05"
+          "first"
+          "\x89\x00",
+          9);
       asio::write(ws.next_layer(), asio::buffer(frames.data(), frames.size()));
       read_until_closed(ws);
     } else if (target == "/close") {
@@ -652,6 +656,29 @@ TEST_F(WsClientTlsTest, ACertificateFromAnUnknownCaIsRefused) {
   EXPECT_TRUE(contains(why.message(), "TLS handshake")) << why.message();
   EXPECT_TRUE(contains(why.message(), "certificate verify failed")) << why.message();
   EXPECT_EQ(recorder.opened(), 0);
+}
+
+// A certificate from the trusted CA for other names: refused by name (SNI
+// and the DNS names) and by address.
+TEST_F(WsClientTlsTest, ACertificateForOtherNamesIsRefusedByNameAndByAddress) {
+  const testing::TestPki elsewhere = testing::make_test_pki("DNS:elsewhere.test,IP:10.9.8.7");
+  const testing::TestPkiFiles files = testing::write_test_pki(elsewhere, dir_ / "elsewhere");
+  TestWsServer server(&elsewhere);
+  WsClientOptions options = test_options();
+  options.ca_file = files.ca_file;
+  auto client = open_client(options);
+  for (const std::string host : {"localhost", "127.0.0.1"}) {
+    Recorder recorder;
+    std::string url = server.url("/count/1");
+    url.replace(url.find("127.0.0.1"), 9, host);
+    auto stream = connect(*client, url, recorder);
+    const Status why = recorder.wait_closed();
+    EXPECT_EQ(why.code(), Code::kUnavailable) << why.to_string();
+    EXPECT_TRUE(contains(why.message(), "certificate verify failed"))
+        << host << ": " << why.message();
+    EXPECT_EQ(recorder.opened(), 0);
+    stream->close();  // before the recorder goes, had it opened
+  }
 }
 
 TEST_F(WsClientTlsTest, AStalledTlsHandshakeTimesOutOrEndsOnClose) {

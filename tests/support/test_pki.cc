@@ -50,7 +50,7 @@ X509* make_cert(EVP_PKEY* key, const char* common_name, X509* issuer, EVP_PKEY* 
 
 }  // namespace
 
-TestPki make_test_pki() {
+TestPki make_test_pki(const std::string& alt_names) {
   EVP_PKEY* ca_key = EVP_EC_gen("P-256");
   X509* ca = make_cert(ca_key, "leasehold test CA", nullptr, ca_key, 1,
                        {{NID_basic_constraints, "critical,CA:TRUE"},
@@ -58,7 +58,7 @@ TestPki make_test_pki() {
                         {NID_subject_key_identifier, "hash"}});
   EVP_PKEY* key = EVP_EC_gen("P-256");
   X509* cert = make_cert(key, "localhost", ca, ca_key, 2,
-                         {{NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1"},
+                         {{NID_subject_alt_name, alt_names.c_str()},
                           {NID_basic_constraints, "critical,CA:FALSE"},
                           {NID_ext_key_usage, "serverAuth"},
                           {NID_authority_key_identifier, "keyid"}});
@@ -77,6 +77,7 @@ TestPki make_test_pki() {
 TestPkiFiles write_test_pki(const TestPki& pki, const std::filesystem::path& dir) {
   TestPkiFiles files{(dir / "ca.pem").string(), (dir / "cert.pem").string(),
                      (dir / "key.pem").string()};
+  std::filesystem::create_directories(dir);
   std::ofstream(files.ca_file) << pki.ca_cert_pem;
   std::ofstream(files.cert_file) << pki.cert_pem;
   std::ofstream(files.key_file) << pki.key_pem;

@@ -1,7 +1,8 @@
 // Certificates made at test time with OpenSSL's API, for TLS between a
 // client and a server on 127.0.0.1: a CA (P-256, self-signed) and a server
-// certificate it signed for localhost and 127.0.0.1. Each call makes a new
-// CA, so a second one stands for a CA the client does not know.
+// certificate it signed for localhost and 127.0.0.1 (or for the names given).
+// Each call makes a new CA, so a second one stands for a CA the client does
+// not know.
 // Plain functions; safe from any thread.
 #pragma once
 
@@ -16,9 +17,10 @@ struct TestPki {
   std::string key_pem;      // the server's private key
 };
 
-TestPki make_test_pki();
+// `alt_names`: the server certificate's subjectAltName, in OpenSSL's form.
+TestPki make_test_pki(const std::string& alt_names = "DNS:localhost,IP:127.0.0.1");
 
-// The files of a TestPki in `dir` (ca.pem, cert.pem, key.pem).
+// The files of a TestPki in `dir`, made if absent (ca.pem, cert.pem, key.pem).
 struct TestPkiFiles {
   std::string ca_file, cert_file, key_file;
 };
