@@ -306,6 +306,18 @@ std::unique_ptr<WsClient> open_client(WsClientOptions options = test_options()) 
   return client.ok() ? std::move(*client) : nullptr;
 }
 
+// test_options(), trusting the CAs of `ca_file`.
+WsClientOptions trusting(const std::string& ca_file) {
+  WsClientOptions options = test_options();
+  options.ca_file = ca_file;
+  return options;
+}
+
+// `url` (on 127.0.0.1) with `host` in its place.
+std::string with_host(std::string url, const std::string& host) {
+  return url.replace(url.find("127.0.0.1"), 9, host);
+}
+
 std::shared_ptr<WsStream> connect(WsClient& client, const std::string& url, Recorder& recorder) {
   auto stream = client.connect(url, recorder.handlers());
   EXPECT_TRUE(stream.ok()) << stream.status().to_string();
@@ -628,14 +640,10 @@ class WsClientTlsTest : public ::testing::Test {
 
 TEST_F(WsClientTlsTest, WssWithALocalCa) {
   TestWsServer server(&pki_);
-  WsClientOptions options = test_options();
-  options.ca_file = files_.ca_file;
-  auto client = open_client(options);
+  auto client = open_client(trusting(files_.ca_file));
   for (const std::string host : {"127.0.0.1", "localhost"}) {
     Recorder recorder;
-    std::string url = server.url("/count/40");
-    url.replace(url.find("127.0.0.1"), 9, host);
-    auto stream = connect(*client, url, recorder);
+    auto stream = connect(*client, with_host(server.url("/count/40"), host), recorder);
     ASSERT_TRUE(recorder.wait_messages(40)) << recorder.wait_closed(0ms).to_string();
     expect_counted(recorder.messages(), 40);
     stream->close();
@@ -646,9 +654,7 @@ TEST_F(WsClientTlsTest, WssWithALocalCa) {
 TEST_F(WsClientTlsTest, ACertificateFromAnUnknownCaIsRefused) {
   const testing::TestPki other = testing::make_test_pki();
   TestWsServer server(&other);
-  WsClientOptions options = test_options();
-  options.ca_file = files_.ca_file;
-  auto client = open_client(options);
+  auto client = open_client(trusting(files_.ca_file));
   Recorder recorder;
   auto stream = connect(*client, server.url("/count/1"), recorder);
   const Status why = recorder.wait_closed();
@@ -664,14 +670,10 @@ TEST_F(WsClientTlsTest, ACertificateForOtherNamesIsRefusedByNameAndByAddress) {
   const testing::TestPki elsewhere = testing::make_test_pki("DNS:elsewhere.test,IP:10.9.8.7");
   const testing::TestPkiFiles files = testing::write_test_pki(elsewhere, dir_ / "elsewhere");
   TestWsServer server(&elsewhere);
-  WsClientOptions options = test_options();
-  options.ca_file = files.ca_file;
-  auto client = open_client(options);
+  auto client = open_client(trusting(files.ca_file));
   for (const std::string host : {"localhost", "127.0.0.1"}) {
     Recorder recorder;
-    std::string url = server.url("/count/1");
-    url.replace(url.find("127.0.0.1"), 9, host);
-    auto stream = connect(*client, url, recorder);
+    auto stream = connect(*client, with_host(server.url("/count/1"), host), recorder);
     const Status why = recorder.wait_closed();
     EXPECT_EQ(why.code(), Code::kUnavailable) << why.to_string();
     EXPECT_TRUE(contains(why.message(), "certificate verify failed"))
@@ -685,8 +687,7 @@ TEST_F(WsClientTlsTest, AStalledTlsHandshakeTimesOutOrEndsOnClose) {
   // A peer that accepts and never answers the ClientHello.
   asio::io_context io;
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-  WsClientOptions options = test_options();
-  options.ca_file = files_.ca_file;
+  WsClientOptions options = trusting(files_.ca_file);
   options.connect_timeout = 300ms;
   auto client = open_client(options);
   const std::string url =
@@ -711,9 +712,7 @@ TEST_F(WsClientTlsTest, AStalledTlsHandshakeTimesOutOrEndsOnClose) {
 // (net/socket_tls_stream.h): what a plain stream does, it does through TLS.
 TEST_F(WsClientTlsTest, MessagesLargerThanATlsRecordArriveWholeAndInOrder) {
   TestWsServer server(&pki_);
-  WsClientOptions options = test_options();
-  options.ca_file = files_.ca_file;
-  auto client = open_client(options);
+  auto client = open_client(trusting(files_.ca_file));
   Recorder big, tiny;
   // 200,000 bytes span thirteen TLS records; 500 tiny messages share records.
   auto a = connect(*client, server.url("/big/200000"), big);
@@ -731,8 +730,7 @@ TEST_F(WsClientTlsTest, MessagesLargerThanATlsRecordArriveWholeAndInOrder) {
 
 TEST_F(WsClientTlsTest, ThePeersCloseFrameAndASilentPeerAreToldApart) {
   TestWsServer server(&pki_);
-  WsClientOptions options = test_options();
-  options.ca_file = files_.ca_file;
+  WsClientOptions options = trusting(files_.ca_file);
   options.idle_timeout = 600ms;
   auto client = open_client(options);
   Recorder closing, silent, quiet;
@@ -753,9 +751,7 @@ TEST_F(WsClientTlsTest, ThePeersCloseFrameAndASilentPeerAreToldApart) {
 
 TEST_F(WsClientTlsTest, NoMessageAfterCloseUnderAFastSender) {
   TestWsServer server(&pki_);
-  WsClientOptions options = test_options();
-  options.ca_file = files_.ca_file;
-  auto client = open_client(options);
+  auto client = open_client(trusting(files_.ca_file));
   expect_no_message_after_close(*client, server.url("/flood"), 5, 0us);
 }
 
