@@ -30,17 +30,29 @@ target_link_libraries(queue_conformance_cases PUBLIC leasehold_lease leasehold_t
                       GTest::gtest)
 leasehold_test_binary(queue_conformance_cases)
 
+# The stream fleet's liveness (fleet/liveness_test.cc): workers on each real
+# backend, SQLite here and DynamoDB (dynalite) in dynamodb_tests.
+add_library(fleet_liveness_cases OBJECT
+  fleet/liveness_test.cc
+)
+target_include_directories(fleet_liveness_cases PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(fleet_liveness_cases PUBLIC leasehold_fleet leasehold_memory leasehold_net
+                      leasehold_testing Boost::json GTest::gtest)
+leasehold_test_binary(fleet_liveness_cases)
+
 add_executable(conformance_tests conformance/backends_test.cc)
 target_link_libraries(conformance_tests PRIVATE conformance_cases queue_conformance_cases
-                      leasehold_memory leasehold_sqlite GTest::gtest_main)
+                      fleet_liveness_cases leasehold_memory leasehold_sqlite GTest::gtest_main)
 leasehold_discover_tests(conformance_tests unit LABEL unit)
 
-# The deterministic simulation of many lease holders under faults.
+# The deterministic simulations: many lease holders, and the stream fleet's
+# workers, under faults.
 add_executable(sim_tests
+  sim/fleet_sim_test.cc
   sim/lease_sim_test.cc
 )
-target_link_libraries(sim_tests PRIVATE leasehold_lease leasehold_memory leasehold_testing
-                      GTest::gtest_main)
+target_link_libraries(sim_tests PRIVATE leasehold_fleet leasehold_lease leasehold_memory
+                      leasehold_net leasehold_testing Boost::json GTest::gtest_main)
 leasehold_discover_tests(sim_tests unit LABEL unit)
 
 # The DynamoDB backend against dynalite (node_modules/ is installed by
@@ -51,7 +63,8 @@ add_executable(dynamodb_tests
   dynamodb/dynamodb_conformance_test.cc
 )
 target_compile_definitions(dynamodb_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-target_link_libraries(dynamodb_tests PRIVATE conformance_cases queue_conformance_cases test_servers
+target_link_libraries(dynamodb_tests PRIVATE conformance_cases queue_conformance_cases
+                      fleet_liveness_cases test_servers
                       leasehold_dynamodb leasehold_open_store leasehold_memory leasehold_sqlite
                       GTest::gtest_main)
 leasehold_test_binary(dynamodb_tests)

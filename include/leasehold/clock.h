@@ -5,7 +5,12 @@
 // monotonic clock for intervals and deadlines (how long this holder may still
 // trust its lease). The compiler refuses to mix them.
 //
-// RealClock is the one class that reads the system clocks. SimulatedClock is
+// RealClock is the one class that reads the system clocks. Its monotonic
+// time is CLOCK_BOOTTIME, which keeps counting while the machine is
+// suspended (CLOCK_MONOTONIC, steady_clock's, stops): a holder that wakes
+// from a suspend finds that its deadlines have passed, as they have for the
+// rest of the fleet. So a MonoTime from a Clock is never compared with
+// std::chrono::steady_clock::now(). SimulatedClock is
 // advanced by hand in tests and simulations; OffsetClock wraps another clock
 // to model a machine whose wall clock is skewed. All implementations are safe
 // for concurrent use.
@@ -61,15 +66,15 @@ class Clock {
                                     MonoTime deadline);
 };
 
-// Reads std::chrono::system_clock and steady_clock, and waits on the latter.
+// Reads std::chrono::system_clock and CLOCK_BOOTTIME. Waits in real time for
+// the time left, as Clock::wait_until does, in slices short enough that a
+// wait across a suspend ends soon after the machine wakes.
 class RealClock final : public Clock {
  public:
   WallTime wall_now() override { return std::chrono::system_clock::now(); }
-  MonoTime mono_now() override { return std::chrono::steady_clock::now(); }
+  MonoTime mono_now() override;
   std::cv_status wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
-                            MonoTime deadline) override {
-    return cv.wait_until(lock, deadline);
-  }
+                            MonoTime deadline) override;
 };
 
 // Time that moves only when advance() is called. Starts at a fixed wall time

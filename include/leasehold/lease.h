@@ -93,8 +93,7 @@ Status check_timing(const LeaseConfig& config, Duration ttl, Duration renew_ever
 // The attribute names of one slot.
 struct SlotNames {
   explicit SlotNames(std::string_view slot);
-  std::string owner, token, epoch, acquired_at_ms, heartbeat_at_ms, expires_at_ms, holder,
-      session;
+  std::string owner, token, epoch, acquired_at_ms, heartbeat_at_ms, expires_at_ms, holder, session;
 };
 
 class SlotNamesCache;  // lease.cc
@@ -164,8 +163,10 @@ struct AcquireOptions {
   // left there is removed (its end must not free this lease).
   std::string session;
   // Also takes the lease if it belongs to this session of this owner,
-  // whatever its own expiry. REQUIRES: the caller has ended that session
-  // (end_session() returned OK): its holder can no longer trust it.
+  // whatever its own expiry. REQUIRES: nobody trusts a lease of that session
+  // on this item: the caller has ended the session (end_session() returned
+  // OK), or the session is the caller's own and the caller holds no lease of
+  // it here (one it lost track of, taken back under a new token and epoch).
   struct SessionRef {
     std::string owner;
     std::string token;
@@ -209,6 +210,13 @@ class LeaseManager {
   // local deadline: the lease is then given back at once (best effort; any
   // `extra_update` stays applied) and never returned.
   Result<Lease> acquire(const Key& key, const AcquireOptions& options);
+  // The same, saying in `*late` whether a failed acquisition's write may
+  // still apply: no answer came, so however the read-back decided, the
+  // request may yet be delivered (on DynamoDB, until its signature expires,
+  // five minutes after it was made) and take the lease then; or it applied
+  // and was answered too late, and giving it back failed. A caller that
+  // passed its own token can find such a lease by it, and release it.
+  Result<Lease> acquire(const Key& key, const AcquireOptions& options, bool* late);
 
   // Extends the lease by its ttl (or `ttl`). kFailedPrecondition if the lease
   // is lost: past its local deadline, expired, taken over (another owner or
@@ -286,6 +294,18 @@ class LeaseManager {
   // (not expired by this clock); kUnavailable if the store failed or the
   // outcome stayed unknown.
   Status end_session(const LeaseRef& session);
+
+  // Releases, on its holder's behalf, a lease of a session that has ended
+  // (end_session() returned OK for it), so that the item is free once it is
+  // wanted again rather than when the lease's own ttl runs out: one write
+  // conditioned on the lease's owner and on its session's token, setting
+  // expires_at to 0 and removing its token and session (the owner and epoch
+  // stay), so that nothing the dead holder sent can land on it afterwards.
+  // OK if this call released it; kFailedPrecondition if the slot does not
+  // belong to that session (any more): taken over, or released already;
+  // kUnavailable if the store failed or the outcome stayed unknown.
+  Status release_ended(const Key& key, const AcquireOptions::SessionRef& ended,
+                       std::string_view slot = kDefaultSlot);
 
   // The slot as stored now. kNotFound if the item has no such slot.
   Result<LeaseView> inspect(const Key& key, std::string_view slot = kDefaultSlot);

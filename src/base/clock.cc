@@ -1,5 +1,7 @@
 #include "leasehold/clock.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <cassert>
 #include <vector>
@@ -11,7 +13,27 @@ namespace {
 // deadline (MonoTime::max()) cannot overflow the real clock's arithmetic.
 constexpr Duration kRealWaitSliceMax = std::chrono::hours(24);
 
+// A real wait is measured on CLOCK_MONOTONIC (the condition variable's),
+// which stops while the machine is suspended: waiting in slices no longer
+// than this, a waiter whose deadline passed during a suspend wakes at most
+// this long after the machine does.
+constexpr Duration kBootWaitSliceMax = std::chrono::seconds(1);
+
 }  // namespace
+
+MonoTime RealClock::mono_now() {
+  timespec now{};
+  clock_gettime(CLOCK_BOOTTIME, &now);
+  return MonoTime(std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec));
+}
+
+std::cv_status RealClock::wait_until(std::unique_lock<std::mutex>& lock,
+                                     std::condition_variable& cv, MonoTime deadline) {
+  const Duration left = deadline - mono_now();
+  if (left <= Duration::zero()) return std::cv_status::timeout;
+  cv.wait_for(lock, std::min(left, kBootWaitSliceMax));
+  return mono_now() >= deadline ? std::cv_status::timeout : std::cv_status::no_timeout;
+}
 
 std::cv_status Clock::wait_until(std::unique_lock<std::mutex>& lock, std::condition_variable& cv,
                                  MonoTime deadline) {

@@ -5,7 +5,11 @@
 #include "leasehold/clock.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -282,6 +286,47 @@ TEST(ClockWait, TheDefaultWakesOnANotifyBeforeAFarDeadline) {
   w.set();
   EXPECT_TRUE(w.until_done());
   waiter.join();
+}
+
+// A suspended machine: its boot clock has run on while its monotonic clock
+// stood still. A time namespace whose boot clock is set 100 s ahead of its
+// monotonic clock is the same machine just after a 100 s suspend, and
+// RealClock's monotonic time there must be the boot clock's: a holder that
+// read steady_clock would trust its lease for the 100 s it slept.
+
+// In a child of the test (the namespace is its children's, not the test's):
+// 0 if RealClock counts the sleep, 1 if not, 77 if no time namespace can be
+// made here.
+int check_in_a_namespace_that_slept_100s() {
+  if (unshare(CLONE_NEWTIME) != 0) return 77;
+  {
+    std::ofstream offsets("/proc/self/timens_offsets");
+    offsets << "boottime 100 0\n";
+    offsets.flush();
+    if (!offsets.good()) return 77;
+  }
+  const pid_t child = fork();  // the first process in the namespace
+  if (child < 0) return 77;
+  if (child == 0) {
+    RealClock clock;
+    const auto steady = std::chrono::steady_clock::now().time_since_epoch();
+    const auto ahead = clock.mono_now().time_since_epoch() - steady;
+    _exit(ahead >= seconds(99) && ahead < seconds(101) ? 0 : 1);
+  }
+  int status = 0;
+  if (waitpid(child, &status, 0) != child || !WIFEXITED(status)) return 1;
+  return WEXITSTATUS(status);
+}
+
+TEST(RealClock, MonotonicTimeCountsASuspend) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(check_in_a_namespace_that_slept_100s());
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no time namespace can be made here";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "mono_now() did not count the 100 s the machine slept";
 }
 
 }  // namespace

@@ -13,20 +13,17 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
-#include <type_traits>
 
 #include "base/logging.h"
 
 namespace leasehold::cli {
 namespace {
 
-// The clock the deadlines are read from in both processes. RealClock's
-// mono_now() is steady_clock, which libstdc++ reads from CLOCK_MONOTONIC.
-static_assert(std::is_same_v<MonoTime::clock, std::chrono::steady_clock>);
-static_assert(std::chrono::steady_clock::is_steady);
+// The clock the deadlines are read from in both processes: RealClock's
+// mono_now() reads CLOCK_BOOTTIME, which counts a suspend as time passing.
 
 // Messages to the guard are one int64 each: a kill deadline in nanoseconds of
-// CLOCK_MONOTONIC, or this.
+// CLOCK_BOOTTIME, or this.
 constexpr int64_t kDisarm = -1;
 // The guard's one message back: it has set itself up and is watching.
 constexpr char kReady = 'R';
@@ -45,7 +42,7 @@ int64_t monotonic_ns(MonoTime t) {
 // Async-signal-safe.
 int64_t monotonic_now_ns() {
   timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
+  clock_gettime(CLOCK_BOOTTIME, &now);
   return int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec;
 }
 

@@ -3,7 +3,7 @@
 //
 // `lease hold` runs its command in a process group of its own and starts a
 // guard for it. The guard holds the only read end of a socket whose write end
-// only `lease hold` keeps, and a kill deadline in CLOCK_MONOTONIC time. It
+// only `lease hold` keeps, and a kill deadline in CLOCK_BOOTTIME time. It
 // sends the group SIGKILL and exits when the deadline passes (`lease hold` is
 // frozen or stuck and did not move it) or when the socket reaches end-of-file
 // without a disarm message (`lease hold` died, even by SIGKILL). The guard is
@@ -31,7 +31,7 @@ class GroupGuard {
   // Forks the guard of process group `pgid`, armed to kill it at `kill_at`,
   // and waits until it runs. Safe to call with other threads running: the
   // guard makes only async-signal-safe calls. REQUIRES: `kill_at` is a
-  // RealClock time (std::chrono::steady_clock, which reads CLOCK_MONOTONIC)
+  // RealClock time (CLOCK_BOOTTIME)
   // and `log` outlives the guard.
   static Result<std::unique_ptr<GroupGuard>> start(pid_t pgid, MonoTime kill_at, Logger& log);
 

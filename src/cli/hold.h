@@ -59,7 +59,7 @@ Result<HoldRequest> make_hold(const LeaseArgs& args);
 // process's life (they are read from a signalfd), so it must be called from
 // the main thread before any other thread is started, and the process should
 // exit with its result. Runs on RealClock: the guard reads the same
-// CLOCK_MONOTONIC.
+// CLOCK_BOOTTIME.
 int run_hold(const std::string& store_uri, Logger& logger, const HoldRequest& request);
 
 }  // namespace leasehold::cli

@@ -8,8 +8,75 @@ namespace leasehold::fleet {
 namespace {
 
 constexpr std::string_view kWorkerPrefix = "WORKER#";
+constexpr char kLegacyPreviousSessionAttr[] = "previous_session";
+
+// The tokens of a space-separated list, as written by join_sessions().
+std::vector<std::string> split_sessions(std::string_view text) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t end = std::min(text.find(' ', at), text.size());
+    if (end > at) out.emplace_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+// Appends `token` to `out` unless it is empty, there already, or the list is
+// full.
+void add_session(std::vector<std::string>& out, std::string token) {
+  if (token.empty() || out.size() >= kPreviousSessionsMax) return;
+  if (std::find(out.begin(), out.end(), token) != out.end()) return;
+  out.push_back(std::move(token));
+}
+
+// The earlier sessions an item names, newest first.
+std::vector<std::string> previous_sessions_of(const Item& item) {
+  std::vector<std::string> out;
+  for (std::string& t : split_sessions(get_string_or(item, kPreviousSessionsAttr))) {
+    add_session(out, std::move(t));
+  }
+  add_session(out, get_string_or(item, kLegacyPreviousSessionAttr));
+  return out;
+}
 
 }  // namespace
+
+std::string join_sessions(const std::vector<std::string>& tokens) {
+  std::string out;
+  for (const std::string& t : tokens) {
+    if (!out.empty()) out += ' ';
+    out += t;
+  }
+  return out;
+}
+
+std::vector<std::string> sessions_named(const Item& item, std::string_view id) {
+  std::vector<std::string> out;
+  if (get_string_or(item, "lease_owner") == id)
+    add_session(out, get_string_or(item, "lease_token"));
+  for (std::string& t : previous_sessions_of(item)) add_session(out, std::move(t));
+  return out;
+}
+
+Status prune_member(ItemStore& store, const Member& member, int64_t now_ms,
+                    int64_t idle_before_ms) {
+  if (member.expires_at_ms >= now_ms || member.heartbeat_at_ms >= idle_before_ms) {
+    return failed_precondition("worker " + member.id + " was renewed too recently to be removed");
+  }
+  // The lease read: its owner and token, not live, and renewed no later
+  // than when it was read.
+  const Condition unchanged = cond::eq("lease_owner", member.id) &&
+                              cond::eq("lease_token", member.session) &&
+                              cond::lt("lease_expires_at_ms", now_ms) &&
+                              cond::le("lease_heartbeat_at_ms", member.heartbeat_at_ms);
+  const Status removed = store.remove(kWorkersTable, worker_key(member.id), unchanged);
+  if (removed.ok() || removed.code() == Code::kNotFound) return {};
+  if (removed.code() == Code::kConditionFailed) {
+    return failed_precondition("worker " + member.id + " changed since it was read");
+  }
+  return removed.with_context("removing worker " + member.id);
+}
 
 TableSpec workers_table_spec() {
   return TableSpec{kWorkersTable,
@@ -61,7 +128,7 @@ Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool al
       m.session_ttl_ms = get_int_or(item, "session_ttl_ms");
       m.heartbeat_at_ms = get_int_or(item, "lease_heartbeat_at_ms");
       m.session = get_string_or(item, "lease_token");
-      m.previous_session = get_string_or(item, "previous_session");
+      m.previous_sessions = previous_sessions_of(item);
       const auto taking = item.find("taking");
       m.taking = taking == item.end() || !std::holds_alternative<bool>(taking->second) ||
                  std::get<bool>(taking->second);

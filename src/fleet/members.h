@@ -15,8 +15,18 @@
 //   started_at_ms, updated_at_ms
 //   session_ttl_ms    when the membership lease is the worker's session
 //                     (fleet/worker.h): its ttl; absent: no session
-//   previous_session  the token its lease had when this one was taken, so
-//                     that the others take that session's connections
+//   previous_sessions the tokens of this worker's earlier sessions that may
+//                     still hold connections (space-separated, newest first,
+//                     at most kPreviousSessionsMax), so that it and the
+//                     others take those connections however often it
+//                     restarted before it could; it drops each once it has
+//                     found none left. Items of older builds name one, as
+//                     previous_session.
+//
+// A member whose lease has ended (expired, ended or released) and has not
+// been renewed for kMemberKeepMin or more is removed (prune_member()), so
+// that the members a reconcile reads stay those alive and those just dead,
+// however many worker IDs came and went.
 //
 // The index kind-lease_expires_at_ms-index lists every worker, alive first
 // when read from the top. Thread-safe: plain functions on a store.
@@ -36,6 +46,10 @@ namespace leasehold::fleet {
 inline constexpr char kWorkersTable[] = "fleet_workers";
 inline constexpr char kWorkersIndex[] = "kind-lease_expires_at_ms-index";
 inline constexpr char kWorkerKind[] = "worker";
+inline constexpr char kPreviousSessionsAttr[] = "previous_sessions";
+// Earlier sessions a member names; one that restarts more often than it
+// can take its connections back loses the oldest, which the reaper finds.
+inline constexpr size_t kPreviousSessionsMax = 8;
 
 TableSpec workers_table_spec();
 Key worker_key(std::string_view id);
@@ -56,13 +70,30 @@ struct Member {
   int64_t session_epoch = 0;
   int64_t session_ttl_ms = 0;  // 0: it runs without a session
   int64_t heartbeat_at_ms = 0;
-  std::string session;           // the lease's token; never shown
-  std::string previous_session;  // see the file comment; never shown
+  std::string session;  // the lease's token; never shown
+  // Its earlier sessions that may still hold connections (the file
+  // comment), newest first; never shown.
+  std::vector<std::string> previous_sessions;
 };
 
 // Every worker the table knows, sorted by id. `alive_only` leaves out the
 // ones whose lease has expired (in the index, not after reading them).
 Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool alive_only);
+
+// Removes `member`'s item if its lease, as read, has not been renewed since
+// `idle_before_ms` and is not live at `now_ms`: one write conditioned on
+// the owner, token and last heartbeat read, so that a member that rejoined
+// or renewed meanwhile stays. OK if removed or gone already;
+// kFailedPrecondition if it changed since it was read.
+Status prune_member(ItemStore& store, const Member& member, int64_t now_ms, int64_t idle_before_ms);
+
+// previous_sessions as written: the tokens joined by spaces.
+std::string join_sessions(const std::vector<std::string>& tokens);
+// The sessions of `id` that its item names (its lease's token, when the
+// lease is its own, then its previous sessions), newest first, without
+// repeats, at most kPreviousSessionsMax: what a worker that joins under
+// `id` names as its previous sessions.
+std::vector<std::string> sessions_named(const Item& item, std::string_view id);
 
 // The figures part of a membership write.
 Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double messages_per_s,

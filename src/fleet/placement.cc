@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 
 #include "fleet/balance.h"
 
@@ -21,8 +22,17 @@ struct Candidate {
 bool may_take(const Candidate& m, const OrphanSeen& orphan, bool stranded) {
   if (!m.taking) return false;
   if (stranded) return m.owned < m.capacity;
-  if (orphan.crashed) return m.id != orphan.last_owner && m.owned < m.capacity;
+  if (orphan.crashed) {
+    return (orphan.owner_back || m.id != orphan.last_owner) && m.owned < m.capacity;
+  }
   return m.owned < m.share;
+}
+
+// A member's weight for an orphan: its rendezvous weight, or the highest of
+// all for the orphan's owner, back from a crash.
+uint64_t weight(std::string_view member, const OrphanSeen& orphan) {
+  if (orphan.owner_back && member == orphan.last_owner) return UINT64_MAX;
+  return rendezvous_weight(member, orphan.id);
 }
 
 // Ahead of `me` for this connection: a higher weight, or an equal one and a
@@ -90,11 +100,11 @@ Placement place(std::string_view me, int64_t owned, int64_t capacity,
     const OrphanSeen& orphan = orphans[j];
     const bool stranded = orphan.free_for >= options.stranded_after;
     if (!may_take(self, orphan, stranded)) continue;
-    const uint64_t my_weight = rendezvous_weight(me, orphan.id);
+    const uint64_t my_weight = weight(me, orphan);
     int64_t rank = 0;
     for (const Candidate& m : members) {
       if (may_take(m, orphan, stranded) &&
-          ranks_before(m.id, rendezvous_weight(m.id, orphan.id), me, my_weight)) {
+          ranks_before(m.id, weight(m.id, orphan), me, my_weight)) {
         ++rank;
       }
     }

@@ -17,6 +17,10 @@
 //     that owner died, and below its share for a connection handed over (or
 //     new), or below its capacity for one whose owner died (recovery first,
 //     balance after).
+//   - An orphan whose owner died and is back (it joined again under the
+//     same ID, in a new session) goes back to it first: it ranks ahead of
+//     every other member, so a worker that restarts takes its connections
+//     back at once, and the others are there if it does not.
 //   - An orphan free for `stranded_after` is taken by any member with room
 //     below its capacity, whatever the shares say: a member that was handed
 //     connections and never takes them (it crashed after joining, or cannot
@@ -51,6 +55,8 @@ struct OrphanSeen {
   std::string last_owner;  // "" if it was never leased
   bool crashed = false;    // its lease expired; it was not handed over
   Duration free_for{};     // how long this worker has seen it free; 0 at first sight
+  // Crashed, and its last owner is a live member again, in a newer session.
+  bool owner_back = false;
 };
 
 struct PlacementOptions {

@@ -85,6 +85,26 @@ TEST(PlacementTest, TheDeadOwnerAndMembersThatDoNotTakeAreNotRanked) {
   EXPECT_EQ(p.next_due, Duration::max());
 }
 
+TEST(PlacementTest, AnOwnerBackFromACrashTakesItsOrphansFirstAndTheOthersFollowIt) {
+  // w2 crashed and joined again under its ID: each of its old connections
+  // is its own to take at once; w1 and w3 rank after it, whatever their
+  // weights.
+  std::vector<OrphanSeen> orphans = crashed_orphans(20, "w2");
+  for (OrphanSeen& o : orphans) o.owner_back = true;
+  const std::vector<MemberFigures> fleet = {
+      {"w1", 5, 1000, true}, {"w2", 0, 1000, true}, {"w3", 5, 1000, true}};
+  const auto all = plans(fleet, orphans);
+  EXPECT_EQ(all.at("w2").attempts.size(), orphans.size());
+  for (const Attempt& a : all.at("w2").attempts) EXPECT_TRUE(a.beyond_share);
+  for (const char* other : {"w1", "w3"}) {
+    EXPECT_TRUE(all.at(other).attempts.empty()) << other;
+    EXPECT_GE(all.at(other).next_due, kOptions.stagger) << other;
+  }
+  // Without it, the dead owner is not ranked at all.
+  for (OrphanSeen& o : orphans) o.owner_back = false;
+  EXPECT_TRUE(plans(fleet, orphans).at("w2").attempts.empty());
+}
+
 TEST(PlacementTest, AHandedOverConnectionGoesToAMemberBelowItsShare) {
   // w1 (8) handed 2 over to balance against w2 (0 of 10 total): w2's share
   // is 5; w1, at its share, leaves them to w2.

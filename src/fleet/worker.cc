@@ -7,6 +7,7 @@
 #include <cassert>
 
 #include "base/logging.h"
+#include "fleet/connections.h"
 #include "fleet/schema.h"
 #include "fleet/worker_impl.h"
 
@@ -15,6 +16,11 @@ namespace {
 
 // How long stop() waits for the upstream connections it closed to end.
 constexpr std::chrono::milliseconds kStopWaitMax{5'000};
+
+// While it waits out its previous run's session, a starting worker looks
+// this often at whether that session is being renewed (by a live worker of
+// the same id).
+constexpr std::chrono::milliseconds kRenewLookEvery{250};
 
 bool valid_id_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
@@ -61,7 +67,7 @@ Status validate_worker_options(const WorkerOptions& o) {
 
 // ---------------------------------------------------------------- start and stop
 
-Status Worker::Impl::join() {
+Status Worker::Impl::prepare() {
   // Created on SQLite; on DynamoDB only `store init` creates tables.
   LEASEHOLD_RETURN_IF_ERROR(store_.require_table(connections_table_spec()));
   LEASEHOLD_RETURN_IF_ERROR(store_.require_table(workers_table_spec()));
@@ -71,60 +77,75 @@ Status Worker::Impl::join() {
         member_leases_.check_timing(options_.session_ttl, session_renew_every())
             .with_context("session"));
   }
-  AcquireOptions o;
-  o.owner = options_.id;
-  o.holder = options_.id;
-  o.ttl = sessions() ? options_.session_ttl : options_.lease_ttl;
-  const int64_t now_ms = to_unix_ms(clock_.wall_now());
-  o.extra_update.set("kind", std::string(kWorkerKind)).set("started_at_ms", now_ms);
-  // The session this worker's item had before (a crash, a lost session, or
-  // its last run) is named, so that the others take its connections.
-  Result<Item> before = store_.get(kWorkersTable, worker_key(options_.id), /*consistent=*/true);
-  if (before.ok() && get_string_or(*before, "lease_owner") == options_.id &&
-      !get_string_or(*before, "lease_token").empty()) {
-    o.extra_update.set("previous_session", get_string_or(*before, "lease_token"));
-  }
-  if (sessions()) {
-    o.extra_update.set("session_ttl_ms", to_ms(options_.session_ttl));
-  } else {
-    o.extra_update.remove("session_ttl_ms");
-  }
-  o.extra_update.append(
-      member_figures(0, static_cast<int64_t>(options_.max_connections), 0, 0, now_ms));
-  Result<Lease> lease = member_leases_.acquire(worker_key(options_.id), o);
-  if (!lease.ok()) {
-    if (lease.status().code() == Code::kAlreadyExists) {
-      return already_exists("worker id '" + options_.id + "' is in use by a live worker");
-    }
-    return lease.status().with_context("joining the fleet");
-  }
-  const Renewer::Id id = member_renewer_.add(*lease, [this](const Lease&, const Status& why) {
-    log_to(options_.logger, LogLevel::kWarn, "{} lost: {}",
-           sessions() ? "session" : "membership lease", why.message());
-    {
-      MutexLock lock(mu_);
-      member_id_.reset();
-    }
-    if (sessions()) on_session_lost(why);
-  });
-  if (sessions()) {
-    MutexLock lock(session_mu_);
-    ++session_gen_;
-    session_token_ = lease->token;
-    session_id_ = id;
-  }
-  ++sessions_started_;
-  MutexLock lock(mu_);
-  member_id_ = id;
-  last_figures_at_ = clock_.mono_now();
   return {};
 }
 
+Status Worker::Impl::join_at_start() {
+  const Status joined = join();
+  if (joined.code() != Code::kAlreadyExists || !sessions() || options_.manual) return joined;
+  return wait_for_previous_run();
+}
+
+// The id is held: by a run of this worker that died moments ago (a crash
+// and a restart), whose session has not expired yet, or by another live
+// worker given the same id. The first is waited out, a session ttl at most;
+// the second renews its session meanwhile, and is refused.
+Status Worker::Impl::wait_for_previous_run() {
+  Result<Item> held = store_.get(kWorkersTable, worker_key(options_.id), /*consistent=*/true);
+  if (!held.ok()) return held.status().with_context("joining the fleet");
+  const int64_t heartbeat_ms = get_int_or(*held, "lease_heartbeat_at_ms");
+  const int64_t expires_ms = get_int_or(*held, "lease_expires_at_ms");
+  const int64_t wait_ms = std::clamp<int64_t>(expires_ms - to_unix_ms(clock_.wall_now()), 0,
+                                              to_ms(options_.session_ttl)) +
+                          to_ms(options_.lease.max_clock_skew + options_.lease.safety_margin);
+  log_to(options_.logger, LogLevel::kInfo,
+         "worker id '{}' is held by a session last renewed at {}; waiting {} ms for it to expire",
+         options_.id, format_utc_ms(heartbeat_ms), wait_ms);
+  const MonoTime until = clock_.mono_now() + std::chrono::milliseconds(wait_ms);
+  Mutex mu;
+  CondVar cv;
+  while (true) {
+    {
+      MutexLock lock(mu);
+      const MonoTime look = std::min(until, clock_.mono_now() + kRenewLookEvery);
+      while (clock_.mono_now() < look) cv.wait_until(mu, clock_, look);
+    }
+    Result<Item> now = store_.get(kWorkersTable, worker_key(options_.id), /*consistent=*/true);
+    if (now.ok() && get_string_or(*now, "lease_token") == get_string_or(*held, "lease_token") &&
+        get_int_or(*now, "lease_heartbeat_at_ms") != heartbeat_ms) {
+      return already_exists("worker id '" + options_.id +
+                            "' is in use by a live worker: its session was renewed at " +
+                            format_utc_ms(get_int_or(*now, "lease_heartbeat_at_ms")));
+    }
+    if (clock_.mono_now() >= until) return join();
+  }
+}
+
 void Worker::Impl::start_threads() {
+  if (options_.manual) return;
   renewer_.start();
   member_renewer_.start();
   control_ = std::thread([this] { control_loop(); });
   keeper_ = std::thread([this] { keeper_loop(); });
+}
+
+MonoTime Worker::Impl::poll() {
+  assert(options_.manual);
+  {
+    MutexLock lock(mu_);
+    if (stopped_) return MonoTime::max();
+  }
+  MonoTime next = std::min(member_renewer_.poll(), renewer_.poll());
+  MonoTime keeper_at;
+  {
+    MutexLock lock(mu_);
+    keeper_at = keeper_woken_ ? MonoTime::min() : keeper_due();
+    keeper_woken_ = false;
+  }
+  if (clock_.mono_now() >= keeper_at) keeper_work();
+  if (clock_.mono_now() >= control_due()) control_step();
+  MutexLock lock(mu_);
+  return std::min({next, keeper_due(), next_reconcile_, next_attempt_});
 }
 
 void Worker::Impl::stop() {
@@ -138,6 +159,7 @@ void Worker::Impl::stop() {
   if (control_.joinable()) control_.join();
   if (keeper_.joinable()) keeper_.join();
   hand_over(snapshot(), "the worker is stopping");
+  retry_releases();  // once more, for what could not be given back before
   if (!open_->wait_for_none(clock_, clock_.mono_now() + kStopWaitMax)) {
     log_to(options_.logger, LogLevel::kError, "upstream connections still open after {} ms",
            to_ms(kStopWaitMax));
@@ -208,6 +230,10 @@ WorkerStats Worker::Impl::stats() const {
   s.membership_renewals = member_renewer_.stats().renewals;
   s.sessions_started = sessions_started_;
   s.sessions_ended = sessions_ended_;
+  s.releases_retried = releases_retried_;
+  s.audit_finds = audit_finds_;
+  s.reaper_finds = reaper_finds_;
+  s.members_pruned = members_pruned_;
   return s;
 }
 
@@ -311,7 +337,8 @@ Result<std::unique_ptr<Worker>> Worker::start(ItemStore& store, Clock& clock, Ra
                                               WorkerOptions options) {
   LEASEHOLD_RETURN_IF_ERROR(validate_worker_options(options));
   auto impl = std::make_unique<Impl>(store, clock, random, upstream, sink, std::move(options));
-  LEASEHOLD_RETURN_IF_ERROR(impl->join());
+  LEASEHOLD_RETURN_IF_ERROR(impl->prepare());
+  LEASEHOLD_RETURN_IF_ERROR(impl->join_at_start());
   impl->start_threads();
   return std::unique_ptr<Worker>(new Worker(std::move(impl)));
 }
@@ -319,6 +346,7 @@ Result<std::unique_ptr<Worker>> Worker::start(ItemStore& store, Clock& clock, Ra
 Worker::Worker(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Worker::~Worker() = default;
 void Worker::stop() { impl_->stop(); }
+MonoTime Worker::poll() { return impl_->poll(); }
 WorkerStats Worker::stats() const { return impl_->stats(); }
 WorkerHealth Worker::health() const { return impl_->health(); }
 std::vector<OwnedConnection> Worker::owned() const { return impl_->owned(); }

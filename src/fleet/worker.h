@@ -54,6 +54,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,6 +91,10 @@ inline constexpr std::chrono::milliseconds kBadMessageLogEvery{10'000};
 // a period of their own.
 inline constexpr std::chrono::milliseconds kSessionCheckpointEvery{5'000};
 
+// The backstops of liveness (WorkerOptions::audit_every, reap_every).
+inline constexpr std::chrono::milliseconds kAuditEveryDefault{60'000};
+inline constexpr std::chrono::milliseconds kReapEveryDefault{60'000};
+
 struct WorkerOptions {
   std::string id;  // unique in the fleet: 1..128 bytes of [A-Za-z0-9._~-]
   size_t max_connections = kMaxConnectionsDefault;
@@ -116,6 +121,20 @@ struct WorkerOptions {
   Logger* logger = nullptr;  // not owned; null logs nothing
   // Where the worker's metrics go (not owned); null: a registry of its own.
   metrics::Registry* metrics = nullptr;
+  // With a session, the backstops of liveness (docs/fleet.md, Liveness):
+  // how often this worker checks its session's leases in the store against
+  // the streams it runs (the audit), and how often the fleet's leader reads
+  // every STARTED connection for leases of sessions no member names (the
+  // reaper). Zero: kAuditEveryDefault, kReapEveryDefault.
+  Duration audit_every{};
+  Duration reap_every{};
+  // For the deterministic simulation: start() starts no thread, and poll()
+  // does what the threads would have done by now. The Renewers are polled
+  // too, so nothing runs but on the caller's thread.
+  bool manual = false;
+  // Tests only: called on the control thread at named points
+  // ("acquire:before_insert"), so that a test can put a race there.
+  std::function<void(std::string_view point)> sync_point;
 };
 
 // Checks the options on their own (id, limits, timing): kInvalidArgument.
@@ -139,6 +158,14 @@ struct WorkerStats {
   uint64_t membership_renewals = 0;
   uint64_t sessions_started = 0;  // membership leases taken (1 unless lost)
   uint64_t sessions_ended = 0;    // other workers' expired sessions this one ended
+  // Liveness (docs/fleet.md): releases that failed and were tried again
+  // until they went through; leases of its own session the audit found it
+  // did not stream; leases of sessions of no member the reaper found; dead
+  // members' items removed.
+  uint64_t releases_retried = 0;
+  uint64_t audit_finds = 0;
+  uint64_t reaper_finds = 0;
+  uint64_t members_pruned = 0;
 };
 
 // Whether the worker does its job, for /healthz: it reaches the store, its
@@ -179,6 +206,11 @@ class Worker {
   // Stops reading, flushes the sink, releases every lease with its final
   // checkpoint, leaves the fleet. Idempotent; returns once done.
   void stop();
+
+  // With WorkerOptions::manual: renews and reports losses, checkpoints and
+  // reconnects, and reconciles, whatever is due by the clock; returns when
+  // something is next due. REQUIRES: manual, and one thread at a time.
+  MonoTime poll();
 
   WorkerStats stats() const;
   WorkerHealth health() const;

@@ -18,6 +18,10 @@ constexpr size_t kBatchGetMax = 100;
 // if it has not been renewed by then.
 constexpr std::chrono::milliseconds kSessionLookAfter{50};
 
+// How often a worker without a membership (lost to a store outage) tries to
+// join again.
+constexpr std::chrono::milliseconds kRejoinEvery{200};
+
 }  // namespace
 
 using std::chrono::milliseconds;
@@ -28,24 +32,42 @@ using worker_parts::Stream;
 
 void Worker::Impl::control_loop() {
   while (true) {
-    const MonoTime started = clock_.mono_now();
-    reconcile();
-    m_.reconcile_seconds.observe(
-        std::chrono::duration<double>(clock_.mono_now() - started).count());
-    const MonoTime next = started + jittered(options_.reconcile_every, 0.2);
+    control_step();
     MutexLock lock(mu_);
     while (!stopping_) {
-      const MonoTime due = std::min(next, next_attempt_);
+      const MonoTime due = std::min(next_reconcile_, next_attempt_);
       if (clock_.mono_now() >= due) break;
       control_cv_.wait_until(mu_, clock_, due);
     }
     if (stopping_) return;
+  }
+}
+
+MonoTime Worker::Impl::control_due() {
+  MutexLock lock(mu_);
+  return std::min(next_reconcile_, next_attempt_);
+}
+
+void Worker::Impl::control_step() {
+  {
+    MutexLock lock(mu_);
     next_attempt_ = MonoTime::max();
   }
+  const MonoTime started = clock_.mono_now();
+  reconcile();
+  m_.reconcile_seconds.observe(std::chrono::duration<double>(clock_.mono_now() - started).count());
+  Duration period = jittered(options_.reconcile_every, 0.2);
+  MutexLock lock(mu_);
+  // Without a membership (a store outage took it) the next try comes soon,
+  // so that the fleet is back moments after the store is.
+  if (!member_id_) period = std::min<Duration>(period, kRejoinEvery);
+  next_reconcile_ = started + period;
 }
 
 void Worker::Impl::reconcile() {
   rejoin_if_lost();
+  check_watched();
+  retry_releases();
   read_desired_state();
   balance_and_acquire();
   write_figures();
@@ -63,9 +85,14 @@ void Worker::Impl::rejoin_if_lost() {
     if (member_id_) return;
   }
   const Status joined = join();
-  if (!joined.ok()) {
-    log_to(options_.logger, LogLevel::kWarn, "rejoining the fleet: {}", joined.message());
+  if (joined.ok()) {
+    log_to(options_.logger, LogLevel::kInfo, "joined the fleet again in a new session");
+    return;
   }
+  // Its own lost session, until it expires by the store's clocks: expected.
+  log_to(options_.logger,
+         joined.code() == Code::kAlreadyExists ? LogLevel::kDebug : LogLevel::kWarn,
+         "rejoining the fleet: {}", joined.message());
 }
 
 // One batch read of everything owned: STOPPED or removed connections are
@@ -140,24 +167,32 @@ void Worker::Impl::balance_and_acquire() {
       soonest = std::min(soonest, now + milliseconds(c->expires_at_ms - now_ms) + skew);
     }
   }
-  // With sessions, every member is read, the dead ones too: their sessions'
-  // connections are orphans, and a live one's session is looked at again
-  // just after it would expire.
+  // With sessions, every member is read, the dead ones too (until they are
+  // pruned): their sessions' connections are orphans, and a live one's
+  // session is looked at again just after it would expire.
   Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/!sessions());
+  std::set<std::string, std::less<>> owner_back;
   if (sessions() && members.ok()) {
     std::set<std::string, std::less<>> listed;
     for (const Connection& o : orphans) listed.insert(o.id);
-    for (Connection& c : dead_session_orphans(*members)) {
+    for (Connection& c : dead_session_orphans(*members, owner_back)) {
       if (listed.insert(c.id).second) orphans.push_back(std::move(c));
+    }
+    // What the reaper finds is swept from the next reconcile on.
+    if (leads(*members)) {
+      reap(*members);
+      prune_members(*members);
     }
     for (const Member& m : *members) {
       if (m.id != options_.id && m.alive && m.session_ttl_ms > 0) {
-        soonest = std::min(soonest, now + milliseconds(m.expires_at_ms - now_ms) + kSessionLookAfter);
+        soonest =
+            std::min(soonest, now + milliseconds(m.expires_at_ms - now_ms) + kSessionLookAfter);
       }
     }
     std::erase_if(*members, [](const Member& m) { return !m.alive; });
   }
-  const std::vector<OrphanSeen> seen = note_orphans(orphans);
+  if (sessions()) audit_own_session();
+  const std::vector<OrphanSeen> seen = note_orphans(orphans, owner_back);
   const std::vector<MemberFigures> others =
       members.ok() ? note_members(*members) : std::vector<MemberFigures>{};
   const int64_t owned = static_cast<int64_t>(snapshot().size());
@@ -192,7 +227,8 @@ void Worker::Impl::balance_and_acquire() {
   }
 }
 
-std::vector<OrphanSeen> Worker::Impl::note_orphans(const std::vector<Connection>& orphans) {
+std::vector<OrphanSeen> Worker::Impl::note_orphans(
+    const std::vector<Connection>& orphans, const std::set<std::string, std::less<>>& owner_back) {
   const MonoTime now = clock_.mono_now();
   std::map<std::string, MonoTime, std::less<>> first_seen;
   std::vector<OrphanSeen> out;
@@ -201,7 +237,8 @@ std::vector<OrphanSeen> Worker::Impl::note_orphans(const std::vector<Connection>
     const auto it = orphan_first_seen_.find(c.id);
     const MonoTime first = it == orphan_first_seen_.end() ? now : it->second;
     first_seen.emplace(c.id, first);
-    out.push_back({c.id, c.owner, /*crashed=*/c.expires_at_ms != 0, now - first});
+    out.push_back(
+        {c.id, c.owner, /*crashed=*/c.expires_at_ms != 0, now - first, owner_back.contains(c.id)});
   }
   orphan_first_seen_ = std::move(first_seen);  // forgets those no longer free
   return out;
@@ -279,11 +316,14 @@ PlacementOptions Worker::Impl::placement_options() const {
 // index may lag the checkpoint), and starts streaming from last_seq. With a
 // session, the lease belongs to it, and one of a session that has ended is
 // taken on that session's owner and token.
-bool Worker::Impl::acquire(const Connection& seen) {
+bool Worker::Impl::acquire(const Connection& seen, bool own_session) {
   AcquireOptions o;
   o.owner = options_.id;
   o.holder = options_.id;
   o.ttl = options_.lease_ttl;
+  // A token of its own: should the outcome stay unknown, the lease it may
+  // have taken can be released by name.
+  o.token = fresh_token();
   o.extra_condition =
       cond::eq(kDesiredStateAttr, std::string(desired_state_name(DesiredState::kStarted)));
   std::optional<SessionNow> session;
@@ -292,11 +332,19 @@ bool Worker::Impl::acquire(const Connection& seen) {
     if (!session) return false;  // none to trust: the control loop starts one
     o.session = session->token;
     const auto dead = dead_sessions_.find(seen.session);
-    if (!seen.session.empty() && dead != dead_sessions_.end() && dead->second.owner == seen.owner) {
+    if (own_session) {
+      // Its own session's lease, lost track of: only while it is that lease.
+      const SlotNames lease_names(kDefaultSlot);
+      o.ended_session = AcquireOptions::SessionRef{options_.id, session->token};
+      o.extra_condition = std::move(o.extra_condition) && cond::eq(lease_names.token, seen.token) &&
+                          cond::gt(lease_names.expires_at_ms, int64_t{0});
+    } else if (!seen.session.empty() && dead != dead_sessions_.end() &&
+               dead->second.owner == seen.owner) {
       o.ended_session = AcquireOptions::SessionRef{seen.owner, seen.session};
     }
   }
-  Result<Lease> lease = conn_leases_.acquire(connection_key(seen.id), o);
+  bool late = false;
+  Result<Lease> lease = conn_leases_.acquire(connection_key(seen.id), o, &late);
   if (!lease.ok()) {
     if (lease.status().code() == Code::kAlreadyExists) {
       ++conflicts_;  // another worker took it first (or it was stopped)
@@ -305,39 +353,75 @@ bool Worker::Impl::acquire(const Connection& seen) {
       log_to(options_.logger, LogLevel::kWarn, "acquiring {}: {}", seen.id,
              lease.status().message());
     }
+    // No answer came: the write may land yet, and take a lease this worker
+    // would not know it holds. It is watched for, by its token.
+    if (late) {
+      Lease attempt;
+      attempt.key = connection_key(seen.id);
+      attempt.slot = o.slot;
+      attempt.owner = o.owner;
+      attempt.token = o.token;
+      watch_acquisition(seen.id, std::move(attempt));
+    }
     return false;
   }
+  return adopt(seen, *lease, session, o.ended_session.has_value());
+}
+
+// Starts streaming a lease just acquired, from its checkpoint read back
+// consistently (the index may lag it). A lease it cannot stream is given
+// back.
+bool Worker::Impl::adopt(const Connection& seen, const Lease& lease,
+                         const std::optional<SessionNow>& session, bool from_session) {
   Result<Item> item = store_.get(kConnectionsTable, connection_key(seen.id), /*consistent=*/true);
   Result<Connection> now = item.ok() ? parse_connection(*item) : Result<Connection>(item.status());
-  if (!now.ok() || now->owner != options_.id || now->token != lease->token) {
-    log_to(options_.logger, LogLevel::kWarn, "connection {} changed while it was acquired",
-           seen.id);
-    (void)conn_leases_.release(*lease, ReleaseMode::kExpire);
+  if (!now.ok() || now->owner != options_.id || now->token != lease.token) {
+    log_to(options_.logger, LogLevel::kWarn,
+           "connection {} could not be read after it was acquired{}", seen.id,
+           now.ok() ? " (it changed)" : ": " + now.status().message());
+    const Status released = conn_leases_.release(lease, ReleaseMode::kExpire);
+    if (!released.ok() && released.code() != Code::kFailedPrecondition) {
+      release_later(seen.id, lease, Update());
+    }
     return false;
   }
   auto stream = std::make_shared<Stream>(now->id, now->ws_url, split_seq_field(now->seq_field));
   if (session) stream->session_gen = session->gen;
-  const MonoTime deadline = deadline_of(*stream, *lease);
+  const MonoTime deadline = deadline_of(*stream, lease);
   if (clock_.mono_now() >= deadline) {  // the session ended while acquiring
     log_to(options_.logger, LogLevel::kWarn, "acquired {} after its session's deadline", seen.id);
     return false;  // nothing is written after it; the lease goes with the session
   }
   {
     MutexLock l(stream->mu);
-    stream->epoch = lease->epoch;
+    stream->epoch = lease.epoch;
     stream->valid_until = deadline;
     stream->written_seq = stream->checkpointed_seq = now->last_seq;
     stream->last_error = now->last_error;
     stream->acquired_at = clock_.mono_now();
   }
   std::weak_ptr<Stream> weak = stream;
-  stream->renew_id = renewer_.add(*lease, [this, weak](const Lease&, const Status& why) {
+  stream->renew_id = renewer_.add(lease, [this, weak](const Lease&, const Status& why) {
     if (auto s = weak.lock()) lose(s, why);
   });
+  sync("acquire:before_insert");
   {
     MutexLock lock(mu_);
     streams_[stream->id] = stream;
   }
+  // A session lost since the check above took its snapshot of the streams
+  // (on_session_lost()) before this one was in it: it is lost here instead.
+  if (session && session_valid_until(stream->session_gen) <= clock_.mono_now()) {
+    lose_with_session(stream, failed_precondition("its session was lost while it was acquired"));
+    return false;
+  }
+  note_acquired(seen, stream->id, lease.epoch, now->last_seq, from_session);
+  connect(stream);
+  return true;
+}
+
+void Worker::Impl::note_acquired(const Connection& seen, const std::string& id, int64_t epoch,
+                                 int64_t from_seq, bool from_session) {
   ++acquired_;
   const bool takeover = !seen.owner.empty() && seen.expires_at_ms != 0;
   if (takeover) {
@@ -345,11 +429,14 @@ bool Worker::Impl::acquire(const Connection& seen) {
     m_.takeovers.inc();
   }
   m_.owned.set(static_cast<double>(snapshot().size()));
-  log_to(options_.logger, LogLevel::kInfo, "acquired {} (epoch {}, from seq {}{}{})", stream->id,
-         lease->epoch, now->last_seq, takeover ? ", taken over from " + seen.owner : "",
-         o.ended_session ? " after its session ended" : "");
-  connect(stream);
-  return true;
+  log_to(options_.logger, LogLevel::kInfo, "acquired {} (epoch {}, from seq {}{}{})", id, epoch,
+         from_seq, takeover ? ", taken over from " + seen.owner : "",
+         from_session ? " after its session ended" : "");
+}
+
+std::string Worker::Impl::fresh_token() {
+  MutexLock lock(random_mu_);
+  return random_token(random_);
 }
 
 // This worker's figures on its membership item, for the others' balancing
@@ -377,9 +464,15 @@ void Worker::Impl::write_figures() {
   if (!member) return;
   std::optional<Lease> lease = member_renewer_.get(*member);
   if (!lease) return;
-  const Update figures = member_figures(
+  Update figures = member_figures(
       static_cast<int64_t>(snapshot().size()), static_cast<int64_t>(options_.max_connections),
       static_cast<int64_t>(messages), rate, to_unix_ms(clock_.wall_now()), taking_);
+  // Its earlier sessions, less those it has found nothing left of.
+  if (previous_sessions_.empty()) {
+    figures.remove(kPreviousSessionsAttr);
+  } else {
+    figures.set(kPreviousSessionsAttr, join_sessions(previous_sessions_));
+  }
   Result<Item> written = member_leases_.fenced_write(*lease, figures);
   if (!written.ok()) {
     log_to(options_.logger, LogLevel::kDebug, "writing membership figures: {}",

@@ -1,7 +1,9 @@
 // The worker's parts, shared by the files that define them (not part of
 // the fleet's interface; fleet/worker.h is):
-//   worker.cc          start, stop, figures and health, the Worker facade
+//   worker.cc          start, join, stop, poll, figures and health, the facade
 //   worker_control.cc  the control loop: desired state, placement, membership
+//   worker_sessions.cc its session, and the sessions that have ended
+//   worker_liveness.cc releases retried, the audit, the reaper, pruning
 //   worker_keeper.cc   the keeper loop: checkpoints and reconnects
 //   worker_streams.cc  the streams: connecting, writing, closing, handing over
 // Threads and the rules that keep one writer per connection are in
@@ -13,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -211,9 +214,9 @@ class Worker::Impl {
         member_leases_(store, clock, random,
                        worker_parts::config_for(options_.lease, kWorkersTable, options_.logger)),
         renewer_(conn_leases_, clock, random, renewer_options(2, options_.renew_every)),
-        member_renewer_(member_leases_, clock, random,
-                        renewer_options(1, sessions() ? session_renew_every()
-                                                      : options_.renew_every)) {
+        member_renewer_(
+            member_leases_, clock, random,
+            renewer_options(1, sessions() ? session_renew_every() : options_.renew_every)) {
     if (options_.checkpoint_every == Duration::zero()) {
       options_.checkpoint_every = sessions() ? kSessionCheckpointEvery : options_.renew_every;
     }
@@ -225,9 +228,10 @@ class Worker::Impl {
     }
     collect_ids_[3] = m_.lease_writes.add(
         [this](std::vector<metrics::Collected::Sample>& out) { collect_lease_writes(out); });
-    collect_ids_[4] = m_.checkpoint_writes.add([this](std::vector<metrics::Collected::Sample>& out) {
-      out.push_back({{}, static_cast<double>(checkpoints_.load())});
-    });
+    collect_ids_[4] =
+        m_.checkpoint_writes.add([this](std::vector<metrics::Collected::Sample>& out) {
+          out.push_back({{}, static_cast<double>(checkpoints_.load())});
+        });
   }
 
   ~Impl() {
@@ -239,9 +243,14 @@ class Worker::Impl {
     m_.checkpoint_writes.remove(collect_ids_[4]);
   }
 
-  Status join();
+  // The tables and the timing, once.
+  Status prepare();
+  // Joins the fleet (starts a session); with sessions, waits out the
+  // session of a run of this worker that died, if it was not renewed since.
+  Status join_at_start();
   void start_threads();
   void stop();
+  MonoTime poll();
 
   WorkerStats stats() const;
   WorkerHealth health() const;
@@ -273,31 +282,81 @@ class Worker::Impl {
   // A stream's deadline: its lease's, and its session's if it has one.
   MonoTime deadline_of(const Stream& stream, const Lease& lease);
   void on_session_lost(const Status& why);
-  // The connections of sessions that have ended (or that this worker ends
-  // now, having found them expired), as orphans whose owner died.
-  std::vector<Connection> dead_session_orphans(const std::vector<Member>& members);
-  Status sweep_session(const std::string& owner, const std::string& token,
-                       std::vector<Connection>& out);
+  // A stream of a session that is lost: it is closed, and its lease never
+  // renewed again (it goes with the session).
+  void lose_with_session(const std::shared_ptr<Stream>& stream, const Status& why);
+  Status join();
+  Status wait_for_previous_run();
+
+  // Sessions that have ended, and what they still hold (worker_sessions.cc).
+  struct DeadSession;
+  // Adds the sessions the members name as dead (ending those found expired)
+  // and this worker's own earlier ones; forgets those long unnamed.
+  void note_dead_sessions(const std::vector<Member>& members);
+  // The STARTED connections held under sessions that have ended, swept as
+  // their schedules say, as orphans whose owner died; `owner_back` gets
+  // those whose owner has joined again since. Their other connections are
+  // released (retire()).
+  std::vector<Connection> dead_session_orphans(const std::vector<Member>& members,
+                                               std::set<std::string, std::less<>>& owner_back);
+  Status sweep_session(const std::string& token, const DeadSession& dead,
+                       const std::vector<Member>& members, std::vector<Connection>& out,
+                       size_t& held);
+  void retire(const Connection& connection, const std::string& token, const DeadSession& dead,
+              const std::vector<Member>& members);
+  void drop_swept_previous_sessions();
+
+  // Liveness (worker_liveness.cc): every lease this worker may hold and
+  // does not stream is released, by retrying what failed, by the audit of
+  // its own session, and, fleet-wide, by the leader's reaper.
+  void release_later(const std::string& id, const Lease& lease, Update final_checkpoint);
+  void retry_releases();
+  void watch_acquisition(const std::string& id, Lease attempt);
+  void check_watched();
+  bool release_pending(const std::string& id) const;
+  void audit_own_session();
+  void audit_page(const std::string& token, const Page& page, size_t& found);
+  void reap(const std::vector<Member>& members);
+  void prune_members(const std::vector<Member>& members);
+  bool leads(const std::vector<Member>& members) const;
+  void sync(std::string_view point) const;
+  Duration audit_every() const;
+  Duration reap_every() const;
+  Duration member_keep() const;
 
   // The control loop and its parts.
   void control_loop();
+  // One reconcile, and when the next is due.
+  void control_step();
+  MonoTime control_due() EXCLUDES(mu_);
   void reconcile();
   void read_desired_state();
   void balance_and_acquire();
   // The orphans found, with how long this worker has seen each free.
-  std::vector<OrphanSeen> note_orphans(const std::vector<Connection>& orphans);
+  std::vector<OrphanSeen> note_orphans(const std::vector<Connection>& orphans,
+                                       const std::set<std::string, std::less<>>& owner_back);
   // The other live members' figures, `taking` false for one whose figures
   // have not changed for a while (it stopped reconciling).
   std::vector<MemberFigures> note_members(const std::vector<Member>& members);
   bool may_balance(const std::vector<MemberFigures>& others,
                    const std::vector<OrphanSeen>& orphans);
   PlacementOptions placement_options() const;
-  bool acquire(const Connection& seen);
+  // Takes `seen` as the index showed it. `own_session` for one the audit
+  // found held under this worker's own session, unstreamed: taken back
+  // only while it is still that lease (the same token, not released).
+  bool acquire(const Connection& seen, bool own_session = false);
+  bool adopt(const Connection& seen, const Lease& lease, const std::optional<SessionNow>& session,
+             bool from_session);
+  void note_acquired(const Connection& seen, const std::string& id, int64_t epoch, int64_t from_seq,
+                     bool from_session);
+  std::string fresh_token() EXCLUDES(random_mu_);
   void write_figures();
   void rejoin_if_lost();
 
   // The keeper loop and its parts.
   void keeper_loop();
+  MonoTime keeper_due() REQUIRES(mu_);
+  void keeper_work();
   // One stream's checkpoint write, planned under its lock.
   struct Checkpoint {
     std::shared_ptr<Stream> stream;
@@ -362,8 +421,11 @@ class Worker::Impl {
   bool keeper_woken_ GUARDED_BY(mu_) = false;
   std::map<std::string, std::shared_ptr<Stream>> streams_ GUARDED_BY(mu_);
   std::optional<Renewer::Id> member_id_ GUARDED_BY(mu_);
-  // When the control loop should next try a lease due to expire.
+  // When the control loop should next reconcile, and next try a lease due
+  // to expire.
+  MonoTime next_reconcile_ GUARDED_BY(mu_) = MonoTime::min();
   MonoTime next_attempt_ GUARDED_BY(mu_) = MonoTime::max();
+  MonoTime next_checkpoint_ GUARDED_BY(mu_){};
   uint64_t messages_at_last_figures_ GUARDED_BY(mu_) = 0;
   MonoTime last_figures_at_ GUARDED_BY(mu_){};
 
@@ -381,6 +443,7 @@ class Worker::Impl {
   std::atomic<bool> sink_failing_{false};
   std::atomic<bool> taking_{true};  // the last orphan query answered
   std::atomic<uint64_t> sessions_started_{0}, sessions_ended_{0};
+  std::atomic<uint64_t> releases_retried_{0}, audit_finds_{0}, reaper_finds_{0}, members_pruned_{0};
 
   // The current session: a generation that every new session raises, its
   // token and its renewer entry (none while it is lost). A leaf lock.
@@ -388,14 +451,49 @@ class Worker::Impl {
   uint64_t session_gen_ GUARDED_BY(session_mu_) = 0;
   std::string session_token_ GUARDED_BY(session_mu_);
   std::optional<Renewer::Id> session_id_ GUARDED_BY(session_mu_);
-  // Control thread only: the sessions found dead, by token, with their
-  // owner; swept once their index shows none of their connections left.
+  // Control thread only: the sessions found dead, by token. Each is swept
+  // (its index read) every reconcile while it holds connections, then less
+  // and less often, and forgotten once no member has named it for a while:
+  // never marked done for good, since the index may lag a lease taken just
+  // before the session died, and a connection stopped then may be started
+  // again.
   struct DeadSession {
     std::string owner;
     MonoTime first_seen{};
-    bool swept = false;
+    MonoTime named_at{};  // last named by a member, or found by the reaper
+    MonoTime next_sweep{};
+    Duration backoff{};    // between sweeps that find nothing, doubling
+    int empty_sweeps = 0;  // in a row
+    bool named = false;    // by a member's item, so every member sweeps it
   };
   std::map<std::string, DeadSession, std::less<>> dead_sessions_;
+  // Control thread only: this worker's earlier sessions that may still hold
+  // connections, as its item names them (members.h), newest first.
+  std::vector<std::string> previous_sessions_;
+  // Leases this worker may hold and does not stream, whose release failed:
+  // tried again every reconcile until done (a release conditioned on the
+  // owner and token is safe at any time). The control thread's, and stop()'s
+  // once that thread has ended.
+  struct PendingRelease {
+    std::string id;
+    Lease lease;
+    Update final_checkpoint;
+    MonoTime since{};
+  };
+  std::vector<PendingRelease> pending_releases_;
+  // Control thread only: acquisitions that got no answer, and may land yet
+  // (LeaseManager::acquire's `late`): each looked for by its token, less
+  // and less often, until no request sent then can land any more.
+  struct Watched {
+    std::string id;
+    Lease attempt;
+    MonoTime since{};
+    MonoTime next_look{};
+    Duration backoff{};
+  };
+  std::vector<Watched> watched_;
+  MonoTime next_audit_{};          // control thread only
+  MonoTime next_reap_{};           // control thread only
   MonoTime figures_written_at_{};  // control thread only
   std::array<metrics::Collected::Id, 5> collect_ids_{};
 

@@ -14,37 +14,54 @@ using worker_parts::Stream;
 // ---------------------------------------------------------------- keeper loop
 
 void Worker::Impl::keeper_loop() {
-  MonoTime next_checkpoint = clock_.mono_now() + options_.checkpoint_every;
   while (true) {
     {
       MutexLock lock(mu_);
       while (!stopping_ && !keeper_woken_) {
-        MonoTime due = next_checkpoint;
-        for (const auto& [id, s] : streams_) {
-          MutexLock l(s->mu);
-          if (s->state == State::kWaiting) due = std::min(due, s->reconnect_at);
-        }
+        const MonoTime due = keeper_due();
         if (clock_.mono_now() >= due) break;
         keeper_cv_.wait_until(mu_, clock_, due);
       }
       if (stopping_) return;
       keeper_woken_ = false;
     }
-    // Lost streams are forgotten (their leases are gone; nothing to write).
-    for (const auto& s : snapshot()) {
-      bool lost = false;
-      {
-        MutexLock l(s->mu);
-        lost = s->state == State::kLost;
-      }
-      if (lost) forget(s->id);
-    }
-    if (clock_.mono_now() >= next_checkpoint) {
-      checkpoint_all();
-      next_checkpoint = clock_.mono_now() + options_.checkpoint_every;
-    }
-    reconnect_due();
+    keeper_work();
   }
+}
+
+// The next checkpoint, or the earliest reconnect due before it.
+MonoTime Worker::Impl::keeper_due() {
+  if (next_checkpoint_ == MonoTime{})
+    next_checkpoint_ = clock_.mono_now() + options_.checkpoint_every;
+  MonoTime due = next_checkpoint_;
+  for (const auto& [id, s] : streams_) {
+    MutexLock l(s->mu);
+    if (s->state == State::kWaiting) due = std::min(due, s->reconnect_at);
+  }
+  return due;
+}
+
+void Worker::Impl::keeper_work() {
+  // Lost streams are forgotten (their leases are gone; nothing to write).
+  for (const auto& s : snapshot()) {
+    bool lost = false;
+    {
+      MutexLock l(s->mu);
+      lost = s->state == State::kLost;
+    }
+    if (lost) forget(s->id);
+  }
+  bool checkpoint_due = false;
+  {
+    MutexLock lock(mu_);
+    checkpoint_due = clock_.mono_now() >= next_checkpoint_;
+  }
+  if (checkpoint_due) {
+    checkpoint_all();
+    MutexLock lock(mu_);
+    next_checkpoint_ = clock_.mono_now() + options_.checkpoint_every;
+  }
+  reconnect_due();
 }
 
 void Worker::Impl::checkpoint_all() {

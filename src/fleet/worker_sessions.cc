@@ -1,12 +1,91 @@
-// The worker's session (fleet/worker.h): what it may trust of its own, and
-// the connections of the sessions of others that have ended.
+// The worker's session (fleet/worker.h): joining the fleet, what it may
+// trust of its own session, and the sessions that have ended (of others,
+// and its own earlier ones) with the connections they still hold.
+#include <algorithm>
+
 #include "base/logging.h"
 #include "fleet/schema.h"
 #include "fleet/worker_impl.h"
 
 namespace leasehold::fleet {
+namespace {
+
+// A dead session whose sweeps find nothing is swept again after a reconcile
+// period, then after twice that, and so on up to this many periods: the
+// index may show late a lease taken just before the session died.
+constexpr int kSweepBackoffPeriodsMax = 8;
+
+// The most dead sessions a worker keeps in sight; past it, those named
+// longest ago are forgotten first (the reaper finds what they still hold).
+constexpr size_t kDeadSessionsMax = 4096;
+
+}  // namespace
 
 using worker_parts::Stream;
+
+// ---------------------------------------------------------------- joining
+
+// Takes the membership lease: the session, with sessions. The item's earlier
+// sessions of this id (the one it holds, and those it names) are named
+// again, so that this worker, and the others, take their connections
+// however often this id restarted before it could.
+Status Worker::Impl::join() {
+  AcquireOptions o;
+  o.owner = options_.id;
+  o.holder = options_.id;
+  o.ttl = sessions() ? options_.session_ttl : options_.lease_ttl;
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  o.extra_update.set("kind", std::string(kWorkerKind)).set("started_at_ms", now_ms);
+  Result<Item> before = store_.get(kWorkersTable, worker_key(options_.id), /*consistent=*/true);
+  if (!before.ok() && before.status().code() != Code::kNotFound) {
+    return before.status().with_context("joining the fleet");
+  }
+  const std::vector<std::string> previous =
+      before.ok() ? sessions_named(*before, options_.id) : std::vector<std::string>{};
+  if (previous.empty()) {
+    o.extra_update.remove(kPreviousSessionsAttr);
+  } else {
+    o.extra_update.set(kPreviousSessionsAttr, join_sessions(previous));
+  }
+  o.extra_update.remove("previous_session");  // an older build's single one
+  if (sessions()) {
+    o.extra_update.set("session_ttl_ms", to_ms(options_.session_ttl));
+  } else {
+    o.extra_update.remove("session_ttl_ms");
+  }
+  o.extra_update.append(
+      member_figures(0, static_cast<int64_t>(options_.max_connections), 0, 0, now_ms));
+  Result<Lease> lease = member_leases_.acquire(worker_key(options_.id), o);
+  if (!lease.ok()) {
+    if (lease.status().code() == Code::kAlreadyExists) {
+      return already_exists("worker id '" + options_.id + "' is in use by a live worker");
+    }
+    return lease.status().with_context("joining the fleet");
+  }
+  previous_sessions_ = previous;
+  const Renewer::Id id = member_renewer_.add(*lease, [this](const Lease&, const Status& why) {
+    log_to(options_.logger, LogLevel::kWarn, "{} lost: {}",
+           sessions() ? "session" : "membership lease", why.message());
+    {
+      MutexLock lock(mu_);
+      member_id_.reset();
+    }
+    if (sessions()) on_session_lost(why);
+  });
+  if (sessions()) {
+    MutexLock lock(session_mu_);
+    ++session_gen_;
+    session_token_ = lease->token;
+    session_id_ = id;
+  }
+  ++sessions_started_;
+  MutexLock lock(mu_);
+  member_id_ = id;
+  last_figures_at_ = clock_.mono_now();
+  return {};
+}
+
+// ---------------------------------------------------------------- its own session
 
 Duration Worker::Impl::session_renew_every() const {
   if (options_.session_renew_every > Duration::zero()) return options_.session_renew_every;
@@ -48,79 +127,116 @@ MonoTime Worker::Impl::deadline_of(const Stream& stream, const Lease& lease) {
 
 // Every stream belongs to the session: none may be trusted any more, and
 // none is written to the store again (their leases move to whoever ends the
-// session). The control loop starts a new session.
+// session, or back to this worker, which names it when it starts a new
+// one). The control loop starts a new session. A stream added after the
+// snapshot below finds the session gone itself (acquire()).
 void Worker::Impl::on_session_lost(const Status& why) {
   {
     MutexLock lock(session_mu_);
     session_id_.reset();
   }
   for (const std::shared_ptr<Stream>& s : snapshot()) {
-    lose(s, failed_precondition("its session was lost: " + why.message()));
-    // Nor is its own lease renewed again: a renewal falling due just after
-    // a pause would be a write past the session's deadline.
-    (void)renewer_.remove(s->renew_id);
+    lose_with_session(s, failed_precondition("its session was lost: " + why.message()));
   }
 }
+
+void Worker::Impl::lose_with_session(const std::shared_ptr<Stream>& stream, const Status& why) {
+  lose(stream, why);
+  // Nor is its own lease renewed again: a renewal falling due just after a
+  // pause would be a write past the session's deadline.
+  (void)renewer_.remove(stream->renew_id);
+}
+
+// ---------------------------------------------------------------- dead sessions
 
 // The sessions that have ended: each member's, once it has expired by this
 // clock (ended here first, so that no renewal its worker sent lands after),
-// and the one each member held before its current one. Each is swept until
-// its index shows none of its STARTED connections left with their lease.
-std::vector<Connection> Worker::Impl::dead_session_orphans(const std::vector<Member>& members) {
+// the earlier ones each member names, and this worker's own earlier ones.
+void Worker::Impl::note_dead_sessions(const std::vector<Member>& members) {
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
   const MonoTime now = clock_.mono_now();
-  std::vector<Connection> out;
-  struct Dead {
-    const std::string* owner;
-    const std::string* token;
-    bool to_end;  // expired, not yet zeroed: ended by this worker
+  const auto note = [&](const std::string& owner, const std::string& token) {
+    auto [it, added] = dead_sessions_.try_emplace(token, DeadSession{owner, now, now, now});
+    it->second.named_at = now;
+    it->second.named = true;
   };
-  std::vector<Dead> dead;
   for (const Member& m : members) {
-    if (m.id != options_.id && m.session_ttl_ms > 0 && !m.session.empty() &&
-        m.expires_at_ms < now_ms) {
-      dead.push_back({&m.id, &m.session, m.expires_at_ms != 0});
-    }
-    if (!m.previous_session.empty()) dead.push_back({&m.id, &m.previous_session, false});
-  }
-  for (const Dead& d : dead) {
-    auto it = dead_sessions_.find(*d.token);
-    if (it != dead_sessions_.end() && it->second.swept) continue;
-    if (it == dead_sessions_.end()) {
-      if (d.to_end) {
-        const Status ended = member_leases_.end_session(
-            LeaseRef{worker_key(*d.owner), std::string(kDefaultSlot), *d.owner, *d.token});
-        if (!ended.ok()) {  // renewed meanwhile, or the store failed: next time
-          log_to(options_.logger, LogLevel::kDebug, "ending the session of {}: {}", *d.owner,
-                 ended.message());
-          continue;
-        }
-        ++sessions_ended_;
-        log_to(options_.logger, LogLevel::kInfo, "ended the expired session of worker {}",
-               *d.owner);
-      }
-      it = dead_sessions_.emplace(*d.token, DeadSession{*d.owner, now}).first;
-    }
-    const size_t before = out.size();
-    const Status swept = sweep_session(*d.owner, *d.token, out);
-    if (!swept.ok()) {
-      log_to(options_.logger, LogLevel::kWarn, "finding the connections of {}'s session: {}",
-             *d.owner, swept.message());
+    for (const std::string& token : m.previous_sessions) note(m.id, token);
+    if (m.id == options_.id || m.session_ttl_ms <= 0 || m.session.empty() ||
+        m.expires_at_ms >= now_ms) {
       continue;
     }
-    // The index may lag a lease taken just before the session died: it is
-    // read again for two reconcile periods before the session counts as swept.
-    if (out.size() == before && now - it->second.first_seen >= 2 * options_.reconcile_every) {
-      it->second.swept = true;
+    if (m.expires_at_ms != 0 && !dead_sessions_.contains(m.session)) {
+      const Status ended = member_leases_.end_session(
+          LeaseRef{worker_key(m.id), std::string(kDefaultSlot), m.id, m.session});
+      if (!ended.ok()) {  // renewed meanwhile, or the store failed: next time
+        log_to(options_.logger, LogLevel::kDebug, "ending the session of {}: {}", m.id,
+               ended.message());
+        continue;
+      }
+      ++sessions_ended_;
+      log_to(options_.logger, LogLevel::kInfo, "ended the expired session of worker {}", m.id);
     }
+    note(m.id, m.session);
   }
+  for (const std::string& token : previous_sessions_) note(options_.id, token);
+  // Forgotten once nobody has named one for a while (its member is gone,
+  // or has found none of its connections left); the longest unnamed first
+  // past the bound.
+  std::erase_if(dead_sessions_, [&](const auto& entry) {
+    return now - entry.second.named_at > member_keep() && entry.second.empty_sweeps > 0;
+  });
+  while (dead_sessions_.size() > kDeadSessionsMax) {
+    dead_sessions_.erase(std::min_element(
+        dead_sessions_.begin(), dead_sessions_.end(),
+        [](const auto& a, const auto& b) { return a.second.named_at < b.second.named_at; }));
+  }
+}
+
+std::vector<Connection> Worker::Impl::dead_session_orphans(
+    const std::vector<Member>& members, std::set<std::string, std::less<>>& owner_back) {
+  note_dead_sessions(members);
+  const MonoTime now = clock_.mono_now();
+  const Duration backoff_max = kSweepBackoffPeriodsMax * options_.reconcile_every;
+  std::vector<Connection> out;
+  for (auto& entry : dead_sessions_) {
+    const std::string& token = entry.first;
+    DeadSession& d = entry.second;
+    if (now < d.next_sweep) continue;
+    const size_t before = out.size();
+    size_t held = 0;
+    const Status swept = sweep_session(token, d, members, out, held);
+    if (!swept.ok()) {
+      log_to(options_.logger, LogLevel::kWarn, "finding the connections of {}'s session: {}",
+             d.owner, swept.message());
+      continue;  // swept again next reconcile
+    }
+    if (held > 0) {
+      d.empty_sweeps = 0;
+      d.backoff = Duration::zero();
+      d.next_sweep = now;
+    } else {
+      ++d.empty_sweeps;
+      d.backoff = d.backoff == Duration::zero() ? options_.reconcile_every
+                                                : std::min(2 * d.backoff, backoff_max);
+      d.next_sweep = now + d.backoff;
+    }
+    // Its owner joined again since, in another session: it takes them first.
+    const bool back = std::any_of(members.begin(), members.end(), [&](const Member& m) {
+      return m.alive && m.id == d.owner && m.session != token;
+    });
+    for (size_t i = before; back && i < out.size(); ++i) owner_back.insert(out[i].id);
+  }
+  drop_swept_previous_sessions();
   return out;
 }
 
-// The STARTED connections still held under the session (its owner and
-// token, not released), which this worker does not own.
-Status Worker::Impl::sweep_session(const std::string& owner, const std::string& token,
-                                   std::vector<Connection>& out) {
+// The connections still held under the session (its owner and token, not
+// released) that this worker does not stream: the STARTED ones into `out`,
+// the others released (retire()). `held` counts them all.
+Status Worker::Impl::sweep_session(const std::string& token, const DeadSession& dead,
+                                   const std::vector<Member>& members, std::vector<Connection>& out,
+                                   size_t& held) {
   QueryOptions q;
   q.limit = kQueryLimitMax;
   do {
@@ -129,15 +245,56 @@ Status Worker::Impl::sweep_session(const std::string& owner, const std::string& 
     if (!page.ok()) return page.status();
     for (const Item& item : page->items) {
       Result<Connection> c = parse_connection(item);
-      if (!c.ok() || c->owner != owner || c->session != token || c->expires_at_ms == 0 ||
-          c->desired_state != DesiredState::kStarted || find(c->id) != nullptr) {
+      if (!c.ok() || c->owner != dead.owner || c->session != token || c->expires_at_ms == 0) {
         continue;
       }
-      out.push_back(std::move(*c));
+      ++held;
+      if (find(c->id) != nullptr) continue;
+      if (c->desired_state == DesiredState::kStarted) {
+        out.push_back(std::move(*c));
+      } else {
+        retire(*c, token, dead, members);
+      }
     }
     q.cursor = page->next_cursor;
   } while (!q.cursor.empty());
   return {};
+}
+
+// A stopped or removed connection still held under a dead session is taken
+// by nobody, so its lease is released on the dead holder's behalf: started
+// again, it is free at once, and a removed ID may be added again. One member
+// does it, the live one that ranks first for it, unless only this worker
+// knows of the session (the reaper found it).
+void Worker::Impl::retire(const Connection& connection, const std::string& token,
+                          const DeadSession& dead, const std::vector<Member>& members) {
+  if (dead.named) {
+    const uint64_t mine = rendezvous_weight(options_.id, connection.id);
+    for (const Member& m : members) {
+      if (m.alive && m.id != options_.id && rendezvous_weight(m.id, connection.id) > mine) return;
+    }
+  }
+  const Status released = conn_leases_.release_ended(
+      connection_key(connection.id), AcquireOptions::SessionRef{connection.owner, token});
+  if (released.ok()) {
+    log_to(options_.logger, LogLevel::kInfo,
+           "released {} ({}), which the ended session of {} still held", connection.id,
+           desired_state_name(connection.desired_state), connection.owner);
+  } else if (released.code() != Code::kFailedPrecondition) {
+    log_to(options_.logger, LogLevel::kWarn, "releasing {} of {}'s ended session: {}",
+           connection.id, connection.owner, released.message());
+  }
+}
+
+// This worker's earlier sessions stop being named on its item once it has
+// found none of their connections left in two sweeps, a reconcile period or
+// more apart (the figures write says so). They stay in sight, and swept,
+// until forgotten.
+void Worker::Impl::drop_swept_previous_sessions() {
+  std::erase_if(previous_sessions_, [&](const std::string& token) {
+    const auto it = dead_sessions_.find(token);
+    return it != dead_sessions_.end() && it->second.empty_sweeps >= 2;
+  });
 }
 
 }  // namespace leasehold::fleet

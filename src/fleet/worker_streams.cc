@@ -350,14 +350,19 @@ void Worker::Impl::hand_over(const std::vector<std::shared_ptr<Stream>>& streams
     const std::vector<Status> released = conn_leases_.release_each(releases);
     for (size_t i = at; i < end; ++i) {
       const std::string& id = finals[i].stream->id;
-      if (released[i - at].ok()) {
+      const Status& result = released[i - at];
+      if (result.ok()) {
         ++handovers_;
         m_.handovers.inc();
         log_to(options_.logger, LogLevel::kInfo, "handed over {} at seq {} ({})", id, finals[i].seq,
                why);
-      } else {
-        log_to(options_.logger, LogLevel::kWarn, "handing over {}: {}", id,
-               released[i - at].message());
+        continue;
+      }
+      log_to(options_.logger, LogLevel::kWarn, "handing over {}: {}", id, result.message());
+      // Still held, as far as this worker knows, and streamed by nobody: the
+      // release is tried again until it goes through, with its checkpoint.
+      if (result.code() != Code::kFailedPrecondition) {
+        release_later(id, finals[i].lease, releases[i - at].extra_update);
       }
     }
   }

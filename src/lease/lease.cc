@@ -229,6 +229,13 @@ Status LeaseManager::check_timing(Duration ttl, Duration renew_every) const {
 }
 
 Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
+  bool late = false;
+  return acquire(key, o, &late);
+}
+
+Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o, bool* late) {
+  assert(late != nullptr);
+  *late = false;
   LEASEHOLD_RETURN_IF_ERROR(validate_slot(o.slot));
   LEASEHOLD_RETURN_IF_ERROR(validate_text("owner", o.owner, kOwnerBytesMax, false));
   LEASEHOLD_RETURN_IF_ERROR(validate_text("holder", o.holder, kHolderBytesMax, true));
@@ -243,8 +250,8 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
 
   const auto names_n = names(o.slot);
   const SlotNames& n = *names_n;
-  Lease lease{key, o.slot, o.owner, o.holder, o.token.empty() ? random_token(random_) : o.token,
-              0,   0,      0,       0,        o.ttl,
+  Lease lease{key, o.slot,   o.owner, o.holder, o.token.empty() ? random_token(random_) : o.token,
+              0,   0,        0,       0,        o.ttl,
               {},  o.session};
   const MonoTime sent = clock_.mono_now();
   lease.acquired_at_ms = to_unix_ms(clock_.wall_now());
@@ -279,7 +286,9 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
   if (written.ok()) {
     lease.epoch = get_int_or(*written, n.epoch);
     assert(lease.epoch >= 1);
-    return check_acquired_in_time(std::move(lease));
+    Result<Lease> in_time = check_acquired_in_time(std::move(lease));
+    *late = in_time.status().code() == Code::kDeadlineExceeded;
+    return in_time;
   }
   switch (written.status().code()) {
     case Code::kConditionFailed:
@@ -287,8 +296,13 @@ Result<Lease> LeaseManager::acquire(const Key& key, const AcquireOptions& o) {
     case Code::kUnknownOutcome: {
       Result<Lease> resolved = resolve_acquire(key, lease);
       log_read_back(config_.info_log, "acquire", key, o.slot, resolved.status());
-      if (!resolved.ok()) return resolved.status();
-      return check_acquired_in_time(std::move(resolved).value());
+      if (!resolved.ok()) {
+        *late = true;
+        return resolved.status();
+      }
+      Result<Lease> in_time = check_acquired_in_time(std::move(resolved).value());
+      *late = !in_time.ok();
+      return in_time;
     }
     default:
       return written.status().with_context("acquire " + describe_key(key, o.slot));
@@ -710,9 +724,9 @@ Status LeaseManager::end_session(const LeaseRef& session) {
   const auto names_n = names(session.slot);
   const SlotNames& n = *names_n;
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
-  Result<Item> written =
-      store_.update(config_.table, session.key, Update().set(n.expires_at_ms, int64_t{0}),
-                    still_mine(n, session.owner, session.token) && cond::lt(n.expires_at_ms, now_ms));
+  Result<Item> written = store_.update(
+      config_.table, session.key, Update().set(n.expires_at_ms, int64_t{0}),
+      still_mine(n, session.owner, session.token) && cond::lt(n.expires_at_ms, now_ms));
   if (written.ok()) return {};
   const Code code = written.status().code();
   if (code != Code::kConditionFailed && code != Code::kUnknownOutcome) {
@@ -734,6 +748,40 @@ Status LeaseManager::end_session(const LeaseRef& session) {
   }
   return unavailable("end session " + describe_key(session.key, session.slot) +
                      " did not reach the store; retry");
+}
+
+Status LeaseManager::release_ended(const Key& key, const AcquireOptions::SessionRef& ended,
+                                   std::string_view slot) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_slot(slot));
+  LEASEHOLD_RETURN_IF_ERROR(validate_text("session owner", ended.owner, kOwnerBytesMax, false));
+  LEASEHOLD_RETURN_IF_ERROR(validate_token(ended.token));
+  const auto names_n = names(slot);
+  const SlotNames& n = *names_n;
+  Update update;
+  update.set(n.expires_at_ms, int64_t{0}).remove(n.token).remove(n.session);
+  const Condition of_session = cond::eq(n.owner, ended.owner) && cond::eq(n.session, ended.token);
+  Result<Item> written = store_.update(config_.table, key, update, of_session);
+  if (written.ok()) return {};
+  const std::string what = "release " + describe_key(key, slot) + " of an ended session";
+  switch (written.status().code()) {
+    case Code::kConditionFailed:
+    case Code::kNotFound:
+      return failed_precondition(what + ": it no longer belongs to that session");
+    case Code::kUnknownOutcome: {
+      // Applied if the slot no longer belongs to the session: nobody but a
+      // releaser of it removes the session from a lease of its owner.
+      Result<Item> item = read_back(key);
+      if (!item.ok() && item.status().code() != Code::kNotFound) {
+        return unavailable(what + ": outcome unknown and the read-back failed");
+      }
+      const bool still = item.ok() && get_string_or(*item, n.owner) == ended.owner &&
+                         get_string_or(*item, n.session) == ended.token;
+      if (still) return unavailable(what + " did not reach the store; retry");
+      return {};
+    }
+    default:
+      return written.status().with_context(what);
+  }
 }
 
 LeaseView LeaseManager::view_of(const Item& item, const Key& key, std::string_view slot) {

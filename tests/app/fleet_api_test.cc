@@ -384,7 +384,7 @@ TEST_F(FleetApiTest, WorkersAreListedAliveOrNotWithTheirFigures) {
     o.extra_update.set("kind", std::string(fleet::kWorkerKind))
         .set("started_at_ms", now_ms - 5000)
         .set("session_ttl_ms", int64_t{3000})
-        .set("previous_session", std::string(32, 'f'))
+        .set(fleet::kPreviousSessionsAttr, std::string(32, 'f'))
         .append(fleet::member_figures(owned, 50, 1000 * owned, 12.5, now_ms));
     auto lease = leases.acquire(fleet::worker_key(id), o);
     ASSERT_TRUE(lease.ok()) << lease.status().to_string();

@@ -7,8 +7,12 @@
 #include "testing/temp_dir.h"
 #include "tests/conformance/queue_conformance.h"
 #include "tests/conformance/store_conformance.h"
+#include "tests/fleet/liveness_fixture.h"
 
 namespace leasehold::conformance {
+
+using fleet::testing::FleetLiveness;
+
 namespace {
 
 // A store that owns a temporary directory and removes it (database, WAL and
@@ -64,6 +68,10 @@ INSTANTIATE_TEST_SUITE_P(Sqlite, QueueConformance,
 INSTANTIATE_TEST_SUITE_P(Memory, StoreQueueConformance,
                          ::testing::Values(StoreFactory{"memory", make_memory}), factory_name);
 INSTANTIATE_TEST_SUITE_P(Sqlite, StoreQueueConformance,
+                         ::testing::Values(StoreFactory{"sqlite", make_sqlite}), factory_name);
+
+// The stream fleet's liveness (fleet/liveness_test.cc), on SQLite.
+INSTANTIATE_TEST_SUITE_P(Sqlite, FleetLiveness,
                          ::testing::Values(StoreFactory{"sqlite", make_sqlite}), factory_name);
 
 }  // namespace leasehold::conformance

@@ -736,6 +736,42 @@ TEST_P(LeaseConformance, AnEndedSessionFreesOnlyTheLeasesStillItsOwn) {
   EXPECT_EQ(leases_->acquire({"k2", ""}, bound).status().code(), Code::kInvalidArgument);
 }
 
+// A lease of an ended session that nobody will take (its item is not to be
+// worked on) is released on its holder's behalf, so that the item is free
+// as soon as it is wanted, not when the lease's own ttl runs out; and
+// nothing its dead holder sent can land on it afterwards.
+TEST_P(LeaseConformance, ALeaseOfAnEndedSessionIsReleasedOnItsHoldersBehalf) {
+  const Key session_key{"session-a", ""};
+  auto session = leases_->acquire(session_key, as("a", seconds(3)));
+  ASSERT_TRUE(session.ok());
+  AcquireOptions bound = as("a", seconds(600));
+  bound.session = session->token;
+  auto a = leases_->acquire(key_, bound);
+  ASSERT_TRUE(a.ok());
+  const AcquireOptions::SessionRef ended{"a", session->token};
+
+  clock_.advance(seconds(3) + milliseconds(1));
+  ASSERT_TRUE(leases_->end_session(LeaseRef{session_key, "lease", "a", session->token}).ok());
+  faulty_->inject_next(store::Fault::kDropReply);
+  ASSERT_TRUE(leases_->release_ended(key_, ended).ok()) << "an unknown outcome is read back";
+  const Item released = stored("k");
+  EXPECT_EQ(*get_int(released, "lease_expires_at_ms"), 0);
+  EXPECT_EQ(*get_string(released, "lease_owner"), "a") << "the owner stays, for history";
+  EXPECT_FALSE(released.contains("lease_token"));
+  EXPECT_FALSE(released.contains("lease_session")) << "out of the session's index";
+  EXPECT_EQ(leases_->fenced_write(*a, Update().set("data", std::string("late"))).status().code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(leases_->release_ended(key_, ended).code(), Code::kFailedPrecondition)
+      << "released already";
+
+  auto b = leases_->acquire(key_, as("b", seconds(600)));
+  ASSERT_TRUE(b.ok()) << "free at once, though its own ttl had ten minutes left";
+  EXPECT_EQ(b->epoch, a->epoch + 1);
+  EXPECT_EQ(leases_->release_ended(key_, ended).code(), Code::kFailedPrecondition);
+  EXPECT_EQ(*get_string(stored("k"), "lease_owner"), "b") << "another's lease stays";
+  EXPECT_EQ(leases_->release_ended(key_, {"a", "not a token"}).code(), Code::kInvalidArgument);
+}
+
 TEST_P(LeaseConformance, TimingChecks) {
   EXPECT_EQ(leases_->acquire(key_, as("a", milliseconds(800))).status().code(),
             Code::kInvalidArgument);

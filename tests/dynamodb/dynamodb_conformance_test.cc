@@ -30,8 +30,12 @@
 #include "tests/conformance/store_conformance.h"
 #include "tests/dynamodb/dynalite_fixture.h"
 #include "tests/dynamodb/fault_proxy.h"
+#include "tests/fleet/liveness_fixture.h"
 
 namespace leasehold::conformance {
+
+using fleet::testing::FleetLiveness;
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -95,6 +99,8 @@ INSTANTIATE_TEST_SUITE_P(DynamoDb, LeaseConformance,
 INSTANTIATE_TEST_SUITE_P(DynamoDb, RenewerConformance,
                          ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
 INSTANTIATE_TEST_SUITE_P(DynamoDb, StoreQueueConformance,
+                         ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDb, FleetLiveness,
                          ::testing::Values(StoreFactory{"dynamodb", make_dynamodb}), factory_name);
 INSTANTIATE_TEST_SUITE_P(DynamoDb, QueueConformance,
                          ::testing::Values(store_queue_backend({"dynamodb", make_dynamodb})),

@@ -17,8 +17,8 @@
 // too, and take another's key once its session has expired, by ending that
 // session and then acquiring on its owner and token, whatever the key's own
 // expiry. A session holder paused past its session's ttl finds it ended
-// when it wakes, and starts a new one. After every step, and every time simulated time moves inside a
-// store call, the checker asserts:
+// when it wakes, and starts a new one. After every step, and every time simulated time moves inside
+// a store call, the checker asserts:
 //   1. no two workers, of either kind, consider themselves valid holders of
 //      one key at once;
 //   2. every acquisition's epoch is above every epoch seen before on its key,
@@ -43,6 +43,7 @@
 #include "store/memory/memory_store.h"
 #include "store/store_wrapper.h"
 #include "testing/faulty_store.h"
+#include "testing/machine_clock.h"
 
 namespace leasehold {
 namespace {
@@ -75,22 +76,7 @@ struct SimOptions {
   bool ignore_sessions = false;
 };
 
-// A machine's clock: true time plus a wall offset that NTP may move.
-class WorkerClock final : public Clock {
- public:
-  WorkerClock(SimulatedClock& truth, Duration wall_offset, Duration mono_offset)
-      : truth_(truth), wall_offset_(wall_offset), mono_offset_(mono_offset) {}
-  WallTime wall_now() override {
-    return truth_.wall_now() + std::chrono::duration_cast<WallTime::duration>(wall_offset_);
-  }
-  MonoTime mono_now() override { return truth_.mono_now() + mono_offset_; }
-  void set_wall_offset(Duration d) { wall_offset_ = d; }
-
- private:
-  SimulatedClock& truth_;
-  Duration wall_offset_;
-  Duration mono_offset_;
-};
+using WorkerClock = testing::MachineClock;
 
 // The planted bugs of SimOptions::blind_to: drops every comparison on one
 // attribute from the conditions that pass through, as a lease layer that
@@ -192,14 +178,14 @@ struct Worker {
   std::unique_ptr<BlindStore> blind;
   std::unique_ptr<LeaseManager> leases;
   std::unique_ptr<Renewer> renewer;
-  std::map<int, Renewer::Id> held;       // key index -> renewer entry
-  std::map<int, MonoTime> foreign_held;  // key index -> local deadline (foreign workers)
-  std::map<int, Lease> known;            // key index -> the lease as acquired
-  std::deque<Lease> lost;                // leases this worker no longer holds
-  std::optional<Renewer::Id> session;    // its session's renewer entry (session workers)
+  std::map<int, Renewer::Id> held;           // key index -> renewer entry
+  std::map<int, MonoTime> foreign_held;      // key index -> local deadline (foreign workers)
+  std::map<int, Lease> known;                // key index -> the lease as acquired
+  std::deque<Lease> lost;                    // leases this worker no longer holds
+  std::optional<Renewer::Id> session;        // its session's renewer entry (session workers)
   std::optional<std::string> known_session;  // the token of its current one
   std::set<std::string> past_sessions;       // the tokens of its sessions before it
-  MonoTime paused_until{};               // in true time
+  MonoTime paused_until{};                   // in true time
 };
 
 class Simulation {
@@ -616,8 +602,8 @@ TEST(LeaseSimulation, SessionsKeepOneHolderUnderFaultsPausesAndSkew) {
     writes += sim.fenced_writes();
   }
   std::cout << "  " << acquisitions << " acquisitions, " << started << " sessions started, "
-            << ended << " ended, " << takeovers << " keys taken from ended sessions, "
-            << writes << " fenced writes\n";
+            << ended << " ended, " << takeovers << " keys taken from ended sessions, " << writes
+            << " fenced writes\n";
   // Sessions were lost to pauses and faults, and their keys moved with them.
   EXPECT_GT(started, 400);
   EXPECT_GT(ended, 100);
