@@ -8,6 +8,7 @@
 add_executable(process_tests
   process/bad_input_test.cc
   process/bench_test.cc
+  process/fleet_liveness_test.cc
   process/fleet_test.cc
   process/conn_commands_test.cc
   process/demo_test.cc

@@ -183,8 +183,13 @@ void Worker::Impl::balance_and_acquire() {
       reap(*members);
       prune_members(*members);
     }
+    // Not for one that says it owns nothing (a worker that comes and goes
+    // idle): the next reconcile finds what it may have held all the same,
+    // and a fleet through which many such pass reads its members once per
+    // reconcile period, not once per member that dies.
     for (const Member& m : *members) {
-      if (m.id != options_.id && m.alive && m.session_ttl_ms > 0) {
+      if (m.id != options_.id && m.alive && m.session_ttl_ms > 0 &&
+          (m.owned > 0 || !m.previous_sessions.empty())) {
         soonest =
             std::min(soonest, now + milliseconds(m.expires_at_ms - now_ms) + kSessionLookAfter);
       }

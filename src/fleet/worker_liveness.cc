@@ -15,10 +15,10 @@
 namespace leasehold::fleet {
 namespace {
 
-// A dead member's item is kept this many reconcile periods (at least) after
-// its last renewal, so that every member reads it dead at least once and
-// sweeps its sessions, then removed.
-constexpr int kMemberKeepPeriods = 10;
+// A dead member's item is kept this many reconcile periods (and two session
+// ttls, at least) after its last renewal, so that every member reads it
+// dead at least once and sweeps its sessions, then removed.
+constexpr int kMemberKeepPeriods = 5;
 
 // How long a request that got no answer may still land: DynamoDB refuses a
 // request signed more than five minutes ago; a minute more for the clocks.
@@ -39,7 +39,7 @@ Duration Worker::Impl::reap_every() const {
 }
 
 Duration Worker::Impl::member_keep() const {
-  return std::max(kMemberKeepPeriods * options_.reconcile_every, 5 * options_.session_ttl);
+  return std::max(kMemberKeepPeriods * options_.reconcile_every, 2 * options_.session_ttl);
 }
 
 void Worker::Impl::sync(std::string_view point) const {

@@ -19,6 +19,10 @@ constexpr int kSweepBackoffPeriodsMax = 8;
 // longest ago are forgotten first (the reaper finds what they still hold).
 constexpr size_t kDeadSessionsMax = 4096;
 
+// A dead session stays in sight (and swept, less and less often) at least
+// this long after it was last named, for an index that shows a lease late.
+constexpr std::chrono::seconds kDeadSessionKeepMin{30};
+
 }  // namespace
 
 using worker_parts::Stream;
@@ -183,8 +187,9 @@ void Worker::Impl::note_dead_sessions(const std::vector<Member>& members) {
   // Forgotten once nobody has named one for a while (its member is gone,
   // or has found none of its connections left); the longest unnamed first
   // past the bound.
+  const Duration keep = std::max<Duration>(member_keep(), kDeadSessionKeepMin);
   std::erase_if(dead_sessions_, [&](const auto& entry) {
-    return now - entry.second.named_at > member_keep() && entry.second.empty_sweeps > 0;
+    return now - entry.second.named_at > keep && entry.second.empty_sweeps > 0;
   });
   while (dead_sessions_.size() > kDeadSessionsMax) {
     dead_sessions_.erase(std::min_element(

@@ -37,13 +37,24 @@ MeteredStore::MeteredStore(ItemStore& inner, metrics::Registry& registry, Clock&
                        "Conditional writes whose condition was false: the normal answer when "
                        "a lease is held by another or a token is stale.",
                        {"backend", "operation"});
+  auto& items_read = registry.counter(
+      "leasehold_store_items_read_total",
+      "Items the store's reads returned: what a store that bills by the item read charges for.",
+      {"backend", "operation"});
   for (size_t op = 0; op < kOpCount; ++op) {
     const std::vector<std::string> labels = {backend_, std::string(kOpNames[op])};
     series_[op].seconds = &seconds.with(labels);
     if (op == kPut || op == kUpdate || op == kUpdateEach || op == kRemove) {
       series_[op].condition_failures = &condition_failures.with(labels);
     }
+    if (op == kGet || op == kBatchGet || op == kQuery || op == kQueryIndex) {
+      series_[op].items_read = &items_read.with(labels);
+    }
   }
+}
+
+void MeteredStore::count_read(Op op, size_t items) {
+  series_[op].items_read->inc(static_cast<double>(items));
 }
 
 template <typename R, typename Call>
@@ -96,13 +107,18 @@ Status MeteredStore::require_table(const TableSpec& spec) {
 }
 
 Result<Item> MeteredStore::get(std::string_view table, const Key& key, bool consistent) {
-  return timed<Result<Item>>(kGet, [&] { return inner().get(table, key, consistent); });
+  Result<Item> item =
+      timed<Result<Item>>(kGet, [&] { return inner().get(table, key, consistent); });
+  if (item.ok()) count_read(kGet, 1);
+  return item;
 }
 
 Result<std::vector<Item>> MeteredStore::batch_get(std::string_view table,
                                                   std::span<const Key> keys) {
-  return timed<Result<std::vector<Item>>>(kBatchGet,
-                                          [&] { return inner().batch_get(table, keys); });
+  Result<std::vector<Item>> items =
+      timed<Result<std::vector<Item>>>(kBatchGet, [&] { return inner().batch_get(table, keys); });
+  if (items.ok()) count_read(kBatchGet, items->size());
+  return items;
 }
 
 Status MeteredStore::put(std::string_view table, const Item& item, const Condition& condition) {
@@ -121,14 +137,19 @@ Status MeteredStore::remove(std::string_view table, const Key& key, const Condit
 
 Result<Page> MeteredStore::query(std::string_view table, std::string_view pk, const KeyRange& range,
                                  const QueryOptions& options) {
-  return timed<Result<Page>>(kQuery, [&] { return inner().query(table, pk, range, options); });
+  Result<Page> page =
+      timed<Result<Page>>(kQuery, [&] { return inner().query(table, pk, range, options); });
+  if (page.ok()) count_read(kQuery, page->items.size());
+  return page;
 }
 
 Result<Page> MeteredStore::query_index(std::string_view table, std::string_view index,
                                        std::string_view hash_value, const KeyRange& range,
                                        const QueryOptions& options) {
-  return timed<Result<Page>>(
+  Result<Page> page = timed<Result<Page>>(
       kQueryIndex, [&] { return inner().query_index(table, index, hash_value, range, options); });
+  if (page.ok()) count_read(kQueryIndex, page->items.size());
+  return page;
 }
 
 std::vector<Result<Item>> MeteredStore::update_each(std::string_view table,

@@ -5,6 +5,7 @@
 //   leasehold_store_operation_seconds{backend,operation}        histogram
 //   leasehold_store_errors_total{backend,operation,code}        counter
 //   leasehold_store_condition_failures_total{backend,operation} counter
+//   leasehold_store_items_read_total{backend,operation}         counter
 //
 // `operation` is the ItemStore method's name (get, batch_get, put, update,
 // update_each, remove, query, query_index, ensure_table, require_table) and
@@ -12,7 +13,9 @@
 // A failed condition is not an error: it is the normal answer to a
 // conditional write (a lease held by another, a stale token), so it is counted
 // in condition_failures_total, whose rate shows contention, and the errors
-// counter keeps to what an operator acts on. update_each() observes one
+// counter keeps to what an operator acts on. items_read_total counts the
+// items the reads returned (get, batch_get, query, query_index): what a
+// store that bills by the item read, as DynamoDB does, charges for. update_each() observes one
 // duration for the call and counts each of its writes that failed.
 //
 // The histogram and the condition-failure counter of each operation are made
@@ -83,6 +86,7 @@ class MeteredStore final : public store::StoreWrapper {
   struct Series {
     metrics::Histogram* seconds = nullptr;
     metrics::Counter* condition_failures = nullptr;  // writes with a condition only
+    metrics::Counter* items_read = nullptr;          // reads only
     std::array<std::atomic<metrics::Counter*>, kCodeSlots> errors{};  // made on first use
   };
 
@@ -90,6 +94,7 @@ class MeteredStore final : public store::StoreWrapper {
   template <typename R, typename Call>
   R timed(Op op, const Call& call);
   void observe_since(Op op, MonoTime start);
+  void count_read(Op op, size_t items);
   // Counts a failed call or write (nothing for a success).
   void count(Op op, const Status& status);
   metrics::Counter& errors(Op op, Code code);

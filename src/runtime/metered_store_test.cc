@@ -68,6 +68,18 @@ TEST_F(MeteredStoreTest, ObservesHowLongEachCallTook) {
   EXPECT_EQ(value_of(t, "leasehold_store_operation_seconds_count", op("ensure_table")), "1");
 }
 
+TEST_F(MeteredStoreTest, CountsTheItemsReadsReturn) {
+  for (const char* pk : {"a", "b", "c"}) ASSERT_TRUE(store_.put("t", item(pk), {}).ok());
+  ASSERT_TRUE(store_.get("t", {"a", ""}, true).ok());
+  EXPECT_EQ(store_.get("t", {"missing", ""}, true).status().code(), Code::kNotFound);
+  const Key keys[] = {{"a", ""}, {"b", ""}, {"missing", ""}};
+  ASSERT_EQ(store_.batch_get("t", keys)->size(), 2u);
+  const std::string t = text();
+  EXPECT_EQ(value_of(t, "leasehold_store_items_read_total", op("get")), "1") << t;
+  EXPECT_EQ(value_of(t, "leasehold_store_items_read_total", op("batch_get")), "2") << t;
+  EXPECT_EQ(value_of(t, "leasehold_store_items_read_total", op("query_index")), "0") << t;
+}
+
 TEST_F(MeteredStoreTest, CountsErrorsByCode) {
   EXPECT_EQ(store_.get("t", {"missing", ""}, true).status().code(), Code::kNotFound);
   faulty_.inject_next(store::Fault::kUnavailable);

@@ -357,7 +357,7 @@ TEST_P(FleetLiveness, DeadMembersAreRemovedSoThatReadsStayFlat) {
     return all.ok() ? all->size() : 0;
   };
   EXPECT_GT(members(), 2u);
-  // member_keep(): ten reconcile periods, or five session ttls.
+  // member_keep(): five reconcile periods, or two session ttls.
   EXPECT_TRUE(eventually([&] { return members() == 1; }, seconds(10)))
       << members() << " members left";
   EXPECT_EQ(w1.worker->stats().members_pruned, 12u);
