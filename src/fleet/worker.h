@@ -43,6 +43,17 @@
 // reference pattern's own code, share the table safely: they wait for the
 // connections' own expiry.
 //
+// Liveness (docs/fleet.md, Liveness): every lease this worker may hold and
+// does not stream is released, taken back or left to a dead session's
+// sweep within a reconcile period: releases that fail are retried,
+// acquisitions that got no answer are looked for by their token, a session
+// lost mid-acquisition loses that stream too, and a member names every
+// earlier session of its ID that may still hold connections. Dead sessions
+// are swept, less and less often, until nobody names them; their stopped
+// connections are released on the dead holder's behalf. Backstops: the
+// audit of this worker's own session, and the leader's reaper of sessions
+// no member names. Dead members' items are removed after a while.
+//
 // Takeover after a crash: a lease that will expire before the next reconcile
 // is tried at its expiry plus the clock-skew bound, so that failover costs
 // about the ttl, not the ttl and a reconcile period. Which worker tries which

