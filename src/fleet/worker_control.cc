@@ -167,33 +167,10 @@ void Worker::Impl::balance_and_acquire() {
       soonest = std::min(soonest, now + milliseconds(c->expires_at_ms - now_ms) + skew);
     }
   }
-  // With sessions, every member is read, the dead ones too (until they are
-  // pruned): their sessions' connections are orphans, and a live one's
-  // session is looked at again just after it would expire.
   Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/!sessions());
   std::set<std::string, std::less<>> owner_back;
   if (sessions() && members.ok()) {
-    std::set<std::string, std::less<>> listed;
-    for (const Connection& o : orphans) listed.insert(o.id);
-    for (Connection& c : dead_session_orphans(*members, owner_back)) {
-      if (listed.insert(c.id).second) orphans.push_back(std::move(c));
-    }
-    // What the reaper finds is swept from the next reconcile on.
-    if (leads(*members)) {
-      reap(*members);
-      prune_members(*members);
-    }
-    // Not for one that says it owns nothing (a worker that comes and goes
-    // idle): the next reconcile finds what it may have held all the same,
-    // and a fleet through which many such pass reads its members once per
-    // reconcile period, not once per member that dies.
-    for (const Member& m : *members) {
-      if (m.id != options_.id && m.alive && m.session_ttl_ms > 0 &&
-          (m.owned > 0 || !m.previous_sessions.empty())) {
-        soonest =
-            std::min(soonest, now + milliseconds(m.expires_at_ms - now_ms) + kSessionLookAfter);
-      }
-    }
+    add_session_orphans(*members, orphans, owner_back, soonest);
     std::erase_if(*members, [](const Member& m) { return !m.alive; });
   }
   if (sessions()) audit_own_session();
@@ -228,6 +205,39 @@ void Worker::Impl::balance_and_acquire() {
       if (acquire(orphans[a.orphan])) --room;
     } else if (a.beyond_share && spare > 0) {
       if (acquire(orphans[a.orphan])) --spare;
+    }
+  }
+}
+
+// With sessions, every member is read, the dead ones too (until they are
+// pruned): their sessions' connections are orphans (added to `orphans`;
+// `owner_back` gets those whose owner has joined again), the leader reaps
+// and prunes, and a live member's session is looked at again just after it
+// would expire (`soonest`).
+void Worker::Impl::add_session_orphans(const std::vector<Member>& members,
+                                       std::vector<Connection>& orphans,
+                                       std::set<std::string, std::less<>>& owner_back,
+                                       MonoTime& soonest) {
+  std::set<std::string, std::less<>> listed;
+  for (const Connection& o : orphans) listed.insert(o.id);
+  for (Connection& c : dead_session_orphans(members, owner_back)) {
+    if (listed.insert(c.id).second) orphans.push_back(std::move(c));
+  }
+  // What the reaper finds is swept from the next reconcile on.
+  if (leads(members)) {
+    reap(members);
+    prune_members(members);
+  }
+  // Not for one that says it owns nothing (a worker that comes and goes
+  // idle): the next reconcile finds what it may have held all the same,
+  // and a fleet through which many such pass reads its members once per
+  // reconcile period, not once per member that dies.
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  const MonoTime now = clock_.mono_now();
+  for (const Member& m : members) {
+    if (m.id != options_.id && m.alive && m.session_ttl_ms > 0 &&
+        (m.owned > 0 || !m.previous_sessions.empty())) {
+      soonest = std::min(soonest, now + milliseconds(m.expires_at_ms - now_ms) + kSessionLookAfter);
     }
   }
 }

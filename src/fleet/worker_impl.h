@@ -332,6 +332,8 @@ class Worker::Impl {
   void reconcile();
   void read_desired_state();
   void balance_and_acquire();
+  void add_session_orphans(const std::vector<Member>& members, std::vector<Connection>& orphans,
+                           std::set<std::string, std::less<>>& owner_back, MonoTime& soonest);
   // The orphans found, with how long this worker has seen each free.
   std::vector<OrphanSeen> note_orphans(const std::vector<Connection>& orphans,
                                        const std::set<std::string, std::less<>>& owner_back);

@@ -269,14 +269,20 @@ Status Worker::Impl::sweep_session(const std::string& token, const DeadSession& 
 // A stopped or removed connection still held under a dead session is taken
 // by nobody, so its lease is released on the dead holder's behalf: started
 // again, it is free at once, and a removed ID may be added again. One member
-// does it, the live one that ranks first for it, unless only this worker
-// knows of the session (the reaper found it).
+// does it, the live one with a session that ranks first for it, unless only
+// this worker knows of the session (the reaper found it). Should that one
+// not know of the session, the connection, once started, is found like any
+// other of a dead session's.
 void Worker::Impl::retire(const Connection& connection, const std::string& token,
                           const DeadSession& dead, const std::vector<Member>& members) {
   if (dead.named) {
     const uint64_t mine = rendezvous_weight(options_.id, connection.id);
     for (const Member& m : members) {
-      if (m.alive && m.id != options_.id && rendezvous_weight(m.id, connection.id) > mine) return;
+      // Of the members that sweep (those with sessions).
+      if (m.alive && m.session_ttl_ms > 0 && m.id != options_.id &&
+          rendezvous_weight(m.id, connection.id) > mine) {
+        return;
+      }
     }
   }
   const Status released = conn_leases_.release_ended(
