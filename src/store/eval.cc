@@ -330,6 +330,16 @@ Status validate_index_attrs(const TableSpec& spec, const Item& item) {
   return {};
 }
 
+Status validate_update_index_attrs(const TableSpec& spec, const Update& update) {
+  Item set;
+  for (const UpdateAction& a : update.actions()) {
+    if (a.kind == UpdateAction::Kind::kSet) set.insert_or_assign(a.attr, a.value);
+    // An add leaves an int: a string key cannot take one.
+    if (a.kind == UpdateAction::Kind::kAdd) set.insert_or_assign(a.attr, int64_t{0});
+  }
+  return validate_index_attrs(spec, set);
+}
+
 Status validate_range(const KeyRange& range, AttrType type) {
   const auto check = [&](const Value& v) -> Status {
     if (type_of(v) != type) {

@@ -43,6 +43,13 @@ Status validate_item(const TableSpec& spec, const Item& item);
 // index's types, and strings must not be empty. Checked on every write's
 // resulting item, on every backend.
 Status validate_index_attrs(const TableSpec& spec, const Item& item);
+// The same rule, on what an update sets, for a store that sends the update
+// without the item (DynamoDB): a set of an index key to a value of another
+// type (or an empty string), or an add to a string key, whatever the item
+// holds. DynamoDB refuses such an update itself; DynamoDB Local does not
+// always, so the backend checks before sending. A set_if_absent is not
+// checked: whether it applies depends on the item.
+Status validate_update_index_attrs(const TableSpec& spec, const Update& update);
 Status validate_range(const KeyRange& range, AttrType type);
 Status validate_query_options(const QueryOptions& options);
 // An index that exists keeps its definition: asking for the same name over

@@ -39,18 +39,6 @@ Result<std::string> read_line(const std::string& name, int fd, MonoTime deadline
   }
 }
 
-// True when a TCP connection to 127.0.0.1:port is accepted.
-bool accepts_connections(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
-  ::close(fd);
-  return ok;
-}
-
 // fork + exec node; only async-signal-safe calls between the two, so the
 // argument vector is built before the fork.
 pid_t spawn_node(int stdout_fd, int read_fd, const std::vector<const char*>& argv) {
@@ -66,6 +54,31 @@ pid_t spawn_node(int stdout_fd, int read_fd, const std::vector<const char*>& arg
 }
 
 }  // namespace
+
+bool loopback_accepts(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+Result<uint16_t> free_loopback_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return internal_error("socket: " + std::string(strerror(errno)));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof(addr);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &size) == 0;
+  ::close(fd);
+  if (!ok) return internal_error("binding port 0: " + std::string(strerror(errno)));
+  return ntohs(addr.sin_port);
+}
 
 std::string node_module_path(const std::string& module) {
   return std::string(LEASEHOLD_SOURCE_DIR) + "/node_modules/" + module;
@@ -96,7 +109,7 @@ Result<std::unique_ptr<NodeServer>> NodeServer::start(const NodeServerOptions& o
   int port = std::atoi(line.c_str());
   if (port <= 0 || port > 65535) return internal_error(options.name + " printed no port: " + line);
   server->port_ = static_cast<uint16_t>(port);
-  if (!accepts_connections(server->port_)) {
+  if (!loopback_accepts(server->port_)) {
     return unavailable(options.name + " does not accept connections on port " + line);
   }
   return server;

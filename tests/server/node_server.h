@@ -65,4 +65,11 @@ class NodeServer {
 // The path of a package in the source tree's node_modules/.
 std::string node_module_path(const std::string& module);
 
+// True when a TCP connection to 127.0.0.1:port is accepted.
+bool loopback_accepts(uint16_t port);
+// A loopback port free a moment ago (the kernel's pick for a socket bound
+// to port 0, closed again), for a server that cannot be told to pick one
+// itself; it may be taken meanwhile, so such a start is tried again.
+Result<uint16_t> free_loopback_port();
+
 }  // namespace leasehold::testing

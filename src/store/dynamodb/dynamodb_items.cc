@@ -188,6 +188,7 @@ Result<Item> DynamoDbStore::update_until(std::string_view table, const Key& key,
   LEASEHOLD_ASSIGN_OR_RETURN(SpecPtr spec, spec_of(table, deadline));
   LEASEHOLD_RETURN_IF_ERROR(validate_key(*spec, key));
   LEASEHOLD_RETURN_IF_ERROR(validate_update(*spec, update));
+  LEASEHOLD_RETURN_IF_ERROR(validate_update_index_attrs(*spec, update));
   LEASEHOLD_RETURN_IF_ERROR(validate_condition(condition));
   bool guarded = false;
   const std::string body =

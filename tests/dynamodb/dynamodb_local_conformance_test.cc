@@ -1,0 +1,88 @@
+// The conformance suites (store, lease layer, renewer, queue) and the
+// fleet's liveness on AWS's own DynamoDB Local, beside dynalite
+// (dynamodb_conformance_test.cc): the same cases, on the emulator that
+// enforces AWS's validation. Where the two differ is said at the cases
+// skipped here.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+
+#include "store/dynamodb/dynamodb_store.h"
+#include "tests/conformance/queue_conformance.h"
+#include "tests/conformance/store_conformance.h"
+#include "tests/dynamodb/dynamodb_local_fixture.h"
+#include "tests/fleet/liveness_fixture.h"
+
+namespace leasehold::conformance {
+
+using fleet::testing::FleetLiveness;
+
+namespace {
+
+using store::dynamodb::DynamoDbOptions;
+
+// Cases skipped on DynamoDB Local, each with its reason: a limitation of
+// the emulator, never a difference in meaning.
+const std::map<std::string, std::string>& skipped_on_dynamodb_local() {
+  static const std::map<std::string, std::string> kSkipped{
+      {"ItemsAtAndOverTheSizeLimit",
+       "DynamoDB Local refuses an UpdateItem whose values alone exceed 400 KB, even one that "
+       "if_not_exists() leaves out (ValidationException: Item size to update has exceeded the "
+       "maximum allowed size); dynalite and the other stores apply it and change nothing"},
+  };
+  return kSkipped;
+}
+
+const testing::DynamoDbLocal* shared_dynamodb_local() {
+  static const std::unique_ptr<testing::DynamoDbLocal> server = [] {
+    auto started = testing::DynamoDbLocal::start();
+    if (!started.ok()) {
+      ADD_FAILURE() << "DynamoDB Local: " << started.status().to_string();
+      return std::unique_ptr<testing::DynamoDbLocal>();
+    }
+    return std::move(started).value();
+  }();
+  return server.get();
+}
+
+void skip_on_dynamodb_local_if_listed(const std::string& test_name) {
+  for (const auto& [name, reason] : skipped_on_dynamodb_local()) {
+    if (test_name.find(name) != std::string::npos) GTEST_SKIP() << reason;
+  }
+}
+
+Result<std::unique_ptr<ItemStore>> make_dynamodb_local() {
+  // Called from SetUp(): a skip recorded here stops the test body.
+  skip_on_dynamodb_local_if_listed(::testing::UnitTest::GetInstance()->current_test_info()->name());
+  const testing::DynamoDbLocal* server = shared_dynamodb_local();
+  if (server == nullptr) return unavailable("DynamoDB Local did not start");
+  static std::atomic<int> next_prefix{0};
+  DynamoDbOptions options;
+  options.region = "us-east-1";
+  options.table_prefix = "l" + std::to_string(next_prefix++) + "_";
+  options.endpoint = server->endpoint();
+  options.credentials = {"AKIDDYNAMODBLOCAL", "dynamodb-local-does-not-check-secrets", ""};
+  options.table_active_timeout = std::chrono::seconds(10);
+  return store::dynamodb::open_dynamodb_store(options);
+}
+
+const StoreFactory kDynamoDbLocal{"dynamodb_local", make_dynamodb_local};
+
+}  // namespace
+
+INSTANTIATE_TEST_SUITE_P(DynamoDbLocal, StoreConformance, ::testing::Values(kDynamoDbLocal),
+                         factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDbLocal, LeaseConformance, ::testing::Values(kDynamoDbLocal),
+                         factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDbLocal, RenewerConformance, ::testing::Values(kDynamoDbLocal),
+                         factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDbLocal, StoreQueueConformance, ::testing::Values(kDynamoDbLocal),
+                         factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDbLocal, FleetLiveness, ::testing::Values(kDynamoDbLocal),
+                         factory_name);
+INSTANTIATE_TEST_SUITE_P(DynamoDbLocal, QueueConformance,
+                         ::testing::Values(store_queue_backend(kDynamoDbLocal)),
+                         queue_backend_name);
+
+}  // namespace leasehold::conformance
