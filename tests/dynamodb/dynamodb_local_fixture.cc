@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -22,14 +23,15 @@ namespace {
 // exit; it is tried again on another.
 constexpr int kStartAttemptsMax = 3;
 
-// fork + exec java, its output to /dev/null; only async-signal-safe calls
-// between the two, so the argument vector is built before the fork.
-pid_t spawn_java(const std::vector<const char*>& argv) {
+// fork + exec java in `dir` (it writes a file of its own where it runs),
+// its output to /dev/null; only async-signal-safe calls between the two, so
+// the argument vector is built before the fork.
+pid_t spawn_java(const std::vector<const char*>& argv, const char* dir) {
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid != 0) return pid;
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);
+  if (::getppid() != parent || ::chdir(dir) != 0) ::_exit(127);
   const int null_fd = ::open("/dev/null", O_RDWR);
   if (null_fd >= 0) {
     ::dup2(null_fd, STDIN_FILENO);
@@ -61,6 +63,10 @@ Result<std::unique_ptr<DynamoDbLocal>> DynamoDbLocal::start(Duration start_timeo
   }
   const std::string library_path = "-Djava.library.path=" + dir + "/DynamoDBLocal_lib";
   const std::string jar = dir + "/DynamoDBLocal.jar";
+  std::string work = std::filesystem::temp_directory_path() / "leasehold-dynamodb-local-XXXXXX";
+  if (::mkdtemp(work.data()) == nullptr) {
+    return internal_error("mkdtemp: " + std::string(strerror(errno)));
+  }
   const MonoTime deadline = std::chrono::steady_clock::now() + start_timeout;
   for (int attempt = 0; attempt < kStartAttemptsMax; ++attempt) {
     LEASEHOLD_ASSIGN_OR_RETURN(const uint16_t port, free_loopback_port());
@@ -68,20 +74,27 @@ Result<std::unique_ptr<DynamoDbLocal>> DynamoDbLocal::start(Duration start_timeo
     const std::vector<const char*> argv = {
         "java",      library_path.c_str(), "-jar",  jar.c_str(),       "-inMemory",
         "-sharedDb", "-disableTelemetry",  "-port", port_text.c_str(), nullptr};
-    const pid_t pid = spawn_java(argv);
+    const pid_t pid = spawn_java(argv, work.c_str());
     if (pid < 0) return internal_error("fork: " + std::string(strerror(errno)));
     bool exited = false;
     while (!exited && std::chrono::steady_clock::now() < deadline) {
-      if (loopback_accepts(port))
-        return std::unique_ptr<DynamoDbLocal>(new DynamoDbLocal(pid, port));
+      if (loopback_accepts(port)) {
+        return std::unique_ptr<DynamoDbLocal>(new DynamoDbLocal(pid, port, std::move(work)));
+      }
       exited = ::waitpid(pid, nullptr, WNOHANG) == pid;  // the port was taken, most likely
       if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the JVM starting
     }
     if (!exited) stop(pid);
   }
+  std::error_code ignored;
+  std::filesystem::remove_all(work, ignored);
   return unavailable("DynamoDB Local did not start (java -jar " + jar + ")");
 }
 
-DynamoDbLocal::~DynamoDbLocal() { stop(pid_); }
+DynamoDbLocal::~DynamoDbLocal() {
+  stop(pid_);
+  std::error_code ignored;
+  std::filesystem::remove_all(work_dir_, ignored);
+}
 
 }  // namespace leasehold::testing

@@ -37,10 +37,12 @@ class DynamoDbLocal {
   std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
  private:
-  DynamoDbLocal(pid_t pid, uint16_t port) : pid_(pid), port_(port) {}
+  DynamoDbLocal(pid_t pid, uint16_t port, std::string work_dir)
+      : pid_(pid), port_(port), work_dir_(std::move(work_dir)) {}
 
   pid_t pid_;
   uint16_t port_;
+  std::string work_dir_;  // where it runs (it writes a file there), removed with it
 };
 
 // The folder setup.sh puts DynamoDB Local in.
