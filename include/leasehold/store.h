@@ -243,6 +243,16 @@ struct ChangeStamp {
   bool operator==(const ChangeStamp&) const = default;
 };
 
+// Capacity consumed on one table, or one of its indexes (`index` empty: the
+// table itself), in the units AWS bills: read units by reads, write units by
+// writes (a write also costs units on each index it changes).
+struct CapacityUse {
+  std::string table;  // as the caller names it, without a backend's prefix
+  std::string index;
+  double read_units = 0;
+  double write_units = 0;
+};
+
 class ItemStore {
  public:
   virtual ~ItemStore() = default;
@@ -335,6 +345,12 @@ class ItemStore {
   // other short work; writes, and every call to a store that says false,
   // still go to its pool. False unless a backend says otherwise.
   virtual bool reads_are_local() const { return false; }
+
+  // The capacity a store that bills by it says its calls consumed
+  // (DynamoDB's ConsumedCapacity), by table and index, since it was opened:
+  // what the bill counts, the table's units and each index's apart. Empty
+  // for a store that reports none. Thread-safe.
+  virtual std::vector<CapacityUse> consumed_capacity() const { return {}; }
 };
 
 // Opens a store from a URI:

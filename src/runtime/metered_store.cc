@@ -27,7 +27,18 @@ MeteredStore::MeteredStore(ItemStore& inner, metrics::Registry& registry, Clock&
       errors_(registry.counter("leasehold_store_errors_total",
                                "Store calls (and writes of update_each) that failed, by the code "
                                "of their error. A failed condition is not counted here.",
-                               {"backend", "operation", "code"})) {
+                               {"backend", "operation", "code"})),
+      capacity_(registry.collected(/*counter=*/true, "leasehold_store_capacity_units_total",
+                                   "Capacity units the store says its calls consumed "
+                                   "(DynamoDB's ConsumedCapacity), by table and index "
+                                   "(\"\" for the table) and kind (read or write).",
+                                   {"backend", "table", "index", "kind"})) {
+  capacity_id_ = capacity_.add([this](std::vector<metrics::Collected::Sample>& out) {
+    for (const CapacityUse& use : this->inner().consumed_capacity()) {
+      out.push_back({{backend_, use.table, use.index, "read"}, use.read_units});
+      out.push_back({{backend_, use.table, use.index, "write"}, use.write_units});
+    }
+  });
   static_assert(std::size(kOpNames) == kOpCount);
   auto& seconds =
       registry.histogram("leasehold_store_operation_seconds",
@@ -52,6 +63,8 @@ MeteredStore::MeteredStore(ItemStore& inner, metrics::Registry& registry, Clock&
     }
   }
 }
+
+MeteredStore::~MeteredStore() { capacity_.remove(capacity_id_); }
 
 void MeteredStore::count_read(Op op, size_t items) {
   series_[op].items_read->inc(static_cast<double>(items));

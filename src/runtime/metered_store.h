@@ -6,6 +6,7 @@
 //   leasehold_store_errors_total{backend,operation,code}        counter
 //   leasehold_store_condition_failures_total{backend,operation} counter
 //   leasehold_store_items_read_total{backend,operation}         counter
+//   leasehold_store_capacity_units_total{backend,table,index,kind} counter
 //
 // `operation` is the ItemStore method's name (get, batch_get, put, update,
 // update_each, remove, query, query_index, ensure_table, require_table) and
@@ -15,7 +16,11 @@
 // in condition_failures_total, whose rate shows contention, and the errors
 // counter keeps to what an operator acts on. items_read_total counts the
 // items the reads returned (get, batch_get, query, query_index): what a
-// store that bills by the item read, as DynamoDB does, charges for. update_each() observes one
+// store that bills by the item read, as DynamoDB does, charges for.
+// capacity_units_total is what the store itself says it consumed
+// (ItemStore::consumed_capacity(): DynamoDB's ConsumedCapacity), read
+// and write units by table and index (index "" for the table), read at
+// each scrape. update_each() observes one
 // duration for the call and counts each of its writes that failed.
 //
 // The histogram and the condition-failure counter of each operation are made
@@ -45,6 +50,7 @@ class MeteredStore final : public store::StoreWrapper {
   MeteredStore(ItemStore& inner, metrics::Registry& registry, Clock& clock);
   MeteredStore(const MeteredStore&) = delete;
   MeteredStore& operator=(const MeteredStore&) = delete;
+  ~MeteredStore() override;
 
   Status ensure_table(const TableSpec& spec) override;
   Status require_table(const TableSpec& spec) override;
@@ -103,6 +109,8 @@ class MeteredStore final : public store::StoreWrapper {
   const std::string backend_;
   metrics::Family<metrics::Counter>& errors_;
   std::array<Series, kOpCount> series_;
+  metrics::Collected& capacity_;
+  metrics::Collected::Id capacity_id_ = 0;
 };
 
 }  // namespace leasehold::runtime

@@ -80,6 +80,37 @@ TEST_F(MeteredStoreTest, CountsTheItemsReadsReturn) {
   EXPECT_EQ(value_of(t, "leasehold_store_items_read_total", op("query_index")), "0") << t;
 }
 
+// A store that reports the capacity its calls consumed, as DynamoDB does.
+class BillingStore final : public store::StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::vector<CapacityUse> consumed_capacity() const override {
+    return {{"t", "", 2.5, 8}, {"t", "by_state", 0.5, 4}};
+  }
+};
+
+TEST(MeteredStoreCapacity, ReportsTheUnitsTheStoreSaysItConsumedByTableAndIndex) {
+  std::unique_ptr<ItemStore> memory = std::move(open_store("memory:")).value();
+  BillingStore billing(*memory);
+  metrics::Registry registry;
+  SimulatedClock clock;
+  {
+    MeteredStore store(billing, registry, clock);
+    const std::string t = registry.render();
+    const std::string labels = "backend=\"memory\",table=\"t\",index=\"";
+    EXPECT_EQ(value_of(t, "leasehold_store_capacity_units_total", labels + "\",kind=\"write\""),
+              "8")
+        << t;
+    EXPECT_EQ(value_of(t, "leasehold_store_capacity_units_total", labels + "\",kind=\"read\""),
+              "2.5");
+    EXPECT_EQ(
+        value_of(t, "leasehold_store_capacity_units_total", labels + "by_state\",kind=\"write\""),
+        "4");
+  }
+  EXPECT_EQ(registry.render().find("table=\"t\""), std::string::npos)
+      << "gone with the store";
+}
+
 TEST_F(MeteredStoreTest, CountsErrorsByCode) {
   EXPECT_EQ(store_.get("t", {"missing", ""}, true).status().code(), Code::kNotFound);
   faulty_.inject_next(store::Fault::kUnavailable);

@@ -61,6 +61,7 @@ class StoreWrapper : public ItemStore {
   std::optional<ChangeStamp> change_stamp() const override { return inner_.change_stamp(); }
   std::string_view backend_name() const override { return inner_.backend_name(); }
   bool reads_are_local() const override { return inner_.reads_are_local(); }
+  std::vector<CapacityUse> consumed_capacity() const override { return inner_.consumed_capacity(); }
 
  private:
   ItemStore& inner_;

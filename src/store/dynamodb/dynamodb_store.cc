@@ -101,9 +101,86 @@ Result<json::object> DynamoDbStore::call(std::string_view op, const json::object
   return call_text(op, json::serialize(body), idempotent, std::move(storage), deadline);
 }
 
-Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::string& text,
+namespace {
+
+// The operations that read or write items, and so consume capacity; each is
+// sent asking what it consumed, by table and index.
+bool reads_items(std::string_view op) {
+  return op == "GetItem" || op == "BatchGetItem" || op == "Query" || op == "Scan";
+}
+bool writes_items(std::string_view op) {
+  return op == "PutItem" || op == "UpdateItem" || op == "DeleteItem";
+}
+
+// `body` (a JSON object's text) with "ReturnConsumedCapacity":"INDEXES" as
+// its first member.
+std::string asking_capacity(const std::string& body) {
+  if (body.size() < 2 || body.front() != '{' || body == "{}") return body;
+  return "{\"ReturnConsumedCapacity\":\"INDEXES\"," + body.substr(1);
+}
+
+double units_of(const json::object& o) {
+  const auto it = o.find("CapacityUnits");
+  return it != o.end() && it->value().is_number() ? it->value().to_number<double>() : 0;
+}
+
+}  // namespace
+
+std::vector<CapacityUse> DynamoDbStore::consumed_capacity() const {
+  MutexLock lock(capacity_mu_);
+  std::vector<CapacityUse> out;
+  out.reserve(capacity_.size());
+  for (const auto& [key, use] : capacity_) out.push_back(use);
+  return out;
+}
+
+// One ConsumedCapacity object per table (an array of them for BatchGetItem):
+// the table's units and each index's, or only the total where the server
+// gives no more (dynalite), counted as the table's.
+void DynamoDbStore::note_capacity(std::string_view op, const json::object& reply) {
+  const auto consumed = reply.find("ConsumedCapacity");
+  if (consumed == reply.end()) return;
+  const bool write = writes_items(op);
+  std::vector<const json::object*> per_table;
+  if (consumed->value().is_object()) per_table.push_back(&consumed->value().as_object());
+  if (consumed->value().is_array()) {
+    for (const json::value& v : consumed->value().as_array()) {
+      if (v.is_object()) per_table.push_back(&v.as_object());
+    }
+  }
+  struct Units {
+    std::string table, index;
+    double units;
+  };
+  std::vector<Units> found;
+  for (const json::object* c : per_table) {
+    std::string table = string_field(*c, "TableName");
+    if (table.starts_with(options_.table_prefix)) table.erase(0, options_.table_prefix.size());
+    const json::object* on_table = object_field(*c, "Table");
+    found.push_back({table, "", on_table != nullptr ? units_of(*on_table) : units_of(*c)});
+    for (const char* kind : {"GlobalSecondaryIndexes", "LocalSecondaryIndexes"}) {
+      const json::object* indexes = object_field(*c, kind);
+      if (indexes == nullptr) continue;
+      for (const auto& [name, units] : *indexes) {
+        if (units.is_object())
+          found.push_back({table, std::string(name), units_of(units.as_object())});
+      }
+    }
+  }
+  MutexLock lock(capacity_mu_);
+  for (Units& f : found) {
+    CapacityUse& use = capacity_[{f.table, f.index}];
+    use.table = std::move(f.table);
+    use.index = std::move(f.index);
+    (write ? use.write_units : use.read_units) += f.units;
+  }
+}
+
+Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::string& given,
                                               bool idempotent, json::storage_ptr storage,
                                               MonoTime deadline) {
+  const bool items = reads_items(op) || writes_items(op);
+  const std::string text = items ? asking_capacity(given) : given;
   const int attempts_max = std::max(options_.attempts_max, 1);
   Status last;
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
@@ -119,6 +196,7 @@ Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::st
         send_once(op, text, std::min(options_.request_timeout, left), storage, &verdict);
     switch (next_step(verdict, idempotent)) {
       case Next::kReturn:
+        if (items && reply.ok()) note_capacity(op, *reply);
         return reply;
       case Next::kUnknownOutcome:
         if (reply.status().code() == Code::kUnknownOutcome) return reply.status();

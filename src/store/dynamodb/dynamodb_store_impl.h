@@ -15,13 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "aws/sigv4.h"
 #include "base/mutex.h"
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
 #include "leasehold/store.h"
 #include "net/http_client.h"
 #include "store/dynamodb/dynamodb_store.h"
-#include "aws/sigv4.h"
 #include "store/dynamodb/wire.h"
 #include "store/dynamodb/worker_pool.h"
 
@@ -55,6 +55,7 @@ class DynamoDbStore final : public ItemStore {
                                         std::span<const UpdateRequest> requests,
                                         Duration timeout) override;
   std::string_view backend_name() const override { return "dynamodb"; }
+  std::vector<CapacityUse> consumed_capacity() const override EXCLUDES(capacity_mu_);
 
  private:
   using SpecPtr = std::shared_ptr<const TableSpec>;
@@ -77,6 +78,9 @@ class DynamoDbStore final : public ItemStore {
   Result<json::object> send_once(std::string_view op, const std::string& body, Duration timeout,
                                  json::storage_ptr storage, Verdict* verdict);
   Result<net::HttpRequest> make_request(std::string_view op, std::string body);
+  // Adds what a reply of an item operation says it consumed
+  // (ConsumedCapacity, asked for with every such request) to the totals.
+  void note_capacity(std::string_view op, const json::object& reply) EXCLUDES(capacity_mu_);
   // Capped exponential backoff with full jitter, before attempt `attempt` >= 1.
   Duration backoff_pause(int attempt);
   // The time left until `deadline`; Duration::max() for kNoDeadline.
@@ -119,6 +123,10 @@ class DynamoDbStore final : public ItemStore {
 
   Mutex mu_;
   std::map<std::string, SpecPtr, std::less<>> specs_ GUARDED_BY(mu_);
+
+  // consumed_capacity(): by (logical table, index; "" for the table).
+  mutable Mutex capacity_mu_;
+  std::map<KeyTuple, CapacityUse> capacity_ GUARDED_BY(capacity_mu_);
 
   // update_each()'s helpers. Last, so that its threads stop first.
   WorkerPool writers_;
