@@ -50,6 +50,17 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           over rounds, and the median of the rounds' ratios worker/bare (goal
           >= 0.8). others_cpu_cores: the machine's busy time not charged to
           the reader and the upstream-sim (other processes, softirqs).
+  cost    what the fleet costs as AWS bills it, on DynamoDB: --cost-workers (4)
+          workers at the defaults sharing --cost-connections (1000) at
+          --cost-rate (1) message/s each; once every connection streams and
+          --settle seconds more, over --window seconds, the read and write
+          capacity units the workers' own replies reported
+          (leasehold_store_capacity_units_total: ConsumedCapacity, table and
+          every index), per connection per minute, in all and by table and
+          index, and the conditional writes that failed (a write unit each
+          on DynamoDB, which no reply reports). On --dynamodb-endpoint, or
+          with --dynamodb-local on AWS's DynamoDB Local, which this starts
+          (scripts/setup.sh fetches it).
   lowrate  slow streams, as real fleets have them, at the default timing
           (sessions, checkpoints every 5 s) and a jsonl sink; its parts
           (--lowrate-parts cpu,memory,latency):
@@ -76,12 +87,13 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
             bare reader's CPU per 10,000 messages on the same streams.
           --worker-bin runs the workers of another build (before/after).
 
-Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|sessions|handover|throughput|lowrate ...]
+Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|sessions|handover|throughput|lowrate|cost ...]
        [--connections 1000] [--window 60] [--dynamodb-endpoint URL] [--kills 50]
        [--reader build/bin/bare_ws_reader] [--rounds 5] [--throughput-window 10]
        [--throughput-rate 0] [--sim-threads 2] [--worker-bin BIN] [--lowrate-parts cpu,memory,latency]
        [--lowrate-configs 1000x5,200x20] [--lowrate-rounds 3] [--lowrate-window 20]
        [--idle-connections 10000] [--idle-rate 0.1] [--latency-rate 1] [--latency-window 30]
+       [--dynamodb-local] [--cost-workers 4] [--cost-connections 1000] [--cost-rate 1]
 Without a DynamoDB endpoint, `writes` runs on SQLite only.
 """
 
@@ -254,6 +266,76 @@ def sink_conns(path):
     except FileNotFoundError:
         pass
     return seen
+
+
+def start_dynamodb_local(procs, work):
+    """AWS's DynamoDB Local, in memory, on a free port; its endpoint."""
+    home = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".deps",
+                        "dynamodb-local")
+    if not os.path.exists(os.path.join(home, "DynamoDBLocal.jar")):
+        sys.exit("DynamoDB Local is missing: run scripts/setup.sh")
+    port = free_port()
+    log = open(os.path.join(work, "dynamodb-local.log"), "ab")
+    procs.start(["java", "-Djava.library.path=" + os.path.join(home, "DynamoDBLocal_lib"), "-jar",
+                 os.path.join(home, "DynamoDBLocal.jar"), "-inMemory", "-sharedDb",
+                 "-disableTelemetry", "-port", str(port)], cwd=work, stdout=log, stderr=log)
+
+    def accepts():
+        with socket.socket() as s:
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_for("DynamoDB Local", accepts, 60)
+    return f"http://127.0.0.1:{port}"
+
+
+def bench_cost(args, procs, work):
+    endpoint = args.dynamodb_endpoint
+    if args.dynamodb_local:
+        endpoint = start_dynamodb_local(procs, work)
+    if not endpoint:
+        sys.exit("cost needs --dynamodb-endpoint URL or --dynamodb-local")
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDBENCH")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
+    store = f"dynamodb://us-east-1/cost{int(time.time())}_?endpoint={endpoint}"
+    fleet = Fleet(args.bin, store, work, procs)
+    fleet.cli("store", "init")
+    addr = fleet.upstream(args.cost_rate, 2, "--random-phase")
+    ids = ["c%05d" % i for i in range(args.cost_connections)]
+    fleet.add_conns(addr, ids)
+    workers = [fleet.worker("w%d" % i) for i in range(args.cost_workers)]
+    wait_for("every connection streaming",
+             lambda: len(set().union(*(sink_conns(w.sink) for w in workers))) == len(ids), 300)
+    time.sleep(args.settle)
+
+    def units():
+        out = {}
+        for w in workers:
+            m = metrics(w)
+            for key, value in m.items():
+                base, _, rest = key.partition("{")
+                if base == "leasehold_store_capacity_units_total":
+                    got = dict(re.findall(r'(\w+)="([^"]*)"', rest))
+                    k = (got["table"] + ("/" + got["index"] if got["index"] else ""), got["kind"])
+                    out[k] = out.get(k, 0.0) + value
+            out[("", "condition_failures")] = out.get(("", "condition_failures"), 0.0) + metric(
+                m, "leasehold_store_condition_failures_total")
+        return out
+
+    before, t0 = units(), time.monotonic()
+    time.sleep(args.window)  # the window measured
+    after, t1 = units(), time.monotonic()
+    per = lambda k: (after.get(k, 0.0) - before.get(k, 0.0)) / len(ids) / ((t1 - t0) / 60)
+    by = {}
+    for where, kind in sorted(set(after) | set(before)):
+        if where:
+            by.setdefault(where, {})[kind] = round(per((where, kind)), 3)
+    emit({"bench": "cost", "store": "dynamodb_local" if args.dynamodb_local else "dynamodb",
+          "workers": len(workers), "connections": len(ids), "rate": args.cost_rate,
+          "window_s": round(t1 - t0, 1),
+          "write_units_per_conn_min": round(sum(per(k) for k in after if k[1] == "write"), 3),
+          "read_units_per_conn_min": round(sum(per(k) for k in after if k[1] == "read"), 3),
+          "failed_conditional_writes_per_conn_min": round(per(("", "condition_failures")), 3),
+          "by_table_and_index": by})
 
 
 def bench_memory(args, procs, work):
@@ -1025,6 +1107,11 @@ def main():
     ap.add_argument("--writes-connections", type=int, default=100)
     ap.add_argument("--writes-rate", type=float, default=1.0)
     ap.add_argument("--dynamodb-endpoint", default=None)
+    ap.add_argument("--dynamodb-local", action="store_true",
+                    help="cost: start AWS's DynamoDB Local (.deps/) and measure on it")
+    ap.add_argument("--cost-workers", type=int, default=4)
+    ap.add_argument("--cost-connections", type=int, default=1000)
+    ap.add_argument("--cost-rate", type=float, default=1.0)
     ap.add_argument("--kills", type=int, default=50)
     ap.add_argument("--failover-connections", type=int, default=30)
     ap.add_argument("--failover-rate", type=float, default=10.0)
@@ -1079,6 +1166,8 @@ def main():
                     bench_throughput(args, procs, work)
                 elif bench == "lowrate":
                     bench_lowrate(args, procs, work)
+                elif bench == "cost":
+                    bench_cost(args, procs, work)
                 else:
                     sys.exit("unknown benchmark: " + bench)
             finally:

@@ -15,7 +15,8 @@
 # bench/bare_ws_reader (built by `make bench`) on the same streams, and the
 # slow streams (`lowrate`: CPU per message against the bare reader at 5 and
 # 20 messages/s a stream, memory per idle ws:// and wss:// connection at
-# 10,000, latency at 10,000 x 1/s).
+# 10,000, latency at 10,000 x 1/s), and what the fleet costs in DynamoDB
+# capacity units (`cost`, on DynamoDB Local).
 # Then the movie tracer (build/bin/tracer_bench, built by `make bench`):
 # tracing a synthetic movie against decoding it alone, in the same run; and
 # `bench movies`: 100 viewers polling a movie's metadata while it is traced,
@@ -66,6 +67,9 @@ echo "leasehold: fleet_bench" >&2
   memory writes failover sessions handover throughput lowrate \
   --kills "${BENCH_FLEET_KILLS:-50}" \
   --dynamodb-endpoint "http://127.0.0.1:$(cat "$work/port")"
+# What the fleet costs as AWS bills it, on AWS's own DynamoDB Local (started
+# by the benchmark): capacity units per connection per minute.
+/usr/bin/python3 bench/fleet_bench.py --bin "$bin" cost --dynamodb-local --window 120 --settle 20
 
 echo "leasehold: tracer_bench" >&2
 build/bin/tracer_bench
