@@ -85,10 +85,27 @@ inline constexpr int kQueryLimitMax = 1000;
 // ---------------------------------------------------------------- schema
 
 struct IndexSpec {
+  IndexSpec() = default;
+  IndexSpec(std::string name_, std::string hash_attr_, std::string range_attr_,
+            AttrType range_type_ = AttrType::kInt)
+      : name(std::move(name_)),
+        hash_attr(std::move(hash_attr_)),
+        range_attr(std::move(range_attr_)),
+        range_type(range_type_) {}
+
   std::string name;        // e.g. "desired_state-lease_expires_at_ms-index"
   std::string hash_attr;   // string attribute
   std::string range_attr;  // attribute the index is sorted by
   AttrType range_type = AttrType::kInt;
+  // What a query of the index returns of each item besides the table's key
+  // and the index's own: every attribute (DynamoDB's ALL), or only those in
+  // `projected` (INCLUDE; KEYS_ONLY if none, DynamoDB's terms). On DynamoDB
+  // a write that changes no attribute an index holds does not write the
+  // index at all, so this is what an index costs. An index created earlier
+  // with a wider projection keeps it (DynamoDB cannot change it in place)
+  // and returns more; callers read only what they asked for.
+  bool projects_all = true;
+  std::vector<std::string> projected;  // neither a key of the table nor of the index
 };
 
 struct TableSpec {

@@ -1,5 +1,6 @@
 #include "store/eval.h"
 
+#include <algorithm>
 #include <set>
 
 namespace leasehold::store {
@@ -248,6 +249,21 @@ Status validate_table_spec(const TableSpec& spec) {
     LEASEHOLD_RETURN_IF_ERROR(validate_attr_name(index.range_attr));
     if (index.range_type == AttrType::kBool)
       return invalid_argument("an index cannot range over bools");
+    if (index.projects_all && !index.projected.empty()) {
+      return invalid_argument("index " + index.name + " projects all attributes and a list");
+    }
+    std::set<std::string_view> projected;
+    for (const std::string& attr : index.projected) {
+      LEASEHOLD_RETURN_IF_ERROR(validate_attr_name(attr));
+      if (attr == spec.pk_attr || attr == spec.sk_attr || attr == index.hash_attr ||
+          attr == index.range_attr) {
+        return invalid_argument("index " + index.name + " projects a key attribute, " + attr +
+                                ": keys are always there");
+      }
+      if (!projected.insert(attr).second) {
+        return invalid_argument("index " + index.name + " projects " + attr + " twice");
+      }
+    }
   }
   return {};
 }
@@ -379,6 +395,16 @@ Status check_same_index(const IndexSpec& existing, const IndexSpec& requested) {
   }
   return invalid_argument("index " + existing.name + " exists over other attributes (" +
                           existing.hash_attr + ", " + existing.range_attr + ")");
+}
+
+void project(const TableSpec& spec, const IndexSpec& index, Item& item) {
+  if (index.projects_all) return;
+  std::erase_if(item, [&](const auto& attr) {
+    const std::string& a = attr.first;
+    return a != spec.pk_attr && a != spec.sk_attr && a != index.hash_attr &&
+           a != index.range_attr &&
+           std::find(index.projected.begin(), index.projected.end(), a) == index.projected.end();
+  });
 }
 
 Key key_of(const TableSpec& spec, const Item& item) {

@@ -55,6 +55,9 @@ Status validate_query_options(const QueryOptions& options);
 // An index that exists keeps its definition: asking for the same name over
 // other attributes is kInvalidArgument, not a silent no-op.
 Status check_same_index(const IndexSpec& existing, const IndexSpec& requested);
+// Leaves in `item` what a query of `index` returns: the table's key, the
+// index's key and its projected attributes.
+void project(const TableSpec& spec, const IndexSpec& index, Item& item);
 
 // The key of a whole item. REQUIRES: validate_item(spec, item).ok().
 Key key_of(const TableSpec& spec, const Item& item);

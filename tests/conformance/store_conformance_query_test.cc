@@ -1,12 +1,11 @@
 // The conformance cases of query and query_index: key ranges, index order,
 // sparse indexes and pagination (store_conformance.h).
-#include "tests/conformance/store_conformance.h"
-
 #include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <limits>
 
+#include "tests/conformance/store_conformance.h"
 #include "tests/conformance/store_conformance_cases.h"
 
 namespace leasehold::conformance {
@@ -303,6 +302,54 @@ TEST_P(StoreConformance, QueryIndexIsSparse) {
   EXPECT_EQ(index_ids(store(), kByState, "7", KeyRange::all()), (V{}));
   EXPECT_EQ(index_ids(store(), kByName, "S", KeyRange::all()), (V{"named"}));
   EXPECT_EQ(index_ids(store(), kByName, "S", KeyRange::begins_with("")), (V{"named"}));
+}
+
+// An index returns the table's key, its own key and what it projects: all
+// of the item, some attributes (INCLUDE), or none (KEYS_ONLY). Asking again
+// with another projection keeps the index as it was made.
+TEST_P(StoreConformance, QueryIndexReturnsWhatTheIndexProjects) {
+  IndexSpec keys_only{"by_state_keys", "state", "n", AttrType::kInt};
+  keys_only.projects_all = false;
+  IndexSpec some{"by_state_some", "state", "n", AttrType::kInt};
+  some.projects_all = false;
+  some.projected = {"owner", "gone"};
+  const IndexSpec all{"by_state_all", "state", "n", AttrType::kInt};
+  const TableSpec spec{"conf_projected", "id", "", {keys_only, some, all}};
+  ASSERT_OK(store().ensure_table(spec));
+  ASSERT_OK(store().put(
+      "conf_projected",
+      {{"id", "a"}, {"state", "S"}, {"n", int64_t{1}}, {"owner", "w1"}, {"last_seq", int64_t{7}}},
+      {}));
+  const Item keys{{"id", "a"}, {"state", "S"}, {"n", int64_t{1}}};
+  const auto only = [&](const char* index) {
+    const Page page = MUST(store().query_index("conf_projected", index, "S", KeyRange::all(), {}));
+    EXPECT_EQ(page.items.size(), 1u) << index;
+    return page.items.empty() ? Item{} : page.items.front();
+  };
+  EXPECT_EQ(only("by_state_keys"), keys);
+  Item with_owner = keys;
+  with_owner["owner"] = "w1";
+  EXPECT_EQ(only("by_state_some"), with_owner);
+  Item whole = with_owner;
+  whole["last_seq"] = int64_t{7};
+  EXPECT_EQ(only("by_state_all"), whole);
+
+  TableSpec asked_again = spec;
+  asked_again.indexes[0].projects_all = true;
+  ASSERT_OK(store().ensure_table(asked_again));
+  EXPECT_EQ(only("by_state_keys"), keys) << "an index keeps the projection it was made with";
+
+  IndexSpec bad = some;
+  bad.projected = {"n"};
+  EXPECT_CODE(Code::kInvalidArgument,
+              store().ensure_table(TableSpec{"conf_projected2", "id", "", {bad}}));
+  bad.projected = {"owner", "owner"};
+  EXPECT_CODE(Code::kInvalidArgument,
+              store().ensure_table(TableSpec{"conf_projected2", "id", "", {bad}}));
+  bad.projects_all = true;
+  bad.projected = {"owner"};
+  EXPECT_CODE(Code::kInvalidArgument,
+              store().ensure_table(TableSpec{"conf_projected2", "id", "", {bad}}));
 }
 
 TEST_P(StoreConformance, QueryIndexFollowsUpdates) {

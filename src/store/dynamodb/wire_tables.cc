@@ -57,9 +57,17 @@ Result<json::array> attribute_definitions(const TableSpec& spec) {
 }
 
 json::object gsi_json(const IndexSpec& index) {
+  json::object projection{{"ProjectionType", index.projects_all        ? "ALL"
+                                             : index.projected.empty() ? "KEYS_ONLY"
+                                                                       : "INCLUDE"}};
+  if (!index.projects_all && !index.projected.empty()) {
+    json::array attrs;
+    for (const std::string& attr : index.projected) attrs.push_back(json::string(attr));
+    projection["NonKeyAttributes"] = std::move(attrs);
+  }
   return {{"IndexName", index.name},
           {"KeySchema", key_schema_json(index.hash_attr, index.range_attr)},
-          {"Projection", json::object{{"ProjectionType", "ALL"}}}};
+          {"Projection", std::move(projection)}};
 }
 
 TableSpec spec_from_description(std::string_view logical, const json::object& table) {
@@ -81,6 +89,15 @@ TableSpec spec_from_description(std::string_view logical, const json::object& ta
       index.name = string_field(g.get_object(), "IndexName");
       std::tie(index.hash_attr, index.range_attr) = key_schema(g.get_object());
       index.range_type = types[index.range_attr] == "N" ? AttrType::kInt : AttrType::kString;
+      if (const json::object* projection = object_field(g.get_object(), "Projection")) {
+        const std::string type = string_field(*projection, "ProjectionType");
+        index.projects_all = type.empty() || type == "ALL";
+        if (const json::array* attrs = array_field(*projection, "NonKeyAttributes")) {
+          for (const auto& a : *attrs) {
+            if (a.is_string()) index.projected.emplace_back(a.get_string());
+          }
+        }
+      }
       spec.indexes.push_back(std::move(index));
     }
   }

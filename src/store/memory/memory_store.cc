@@ -225,6 +225,7 @@ class MemoryStore final : public ItemStore {
         break;
       }
       page.items.push_back(*std::get<2>(*it));
+      project(t->spec, *spec, page.items.back());
     }
     return page;
   }

@@ -82,10 +82,18 @@ Status validate_sql_names(const TableSpec& spec) {
 std::string spec_to_json(const TableSpec& spec) {
   boost::json::array indexes;
   for (const auto& index : spec.indexes) {
-    indexes.push_back(boost::json::object{{"name", index.name},
-                                          {"hash_attr", index.hash_attr},
-                                          {"range_attr", index.range_attr},
-                                          {"range_type", type_name(index.range_type)}});
+    boost::json::object entry{{"name", index.name},
+                              {"hash_attr", index.hash_attr},
+                              {"range_attr", index.range_attr},
+                              {"range_type", type_name(index.range_type)}};
+    // Written only when not all: what older files hold means all.
+    if (!index.projects_all) {
+      boost::json::array projected;
+      for (const std::string& attr : index.projected)
+        projected.push_back(boost::json::string(attr));
+      entry["projected"] = std::move(projected);
+    }
+    indexes.push_back(std::move(entry));
   }
   return boost::json::serialize(boost::json::object{{"name", spec.name},
                                                     {"pk_attr", spec.pk_attr},
@@ -122,6 +130,14 @@ Result<TableSpec> spec_from_json(std::string_view json) {
       return bad();
     }
     LEASEHOLD_ASSIGN_OR_RETURN(index.range_type, range_type_from(type));
+    if (const auto* projected = entry.get_object().if_contains("projected")) {
+      if (!projected->is_array()) return bad();
+      index.projects_all = false;
+      for (const auto& attr : projected->get_array()) {
+        if (!attr.is_string()) return bad();
+        index.projected.emplace_back(attr.get_string());
+      }
+    }
     spec.indexes.push_back(std::move(index));
   }
   // What is spliced into SQL must be as safe as when it was first written.

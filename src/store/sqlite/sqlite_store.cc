@@ -141,6 +141,7 @@ Result<Page> read_page(Connection& c, sqlite3_stmt* s, const TableSpec& spec, in
       return page;
     }
     LEASEHOLD_ASSIGN_OR_RETURN(Item item, decode_item(column_text(s, 0)));
+    if (index != nullptr) project(spec, *index, item);
     page.items.push_back(std::move(item));
   }
   if (rc != SQLITE_DONE) return sqlite::error_status(c.db(), rc, "query");
