@@ -1,14 +1,22 @@
 #include "fleet/schema.h"
 
+#include "fleet/connections.h"
+
 namespace leasehold::fleet {
 
 TableSpec connections_table_spec() {
-  return TableSpec{
-      kConnectionsTable,
-      kConnectionsKeyAttr,
-      "",
-      {IndexSpec{kOrphanIndex, "desired_state", "lease_expires_at_ms", AttrType::kInt},
-       IndexSpec{kSessionIndex, "lease_session", "lease_epoch", AttrType::kInt}}};
+  // The session index holds what a sweep of a dead session reads of each of
+  // its connections, and none of what a checkpoint writes (last_seq and the
+  // figures): on DynamoDB a checkpoint then writes that index not at all.
+  IndexSpec session{kSessionIndex, "lease_session", "lease_epoch", AttrType::kInt};
+  session.projects_all = false;
+  session.projected = {kDesiredStateAttr, kWsUrlAttr, "lease_owner", "lease_token",
+                       "lease_expires_at_ms"};
+  return TableSpec{kConnectionsTable,
+                   kConnectionsKeyAttr,
+                   "",
+                   {IndexSpec{kOrphanIndex, "desired_state", "lease_expires_at_ms", AttrType::kInt},
+                    std::move(session)}};
 }
 
 }  // namespace leasehold::fleet
