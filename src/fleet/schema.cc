@@ -5,13 +5,14 @@
 namespace leasehold::fleet {
 
 TableSpec connections_table_spec() {
-  // The session index holds what a sweep of a dead session reads of each of
-  // its connections, and none of what a checkpoint writes (last_seq and the
-  // figures): on DynamoDB a checkpoint then writes that index not at all.
+  // The session index holds what a sweep of a dead session, and its holder's
+  // desired-state read, need of each of its connections, and none of what a
+  // checkpoint writes (last_seq and the figures): on DynamoDB a checkpoint
+  // then writes that index not at all.
   IndexSpec session{kSessionIndex, "lease_session", "lease_epoch", AttrType::kInt};
   session.projects_all = false;
-  session.projected = {kDesiredStateAttr, kWsUrlAttr, "lease_owner", "lease_token",
-                       "lease_expires_at_ms"};
+  session.projected = {kDesiredStateAttr, kWsUrlAttr,    kSeqFieldAttr,
+                       "lease_owner",     "lease_token", "lease_expires_at_ms"};
   return TableSpec{kConnectionsTable,
                    kConnectionsKeyAttr,
                    "",

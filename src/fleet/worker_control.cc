@@ -95,10 +95,36 @@ void Worker::Impl::rejoin_if_lost() {
          "rejoining the fleet: {}", joined.message());
 }
 
-// One batch read of everything owned: STOPPED or removed connections are
-// handed over, and one that another owner holds is lost at once.
+// What this worker owns, read for its desired state: STOPPED or removed
+// connections are handed over, one that another owner holds is lost at once,
+// and one whose URL or sequence field changed is handed over too. With a
+// session, one query of the session's index reads most of it: DynamoDB
+// bills a query by the size of all it returns, a batch read by the item.
+// What the index does not show under this lease (taken since it was written
+// to the index, or by another, or deleted) is read item by item.
 void Worker::Impl::read_desired_state() {
-  const std::vector<std::shared_ptr<Stream>> streams = snapshot();
+  std::vector<std::shared_ptr<Stream>> streams = snapshot();
+  if (streams.empty()) return;
+  if (const std::optional<SessionNow> session = sessions() ? current_session() : std::nullopt) {
+    std::map<std::string, Connection, std::less<>> shown;
+    const Status read = read_session_index(session->token, shown);
+    if (!read.ok()) {
+      log_to(options_.logger, LogLevel::kWarn, "reading desired state: {}", read.message());
+      return;
+    }
+    Judged judged;
+    std::erase_if(streams, [&](const std::shared_ptr<Stream>& s) {
+      const auto it = shown.find(s->id);
+      if (it == shown.end() || it->second.owner != options_.id) return false;
+      {
+        MutexLock l(s->mu);
+        if (it->second.epoch != s->epoch) return false;  // an older lease of it
+      }
+      judge_desired(s, it->second, judged);
+      return true;
+    });
+    act_on(judged);
+  }
   for (size_t at = 0; at < streams.size(); at += kBatchGetMax) {
     std::vector<Key> keys;
     std::map<std::string, std::shared_ptr<Stream>> by_pk;
@@ -112,29 +138,56 @@ void Worker::Impl::read_desired_state() {
              items.status().message());
       return;
     }
-    std::vector<std::shared_ptr<Stream>> stop, changed;
+    Judged judged;
     for (const Item& item : *items) {
       Result<Connection> c = parse_connection(item);
       if (!c.ok()) continue;
       auto found = by_pk.find(connection_key(c->id).pk);
       if (found == by_pk.end()) continue;
-      std::shared_ptr<Stream> stream = found->second;
+      judge_desired(found->second, *c, judged);
       by_pk.erase(found);
-      if (c->owner != options_.id) {
-        lose(stream, failed_precondition("connection " + c->id + " is now owned by " + c->owner));
-      } else if (c->desired_state != DesiredState::kStarted) {
-        stop.push_back(stream);  // stopped, or removed (a tombstone)
-      } else if (c->ws_url != stream->url_template ||
-                 split_seq_field(c->seq_field) != stream->seq_path) {
-        // Handed over, so that the new URL is streamed under a new epoch,
-        // after this stream has closed and checkpointed.
-        changed.push_back(stream);
-      }
     }
-    for (auto& [pk, stream] : by_pk) stop.push_back(stream);  // deleted
-    hand_over(stop, "stopped or removed");
-    hand_over(changed, "its URL or sequence field changed");
+    for (auto& [pk, stream] : by_pk) judged.stop.push_back(stream);  // deleted
+    act_on(judged);
   }
+}
+
+Status Worker::Impl::read_session_index(const std::string& token,
+                                        std::map<std::string, Connection, std::less<>>& out) {
+  QueryOptions q;
+  q.limit = kQueryLimitMax;
+  do {
+    Result<Page> page =
+        store_.query_index(kConnectionsTable, kSessionIndex, token, KeyRange::all(), q);
+    if (!page.ok()) return page.status();
+    for (const Item& item : page->items) {
+      // An index made without the sequence field in its projection cannot
+      // tell a changed one: such items are read whole instead.
+      if (!item.contains(kSeqFieldAttr)) continue;
+      Result<Connection> c = parse_connection(item);
+      if (c.ok()) out.insert_or_assign(c->id, std::move(*c));
+    }
+    q.cursor = page->next_cursor;
+  } while (!q.cursor.empty());
+  return {};
+}
+
+void Worker::Impl::judge_desired(const std::shared_ptr<Stream>& stream, const Connection& c,
+                                 Judged& judged) {
+  if (c.owner != options_.id) {
+    lose(stream, failed_precondition("connection " + c.id + " is now owned by " + c.owner));
+  } else if (c.desired_state != DesiredState::kStarted) {
+    judged.stop.push_back(stream);  // stopped, or removed (a tombstone)
+  } else if (c.ws_url != stream->url_template || split_seq_field(c.seq_field) != stream->seq_path) {
+    // Handed over, so that the new URL is streamed under a new epoch,
+    // after this stream has closed and checkpointed.
+    judged.changed.push_back(stream);
+  }
+}
+
+void Worker::Impl::act_on(const Judged& judged) {
+  hand_over(judged.stop, "stopped or removed");
+  hand_over(judged.changed, "its URL or sequence field changed");
 }
 
 // Takes orphans as placement says (fleet/placement.h), or hands the excess

@@ -331,6 +331,14 @@ class Worker::Impl {
   MonoTime control_due() EXCLUDES(mu_);
   void reconcile();
   void read_desired_state();
+  // The connections the index shows under session `token`, by ID.
+  Status read_session_index(const std::string& token,
+                            std::map<std::string, Connection, std::less<>>& out);
+  struct Judged {
+    std::vector<std::shared_ptr<Stream>> stop, changed;
+  };
+  void judge_desired(const std::shared_ptr<Stream>& stream, const Connection& c, Judged& judged);
+  void act_on(const Judged& judged);
   void balance_and_acquire();
   void add_session_orphans(const std::vector<Member>& members, std::vector<Connection>& orphans,
                            std::set<std::string, std::less<>>& owner_back, MonoTime& soonest);
