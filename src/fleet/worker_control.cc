@@ -154,22 +154,13 @@ void Worker::Impl::read_desired_state() {
 
 Status Worker::Impl::read_session_index(const std::string& token,
                                         std::map<std::string, Connection, std::less<>>& out) {
-  QueryOptions q;
-  q.limit = kQueryLimitMax;
-  do {
-    Result<Page> page =
-        store_.query_index(kConnectionsTable, kSessionIndex, token, KeyRange::all(), q);
-    if (!page.ok()) return page.status();
-    for (const Item& item : page->items) {
-      // An index made without the sequence field in its projection cannot
-      // tell a changed one: such items are read whole instead.
-      if (!item.contains(kSeqFieldAttr)) continue;
-      Result<Connection> c = parse_connection(item);
-      if (c.ok()) out.insert_or_assign(c->id, std::move(*c));
-    }
-    q.cursor = page->next_cursor;
-  } while (!q.cursor.empty());
-  return {};
+  return each_in_session(token, [&](const Item& item) {
+    // An index made without the sequence field in its projection cannot
+    // tell a changed one: such items are read whole instead.
+    if (!item.contains(kSeqFieldAttr)) return;
+    Result<Connection> c = parse_connection(item);
+    if (c.ok()) out.insert_or_assign(c->id, std::move(*c));
+  });
 }
 
 void Worker::Impl::judge_desired(const std::shared_ptr<Stream>& stream, const Connection& c,

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -299,6 +300,9 @@ class Worker::Impl {
   // released (retire()).
   std::vector<Connection> dead_session_orphans(const std::vector<Member>& members,
                                                std::set<std::string, std::less<>>& owner_back);
+  // Calls `each` with every item the session index shows under `token`,
+  // page by page.
+  Status each_in_session(const std::string& token, const std::function<void(const Item&)>& each);
   Status sweep_session(const std::string& token, const DeadSession& dead,
                        const std::vector<Member>& members, std::vector<Connection>& out,
                        size_t& held);
@@ -315,7 +319,7 @@ class Worker::Impl {
   void check_watched();
   bool release_pending(const std::string& id) const;
   void audit_own_session();
-  void audit_page(const std::string& token, const Page& page, size_t& found);
+  void audit_item(const std::string& token, const Item& item, size_t& found);
   void reap(const std::vector<Member>& members);
   void prune_members(const std::vector<Member>& members);
   bool leads(const std::vector<Member>& members) const;

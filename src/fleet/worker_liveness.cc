@@ -134,19 +134,14 @@ void Worker::Impl::audit_own_session() {
   const std::optional<SessionNow> session = current_session();
   if (!session) return;
   size_t found = 0;
-  QueryOptions q;
-  q.limit = kQueryLimitMax;
-  do {
-    Result<Page> page =
-        store_.query_index(kConnectionsTable, kSessionIndex, session->token, KeyRange::all(), q);
-    if (!page.ok()) {
-      log_to(options_.logger, LogLevel::kWarn, "auditing its session: {}", page.status().message());
-      next_audit_ = now;  // again next reconcile
-      return;
-    }
-    audit_page(session->token, *page, found);
-    q.cursor = page->next_cursor;
-  } while (!q.cursor.empty());
+  const Status read = each_in_session(
+      session->token, [&](const Item& item) { audit_item(session->token, item, found); });
+  retry_releases();
+  if (!read.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "auditing its session: {}", read.message());
+    next_audit_ = now;  // again next reconcile
+    return;
+  }
   if (found > 0) {
     audit_finds_ += found;
     log_to(options_.logger, LogLevel::kWarn,
@@ -156,36 +151,31 @@ void Worker::Impl::audit_own_session() {
   }
 }
 
-void Worker::Impl::audit_page(const std::string& token, const Page& page, size_t& found) {
+void Worker::Impl::audit_item(const std::string& token, const Item& item, size_t& found) {
   const auto forgotten = [&](const Result<Connection>& c) {
     return c.ok() && c->owner == options_.id && c->session == token && c->expires_at_ms != 0 &&
            find(c->id) == nullptr && !release_pending(c->id);
   };
-  for (const Item& item : page.items) {
-    if (!forgotten(parse_connection(item))) continue;
-    // The index may show a lease this worker has since released: the item
-    // itself decides.
-    Result<Item> now = store_.get(
-        kConnectionsTable, Key{get_string_or(item, kConnectionsKeyAttr), ""}, /*consistent=*/true);
-    Result<Connection> c = now.ok() ? parse_connection(*now) : Result<Connection>(now.status());
-    if (!forgotten(c)) continue;
-    ++found;
-    log_to(options_.logger, LogLevel::kWarn,
-           "connection {} is held under this worker's session "
-           "but not streamed",
-           c->id);
-    if (c->desired_state == DesiredState::kStarted) {
-      (void)acquire(*c, /*own_session=*/true);
-      continue;
-    }
-    Lease forgotten;
-    forgotten.key = connection_key(c->id);
-    forgotten.slot = std::string(kDefaultSlot);
-    forgotten.owner = options_.id;
-    forgotten.token = c->token;
-    release_later(c->id, forgotten, Update());
+  if (!forgotten(parse_connection(item))) return;
+  // The index may show a lease this worker has since released: the item
+  // itself decides.
+  Result<Item> now = store_.get(
+      kConnectionsTable, Key{get_string_or(item, kConnectionsKeyAttr), ""}, /*consistent=*/true);
+  Result<Connection> c = now.ok() ? parse_connection(*now) : Result<Connection>(now.status());
+  if (!forgotten(c)) return;
+  ++found;
+  log_to(options_.logger, LogLevel::kWarn,
+         "connection {} is held under this worker's session but not streamed", c->id);
+  if (c->desired_state == DesiredState::kStarted) {
+    (void)acquire(*c, /*own_session=*/true);
+    return;
   }
-  retry_releases();
+  Lease lost;
+  lost.key = connection_key(c->id);
+  lost.slot = std::string(kDefaultSlot);
+  lost.owner = options_.id;
+  lost.token = c->token;
+  release_later(c->id, lost, Update());
 }
 
 // ---------------------------------------------------------------- the leader's work

@@ -242,25 +242,30 @@ std::vector<Connection> Worker::Impl::dead_session_orphans(
 Status Worker::Impl::sweep_session(const std::string& token, const DeadSession& dead,
                                    const std::vector<Member>& members, std::vector<Connection>& out,
                                    size_t& held) {
+  return each_in_session(token, [&](const Item& item) {
+    Result<Connection> c = parse_connection(item);
+    if (!c.ok() || c->owner != dead.owner || c->session != token || c->expires_at_ms == 0) {
+      return;
+    }
+    ++held;
+    if (find(c->id) != nullptr) return;
+    if (c->desired_state == DesiredState::kStarted) {
+      out.push_back(std::move(*c));
+    } else {
+      retire(*c, token, dead, members);
+    }
+  });
+}
+
+Status Worker::Impl::each_in_session(const std::string& token,
+                                     const std::function<void(const Item&)>& each) {
   QueryOptions q;
   q.limit = kQueryLimitMax;
   do {
     Result<Page> page =
         store_.query_index(kConnectionsTable, kSessionIndex, token, KeyRange::all(), q);
     if (!page.ok()) return page.status();
-    for (const Item& item : page->items) {
-      Result<Connection> c = parse_connection(item);
-      if (!c.ok() || c->owner != dead.owner || c->session != token || c->expires_at_ms == 0) {
-        continue;
-      }
-      ++held;
-      if (find(c->id) != nullptr) continue;
-      if (c->desired_state == DesiredState::kStarted) {
-        out.push_back(std::move(*c));
-      } else {
-        retire(*c, token, dead, members);
-      }
-    }
+    for (const Item& item : page->items) each(item);
     q.cursor = page->next_cursor;
   } while (!q.cursor.empty());
   return {};
