@@ -243,17 +243,18 @@ def metrics(worker):
     return out
 
 
-def metric(m, name, **labels):
-    """Sum of the series of `name` whose labels include `labels`."""
-    total = 0.0
+def series(m, name):
+    """Each series of `name` in `m`, as (labels, value)."""
     for key, value in m.items():
         base, _, rest = key.partition("{")
-        if base != name:
-            continue
-        got = dict(re.findall(r'(\w+)="([^"]*)"', rest))
-        if all(got.get(k) == v for k, v in labels.items()):
-            total += value
-    return total
+        if base == name:
+            yield dict(re.findall(r'(\w+)="([^"]*)"', rest)), value
+
+
+def metric(m, name, **labels):
+    """Sum of the series of `name` whose labels include `labels`."""
+    return sum(value for got, value in series(m, name)
+               if all(got.get(k) == v for k, v in labels.items()))
 
 
 def sink_conns(path):
@@ -311,12 +312,9 @@ def bench_cost(args, procs, work):
         out = {}
         for w in workers:
             m = metrics(w)
-            for key, value in m.items():
-                base, _, rest = key.partition("{")
-                if base == "leasehold_store_capacity_units_total":
-                    got = dict(re.findall(r'(\w+)="([^"]*)"', rest))
-                    k = (got["table"] + ("/" + got["index"] if got["index"] else ""), got["kind"])
-                    out[k] = out.get(k, 0.0) + value
+            for got, value in series(m, "leasehold_store_capacity_units_total"):
+                k = (got["table"] + ("/" + got["index"] if got["index"] else ""), got["kind"])
+                out[k] = out.get(k, 0.0) + value
             out[("", "condition_failures")] = out.get(("", "condition_failures"), 0.0) + metric(
                 m, "leasehold_store_condition_failures_total")
         return out

@@ -165,9 +165,9 @@ TEST(ParseConnection, ReadsEveryField) {
   item["removed_at_ms"] = int64_t{6};
   auto c = parse_connection(item);
   ASSERT_TRUE(c.ok()) << c.status().to_string();
-  EXPECT_EQ(*c, (Connection{"feed.1", DesiredState::kStopped, "ws://h/s", "data.seq", "w1",
-                            std::string(32, 'a'), "", 3, 1000, 900, 77, "upstream closed", 950, 5,
-                            6}));
+  EXPECT_EQ(*c,
+            (Connection{"feed.1", DesiredState::kStopped, "ws://h/s", "data.seq", "w1",
+                        std::string(32, 'a'), "", 3, 1000, 900, 77, "upstream closed", 950, 5, 6}));
 }
 
 TEST(ParseConnection, ReadsATombstone) {

@@ -101,29 +101,23 @@ void Worker::Impl::rejoin_if_lost() {
 // session, one query of the session's index reads most of it: DynamoDB
 // bills a query by the size of all it returns, a batch read by the item.
 // What the index does not show under this lease (taken since it was written
-// to the index, or by another, or deleted) is read item by item.
+// to the index, or by another, or deleted) is read item by item. The same
+// query is what the audit of the session looks at (session_view_), so it is
+// made, when the audit is due, even for a worker that owns nothing.
 void Worker::Impl::read_desired_state() {
   std::vector<std::shared_ptr<Stream>> streams = snapshot();
-  if (streams.empty()) return;
-  if (const std::optional<SessionNow> session = sessions() ? current_session() : std::nullopt) {
-    std::map<std::string, Connection, std::less<>> shown;
-    const Status read = read_session_index(session->token, shown);
+  session_view_.reset();
+  const std::optional<SessionNow> session = sessions() ? current_session() : std::nullopt;
+  if (session && (!streams.empty() || clock_.mono_now() >= next_audit_)) {
+    SessionView view{session->token, {}};
+    const Status read =
+        each_in_session(session->token, [&](const Item& item) { view.items.push_back(item); });
     if (!read.ok()) {
       log_to(options_.logger, LogLevel::kWarn, "reading desired state: {}", read.message());
       return;
     }
-    Judged judged;
-    std::erase_if(streams, [&](const std::shared_ptr<Stream>& s) {
-      const auto it = shown.find(s->id);
-      if (it == shown.end() || it->second.owner != options_.id) return false;
-      {
-        MutexLock l(s->mu);
-        if (it->second.epoch != s->epoch) return false;  // an older lease of it
-      }
-      judge_desired(s, it->second, judged);
-      return true;
-    });
-    act_on(judged);
+    judge_shown(view, streams);
+    session_view_ = std::move(view);
   }
   for (size_t at = 0; at < streams.size(); at += kBatchGetMax) {
     std::vector<Key> keys;
@@ -152,15 +146,30 @@ void Worker::Impl::read_desired_state() {
   }
 }
 
-Status Worker::Impl::read_session_index(const std::string& token,
-                                        std::map<std::string, Connection, std::less<>>& out) {
-  return each_in_session(token, [&](const Item& item) {
+// Judges, and takes out of `streams`, each stream the session's index shows
+// under the lease this worker holds.
+void Worker::Impl::judge_shown(const SessionView& view,
+                               std::vector<std::shared_ptr<Stream>>& streams) {
+  std::map<std::string, Connection, std::less<>> shown;
+  for (const Item& item : view.items) {
     // An index made without the sequence field in its projection cannot
     // tell a changed one: such items are read whole instead.
-    if (!item.contains(kSeqFieldAttr)) return;
+    if (!item.contains(kSeqFieldAttr)) continue;
     Result<Connection> c = parse_connection(item);
-    if (c.ok()) out.insert_or_assign(c->id, std::move(*c));
+    if (c.ok()) shown.insert_or_assign(c->id, std::move(*c));
+  }
+  Judged judged;
+  std::erase_if(streams, [&](const std::shared_ptr<Stream>& s) {
+    const auto it = shown.find(s->id);
+    if (it == shown.end() || it->second.owner != options_.id) return false;
+    {
+      MutexLock l(s->mu);
+      if (it->second.epoch != s->epoch) return false;  // an older lease of it
+    }
+    judge_desired(s, it->second, judged);
+    return true;
   });
+  act_on(judged);
 }
 
 void Worker::Impl::judge_desired(const std::shared_ptr<Stream>& stream, const Connection& c,

@@ -335,9 +335,12 @@ class Worker::Impl {
   MonoTime control_due() EXCLUDES(mu_);
   void reconcile();
   void read_desired_state();
-  // The connections the index shows under session `token`, by ID.
-  Status read_session_index(const std::string& token,
-                            std::map<std::string, Connection, std::less<>>& out);
+  // What this reconcile read of the session's index (control thread only).
+  struct SessionView {
+    std::string token;
+    std::vector<Item> items;
+  };
+  void judge_shown(const SessionView& view, std::vector<std::shared_ptr<Stream>>& streams);
   struct Judged {
     std::vector<std::shared_ptr<Stream>> stop, changed;
   };
@@ -506,7 +509,9 @@ class Worker::Impl {
     Duration backoff{};
   };
   std::vector<Watched> watched_;
-  MonoTime next_audit_{};          // control thread only
+  MonoTime next_audit_{};  // control thread only
+  // Control thread only: this reconcile's read of its session's index.
+  std::optional<SessionView> session_view_;
   MonoTime next_reap_{};           // control thread only
   MonoTime figures_written_at_{};  // control thread only
   std::array<metrics::Collected::Id, 5> collect_ids_{};

@@ -100,6 +100,7 @@ void Worker::Impl::watch_acquisition(const std::string& id, Lease attempt) {
 void Worker::Impl::check_watched() {
   const MonoTime now = clock_.mono_now();
   std::erase_if(watched_, [&](const Watched& w) { return now - w.since > kLateRequestMax; });
+  const SlotNames lease(kDefaultSlot);
   std::vector<Watched> still;
   for (Watched& w : watched_) {
     if (now < w.next_look) {
@@ -107,8 +108,8 @@ void Worker::Impl::check_watched() {
       continue;
     }
     Result<Item> item = store_.get(kConnectionsTable, w.attempt.key, /*consistent=*/true);
-    if (item.ok() && get_string_or(*item, SlotNames(kDefaultSlot).token) == w.attempt.token &&
-        get_string_or(*item, SlotNames(kDefaultSlot).owner) == options_.id) {
+    if (item.ok() && get_string_or(*item, lease.token) == w.attempt.token &&
+        get_string_or(*item, lease.owner) == options_.id) {
       log_to(options_.logger, LogLevel::kWarn,
              "an acquisition of {} that got no answer landed later; it is given back", w.id);
       release_later(w.id, w.attempt, Update());
@@ -124,24 +125,22 @@ void Worker::Impl::check_watched() {
 
 // ---------------------------------------------------------------- the audit
 
-// The leases the store holds under this worker's session are compared with
-// the streams it runs: one it does not stream (lost track of by a path no
-// other mechanism covers) is taken back if STARTED, released if not.
+// The leases the store holds under this worker's session, as this
+// reconcile's read of its index showed them (read_desired_state()), are
+// compared with the streams it runs: one it does not stream (lost track of
+// by a path no other mechanism covers) is taken back if STARTED, released
+// if not.
 void Worker::Impl::audit_own_session() {
   const MonoTime now = clock_.mono_now();
   if (now < next_audit_) return;
-  next_audit_ = now + audit_every();
   const std::optional<SessionNow> session = current_session();
   if (!session) return;
+  // Not read this reconcile (the read failed, or the session is new): next.
+  if (!session_view_ || session_view_->token != session->token) return;
+  next_audit_ = now + audit_every();
   size_t found = 0;
-  const Status read = each_in_session(
-      session->token, [&](const Item& item) { audit_item(session->token, item, found); });
+  for (const Item& item : session_view_->items) audit_item(session->token, item, found);
   retry_releases();
-  if (!read.ok()) {
-    log_to(options_.logger, LogLevel::kWarn, "auditing its session: {}", read.message());
-    next_audit_ = now;  // again next reconcile
-    return;
-  }
   if (found > 0) {
     audit_finds_ += found;
     log_to(options_.logger, LogLevel::kWarn,
@@ -205,6 +204,7 @@ void Worker::Impl::reap(const std::vector<Member>& members) {
   }
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
   std::map<std::string, std::string, std::less<>> suspects;  // token -> owner
+  const SlotNames lease(kDefaultSlot);
   QueryOptions q;
   q.limit = kQueryLimitMax;
   do {
@@ -224,7 +224,7 @@ void Worker::Impl::reap(const std::vector<Member>& members) {
       }
       // The index may lag: the item itself must still be under that session.
       Result<Item> now = store_.get(kConnectionsTable, connection_key(c->id), /*consistent=*/true);
-      if (now.ok() && get_string_or(*now, SlotNames(kDefaultSlot).session) == c->session) {
+      if (now.ok() && get_string_or(*now, lease.session) == c->session) {
         suspects.emplace(c->session, c->owner);
       }
     }

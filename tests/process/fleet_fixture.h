@@ -29,6 +29,16 @@ inline int64_t now_ms() {
       .count();
 }
 
+// The port a worker started with --metrics-listen serves on, from its log
+// ("" before it says).
+inline std::string metrics_port(const Process& worker) {
+  for (const std::string& line : lines_of(worker.err_so_far())) {
+    const auto o = parse_object(line);
+    if (o.contains("metrics_port")) return std::to_string(o.at("metrics_port").as_int64());
+  }
+  return std::string();
+}
+
 struct Line {
   int64_t seq = 0;
   std::string worker;

@@ -226,11 +226,7 @@ TEST_P(FleetLivenessProcessTest, TwoHundredRestartsUnderNewIdsLeaveTheReadsFlat)
   if (GetParam() != Backend::kSqlite) GTEST_SKIP() << "the same code on every store: SQLite only";
   std::unique_ptr<Process> stays = start_default("a", {"--metrics-listen", "127.0.0.1:0"});
   ASSERT_TRUE(joined(*stays)) << stays->err_so_far();
-  std::string port;
-  for (const std::string& line : lines_of(stays->err_so_far())) {
-    const auto o = parse_object(line);
-    if (o.contains("metrics_port")) port = std::to_string(o.at("metrics_port").as_int64());
-  }
+  const std::string port = metrics_port(*stays);
   ASSERT_FALSE(port.empty());
   const auto read_so_far = [&] {
     const RunResult r = run({"curl", "-s", "http://127.0.0.1:" + port + "/metrics"});

@@ -434,13 +434,7 @@ TEST_P(FleetTest, AFlappingUpstreamIsRetriedWithCappedBackoffAndReported) {
       },
       10s));
   // Its stream has made no progress for longer than --stall-after.
-  const std::string port = [&] {
-    for (const std::string& line : lines_of(workers[0]->err_so_far())) {
-      const auto o = parse_object(line);
-      if (o.contains("metrics_port")) return std::to_string(o.at("metrics_port").as_int64());
-    }
-    return std::string();
-  }();
+  const std::string port = metrics_port(*workers[0]);
   ASSERT_FALSE(port.empty());
   const RunResult health =
       run({"curl", "-s", "-w", "\n%{http_code}", "http://127.0.0.1:" + port + "/healthz"});

@@ -180,7 +180,8 @@ Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::st
                                               bool idempotent, json::storage_ptr storage,
                                               MonoTime deadline) {
   const bool items = reads_items(op) || writes_items(op);
-  const std::string text = items ? asking_capacity(given) : given;
+  const std::string asking = items ? asking_capacity(given) : std::string();
+  const std::string& text = items ? asking : given;
   const int attempts_max = std::max(options_.attempts_max, 1);
   Status last;
   for (int attempt = 0; attempt < attempts_max; ++attempt) {
