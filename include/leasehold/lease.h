@@ -304,8 +304,10 @@ class LeaseManager {
   // OK if this call released it; kFailedPrecondition if the slot does not
   // belong to that session (any more): taken over, or released already;
   // kUnavailable if the store failed or the outcome stayed unknown.
+  // `extra_update` is applied in the same write (what the holder left
+  // elsewhere, e.g. its last checkpoint).
   Status release_ended(const Key& key, const AcquireOptions::SessionRef& ended,
-                       std::string_view slot = kDefaultSlot);
+                       std::string_view slot = kDefaultSlot, const Update& extra_update = {});
 
   // The slot as stored now. kNotFound if the item has no such slot.
   Result<LeaseView> inspect(const Key& key, std::string_view slot = kDefaultSlot);

@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "fleet/positions.h"
 #include "fleet/schema.h"
 #include "leasehold/lease.h"
 #include "net/endpoint.h"
@@ -451,6 +452,8 @@ Result<Connection> Connections::update_live(std::string_view id, const Update& u
 Result<Connection> Connections::get(std::string_view id) {
   LEASEHOLD_ASSIGN_OR_RETURN(Connection connection, inspect(id));
   if (connection.desired_state == DesiredState::kRemoved) return no_such_connection(id);
+  LEASEHOLD_RETURN_IF_ERROR(
+      show_positions(store_, std::span<Connection>(&connection, 1), /*consistent=*/true));
   return connection;
 }
 
@@ -463,6 +466,25 @@ Result<Connection> Connections::inspect(std::string_view id) {
   return parse_written(*item);
 }
 
+Status show_positions(ItemStore& store, std::span<Connection> connections, bool consistent) {
+  std::map<std::string, Positions, std::less<>> read;
+  for (Connection& c : connections) {
+    if (c.session.empty() || c.expires_at_ms == 0) continue;
+    auto it = read.find(c.session);
+    if (it == read.end()) {
+      LEASEHOLD_ASSIGN_OR_RETURN(Positions positions, read_positions(store, c.session, consistent));
+      it = read.emplace(c.session, std::move(positions)).first;
+    }
+    const Position* p = find_position(it->second, c.id, c.epoch);
+    if (p == nullptr || p->seq < c.last_seq) continue;
+    c.last_seq = p->seq;
+    c.messages = p->messages;
+    c.reconnects = p->reconnects;
+    c.last_message_at_ms = p->last_message_at_ms;
+  }
+  return {};
+}
+
 Result<std::vector<Connection>> Connections::list() {
   std::vector<Connection> read;
   LEASEHOLD_RETURN_IF_ERROR(list_state(DesiredState::kStarted, read));
@@ -473,6 +495,7 @@ Result<std::vector<Connection>> Connections::list() {
   std::vector<Connection> out;
   out.reserve(by_id.size());
   for (auto& [id, c] : by_id) out.push_back(std::move(c));
+  LEASEHOLD_RETURN_IF_ERROR(show_positions(store_, out, /*consistent=*/false));
   return out;
 }
 

@@ -35,6 +35,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -138,6 +139,12 @@ struct Connection {
 // now_ms, the acquisition condition). Of a tombstone: its holder has not
 // let go yet, and add() refuses the ID.
 bool lease_held(const Connection& connection, int64_t now_ms);
+
+// A holder with a session checkpoints to its session's positions
+// (fleet/positions.h), not to the connection's item: what they say of the
+// lease each item shows is put in its last_seq and figures, as the item's
+// would be. A released lease's last checkpoint is on its item already.
+Status show_positions(ItemStore& store, std::span<Connection> connections, bool consistent);
 
 // "2026-12-01T09:30:00.123Z": a wall time (Unix ms, >= 0) in UTC, for
 // messages that say when a lease ends.

@@ -164,6 +164,15 @@ void Worker::Impl::stop() {
     log_to(options_.logger, LogLevel::kError, "upstream connections still open after {} ms",
            to_ms(kStopWaitMax));
   }
+  // Everything handed over with its last checkpoint on its own item: the
+  // session's positions are of no more use. (Otherwise the leader removes
+  // them with the member.)
+  if (!positions_session_.empty() && pending_releases_.empty()) {
+    const Status removed = remove_positions(store_, positions_session_);
+    if (!removed.ok()) {
+      log_to(options_.logger, LogLevel::kWarn, "leaving the fleet: {}", removed.message());
+    }
+  }
   std::optional<Renewer::Id> member;
   {
     MutexLock lock(mu_);

@@ -65,6 +65,7 @@ void Worker::Impl::control_step() {
 }
 
 void Worker::Impl::reconcile() {
+  positions_read_.clear();
   rejoin_if_lost();
   check_watched();
   retry_releases();
@@ -460,11 +461,28 @@ bool Worker::Impl::adopt(const Connection& seen, const Lease& lease,
     log_to(options_.logger, LogLevel::kWarn, "acquired {} after its session's deadline", seen.id);
     return false;  // nothing is written after it; the lease goes with the session
   }
+  // The lease before this one (epoch - 1, as the index showed it) may have
+  // got further than the item says: its session's positions tell. Where it
+  // did, the item is told before anything is streamed, so that whoever takes
+  // the connection next finds at least that.
+  int64_t from = now->last_seq;
+  if (!seen.session.empty() && seen.epoch == lease.epoch - 1) {
+    from = std::max(from, prior_position(seen.session, seen.id, seen.epoch));
+  }
+  if (from > now->last_seq) {
+    const Result<Item> told =
+        conn_leases_.fenced_write(lease, Update().set(kLastSeqAttr, from),
+                                  cond::lt(kLastSeqAttr, from) || cond::not_exists(kLastSeqAttr));
+    if (!told.ok() && told.status().code() != Code::kConditionFailed) {
+      log_to(options_.logger, LogLevel::kWarn, "writing where {} resumes: {}", seen.id,
+             told.status().message());
+    }
+  }
   {
     MutexLock l(stream->mu);
     stream->epoch = lease.epoch;
     stream->valid_until = deadline;
-    stream->written_seq = stream->checkpointed_seq = now->last_seq;
+    stream->written_seq = stream->checkpointed_seq = stream->resume_seq = from;
     stream->last_error = now->last_error;
     stream->acquired_at = clock_.mono_now();
   }
@@ -483,7 +501,7 @@ bool Worker::Impl::adopt(const Connection& seen, const Lease& lease,
     lose_with_session(stream, failed_precondition("its session was lost while it was acquired"));
     return false;
   }
-  note_acquired(seen, stream->id, lease.epoch, now->last_seq, from_session);
+  note_acquired(seen, stream->id, lease.epoch, from, from_session);
   connect(stream);
   return true;
 }
@@ -500,6 +518,22 @@ void Worker::Impl::note_acquired(const Connection& seen, const std::string& id, 
   log_to(options_.logger, LogLevel::kInfo, "acquired {} (epoch {}, from seq {}{}{})", id, epoch,
          from_seq, takeover ? ", taken over from " + seen.owner : "",
          from_session ? " after its session ended" : "");
+}
+
+int64_t Worker::Impl::prior_position(const std::string& session, const std::string& id,
+                                     int64_t epoch) {
+  auto it = positions_read_.find(session);
+  if (it == positions_read_.end()) {
+    Result<Positions> read = read_positions(store_, session, /*consistent=*/true);
+    if (!read.ok()) {
+      // Not remembered: the next acquisition reads again.
+      log_to(options_.logger, LogLevel::kWarn, "{}", read.status().message());
+      return 0;
+    }
+    it = positions_read_.emplace(session, *std::move(read)).first;
+  }
+  const Position* p = find_position(it->second, id, epoch);
+  return p != nullptr ? p->seq : 0;
 }
 
 std::string Worker::Impl::fresh_token() {

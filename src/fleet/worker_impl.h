@@ -28,6 +28,7 @@
 #include "fleet/members.h"
 #include "fleet/message.h"
 #include "fleet/placement.h"
+#include "fleet/positions.h"
 #include "fleet/schema.h"
 #include "fleet/worker.h"
 #include "leasehold/renewer.h"
@@ -68,6 +69,8 @@ struct Stream {
   MonoTime valid_until GUARDED_BY(mu){};
   int64_t written_seq GUARDED_BY(mu) = 0;
   int64_t checkpointed_seq GUARDED_BY(mu) = 0;
+  // What the sink holds for certain (flushed): a reconnect resumes after it.
+  int64_t resume_seq GUARDED_BY(mu) = 0;
   // Upstream connections that ended in a row without one that stayed up for
   // kStableAfter: what the reconnect backoff grows with.
   int failures GUARDED_BY(mu) = 0;
@@ -78,7 +81,7 @@ struct Stream {
   MonoTime bad_logged_at GUARDED_BY(mu){};
   uint64_t bad_unlogged GUARDED_BY(mu) = 0;
   // The operator's figures, since this worker took the connection; written
-  // to its item with the checkpoints.
+  // with the checkpoints (to its item, or with a session to its positions).
   MonoTime acquired_at GUARDED_BY(mu){};
   uint64_t messages GUARDED_BY(mu) = 0;
   uint64_t reconnects GUARDED_BY(mu) = 0;
@@ -221,6 +224,7 @@ class Worker::Impl {
     if (options_.checkpoint_every == Duration::zero()) {
       options_.checkpoint_every = sessions() ? kSessionCheckpointEvery : options_.renew_every;
     }
+    positions_parts_ = positions_parts(options_.max_connections);
     metrics::Collected* families[] = {&m_.connection_messages, &m_.connection_reconnects,
                                       &m_.connection_message_age};
     for (int i = 0; i < 3; ++i) {
@@ -364,6 +368,9 @@ class Worker::Impl {
   bool acquire(const Connection& seen, bool own_session = false);
   bool adopt(const Connection& seen, const Lease& lease, const std::optional<SessionNow>& session,
              bool from_session);
+  // Where session `session` had got to in connection `id` under lease
+  // `epoch` (its positions, read once a reconcile): 0 if it wrote none.
+  int64_t prior_position(const std::string& session, const std::string& id, int64_t epoch);
   void note_acquired(const Connection& seen, const std::string& id, int64_t epoch, int64_t from_seq,
                      bool from_session);
   std::string fresh_token() EXCLUDES(random_mu_);
@@ -386,9 +393,22 @@ class Worker::Impl {
   };
   void checkpoint_all();
   // Plans each stream's checkpoint, flushes the sink, then writes them: a
-  // checkpoint covers only lines written before the flush began.
+  // checkpoint covers only lines written before the flush began. With a
+  // session, the positions of all its streams go to its positions items
+  // (fleet/positions.h) and a stream's item gets only its last_error.
   void checkpoint(const std::vector<std::shared_ptr<Stream>>& streams);
-  std::optional<Checkpoint> plan_checkpoint(const std::shared_ptr<Stream>& stream);
+  std::optional<Checkpoint> plan_checkpoint(const std::shared_ptr<Stream>& stream,
+                                            bool item_figures);
+  struct PlannedPosition {
+    std::shared_ptr<Stream> stream;
+    Position position;
+    bool changed = false;  // since the last positions write
+  };
+  std::vector<PlannedPosition> plan_positions(const SessionNow& session, bool& covers_lines);
+  void write_positions(const SessionNow& session, const std::vector<PlannedPosition>& planned);
+  // Where the sink holds a stream up to, once flushed: a reconnect resumes
+  // after it.
+  void note_flushed(const std::shared_ptr<Stream>& stream, int64_t seq);
   void finish_checkpoint(const Checkpoint& c, const Result<Item>& written);
   void reconnect_due();
   void connect(const std::shared_ptr<Stream>& stream);
@@ -443,6 +463,15 @@ class Worker::Impl {
   MonoTime next_reconcile_ GUARDED_BY(mu_) = MonoTime::min();
   MonoTime next_attempt_ GUARDED_BY(mu_) = MonoTime::max();
   MonoTime next_checkpoint_ GUARDED_BY(mu_){};
+  // Keeper thread only: the session the positions were last written for,
+  // whether its part 0 is written, and the last write's number.
+  std::string positions_session_;
+  bool positions_started_ = false;
+  int64_t positions_gen_ = 0;
+  size_t positions_parts_ = 1;  // set once, in the constructor
+  // Control thread only: the positions of other sessions read this
+  // reconcile, by session token (prior_position()).
+  std::map<std::string, Positions, std::less<>> positions_read_;
   uint64_t messages_at_last_figures_ GUARDED_BY(mu_) = 0;
   MonoTime last_figures_at_ GUARDED_BY(mu_){};
 

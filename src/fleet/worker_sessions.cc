@@ -221,7 +221,15 @@ std::vector<Connection> Worker::Impl::dead_session_orphans(
       d.backoff = Duration::zero();
       d.next_sweep = now;
     } else {
-      ++d.empty_sweeps;
+      // Nothing names the session any more, twice: its positions have
+      // nobody left to tell (a lease the index shows late had its item told
+      // where it resumed, when taken).
+      if (++d.empty_sweeps == 2) {
+        const Status removed = remove_positions(store_, token);
+        if (!removed.ok()) {
+          log_to(options_.logger, LogLevel::kWarn, "{} of {}", removed.message(), d.owner);
+        }
+      }
       d.backoff = d.backoff == Duration::zero() ? options_.reconcile_every
                                                 : std::min(2 * d.backoff, backoff_max);
       d.next_sweep = now + d.backoff;
@@ -290,8 +298,14 @@ void Worker::Impl::retire(const Connection& connection, const std::string& token
       }
     }
   }
+  // Where the dead holder had got to goes to the item with the release: the
+  // item no longer names the session whose positions say it.
+  Update last;
+  const int64_t seq = prior_position(token, connection.id, connection.epoch);
+  if (seq > 0) last.set(kLastSeqAttr, seq);
   const Status released = conn_leases_.release_ended(
-      connection_key(connection.id), AcquireOptions::SessionRef{connection.owner, token});
+      connection_key(connection.id), AcquireOptions::SessionRef{connection.owner, token},
+      kDefaultSlot, last);
   if (released.ok()) {
     log_to(options_.logger, LogLevel::kInfo,
            "released {} ({}), which the ended session of {} still held", connection.id,

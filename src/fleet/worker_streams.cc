@@ -54,7 +54,7 @@ void Worker::Impl::connect(const std::shared_ptr<Stream>& stream) {
     if (stream->state == State::kClosing || stream->state == State::kLost) return;
     generation = ++stream->generation;
     stream->state = State::kConnecting;
-    url = expand_url(stream->url_template, stream->checkpointed_seq);
+    url = expand_url(stream->url_template, std::max(stream->checkpointed_seq, stream->resume_seq));
   }
   std::weak_ptr<Stream> weak = stream;
   std::shared_ptr<OpenStreams> open = open_;

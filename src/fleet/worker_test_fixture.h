@@ -398,6 +398,8 @@ class WorkerTest : public ::testing::Test {
     EXPECT_TRUE(item.ok());
     auto c = parse_connection(*item);
     EXPECT_TRUE(c.ok());
+    // Where a taker would resume: with a session, its positions say.
+    EXPECT_TRUE(show_positions(*store_, std::span<Connection>(&*c, 1), true).ok());
     return *c;
   }
 

@@ -751,7 +751,7 @@ Status LeaseManager::end_session(const LeaseRef& session) {
 }
 
 Status LeaseManager::release_ended(const Key& key, const AcquireOptions::SessionRef& ended,
-                                   std::string_view slot) {
+                                   std::string_view slot, const Update& extra_update) {
   LEASEHOLD_RETURN_IF_ERROR(validate_slot(slot));
   LEASEHOLD_RETURN_IF_ERROR(validate_text("session owner", ended.owner, kOwnerBytesMax, false));
   LEASEHOLD_RETURN_IF_ERROR(validate_token(ended.token));
@@ -759,6 +759,7 @@ Status LeaseManager::release_ended(const Key& key, const AcquireOptions::Session
   const SlotNames& n = *names_n;
   Update update;
   update.set(n.expires_at_ms, int64_t{0}).remove(n.token).remove(n.session);
+  update.append(extra_update);
   const Condition of_session = cond::eq(n.owner, ended.owner) && cond::eq(n.session, ended.token);
   Result<Item> written = store_.update(config_.table, key, update, of_session);
   if (written.ok()) return {};

@@ -93,7 +93,10 @@ Connection FleetLiveness::stored(const std::string& id) {
   if (!item.ok()) return {};
   auto c = parse_connection(*item);
   EXPECT_TRUE(c.ok());
-  return c.ok() ? *c : Connection{};
+  if (!c.ok()) return {};
+  // Where a taker would resume: with a session, its positions say.
+  EXPECT_TRUE(show_positions(*backend_, std::span<Connection>(&*c, 1), true).ok());
+  return *c;
 }
 
 // The token of the worker's live session; "" if it has none.
