@@ -36,9 +36,7 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   // With a session, a connection's own lease is what writers without
   // sessions wait for: long, and renewed rarely.
   const std::string lease_ttl = !a.lease_ttl.empty() ? a.lease_ttl : session ? "30m" : "20s";
-  const std::string renew_every = !a.renew_every.empty() ? a.renew_every
-                                  : session              ? "10m"
-                                                         : "5s";
+  const std::string renew_every = !a.renew_every.empty() ? a.renew_every : session ? "10m" : "5s";
   LEASEHOLD_ASSIGN_OR_RETURN(o.lease_ttl, flag_duration("--lease-ttl", lease_ttl));
   LEASEHOLD_ASSIGN_OR_RETURN(o.renew_every, flag_duration("--renew-every", renew_every));
   LEASEHOLD_ASSIGN_OR_RETURN(o.reconcile_every,
@@ -46,6 +44,9 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   if (!a.checkpoint_every.empty()) {
     LEASEHOLD_ASSIGN_OR_RETURN(o.checkpoint_every,
                                flag_duration("--checkpoint-every", a.checkpoint_every));
+  }
+  if (!a.poll_every.empty()) {
+    LEASEHOLD_ASSIGN_OR_RETURN(o.poll_every, flag_duration("--poll-every", a.poll_every));
   }
   LEASEHOLD_ASSIGN_OR_RETURN(o.lease.max_clock_skew,
                              flag_duration("--max-clock-skew", a.max_clock_skew));
@@ -100,6 +101,9 @@ CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
       ->capture_default_str();
   w->add_option("--checkpoint-every", a.checkpoint_every,
                 "How often to checkpoint (default: 5s with a session, the renew period without)");
+  w->add_option("--poll-every", a.poll_every,
+                "How often to read the desired state of the connections it owns when no command "
+                "nudged it (default: 10s with a session on DynamoDB, every reconcile otherwise)");
   w->add_option("--max-clock-skew", a.max_clock_skew,
                 "The most any two wall clocks of the fleet may differ; a lease is trusted "
                 "for its ttl less this and a 100 ms margin")

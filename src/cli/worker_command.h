@@ -18,12 +18,13 @@ namespace leasehold::cli {
 struct WorkerArgs {
   std::string id;
   size_t max_connections = 1000;
-  std::string lease_ttl;    // empty: 20s, or 30m with a session
-  std::string renew_every;  // empty: 5s, or 10m with a session
-  std::string session_ttl = "3s";  // 0: no session
+  std::string lease_ttl;            // empty: 20s, or 30m with a session
+  std::string renew_every;          // empty: 5s, or 10m with a session
+  std::string session_ttl = "3s";   // 0: no session
   std::string session_renew_every;  // empty: a third of the session's validity
   std::string reconcile_every = "2s";
   std::string checkpoint_every;  // empty: the renew period, or 5s with a session
+  std::string poll_every;        // empty: every reconcile, or 10s with a session on DynamoDB
   std::string max_clock_skew = "500ms";
   std::string stall_after = "60s";
   std::string sink = "stdout";

@@ -7,6 +7,7 @@
 #include <map>
 #include <utility>
 
+#include "fleet/members.h"
 #include "fleet/positions.h"
 #include "fleet/schema.h"
 #include "leasehold/lease.h"
@@ -446,7 +447,13 @@ Result<Connection> Connections::update_live(std::string_view id, const Update& u
   }
   LEASEHOLD_RETURN_IF_ERROR(
       written.status().with_context(std::string(what) + std::string(id) + "'"));
-  return parse_written(*written);
+  Result<Connection> now = parse_written(*written);
+  // Its holder is told to read it now rather than at its next poll. Should
+  // that fail, the poll still finds the change: the write above is done.
+  if (now.ok() && !now->owner.empty() && now->expires_at_ms != 0) {
+    (void)nudge_member(store_, now->owner);
+  }
+  return now;
 }
 
 Result<Connection> Connections::get(std::string_view id) {

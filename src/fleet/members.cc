@@ -78,6 +78,14 @@ Status prune_member(ItemStore& store, const Member& member, int64_t now_ms,
   return removed.with_context("removing worker " + member.id);
 }
 
+Status nudge_member(ItemStore& store, std::string_view id) {
+  const Result<Item> written =
+      store.update(kWorkersTable, worker_key(id),
+                   Update().add(kNudgesAttr, 1).returning_updated_only(), cond::exists("Pk"));
+  if (written.ok() || written.status().code() == Code::kConditionFailed) return {};
+  return written.status().with_context("nudging worker " + std::string(id));
+}
+
 TableSpec workers_table_spec() {
   return TableSpec{kWorkersTable,
                    "Pk",
@@ -127,6 +135,7 @@ Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool al
       m.session_epoch = get_int_or(item, "lease_epoch");
       m.session_ttl_ms = get_int_or(item, "session_ttl_ms");
       m.heartbeat_at_ms = get_int_or(item, "lease_heartbeat_at_ms");
+      m.nudges = get_int_or(item, kNudgesAttr);
       m.session = get_string_or(item, "lease_token");
       m.previous_sessions = previous_sessions_of(item);
       const auto taking = item.find("taking");

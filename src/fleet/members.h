@@ -15,6 +15,11 @@
 //   started_at_ms, updated_at_ms
 //   session_ttl_ms    when the membership lease is the worker's session
 //                     (fleet/worker.h): its ttl; absent: no session
+//   nudges            a count that `conn stop`, `set` and `rm` (Connections)
+//                     raise on the holder's item, so that it reads its
+//                     connections' desired state at once rather than at
+//                     its next poll (it sees the item in each reconcile's
+//                     list of members anyway)
 //   previous_sessions the tokens of this worker's earlier sessions that may
 //                     still hold connections (space-separated, newest first,
 //                     at most kPreviousSessionsMax), so that it and the
@@ -71,6 +76,7 @@ struct Member {
   int64_t session_ttl_ms = 0;  // 0: it runs without a session
   int64_t heartbeat_at_ms = 0;
   std::string session;  // the lease's token; never shown
+  int64_t nudges = 0;   // see the file comment
   // Its earlier sessions that may still hold connections (the file
   // comment), newest first; never shown.
   std::vector<std::string> previous_sessions;
@@ -94,6 +100,13 @@ std::string join_sessions(const std::vector<std::string>& tokens);
 // repeats, at most kPreviousSessionsMax: what a worker that joins under
 // `id` names as its previous sessions.
 std::vector<std::string> sessions_named(const Item& item, std::string_view id);
+
+inline constexpr char kNudgesAttr[] = "nudges";
+
+// Raises the nudges of member `id`, if it has an item (otherwise nothing is
+// written): it then reads its connections' desired state in its next
+// reconcile. kUnavailable and the like if the store failed.
+Status nudge_member(ItemStore& store, std::string_view id);
 
 // The figures part of a membership write.
 Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double messages_per_s,

@@ -53,6 +53,9 @@ Status validate_worker_options(const WorkerOptions& o) {
   if (o.checkpoint_every < Duration::zero()) {
     return invalid_argument("checkpoint period must not be negative");
   }
+  if (o.poll_every < Duration::zero()) {
+    return invalid_argument("poll period must not be negative");
+  }
   if (o.stall_after < Duration::zero()) {
     return invalid_argument("stall period must not be negative");
   }

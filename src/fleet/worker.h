@@ -102,6 +102,16 @@ inline constexpr std::chrono::milliseconds kBadMessageLogEvery{10'000};
 // a period of their own.
 inline constexpr std::chrono::milliseconds kSessionCheckpointEvery{5'000};
 
+// With a session on a store whose reads cost (DynamoDB), how often a worker
+// reads its connections' desired state when nothing nudged it
+// (WorkerOptions::poll_every): `conn stop`, `set` and `rm` nudge the holder
+// (fleet/members.h), which then reads it in its next reconcile; a writer
+// that does not (another tool's) is seen within this.
+inline constexpr std::chrono::milliseconds kPollEveryDefault{10'000};
+// After a nudge, the desired state is read each reconcile for this long: the
+// index it is read from may show the change a little after the nudge.
+inline constexpr std::chrono::milliseconds kNudgeFollow{5'000};
+
 // The backstops of liveness (WorkerOptions::audit_every, reap_every).
 inline constexpr std::chrono::milliseconds kAuditEveryDefault{60'000};
 inline constexpr std::chrono::milliseconds kReapEveryDefault{60'000};
@@ -114,6 +124,10 @@ struct WorkerOptions {
   Duration reconcile_every = std::chrono::seconds(2);
   // Zero: renew_every, or kSessionCheckpointEvery with a session.
   Duration checkpoint_every{};
+  // How often to read the desired state of the connections it owns when no
+  // nudge came. Zero: every reconcile without a session or on a store whose
+  // reads are local (SQLite), kPollEveryDefault otherwise.
+  Duration poll_every{};
   // The worker's session (see the file comment): its ttl, zero for none,
   // and its renew period, zero for a third of its validity window.
   Duration session_ttl{};

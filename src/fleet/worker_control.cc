@@ -69,8 +69,9 @@ void Worker::Impl::reconcile() {
   rejoin_if_lost();
   check_watched();
   retry_releases();
-  read_desired_state();
-  balance_and_acquire();
+  Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/!sessions());
+  read_desired_state(members.ok() ? &*members : nullptr);
+  balance_and_acquire(std::move(members));
   write_figures();
   const RenewerStats rs = renewer_.stats();
   if (rs.failures > renew_failures_seen_) {
@@ -104,10 +105,13 @@ void Worker::Impl::rejoin_if_lost() {
 // What the index does not show under this lease (taken since it was written
 // to the index, or by another, or deleted) is read item by item. The same
 // query is what the audit of the session looks at (session_view_), so it is
-// made, when the audit is due, even for a worker that owns nothing.
-void Worker::Impl::read_desired_state() {
-  std::vector<std::shared_ptr<Stream>> streams = snapshot();
+// made, when the audit is due, even for a worker that owns nothing. With a
+// session on a store whose reads cost, it is read only when due
+// (desired_state_due()): after a nudge, every poll period, for the audit.
+void Worker::Impl::read_desired_state(const std::vector<Member>* members) {
   session_view_.reset();
+  if (!desired_state_due(members)) return;
+  std::vector<std::shared_ptr<Stream>> streams = snapshot();
   const std::optional<SessionNow> session = sessions() ? current_session() : std::nullopt;
   if (session && (!streams.empty() || clock_.mono_now() >= next_audit_)) {
     SessionView view{session->token, {}};
@@ -115,6 +119,7 @@ void Worker::Impl::read_desired_state() {
         each_in_session(session->token, [&](const Item& item) { view.items.push_back(item); });
     if (!read.ok()) {
       log_to(options_.logger, LogLevel::kWarn, "reading desired state: {}", read.message());
+      next_poll_ = MonoTime{};  // again next reconcile
       return;
     }
     judge_shown(view, streams);
@@ -145,6 +150,32 @@ void Worker::Impl::read_desired_state() {
     for (auto& [pk, stream] : by_pk) judged.stop.push_back(stream);  // deleted
     act_on(judged);
   }
+}
+
+bool Worker::Impl::desired_state_due(const std::vector<Member>* members) {
+  const MonoTime now = clock_.mono_now();
+  if (members != nullptr) {
+    for (const Member& m : *members) {
+      if (m.id != options_.id) continue;
+      if (m.nudges != nudges_seen_) {
+        if (nudges_seen_ >= 0) follow_nudge_until_ = now + kNudgeFollow;
+        nudges_seen_ = m.nudges;
+      }
+      break;
+    }
+  }
+  const bool audit_due = sessions() && now >= next_audit_;
+  if (now < follow_nudge_until_ || now >= next_poll_ || audit_due) {
+    next_poll_ = now + poll_every();
+    return true;
+  }
+  return false;
+}
+
+Duration Worker::Impl::poll_every() const {
+  if (options_.poll_every > Duration::zero()) return options_.poll_every;
+  if (!sessions() || store_.reads_are_local()) return Duration::zero();
+  return kPollEveryDefault;
 }
 
 // Judges, and takes out of `streams`, each stream the session's index shows
@@ -193,7 +224,7 @@ void Worker::Impl::act_on(const Judged& judged) {
 
 // Takes orphans as placement says (fleet/placement.h), or hands the excess
 // over to balance the fleet.
-void Worker::Impl::balance_and_acquire() {
+void Worker::Impl::balance_and_acquire(Result<std::vector<Member>> members) {
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
   const MonoTime now = clock_.mono_now();
   const Duration skew = options_.lease.max_clock_skew;
@@ -221,7 +252,6 @@ void Worker::Impl::balance_and_acquire() {
       soonest = std::min(soonest, now + milliseconds(c->expires_at_ms - now_ms) + skew);
     }
   }
-  Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/!sessions());
   std::set<std::string, std::less<>> owner_back;
   if (sessions() && members.ok()) {
     add_session_orphans(*members, orphans, owner_back, soonest);

@@ -338,7 +338,11 @@ class Worker::Impl {
   void control_step();
   MonoTime control_due() EXCLUDES(mu_);
   void reconcile();
-  void read_desired_state();
+  // Whether this reconcile reads the desired state: a nudge on its member
+  // item (in `members`, this reconcile's list), the poll period, the audit.
+  bool desired_state_due(const std::vector<Member>* members);
+  Duration poll_every() const;
+  void read_desired_state(const std::vector<Member>* members);
   // What this reconcile read of the session's index (control thread only).
   struct SessionView {
     std::string token;
@@ -350,7 +354,7 @@ class Worker::Impl {
   };
   void judge_desired(const std::shared_ptr<Stream>& stream, const Connection& c, Judged& judged);
   void act_on(const Judged& judged);
-  void balance_and_acquire();
+  void balance_and_acquire(Result<std::vector<Member>> members);
   void add_session_orphans(const std::vector<Member>& members, std::vector<Connection>& orphans,
                            std::set<std::string, std::less<>>& owner_back, MonoTime& soonest);
   // The orphans found, with how long this worker has seen each free.
@@ -539,6 +543,11 @@ class Worker::Impl {
   };
   std::vector<Watched> watched_;
   MonoTime next_audit_{};  // control thread only
+  // Control thread only: the nudges last seen on its member item (-1: none
+  // read yet), until when a nudge is followed, and the next poll.
+  int64_t nudges_seen_ = -1;
+  MonoTime follow_nudge_until_{};
+  MonoTime next_poll_{};
   // Control thread only: this reconcile's read of its session's index.
   std::optional<SessionView> session_view_;
   MonoTime next_reap_{};           // control thread only

@@ -207,6 +207,45 @@ TEST_F(WorkerSessionTest, ADeadSessionsConnectionsResumeFromItsPositions) {
   EXPECT_TRUE(stored("d").session.empty());
 }
 
+// With a long poll period, a change of desired state that no command
+// nudged waits for the poll, reconciles go by; `conn stop` nudges the
+// holder, which reads its connections' desired state in its next reconcile.
+TEST_F(WorkerSessionTest, ANudgeIsActedOnAtOnceAndAChangeNotNudgedWaitsForThePoll) {
+  add("a");
+  add("b");
+  CapturingSink sink;
+  WorkerOptions o = options("w1");
+  o.poll_every = std::chrono::hours(1);
+  o.audit_every = std::chrono::hours(1);
+  auto started = Worker::start(*store_, clock_, random_, upstream_, sink, o);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  std::unique_ptr<Worker> w = std::move(started).value();
+  const auto owns = [&](const std::string& id) {
+    const std::vector<OwnedConnection> owned = w->owned();
+    return std::any_of(owned.begin(), owned.end(),
+                       [&](const OwnedConnection& c) { return c.id == id; });
+  };
+  ASSERT_TRUE(eventually([&] { return owns("a") && owns("b"); }, kWaitMax));
+  // Another tool stops b, writing its item alone.
+  ASSERT_TRUE(store_
+                  ->update(kConnectionsTable, connection_key("b"),
+                           Update().set("desired_state", std::string("STOPPED")), Condition())
+                  .ok());
+  // Two reconciles at least go by (each takes a connection added after the
+  // write), and b is still streamed: its change waits for the poll.
+  add("c");
+  ASSERT_TRUE(eventually([&] { return owns("c"); }, kWaitMax));
+  add("d");
+  ASSERT_TRUE(eventually([&] { return owns("d"); }, kWaitMax));
+  EXPECT_TRUE(owns("b"));
+  // conn stop a: the holder is nudged, and hands a over, b with it.
+  ASSERT_TRUE(Connections(*store_, clock_).set_desired("a", DesiredState::kStopped).ok());
+  ASSERT_TRUE(eventually([&] { return !owns("a") && stored("a").expires_at_ms == 0; }, kWaitMax));
+  EXPECT_FALSE(owns("b"));
+  EXPECT_EQ(stored("b").expires_at_ms, 0);
+  EXPECT_TRUE(owns("c") && owns("d"));
+}
+
 TEST_F(WorkerSessionTest, APausePastTheSessionWritesNothingMoreUnderItAndANewOneTakesOver) {
   add("a");
   CapturingSink sink;
