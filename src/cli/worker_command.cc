@@ -35,8 +35,8 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   }
   // With a session, a connection's own lease is what writers without
   // sessions wait for: long, and renewed rarely.
-  const std::string lease_ttl = !a.lease_ttl.empty() ? a.lease_ttl : session ? "30m" : "20s";
-  const std::string renew_every = !a.renew_every.empty() ? a.renew_every : session ? "10m" : "5s";
+  const std::string lease_ttl = !a.lease_ttl.empty() ? a.lease_ttl : session ? "2h" : "20s";
+  const std::string renew_every = !a.renew_every.empty() ? a.renew_every : session ? "40m" : "5s";
   LEASEHOLD_ASSIGN_OR_RETURN(o.lease_ttl, flag_duration("--lease-ttl", lease_ttl));
   LEASEHOLD_ASSIGN_OR_RETURN(o.renew_every, flag_duration("--renew-every", renew_every));
   LEASEHOLD_ASSIGN_OR_RETURN(o.reconcile_every,
@@ -91,10 +91,10 @@ CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
                 "Session heartbeat period (default: a third of the session's ttl less the "
                 "clock-skew allowance and margin)");
   w->add_option("--lease-ttl", a.lease_ttl,
-                "How long a connection's own lease lasts unrenewed (default: 30m with a session, "
+                "How long a connection's own lease lasts unrenewed (default: 2h with a session, "
                 "20s without)");
   w->add_option("--renew-every", a.renew_every,
-                "Renewal period of the connections' own leases (default: 10m with a session, 5s "
+                "Renewal period of the connections' own leases (default: 40m with a session, 5s "
                 "without)");
   w->add_option("--reconcile-every", a.reconcile_every,
                 "How often to look for orphaned connections and desired-state changes")

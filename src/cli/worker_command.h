@@ -18,8 +18,8 @@ namespace leasehold::cli {
 struct WorkerArgs {
   std::string id;
   size_t max_connections = 1000;
-  std::string lease_ttl;            // empty: 20s, or 30m with a session
-  std::string renew_every;          // empty: 5s, or 10m with a session
+  std::string lease_ttl;            // empty: 20s, or 2h with a session
+  std::string renew_every;          // empty: 5s, or 40m with a session
   std::string session_ttl = "3s";   // 0: no session
   std::string session_renew_every;  // empty: a third of the session's validity
   std::string reconcile_every = "2s";

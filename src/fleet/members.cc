@@ -87,10 +87,8 @@ Status nudge_member(ItemStore& store, std::string_view id) {
 }
 
 TableSpec workers_table_spec() {
-  return TableSpec{kWorkersTable,
-                   "Pk",
-                   "",
-                   {IndexSpec{kWorkersIndex, "kind", "lease_expires_at_ms", AttrType::kInt}}};
+  return TableSpec{
+      kWorkersTable, "Pk", "", {IndexSpec{kWorkersIndex, "kind", "Pk", AttrType::kString}}};
 }
 
 Key worker_key(std::string_view id) {
@@ -111,13 +109,12 @@ Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double 
 
 Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool alive_only) {
   const int64_t now_ms = to_unix_ms(clock.wall_now());
-  const KeyRange range = alive_only ? KeyRange::gt(now_ms) : KeyRange::all();
   std::vector<Member> members;
   QueryOptions options;
   options.limit = kQueryLimitMax;
   do {
     Result<Page> page =
-        store.query_index(kWorkersTable, kWorkersIndex, kWorkerKind, range, options);
+        store.query_index(kWorkersTable, kWorkersIndex, kWorkerKind, KeyRange::all(), options);
     if (!page.ok()) return page.status().with_context("listing workers");
     for (const Item& item : page->items) {
       const std::string* pk = get_string(item, "Pk");
@@ -126,6 +123,7 @@ Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool al
       m.id = pk->substr(kWorkerPrefix.size());
       m.expires_at_ms = get_int_or(item, "lease_expires_at_ms");
       m.alive = m.expires_at_ms > now_ms;
+      if (alive_only && !m.alive) continue;
       m.owned = get_int_or(item, "owned");
       m.capacity = get_int_or(item, "capacity");
       m.messages = get_int_or(item, "messages");

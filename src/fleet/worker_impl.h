@@ -403,6 +403,8 @@ class Worker::Impl {
   void checkpoint(const std::vector<std::shared_ptr<Stream>>& streams);
   std::optional<Checkpoint> plan_checkpoint(const std::shared_ptr<Stream>& stream,
                                             bool item_figures);
+  // Each to its stream's item, many per store call.
+  void write_checkpoints(const std::vector<Checkpoint>& planned);
   struct PlannedPosition {
     std::shared_ptr<Stream> stream;
     Position position;

@@ -103,6 +103,10 @@ void Worker::Impl::checkpoint(const std::vector<std::shared_ptr<Stream>>& stream
   for (const Checkpoint& c : planned) note_flushed(c.stream, c.seq);
   for (const PlannedPosition& p : positions) note_flushed(p.stream, p.position.seq);
   if (session && !positions.empty()) write_positions(*session, positions);
+  write_checkpoints(planned);
+}
+
+void Worker::Impl::write_checkpoints(const std::vector<Checkpoint>& planned) {
   for (size_t at = 0; at < planned.size(); at += kCheckpointBatchMax) {
     const size_t end = std::min(planned.size(), at + kCheckpointBatchMax);
     std::vector<FencedWrite> writes;
@@ -287,6 +291,10 @@ void Worker::Impl::reconnect_due() {
       const Status flushed = sink_.flush();
       note_sink(flushed, /*write=*/false);
       if (flushed.ok()) note_flushed(s, seq);
+      // Why it reconnects, on its item at once, as without a session.
+      if (std::optional<Checkpoint> c = plan_checkpoint(s, /*item_figures=*/false)) {
+        write_checkpoints({*std::move(c)});
+      }
     } else {
       checkpoint({s});
     }
