@@ -25,6 +25,7 @@ constexpr std::chrono::milliseconds kRejoinEvery{200};
 }  // namespace
 
 using std::chrono::milliseconds;
+using worker_parts::kFiguresEvery;
 using worker_parts::State;
 using worker_parts::Stream;
 
@@ -345,10 +346,11 @@ std::vector<OrphanSeen> Worker::Impl::note_orphans(
 
 std::vector<MemberFigures> Worker::Impl::note_members(const std::vector<Member>& members) {
   const MonoTime now = clock_.mono_now();
-  // Figures are written every reconcile: unchanged for five, the member has
-  // stopped reconciling (it crashed, or its control loop is stuck) and takes
-  // nothing, whatever they say.
-  const Duration stale_after = 5 * options_.reconcile_every;
+  // Figures are written every kFiguresEvery reconciles at least: unchanged
+  // for twice that and two more, the member has stopped reconciling (it
+  // crashed, or its control loop is stuck) and takes nothing, whatever they
+  // say.
+  const Duration stale_after = (2 * kFiguresEvery + 2) * options_.reconcile_every;
   std::map<std::string, FiguresSeen, std::less<>> seen;
   std::vector<MemberFigures> out;
   for (const Member& m : members) {
@@ -576,11 +578,23 @@ std::string Worker::Impl::fresh_token() {
 void Worker::Impl::write_figures() {
   // Early reconciles (a lease or session about to expire) write none: the
   // others read the figures about once a reconcile period.
+  const MonoTime at = clock_.mono_now();
   if (figures_written_at_ != MonoTime{} &&
-      clock_.mono_now() - figures_written_at_ < options_.reconcile_every * 7 / 10) {
+      at - figures_written_at_ < options_.reconcile_every * 7 / 10) {
     return;
   }
-  figures_written_at_ = clock_.mono_now();
+  // What the others act on (what it owns, whether it takes, its earlier
+  // sessions) goes out in the reconcile it changes; otherwise the figures
+  // are written every kFiguresEvery reconcile periods: each write is a
+  // write unit on the table and one on the index of members, on DynamoDB.
+  const std::string shown = std::to_string(snapshot().size()) + (taking_ ? " taking " : " ") +
+                            join_sessions(previous_sessions_);
+  if (figures_written_at_ != MonoTime{} && shown == figures_shown_ &&
+      at - figures_written_at_ < options_.reconcile_every * (10 * kFiguresEvery - 3) / 10) {
+    return;
+  }
+  figures_shown_ = shown;
+  figures_written_at_ = at;
   std::optional<Renewer::Id> member;
   double rate = 0;
   const uint64_t messages = messages_.load();

@@ -38,6 +38,10 @@
 namespace leasehold::fleet {
 namespace worker_parts {
 
+// A worker's figures go to its member item at least every this many
+// reconcile periods, and in the reconcile that changes what others act on.
+inline constexpr int kFiguresEvery = 3;
+
 // Checkpoints (and final checkpoints of a hand-over) written per store call
 // (one SQLite transaction).
 inline constexpr size_t kCheckpointBatchMax = 500;
@@ -554,6 +558,7 @@ class Worker::Impl {
   std::optional<SessionView> session_view_;
   MonoTime next_reap_{};           // control thread only
   MonoTime figures_written_at_{};  // control thread only
+  std::string figures_shown_;      // control thread only: what it last wrote that others act on
   std::array<metrics::Collected::Id, 5> collect_ids_{};
 
   // Control thread only: when this worker first saw each orphan it found
