@@ -314,6 +314,9 @@ void Worker::Impl::collect_figures(std::vector<metrics::Collected::Sample>& out,
       case 1:
         value = static_cast<double>(s->reconnects);
         break;
+      case 3:
+        value = static_cast<double>(s->written_seq - s->checkpointed_seq);
+        break;
       default:
         value = std::chrono::duration<double>(now - std::max(s->acquired_at, s->last_message_mono))
                     .count();

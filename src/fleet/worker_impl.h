@@ -167,6 +167,11 @@ struct Metrics {
                                            "Time since the last message of a connection this "
                                            "worker owns (or since it took it, before the first)",
                                            {"conn"})),
+        connection_checkpoint_lag(
+            r.collected(false, "leasehold_fleet_connection_checkpoint_lag_messages",
+                        "Messages of a connection this worker owns in the sink that no "
+                        "checkpoint covers yet (a crash now would have them read again)",
+                        {"conn"})),
         lease_writes(r.collected(true, "leasehold_fleet_lease_writes_total",
                                  "Lease-keeping writes the store accepted: renewals of the "
                                  "session (or membership lease) and of connection leases, "
@@ -191,6 +196,7 @@ struct Metrics {
   metrics::Collected& connection_messages;
   metrics::Collected& connection_reconnects;
   metrics::Collected& connection_message_age;
+  metrics::Collected& connection_checkpoint_lag;
   metrics::Collected& lease_writes;
   metrics::Collected& checkpoint_writes;
 };
@@ -230,14 +236,14 @@ class Worker::Impl {
     }
     positions_parts_ = positions_parts(options_.max_connections);
     metrics::Collected* families[] = {&m_.connection_messages, &m_.connection_reconnects,
-                                      &m_.connection_message_age};
-    for (int i = 0; i < 3; ++i) {
+                                      &m_.connection_message_age, &m_.connection_checkpoint_lag};
+    for (int i = 0; i < 4; ++i) {
       collect_ids_[i] = families[i]->add(
           [this, i](std::vector<metrics::Collected::Sample>& out) { collect_figures(out, i); });
     }
-    collect_ids_[3] = m_.lease_writes.add(
+    collect_ids_[4] = m_.lease_writes.add(
         [this](std::vector<metrics::Collected::Sample>& out) { collect_lease_writes(out); });
-    collect_ids_[4] =
+    collect_ids_[5] =
         m_.checkpoint_writes.add([this](std::vector<metrics::Collected::Sample>& out) {
           out.push_back({{}, static_cast<double>(checkpoints_.load())});
         });
@@ -248,8 +254,9 @@ class Worker::Impl {
     m_.connection_messages.remove(collect_ids_[0]);
     m_.connection_reconnects.remove(collect_ids_[1]);
     m_.connection_message_age.remove(collect_ids_[2]);
-    m_.lease_writes.remove(collect_ids_[3]);
-    m_.checkpoint_writes.remove(collect_ids_[4]);
+    m_.connection_checkpoint_lag.remove(collect_ids_[3]);
+    m_.lease_writes.remove(collect_ids_[4]);
+    m_.checkpoint_writes.remove(collect_ids_[5]);
   }
 
   // The tables and the timing, once.
@@ -559,7 +566,7 @@ class Worker::Impl {
   MonoTime next_reap_{};           // control thread only
   MonoTime figures_written_at_{};  // control thread only
   std::string figures_shown_;      // control thread only: what it last wrote that others act on
-  std::array<metrics::Collected::Id, 5> collect_ids_{};
+  std::array<metrics::Collected::Id, 6> collect_ids_{};
 
   // Control thread only: when this worker first saw each orphan it found
   // free, and each other member's updated_at_ms with when it last changed.

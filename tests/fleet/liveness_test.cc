@@ -156,6 +156,32 @@ TEST_P(FleetLiveness, StopThenCrashThenStartWithAPeerAlive) {
   EXPECT_EQ(streamed_within("c", kBoundWait), "w2");
 }
 
+// A crashed worker's connections resume where its session's positions say,
+// not where their items do (a checkpoint with a session writes the items
+// not at all): what it streamed before its last checkpoint is not read
+// again.
+TEST_P(FleetLiveness, ACrashedWorkersConnectionsResumeFromItsPositions) {
+  add("c");
+  Running& w1 = start("w1");
+  ASSERT_EQ(streamed_within("c", kBoundWait), "w1");
+  for (int64_t seq = 1; seq <= 30; ++seq) {
+    ASSERT_TRUE(upstream_.send("ws://upstream.test/s/c?", msg(seq)));
+  }
+  ASSERT_TRUE(eventually([&] { return stored("c").last_seq == 30; }, kBoundWait));
+  Result<Item> item = backend_->get(kConnectionsTable, connection_key("c"), true);
+  ASSERT_TRUE(item.ok());
+  EXPECT_EQ(get_int_or(*item, "last_seq"), 0) << "the item was not written";
+  start("w2");
+  crash(w1);
+  ASSERT_TRUE(eventually([&] { return streamer("c") == "w2"; }, kBoundWait));
+  const std::vector<std::string> urls = upstream_.urls();
+  EXPECT_EQ(urls.back(), "ws://upstream.test/s/c?from=31");
+  // And the item was told, before w2 streamed.
+  item = backend_->get(kConnectionsTable, connection_key("c"), true);
+  ASSERT_TRUE(item.ok());
+  EXPECT_EQ(get_int_or(*item, "last_seq"), 30);
+}
+
 // A worker that dies again before it has taken its last run's connections
 // back names, when it restarts, every earlier session that may still hold
 // some, not just the last.
