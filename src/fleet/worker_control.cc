@@ -21,6 +21,9 @@ constexpr std::chrono::milliseconds kSessionLookAfter{50};
 // How often a worker without a membership (lost to a store outage) tries to
 // join again.
 constexpr std::chrono::milliseconds kRejoinEvery{200};
+// How often a worker on SQLite looks whether the store changed (react_now()).
+constexpr std::chrono::milliseconds kReactEvery{100};
+constexpr int kReactOrphansMax = 100;
 
 }  // namespace
 
@@ -31,17 +34,55 @@ using worker_parts::Stream;
 
 // ---------------------------------------------------------------- control loop
 
+// Between reconciles, on a store whose reads cost nothing and that can tell
+// when it changed (SQLite), the worker looks every kReactEvery: when the
+// store changed and what changed is for it (react_now()), it reconciles at
+// once rather than at the period's end.
 void Worker::Impl::control_loop() {
+  const bool reacts = store_.reads_are_local() && store_.change_stamp().has_value();
   while (true) {
     control_step();
-    MutexLock lock(mu_);
-    while (!stopping_) {
-      const MonoTime due = std::min(next_reconcile_, next_attempt_);
-      if (clock_.mono_now() >= due) break;
-      control_cv_.wait_until(mu_, clock_, due);
+    while (true) {
+      const MonoTime now = clock_.mono_now();
+      {
+        MutexLock lock(mu_);
+        if (stopping_) return;
+        const MonoTime due = std::min(next_reconcile_, next_attempt_);
+        if (now >= due) break;
+        control_cv_.wait_until(mu_, clock_, reacts ? std::min(due, now + kReactEvery) : due);
+        if (stopping_) return;
+        if (clock_.mono_now() >= std::min(next_reconcile_, next_attempt_)) break;
+      }
+      if (reacts && react_now()) break;
     }
-    if (stopping_) return;
   }
+}
+
+// Whether something written since the last look is for this worker: a
+// nudge on its member item (conn stop, set, rm), or a STARTED connection
+// free that it has not seen free before (conn add, start, a release). Two
+// local reads, made only when the store's change stamp moved.
+bool Worker::Impl::react_now() {
+  const std::optional<ChangeStamp> stamp = store_.change_stamp();
+  if (!stamp || (stamp_seen_ && *stamp == *stamp_seen_)) return false;
+  stamp_seen_ = stamp;
+  Result<Item> me = store_.get(kWorkersTable, worker_key(options_.id), /*consistent=*/false);
+  if (me.ok() && nudges_seen_ >= 0 && get_int_or(*me, kNudgesAttr) != nudges_seen_) return true;
+  QueryOptions q;
+  q.limit = kReactOrphansMax;
+  Result<Page> page = store_.query_index(kConnectionsTable, kOrphanIndex,
+                                         std::string(desired_state_name(DesiredState::kStarted)),
+                                         KeyRange::lt(to_unix_ms(clock_.wall_now())), q);
+  if (!page.ok()) return false;
+  std::set<std::string, std::less<>> free;
+  bool fresh = false;
+  for (const Item& item : page->items) {
+    std::string pk = get_string_or(item, kConnectionsKeyAttr);
+    fresh = fresh || !free_seen_.contains(pk);
+    free.insert(std::move(pk));
+  }
+  free_seen_ = std::move(free);
+  return fresh;
 }
 
 MonoTime Worker::Impl::control_due() {

@@ -348,6 +348,7 @@ class Worker::Impl {
   // One reconcile, and when the next is due.
   void control_step();
   MonoTime control_due() EXCLUDES(mu_);
+  bool react_now();
   void reconcile();
   // Whether this reconcile reads the desired state: a nudge on its member
   // item (in `members`, this reconcile's list), the poll period, the audit.
@@ -559,6 +560,10 @@ class Worker::Impl {
   // Control thread only: the nudges last seen on its member item (-1: none
   // read yet), until when a nudge is followed, and the next poll.
   int64_t nudges_seen_ = -1;
+  // Control thread only: the store's change stamp at the last look, and the
+  // free STARTED connections it found then (react_now()).
+  std::optional<ChangeStamp> stamp_seen_;
+  std::set<std::string, std::less<>> free_seen_;
   MonoTime follow_nudge_until_{};
   MonoTime next_poll_{};
   // Control thread only: this reconcile's read of its session's index.

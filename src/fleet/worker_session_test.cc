@@ -246,6 +246,29 @@ TEST_F(WorkerSessionTest, ANudgeIsActedOnAtOnceAndAChangeNotNudgedWaitsForThePol
   EXPECT_TRUE(owns("c") && owns("d"));
 }
 
+// On a store that says when it changed and whose reads cost nothing (SQLite,
+// memory), what is for a worker is acted on moments after it is written, not
+// at the end of its reconcile period: a connection added, one stopped (the
+// nudge), one started again.
+TEST_F(WorkerSessionTest, OnALocalStoreChangesAreActedOnWithoutWaitingForTheReconcile) {
+  reconcile_every_ = seconds(30);
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink);
+  const auto owns = [&](const std::string& id) {
+    const std::vector<OwnedConnection> owned = w->owned();
+    return std::any_of(owned.begin(), owned.end(),
+                       [&](const OwnedConnection& c) { return c.id == id; });
+  };
+  ASSERT_TRUE(eventually([&] { return owns("a"); }, kWaitMax));  // the first reconcile
+  add("b");
+  EXPECT_TRUE(eventually([&] { return owns("b"); }, seconds(3)));
+  ASSERT_TRUE(Connections(*store_, clock_).set_desired("a", DesiredState::kStopped).ok());
+  EXPECT_TRUE(eventually([&] { return !owns("a"); }, seconds(3)));
+  ASSERT_TRUE(Connections(*store_, clock_).set_desired("a", DesiredState::kStarted).ok());
+  EXPECT_TRUE(eventually([&] { return owns("a"); }, seconds(3)));
+}
+
 TEST_F(WorkerSessionTest, APausePastTheSessionWritesNothingMoreUnderItAndANewOneTakesOver) {
   add("a");
   CapturingSink sink;
