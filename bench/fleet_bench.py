@@ -87,7 +87,18 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
             bare reader's CPU per 10,000 messages on the same streams.
           --worker-bin runs the workers of another build (before/after).
 
-Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|sessions|handover|throughput|lowrate|cost ...]
+  react   how soon the fleet acts on what is written to it, against the
+          reconcile period (2 s, the default): two workers at the defaults
+          sharing --react-connections (40) at 5 messages/s; --react-trials
+          (20) times each: `conn stop` of an owned connection until no
+          worker owns it, `conn start` of it until one does, `conn add` of a
+          new one until one does; and a worker stopped with SIGTERM until
+          the other owns all it had (--react-kills, 3, each restarted
+          after). From just before the command or signal, ownership read from
+          the workers' /metrics every 20 ms; nearest-rank p50/p99/max. On
+          SQLite; --dynamodb-local on AWS's DynamoDB Local.
+
+Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|sessions|handover|throughput|lowrate|cost|react ...]
        [--connections 1000] [--window 60] [--dynamodb-endpoint URL] [--kills 50]
        [--reader build/bin/bare_ws_reader] [--rounds 5] [--throughput-window 10]
        [--throughput-rate 0] [--sim-threads 2] [--worker-bin BIN] [--lowrate-parts cpu,memory,latency]
@@ -350,6 +361,68 @@ def bench_cost(args, procs, work):
           "checkpoint_lag_messages_p50": lag_p(0.5), "checkpoint_lag_messages_p99": lag_p(0.99),
           "checkpoint_lag_samples": len(lags),
           "by_table_and_index": by})
+
+
+def bench_react(args, procs, work):
+    if args.dynamodb_local:
+        endpoint = start_dynamodb_local(procs, work)
+        os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDBENCH")
+        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
+        store, name = f"dynamodb://us-east-1/react{int(time.time())}_?endpoint={endpoint}", \
+            "dynamodb_local"
+    else:
+        store, name = "sqlite:" + os.path.join(work, "react.db"), "sqlite"
+    fleet = Fleet(args.bin, store, work, procs)
+    fleet.cli("store", "init")
+    addr = fleet.upstream(5.0)
+    ids = ["c%03d" % i for i in range(args.react_connections)]
+    fleet.add_conns(addr, ids)
+    workers = {w: fleet.worker(w) for w in ("w0", "w1")}
+
+    def owners():
+        out = {}
+        for wid, w in workers.items():
+            for labels, _ in series(metrics(w) or {}, "leasehold_fleet_connection_messages_total"):
+                out[labels.get("conn")] = wid
+        return out
+
+    def timed(action, done, limit_s=30.0):
+        t0 = time.monotonic()
+        action()
+        while not done():
+            if time.monotonic() - t0 > limit_s:
+                raise RuntimeError("not acted on within %.0f s" % limit_s)
+            time.sleep(0.02)
+        return (time.monotonic() - t0) * 1000
+
+    wait_for("every connection owned", lambda: len(owners()) == len(ids), 120)
+    took = {"stop": [], "start": [], "add": [], "sigterm": []}
+    for trial in range(args.react_trials):
+        cid = ids[trial % len(ids)]
+        took["stop"].append(timed(lambda: fleet.cli("conn", "stop", cid),
+                                  lambda: cid not in owners()))
+        took["start"].append(timed(lambda: fleet.cli("conn", "start", cid),
+                                   lambda: cid in owners()))
+        new = "n%03d" % trial
+        took["add"].append(timed(lambda: fleet.add_conns(addr, [new]), lambda: new in owners()))
+        time.sleep(0.5)
+    for kill in range(args.react_kills):
+        wid = "w%d" % (kill % 2)
+        other = "w%d" % (1 - kill % 2)
+        wait_for("balance", lambda: sum(1 for o in owners().values() if o == wid) > 0, 60)
+        had = [c for c, o in owners().items() if o == wid]
+        w = workers[wid]
+        took["sigterm"].append(timed(lambda: w.send_signal(signal.SIGTERM),
+                                     lambda: all(owners().get(c) == other for c in had)))
+        w.wait(30)
+        workers[wid] = fleet.worker(wid)
+
+    def pct(v, q):
+        v = sorted(v)
+        return round(v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))])
+    emit({"bench": "react", "store": name, "connections": len(ids), "reconcile_ms": 2000,
+          **{f"{k}_ms": {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "max": round(max(v)),
+                          "n": len(v)} for k, v in took.items() if v}})
 
 
 def bench_memory(args, procs, work):
@@ -1127,6 +1200,9 @@ def main():
     ap.add_argument("--cost-connections", type=int, default=1000)
     ap.add_argument("--cost-rate", type=float, default=1.0)
     ap.add_argument("--kills", type=int, default=50)
+    ap.add_argument("--react-connections", type=int, default=40)
+    ap.add_argument("--react-trials", type=int, default=20)
+    ap.add_argument("--react-kills", type=int, default=3)
     ap.add_argument("--failover-connections", type=int, default=30)
     ap.add_argument("--failover-rate", type=float, default=10.0)
     ap.add_argument("--failover-workers", type=int, default=3)
@@ -1182,6 +1258,8 @@ def main():
                     bench_lowrate(args, procs, work)
                 elif bench == "cost":
                     bench_cost(args, procs, work)
+                elif bench == "react":
+                    bench_react(args, procs, work)
                 else:
                     sys.exit("unknown benchmark: " + bench)
             finally:

@@ -70,6 +70,8 @@ echo "leasehold: fleet_bench" >&2
 # What the fleet costs as AWS bills it, on AWS's own DynamoDB Local (started
 # by the benchmark): capacity units per connection per minute.
 /usr/bin/python3 bench/fleet_bench.py --bin "$bin" cost --dynamodb-local --window 120 --settle 20
+# How soon the fleet acts on conn stop, start, add and a SIGTERM, on SQLite.
+/usr/bin/python3 bench/fleet_bench.py --bin "$bin" react
 
 echo "leasehold: tracer_bench" >&2
 build/bin/tracer_bench
