@@ -395,7 +395,16 @@ def bench_react(args, procs, work):
             time.sleep(0.02)
         return (time.monotonic() - t0) * 1000
 
-    wait_for("every connection owned", lambda: len(owners()) == len(ids), 120)
+    # Balanced first: the trials time what follows a command, not the
+    # balancing that follows a worker's start.
+    every = list(ids)  # and those added by the trials
+
+    def balanced():
+        o = owners()
+        return len(o) == len(every) and all(
+            sum(1 for w in o.values() if w == wid) >= len(every) // 2 - 1 for wid in workers)
+    wait_for("every connection owned, half each", balanced, 120)
+    time.sleep(args.settle)
     took = {"stop": [], "start": [], "add": [], "sigterm": []}
     for trial in range(args.react_trials):
         cid = ids[trial % len(ids)]
@@ -404,6 +413,7 @@ def bench_react(args, procs, work):
         took["start"].append(timed(lambda: fleet.cli("conn", "start", cid),
                                    lambda: cid in owners()))
         new = "n%03d" % trial
+        every.append(new)
         took["add"].append(timed(lambda: fleet.add_conns(addr, [new]), lambda: new in owners()))
         time.sleep(0.5)
     for kill in range(args.react_kills):
@@ -416,6 +426,7 @@ def bench_react(args, procs, work):
                                      lambda: all(owners().get(c) == other for c in had)))
         w.wait(30)
         workers[wid] = fleet.worker(wid)
+        wait_for("balanced again", balanced, 120)
 
     def pct(v, q):
         v = sorted(v)
