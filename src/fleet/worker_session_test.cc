@@ -19,6 +19,31 @@ class WorkerSessionTest : public WorkerTest {
     session_ttl_ = seconds(1);
   }
 
+  // Worker "dead" joined with a 1 s session, took `ids` in it with a 60 s
+  // lease each (adding them first), and crashed. Its session's lease.
+  Lease dead_session(const std::vector<std::string>& ids) {
+    LeaseManager members = leases_on(kWorkersTable);
+    LeaseManager conns = leases_on(kConnectionsTable);
+    AcquireOptions s;
+    s.owner = "dead";
+    s.ttl = seconds(1);
+    s.extra_update.set("kind", std::string(kWorkerKind))
+        .set("session_ttl_ms", int64_t{1000})
+        .append(member_figures(3, 1000, 0, 0, to_unix_ms(clock_.wall_now())));
+    Result<Lease> session = members.acquire(worker_key("dead"), s);
+    EXPECT_TRUE(session.ok()) << session.status().to_string();
+    if (!session.ok()) return {};
+    AcquireOptions c;
+    c.owner = "dead";
+    c.ttl = seconds(60);
+    c.session = session->token;
+    for (const auto& id : ids) {
+      add(id);
+      EXPECT_TRUE(conns.acquire(connection_key(id), c).ok()) << id;
+    }
+    return *session;
+  }
+
   Item member(const std::string& id) {
     auto item = store_->get(kWorkersTable, worker_key(id), true);
     EXPECT_TRUE(item.ok()) << item.status().to_string();
@@ -61,27 +86,10 @@ TEST_F(WorkerSessionTest, OneHeartbeatKeepsEveryConnection) {
 }
 
 TEST_F(WorkerSessionTest, ADeadSessionIsEndedAndItsConnectionsTakenWhateverTheirOwnTtl) {
-  // Worker "dead" joined with a 1 s session, took its connections in it with
-  // a 60 s lease each, and crashed.
-  LeaseManager members = leases_on(kWorkersTable);
-  LeaseManager conns = leases_on(kConnectionsTable);
-  AcquireOptions s;
-  s.owner = "dead";
-  s.ttl = seconds(1);
-  s.extra_update.set("kind", std::string(kWorkerKind))
-      .set("session_ttl_ms", int64_t{1000})
-      .append(member_figures(3, 1000, 0, 0, to_unix_ms(clock_.wall_now())));
-  Result<Lease> session = members.acquire(worker_key("dead"), s);
-  ASSERT_TRUE(session.ok()) << session.status().to_string();
   const std::vector<std::string> ids = {"a", "b", "c"};
-  AcquireOptions c;
-  c.owner = "dead";
-  c.ttl = seconds(60);
-  c.session = session->token;
-  for (const auto& id : ids) {
-    add(id);
-    ASSERT_TRUE(conns.acquire(connection_key(id), c).ok());
-  }
+  const Lease session = dead_session(ids);
+  ASSERT_FALSE(HasFailure());
+  LeaseManager members = leases_on(kWorkersTable);
 
   CapturingSink sink;
   auto w = start("w1", sink);
@@ -89,7 +97,7 @@ TEST_F(WorkerSessionTest, ADeadSessionIsEndedAndItsConnectionsTakenWhateverTheir
   const int64_t taken_ms = to_unix_ms(clock_.wall_now());
   // About a session ttl after its last heartbeat (the reconcile period is
   // 100 ms), not the connections' 60 s.
-  EXPECT_LT(taken_ms, session->expires_at_ms + 1000);
+  EXPECT_LT(taken_ms, session.expires_at_ms + 1000);
   EXPECT_EQ(get_int_or(member("dead"), "lease_expires_at_ms"), 0) << "the session was ended";
   EXPECT_EQ(w->stats().sessions_ended, 1u);
   const std::string mine = get_string_or(member("w1"), "lease_token");
@@ -99,7 +107,7 @@ TEST_F(WorkerSessionTest, ADeadSessionIsEndedAndItsConnectionsTakenWhateverTheir
     EXPECT_EQ(stored(id).session, mine);
   }
   // Ended: the dead worker's session can never be renewed.
-  EXPECT_EQ(members.renew(LeaseRef{worker_key("dead"), "lease", "dead", session->token}, seconds(1))
+  EXPECT_EQ(members.renew(LeaseRef{worker_key("dead"), "lease", "dead", session.token}, seconds(1))
                 .status()
                 .code(),
             Code::kFailedPrecondition);
@@ -153,24 +161,8 @@ TEST_F(WorkerSessionTest, CheckpointsGoToTheSessionsPositionsNotToEachItem) {
 // lease they name), and their items are told so before anything is
 // streamed; a position of another holding of a connection is not taken.
 TEST_F(WorkerSessionTest, ADeadSessionsConnectionsResumeFromItsPositions) {
-  LeaseManager members = leases_on(kWorkersTable);
-  LeaseManager conns = leases_on(kConnectionsTable);
-  AcquireOptions s;
-  s.owner = "dead";
-  s.ttl = seconds(1);
-  s.extra_update.set("kind", std::string(kWorkerKind))
-      .set("session_ttl_ms", int64_t{1000})
-      .append(member_figures(3, 1000, 0, 0, to_unix_ms(clock_.wall_now())));
-  Result<Lease> session = members.acquire(worker_key("dead"), s);
-  ASSERT_TRUE(session.ok()) << session.status().to_string();
-  AcquireOptions c;
-  c.owner = "dead";
-  c.ttl = seconds(60);
-  c.session = session->token;
-  for (const std::string id : {"a", "b", "c", "d"}) {
-    add(id);
-    ASSERT_TRUE(conns.acquire(connection_key(id), c).ok());
-  }
+  const Lease session = dead_session({"a", "b", "c", "d"});
+  ASSERT_FALSE(HasFailure());
   // d was stopped while the dead worker held it: nobody takes it, and it is
   // released on the dead holder's behalf, with where it had got to.
   ASSERT_TRUE(Connections(*store_, clock_).set_desired("d", DesiredState::kStopped).ok());
@@ -184,7 +176,7 @@ TEST_F(WorkerSessionTest, ADeadSessionsConnectionsResumeFromItsPositions) {
       {"a", 1, 40, 40, 0, 0}, {"b", 1, 7, 7, 0, 0}, {"c", 7, 90, 90, 0, 0}, {"d", 1, 12, 12, 0, 0}};
   ASSERT_TRUE(store_
                   ->update_each(kWorkersTable, std::vector<UpdateRequest>{positions_write(
-                                                   session->token, 0, 1, 1,
+                                                   session.token, 0, 1, 1,
                                                    to_unix_ms(clock_.wall_now()), left)})[0]
                   .ok());
 
