@@ -303,6 +303,13 @@ void Worker::Impl::balance_and_acquire(Result<std::vector<Member>> members) {
   const std::vector<OrphanSeen> seen = note_orphans(orphans, owner_back);
   const std::vector<MemberFigures> others =
       members.ok() ? note_members(*members) : std::vector<MemberFigures>{};
+  // Free connections seen now, or left to others at the last reconcile, may
+  // have been taken by members whose figures do not count them yet: the
+  // share would come out too small and hand over what they need not take.
+  // Balancing waits, as after a handover, until each has written its
+  // figures again.
+  if ((!seen.empty() || left_orphans_) && members.ok()) remember_figures(*members);
+  left_orphans_ = false;
   const int64_t owned = static_cast<int64_t>(snapshot().size());
   const int64_t capacity = static_cast<int64_t>(options_.max_connections);
   const Placement plan = place(options_.id, owned, capacity, others, seen,
@@ -333,6 +340,8 @@ void Worker::Impl::balance_and_acquire(Result<std::vector<Member>> members) {
       if (acquire(orphans[a.orphan])) --spare;
     }
   }
+  left_orphans_ = std::any_of(seen.begin(), seen.end(),
+                              [this](const OrphanSeen& o) { return find(o.id) == nullptr; });
 }
 
 // With sessions, every member is read, the dead ones too (until they are
@@ -673,9 +682,18 @@ void Worker::Impl::write_figures() {
 void Worker::Impl::note_figures_at_balance(const std::vector<Member>* before) {
   const Result<std::vector<Member>> now = list_members(store_, clock_, /*alive_only=*/true);
   const std::vector<Member>* members = now.ok() ? &*now : before;
+  if (members != nullptr) {
+    remember_figures(*members);
+  } else {
+    figures_at_balance_.clear();
+  }
+}
+
+// The next balancing waits until each of `members` has written figures
+// newer than these.
+void Worker::Impl::remember_figures(const std::vector<Member>& members) {
   figures_at_balance_.clear();
-  if (members == nullptr) return;
-  for (const Member& m : *members) {
+  for (const Member& m : members) {
     if (m.id != options_.id) figures_at_balance_.insert_or_assign(m.id, m.updated_at_ms);
   }
 }

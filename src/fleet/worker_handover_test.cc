@@ -77,6 +77,55 @@ TEST_F(WorkerTest, AfterAHandoverTheWorkerWaitsForTheOthersFiguresBeforeBalancin
   EXPECT_EQ(w->owned().size(), 3u);
 }
 
+// Free connections taken by a member whose figures do not count them yet
+// (here: released by a worker of other code) do not make this worker's share
+// look too small: it waits for the member's figures before balancing.
+TEST_F(WorkerTest, FreeConnectionsTakenByAMemberWithOlderFiguresAreNotBalancedAway) {
+  ASSERT_TRUE(store_->ensure_table(workers_table_spec()).ok());
+  const std::vector<std::string> ids = {"c0", "c1", "c2", "c3", "c4", "c5"};
+  for (const auto& id : ids) add(id);
+  CapturingSink sink;
+  WorkerOptions o = options("w1");
+  o.max_connections = 3;  // the other three stay free
+  auto w = Worker::start(*store_, clock_, random_, upstream_, sink, o);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(eventually([&] { return (*w)->owned().size() == 3; }, kWaitMax));
+
+  // A member joins with nothing and takes the three free ones, its figures
+  // still saying 0: 3 of 3 would look like twice its share to w1.
+  LeaseManager members = leases_on(kWorkersTable);
+  Result<Lease> slow = join(members, "slow", 0, to_unix_ms(clock_.wall_now()));
+  ASSERT_TRUE(slow.ok());
+  std::set<std::string> owned;
+  for (const OwnedConnection& c : (*w)->owned()) owned.insert(c.id);
+  std::vector<std::string> free;
+  for (const auto& id : ids) {
+    if (!owned.contains(id)) free.push_back(id);
+  }
+  LeaseManager conns = leases_on(kConnectionsTable);
+  ASSERT_TRUE(take(conns, free, "slow", 3));
+  const auto w1_updated = [&] {
+    Result<Item> item = store_->get(kWorkersTable, worker_key("w1"), true);
+    const int64_t* at = item.ok() ? get_int(*item, "updated_at_ms") : nullptr;
+    return at != nullptr ? *at : int64_t{0};
+  };
+  for (int i = 0; i < 3; ++i) {
+    const int64_t before = w1_updated();
+    ASSERT_TRUE(eventually([&] { return w1_updated() > before; }, kWaitMax));
+  }
+  EXPECT_EQ((*w)->stats().handovers, 0u);
+  EXPECT_EQ((*w)->owned().size(), 3u);
+  // Once its figures say 3, the fleet is balanced as it stands.
+  ASSERT_TRUE(
+      members.fenced_write(*slow, member_figures(3, 1000, 0, 0, to_unix_ms(clock_.wall_now()) + 1))
+          .ok());
+  for (int i = 0; i < 2; ++i) {
+    const int64_t before = w1_updated();
+    ASSERT_TRUE(eventually([&] { return w1_updated() > before; }, kWaitMax));
+  }
+  EXPECT_EQ((*w)->stats().handovers, 0u);
+}
+
 // "Written its figures since the handover" does not read the other
 // member's clock: one whose clock is an hour behind writes figures that look
 // older than the handover, and balancing must still go on once it has

@@ -441,6 +441,7 @@ class Worker::Impl {
   void lose(const std::shared_ptr<Stream>& stream, const Status& why);
   void hand_over(const std::vector<std::shared_ptr<Stream>>& streams, std::string_view why);
   void note_figures_at_balance(const std::vector<Member>* before);
+  void remember_figures(const std::vector<Member>& members);
   void forget(const std::string& id);
   bool still_valid(Stream& stream, MonoTime now) REQUIRES(stream.mu);
   void note_bad(Stream& stream, std::string_view what) REQUIRES(stream.mu);
@@ -588,11 +589,15 @@ class Worker::Impl {
   MonoTime balanced_at_{};
   Duration balance_backoff_{};
   MonoTime no_balance_until_{};
-  // After this worker last handed connections over to balance the fleet:
-  // each other member's `updated_at_ms` as it then read (control thread
-  // only). A member has written its figures since once the value differs,
-  // whatever its clock says of the time; one that joined since is not here.
+  // After this worker last handed connections over to balance the fleet,
+  // or last saw connections free: each other member's `updated_at_ms` as it
+  // then read (control thread only). A member has written its figures since
+  // once the value differs, whatever its clock says of the time; one that
+  // joined since is not here.
   std::map<std::string, int64_t, std::less<>> figures_at_balance_;
+  // The last reconcile saw connections free and did not take them all
+  // (control thread only).
+  bool left_orphans_ = false;
 
   const std::shared_ptr<OpenStreams> open_ = std::make_shared<OpenStreams>();
   std::thread control_;
