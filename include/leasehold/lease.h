@@ -182,6 +182,18 @@ struct Release {
   Update extra_update;
 };
 
+// One renewal of LeaseManager::renew_each().
+struct Renewal {
+  const Lease* lease = nullptr;  // not owned, not null
+  // Applied in the same write, under the same condition: what can ride on
+  // a heartbeat (a worker's figures) costs no write of its own.
+  Update extra_update;
+  // Not null: once renewed, the item as written (what others wrote to it
+  // too, read back with the heartbeat at no cost). Left as it was when the
+  // renewal fails, or when its outcome was resolved by a read.
+  Item* item = nullptr;
+};
+
 // One write of LeaseManager::fenced_write_each().
 struct FencedWrite {
   const Lease* lease = nullptr;  // not owned, not null
@@ -233,6 +245,11 @@ class LeaseManager {
   // after that could not keep that lease anyway, and a caller stuck in the
   // store is a caller that cannot try again.
   std::vector<Result<Lease>> renew_each(std::span<const Lease> leases,
+                                        Duration timeout = kNoTimeout);
+  // The same, each renewal with what it carries (see Renewal). An extra
+  // update of a renewal whose outcome was unknown and that a read-back
+  // found renewed may or may not have applied.
+  std::vector<Result<Lease>> renew_each(std::span<const Renewal> renewals,
                                         Duration timeout = kNoTimeout);
 
   // kFailedPrecondition if the lease is no longer the caller's (another

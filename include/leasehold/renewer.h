@@ -84,14 +84,24 @@ class Renewer {
  public:
   using Id = uint64_t;
   using LossCallback = std::function<void(const Lease& lease, const Status& why)>;
+  // Called after each renewal of the lease with the item as written: what
+  // others wrote to it is read with the heartbeat, at no cost of its own.
+  using RenewedCallback = std::function<void(const Item& item)>;
 
   // REQUIRES: manager and clock outlive the renewer. `random` only seeds the
   // jitter of renewal times.
   Renewer(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options = {});
   ~Renewer();  // stops the threads; pending leases are not released
 
-  // Starts renewing `lease`. `on_lost` fires at most once.
-  Id add(Lease lease, LossCallback on_lost);
+  // Starts renewing `lease`. `on_lost` fires at most once; `on_renewed`,
+  // if given, after every renewal (a renewal whose outcome a read resolved
+  // excepted).
+  Id add(Lease lease, LossCallback on_lost, RenewedCallback on_renewed = {});
+  // The next renewal of `id` also applies `update`, in the same conditional
+  // write (in place of one carried before that has not gone out yet): what
+  // a holder writes often beside its heartbeat costs no write of its own.
+  // Kept for the renewal after if that one fails; dropped with the lease.
+  void carry(Id id, Update update);
   // Stops renewing; returns the latest lease (to release it), or nullopt if
   // it was lost or unknown.
   std::optional<Lease> remove(Id id);

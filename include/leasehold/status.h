@@ -74,9 +74,7 @@ inline Status deadline_exceeded(std::string m) { return {Code::kDeadlineExceeded
 inline Status internal_error(std::string m) { return {Code::kInternal, std::move(m)}; }
 inline Status unauthenticated(std::string m) { return {Code::kUnauthenticated, std::move(m)}; }
 inline Status permission_denied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
-inline Status resource_exhausted(std::string m) {
-  return {Code::kResourceExhausted, std::move(m)};
-}
+inline Status resource_exhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 
 // Either a value of type T or a non-OK Status.
 template <typename T>

@@ -206,6 +206,7 @@ bool Worker::Impl::desired_state_due(const std::vector<Member>* members) {
       break;
     }
   }
+  if (nudge_heard_.exchange(false)) follow_nudge_until_ = now + kNudgeFollow;
   const bool audit_due = sessions() && now >= next_audit_;
   if (now < follow_nudge_until_ || now >= next_poll_ || audit_due) {
     next_poll_ = now + poll_every();
@@ -626,10 +627,13 @@ std::string Worker::Impl::fresh_token() {
 // This worker's figures on its membership item, for the others' balancing
 // and for the fleet API.
 void Worker::Impl::write_figures() {
-  // Early reconciles (a lease or session about to expire) write none: the
-  // others read the figures about once a reconcile period.
+  // With a session, the figures go out with its next heartbeat, whatever
+  // else it writes: every reconcile, at no cost. Without one they are a
+  // write of their own, which is spared when it can be. Early reconciles (a
+  // lease about to expire) write none: the others read the figures about
+  // once a reconcile period.
   const MonoTime at = clock_.mono_now();
-  if (figures_written_at_ != MonoTime{} &&
+  if (!sessions() && figures_written_at_ != MonoTime{} &&
       at - figures_written_at_ < options_.reconcile_every * 7 / 10) {
     return;
   }
@@ -639,7 +643,7 @@ void Worker::Impl::write_figures() {
   // write unit on the table and one on the index of members, on DynamoDB.
   const std::string shown = std::to_string(snapshot().size()) + (taking_ ? " taking " : " ") +
                             join_sessions(previous_sessions_);
-  if (figures_written_at_ != MonoTime{} && shown == figures_shown_ &&
+  if (!sessions() && figures_written_at_ != MonoTime{} && shown == figures_shown_ &&
       at - figures_written_at_ < options_.reconcile_every * (10 * kFiguresEvery - 3) / 10) {
     return;
   }
@@ -668,6 +672,11 @@ void Worker::Impl::write_figures() {
     figures.remove(kPreviousSessionsAttr);
   } else {
     figures.set(kPreviousSessionsAttr, join_sessions(previous_sessions_));
+  }
+  if (sessions()) {
+    // With its heartbeat, within a session renew period: no write of its own.
+    member_renewer_.carry(*member, std::move(figures));
+    return;
   }
   Result<Item> written = member_leases_.fenced_write(*lease, figures);
   if (!written.ok()) {

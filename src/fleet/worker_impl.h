@@ -442,6 +442,7 @@ class Worker::Impl {
   void hand_over(const std::vector<std::shared_ptr<Stream>>& streams, std::string_view why);
   void note_figures_at_balance(const std::vector<Member>* before);
   void remember_figures(const std::vector<Member>& members);
+  void on_heartbeat(const Item& member) EXCLUDES(mu_);
   void forget(const std::string& id);
   bool still_valid(Stream& stream, MonoTime now) REQUIRES(stream.mu);
   void note_bad(Stream& stream, std::string_view what) REQUIRES(stream.mu);
@@ -567,6 +568,10 @@ class Worker::Impl {
   std::set<std::string, std::less<>> free_seen_;
   MonoTime follow_nudge_until_{};
   MonoTime next_poll_{};
+  // The nudges its session's heartbeat last read back (renewer thread; -1:
+  // none yet), and whether one came that a reconcile has not followed yet.
+  std::atomic<int64_t> nudges_heard_{-1};
+  std::atomic<bool> nudge_heard_{false};
   // Control thread only: this reconcile's read of its session's index.
   std::optional<SessionView> session_view_;
   MonoTime next_reap_{};           // control thread only

@@ -7,6 +7,7 @@
 #include "fleet/positions.h"
 #include "fleet/worker.h"
 #include "fleet/worker_test_fixture.h"
+#include "store/store_wrapper.h"
 
 namespace leasehold::fleet::testing {
 namespace {
@@ -259,6 +260,30 @@ TEST_F(WorkerSessionTest, OnALocalStoreChangesAreActedOnWithoutWaitingForTheReco
   EXPECT_TRUE(eventually([&] { return !owns("a"); }, seconds(3)));
   ASSERT_TRUE(Connections(*store_, clock_).set_desired("a", DesiredState::kStarted).ok());
   EXPECT_TRUE(eventually([&] { return owns("a"); }, seconds(3)));
+}
+
+// A store that reads over the network (DynamoDB): it does not say when it
+// changed, and reads cost.
+class RemoteLikeStore final : public store::StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::optional<ChangeStamp> change_stamp() const override { return std::nullopt; }
+  bool reads_are_local() const override { return false; }
+};
+
+// On a store whose reads cost, the worker does not look for changes between
+// reconciles; a nudge on its member item (here `conn stop`'s) is read back
+// with its session's next heartbeat, and acted on then.
+TEST_F(WorkerSessionTest, ANudgeIsHeardWithTheSessionsHeartbeatAndActedOnAtOnce) {
+  reconcile_every_ = seconds(30);
+  RemoteLikeStore remote(*store_);
+  add("a");
+  CapturingSink sink;
+  auto w = start("w1", sink, &remote);
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == 1; }, kWaitMax));
+  ASSERT_TRUE(Connections(remote, clock_).set_desired("a", DesiredState::kStopped).ok());
+  EXPECT_TRUE(eventually([&] { return w->owned().empty(); }, seconds(3)))
+      << "not before the next reconcile, 30 s on";
 }
 
 TEST_F(WorkerSessionTest, APausePastTheSessionWritesNothingMoreUnderItAndANewOneTakesOver) {

@@ -67,15 +67,22 @@ Status Worker::Impl::join() {
     return lease.status().with_context("joining the fleet");
   }
   previous_sessions_ = previous;
-  const Renewer::Id id = member_renewer_.add(*lease, [this](const Lease&, const Status& why) {
-    log_to(options_.logger, LogLevel::kWarn, "{} lost: {}",
-           sessions() ? "session" : "membership lease", why.message());
-    {
-      MutexLock lock(mu_);
-      member_id_.reset();
-    }
-    if (sessions()) on_session_lost(why);
-  });
+  // Nudges from here on are news (on_heartbeat()).
+  nudges_heard_ = before.ok() ? get_int_or(*before, kNudgesAttr) : 0;
+  Renewer::RenewedCallback on_renewed;
+  if (sessions()) on_renewed = [this](const Item& item) { on_heartbeat(item); };
+  const Renewer::Id id = member_renewer_.add(
+      *lease,
+      [this](const Lease&, const Status& why) {
+        log_to(options_.logger, LogLevel::kWarn, "{} lost: {}",
+               sessions() ? "session" : "membership lease", why.message());
+        {
+          MutexLock lock(mu_);
+          member_id_.reset();
+        }
+        if (sessions()) on_session_lost(why);
+      },
+      std::move(on_renewed));
   if (sessions()) {
     MutexLock lock(session_mu_);
     ++session_gen_;
@@ -90,6 +97,21 @@ Status Worker::Impl::join() {
 }
 
 // ---------------------------------------------------------------- its own session
+
+// Each heartbeat of the session reads its member item back: a nudge there
+// (`conn stop`, `set`, `rm` of a connection it holds; a stream reader's) is
+// acted on at once, not at the next reconcile.
+void Worker::Impl::on_heartbeat(const Item& member) {
+  const int64_t nudges = get_int_or(member, kNudgesAttr);
+  const int64_t before = nudges_heard_.exchange(nudges);
+  if (before < 0 || before == nudges) return;
+  nudge_heard_ = true;
+  {
+    MutexLock lock(mu_);
+    next_attempt_ = clock_.mono_now();
+  }
+  control_cv_.notify_all();
+}
 
 Duration Worker::Impl::session_renew_every() const {
   if (options_.session_renew_every > Duration::zero()) return options_.session_renew_every;

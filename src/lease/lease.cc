@@ -502,20 +502,30 @@ Result<Lease> LeaseManager::renew(const LeaseRef& ref, Duration ttl) {
 
 std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> leases,
                                                     Duration timeout) {
-  std::vector<Result<Lease>> results(leases.size(), Result<Lease>(internal_error("unset")));
+  std::vector<Renewal> renewals(leases.size());
+  for (size_t i = 0; i < leases.size(); ++i) renewals[i].lease = &leases[i];
+  return renew_each(std::span<const Renewal>(renewals), timeout);
+}
+
+std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Renewal> renewals,
+                                                    Duration timeout) {
+  std::vector<Result<Lease>> results(renewals.size(), Result<Lease>(internal_error("unset")));
   std::vector<RenewPlan> plans;
   std::vector<size_t> sent_index;
   const MonoTime now = clock_.mono_now();
-  for (size_t i = 0; i < leases.size(); ++i) {
-    if (!leases[i].valid_at(now)) {
-      results[i] = past_deadline(leases[i].key, leases[i].slot);
+  for (size_t i = 0; i < renewals.size(); ++i) {
+    assert(renewals[i].lease != nullptr);
+    const Lease& lease = *renewals[i].lease;
+    if (!lease.valid_at(now)) {
+      results[i] = past_deadline(lease.key, lease.slot);
       continue;
     }
-    timeout = std::min(timeout, leases[i].valid_until - now);
-    plans.push_back(plan_renewal(ref_of(leases[i]), leases[i].ttl, leases[i].heartbeat_at_ms));
-    plans.back().deadline = leases[i].valid_until;
-    plans.back().base = &leases[i];
-    plans.back().update.returning_updated_only();
+    timeout = std::min(timeout, lease.valid_until - now);
+    plans.push_back(plan_renewal(ref_of(lease), lease.ttl, lease.heartbeat_at_ms));
+    plans.back().deadline = lease.valid_until;
+    plans.back().base = &lease;
+    plans.back().update.append(renewals[i].extra_update);
+    if (renewals[i].item == nullptr) plans.back().update.returning_updated_only();
     sent_index.push_back(i);
   }
   std::vector<UpdateRequest> requests;
@@ -526,7 +536,11 @@ std::vector<Result<Lease>> LeaseManager::renew_each(std::span<const Lease> lease
   std::vector<Result<Item>> written = store_.update_each(config_.table, requests, timeout);
   assert(written.size() == plans.size());
   for (size_t j = 0; j < plans.size(); ++j) {
+    Item* item = renewals[sent_index[j]].item;
+    std::optional<Item> as_written;
+    if (item != nullptr && written[j].ok()) as_written = *written[j];
     results[sent_index[j]] = finish_renewal(plans[j], std::move(written[j]));
+    if (as_written && results[sent_index[j]].ok()) *item = std::move(*as_written);
   }
   return results;
 }

@@ -58,7 +58,8 @@ class Renewer::Impl {
   Impl(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options);
   ~Impl();
 
-  Id add(Lease lease, LossCallback on_lost) EXCLUDES(mu_);
+  Id add(Lease lease, LossCallback on_lost, RenewedCallback on_renewed) EXCLUDES(mu_);
+  void carry(Id id, Update update) EXCLUDES(mu_);
   std::optional<Lease> remove(Id id) EXCLUDES(mu_);
   std::optional<Lease> get(Id id) const EXCLUDES(mu_);
   size_t size() const EXCLUDES(mu_);
@@ -76,6 +77,9 @@ class Renewer::Impl {
     MonoTime lost_at{};        // its key in loss_queue_: valid_until - loss_lead
     Duration backoff{};
     bool in_flight = false;
+    RenewedCallback on_renewed;
+    Update carried;          // for its next renewal (carry())
+    uint64_t carried_n = 0;  // carry() calls so far
   };
   using Entries = std::unordered_map<Id, Entry>;
   // (time, id) pairs in time order: the next renewal or loss is at begin(),
@@ -85,6 +89,10 @@ class Renewer::Impl {
   struct Batch {
     std::vector<Id> ids;
     std::vector<Lease> leases;
+    std::vector<Update> carried;  // with each lease's renewal
+    std::vector<uint64_t> carried_n;
+    std::vector<char> wants_item;  // it has an on_renewed callback
+    bool plain = true;             // nothing carried, no item wanted
     MonoTime sent{};
     MonoTime lost_at_min = MonoTime::max();
   };
@@ -112,8 +120,10 @@ class Renewer::Impl {
   enum class Turn { kOnTime, kLate };
   Batch take_batch(MonoTime now, Turn turn);
   bool renew_batch(MonoTime now, Turn turn);
-  void apply_result(Id id, const Result<Lease>& result, MonoTime sent, MonoTime done);
-  void renewed(Id id, Entry& e, const Lease& lease, MonoTime sent) REQUIRES(mu_);
+  void apply_result(Id id, const Result<Lease>& result, uint64_t carried_n, const Item* item,
+                    MonoTime sent, MonoTime done);
+  void renewed(Id id, Entry& e, const Lease& lease, uint64_t carried_n, MonoTime sent)
+      REQUIRES(mu_);
   void retry_later(Id id, Entry& e, MonoTime done) REQUIRES(mu_);
   MonoTime next_renewal(Turn turn) const REQUIRES(mu_);
   MonoTime next_loss() const REQUIRES(mu_);
@@ -164,7 +174,7 @@ MonoTime Renewer::Impl::schedule(MonoTime from, Duration renew_every) {
   return MonoTime((at + quantum - Duration(1)) / quantum * quantum);
 }
 
-Renewer::Id Renewer::Impl::add(Lease lease, LossCallback on_lost) {
+Renewer::Id Renewer::Impl::add(Lease lease, LossCallback on_lost, RenewedCallback on_renewed) {
   const Duration every = options_.renew_every > Duration::zero()
                              ? options_.renew_every
                              : manager_.default_renew_every(lease.ttl);
@@ -175,14 +185,28 @@ Renewer::Id Renewer::Impl::add(Lease lease, LossCallback on_lost) {
     MutexLock lock(mu_);
     id = next_id_++;
     const MonoTime lost_at = lease.valid_until - options_.loss_lead;
-    Entry entry{std::move(lease), std::move(on_lost),    every, schedule(clock_.mono_now(), every),
-                lost_at,          options_.retry_backoff};
+    Entry entry;
+    entry.lease = std::move(lease);
+    entry.on_lost = std::move(on_lost);
+    entry.renew_every = every;
+    entry.next_renew_at = schedule(clock_.mono_now(), every);
+    entry.lost_at = lost_at;
+    entry.backoff = options_.retry_backoff;
+    entry.on_renewed = std::move(on_renewed);
     renew_queue_.emplace(entry.next_renew_at, id);
     loss_queue_.emplace(entry.lost_at, id);
     entries_.emplace(id, std::move(entry));
   }
   wake_.notify_all();
   return id;
+}
+
+void Renewer::Impl::carry(Id id, Update update) {
+  MutexLock lock(mu_);
+  const auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  it->second.carried = std::move(update);
+  ++it->second.carried_n;
 }
 
 void Renewer::Impl::forget(Entries::iterator it) {
@@ -275,6 +299,10 @@ Renewer::Impl::Batch Renewer::Impl::take_batch(MonoTime now, Turn turn) {
     e.in_flight = true;
     batch.ids.push_back(it->second);
     batch.leases.push_back(e.lease);
+    batch.carried.push_back(e.carried);
+    batch.carried_n.push_back(e.carried_n);
+    batch.wants_item.push_back(e.on_renewed ? 1 : 0);
+    batch.plain = batch.plain && e.carried.empty() && !e.on_renewed;
     batch.lost_at_min = std::min(batch.lost_at_min, e.lost_at);
     it = renew_queue_.erase(it);
   }
@@ -289,7 +317,18 @@ bool Renewer::Impl::renew_batch(MonoTime now, Turn turn) {
   // its bound (a store retrying inside it, a lock held elsewhere) returns
   // with as much time again for another attempt.
   const Duration timeout = std::max((batch.lost_at_min - now) / 2, Duration::zero());
-  const std::vector<Result<Lease>> results = manager_.renew_each(batch.leases, timeout);
+  std::vector<Item> items(batch.plain ? 0 : batch.ids.size());
+  std::vector<Result<Lease>> results;
+  if (batch.plain) {
+    results = manager_.renew_each(batch.leases, timeout);
+  } else {
+    std::vector<Renewal> renewals(batch.ids.size());
+    for (size_t i = 0; i < batch.ids.size(); ++i) {
+      renewals[i] = {&batch.leases[i], std::move(batch.carried[i]),
+                     batch.wants_item[i] ? &items[i] : nullptr};
+    }
+    results = manager_.renew_each(std::span<const Renewal>(renewals), timeout);
+  }
   assert(results.size() == batch.ids.size());
   const MonoTime done = clock_.mono_now();
   assert(done >= batch.sent);
@@ -297,13 +336,15 @@ bool Renewer::Impl::renew_batch(MonoTime now, Turn turn) {
     const Lease& sent = batch.leases[i];
     assert(!results[i].ok() ||
            (results[i]->epoch == sent.epoch && results[i]->token == sent.token));
-    apply_result(batch.ids[i], results[i], batch.sent, done);
+    const Item* item = batch.wants_item[i] && !items[i].empty() ? &items[i] : nullptr;
+    apply_result(batch.ids[i], results[i], batch.carried_n[i], item, batch.sent, done);
   }
   log_retries(options_.info_log, results);
   return batch.ids.size() == options_.batch_max;
 }
 
-void Renewer::Impl::apply_result(Id id, const Result<Lease>& result, MonoTime sent, MonoTime done) {
+void Renewer::Impl::apply_result(Id id, const Result<Lease>& result, uint64_t carried_n,
+                                 const Item* item, MonoTime sent, MonoTime done) {
   Loss loss;
   {
     MutexLock lock(mu_);
@@ -312,7 +353,10 @@ void Renewer::Impl::apply_result(Id id, const Result<Lease>& result, MonoTime se
     Entry& e = it->second;
     assert(e.in_flight);
     if (result.ok()) {
-      renewed(id, e, *result, sent);
+      renewed(id, e, *result, carried_n, sent);
+      RenewedCallback on_renewed = item != nullptr ? e.on_renewed : nullptr;
+      lock.unlock();
+      if (on_renewed) on_renewed(*item);
       return;
     }
     if (!means_lost(result.status().code())) {
@@ -325,7 +369,8 @@ void Renewer::Impl::apply_result(Id id, const Result<Lease>& result, MonoTime se
   loss.report(result.status());
 }
 
-void Renewer::Impl::renewed(Id id, Entry& e, const Lease& lease, MonoTime sent) {
+void Renewer::Impl::renewed(Id id, Entry& e, const Lease& lease, uint64_t carried_n,
+                            MonoTime sent) {
   // A renewal moves only the expiry; copying the whole lease would allocate
   // its strings again on every heartbeat.
   assert(lease.token == e.lease.token && lease.epoch == e.lease.epoch);
@@ -335,6 +380,7 @@ void Renewer::Impl::renewed(Id id, Entry& e, const Lease& lease, MonoTime sent) 
   e.lease.valid_until = lease.valid_until;
   e.lease.ttl = lease.ttl;
   ++stats_.renewals;
+  if (e.carried_n == carried_n) e.carried = Update();  // it went out
   e.backoff = options_.retry_backoff;
   loss_queue_.erase({e.lost_at, id});
   e.lost_at = e.lease.valid_until - options_.loss_lead;
@@ -437,9 +483,10 @@ void Renewer::Impl::watchdog_loop() {
 Renewer::Renewer(LeaseManager& manager, Clock& clock, Random& random, RenewerOptions options)
     : impl_(std::make_unique<Impl>(manager, clock, random, options)) {}
 Renewer::~Renewer() = default;
-Renewer::Id Renewer::add(Lease lease, LossCallback on_lost) {
-  return impl_->add(std::move(lease), std::move(on_lost));
+Renewer::Id Renewer::add(Lease lease, LossCallback on_lost, RenewedCallback on_renewed) {
+  return impl_->add(std::move(lease), std::move(on_lost), std::move(on_renewed));
 }
+void Renewer::carry(Id id, Update update) { impl_->carry(id, std::move(update)); }
 std::optional<Lease> Renewer::remove(Id id) { return impl_->remove(id); }
 std::optional<Lease> Renewer::get(Id id) const { return impl_->get(id); }
 size_t Renewer::size() const { return impl_->size(); }

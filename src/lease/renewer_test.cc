@@ -363,5 +363,41 @@ TEST_F(RenewerTest, LogsNothingBelowTheLoggersLevel) {
   EXPECT_TRUE(log.lines().empty()) << log.lines().front().message;
 }
 
+// What a holder carries goes out with its next renewal, in the same write
+// (kept for the retry when that one fails), and the renewal hands back the
+// item as written: here, what another writer put there.
+TEST_F(RenewerTest, WhatIsCarriedGoesOutWithTheNextRenewalAndTheItemComesBack) {
+  Renewer renewer(leases_, clock_, random_, options());
+  std::vector<Item> seen;
+  const Lease a = acquire("a");
+  const Renewer::Id id = renewer.add(a, nullptr, [&](const Item& item) { seen.push_back(item); });
+  Update nudge;
+  nudge.set("nudges", int64_t{1});
+  ASSERT_TRUE(store_.update("leases", a.key, nudge, Condition()).ok());
+  renewer.carry(id, Update().set("figures", int64_t{3}));
+  int failures = 1;
+  store_.hook = [&](Duration) {
+    return failures-- > 0 ? unavailable("the store is down") : Status();
+  };
+  run_for(renewer, milliseconds(3500));
+
+  ASSERT_EQ(store_.calls().size(), 2u) << "a failed renewal and its retry: no write of its own";
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(get_int_or(seen[0], "nudges"), 1);
+  EXPECT_EQ(get_int_or(seen[0], "figures"), 3);
+  const Result<Item> stored = store_.get("leases", a.key, true);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(get_int_or(*stored, "figures"), 3);
+  EXPECT_EQ(get_int_or(*stored, SlotNames(kDefaultSlot).expires_at_ms),
+            renewer.get(id)->expires_at_ms);
+
+  // Carried once, written once: the next renewal carries nothing more.
+  ASSERT_TRUE(
+      store_.update("leases", a.key, Update().set("figures", int64_t{0}), Condition()).ok());
+  run_for(renewer, seconds(3));
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(get_int_or(seen[1], "figures"), 0);
+}
+
 }  // namespace
 }  // namespace leasehold
