@@ -96,7 +96,8 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
           the other owns all it had (--react-kills, 3, each restarted
           after). From just before the command or signal, ownership read from
           the workers' /metrics every 20 ms; nearest-rank p50/p99/max. On
-          SQLite; --dynamodb-local on AWS's DynamoDB Local.
+          SQLite; --dynamodb-local on AWS's DynamoDB Local, the workers
+          polling the desired state every --react-poll-every (60s).
 
 Usage: bench/fleet_bench.py [--bin build/bin/leasehold] [memory|writes|failover|sessions|handover|throughput|lowrate|cost|react ...]
        [--connections 1000] [--window 60] [--dynamodb-endpoint URL] [--kills 50]
@@ -377,7 +378,10 @@ def bench_react(args, procs, work):
     addr = fleet.upstream(5.0)
     ids = ["c%03d" % i for i in range(args.react_connections)]
     fleet.add_conns(addr, ids)
-    workers = {w: fleet.worker(w) for w in ("w0", "w1")}
+    # On DynamoDB the workers poll rarely (--react-poll-every): what they act
+    # on within the reconcile period comes from the change feed's reader.
+    flags = ("--poll-every", args.react_poll_every) if args.dynamodb_local else ()
+    workers = {w: fleet.worker(w, *flags) for w in ("w0", "w1")}
 
     def owners():
         out = {}
@@ -425,13 +429,14 @@ def bench_react(args, procs, work):
         took["sigterm"].append(timed(lambda: w.send_signal(signal.SIGTERM),
                                      lambda: all(owners().get(c) == other for c in had)))
         w.wait(30)
-        workers[wid] = fleet.worker(wid)
+        workers[wid] = fleet.worker(wid, *flags)
         wait_for("balanced again", balanced, 120)
 
     def pct(v, q):
         v = sorted(v)
         return round(v[min(len(v) - 1, max(0, math.ceil(q * len(v)) - 1))])
     emit({"bench": "react", "store": name, "connections": len(ids), "reconcile_ms": 2000,
+          "poll_every": args.react_poll_every if args.dynamodb_local else None,
           **{f"{k}_ms": {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "max": round(max(v)),
                           "n": len(v)} for k, v in took.items() if v}})
 
@@ -1214,6 +1219,7 @@ def main():
     ap.add_argument("--react-connections", type=int, default=40)
     ap.add_argument("--react-trials", type=int, default=20)
     ap.add_argument("--react-kills", type=int, default=3)
+    ap.add_argument("--react-poll-every", default="60s")
     ap.add_argument("--failover-connections", type=int, default=30)
     ap.add_argument("--failover-rate", type=float, default=10.0)
     ap.add_argument("--failover-workers", type=int, default=3)

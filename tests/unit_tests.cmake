@@ -71,8 +71,13 @@ leasehold_test_binary(dynamodb_tests)
 leasehold_discover_tests(dynamodb_tests unit LABEL dynamodb TIMEOUT 120)
 
 # The same suites on AWS's own DynamoDB Local (a JVM, slow to start: one
-# process runs them all, as one test, on one server).
-add_executable(dynamodb_local_tests dynamodb/dynamodb_local_conformance_test.cc)
+# process runs them all, as one test, on one server), and the change feed
+# (DynamoDB Streams), which dynalite lacks.
+add_executable(dynamodb_local_tests
+  dynamodb/dynamodb_local_conformance_test.cc
+  dynamodb/dynamodb_local_feed_test.cc
+  dynamodb/dynamodb_local_store.cc
+)
 target_compile_definitions(dynamodb_local_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 target_link_libraries(dynamodb_local_tests PRIVATE conformance_cases queue_conformance_cases
                       fleet_liveness_cases test_servers leasehold_dynamodb leasehold_memory

@@ -113,6 +113,9 @@ struct TableSpec {
   std::string pk_attr = "pk";
   std::string sk_attr;  // empty: the table has no sort key
   std::vector<IndexSpec> indexes;
+  // Keep a change feed of the table (ItemStore::change_feed()) where the
+  // backend has one: DynamoDB Streams, with each write's old and new image.
+  bool change_feed = false;
 };
 
 // ---------------------------------------------------------------- conditions
@@ -260,6 +263,63 @@ struct ChangeStamp {
   bool operator==(const ChangeStamp&) const = default;
 };
 
+// ---------------------------------------------------------------- change feeds
+
+// A table's change feed (DynamoDB Streams): a record of every write to the
+// table, in shards. A shard holds the records of some of the table's keys in
+// the order they were written. It ends (closes) at some point, and the
+// records after that are in its child shards, which name it as their parent;
+// a key's records are in order only when a shard is read to its end before
+// its children. Records are kept for a while (24 hours on DynamoDB), then
+// trimmed, and a shard with them.
+struct FeedShard {
+  std::string id;
+  std::string parent_id;  // empty: none, or one already trimmed
+  bool closed = false;    // ended: nothing more will be added to it
+};
+
+// One write: the item's key, and the item before and after it (absent: the
+// item did not exist then).
+struct FeedRecord {
+  std::string sequence;  // its place in its shard: opaque, for FeedStart::kAfter
+  Key key;
+  std::optional<Item> old_image;
+  std::optional<Item> new_image;
+};
+
+// Where a read of a shard starts.
+enum class FeedStart {
+  kOldest,  // at the oldest record it still holds
+  kAfter,   // just after the record with a given sequence
+  kLatest,  // after the newest record: only what is written from now on
+};
+
+struct FeedPage {
+  std::vector<FeedRecord> records;
+  // Where to read on: a position for the next read. Empty: the shard has
+  // ended and everything in it has been read.
+  std::string next;
+};
+
+// Reads a table's change feed. Thread-safe; every call blocks its caller
+// until the store answers or the call gives up.
+class ChangeFeed {
+ public:
+  virtual ~ChangeFeed() = default;
+
+  // Every shard the feed holds, open and closed, parents before children.
+  virtual Result<std::vector<FeedShard>> shards() = 0;
+  // A position in `shard` (`sequence` is for kAfter only). kNotFound for a
+  // shard the feed no longer holds, or a sequence trimmed from it.
+  virtual Result<std::string> position(std::string_view shard, FeedStart start,
+                                       std::string_view sequence = {}) = 0;
+  // Up to `limit` records (1..1000) from `position`, and where to read on.
+  // kFailedPrecondition when the position has expired (DynamoDB's last 15
+  // minutes): take a new one after the last record handled. kNotFound when
+  // the records it points at have been trimmed: read on from kOldest.
+  virtual Result<FeedPage> read(std::string_view position, int limit) = 0;
+};
+
 // Capacity consumed on one table, or one of its indexes (`index` empty: the
 // table itself), in the units AWS bills: read units by reads, write units by
 // writes (a write also costs units on each index it changes).
@@ -368,6 +428,14 @@ class ItemStore {
   // what the bill counts, the table's units and each index's apart. Empty
   // for a store that reports none. Thread-safe.
   virtual std::vector<CapacityUse> consumed_capacity() const { return {}; }
+
+  // The change feed of `table` (made with TableSpec::change_feed), owned by
+  // the store; null where the backend keeps none (SQLite, memory: their
+  // change_stamp() serves instead) or the table has none.
+  virtual ChangeFeed* change_feed(std::string_view table) {
+    (void)table;
+    return nullptr;
+  }
 };
 
 // Opens a store from a URI:

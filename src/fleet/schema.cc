@@ -13,11 +13,14 @@ TableSpec connections_table_spec() {
   session.projects_all = false;
   session.projected = {kDesiredStateAttr, kWsUrlAttr,    kSeqFieldAttr,
                        "lease_owner",     "lease_token", "lease_expires_at_ms"};
+  // Its change feed (DynamoDB Streams) is read by one worker of the fleet,
+  // which tells the others what they must act on (fleet/feed_reader.h).
   return TableSpec{kConnectionsTable,
                    kConnectionsKeyAttr,
                    "",
                    {IndexSpec{kOrphanIndex, "desired_state", "lease_expires_at_ms", AttrType::kInt},
-                    std::move(session)}};
+                    std::move(session)},
+                   /*change_feed=*/true};
 }
 
 }  // namespace leasehold::fleet

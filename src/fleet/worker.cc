@@ -130,6 +130,27 @@ void Worker::Impl::start_threads() {
   member_renewer_.start();
   control_ = std::thread([this] { control_loop(); });
   keeper_ = std::thread([this] { keeper_loop(); });
+  ChangeFeed* feed =
+      sessions() && options_.read_feed ? store_.change_feed(kConnectionsTable) : nullptr;
+  if (feed != nullptr) {
+    FeedReaderOptions o;
+    o.id = options_.id;
+    o.lease = options_.lease;
+    o.logger = options_.logger;
+    feed_reader_ = std::make_unique<FeedReader>(store_, *feed, clock_, random_, o);
+    feed_ = std::thread([this] { feed_loop(); });
+  }
+}
+
+// Reads the change feed while this worker holds its lease, and waits its
+// turn while another does (fleet/feed_reader.h).
+void Worker::Impl::feed_loop() {
+  while (true) {
+    const MonoTime next = feed_reader_->step();
+    MutexLock lock(mu_);
+    while (!stopping_ && clock_.mono_now() < next) control_cv_.wait_until(mu_, clock_, next);
+    if (stopping_) return;
+  }
 }
 
 MonoTime Worker::Impl::poll() {
@@ -161,8 +182,14 @@ void Worker::Impl::stop() {
   keeper_cv_.notify_all();
   if (control_.joinable()) control_.join();
   if (keeper_.joinable()) keeper_.join();
+  if (feed_.joinable()) feed_.join();
+  // It takes nothing more: the others, and the feed's reader, do not count
+  // on it for what it now hands over.
+  say_not_taking();
   hand_over(snapshot(), "the worker is stopping");
   retry_releases();  // once more, for what could not be given back before
+  // The feed's reader (this one or another's) tells the others at once.
+  if (feed_reader_) feed_reader_->stop();
   if (!open_->wait_for_none(clock_, clock_.mono_now() + kStopWaitMax)) {
     log_to(options_.logger, LogLevel::kError, "upstream connections still open after {} ms",
            to_ms(kStopWaitMax));
@@ -193,6 +220,32 @@ void Worker::Impl::stop() {
   renewer_.stop();
   member_renewer_.stop();
   log_to(options_.logger, LogLevel::kInfo, "worker {} stopped", options_.id);
+}
+
+// Before a stopping worker hands over: its figures say it takes nothing
+// more, in a write of their own (the next heartbeat may not come), so that
+// the others' placement and the feed's reader count it out. Figures carried
+// for the heartbeat, which would say otherwise, are dropped.
+void Worker::Impl::say_not_taking() {
+  if (snapshot().empty()) return;
+  std::optional<Renewer::Id> member;
+  {
+    MutexLock lock(mu_);
+    member = member_id_;
+  }
+  if (!member) return;
+  member_renewer_.carry(*member, Update());
+  const std::optional<Lease> lease = member_renewer_.get(*member);
+  if (!lease) return;
+  Update update;
+  update.set("taking", false)
+      .set("updated_at_ms", to_unix_ms(clock_.wall_now()))
+      .returning_updated_only();
+  const Result<Item> written = member_leases_.fenced_write(*lease, update);
+  if (!written.ok()) {
+    log_to(options_.logger, LogLevel::kDebug, "saying it takes nothing more: {}",
+           written.status().message());
+  }
 }
 
 // ---------------------------------------------------------------- helpers
@@ -246,6 +299,11 @@ WorkerStats Worker::Impl::stats() const {
   s.audit_finds = audit_finds_;
   s.reaper_finds = reaper_finds_;
   s.members_pruned = members_pruned_;
+  if (feed_reader_) {
+    const FeedReaderStats feed = feed_reader_->stats();
+    s.feed_records = feed.records;
+    s.feed_nudges = feed.nudges;
+  }
   return s;
 }
 

@@ -153,6 +153,11 @@ struct WorkerOptions {
   // reaper). Zero: kAuditEveryDefault, kReapEveryDefault.
   Duration audit_every{};
   Duration reap_every{};
+  // With a session, on a store that keeps a change feed of the connections
+  // table (DynamoDB Streams): whether this worker takes its turn reading it
+  // (fleet/feed_reader.h), so that the fleet acts on a change within about
+  // a second rather than at the next reconcile or poll.
+  bool read_feed = true;
   // For the deterministic simulation: start() starts no thread, and poll()
   // does what the threads would have done by now. The Renewers are polled
   // too, so nothing runs but on the caller's thread.
@@ -191,6 +196,10 @@ struct WorkerStats {
   uint64_t audit_finds = 0;
   uint64_t reaper_finds = 0;
   uint64_t members_pruned = 0;
+  // The change feed (fleet/feed_reader.h), while this worker read it:
+  // records acted on, and the nudges they gave.
+  uint64_t feed_records = 0;
+  uint64_t feed_nudges = 0;
 };
 
 // Whether the worker does its job, for /healthz: it reaches the store, its

@@ -77,9 +77,12 @@ bool Worker::Impl::react_now() {
   std::set<std::string, std::less<>> free;
   bool fresh = false;
   for (const Item& item : page->items) {
-    std::string pk = get_string_or(item, kConnectionsKeyAttr);
-    fresh = fresh || !free_seen_.contains(pk);
-    free.insert(std::move(pk));
+    // By epoch too: free again after another took it and let it go between
+    // two looks is news as well.
+    std::string seen = get_string_or(item, kConnectionsKeyAttr) + " " +
+                       std::to_string(get_int_or(item, SlotNames(kDefaultSlot).epoch));
+    fresh = fresh || !free_seen_.contains(seen);
+    free.insert(std::move(seen));
   }
   free_seen_ = std::move(free);
   return fresh;

@@ -25,6 +25,7 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "fleet/connections.h"
+#include "fleet/feed_reader.h"
 #include "fleet/members.h"
 #include "fleet/message.h"
 #include "fleet/placement.h"
@@ -345,6 +346,8 @@ class Worker::Impl {
 
   // The control loop and its parts.
   void control_loop();
+  void feed_loop() EXCLUDES(mu_);
+  void say_not_taking();
   // One reconcile, and when the next is due.
   void control_step();
   MonoTime control_due() EXCLUDES(mu_);
@@ -563,7 +566,8 @@ class Worker::Impl {
   // read yet), until when a nudge is followed, and the next poll.
   int64_t nudges_seen_ = -1;
   // Control thread only: the store's change stamp at the last look, and the
-  // free STARTED connections it found then (react_now()).
+  // free STARTED connections it found then, with their lease epochs
+  // (react_now()).
   std::optional<ChangeStamp> stamp_seen_;
   std::set<std::string, std::less<>> free_seen_;
   MonoTime follow_nudge_until_{};
@@ -607,6 +611,10 @@ class Worker::Impl {
   const std::shared_ptr<OpenStreams> open_ = std::make_shared<OpenStreams>();
   std::thread control_;
   std::thread keeper_;
+  // The change feed's reader, if this worker takes its turn (read_feed),
+  // and its thread; feed_reader_ is the thread's alone until it is joined.
+  std::unique_ptr<FeedReader> feed_reader_;
+  std::thread feed_;
 };
 
 }  // namespace leasehold::fleet

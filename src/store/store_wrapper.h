@@ -62,6 +62,7 @@ class StoreWrapper : public ItemStore {
   std::string_view backend_name() const override { return inner_.backend_name(); }
   bool reads_are_local() const override { return inner_.reads_are_local(); }
   std::vector<CapacityUse> consumed_capacity() const override { return inner_.consumed_capacity(); }
+  ChangeFeed* change_feed(std::string_view table) override { return inner_.change_feed(table); }
 
  private:
   ItemStore& inner_;

@@ -302,7 +302,9 @@ class ScriptedServer {
   }
 
  private:
-  // Reads one request; returns its X-Amz-Target, or nullopt at EOF.
+  // Reads one request; returns its X-Amz-Target, lower-cased, without
+  // DynamoDB's prefix ("getitem", "dynamodbstreams_20120810.getrecords"),
+  // or nullopt at EOF.
   static std::optional<std::string> read_request(int fd, std::string& pending) {
     char chunk[4096];
     size_t end;
@@ -320,9 +322,13 @@ class ScriptedServer {
       if (n <= 0) return std::nullopt;
       pending.append(chunk, static_cast<size_t>(n));
     }
-    const size_t t = head.find("x-amz-target: dynamodb_20120810.");
+    constexpr std::string_view kField = "x-amz-target: ", kDynamoDb = "dynamodb_20120810.";
+    const size_t t = head.find(kField);
     std::string target =
-        t == std::string::npos ? "" : head.substr(t + 32, head.find("\r\n", t) - t - 32);
+        t == std::string::npos
+            ? ""
+            : head.substr(t + kField.size(), head.find("\r\n", t) - t - kField.size());
+    if (target.starts_with(kDynamoDb)) target.erase(0, kDynamoDb.size());
     pending.erase(0, end + 4 + length);
     return target;
   }
@@ -467,6 +473,8 @@ const std::vector<ErrorRow>& error_rows() {
       {400, "ValidationException", C::kInvalidArgument, C::kInvalidArgument},
       {400, "SerializationException", C::kInvalidArgument, C::kInvalidArgument},
       {400, "ResourceInUseException", C::kAlreadyExists, C::kAlreadyExists},
+      {400, "ExpiredIteratorException", C::kFailedPrecondition, C::kFailedPrecondition},
+      {400, "TrimmedDataAccessException", C::kNotFound, C::kNotFound},
       {400, "UnrecognizedClientException", C::kUnavailable, C::kUnavailable},
       {403, "InvalidSignatureException", C::kUnavailable, C::kUnavailable},
       {403, "MissingAuthenticationToken", C::kUnavailable, C::kUnavailable},
@@ -700,6 +708,116 @@ TEST(DynamoDbFaults, MissingTableIsNotFound) {
   auto store = store_for(server, &pauses);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->get("t", {"a", ""}, true).status().code(), Code::kNotFound);
+}
+
+// ---------------------------------------------------------------- change feeds
+
+// dynalite has no DynamoDB Streams: it drops CreateTable's
+// StreamSpecification and answers the Streams API with
+// UnknownOperationException. A table that asks for a change feed is made
+// all the same, and made again (ensure_table() finds that there is no
+// stream to turn on, rather than failing UpdateTable), and has no feed.
+// DynamoDB Local has one (dynamodb_local_feed_test.cc).
+TEST(DynamoDbFeed, DynaliteKeepsNoFeed) {
+  const testing::Dynalite* dynalite = shared_dynalite();
+  ASSERT_NE(dynalite, nullptr);
+  const DynamoDbOptions options = dynalite_options(*dynalite);
+  TableSpec spec{"fed", "k", "", {}};
+  spec.change_feed = true;
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round == 0 ? "created" : "a store that finds it made");
+    auto store = store::dynamodb::open_dynamodb_store(options);
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    const Status ensured = (*store)->ensure_table(spec);
+    ASSERT_TRUE(ensured.ok()) << ensured.to_string();
+    ASSERT_TRUE((*store)->ensure_table(spec).ok());
+    EXPECT_EQ((*store)->change_feed("fed"), nullptr);
+    ASSERT_TRUE((*store)->put("fed", {{"k", "a"}}, {}).ok());
+  }
+}
+
+// A DescribeTable reply for a table with a change feed's stream.
+const char* kDescribedWithStream =
+    R"({"Table":{"TableName":"f_t","TableStatus":"ACTIVE",)"
+    R"("AttributeDefinitions":[{"AttributeName":"k","AttributeType":"S"}],)"
+    R"("KeySchema":[{"AttributeName":"k","KeyType":"HASH"}],)"
+    R"("StreamSpecification":{"StreamEnabled":true,"StreamViewType":"NEW_AND_OLD_IMAGES"},)"
+    R"("LatestStreamArn":"arn:aws:dynamodb:us-east-1:1:table/f_t/stream/s"}})";
+
+// The feed's requests go to the Streams API; DescribeStream is read to its
+// last page, and the shards come parents first, closed ones marked, a
+// parent no longer listed (trimmed) forgotten.
+TEST(DynamoDbFeed, ShardsArePagedAndParentsComeFirst) {
+  ScriptedServer server(
+      {{200, kDescribedWithStream},
+       {200, R"({"StreamDescription":{"Shards":[)"
+             R"({"ShardId":"child","ParentShardId":"parent",)"
+             R"("SequenceNumberRange":{"StartingSequenceNumber":"5"}},)"
+             R"({"ShardId":"orphan","ParentShardId":"trimmed",)"
+             R"("SequenceNumberRange":{"StartingSequenceNumber":"1"}}],)"
+             R"("LastEvaluatedShardId":"orphan"}})"},
+       {200,
+        R"({"StreamDescription":{"Shards":[{"ShardId":"parent",)"
+        R"("SequenceNumberRange":{"StartingSequenceNumber":"1","EndingSequenceNumber":"4"}}]}})"}});
+  std::vector<Duration> pauses;
+  auto store = store_for(server, &pauses);
+  ASSERT_NE(store, nullptr);
+  ChangeFeed* feed = store->change_feed("t");
+  ASSERT_NE(feed, nullptr);
+  const Result<std::vector<FeedShard>> shards = feed->shards();
+  ASSERT_TRUE(shards.ok()) << shards.status().to_string();
+  ASSERT_EQ(shards->size(), 3u);
+  EXPECT_EQ((*shards)[0].id, "parent");
+  EXPECT_TRUE((*shards)[0].closed);
+  EXPECT_EQ((*shards)[1].id, "child");
+  EXPECT_EQ((*shards)[1].parent_id, "parent");
+  EXPECT_FALSE((*shards)[1].closed);
+  EXPECT_EQ((*shards)[2].id, "orphan");
+  EXPECT_EQ((*shards)[2].parent_id, "");
+  EXPECT_EQ(server.targets(),
+            (std::vector<std::string>{"describetable", "dynamodbstreams_20120810.describestream",
+                                      "dynamodbstreams_20120810.describestream"}));
+}
+
+// GetRecords is a read: sent again after throttling and a 5xx. The errors
+// of the Streams API map to the feed's codes, named by the operation and
+// AWS's error code; a shard read to its end has no next position.
+TEST(DynamoDbFeed, ReadsAreRetriedAndStreamsErrorsMapped) {
+  ScriptedServer server(
+      {{200, kDescribedWithStream},
+       error_reply(400, "LimitExceededException"),
+       error_reply(500, "InternalServerError"),
+       {200, R"({"Records":[{"eventName":"MODIFY","dynamodb":{"Keys":{"k":{"S":"a"}},)"
+             R"("OldImage":{"k":{"S":"a"},"n":{"N":"1"}},"NewImage":{"k":{"S":"a"},"n":{"N":"2"}},)"
+             R"("SequenceNumber":"100"}}]})"},
+       error_reply(400, "ExpiredIteratorException"),
+       error_reply(400, "TrimmedDataAccessException"),
+       error_reply(400, "ResourceNotFoundException"),
+       error_reply(400, "ValidationException")});
+  std::vector<Duration> pauses;
+  auto store = store_for(server, &pauses);
+  ASSERT_NE(store, nullptr);
+  ChangeFeed* feed = store->change_feed("t");
+  ASSERT_NE(feed, nullptr);
+  const Result<FeedPage> page = feed->read("iterator", 10);
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  EXPECT_EQ(pauses.size(), 2u);
+  ASSERT_EQ(page->records.size(), 1u);
+  EXPECT_EQ(page->records[0].sequence, "100");
+  EXPECT_EQ(page->records[0].key, (Key{"a", ""}));
+  EXPECT_EQ(page->records[0].old_image, (Item{{"k", "a"}, {"n", int64_t{1}}}));
+  EXPECT_EQ(page->records[0].new_image, (Item{{"k", "a"}, {"n", int64_t{2}}}));
+  EXPECT_EQ(page->next, "") << "no NextShardIterator: read to its end";
+  for (const auto& [code, type] : std::vector<std::pair<Code, std::string>>{
+           {Code::kFailedPrecondition, "ExpiredIteratorException"},
+           {Code::kNotFound, "TrimmedDataAccessException"},
+           {Code::kNotFound, "ResourceNotFoundException"},
+           {Code::kInvalidArgument, "ValidationException"}}) {
+    const Status status = feed->read("iterator", 10).status();
+    EXPECT_EQ(code_name(status.code()), code_name(code)) << type;
+    EXPECT_EQ(status.message(), "GetRecords: " + type + ": scripted");
+  }
+  EXPECT_EQ(count_of(server.targets(), "dynamodbstreams_20120810.getrecords"), 7u);
 }
 
 // ---------------------------------------------------------------- credentials

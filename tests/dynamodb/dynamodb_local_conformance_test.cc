@@ -5,13 +5,11 @@
 // skipped here.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <map>
 
-#include "store/dynamodb/dynamodb_store.h"
 #include "tests/conformance/queue_conformance.h"
 #include "tests/conformance/store_conformance.h"
-#include "tests/dynamodb/dynamodb_local_fixture.h"
+#include "tests/dynamodb/dynamodb_local_store.h"
 #include "tests/fleet/liveness_fixture.h"
 
 namespace leasehold::conformance {
@@ -19,8 +17,6 @@ namespace leasehold::conformance {
 using fleet::testing::FleetLiveness;
 
 namespace {
-
-using store::dynamodb::DynamoDbOptions;
 
 // Cases skipped on DynamoDB Local, each with its reason: a limitation of
 // the emulator, never a difference in meaning.
@@ -34,18 +30,6 @@ const std::map<std::string, std::string>& skipped_on_dynamodb_local() {
   return kSkipped;
 }
 
-const testing::DynamoDbLocal* shared_dynamodb_local() {
-  static const std::unique_ptr<testing::DynamoDbLocal> server = [] {
-    auto started = testing::DynamoDbLocal::start();
-    if (!started.ok()) {
-      ADD_FAILURE() << "DynamoDB Local: " << started.status().to_string();
-      return std::unique_ptr<testing::DynamoDbLocal>();
-    }
-    return std::move(started).value();
-  }();
-  return server.get();
-}
-
 void skip_on_dynamodb_local_if_listed(const std::string& test_name) {
   for (const auto& [name, reason] : skipped_on_dynamodb_local()) {
     if (test_name.find(name) != std::string::npos) GTEST_SKIP() << reason;
@@ -55,16 +39,7 @@ void skip_on_dynamodb_local_if_listed(const std::string& test_name) {
 Result<std::unique_ptr<ItemStore>> make_dynamodb_local() {
   // Called from SetUp(): a skip recorded here stops the test body.
   skip_on_dynamodb_local_if_listed(::testing::UnitTest::GetInstance()->current_test_info()->name());
-  const testing::DynamoDbLocal* server = shared_dynamodb_local();
-  if (server == nullptr) return unavailable("DynamoDB Local did not start");
-  static std::atomic<int> next_prefix{0};
-  DynamoDbOptions options;
-  options.region = "us-east-1";
-  options.table_prefix = "l" + std::to_string(next_prefix++) + "_";
-  options.endpoint = server->endpoint();
-  options.credentials = {"AKIDDYNAMODBLOCAL", "dynamodb-local-does-not-check-secrets", ""};
-  options.table_active_timeout = std::chrono::seconds(10);
-  return store::dynamodb::open_dynamodb_store(options);
+  return testing::open_on_dynamodb_local();
 }
 
 const StoreFactory kDynamoDbLocal{"dynamodb_local", make_dynamodb_local};

@@ -3,6 +3,7 @@
 // (a session ttl and two reconcile periods), whatever failed, never its own
 // lease's ttl (a minute here, half an hour by default). One case per way a
 // lease can be forgotten, on each backend.
+#include "fleet/feed_reader.h"
 #include "tests/fleet/liveness_fixture.h"
 
 namespace leasehold::fleet::testing {
@@ -390,6 +391,56 @@ TEST_P(FleetLiveness, DeadMembersAreRemovedSoThatReadsStayFlat) {
   EXPECT_TRUE(eventually([&] { return members() == 1; }, seconds(10)))
       << members() << " members left";
   EXPECT_EQ(w1.worker->stats().members_pruned, 12u);
+}
+
+// What is written to the fleet is acted on within moments though nobody
+// reconciles for 30 s: on SQLite each worker sees the store's change stamp
+// move; on DynamoDB the change feed's reader nudges the worker that must
+// act. A connection added, stopped, started, and handed over by a worker
+// that stops.
+TEST_P(FleetLiveness, WhatIsWrittenIsActedOnWithinMomentsThoughNobodyReconciles) {
+  if (backend_->change_feed(kConnectionsTable) == nullptr && !backend_->change_stamp()) {
+    GTEST_SKIP() << "this backend keeps no change feed (dynalite): the poll finds changes";
+  }
+  reconcile_every_ = seconds(30);
+  const auto logs = [&] {
+    std::string out;
+    for (const auto& r : running_) {
+      for (const auto& line : r->log->lines()) out += "\n" + r->id + ": " + line.message;
+    }
+    return out;
+  };
+  const auto rarely = [&](const std::string& id) {
+    WorkerOptions o = options(id);
+    o.poll_every = seconds(60);
+    return o;
+  };
+  start("w1", {}, rarely("w1"));
+  start("w2", {}, rarely("w2"));
+  constexpr auto kMoments = seconds(3);
+  if (backend_->change_feed(kConnectionsTable) != nullptr) {
+    // The first reader ever reads from the newest record on: what was
+    // written before it began is the poll's to find.
+    ASSERT_TRUE(eventually(
+        [&] {
+          Result<Item> feed = backend_->get(kWorkersTable, Key{kFeedLeasePk, ""}, true);
+          return feed.ok() && feed->contains(kFeedShardsAttr);
+        },
+        kBoundWait));
+  }
+  add("c");
+  const std::string first = streamed_within("c", kMoments);
+  ASSERT_FALSE(first.empty()) << "conn add" << logs();
+  set_state("c", DesiredState::kStopped);
+  EXPECT_TRUE(eventually([&] { return streamer("c").empty(); }, kMoments)) << "conn stop";
+  set_state("c", DesiredState::kStarted);
+  const std::string holder = streamed_within("c", kMoments);
+  ASSERT_FALSE(holder.empty()) << "conn start" << logs();
+  for (auto& r : running_) {
+    if (r->id == holder) r->worker->stop();
+  }
+  EXPECT_EQ(streamed_within("c", kMoments), holder == "w1" ? "w2" : "w1")
+      << "a worker's stop" << logs();
 }
 
 }  // namespace leasehold::fleet::testing

@@ -1,7 +1,7 @@
 // DynamoDbStore: construction, one request's life (signing, sending, the
 // retries the error table allows), and opening a store from options or a
 // URI. The table lifecycle is in dynamodb_tables.cc, the item operations in
-// dynamodb_items.cc.
+// dynamodb_items.cc, the change feeds in dynamodb_streams.cc.
 #include "store/dynamodb/dynamodb_store.h"
 
 #include <algorithm>
@@ -19,11 +19,17 @@ namespace {
 
 constexpr std::string_view kContentType = "application/x-amz-json-1.0";
 
+std::string_view target_prefix(Api api) {
+  return api == Api::kStreams ? "DynamoDBStreams_20120810." : "DynamoDB_20120810.";
+}
+
 }  // namespace
 
-DynamoDbStore::DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpClient> http)
+DynamoDbStore::DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpClient> http,
+                             std::unique_ptr<net::HttpClient> streams_http)
     : options_(std::move(options)),
       http_(std::move(http)),
+      streams_http_(std::move(streams_http)),
       writers_(static_cast<size_t>(std::clamp(options_.parallel_writes, 1, kParallelWritesMax)) -
                1) {
   if (options_.clock == nullptr) options_.clock = &real_clock_;
@@ -33,14 +39,15 @@ DynamoDbStore::DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpC
 
 // ---------------------------------------------------------------- requests
 
-Result<net::HttpRequest> DynamoDbStore::make_request(std::string_view op, std::string body) {
+Result<net::HttpRequest> DynamoDbStore::make_request(Api api, std::string_view op,
+                                                     std::string body) {
   // The signed headers, then the three the signature adds.
   constexpr size_t kHeadersMax = 5;
   aws::HttpRequestToSign to_sign;
-  to_sign.host = http_->host_header();
+  to_sign.host = client(api).host_header();
   to_sign.headers.reserve(kHeadersMax);
   to_sign.headers.emplace_back("Content-Type", kContentType);
-  to_sign.headers.emplace_back("X-Amz-Target", std::string("DynamoDB_20120810.").append(op));
+  to_sign.headers.emplace_back("X-Amz-Target", std::string(target_prefix(api)).append(op));
   to_sign.body = std::move(body);
   aws::Credentials fetched;
   if (options_.credentials_source) {
@@ -48,6 +55,7 @@ Result<net::HttpRequest> DynamoDbStore::make_request(std::string_view op, std::s
   }
   const aws::Credentials& credentials =
       options_.credentials_source ? fetched : options_.credentials;
+  // DynamoDB Streams is signed as DynamoDB ("dynamodb"), with the same credentials.
   LEASEHOLD_ASSIGN_OR_RETURN(aws::SigV4Result signature,
                              aws::sign_v4(to_sign, credentials, options_.region, "dynamodb",
                                           options_.clock->wall_now(), &signing_keys_));
@@ -80,12 +88,12 @@ MonoTime DynamoDbStore::deadline_after(Duration timeout) const {
   return now + timeout;
 }
 
-Result<json::object> DynamoDbStore::send_once(std::string_view op, const std::string& body,
+Result<json::object> DynamoDbStore::send_once(Api api, std::string_view op, const std::string& body,
                                               Duration timeout, json::storage_ptr storage,
                                               Verdict* verdict) {
   *verdict = Verdict::kAnswered;
-  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpRequest request, make_request(op, body));
-  Result<net::HttpResponse> response = http_->send(request, timeout);
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpRequest request, make_request(api, op, body));
+  Result<net::HttpResponse> response = client(api).send(request, timeout);
   if (response.ok()) {
     return interpret_reply(op, response->status, response->body, verdict, std::move(storage));
   }
@@ -97,8 +105,8 @@ Result<json::object> DynamoDbStore::send_once(std::string_view op, const std::st
 // says so, up to attempts_max times and never past `deadline`.
 Result<json::object> DynamoDbStore::call(std::string_view op, const json::object& body,
                                          bool idempotent, json::storage_ptr storage,
-                                         MonoTime deadline) {
-  return call_text(op, json::serialize(body), idempotent, std::move(storage), deadline);
+                                         MonoTime deadline, Api api) {
+  return call_text(op, json::serialize(body), idempotent, std::move(storage), deadline, api);
 }
 
 namespace {
@@ -178,8 +186,8 @@ void DynamoDbStore::note_capacity(std::string_view op, const json::object& reply
 
 Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::string& given,
                                               bool idempotent, json::storage_ptr storage,
-                                              MonoTime deadline) {
-  const bool items = reads_items(op) || writes_items(op);
+                                              MonoTime deadline, Api api) {
+  const bool items = api == Api::kDynamoDb && (reads_items(op) || writes_items(op));
   const std::string asking = items ? asking_capacity(given) : std::string();
   const std::string& text = items ? asking : given;
   const int attempts_max = std::max(options_.attempts_max, 1);
@@ -194,7 +202,7 @@ Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::st
     if (left <= Duration::zero()) return gave_up(op, attempt, last, true);
     Verdict verdict;
     Result<json::object> reply =
-        send_once(op, text, std::min(options_.request_timeout, left), storage, &verdict);
+        send_once(api, op, text, std::min(options_.request_timeout, left), storage, &verdict);
     switch (next_step(verdict, idempotent)) {
       case Next::kReturn:
         if (items && reply.ok()) note_capacity(op, *reply);
@@ -278,8 +286,18 @@ Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options) 
   LEASEHOLD_ASSIGN_OR_RETURN(net::HttpClientOptions http, check_options(options, true));
   LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<net::HttpClient> client,
                              net::HttpClient::open(std::move(http)));
+  // AWS serves DynamoDB Streams from a host of its own; an endpoint given in
+  // the options (an emulator) serves both APIs, through one client.
+  std::unique_ptr<net::HttpClient> streams;
+  if (options.endpoint.empty()) {
+    net::HttpClientOptions streams_http;
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        streams_http.endpoint,
+        net::parse_http_endpoint("https://streams.dynamodb." + options.region + ".amazonaws.com"));
+    LEASEHOLD_ASSIGN_OR_RETURN(streams, net::HttpClient::open(std::move(streams_http)));
+  }
   return std::unique_ptr<ItemStore>(
-      std::make_unique<DynamoDbStore>(std::move(options), std::move(client)));
+      std::make_unique<DynamoDbStore>(std::move(options), std::move(client), std::move(streams)));
 }
 
 Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest) {

@@ -4,9 +4,25 @@
 // A logical table "T" is the DynamoDB table PREFIX + "T", so several
 // deployments (or tests) share one account without seeing each other's
 // tables. Key attributes are strings (S); index range attributes are S or N.
-// Tables are created PAY_PER_REQUEST with every index a GSI projecting ALL.
-// The schema of a table this process did not create is read once with
-// DescribeTable and cached, so a table made by another process just works.
+// Tables are created PAY_PER_REQUEST with every index a GSI (projecting
+// what its IndexSpec says). The schema of a table this process did not
+// create is read once with DescribeTable and cached, with its stream, so a
+// table made by another process just works.
+//
+// Change feeds: a table whose spec asks for one (TableSpec::change_feed) is
+// created with a stream of NEW_AND_OLD_IMAGES, and ensure_table() turns one
+// on for an existing table that has none (a stream of another view type is
+// kInvalidArgument; a table whose spec does not ask is left as it is).
+// change_feed() reads it through the DynamoDB Streams API (JSON 1.0, signed
+// as "dynamodb" with the same credentials), on
+// https://streams.dynamodb.REGION.amazonaws.com, or on the endpoint given
+// in the options, which serves both APIs. Its requests are reads: retried
+// and mapped as the others (an expired position is kFailedPrecondition,
+// trimmed records kNotFound). An endpoint without the Streams API
+// (dynalite, which drops CreateTable's StreamSpecification) keeps no feeds:
+// ensure_table() leaves its tables as they are and change_feed() is null.
+// require_table() turns nothing on: where the stream its spec asks for is
+// missing, change_feed() is null, as on a backend without feeds.
 //
 // Every input is validated with store/eval.h before anything is sent, so bad
 // input fails exactly as on the other backends. A request is sent again
@@ -23,30 +39,34 @@
 // sent after it. Error messages carry DynamoDB's exception name and message,
 // never credentials or item values.
 //
-// A DynamoDbStore is safe for concurrent use by many threads (the HTTP
-// client pools connections; the schema cache has its own mutex). Every call
-// blocks its caller until DynamoDB answers or the call gives up.
+// A DynamoDbStore, and each of its feeds, is safe for concurrent use by many
+// threads (the HTTP clients pool connections; the schema cache and the feeds
+// have a mutex). Every call blocks its caller until DynamoDB answers or the
+// call gives up.
 //
 // Threads: no call starts one. A store owns, for its whole life, at most
 // parallel_writes - 1 writers (update_each() spreads its writes over its
 // caller and them; they start with the first update_each() of more than one
 // write), and, when the endpoint is a host name rather than an IP literal,
 // the one thread on which its HTTP client resolves names (net/http_client.h).
-// Credentials from the container endpoint have an HTTP client of their own,
-// with a resolver thread only if AWS_CONTAINER_CREDENTIALS_FULL_URI names a
-// host. So with the defaults a process with one store on AWS has 16 threads
-// of the store's, and one on dynalite (127.0.0.1) 15.
+// On AWS, DynamoDB Streams has a client of its own, whose resolver thread
+// starts with the first request of a change feed. Credentials from the
+// container endpoint have an HTTP client of their own, with a resolver
+// thread only if AWS_CONTAINER_CREDENTIALS_FULL_URI names a host. So with
+// the defaults a process with one store on AWS has 16 threads of the
+// store's (17 once it has read a change feed), and one on dynalite or
+// DynamoDB Local (127.0.0.1) 15.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "aws/credentials.h"
+#include "aws/sigv4.h"
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
 #include "leasehold/store.h"
-#include "aws/credentials.h"
-#include "aws/sigv4.h"
 
 namespace leasehold::store::dynamodb {
 

@@ -1,14 +1,17 @@
 // DynamoDbStore, the class behind open_dynamodb_store(), shared by the files
 // that implement it: dynamodb_store.cc (construction, requests: signing,
 // sending, retrying; opening from options or a URI), dynamodb_tables.cc
-// (table lifecycle) and dynamodb_items.cc (item operations and queries).
+// (table lifecycle), dynamodb_items.cc (item operations and queries) and
+// dynamodb_streams.cc (change feeds, and DynamoDbFeed, which reads one).
 //
 // Private to the backend: include it only from those files. A DynamoDbStore
-// is safe for concurrent use by many threads (see dynamodb_store.h).
+// and its DynamoDbFeeds are safe for concurrent use by many threads (see
+// dynamodb_store.h).
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,10 +35,47 @@ namespace json = boost::json;
 // The deadline of a call that has none: only request_timeout bounds each attempt.
 inline constexpr MonoTime kNoDeadline = MonoTime::max();
 
+// The two JSON APIs a store speaks, each with its own X-Amz-Target prefix:
+// DynamoDB's, and DynamoDB Streams' (change feeds), which AWS serves from a
+// host of its own.
+enum class Api { kDynamoDb, kStreams };
+
+class DynamoDbStore;
+
+// A table's change feed, read through DynamoDB Streams (DescribeStream,
+// GetShardIterator, GetRecords). Its requests are the store's: signed and
+// retried as reads, errors mapped by the error table. Owned by the store,
+// which it must not outlive; thread-safe, as it keeps no state of its own
+// besides what it was made with.
+class DynamoDbFeed final : public ChangeFeed {
+ public:
+  // `stream_arn`: the table's LatestStreamArn; `spec`: its key attributes.
+  DynamoDbFeed(DynamoDbStore& store, std::string stream_arn, const TableSpec& spec)
+      : store_(store),
+        stream_arn_(std::move(stream_arn)),
+        pk_attr_(spec.pk_attr),
+        sk_attr_(spec.sk_attr) {}
+
+  Result<std::vector<FeedShard>> shards() override;
+  Result<std::string> position(std::string_view shard, FeedStart start,
+                               std::string_view sequence) override;
+  Result<FeedPage> read(std::string_view position, int limit) override;
+
+ private:
+  Result<json::object> call(std::string_view op, const json::object& body);
+
+  DynamoDbStore& store_;
+  const std::string stream_arn_;
+  const std::string pk_attr_;
+  const std::string sk_attr_;  // empty: the table has no sort key
+};
+
 class DynamoDbStore final : public ItemStore {
  public:
   // REQUIRES: `options` passed validation (open_dynamodb_store()).
-  DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpClient> http);
+  // `streams_http` serves DynamoDB Streams; null: `http` serves it too.
+  DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpClient> http,
+                std::unique_ptr<net::HttpClient> streams_http);
 
   Status ensure_table(const TableSpec& spec) override;
   Status require_table(const TableSpec& spec) override;
@@ -56,10 +96,20 @@ class DynamoDbStore final : public ItemStore {
                                         Duration timeout) override;
   std::string_view backend_name() const override { return "dynamodb"; }
   std::vector<CapacityUse> consumed_capacity() const override EXCLUDES(capacity_mu_);
+  ChangeFeed* change_feed(std::string_view table) override EXCLUDES(mu_);
 
  private:
+  friend class DynamoDbFeed;  // sends its requests through call()
+
   using SpecPtr = std::shared_ptr<const TableSpec>;
   using KeyTuple = std::pair<std::string, std::string>;
+  // What the schema cache holds of a table: its spec as DynamoDB has it
+  // (change_feed: it keeps a stream a feed can read) and that stream's ARN.
+  struct KnownTable {
+    TableSpec spec;
+    std::string stream_arn;  // empty unless spec.change_feed
+  };
+  using KnownPtr = std::shared_ptr<const KnownTable>;
 
   std::string physical(std::string_view logical) const {
     return options_.table_prefix + std::string(logical);
@@ -68,16 +118,22 @@ class DynamoDbStore final : public ItemStore {
   // The reply's JSON lives in `storage` (the default heap unless given): a
   // caller that decodes the reply at once passes a stack arena. A request is
   // `idempotent` when sending it twice does no harm (reads); no attempt is
-  // sent, and no pause taken, that would end past `deadline`.
+  // sent, and no pause taken, that would end past `deadline`. `op` is an
+  // operation of `api`.
   // dynamodb_store.cc: signing, sending and retrying one request.
   Result<json::object> call(std::string_view op, const json::object& body, bool idempotent,
-                            json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline);
+                            json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline,
+                            Api api = Api::kDynamoDb);
   // The same for a body already written as JSON text.
   Result<json::object> call_text(std::string_view op, const std::string& body, bool idempotent,
-                                 json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline);
-  Result<json::object> send_once(std::string_view op, const std::string& body, Duration timeout,
-                                 json::storage_ptr storage, Verdict* verdict);
-  Result<net::HttpRequest> make_request(std::string_view op, std::string body);
+                                 json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline,
+                                 Api api = Api::kDynamoDb);
+  Result<json::object> send_once(Api api, std::string_view op, const std::string& body,
+                                 Duration timeout, json::storage_ptr storage, Verdict* verdict);
+  Result<net::HttpRequest> make_request(Api api, std::string_view op, std::string body);
+  net::HttpClient& client(Api api) const {
+    return api == Api::kStreams && streams_http_ ? *streams_http_ : *http_;
+  }
   // Adds what a reply of an item operation says it consumed
   // (ConsumedCapacity, asked for with every such request) to the totals.
   void note_capacity(std::string_view op, const json::object& reply) EXCLUDES(capacity_mu_);
@@ -87,15 +143,21 @@ class DynamoDbStore final : public ItemStore {
   Duration time_left(MonoTime deadline) const;
   MonoTime deadline_after(Duration timeout) const;
 
-  // dynamodb_tables.cc: DescribeTable, the schema cache, creating tables and
-  // indexes and waiting for them.
+  // dynamodb_tables.cc: DescribeTable, the schema cache, creating tables,
+  // indexes and streams and waiting for them.
   Result<json::object> describe(std::string_view logical, MonoTime deadline = kNoDeadline);
-  Result<SpecPtr> spec_of(std::string_view logical, MonoTime deadline = kNoDeadline);
-  void cache(const TableSpec& spec);
+  Result<KnownPtr> known(std::string_view logical, MonoTime deadline = kNoDeadline) EXCLUDES(mu_);
+  Result<SpecPtr> spec_of(std::string_view logical, MonoTime deadline = kNoDeadline) EXCLUDES(mu_);
+  // Caches `spec` with the stream the described `table` has.
+  KnownPtr cache(TableSpec spec, const json::object& table) EXCLUDES(mu_);
   Status create_table(const TableSpec& spec);
   Status add_index(TableSpec& have, const IndexSpec& index);
-  Status wait_active(std::string_view logical, const std::vector<std::string>& indexes);
-  Status reconcile(const TableSpec& wanted, TableSpec have);
+  // The table's description once it and `indexes` are ACTIVE.
+  Result<json::object> wait_active(std::string_view logical,
+                                   const std::vector<std::string>& indexes);
+  Status reconcile(const TableSpec& wanted, const json::object& table);
+  Status enable_stream(const TableSpec& have);
+  Result<bool> serves_streams() EXCLUDES(mu_);
 
   // dynamodb_items.cc: the item operations.
   Status batch_get_chunk(const TableSpec& spec, std::span<const Key> keys,
@@ -121,8 +183,16 @@ class DynamoDbStore final : public ItemStore {
   // Guards draws from *options_.random (which GUARDED_BY cannot name).
   Mutex random_mu_;
 
+  // DynamoDB Streams' client where it is not http_'s endpoint (AWS's); null
+  // otherwise.
+  std::unique_ptr<net::HttpClient> streams_http_;
+
   Mutex mu_;
-  std::map<std::string, SpecPtr, std::less<>> specs_ GUARDED_BY(mu_);
+  std::map<std::string, KnownPtr, std::less<>> tables_ GUARDED_BY(mu_);
+  // change_feed()'s, by logical table: made once, kept for the store's life.
+  std::map<std::string, std::unique_ptr<DynamoDbFeed>, std::less<>> feeds_ GUARDED_BY(mu_);
+  // Whether the endpoint serves DynamoDB Streams, once asked (serves_streams()).
+  std::optional<bool> serves_streams_ GUARDED_BY(mu_);
 
   // consumed_capacity(): by (logical table, index; "" for the table).
   mutable Mutex capacity_mu_;

@@ -1,6 +1,7 @@
 // DynamoDbStore's table lifecycle: DescribeTable and the schema cache,
-// ensure_table() (create the table, add missing indexes, wait until ACTIVE)
-// and require_table() (check, create nothing).
+// ensure_table() (create the table, add missing indexes, turn its stream on
+// for a change feed, wait until ACTIVE) and require_table() (check, create
+// nothing).
 #include <algorithm>
 
 #include "store/dynamodb/dynamodb_store_impl.h"
@@ -22,11 +23,11 @@ Result<json::object> DynamoDbStore::describe(std::string_view logical, MonoTime 
   return *table;
 }
 
-Result<DynamoDbStore::SpecPtr> DynamoDbStore::spec_of(std::string_view logical, MonoTime deadline) {
+Result<DynamoDbStore::KnownPtr> DynamoDbStore::known(std::string_view logical, MonoTime deadline) {
   {
     MutexLock lock(mu_);
-    const auto it = specs_.find(logical);
-    if (it != specs_.end()) return it->second;
+    const auto it = tables_.find(logical);
+    if (it != tables_.end()) return it->second;
   }
   Result<json::object> table = describe(logical, deadline);
   if (!table.ok()) {
@@ -34,15 +35,25 @@ Result<DynamoDbStore::SpecPtr> DynamoDbStore::spec_of(std::string_view logical, 
       return not_found("no table " + std::string(logical));
     return table.status();
   }
-  auto spec = std::make_shared<const TableSpec>(spec_from_description(logical, *table));
-  MutexLock lock(mu_);
-  specs_[spec->name] = spec;
-  return spec;
+  return cache(spec_from_description(logical, *table), *table);
 }
 
-void DynamoDbStore::cache(const TableSpec& spec) {
+// The spec alone, sharing the cached entry's ownership.
+Result<DynamoDbStore::SpecPtr> DynamoDbStore::spec_of(std::string_view logical, MonoTime deadline) {
+  LEASEHOLD_ASSIGN_OR_RETURN(KnownPtr table, known(logical, deadline));
+  return SpecPtr(table, &table->spec);
+}
+
+DynamoDbStore::KnownPtr DynamoDbStore::cache(TableSpec spec, const json::object& table) {
+  // The spec asked for may say change_feed where the endpoint ignored it
+  // (dynalite): what counts is the stream the table has.
+  StreamState stream = stream_of(table);
+  spec.change_feed = stream.serves_feed();
+  std::string arn = spec.change_feed ? std::move(stream.arn) : std::string();
+  auto entry = std::make_shared<const KnownTable>(KnownTable{std::move(spec), std::move(arn)});
   MutexLock lock(mu_);
-  specs_[spec.name] = std::make_shared<const TableSpec>(spec);
+  tables_[entry->spec.name] = entry;
+  return entry;
 }
 
 Status DynamoDbStore::create_table(const TableSpec& spec) {
@@ -56,6 +67,7 @@ Status DynamoDbStore::create_table(const TableSpec& spec) {
     for (const auto& index : spec.indexes) gsis.push_back(gsi_json(index));
     body["GlobalSecondaryIndexes"] = std::move(gsis);
   }
+  if (spec.change_feed) body["StreamSpecification"] = feed_stream_json();
   // Safe to send again: a CreateTable that had applied is then refused with
   // ResourceInUseException, which ensure_table() takes as "created".
   return call("CreateTable", body, true).status();
@@ -70,20 +82,20 @@ Status DynamoDbStore::add_index(TableSpec& have, const IndexSpec& index) {
                     {"AttributeDefinitions", std::move(definitions)},
                     {"GlobalSecondaryIndexUpdates", std::move(updates)}};
   LEASEHOLD_RETURN_IF_ERROR(call("UpdateTable", body, false).status());
-  LEASEHOLD_RETURN_IF_ERROR(wait_active(have.name, {index.name}));
+  LEASEHOLD_RETURN_IF_ERROR(wait_active(have.name, {index.name}).status());
   have = std::move(grown);
   return {};
 }
 
 // Polls DescribeTable, with a growing pause, until the table and `indexes`
 // are ACTIVE or table_active_timeout has passed.
-Status DynamoDbStore::wait_active(std::string_view logical,
-                                  const std::vector<std::string>& indexes) {
+Result<json::object> DynamoDbStore::wait_active(std::string_view logical,
+                                                const std::vector<std::string>& indexes) {
   const MonoTime deadline = options_.clock->mono_now() + options_.table_active_timeout;
   Duration pause = 5ms;
   while (true) {
     LEASEHOLD_ASSIGN_OR_RETURN(json::object table, describe(logical));
-    if (is_active(table, indexes)) return {};
+    if (is_active(table, indexes)) return table;
     if (options_.clock->mono_now() >= deadline) {
       return unavailable("table " + std::string(logical) +
                          " or its new index is not ACTIVE after " +
@@ -94,20 +106,64 @@ Status DynamoDbStore::wait_active(std::string_view logical,
   }
 }
 
-Status DynamoDbStore::reconcile(const TableSpec& wanted, TableSpec have) {
-  cache(have);
-  // Check every index first, so that a refused call changes nothing.
+// Whether the endpoint serves DynamoDB Streams. AWS does; an endpoint given
+// in the options (an emulator) is asked once, with ListStreams, which only a
+// server without the API refuses as a bad request (dynalite answers
+// UnknownOperationException). Where it does not, tables keep no feed.
+Result<bool> DynamoDbStore::serves_streams() {
+  if (options_.endpoint.empty()) return true;
+  {
+    MutexLock lock(mu_);
+    if (serves_streams_) return *serves_streams_;
+  }
+  const Result<json::object> listed =
+      call("ListStreams", {{"Limit", 1}}, true, {}, kNoDeadline, Api::kStreams);
+  if (!listed.ok() && listed.status().code() != Code::kInvalidArgument) return listed.status();
+  MutexLock lock(mu_);
+  serves_streams_ = listed.ok();
+  return listed.ok();
+}
+
+// Turns on the stream of a table that asks for a change feed and has none,
+// unless the endpoint has no Streams (dynalite, which also drops
+// CreateTable's StreamSpecification): the table is then left as it is, so
+// that ensure_table() works there as everywhere, and has no feed.
+Status DynamoDbStore::enable_stream(const TableSpec& have) {
+  LEASEHOLD_ASSIGN_OR_RETURN(const bool streams, serves_streams());
+  if (!streams) return {};
+  const json::object body{{"TableName", physical(have.name)},
+                          {"StreamSpecification", feed_stream_json()}};
+  const Status sent = call("UpdateTable", body, false).status();
+  // Another process may have turned it on first: DynamoDB then refuses this
+  // one (the table already has a stream, or is being updated). What counts
+  // is that the table has it once ACTIVE.
+  if (!sent.ok() && sent.code() != Code::kInvalidArgument && sent.code() != Code::kAlreadyExists) {
+    return sent;
+  }
+  LEASEHOLD_ASSIGN_OR_RETURN(json::object table, wait_active(have.name, {}));
+  if (!sent.ok() && !stream_of(table).serves_feed()) return sent;
+  cache(have, table);
+  return {};
+}
+
+Status DynamoDbStore::reconcile(const TableSpec& wanted, const json::object& table) {
+  TableSpec have = spec_from_description(wanted.name, table);
+  cache(have, table);
+  // Check every index and the stream first, so that a refused call changes
+  // nothing.
   LEASEHOLD_ASSIGN_OR_RETURN(const std::vector<IndexSpec> added,
                              missing_indexes(wanted, have, wanted.name));
   TableSpec all = have;
   all.indexes.insert(all.indexes.end(), added.begin(), added.end());
   LEASEHOLD_RETURN_IF_ERROR(attribute_definitions(all).status());
+  LEASEHOLD_ASSIGN_OR_RETURN(const bool stream_wanted, needs_stream(wanted, table, wanted.name));
   // DynamoDB creates one index per UpdateTable call.
   for (const auto& index : added) {
     Status status = add_index(have, index);
-    cache(have);
+    cache(have, table);
     LEASEHOLD_RETURN_IF_ERROR(status);
   }
+  if (stream_wanted) return enable_stream(have);
   return {};
 }
 
@@ -123,16 +179,17 @@ Status DynamoDbStore::ensure_table(const TableSpec& spec) {
     if (created.ok()) {
       std::vector<std::string> names;
       for (const auto& index : spec.indexes) names.push_back(index.name);
-      LEASEHOLD_RETURN_IF_ERROR(wait_active(spec.name, names));
-      cache(spec);
+      LEASEHOLD_ASSIGN_OR_RETURN(const json::object described, wait_active(spec.name, names));
+      cache(spec, described);
       return {};
     }
     if (created.code() != Code::kAlreadyExists) return created;
     table = describe(spec.name);  // another process created it first
   }
   if (!table.ok()) return table.status();
-  if (!is_active(*table, {})) LEASEHOLD_RETURN_IF_ERROR(wait_active(spec.name, {}));
-  return reconcile(spec, spec_from_description(spec.name, *table));
+  if (!is_active(*table, {})) table = wait_active(spec.name, {});
+  if (!table.ok()) return table.status();
+  return reconcile(spec, *table);
 }
 
 // Like ensure_table(), but creates nothing: what is missing is kNotFound,
@@ -152,8 +209,8 @@ Status DynamoDbStore::require_table(const TableSpec& spec) {
   }
   std::vector<std::string> names;
   for (const auto& index : spec.indexes) names.push_back(index.name);
-  if (!is_active(*table, names)) LEASEHOLD_RETURN_IF_ERROR(wait_active(spec.name, names));
-  cache(have);
+  if (!is_active(*table, names)) LEASEHOLD_RETURN_IF_ERROR(wait_active(spec.name, names).status());
+  cache(have, *table);
   return {};
 }
 

@@ -1,6 +1,7 @@
 // DynamoDB's JSON wire format: the item store's values, items, conditions,
 // updates, key ranges and query cursors (wire.cc); table schemas as
-// CreateTable takes them and DescribeTable shows them (wire_tables.cc); and
+// CreateTable takes them and DescribeTable shows them, streams included
+// (wire_tables.cc); and
 // what a reply, or a failure to get one, means for a request: the error
 // table that decides what is sent again (wire_errors.cc).
 //
@@ -178,7 +179,8 @@ Result<boost::json::array> attribute_definitions(const TableSpec& spec);
 // A GlobalSecondaryIndexes entry: `index`'s keys, projecting ALL.
 boost::json::object gsi_json(const IndexSpec& index);
 
-// The spec of a table as DescribeTable's "Table" shows it, named `logical`.
+// The spec of a table as DescribeTable's "Table" shows it, named `logical`;
+// change_feed when it has a stream a change feed can read (stream_of()).
 // Parts that are missing or malformed are left empty, for the caller's
 // comparison with the spec it wants to fail on.
 TableSpec spec_from_description(std::string_view logical, const boost::json::object& table);
@@ -190,6 +192,32 @@ Result<std::vector<IndexSpec>> missing_indexes(const TableSpec& wanted, const Ta
 
 // True when the described table and each index in `indexes` are ACTIVE.
 bool is_active(const boost::json::object& table, const std::vector<std::string>& indexes);
+
+// ---------------------------------------------------------------- streams
+
+// The stream a change feed reads: each write's key, old and new image.
+inline constexpr std::string_view kFeedStreamViewType = "NEW_AND_OLD_IMAGES";
+
+// CreateTable's and UpdateTable's StreamSpecification turning such a stream on.
+boost::json::object feed_stream_json();
+
+// The stream a described table has (StreamSpecification, LatestStreamArn).
+struct StreamState {
+  std::string view_type;  // empty when no stream is enabled
+  std::string arn;        // the enabled stream's; empty when none is
+
+  // An enabled stream a change feed can read.
+  bool serves_feed() const { return view_type == kFeedStreamViewType && !arn.empty(); }
+};
+StreamState stream_of(const boost::json::object& table);
+
+// Whether the described table needs its stream turned on for `wanted`: it
+// asks for a change feed and the table has no stream. A stream of another
+// view type cannot be changed in place (it would have to be turned off, and
+// its records lost), so that is kInvalidArgument, naming the table as
+// `shown`.
+Result<bool> needs_stream(const TableSpec& wanted, const boost::json::object& table,
+                          const std::string& shown);
 
 // ---------------------------------------------------------------- errors
 

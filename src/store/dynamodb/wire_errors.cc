@@ -22,6 +22,10 @@ constexpr ErrorRule kErrorRules[] = {
     {"ValidationException", Verdict::kAnswered, Code::kInvalidArgument},
     {"SerializationException", Verdict::kAnswered, Code::kInvalidArgument},
     {"ResourceInUseException", Verdict::kAnswered, Code::kAlreadyExists},
+    // DynamoDB Streams (a change feed's reads): a position taken more than
+    // 15 minutes ago, and records trimmed from the stream (after 24 hours).
+    {"ExpiredIteratorException", Verdict::kAnswered, Code::kFailedPrecondition},
+    {"TrimmedDataAccessException", Verdict::kAnswered, Code::kNotFound},
     // Refused credentials: nothing was applied, and sending again cannot help.
     {"UnrecognizedClientException", Verdict::kAnswered, Code::kUnavailable, kRefused},
     {"InvalidSignatureException", Verdict::kAnswered, Code::kUnavailable, kRefused},

@@ -1,6 +1,6 @@
-// DynamoDB's table schemas: CreateTable's key schema, attribute definitions
-// and indexes, and a TableSpec read back from DescribeTable. Pure; see
-// wire.h.
+// DynamoDB's table schemas: CreateTable's key schema, attribute definitions,
+// indexes and stream, and a TableSpec read back from DescribeTable. Pure;
+// see wire.h.
 #include <algorithm>
 
 #include "store/dynamodb/wire.h"
@@ -82,6 +82,7 @@ TableSpec spec_from_description(std::string_view logical, const json::object& ta
   TableSpec spec;
   spec.name = std::string(logical);
   std::tie(spec.pk_attr, spec.sk_attr) = key_schema(table);
+  spec.change_feed = stream_of(table).serves_feed();
   if (const json::array* gsis = array_field(table, "GlobalSecondaryIndexes")) {
     for (const auto& g : *gsis) {
       if (!g.is_object()) continue;
@@ -132,6 +133,31 @@ bool is_active(const json::object& table, const std::vector<std::string>& indexe
              string_field(g.get_object(), "IndexStatus") == "ACTIVE";
     });
   });
+}
+
+json::object feed_stream_json() {
+  return {{"StreamEnabled", true}, {"StreamViewType", kFeedStreamViewType}};
+}
+
+// A table whose stream was turned off still shows its LatestStreamArn (that
+// stream stays readable for a day), so only StreamEnabled says it has one.
+StreamState stream_of(const json::object& table) {
+  const json::object* spec = object_field(table, "StreamSpecification");
+  const json::value* enabled = spec != nullptr ? spec->if_contains("StreamEnabled") : nullptr;
+  if (enabled == nullptr || !enabled->is_bool() || !enabled->get_bool()) return {};
+  return {string_field(*spec, "StreamViewType"), string_field(table, "LatestStreamArn")};
+}
+
+Result<bool> needs_stream(const TableSpec& wanted, const json::object& table,
+                          const std::string& shown) {
+  if (!wanted.change_feed) return false;
+  const StreamState stream = stream_of(table);
+  if (stream.view_type.empty()) return true;
+  if (stream.view_type != kFeedStreamViewType) {
+    return invalid_argument("table " + shown + " has a stream of view type " + stream.view_type +
+                            "; a change feed needs " + std::string(kFeedStreamViewType));
+  }
+  return false;
 }
 
 }  // namespace leasehold::store::dynamodb

@@ -146,6 +146,8 @@ const std::vector<ErrorCase>& error_cases() {
       {400, "ValidationException", C::kInvalidArgument, V::kAnswered, false},
       {400, "SerializationException", C::kInvalidArgument, V::kAnswered, false},
       {400, "ResourceInUseException", C::kAlreadyExists, V::kAnswered, false},
+      {400, "ExpiredIteratorException", C::kFailedPrecondition, V::kAnswered, false},
+      {400, "TrimmedDataAccessException", C::kNotFound, V::kAnswered, false},
       {400, "UnrecognizedClientException", C::kUnavailable, V::kAnswered, true},
       {403, "InvalidSignatureException", C::kUnavailable, V::kAnswered, true},
       {403, "MissingAuthenticationToken", C::kUnavailable, V::kAnswered, true},
@@ -448,6 +450,50 @@ TEST(WireTables, ActiveMeansTheTableAndTheNamedIndexes) {
   EXPECT_FALSE(is_active(table, {"by-state", "no-such-index"}));
   EXPECT_FALSE(is_active(boost::json::parse(R"({"TableStatus":"CREATING"})").as_object(), {}));
   EXPECT_FALSE(is_active(boost::json::parse(R"({"TableStatus":"ACTIVE"})").as_object(), {"i"}));
+}
+
+// A table's stream as DescribeTable shows it: only an enabled one of
+// NEW_AND_OLD_IMAGES serves a change feed; one turned off keeps its
+// LatestStreamArn but counts as none, and one of another view type is
+// refused rather than read without images.
+TEST(WireTables, AStreamIsReadBackAndOnlyOneWithBothImagesServesAFeed) {
+  const auto described = [](const std::string& stream) {
+    return boost::json::parse(R"({"KeySchema":[{"AttributeName":"k","KeyType":"HASH"}])" + stream +
+                              "}")
+        .as_object();
+  };
+  const std::string arn = R"(,"LatestStreamArn":"arn:aws:dynamodb:r:1:table/t/stream/x")";
+  const boost::json::object with_feed = described(
+      R"(,"StreamSpecification":{"StreamEnabled":true,"StreamViewType":"NEW_AND_OLD_IMAGES"})" +
+      arn);
+  const boost::json::object turned_off =
+      described(R"(,"StreamSpecification":{"StreamEnabled":false})" + arn);
+  const boost::json::object keys_only = described(
+      R"(,"StreamSpecification":{"StreamEnabled":true,"StreamViewType":"KEYS_ONLY"})" + arn);
+  const boost::json::object none = described("");
+
+  EXPECT_EQ(stream_of(with_feed).arn, "arn:aws:dynamodb:r:1:table/t/stream/x");
+  EXPECT_EQ(stream_of(with_feed).view_type, "NEW_AND_OLD_IMAGES");
+  EXPECT_EQ(stream_of(turned_off).arn, "");
+  EXPECT_EQ(stream_of(none).view_type, "");
+  EXPECT_TRUE(spec_from_description("t", with_feed).change_feed);
+  EXPECT_FALSE(spec_from_description("t", turned_off).change_feed);
+  EXPECT_FALSE(spec_from_description("t", keys_only).change_feed);
+  EXPECT_FALSE(spec_from_description("t", none).change_feed);
+
+  TableSpec wanted{"t", "k", "", {}};
+  EXPECT_FALSE(*needs_stream(wanted, none, "prod_t"));  // not asked for: left as it is
+  wanted.change_feed = true;
+  EXPECT_TRUE(*needs_stream(wanted, none, "prod_t"));
+  EXPECT_TRUE(*needs_stream(wanted, turned_off, "prod_t"));
+  EXPECT_FALSE(*needs_stream(wanted, with_feed, "prod_t"));
+  const Result<bool> refused = needs_stream(wanted, keys_only, "prod_t");
+  EXPECT_EQ(refused.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(refused.status().message(),
+            "table prod_t has a stream of view type KEYS_ONLY; a change feed needs "
+            "NEW_AND_OLD_IMAGES");
+  EXPECT_EQ(boost::json::serialize(feed_stream_json()),
+            R"({"StreamEnabled":true,"StreamViewType":"NEW_AND_OLD_IMAGES"})");
 }
 
 TEST(WireTables, MissingIndexesAreFoundAndDifferentOnesRefused) {
