@@ -300,8 +300,8 @@ void FeedReader::nudge_taker(const std::string& connection) {
   }
   if (best == nullptr) return;
   ++best->owned;  // as it will be: the next free one may go to another
-  if (nudge_member(store_, best->id).ok()) ++stats_.nudges;
-  if (first != best && nudge_member(store_, first->id).ok()) ++stats_.nudges;
+  if (nudge_member(store_, best->id, connection).ok()) ++stats_.nudges;
+  if (first != best && nudge_member(store_, first->id, connection).ok()) ++stats_.nudges;
 }
 
 void FeedReader::checkpoint() {

@@ -192,6 +192,9 @@ TEST_F(FeedReaderTest, AFreeConnectionNudgesItsTakerAndAChangeOfAHeldOneItsHolde
   const std::string second = first == "w1" ? "w2" : "w1";
   EXPECT_EQ(nudges(first), 1);
   EXPECT_EQ(nudges(second), 0);
+  Result<Item> told = store_->get(kWorkersTable, worker_key(first), true);
+  ASSERT_TRUE(told.ok());
+  EXPECT_EQ(get_string_or(*told, kTakeHintAttr), "c1") << "named, to be tried out of turn";
 
   // Taken by w2, then renewed: nobody is told.
   feed_.append("s1", connection("c1"), connection("c1", "w2"));

@@ -78,10 +78,12 @@ Status prune_member(ItemStore& store, const Member& member, int64_t now_ms,
   return removed.with_context("removing worker " + member.id);
 }
 
-Status nudge_member(ItemStore& store, std::string_view id) {
+Status nudge_member(ItemStore& store, std::string_view id, std::string_view take) {
+  Update update;
+  update.add(kNudgesAttr, 1).returning_updated_only();
+  if (!take.empty()) update.set(kTakeHintAttr, std::string(take));
   const Result<Item> written =
-      store.update(kWorkersTable, worker_key(id),
-                   Update().add(kNudgesAttr, 1).returning_updated_only(), cond::exists("Pk"));
+      store.update(kWorkersTable, worker_key(id), update, cond::exists("Pk"));
   if (written.ok() || written.status().code() == Code::kConditionFailed) return {};
   return written.status().with_context("nudging worker " + std::string(id));
 }

@@ -106,11 +106,15 @@ std::string join_sessions(const std::vector<std::string>& tokens);
 std::vector<std::string> sessions_named(const Item& item, std::string_view id);
 
 inline constexpr char kNudgesAttr[] = "nudges";
+inline constexpr char kTakeHintAttr[] = "take_hint";
 
 // Raises the nudges of member `id`, if it has an item (otherwise nothing is
 // written): it then reads its connections' desired state in its next
-// reconcile. kUnavailable and the like if the store failed.
-Status nudge_member(ItemStore& store, std::string_view id);
+// reconcile. With `take`, the ID of a connection just free, the same write
+// names it (`take_hint`, in place of one named before): the member tries it
+// without waiting its turn by rank. kUnavailable and the like if the store
+// failed.
+Status nudge_member(ItemStore& store, std::string_view id, std::string_view take = {});
 
 // The figures part of a membership write.
 Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double messages_per_s,

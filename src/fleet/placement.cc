@@ -108,7 +108,7 @@ Placement place(std::string_view me, int64_t owned, int64_t capacity,
         ++rank;
       }
     }
-    const Duration due = options.stagger * rank;
+    const Duration due = orphan.hinted ? Duration::zero() : options.stagger * rank;
     if (orphan.free_for >= due) {
       due_now.push_back({due, j});
     } else {

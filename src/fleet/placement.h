@@ -57,6 +57,9 @@ struct OrphanSeen {
   Duration free_for{};     // how long this worker has seen it free; 0 at first sight
   // Crashed, and its last owner is a live member again, in a newer session.
   bool owner_back = false;
+  // The change feed's reader named it to this member (fleet/feed_reader.h):
+  // its turn is now, whatever its rank.
+  bool hinted = false;
 };
 
 struct PlacementOptions {

@@ -74,6 +74,23 @@ TEST(PlacementTest, TheNextRankTriesOneStaggerLaterAndSaysWhen) {
   }
 }
 
+// A free connection the change feed's reader named to a member is its to
+// try at once, whatever its rank; but not beyond its share.
+TEST(PlacementTest, AHintedOrphanIsTriedAtOnceWithinTheShare) {
+  std::vector<OrphanSeen> orphans = {{"c", "w9", false, {}}};
+  const std::string second =
+      rendezvous_weight("w1", "c") > rendezvous_weight("w2", "c") ? "w2" : "w1";
+  const std::string first = second == "w1" ? "w2" : "w1";
+  const auto plan_of = [&](const std::string& me, int64_t owned) {
+    const std::vector<MemberFigures> others = {{first, 0, 1000, true}};
+    return place(me, owned, 1000, others, orphans, true, kOptions);
+  };
+  EXPECT_TRUE(plan_of(second, 0).attempts.empty()) << "not its turn yet";
+  orphans[0].hinted = true;
+  EXPECT_EQ(plan_of(second, 0).attempts.size(), 1u);
+  EXPECT_TRUE(plan_of(second, 5).attempts.empty()) << "5 of 6 is beyond its share of 3";
+}
+
 TEST(PlacementTest, TheDeadOwnerAndMembersThatDoNotTakeAreNotRanked) {
   // w2 owned the orphans and died; w3 does not take. Only w1 may take them,
   // at once, all of them beyond its share if need be.

@@ -391,8 +391,8 @@ std::vector<OrphanSeen> Worker::Impl::note_orphans(
     const auto it = orphan_first_seen_.find(c.id);
     const MonoTime first = it == orphan_first_seen_.end() ? now : it->second;
     first_seen.emplace(c.id, first);
-    out.push_back(
-        {c.id, c.owner, /*crashed=*/c.expires_at_ms != 0, now - first, owner_back.contains(c.id)});
+    out.push_back({c.id, c.owner, /*crashed=*/c.expires_at_ms != 0, now - first,
+                   owner_back.contains(c.id), hinted(c.id)});
   }
   orphan_first_seen_ = std::move(first_seen);  // forgets those no longer free
   return out;

@@ -98,6 +98,13 @@ Status Worker::Impl::join() {
 
 // ---------------------------------------------------------------- its own session
 
+// Whether the change feed's reader named connection `id` to this worker in
+// the nudge it heard last, a moment ago.
+bool Worker::Impl::hinted(std::string_view id) {
+  MutexLock lock(mu_);
+  return !take_hint_.empty() && take_hint_ == id && clock_.mono_now() < take_hint_until_;
+}
+
 // Each heartbeat of the session reads its member item back: a nudge there
 // (`conn stop`, `set`, `rm` of a connection it holds; a stream reader's) is
 // acted on at once, not at the next reconcile.
@@ -109,6 +116,8 @@ void Worker::Impl::on_heartbeat(const Item& member) {
   {
     MutexLock lock(mu_);
     next_attempt_ = clock_.mono_now();
+    take_hint_ = get_string_or(member, kTakeHintAttr);
+    take_hint_until_ = clock_.mono_now() + kNudgeFollow;
   }
   control_cv_.notify_all();
 }
