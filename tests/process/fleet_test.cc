@@ -1,4 +1,5 @@
-// The stream fleet as processes, on SQLite and on DynamoDB (dynalite):
+// The stream fleet as processes, on SQLite and on DynamoDB (dynalite, and
+// AWS's DynamoDB Local, which has the change feed):
 // `leasehold worker`s streaming from an independent upstream (python3-
 // websockets, tests/fleet/upstream.py) into JSONL sinks, while workers are
 // killed, stopped, paused and added. What the sinks hold afterwards is the
@@ -494,7 +495,9 @@ TEST_P(FleetTest, BadWorkerFlagsAreRefusedBeforeAnythingStarts) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, FleetTest,
-                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb), backend_name);
+                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb,
+                                           Backend::kDynamoDbLocal),
+                         backend_name);
 
 }  // namespace
 }  // namespace leasehold::process_test

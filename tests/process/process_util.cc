@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "tests/dynamodb/dynalite_fixture.h"
+#include "tests/dynamodb/dynamodb_local_fixture.h"
 
 extern char** environ;
 
@@ -173,32 +174,51 @@ std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
       return "sqlite";
     case Backend::kDynamoDb:
       return "dynamodb";
+    case Backend::kDynamoDbLocal:
+      return "dynamodb_local";
     case Backend::kSqliteAws:
       return "sqlite_aws";
   }
   return "unknown";
 }
 
-void BackendTest::SetUp() {
-  if (GetParam() != Backend::kDynamoDb) return;
-  static const std::unique_ptr<testing::Dynalite> dynalite = [] {
-    auto started = testing::Dynalite::start();
+namespace {
+
+// The endpoint of the binary's one dynalite or DynamoDB Local, each
+// started on first use; "" if it did not start.
+template <typename Server>
+std::string endpoint_of() {
+  static const std::unique_ptr<Server> server = [] {
+    auto started = Server::start();
     EXPECT_TRUE(started.ok()) << started.status().to_string();
     return started.ok() ? std::move(started).value() : nullptr;
   }();
-  ASSERT_TRUE(dynalite) << "dynalite did not start";
-  // dynalite checks that requests are signed, not by whom.
+  return server ? server->endpoint() : "";
+}
+
+std::string dynamodb_endpoint(Backend backend) {
+  return backend == Backend::kDynamoDb ? endpoint_of<testing::Dynalite>()
+                                       : endpoint_of<testing::DynamoDbLocal>();
+}
+
+}  // namespace
+
+void BackendTest::SetUp() {
+  if (GetParam() != Backend::kDynamoDb && GetParam() != Backend::kDynamoDbLocal) return;
+  const std::string endpoint = dynamodb_endpoint(GetParam());
+  ASSERT_FALSE(endpoint.empty()) << backend_name({GetParam(), 0}) << " did not start";
+  // Neither checks who signed a request, only that it is signed.
   setenv("AWS_ACCESS_KEY_ID", "AKIDCLITEST", 1);
   setenv("AWS_SECRET_ACCESS_KEY", "cli-test-secret", 1);
   static int next_prefix = 0;
-  dynamodb_uri_ = "dynamodb://us-east-1/cli" + std::to_string(next_prefix++) +
-                  "_?endpoint=" + dynalite->endpoint();
+  dynamodb_uri_ =
+      "dynamodb://us-east-1/cli" + std::to_string(next_prefix++) + "_?endpoint=" + endpoint;
   const RunResult init = lh({"store", "init"});
   ASSERT_EQ(init.exit_code, 0) << init.err;
 }
 
 std::string BackendTest::store_uri() const {
-  return GetParam() == Backend::kDynamoDb ? dynamodb_uri_ : ProcessTest::store_uri();
+  return dynamodb_uri_.empty() ? ProcessTest::store_uri() : dynamodb_uri_;
 }
 
 }  // namespace leasehold::process_test

@@ -110,9 +110,11 @@ class ProcessTest : public ::testing::Test {
 // The stores the CLI tests run against: an SQLite file in the test's
 // directory, or DynamoDB (one dynalite per test binary, started on first use,
 // a fresh table prefix per test, `store init` already run).
+// kDynamoDbLocal: the same on AWS's own DynamoDB Local, which also has
+// DynamoDB Streams (the fleet's change feed).
 // kSqliteAws: SQLite, with the movie jobs on SQS and the movies on S3
 // (fauxqs), for the tests of the movie service.
-enum class Backend { kSqlite, kDynamoDb, kSqliteAws };
+enum class Backend { kSqlite, kDynamoDb, kDynamoDbLocal, kSqliteAws };
 
 std::string backend_name(const ::testing::TestParamInfo<Backend>& info);
 
