@@ -18,6 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "fleet/connections.h"
+#include "fleet/feed_reader.h"
+#include "fleet/members.h"
+#include "fleet/schema.h"
+#include "leasehold/lease.h"
 #include "leasehold/store.h"
 #include "testing/eventually.h"
 #include "tests/dynamodb/dynamodb_local_store.h"
@@ -308,3 +313,85 @@ TEST(DynamoDbLocalFeed, EnsureTableTurnsTheFeedOnForATableWithout) {
 
 }  // namespace
 }  // namespace leasehold
+
+namespace leasehold::fleet {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// The fleet's feed reader on DynamoDB Streams: a reader killed mid-shard
+// (no stop; its lease left to expire) is followed by one that acts on
+// every connection written after the first one's last checkpoint, and on
+// none before it. Its clock is simulated (DynamoDB compares the lease's
+// times as numbers), so the lease expires without waiting for it.
+TEST(DynamoDbLocalFeedReader, AReaderKilledMidShardIsFollowedFromItsCheckpoint) {
+  auto opened = leasehold::testing::open_on_dynamodb_local();
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  ItemStore& store = **opened;
+  ASSERT_TRUE(store.ensure_table(connections_table_spec()).ok());
+  ASSERT_TRUE(store.ensure_table(workers_table_spec()).ok());
+  ChangeFeed* feed = store.change_feed(kConnectionsTable);
+  ASSERT_NE(feed, nullptr);
+  SimulatedClock clock;
+  SeededRandom random(5);
+  LeaseConfig members_config;
+  members_config.table = kWorkersTable;
+  LeaseManager members(store, clock, random, members_config);
+  AcquireOptions join;
+  join.owner = "w1";
+  join.ttl = seconds(600);
+  join.extra_update.set("kind", std::string(kWorkerKind))
+      .append(member_figures(0, 1000, 0, 0, to_unix_ms(clock.wall_now())));
+  ASSERT_TRUE(members.acquire(worker_key("w1"), join).ok());
+  const auto reader = [&](const std::string& id) {
+    FeedReaderOptions o;
+    o.id = id;
+    o.lease_ttl = seconds(3);
+    o.lease.max_clock_skew = milliseconds(100);
+    o.lease.safety_margin = milliseconds(50);
+    return std::make_unique<FeedReader>(store, *feed, clock, random, o);
+  };
+  const auto nudges = [&] {
+    Result<Item> item = store.get(kWorkersTable, worker_key("w1"), true);
+    return item.ok() ? get_int_or(*item, kNudgesAttr) : -1;
+  };
+  Connections connections(store, clock);
+  const auto add = [&](const std::string& id) {
+    NewConnection c;
+    c.id = id;
+    c.url = "ws://upstream.test/" + id;
+    ASSERT_TRUE(connections.add(c).ok());
+  };
+
+  auto a = reader("a");
+  a->step();  // takes the feed: the first reader ever reads from the newest on
+  ASSERT_TRUE(a->reading());
+  for (const char* id : {"c1", "c2", "c3"}) add(id);
+  ASSERT_TRUE(leasehold::testing::eventually(
+      [&] {
+        a->step();
+        return a->stats().records == 3;
+      },
+      kRecordsWait, 20ms));
+  EXPECT_EQ(nudges(), 3);
+  for (const char* id : {"c4", "c5"}) add(id);
+  a.reset();  // killed mid-shard
+
+  auto b = reader("b");
+  b->step();
+  EXPECT_FALSE(b->reading()) << "a's lease has not expired yet";
+  clock.advance(seconds(4));
+  ASSERT_TRUE(leasehold::testing::eventually(
+      [&] {
+        b->step();
+        return b->stats().records >= 2;
+      },
+      kRecordsWait, 20ms));
+  EXPECT_EQ(b->stats().records, 2u) << "c4 and c5; nothing before a's checkpoint";
+  EXPECT_EQ(nudges(), 5) << "every connection added is told to a taker";
+}
+
+}  // namespace
+}  // namespace leasehold::fleet
