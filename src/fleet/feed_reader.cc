@@ -125,22 +125,33 @@ bool FeedReader::hold_lease(MonoTime now) {
   lease_ = std::move(*taken);
   renew_at_ = now + options_.lease_ttl / 3;
   ++stats_.takeovers;
-  take_over();
+  if (!take_over()) return false;
   return reading();
 }
 
-// The checkpoints as the last reader left them.
-void FeedReader::take_over() {
+// The checkpoints as the last reader left them. Without them it does not
+// read: it would start from the newest records and skip what came after
+// them. The lease goes back, for this reader or another to try again.
+bool FeedReader::take_over() {
   shards_.clear();
   next_list_ = MonoTime{};
   dirty_ = false;
   Result<Item> item = store_.get(kWorkersTable, feed_key(), /*consistent=*/true);
-  const std::string text = item.ok() ? get_string_or(*item, kFeedShardsAttr) : std::string();
+  if (!item.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "reading the change feed's checkpoints: {}",
+           item.status().message());
+    (void)leases_.release(*lease_, ReleaseMode::kExpire);
+    lease_.reset();
+    return false;
+  }
+  const std::string text = get_string_or(*item, kFeedShardsAttr);
   std::istringstream lines(text);
   std::string id, sequence;
   while (lines >> id >> sequence) shards_[id].sequence = sequence;
+  first_ever_ = !item->contains(kFeedShardsAttr);
   log_to(options_.logger, LogLevel::kInfo, "reading the connections' change feed ({} shards known)",
          shards_.size());
+  return true;
 }
 
 // Brings the shards up to date with the feed's list: new ones are read from
@@ -155,7 +166,7 @@ void FeedReader::list_shards(MonoTime now) {
     return;
   }
   next_list_ = now + options_.list_every;
-  const bool first_ever = shards_.empty();
+  const bool first_ever = first_ever_;
   std::map<std::string, Shard> now_listed;
   for (const FeedShard& s : *listed) {
     auto known = shards_.find(s.id);
@@ -316,6 +327,7 @@ void FeedReader::checkpoint() {
   Result<Item> written = leases_.fenced_write(*lease_, update);
   if (written.ok()) {
     dirty_ = false;
+    first_ever_ = false;
     ++stats_.checkpoints;
   } else if (written.status().code() == Code::kFailedPrecondition) {
     lose_lease(written.status());

@@ -110,7 +110,7 @@ class FeedReader {
   };
 
   bool hold_lease(MonoTime now);
-  void take_over();
+  bool take_over();
   void list_shards(MonoTime now);
   bool readable(const std::string& id, const Shard& shard) const;
   bool read_shard(const std::string& id, Shard& shard);
@@ -129,7 +129,8 @@ class FeedReader {
   MonoTime next_standby_{};
   MonoTime next_list_{};
   std::map<std::string, Shard> shards_;
-  bool dirty_ = false;  // checkpoints not yet written
+  bool dirty_ = false;       // checkpoints not yet written
+  bool first_ever_ = false;  // no reader has written checkpoints yet
   // The members' figures, read when a free connection is to be placed
   // (once per step), and what was placed with them since.
   std::optional<std::vector<Load>> loads_;

@@ -13,6 +13,7 @@
 #include "fleet/schema.h"
 #include "leasehold/lease.h"
 #include "store/memory/memory_store.h"
+#include "store/store_wrapper.h"
 
 namespace leasehold::fleet {
 namespace {
@@ -328,6 +329,49 @@ TEST_F(FeedReaderTest, AShardIsReadToItsEndBeforeItsChildren) {
   r->step();
   const std::vector<std::string> after = feed_.reads();
   EXPECT_EQ(std::count(after.begin(), after.end(), "s1"), static_cast<long>(s1_reads));
+}
+
+// A store whose consistent reads fail while `failing` is set.
+class FailingReads final : public store::StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  Result<Item> get(std::string_view t, const Key& k, bool consistent) override {
+    if (failing && consistent) return unavailable("the store is down (test)");
+    return StoreWrapper::get(t, k, consistent);
+  }
+  bool failing = false;
+};
+
+// A reader that takes the feed over but cannot read the checkpoints reads
+// nothing (from the newest records it would skip what came after them) and
+// gives the lease back; once it can read them, it reads on from them.
+TEST_F(FeedReaderTest, AReaderThatCannotReadTheCheckpointsReadsNothingAndLetsGo) {
+  join("w1", 0);
+  auto a = reader("a");
+  a->step();
+  feed_.append("s1", std::nullopt, connection("c1"));
+  a->step();
+  a.reset();  // killed
+  feed_.append("s1", std::nullopt, connection("c2"));
+  clock_.advance(seconds(4));
+
+  FailingReads failing(*store_);
+  failing.failing = true;
+  FeedReaderOptions o;
+  o.id = "b";
+  o.lease_ttl = seconds(3);
+  o.lease.max_clock_skew = milliseconds(100);
+  o.lease.safety_margin = milliseconds(50);
+  FeedReader b(failing, feed_, clock_, random_, o);
+  b.step();
+  EXPECT_FALSE(b.reading());
+  EXPECT_EQ(b.stats().records, 0u);
+  failing.failing = false;
+  clock_.advance(seconds(2));  // its next look; the lease was given back
+  b.step();
+  ASSERT_TRUE(b.reading());
+  EXPECT_EQ(b.stats().records, 1u) << "c2, after the checkpoint";
+  EXPECT_EQ(nudges("w1"), 2);
 }
 
 TEST_F(FeedReaderTest, AnExpiredPositionIsTakenAgainAfterTheLastRecordActedOn) {
