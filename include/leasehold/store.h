@@ -279,7 +279,7 @@ struct FeedShard {
 };
 
 // One write: the item's key, and the item before and after it (absent: the
-// item did not exist then).
+// item did not exist then, or held what the store cannot read).
 struct FeedRecord {
   std::string sequence;  // its place in its shard: opaque, for FeedStart::kAfter
   Key key;

@@ -820,6 +820,30 @@ TEST(DynamoDbFeed, ReadsAreRetriedAndStreamsErrorsMapped) {
   EXPECT_EQ(count_of(server.targets(), "dynamodbstreams_20120810.getrecords"), 7u);
 }
 
+// A record whose image holds what leasehold cannot read (another tool's
+// binary attribute) comes back with that image left out, not as a failed
+// page: a reader would otherwise be stuck at that record for good.
+TEST(DynamoDbFeed, AnImageItCannotReadIsLeftOutAndTheReadGoesOn) {
+  ScriptedServer server(
+      {{200, kDescribedWithStream},
+       {200,
+        R"({"Records":[{"eventName":"MODIFY","dynamodb":{"Keys":{"k":{"S":"a"}},)"
+        R"("OldImage":{"k":{"S":"a"},"n":{"N":"1"}},"NewImage":{"k":{"S":"a"},"b":{"B":"AA=="}},)"
+        R"("SequenceNumber":"100"}},{"eventName":"MODIFY","dynamodb":{"Keys":{"k":{"S":"b"}},)"
+        R"("NewImage":{"k":{"S":"b"}},"SequenceNumber":"101"}}],"NextShardIterator":"on"})"}});
+  auto store = store_for(server, nullptr);
+  ASSERT_NE(store, nullptr);
+  ChangeFeed* feed = store->change_feed("t");
+  ASSERT_NE(feed, nullptr);
+  const Result<FeedPage> page = feed->read("iterator", 10);
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  ASSERT_EQ(page->records.size(), 2u);
+  EXPECT_EQ(page->records[0].old_image, (Item{{"k", "a"}, {"n", int64_t{1}}}));
+  EXPECT_FALSE(page->records[0].new_image.has_value());
+  EXPECT_EQ(page->records[1].new_image, (Item{{"k", "b"}}));
+  EXPECT_EQ(page->next, "on");
+}
+
 // ---------------------------------------------------------------- credentials
 
 aws::EnvLookup env_of(std::map<std::string, std::string> vars) {

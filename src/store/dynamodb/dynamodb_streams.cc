@@ -97,11 +97,15 @@ Result<FeedRecord> decode_record(const json::value& value, const std::string& pk
                           (sk_attr.empty() ? "" : ", " + sk_attr) + ")");
   }
   record.key = {*pk, sk != nullptr ? *sk : std::string()};
+  // An image holding what leasehold cannot read (another tool's attribute
+  // of a type it does not use) is left out, as if the item were not there:
+  // failing the page would stop its reader at this record for good.
   for (const auto& [field, image] :
        {std::pair{"OldImage", &record.old_image}, std::pair{"NewImage", &record.new_image}}) {
     const json::object* attributes = object_field(*change, field);
     if (attributes == nullptr) continue;
-    LEASEHOLD_ASSIGN_OR_RETURN(*image, decode_attributes(*attributes));
+    Result<Item> decoded = decode_attributes(*attributes);
+    if (decoded.ok()) *image = std::move(*decoded);
   }
   return record;
 }
