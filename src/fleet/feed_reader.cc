@@ -62,23 +62,24 @@ MonoTime FeedReader::step() {
   const MonoTime now = clock_.mono_now();
   if (!hold_lease(now)) return std::min(next_standby_, now + options_.read_every);
   if (now >= next_list_) list_shards(now);
+  read_all();
+  return std::min(renew_at_, clock_.mono_now() + options_.read_every);
+}
+
+// One read of each shard that is due, then the checkpoints. The members'
+// figures are read afresh for it (once, if a free connection needs them).
+void FeedReader::read_all() {
   loads_.reset();
   for (auto& [id, shard] : shards_) {
     if (!reading()) break;  // never past the lease's local deadline
-    if (readable(id, shard) && !read_shard(id, shard)) break;
+    if (readable(shard) && !read_shard(id, shard)) break;
   }
   if (dirty_) checkpoint();
-  return std::min(renew_at_, clock_.mono_now() + options_.read_every);
 }
 
 void FeedReader::stop() {
   if (!reading()) return;
-  loads_.reset();  // this worker's own figures now say it takes nothing
-  for (auto& [id, shard] : shards_) {
-    if (!reading()) break;
-    if (readable(id, shard) && !read_shard(id, shard)) break;
-  }
-  if (dirty_) checkpoint();
+  read_all();  // with figures read now: this worker's say it takes nothing
   if (lease_) {
     const Status released = leases_.release(*lease_, ReleaseMode::kExpire);
     if (!released.ok()) {
@@ -183,8 +184,7 @@ void FeedReader::list_shards(MonoTime now) {
 }
 
 // Not read to its end, and its parent is (or is gone from the feed).
-bool FeedReader::readable(const std::string& id, const Shard& shard) const {
-  (void)id;
+bool FeedReader::readable(const Shard& shard) const {
   if (shard.sequence == kEnded) return false;
   if (shard.parent.empty()) return true;
   const auto parent = shards_.find(shard.parent);

@@ -112,7 +112,8 @@ class FeedReader {
   bool hold_lease(MonoTime now);
   bool take_over();
   void list_shards(MonoTime now);
-  bool readable(const std::string& id, const Shard& shard) const;
+  void read_all();
+  bool readable(const Shard& shard) const;
   bool read_shard(const std::string& id, Shard& shard);
   void act_on(const std::vector<FeedRecord>& records);
   void nudge_taker(const std::string& connection);

@@ -10,6 +10,21 @@
 namespace leasehold::fleet::testing {
 namespace {
 
+// Waits until member `id` has written its figures `times` more times (its
+// reconciles); false if it did not within kWaitMax each.
+bool figures_written(ItemStore& store, const std::string& id, int times) {
+  const auto updated = [&] {
+    Result<Item> item = store.get(kWorkersTable, worker_key(id), true);
+    const int64_t* at = item.ok() ? get_int(*item, "updated_at_ms") : nullptr;
+    return at != nullptr ? *at : int64_t{0};
+  };
+  for (int i = 0; i < times; ++i) {
+    const int64_t before = updated();
+    if (!eventually([&] { return updated() > before; }, kWaitMax)) return false;
+  }
+  return true;
+}
+
 TEST_F(WorkerTest, StopHandsOverWithTheFinalCheckpointAndTheNextOwnerResumesAfterIt) {
   add("a");
   CapturingSink sink1, sink2;
@@ -64,15 +79,7 @@ TEST_F(WorkerTest, AfterAHandoverTheWorkerWaitsForTheOthersFiguresBeforeBalancin
   ASSERT_TRUE(take(conns, ids, "slow", 3));
   // Several reconciles of w1 later (each writes its figures), nothing more
   // was handed over: slow's count is older than the handover.
-  const auto w1_updated = [&] {
-    Result<Item> item = store_->get(kWorkersTable, worker_key("w1"), true);
-    const int64_t* at = item.ok() ? get_int(*item, "updated_at_ms") : nullptr;
-    return at != nullptr ? *at : int64_t{0};
-  };
-  for (int i = 0; i < 3; ++i) {
-    const int64_t before = w1_updated();
-    ASSERT_TRUE(eventually([&] { return w1_updated() > before; }, kWaitMax));
-  }
+  ASSERT_TRUE(figures_written(*store_, "w1", 3));
   EXPECT_EQ(w->stats().handovers, 3u);
   EXPECT_EQ(w->owned().size(), 3u);
 }
@@ -104,25 +111,14 @@ TEST_F(WorkerTest, FreeConnectionsTakenByAMemberWithOlderFiguresAreNotBalancedAw
   }
   LeaseManager conns = leases_on(kConnectionsTable);
   ASSERT_TRUE(take(conns, free, "slow", 3));
-  const auto w1_updated = [&] {
-    Result<Item> item = store_->get(kWorkersTable, worker_key("w1"), true);
-    const int64_t* at = item.ok() ? get_int(*item, "updated_at_ms") : nullptr;
-    return at != nullptr ? *at : int64_t{0};
-  };
-  for (int i = 0; i < 3; ++i) {
-    const int64_t before = w1_updated();
-    ASSERT_TRUE(eventually([&] { return w1_updated() > before; }, kWaitMax));
-  }
+  ASSERT_TRUE(figures_written(*store_, "w1", 3));
   EXPECT_EQ((*w)->stats().handovers, 0u);
   EXPECT_EQ((*w)->owned().size(), 3u);
   // Once its figures say 3, the fleet is balanced as it stands.
   ASSERT_TRUE(
       members.fenced_write(*slow, member_figures(3, 1000, 0, 0, to_unix_ms(clock_.wall_now()) + 1))
           .ok());
-  for (int i = 0; i < 2; ++i) {
-    const int64_t before = w1_updated();
-    ASSERT_TRUE(eventually([&] { return w1_updated() > before; }, kWaitMax));
-  }
+  ASSERT_TRUE(figures_written(*store_, "w1", 2));
   EXPECT_EQ((*w)->stats().handovers, 0u);
 }
 
