@@ -8,6 +8,7 @@ packages=(
   cmake ninja-build g++ pkg-config make
   libboost1.81-dev libboost-json1.81-dev
   libsqlite3-dev sqlite3 libssl-dev
+  zlib1g-dev  # the fleet's positions are deflated
   openssl  # the command: a self-signed certificate for make bench's wss:// upstream
   libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev

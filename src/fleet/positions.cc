@@ -1,8 +1,13 @@
 // A session's checkpoints, in a few items (fleet/positions.h).
 #include "fleet/positions.h"
 
+#include <openssl/evp.h>
+#include <zlib.h>
+
 #include <algorithm>
+#include <cassert>
 #include <charconv>
+#include <optional>
 #include <vector>
 
 #include "fleet/members.h"
@@ -15,6 +20,10 @@ constexpr char kPartsAttr[] = "parts";
 constexpr char kGenAttr[] = "gen";
 constexpr char kWrittenAtMsAttr[] = "written_at_ms";
 constexpr char kPositionsAttr[] = "positions";
+constexpr char kPackedAttr[] = "positions_z";
+// The most text a part's packed positions may unpack to: its connections'
+// lines at their longest (a 128-byte ID and five 20-digit numbers).
+constexpr size_t kUnpackedMax = kPositionsPerPart * 256;
 // More parts than this are not read: the most a worker may hold, in parts.
 constexpr int64_t kPartsMax = 100'000 / static_cast<int64_t>(kPositionsPerPart) + 1;
 
@@ -37,6 +46,59 @@ void keep(Positions& out, Position p) {
   out.insert_or_assign(p.id, std::move(p));
 }
 
+// What `positions_z` holds: `text` deflated (zlib's format, RFC 1950) and
+// in base64 (RFC 4648), so that a write is billed for about half the KB.
+// Empty if zlib failed (it runs out of memory at worst).
+std::string pack(std::string_view text) {
+  uLongf size = compressBound(static_cast<uLong>(text.size()));
+  std::string deflated(size, '\0');
+  if (compress2(reinterpret_cast<Bytef*>(deflated.data()), &size,
+                reinterpret_cast<const Bytef*>(text.data()), static_cast<uLong>(text.size()),
+                Z_BEST_COMPRESSION) != Z_OK) {
+    return {};
+  }
+  std::string out(4 * ((size + 2) / 3), '\0');
+  const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                      reinterpret_cast<const unsigned char*>(deflated.data()),
+                                      static_cast<int>(size));
+  assert(static_cast<size_t>(written) == out.size());
+  return out;
+}
+
+// The text `packed` holds; nullopt if it is not base64 of a deflated text of
+// at most kUnpackedMax bytes.
+std::optional<std::string> unpack(std::string_view packed) {
+  if (packed.empty() || packed.size() % 4 != 0 || packed.size() > kUnpackedMax) return std::nullopt;
+  std::string deflated(packed.size() / 4 * 3, '\0');
+  const int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(deflated.data()),
+                                      reinterpret_cast<const unsigned char*>(packed.data()),
+                                      static_cast<int>(packed.size()));
+  if (decoded < 0) return std::nullopt;
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  const size_t padding = packed.ends_with("==") ? 2 : packed.ends_with('=') ? 1 : 0;
+  std::string text(kUnpackedMax, '\0');
+  uLongf size = static_cast<uLongf>(text.size());
+  if (uncompress(reinterpret_cast<Bytef*>(text.data()), &size,
+                 reinterpret_cast<const Bytef*>(deflated.data()),
+                 static_cast<uLong>(static_cast<size_t>(decoded) - padding)) != Z_OK) {
+    return std::nullopt;
+  }
+  text.resize(size);
+  return text;
+}
+
+// The positions an item holds, packed or (written by an older build) not.
+void parse_item(const Item& item, Positions& out) {
+  const int64_t written_at_ms = get_int_or(item, kWrittenAtMsAttr);
+  if (const std::string* packed = get_string(item, kPackedAttr)) {
+    if (const std::optional<std::string> text = unpack(*packed)) {
+      parse_positions(*text, written_at_ms, out);
+    }
+    return;
+  }
+  parse_positions(get_string_or(item, kPositionsAttr), written_at_ms, out);
+}
+
 }  // namespace
 
 size_t positions_parts(size_t max_connections) {
@@ -57,9 +119,15 @@ Key positions_key(std::string_view session, size_t part) {
 }
 
 std::string format_positions(std::span<const Position> positions, int64_t now_ms) {
+  // By ID, so that what lines share sits together when packed.
+  std::vector<const Position*> sorted;
+  sorted.reserve(positions.size());
+  for (const Position& p : positions) sorted.push_back(&p);
+  std::ranges::sort(sorted, {}, &Position::id);
   std::string out;
   out.reserve(positions.size() * 40);
-  for (const Position& p : positions) {
+  for (const Position* at : sorted) {
+    const Position& p = *at;
     const int64_t age =
         p.last_message_at_ms == 0 ? -1 : std::max<int64_t>(0, now_ms - p.last_message_at_ms);
     out += p.id;
@@ -99,8 +167,14 @@ UpdateRequest positions_write(std::string_view session, size_t part, size_t part
   r.update.set(kPartsAttr, static_cast<int64_t>(parts))
       .set(kGenAttr, gen)
       .set(kWrittenAtMsAttr, now_ms)
-      .set(kPositionsAttr, format_positions(positions, now_ms))
       .returning_updated_only();
+  std::string text = format_positions(positions, now_ms);
+  std::string packed = pack(text);
+  if (packed.empty()) {
+    r.update.set(kPositionsAttr, std::move(text)).remove(kPackedAttr);
+  } else {
+    r.update.set(kPackedAttr, std::move(packed)).remove(kPositionsAttr);
+  }
   r.condition = cond::not_exists(kGenAttr) || cond::lt(kGenAttr, gen);
   return r;
 }
@@ -110,10 +184,7 @@ Result<Positions> read_positions(ItemStore& store, std::string_view session, boo
   Result<Item> first = store.get(kWorkersTable, positions_key(session, 0), consistent);
   if (first.status().code() == Code::kNotFound) return out;
   if (!first.ok()) return first.status().with_context("reading the positions of a session");
-  const auto parse = [&](const Item& item) {
-    parse_positions(get_string_or(item, kPositionsAttr), get_int_or(item, kWrittenAtMsAttr), out);
-  };
-  parse(*first);
+  parse_item(*first, out);
   const int64_t parts = std::clamp<int64_t>(get_int_or(*first, kPartsAttr, 1), 1, kPartsMax);
   if (parts > 1) {
     std::vector<Key> keys;
@@ -122,7 +193,7 @@ Result<Positions> read_positions(ItemStore& store, std::string_view session, boo
     }
     Result<std::vector<Item>> rest = store.batch_get(kWorkersTable, keys);
     if (!rest.ok()) return rest.status().with_context("reading the positions of a session");
-    for (const Item& item : *rest) parse(item);
+    for (const Item& item : *rest) parse_item(item, out);
   }
   return out;
 }

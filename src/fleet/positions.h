@@ -15,11 +15,15 @@
 //                           only over a lower one, so a late one never moves
 //                           a position back
 //   written_at_ms   int     Unix ms of the write
-//   positions       string  a line per connection:
-//                           "<id> <epoch> <seq> <messages> <reconnects> <age>\n",
-//                           `epoch` that of the lease it was streamed under,
-//                           `seq` the last sequence number the sink holds,
-//                           `age` written_at_ms - last_message_at_ms (-1: none)
+//   positions_z     string  the positions' text below, deflated (zlib's
+//                           format, RFC 1950) and in base64: about half the
+//                           KB to bill (`positions`, the text itself, where
+//                           zlib failed and in items of older builds)
+//
+// The text has a line per connection, by ID:
+//   "<id> <epoch> <seq> <messages> <reconnects> <age>\n",
+// `epoch` that of the lease it was streamed under, `seq` the last sequence
+// number the sink holds, `age` written_at_ms - last_message_at_ms (-1: none).
 //
 // The items have no `kind`, so the index of members does not hold them.
 // Part 0 is written with every write of the session, so that a reader knows
@@ -73,7 +77,7 @@ UpdateRequest positions_write(std::string_view session, size_t part, size_t part
                               int64_t now_ms, std::span<const Position> positions);
 
 // A session's positions, by connection ID: empty if it wrote none. Parts
-// that cannot be parsed are skipped.
+// that cannot be unpacked, and lines that cannot be parsed, are skipped.
 Result<Positions> read_positions(ItemStore& store, std::string_view session, bool consistent);
 
 // The position of connection `id` under lease `epoch` in `positions`, if
@@ -83,8 +87,8 @@ const Position* find_position(const Positions& positions, std::string_view id, i
 // Deletes a session's positions (every part).
 Status remove_positions(ItemStore& store, std::string_view session);
 
-// The text of the `positions` attribute, and back (lines that do not parse
-// are skipped); exposed for the tests.
+// The positions' text (by ID), and back (lines that do not parse are
+// skipped); exposed for the tests.
 std::string format_positions(std::span<const Position> positions, int64_t now_ms);
 void parse_positions(std::string_view text, int64_t written_at_ms, Positions& out);
 

@@ -36,7 +36,7 @@ class PositionsTest : public ::testing::Test {
 TEST(PositionsText, RoundTripsEveryFieldAndTheTimeOfTheLastMessage) {
   const std::vector<Position> in{{"c1", 3, 1200, 1100, 2, kNowMs - 850}, {"c.2~x", 1, 0, 0, 0, 0}};
   const std::string text = format_positions(in, kNowMs);
-  EXPECT_EQ(text, "c1 3 1200 1100 2 850\nc.2~x 1 0 0 0 -1\n");
+  EXPECT_EQ(text, "c.2~x 1 0 0 0 -1\nc1 3 1200 1100 2 850\n");  // by ID
   Positions out;
   parse_positions(text, kNowMs, out);
   ASSERT_EQ(out.size(), 2u);
@@ -105,6 +105,82 @@ TEST_F(PositionsTest, RemovingTakesEveryPart) {
         << part;
   }
   EXPECT_TRUE(remove_positions(*store_, "s1").ok());  // none left: nothing to do
+}
+
+// What a worker of 250 connections writes each checkpoint period, as a
+// fleet's connections look: IDs that share a prefix, sequence numbers and
+// counts of a few digits.
+std::vector<Position> a_workers_positions() {
+  std::vector<Position> all;
+  for (int i = 0; i < 250; ++i) {
+    const int64_t seq = 10'000 + (i * 7919) % 5000;
+    all.push_back({"stream-" + std::to_string(100'000 + i * 4), 1 + i % 3, seq,
+                   seq - (i * 31) % 900, i % 4, kNowMs - (i * 37) % 1000});
+  }
+  return all;
+}
+
+TEST_F(PositionsTest, AWriteIsBilledForWellUnderItsTextAndReadsBackWhole) {
+  const std::vector<Position> all = a_workers_positions();
+  write("s1", 1, 1, all);
+  Result<Item> item = store_->get(kWorkersTable, positions_key("s1", 0), true);
+  ASSERT_TRUE(item.ok());
+  EXPECT_EQ(get_string(*item, "positions"), nullptr);
+  const std::string* packed = get_string(*item, "positions_z");
+  ASSERT_NE(packed, nullptr);
+  const size_t text = format_positions(all, kNowMs).size();
+  EXPECT_LT(packed->size(), text * 6 / 10) << "packed " << packed->size() << " of " << text;
+  Result<Positions> read = read_positions(*store_, "s1", /*consistent=*/true);
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->size(), all.size());
+  for (const Position& p : all) EXPECT_EQ(read->at(p.id), p) << p.id;
+}
+
+TEST_F(PositionsTest, TheTextAnOlderBuildWroteIsReadToo) {
+  Item item{{"Pk", positions_key("s1", 0).pk},
+            {"parts", int64_t{1}},
+            {"gen", int64_t{4}},
+            {"written_at_ms", kNowMs},
+            {"positions", std::string("c1 2 300 290 1 100\n")}};
+  ASSERT_TRUE(store_->put(kWorkersTable, item, Condition()).ok());
+  Result<Positions> read = read_positions(*store_, "s1", /*consistent=*/true);
+  ASSERT_TRUE(read.ok());
+  ASSERT_NE(find_position(*read, "c1", 2), nullptr);
+  EXPECT_EQ(find_position(*read, "c1", 2)->seq, 300);
+  EXPECT_EQ(find_position(*read, "c1", 2)->last_message_at_ms, kNowMs - 100);
+}
+
+TEST_F(PositionsTest, APartThatCannotBeUnpackedIsSkippedAndTheOthersRead) {
+  std::vector<Position> all;
+  for (int i = 0; i < 40; ++i) all.push_back({"c" + std::to_string(i), 1, i + 1, 0, 0, 0});
+  write("s1", 3, 1, all);
+  // Part 1 spoilt three ways: not base64, base64 of what zlib cannot
+  // inflate, and a deflated text far larger than any part's.
+  std::vector<Position> huge;
+  for (int i = 0; i < 40'000; ++i) huge.push_back({"c" + std::to_string(i), 1, 1, 1, 0, 0});
+  write("s9", 1, 1, huge);
+  Result<Item> huge_item = store_->get(kWorkersTable, positions_key("s9", 0), true);
+  ASSERT_TRUE(huge_item.ok());
+  ASSERT_NE(get_string(*huge_item, "positions_z"), nullptr);
+  const std::string bomb = *get_string(*huge_item, "positions_z");
+  for (const std::string& spoilt :
+       {std::string("not base64!"), std::string("bm90IHpsaWI="), bomb}) {
+    Update u;
+    u.set("positions_z", spoilt);
+    ASSERT_TRUE(store_->update(kWorkersTable, positions_key("s1", 1), u, Condition()).ok());
+    Result<Positions> read = read_positions(*store_, "s1", /*consistent=*/true);
+    ASSERT_TRUE(read.ok());
+    size_t expected = 0;
+    for (const Position& p : all) {
+      if (position_part(p.id, 3) == 1) {
+        EXPECT_EQ(read->count(p.id), 0u) << p.id;
+      } else {
+        ++expected;
+        EXPECT_EQ(read->count(p.id), 1u) << p.id;
+      }
+    }
+    EXPECT_EQ(read->size(), expected);
+  }
 }
 
 }  // namespace
