@@ -79,7 +79,11 @@ void FeedReader::read_all() {
 
 void FeedReader::stop() {
   if (!reading()) return;
-  read_all();  // with figures read now: this worker's say it takes nothing
+  // Its own worker takes nothing more, whatever the figures read say (the
+  // index they are read from may not show yet that it said so).
+  stopping_ = true;
+  loads_.reset();
+  read_all();
   if (lease_) {
     const Status released = leases_.release(*lease_, ReleaseMode::kExpire);
     if (!released.ok()) {
@@ -262,14 +266,23 @@ void FeedReader::act_on(const std::vector<FeedRecord>& records) {
       nudge_taker(now->id);
     }
   }
-  for (const std::string& holder : holders) {
-    if (nudge_member(store_, holder).ok()) ++stats_.nudges;
+  for (const std::string& holder : holders) nudge(holder);
+}
+
+void FeedReader::nudge(const std::string& member, const std::string& take) {
+  if (member == options_.id && options_.nudge_self) {
+    options_.nudge_self(take);
+    ++stats_.nudges;
+  } else if (nudge_member(store_, member, take).ok()) {
+    ++stats_.nudges;
   }
 }
 
 // The member that should take a connection that has just become free: of
-// those below their share, the first by rendezvous rank, as placement
-// ranks them; else, of those with room, the first. Figures lag (a member
+// those below their share, the reader's own worker (told at once, where
+// another hears at its next heartbeat), or else the first by rendezvous
+// rank, as placement ranks them; else, of those with room, the first.
+// Figures lag (a member
 // that has just handed over still counts what it held), and the members
 // may read them otherwise than this reader did, each waiting for one
 // ranked first: so the first by rank of those with room is nudged too.
@@ -279,7 +292,8 @@ void FeedReader::nudge_taker(const std::string& connection) {
     if (!members.ok()) return;  // the poll finds it
     loads_.emplace();
     for (const Member& m : *members) {
-      if (m.taking) loads_->push_back({m.id, m.owned, m.capacity > 0 ? m.capacity : 1000});
+      if (!m.taking || (stopping_ && m.id == options_.id)) continue;
+      loads_->push_back({m.id, m.owned, m.capacity > 0 ? m.capacity : 1000});
     }
   }
   if (loads_->empty()) return;
@@ -292,17 +306,20 @@ void FeedReader::nudge_taker(const std::string& connection) {
   Load* best = nullptr;
   Load* first = nullptr;  // by rank alone
   bool best_below_share = false;
-  uint64_t best_weight = 0, first_weight = 0;
+  uint64_t best_rank = 0, first_weight = 0;
   for (size_t i = 0; i < loads_->size(); ++i) {
     Load& l = (*loads_)[i];
     if (l.owned >= l.capacity) continue;
     const bool below_share = l.owned < fair_share(total, capacities, i);
     const uint64_t weight = rendezvous_weight(l.id, connection);
+    // Below its share, the reader's own worker ranks above every other.
+    const bool own = below_share && l.id == options_.id && options_.nudge_self;
+    const uint64_t rank = own ? UINT64_MAX : weight;
     if (best == nullptr || (below_share && !best_below_share) ||
-        (below_share == best_below_share && weight > best_weight)) {
+        (below_share == best_below_share && rank > best_rank)) {
       best = &l;
       best_below_share = below_share;
-      best_weight = weight;
+      best_rank = rank;
     }
     if (first == nullptr || weight > first_weight) {
       first = &l;
@@ -311,8 +328,8 @@ void FeedReader::nudge_taker(const std::string& connection) {
   }
   if (best == nullptr) return;
   ++best->owned;  // as it will be: the next free one may go to another
-  if (nudge_member(store_, best->id, connection).ok()) ++stats_.nudges;
-  if (first != best && nudge_member(store_, first->id, connection).ok()) ++stats_.nudges;
+  nudge(best->id, connection);
+  if (first != best) nudge(first->id, connection);
 }
 
 void FeedReader::checkpoint() {

@@ -12,7 +12,11 @@
 //     say.
 //
 // A nudge raises `nudges` on the member's item (fleet/members.h), which the
-// member reads back with its session's next heartbeat. Polling stays the
+// member reads back with its session's next heartbeat; the reader's own
+// worker is told in-process instead (FeedReaderOptions::nudge_self), at
+// once, and is the taker of a free connection whenever it is below its
+// share, so that what the reader sees is acted on without waiting for a
+// heartbeat where it can be. Polling stays the
 // safety net: a record missed (a reader that died before its checkpoint
 // covered it, say) is still seen at the next reconcile or poll.
 //
@@ -39,6 +43,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -70,6 +75,10 @@ struct FeedReaderOptions {
   Duration standby_every = std::chrono::seconds(2);
   LeaseConfig lease;  // clock skew and margin; the table is set by the reader
   Logger* logger = nullptr;
+  // Tells the reader's own worker what a nudge would (`take`: the free
+  // connection it should take, or empty), without a write. Null: it is
+  // nudged through the store like any other member.
+  std::function<void(const std::string& take)> nudge_self;
 };
 
 struct FeedReaderStats {
@@ -117,6 +126,7 @@ class FeedReader {
   bool read_shard(const std::string& id, Shard& shard);
   void act_on(const std::vector<FeedRecord>& records);
   void nudge_taker(const std::string& connection);
+  void nudge(const std::string& member, const std::string& take = {});
   void checkpoint();
   void lose_lease(const Status& why);
 
@@ -132,6 +142,7 @@ class FeedReader {
   std::map<std::string, Shard> shards_;
   bool dirty_ = false;       // checkpoints not yet written
   bool first_ever_ = false;  // no reader has written checkpoints yet
+  bool stopping_ = false;    // in stop(): its own worker takes nothing more
   // The members' figures, read when a free connection is to be placed
   // (once per step), and what was placed with them since.
   std::optional<std::vector<Load>> loads_;

@@ -125,8 +125,10 @@ class FeedReaderTest : public ::testing::Test {
     feed_.add_shard("s1");
   }
 
-  std::unique_ptr<FeedReader> reader(const std::string& id) {
+  std::unique_ptr<FeedReader> reader(const std::string& id,
+                                     std::function<void(const std::string&)> nudge_self = {}) {
     FeedReaderOptions o;
+    o.nudge_self = std::move(nudge_self);
     o.id = id;
     o.lease_ttl = seconds(3);
     o.list_every = seconds(5);
@@ -251,6 +253,52 @@ TEST_F(FeedReaderTest, TheMemberThatRanksFirstIsToldTooWhenTheFiguresSayAnother)
   r->step();
   EXPECT_EQ(nudges("w2"), 2);
   EXPECT_EQ(nudges("held1"), 1);
+}
+
+// The reader's own worker is told in-process, with no write to its item,
+// and takes every free connection while it is below its share (until it
+// stops); above it, the others are nudged through the store as before.
+TEST_F(FeedReaderTest, ItsOwnWorkerIsToldAtOnceAndTakesWhatIsFreeWhileBelowItsShare) {
+  join("w1", 0);
+  join("w2", 0);
+  std::vector<std::string> told;  // what w1 was told, in order ("" for a holder's nudge)
+  auto r = reader("w1", [&](const std::string& take) { told.push_back(take); });
+  r->step();
+  // Ranked first for w2 by rendezvous, and free: w1 takes it anyway.
+  std::string c = "c";
+  while (rendezvous_weight("w2", c) < rendezvous_weight("w1", c)) c += "x";
+  feed_.append("s1", std::nullopt, connection(c));
+  r->step();
+  ASSERT_EQ(told, std::vector<std::string>{c});
+  EXPECT_EQ(nudges("w1"), 0) << "told in-process, not through the store";
+  EXPECT_EQ(nudges("w2"), 1) << "first by rank, told too";
+
+  // Held by w1 and stopped: w1 is told in-process; w2 nothing more.
+  feed_.append("s1", connection(c, "w1"), connection(c, "w1", DesiredState::kStopped));
+  r->step();
+  EXPECT_EQ(told, (std::vector<std::string>{c, ""}));
+  EXPECT_EQ(nudges("w1"), 0);
+  EXPECT_EQ(nudges("w2"), 1);
+
+  // Two free: w1 takes the first; then at its share (1 of 2, as placed),
+  // the second goes to w2 through the store.
+  for (const char* id : {"d", "e"}) feed_.append("s1", std::nullopt, connection(id));
+  r->step();
+  EXPECT_EQ(told, (std::vector<std::string>{c, "", "d"}));
+  EXPECT_EQ(nudges("w1"), 0);
+  EXPECT_GE(nudges("w2"), 2);
+  Result<Item> w2 = store_->get(kWorkersTable, worker_key("w2"), true);
+  ASSERT_TRUE(w2.ok());
+  EXPECT_EQ(get_string_or(*w2, kTakeHintAttr), "e");
+
+  // Stopping, with one freed meanwhile (its own handover, say): w1 takes
+  // nothing more, though its figures say it has room; w2 is told.
+  feed_.append("s1", std::nullopt, connection("f"));
+  r->stop();
+  EXPECT_EQ(told.size(), 3u);
+  w2 = store_->get(kWorkersTable, worker_key("w2"), true);
+  ASSERT_TRUE(w2.ok());
+  EXPECT_EQ(get_string_or(*w2, kTakeHintAttr), "f");
 }
 
 TEST_F(FeedReaderTest, OneReaderAtATimeAndAStoppedOneHandsTheFeedOverAtOnce) {

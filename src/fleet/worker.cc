@@ -137,6 +137,7 @@ void Worker::Impl::start_threads() {
     o.id = options_.id;
     o.lease = options_.lease;
     o.logger = options_.logger;
+    o.nudge_self = [this](const std::string& take) { act_on_nudge(take); };
     feed_reader_ = std::make_unique<FeedReader>(store_, *feed, clock_, random_, o);
     feed_ = std::thread([this] { feed_loop(); });
   }

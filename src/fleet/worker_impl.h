@@ -446,6 +446,7 @@ class Worker::Impl {
   void note_figures_at_balance(const std::vector<Member>* before);
   void remember_figures(const std::vector<Member>& members);
   void on_heartbeat(const Item& member) EXCLUDES(mu_);
+  void act_on_nudge(const std::string& take) EXCLUDES(mu_);
   bool hinted(std::string_view id) EXCLUDES(mu_);
   void forget(const std::string& id);
   bool still_valid(Stream& stream, MonoTime now) REQUIRES(stream.mu);
@@ -577,10 +578,10 @@ class Worker::Impl {
   // none yet), and whether one came that a reconcile has not followed yet.
   std::atomic<int64_t> nudges_heard_{-1};
   std::atomic<bool> nudge_heard_{false};
-  // The connection the last nudge named (members.h, take_hint), and until
-  // when it is tried out of turn.
-  std::string take_hint_ GUARDED_BY(mu_);
-  MonoTime take_hint_until_ GUARDED_BY(mu_){};
+  // Connections nudges named for this worker to take, each until when
+  // (kNudgeFollow after the nudge): its own feed reader names each one it
+  // places here, a heartbeat the last written to its item.
+  std::map<std::string, MonoTime, std::less<>> take_hints_ GUARDED_BY(mu_);
   // Control thread only: this reconcile's read of its session's index.
   std::optional<SessionView> session_view_;
   MonoTime next_reap_{};           // control thread only

@@ -102,7 +102,8 @@ Status Worker::Impl::join() {
 // the nudge it heard last, a moment ago.
 bool Worker::Impl::hinted(std::string_view id) {
   MutexLock lock(mu_);
-  return !take_hint_.empty() && take_hint_ == id && clock_.mono_now() < take_hint_until_;
+  const auto hint = take_hints_.find(id);
+  return hint != take_hints_.end() && clock_.mono_now() < hint->second;
 }
 
 // Each heartbeat of the session reads its member item back: a nudge there
@@ -112,12 +113,20 @@ void Worker::Impl::on_heartbeat(const Item& member) {
   const int64_t nudges = get_int_or(member, kNudgesAttr);
   const int64_t before = nudges_heard_.exchange(nudges);
   if (before < 0 || before == nudges) return;
+  act_on_nudge(get_string_or(member, kTakeHintAttr));
+}
+
+// A nudge, heard with a heartbeat or from this worker's own feed reader:
+// the next reconcile starts now and reads the desired state; `take` (if
+// any) is tried without waiting its turn by rank.
+void Worker::Impl::act_on_nudge(const std::string& take) {
   nudge_heard_ = true;
   {
     MutexLock lock(mu_);
-    next_attempt_ = clock_.mono_now();
-    take_hint_ = get_string_or(member, kTakeHintAttr);
-    take_hint_until_ = clock_.mono_now() + kNudgeFollow;
+    const MonoTime now = clock_.mono_now();
+    next_attempt_ = now;
+    std::erase_if(take_hints_, [&](const auto& hint) { return hint.second <= now; });
+    if (!take.empty()) take_hints_.insert_or_assign(take, now + kNudgeFollow);
   }
   control_cv_.notify_all();
 }
