@@ -147,7 +147,7 @@ TEST_P(FleetLivenessProcessTest, AfterATenSecondStoreOutageAllStreamAgainWithinT
   const std::vector<std::string> ids = connection_ids(6);
   std::unique_ptr<testing::FaultProxy> proxy;
   std::string worker_store;
-  if (GetParam() == Backend::kDynamoDb) {
+  if (GetParam() != Backend::kSqlite) {
     std::smatch port;
     const std::string uri = store_uri();
     ASSERT_TRUE(std::regex_search(uri, port, std::regex("127\\.0\\.0\\.1:([0-9]+)")));
@@ -271,7 +271,9 @@ TEST_P(FleetLivenessProcessTest, TwoHundredRestartsUnderNewIdsLeaveTheReadsFlat)
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, FleetLivenessProcessTest,
-                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb), backend_name);
+                         ::testing::Values(Backend::kSqlite, Backend::kDynamoDb,
+                                           Backend::kDynamoDbLocal),
+                         backend_name);
 
 }  // namespace
 }  // namespace leasehold::process_test
