@@ -41,7 +41,10 @@ test-unit: setup
 	@cmake --build --preset asan -j $(JOBS) --target test_binaries
 	ctest --preset asan -j $(JOBS)
 
-test: test-system test-unit
+# Both, with the sanitized build compiled beside the system tests at the
+# lowest CPU priority (scripts/test.sh).
+test: build
+	@JOBS=$(JOBS) scripts/test.sh
 
 # The fleet's throughput baseline and the tracer benchmark are built only here:
 # the tests do not need them.
