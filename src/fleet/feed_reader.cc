@@ -281,19 +281,21 @@ void FeedReader::nudge(const std::string& member, const std::string& take) {
 // The member that should take a connection that has just become free: of
 // those below their share, the reader's own worker (told at once, where
 // another hears at its next heartbeat), or else the first by rendezvous
-// rank, as placement ranks them; else, of those with room, the first.
-// Figures lag (a member
-// that has just handed over still counts what it held), and the members
-// may read them otherwise than this reader did, each waiting for one
-// ranked first: so the first by rank of those with room is nudged too.
+// rank, as placement ranks them; else, of those with room, the first. The
+// own worker is counted as it is (owned_now); the others' figures lag (a
+// member that has just handed over still counts what it held), and the
+// members may read them otherwise than this reader did, each waiting for
+// one ranked first: so the first by rank of those with room is nudged too.
 void FeedReader::nudge_taker(const std::string& connection) {
   if (!loads_) {
     Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/true);
     if (!members.ok()) return;  // the poll finds it
     loads_.emplace();
     for (const Member& m : *members) {
-      if (!m.taking || (stopping_ && m.id == options_.id)) continue;
-      loads_->push_back({m.id, m.owned, m.capacity > 0 ? m.capacity : 1000});
+      const bool own = m.id == options_.id;
+      if (!m.taking || (stopping_ && own)) continue;
+      const int64_t owned = own && options_.owned_now ? options_.owned_now() : m.owned;
+      loads_->push_back({m.id, owned, m.capacity > 0 ? m.capacity : 1000});
     }
   }
   if (loads_->empty()) return;
@@ -329,7 +331,9 @@ void FeedReader::nudge_taker(const std::string& connection) {
   if (best == nullptr) return;
   ++best->owned;  // as it will be: the next free one may go to another
   nudge(best->id, connection);
-  if (first != best) nudge(first->id, connection);
+  // Its own worker, counted as it is, has no figures of its own to go by.
+  const bool first_counted_as_it_is = first->id == options_.id && options_.owned_now;
+  if (first != best && !first_counted_as_it_is) nudge(first->id, connection);
 }
 
 void FeedReader::checkpoint() {

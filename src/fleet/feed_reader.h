@@ -79,6 +79,10 @@ struct FeedReaderOptions {
   // connection it should take, or empty), without a write. Null: it is
   // nudged through the store like any other member.
   std::function<void(const std::string& take)> nudge_self;
+  // How many connections its own worker owns now: counted for it in place
+  // of its figures, which lag (those of the others are all there is). Null:
+  // its figures.
+  std::function<int64_t()> owned_now;
 };
 
 struct FeedReaderStats {

@@ -126,9 +126,11 @@ class FeedReaderTest : public ::testing::Test {
   }
 
   std::unique_ptr<FeedReader> reader(const std::string& id,
-                                     std::function<void(const std::string&)> nudge_self = {}) {
+                                     std::function<void(const std::string&)> nudge_self = {},
+                                     std::function<int64_t()> owned_now = {}) {
     FeedReaderOptions o;
     o.nudge_self = std::move(nudge_self);
+    o.owned_now = std::move(owned_now);
     o.id = id;
     o.lease_ttl = seconds(3);
     o.list_every = seconds(5);
@@ -299,6 +301,28 @@ TEST_F(FeedReaderTest, ItsOwnWorkerIsToldAtOnceAndTakesWhatIsFreeWhileBelowItsSh
   w2 = store_->get(kWorkersTable, worker_key("w2"), true);
   ASSERT_TRUE(w2.ok());
   EXPECT_EQ(get_string_or(*w2, kTakeHintAttr), "f");
+}
+
+// Its own worker's figures lag what it owns: it has just taken one that
+// its figures do not count. Counted as it is, it is at its share, and the
+// other member is told instead of it (it would not take the connection,
+// and nobody else would have been told).
+TEST_F(FeedReaderTest, ItsOwnWorkerIsCountedAsItIsNotAsItsFiguresSay) {
+  join("w1", 0);
+  join("w2", 0);
+  std::vector<std::string> told;
+  auto r = reader(
+      "w1", [&](const std::string& take) { told.push_back(take); }, [] { return int64_t{1}; });
+  r->step();
+  std::string c = "c";  // ranked first for w1: without the count, w1 alone would be told
+  while (rendezvous_weight("w1", c) < rendezvous_weight("w2", c)) c += "x";
+  feed_.append("s1", std::nullopt, connection(c));
+  r->step();
+  EXPECT_TRUE(told.empty()) << "1 of 2, at its share";
+  EXPECT_EQ(nudges("w2"), 1);
+  Result<Item> w2 = store_->get(kWorkersTable, worker_key("w2"), true);
+  ASSERT_TRUE(w2.ok());
+  EXPECT_EQ(get_string_or(*w2, kTakeHintAttr), c);
 }
 
 TEST_F(FeedReaderTest, OneReaderAtATimeAndAStoppedOneHandsTheFeedOverAtOnce) {

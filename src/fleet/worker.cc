@@ -138,6 +138,7 @@ void Worker::Impl::start_threads() {
     o.lease = options_.lease;
     o.logger = options_.logger;
     o.nudge_self = [this](const std::string& take) { act_on_nudge(take); };
+    o.owned_now = [this] { return static_cast<int64_t>(snapshot().size()); };
     feed_reader_ = std::make_unique<FeedReader>(store_, *feed, clock_, random_, o);
     feed_ = std::thread([this] { feed_loop(); });
   }
