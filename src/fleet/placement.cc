@@ -99,7 +99,10 @@ Placement place(std::string_view me, int64_t owned, int64_t capacity,
   for (size_t j = 0; j < orphans.size(); ++j) {
     const OrphanSeen& orphan = orphans[j];
     const bool stranded = orphan.free_for >= options.stranded_after;
-    if (!may_take(self, orphan, stranded)) continue;
+    // A hinted one was placed here by the reader, by every member's
+    // figures as it read them: this member takes it if it has room at all.
+    const bool hinted = orphan.hinted && owned < capacity;
+    if (!hinted && !may_take(self, orphan, stranded)) continue;
     const uint64_t my_weight = weight(me, orphan);
     int64_t rank = 0;
     for (const Candidate& m : members) {
@@ -118,7 +121,7 @@ Placement place(std::string_view me, int64_t owned, int64_t capacity,
   std::sort(due_now.begin(), due_now.end());
   for (const auto& [due, j] : due_now) {
     const bool stranded = orphans[j].free_for >= options.stranded_after;
-    plan.attempts.push_back({j, orphans[j].crashed || stranded});
+    plan.attempts.push_back({j, orphans[j].crashed || stranded || orphans[j].hinted});
   }
   return plan;
 }

@@ -58,7 +58,11 @@ struct OrphanSeen {
   // Crashed, and its last owner is a live member again, in a newer session.
   bool owner_back = false;
   // The change feed's reader named it to this member (fleet/feed_reader.h):
-  // its turn is now, whatever its rank.
+  // its turn is now, whatever its rank, and it may be taken beyond the share
+  // (up to capacity). The one reader placed it by the members' figures,
+  // counting its own worker as it is, while each member counts the others
+  // by figures that lag: a member that waited until its own count agreed
+  // would leave it free for a reconcile period or more.
   bool hinted = false;
 };
 
@@ -70,8 +74,8 @@ struct PlacementOptions {
 // One orphan to try now.
 struct Attempt {
   size_t orphan = 0;  // index into the orphans given
-  // May be taken beyond the share, up to capacity: its owner died, or it
-  // has waited past stranded_after.
+  // May be taken beyond the share, up to capacity: its owner died, it has
+  // waited past stranded_after, or the reader named it to this member.
   bool beyond_share = false;
 };
 
