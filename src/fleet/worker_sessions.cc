@@ -99,7 +99,7 @@ Status Worker::Impl::join() {
 // ---------------------------------------------------------------- its own session
 
 // Whether the change feed's reader named connection `id` to this worker in
-// the nudge it heard last, a moment ago.
+// a nudge heard in the last kNudgeFollow.
 bool Worker::Impl::hinted(std::string_view id) {
   MutexLock lock(mu_);
   const auto hint = take_hints_.find(id);
