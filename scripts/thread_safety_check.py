@@ -7,8 +7,10 @@ use an annotated lock (in the file itself or in a header beside it) once
 more with clang++ -fsyntax-only -Wthread-safety -Werror=thread-safety, taking each
 one's macros, include paths and language standard from the build's
 compile_commands.json (the rest of a GCC command line does not change how a
-file parses). Runs them in parallel, one a core, and exits non-zero if any
-fails.
+file parses). A unity build's translation unit (CMake's unity_N_cxx.cxx,
+which includes a batch of a target's files) is read whole if any file of its
+batch uses such a lock: the analysis names each finding's own file and line.
+Runs them in parallel, one a core, and exits non-zero if any fails.
 
 Usage: thread_safety_check.py BUILD/compile_commands.json [--clang CLANG++]
 """
@@ -83,6 +85,23 @@ def uses_annotations(path):
     return False
 
 
+# A unity build's translation unit, and the lines that include its batch.
+UNITY = re.compile(r"unity_\d+_cxx\.cxx$")
+UNITY_INCLUDE = re.compile(r'^#include "([^"]+)"$', re.MULTILINE)
+
+
+def sources(path):
+    """The files `path` compiles: the batch of a unity build's translation
+    unit, else the file itself."""
+    if not UNITY.search(path):
+        return [path]
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return UNITY_INCLUDE.findall(f.read())
+    except OSError:
+        return []
+
+
 def arguments(entry):
     return shlex.split(entry["command"]) if "command" in entry else entry["arguments"]
 
@@ -115,7 +134,7 @@ def main():
     chosen, files = [], set()
     for entry in entries:
         file = os.path.join(entry["directory"], entry["file"])
-        if file not in files and uses_annotations(file):
+        if file not in files and any(uses_annotations(s) for s in sources(file)):
             files.add(file)
             chosen.append(entry)
     if not chosen:

@@ -161,7 +161,7 @@ int exchange(int fd, const std::string& request, std::string& buffer) {
   return status;
 }
 
-struct Outcome {
+struct BareLoopOutcome {
   int64_t done = 0;
   Duration cpu{};
   std::string error;
@@ -173,7 +173,7 @@ struct Outcome {
 // Its `duration` starts once it is connected, as the library's pooled
 // connection is already open when its turn starts.
 void bare_loop(const net::HttpEndpoint& endpoint, const std::vector<std::string>& requests,
-               size_t first, size_t stride, Duration duration, Outcome& out) {
+               size_t first, size_t stride, Duration duration, BareLoopOutcome& out) {
   auto socket = connect_to(endpoint);
   if (!socket.ok()) {
     out.error = socket.status().message();
@@ -259,7 +259,7 @@ Result<RawRun> bare_http_renewals(const DynamoDbTarget& target, const std::vecto
     }
   }
 
-  std::vector<Outcome> outcomes(static_cast<size_t>(threads));
+  std::vector<BareLoopOutcome> outcomes(static_cast<size_t>(threads));
   std::vector<std::thread> workers;
   for (int64_t t = 0; t < threads; ++t) {
     workers.emplace_back(bare_loop, std::cref(endpoint), std::cref(requests),
@@ -269,7 +269,7 @@ Result<RawRun> bare_http_renewals(const DynamoDbTarget& target, const std::vecto
   for (auto& w : workers) w.join();
   RawRun run;
   run.cpu = Duration::zero();
-  for (const Outcome& o : outcomes) {
+  for (const BareLoopOutcome& o : outcomes) {
     if (!o.error.empty()) return unavailable("bare HTTP baseline: " + o.error);
     run.renewals += o.done;
     *run.cpu += o.cpu;

@@ -25,14 +25,14 @@ struct Closer {
   void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
 };
 
-struct Outcome {
+struct RenewLoopOutcome {
   int64_t done = 0;
   std::string error;
 };
 
 void renew_loop(const std::string& path, const std::string& sql,
                 const std::vector<RawLease>& leases, size_t first, size_t stride, MonoTime until,
-                int64_t ttl_ms, Outcome& out) {
+                int64_t ttl_ms, RenewLoopOutcome& out) {
   sqlite3* raw_db = nullptr;
   sqlite3_open_v2(path.c_str(), &raw_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr);
   std::unique_ptr<sqlite3, Closer> db(raw_db);
@@ -80,7 +80,7 @@ class SqliteRawBaseline final : public RawBaseline {
     std::vector<char> sql(sizeof kRenewSql + table_.size());
     std::snprintf(sql.data(), sql.size(), kRenewSql, table_.c_str());
     const MonoTime until = RealClock().mono_now() + duration;
-    std::vector<Outcome> outcomes(threads);
+    std::vector<RenewLoopOutcome> outcomes(threads);
     std::vector<std::thread> workers;
     for (int64_t t = 0; t < threads; ++t) {
       workers.emplace_back(renew_loop, path_, std::string(sql.data()), std::cref(leases), t,

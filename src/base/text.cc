@@ -1,5 +1,7 @@
 #include "base/text.h"
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 
 namespace leasehold {
@@ -52,6 +54,13 @@ void append_json_string(std::string_view s, std::string& out) {
   }
   out.append(s.substr(plain));
   out += '"';
+}
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  return std::ranges::equal(a, b, [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
 }
 
 }  // namespace leasehold

@@ -1,5 +1,5 @@
 // Checks of short human-readable text that goes into stored items: names,
-// owners, labels.
+// owners, labels; and the small text helpers more than one layer needs.
 #pragma once
 
 #include <cstddef>
@@ -19,5 +19,9 @@ Status validate_text(std::string_view what, std::string_view text, size_t bytes_
 // control characters escaped (other bytes as they are). For JSON written as
 // text, where building a tree to serialise would cost more than the text.
 void append_json_string(std::string_view s, std::string& out);
+
+// Whether `a` and `b` are the same text but for the case of ASCII letters:
+// how HTTP's header names and tokens compare.
+bool equal_ignoring_case(std::string_view a, std::string_view b);
 
 }  // namespace leasehold

@@ -101,8 +101,6 @@ bool next_message(int64_t kill_at_ns, int64_t& message) {
   _exit(0);
 }
 
-std::string errno_text(int err) { return std::strerror(err); }
-
 // Waits up to `wait_ms` for `fd` to be readable and reads one byte into
 // `byte`. Returns 1, 0 at end-of-file, or -1 on an error or if nothing came.
 ssize_t read_byte_within(int fd, int wait_ms, char& byte) {
@@ -124,7 +122,7 @@ ssize_t read_byte_within(int fd, int wait_ms, char& byte) {
 Result<std::unique_ptr<GroupGuard>> GroupGuard::start(pid_t pgid, MonoTime kill_at, Logger& log) {
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) {
-    return internal_error("socketpair: " + errno_text(errno));
+    return internal_error(std::string("socketpair: ") + std::strerror(errno));
   }
   const int64_t kill_at_ns = monotonic_ns(kill_at);
   const pid_t pid = fork();
@@ -136,7 +134,8 @@ Result<std::unique_ptr<GroupGuard>> GroupGuard::start(pid_t pgid, MonoTime kill_
   close(ends[1]);
   if (pid < 0) {
     close(ends[0]);
-    return internal_error("cannot fork the guard process: " + errno_text(fork_errno));
+    return internal_error(std::string("cannot fork the guard process: ") +
+                          std::strerror(fork_errno));
   }
   // From here on the destructor closes the socket, and the guard kills the
   // group if it runs at all.

@@ -40,8 +40,6 @@ constexpr auto kLoopWaitMax = std::chrono::milliseconds(1000);
 // What the command's process reads, before it execs, to go ahead.
 constexpr char kGo = 'G';
 
-std::string errno_text(int err) { return std::strerror(err); }
-
 // Owns one file descriptor.
 class UniqueFd {
  public:
@@ -67,7 +65,7 @@ class LossFlag {
   Status open() {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
-      return internal_error("pipe2: " + errno_text(errno));
+      return internal_error(std::string("pipe2: ") + std::strerror(errno));
     }
     read_fd_ = std::make_unique<UniqueFd>(fds[0]);
     write_fd_ = std::make_unique<UniqueFd>(fds[1]);
@@ -119,7 +117,7 @@ Result<int> open_signal_fd() {
     return internal_error("cannot block signals");
   }
   const int fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (fd < 0) return internal_error("signalfd: " + errno_text(errno));
+  if (fd < 0) return internal_error(std::string("signalfd: ") + std::strerror(errno));
   return fd;
 }
 
@@ -182,7 +180,7 @@ Result<pid_t> fork_command(std::vector<std::string> command, const Lease& lease,
   std::vector<char*> envp = c_strings(env);
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ends) != 0) {
-    return internal_error("socketpair: " + errno_text(errno));
+    return internal_error(std::string("socketpair: ") + std::strerror(errno));
   }
   const pid_t parent = getpid();
   const pid_t pid = fork();
@@ -193,12 +191,13 @@ Result<pid_t> fork_command(std::vector<std::string> command, const Lease& lease,
   const int fork_errno = errno;
   close(ends[1]);
   start.reset(ends[0]);
-  if (pid < 0) return internal_error("cannot fork: " + errno_text(fork_errno));
+  if (pid < 0) return internal_error(std::string("cannot fork: ") + std::strerror(fork_errno));
   if (setpgid(pid, pid) != 0) {
     const int err = errno;
     kill(pid, SIGKILL);
     waitpid(pid, nullptr, 0);
-    return internal_error("cannot give the command a process group: " + errno_text(err));
+    return internal_error(std::string("cannot give the command a process group: ") +
+                          std::strerror(err));
   }
   return pid;
 }
@@ -206,14 +205,14 @@ Result<pid_t> fork_command(std::vector<std::string> command, const Lease& lease,
 // Lets the forked command exec; fails if it could not.
 Status let_exec(const UniqueFd& start, const std::string& name) {
   if (send(start.get(), &kGo, 1, MSG_NOSIGNAL) != 1) {
-    return internal_error("cannot start '" + name + "': " + errno_text(errno));
+    return internal_error("cannot start '" + name + "': " + std::strerror(errno));
   }
   int err = 0;
   ssize_t n;
   do {
     n = read(start.get(), &err, sizeof err);
   } while (n < 0 && errno == EINTR);
-  if (n == sizeof err) return internal_error("cannot run '" + name + "': " + errno_text(err));
+  if (n == sizeof err) return internal_error("cannot run '" + name + "': " + std::strerror(err));
   return Status::ok_status();
 }
 
@@ -380,7 +379,7 @@ bool wait_child_or_loss(Held& h) {
     // Rounded up, so that the loss point has passed when poll() times out.
     const int wait_ms = static_cast<int>(to_ms(wait + std::chrono::microseconds(999)));
     if (poll(fds, 2, wait_ms) < 0 && errno != EINTR) {
-      log_to(h.ctx.logger(), LogLevel::kWarn, "poll: {}", errno_text(errno));
+      log_to(h.ctx.logger(), LogLevel::kWarn, "poll: {}", std::strerror(errno));
     }
     drain_signals(h);
   }

@@ -11,7 +11,7 @@ namespace {
 constexpr Duration kIdleWait = std::chrono::seconds(1);
 
 // Deliveries a job gets before it becomes a dead letter, on either queue.
-constexpr int kJobReceivesMax = QueueOptions{}.max_receives;
+const int kJobReceivesMax = QueueOptions{}.max_receives;
 
 Result<std::unique_ptr<Queue>> open_job_queue(ItemStore& store, Clock& clock, Random& random,
                                               const ServiceOptions& o, std::string_view kind) {

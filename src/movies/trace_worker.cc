@@ -22,51 +22,18 @@
 #include "movies/schema.h"
 
 namespace leasehold::movies {
-namespace {
 
 namespace json = boost::json;
+
+// The types TraceWorker::Impl holds are named in this namespace, not an
+// anonymous one: a class every file may name must not hold a member of a
+// type that is this file's alone (GCC's -Wsubobject-linkage, which sees
+// this file as a header in the unity build).
 
 struct JobMessage {
   std::string movie_id;
   std::string job_id;
 };
-
-const json::string* string_field(const json::object& o, std::string_view name) {
-  const json::value* v = o.if_contains(name);
-  return v != nullptr ? v->if_string() : nullptr;
-}
-
-Result<JobMessage> parse_job(std::string_view body) {
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  const json::object* o = ec ? nullptr : v.if_object();
-  const json::string* movie = o != nullptr ? string_field(*o, "movie_id") : nullptr;
-  const json::string* job = o != nullptr ? string_field(*o, "job_id") : nullptr;
-  if (movie == nullptr || job == nullptr || movie->empty() || movie->size() > 64 ||
-      !is_well_formed_token(std::string_view(*job))) {
-    return invalid_argument("malformed job message");
-  }
-  return JobMessage{std::string(*movie), std::string(*job)};
-}
-
-// What users may see of a failed trace: a fixed sentence per kind of
-// failure, never a path or an internal message (those go to the log).
-std::string failure_summary(const Status& s) {
-  switch (s.code()) {
-    case Code::kNotFound:
-      return "the movie's file is missing";
-    case Code::kInvalidArgument:
-      return "the movie's file could not be traced with these markers";
-    case Code::kFailedPrecondition:
-      return "the trace was interrupted";
-    case Code::kUnavailable:
-    case Code::kUnknownOutcome:
-    case Code::kDeadlineExceeded:
-      return "the store could not be reached while tracing";
-    default:
-      return "the trace failed (internal error)";
-  }
-}
 
 // The worker's counters in a registry: each TraceWorkerStats field that has
 // one, by outcome.
@@ -111,6 +78,45 @@ struct JobState {
   JobMessage job;
   std::string user_display_name;
 };
+
+namespace {
+
+const json::string* string_field(const json::object& o, std::string_view name) {
+  const json::value* v = o.if_contains(name);
+  return v != nullptr ? v->if_string() : nullptr;
+}
+
+Result<JobMessage> parse_job(std::string_view body) {
+  boost::system::error_code ec;
+  json::value v = json::parse(body, ec);
+  const json::object* o = ec ? nullptr : v.if_object();
+  const json::string* movie = o != nullptr ? string_field(*o, "movie_id") : nullptr;
+  const json::string* job = o != nullptr ? string_field(*o, "job_id") : nullptr;
+  if (movie == nullptr || job == nullptr || movie->empty() || movie->size() > 64 ||
+      !is_well_formed_token(std::string_view(*job))) {
+    return invalid_argument("malformed job message");
+  }
+  return JobMessage{std::string(*movie), std::string(*job)};
+}
+
+// What users may see of a failed trace: a fixed sentence per kind of
+// failure, never a path or an internal message (those go to the log).
+std::string failure_summary(const Status& s) {
+  switch (s.code()) {
+    case Code::kNotFound:
+      return "the movie's file is missing";
+    case Code::kInvalidArgument:
+      return "the movie's file could not be traced with these markers";
+    case Code::kFailedPrecondition:
+      return "the trace was interrupted";
+    case Code::kUnavailable:
+    case Code::kUnknownOutcome:
+    case Code::kDeadlineExceeded:
+      return "the store could not be reached while tracing";
+    default:
+      return "the trace failed (internal error)";
+  }
+}
 
 bool transient(const Status& s) {
   return s.code() == Code::kUnavailable || s.code() == Code::kUnknownOutcome ||

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/duration.h"
 #include "base/mutex.h"
 #include "net/beast.h"
 #include "net/deadline_socket.h"
@@ -115,8 +116,6 @@ struct Exchange {
   bool keep_alive = false;
   bool retry_on_fresh = false;  // nothing reached the server; safe to resend
 };
-
-std::string ms_text(Duration d) { return std::to_string(to_ms(d)) + " ms"; }
 
 // Parses a response straight into an HttpResponse: Beast's own
 // response_parser would keep every field in a container of its own first,
@@ -393,8 +392,8 @@ Exchange BeastHttpClient::read_response(Connection& c, Duration timeout, bool he
     return ex;
   }
   if (ec == beast::error::timeout) {
-    ex.response = unknown_outcome("no response from " + where_ + " within " + ms_text(timeout) +
-                                  "; the request may have been applied");
+    ex.response = unknown_outcome("no response from " + where_ + " within " +
+                                  format_duration(timeout) + "; the request may have been applied");
     return ex;
   }
   if (ec) {

@@ -47,6 +47,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/duration.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "net/beast_websocket.h"
@@ -324,8 +325,6 @@ void SessionCore::finish(Status why) {
   if (handlers.on_closed) handlers.on_closed(why);
 }
 
-std::string ms_text(Duration d) { return std::to_string(to_ms(d)) + " ms"; }
-
 // One stream: Ws is PlainWs or TlsWs.
 template <typename Ws>
 class Session final : public SessionCore, private NetworkListener {
@@ -503,8 +502,8 @@ void Session<Ws>::connect_failed(std::string_view step, error_code ec) {
   if (close_requested_) {
     why = Status::ok_status();
   } else if (timed_out_) {
-    why = unavailable(where_ + ": not connected within " + ms_text(options().connect_timeout) +
-                      " (" + std::string(step) + ")");
+    why = unavailable(where_ + ": not connected within " +
+                      format_duration(options().connect_timeout) + " (" + std::string(step) + ")");
   } else {
     why = unavailable(where_ + ": " + std::string(step) + ": " + ec.message());
   }
@@ -628,8 +627,8 @@ void Session<Ws>::read_failed(error_code ec) {
       failure_ = resource_exhausted(where_ + ": a message exceeded " +
                                     std::to_string(options().message_bytes_max) + " bytes");
     } else if (ec == beast::error::timeout) {
-      failure_ =
-          unavailable(where_ + ": the peer was silent for " + ms_text(options().idle_timeout));
+      failure_ = unavailable(where_ + ": the peer was silent for " +
+                             format_duration(options().idle_timeout));
     } else {
       failure_ = unavailable(where_ + ": " + ec.message());
     }

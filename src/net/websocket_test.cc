@@ -590,7 +590,7 @@ TEST(WsClientTest, AnUpgradeThatNeverAnswersTimesOut) {
               recorder);
   const Status why = recorder.wait_closed();
   EXPECT_EQ(why.code(), Code::kUnavailable) << why.to_string();
-  EXPECT_TRUE(contains(why.message(), "within 300 ms")) << why.message();
+  EXPECT_TRUE(contains(why.message(), "within 300ms")) << why.message();
   EXPECT_GE(recorder.closed_at() - start, 300ms);
 }
 
@@ -605,7 +605,7 @@ TEST(WsClientTest, ASilentPeerIsCutOffAfterTheIdleTimeout) {
   auto b = connect(*client, server.url("/quiet"), quiet);
   const Status why = silent.wait_closed();
   EXPECT_EQ(why.code(), Code::kUnavailable) << why.to_string();
-  EXPECT_TRUE(contains(why.message(), "silent for 600 ms")) << why.message();
+  EXPECT_TRUE(contains(why.message(), "silent for 600ms")) << why.message();
   EXPECT_GE(silent.closed_at() - start, 600ms);
   // A peer that answers the pings stays, though it sends nothing.
   EXPECT_EQ(quiet.wait_closed(1800ms).code(), Code::kInternal) << "on_closed ran";
@@ -702,7 +702,7 @@ TEST_F(WsClientTlsTest, AStalledTlsHandshakeTimesOutOrEndsOnClose) {
   EXPECT_LT(closed.closed_at() - start, 300ms);
   const Status why = timed_out.wait_closed();
   EXPECT_EQ(why.code(), Code::kUnavailable) << why.to_string();
-  EXPECT_TRUE(contains(why.message(), "within 300 ms")) << why.message();
+  EXPECT_TRUE(contains(why.message(), "within 300ms")) << why.message();
   EXPECT_TRUE(contains(why.message(), "TLS handshake")) << why.message();
   EXPECT_GE(timed_out.closed_at() - start, 300ms);
   EXPECT_EQ(timed_out.opened() + closed.opened(), 0);
@@ -742,7 +742,7 @@ TEST_F(WsClientTlsTest, ThePeersCloseFrameAndASilentPeerAreToldApart) {
   EXPECT_TRUE(contains(closed.message(), "4001")) << closed.message();
   const Status cut = silent.wait_closed();
   EXPECT_EQ(cut.code(), Code::kUnavailable) << cut.to_string();
-  EXPECT_TRUE(contains(cut.message(), "silent for 600 ms")) << cut.message();
+  EXPECT_TRUE(contains(cut.message(), "silent for 600ms")) << cut.message();
   // Its pings go out through TLS and its pongs come back: it stays.
   EXPECT_EQ(quiet.wait_closed(1800ms).code(), Code::kInternal) << "on_closed ran";
   c->close();

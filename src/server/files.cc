@@ -15,8 +15,6 @@ namespace {
 // clash means a broken random source, not bad luck.
 constexpr int kCreateAttemptsMax = 4;
 
-std::string errno_text(int error) { return std::strerror(error); }
-
 }  // namespace
 
 Result<std::unique_ptr<UploadFile>> UploadFile::create(const std::string& dir, Random& random) {
@@ -25,7 +23,7 @@ Result<std::unique_ptr<UploadFile>> UploadFile::create(const std::string& dir, R
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) return std::unique_ptr<UploadFile>(new UploadFile(std::move(path), fd));
     if (errno != EEXIST) {
-      return unavailable("cannot create an upload file in " + dir + ": " + errno_text(errno));
+      return unavailable("cannot create an upload file in " + dir + ": " + std::strerror(errno));
     }
   }
   return internal_error("no free upload file name in " + dir);
@@ -43,9 +41,9 @@ Status UploadFile::write(std::string_view data) {
       if (errno == EINTR) continue;
       const int error = errno;
       if (error == ENOSPC || error == EDQUOT || error == EFBIG) {
-        return resource_exhausted("writing " + path_ + ": " + errno_text(error));
+        return resource_exhausted("writing " + path_ + ": " + std::strerror(error));
       }
-      return internal_error("writing " + path_ + ": " + errno_text(error));
+      return internal_error("writing " + path_ + ": " + std::strerror(error));
     }
     data.remove_prefix(static_cast<size_t>(n));
     bytes_written_ += static_cast<uint64_t>(n);
@@ -59,7 +57,7 @@ Status UploadFile::close() {
   // close() reports a deferred write error (NFS, quota): the body is then
   // not all on disk.
   if (fd >= 0 && ::close(fd) != 0 && errno != EINTR) {
-    return internal_error("closing " + path_ + ": " + errno_text(errno));
+    return internal_error("closing " + path_ + ": " + std::strerror(errno));
   }
   return Status::ok_status();
 }
@@ -69,7 +67,7 @@ Result<std::unique_ptr<SendFile>> SendFile::open(const std::string& path) {
   if (fd < 0) {
     const int error = errno;
     if (error == ENOENT || error == ENOTDIR) return not_found("no file " + path);
-    return internal_error("cannot open " + path + ": " + errno_text(error));
+    return internal_error("cannot open " + path + ": " + std::strerror(error));
   }
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -85,7 +83,9 @@ Result<size_t> SendFile::read_at(uint64_t offset, std::span<char> out) {
   for (;;) {
     const ssize_t n = ::pread(fd_, out.data(), out.size(), static_cast<off_t>(offset));
     if (n >= 0) return static_cast<size_t>(n);
-    if (errno != EINTR) return internal_error(std::string("reading a file: ") + errno_text(errno));
+    if (errno != EINTR) {
+      return internal_error(std::string("reading a file: ") + std::strerror(errno));
+    }
   }
 }
 

@@ -2,19 +2,10 @@
 #include "server/http.h"
 
 #include <algorithm>
-#include <cctype>
+
+#include "base/text.h"
 
 namespace leasehold::server {
-namespace {
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return std::ranges::equal(a, b, [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) ==
-           std::tolower(static_cast<unsigned char>(y));
-  });
-}
-
-}  // namespace
 
 std::optional<std::string_view> Request::header(std::string_view name) const {
   for (const auto& [key, value] : headers) {

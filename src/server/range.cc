@@ -3,8 +3,9 @@
 #include "server/range.h"
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
+
+#include "base/text.h"
 
 namespace leasehold::server {
 namespace {
@@ -13,13 +14,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
-}
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return std::ranges::equal(a, b, [](char x, char y) {
-    return std::tolower(static_cast<unsigned char>(x)) ==
-           std::tolower(static_cast<unsigned char>(y));
-  });
 }
 
 // Decimal digits only, at least one; a number past 2^64 - 1 saturates, which

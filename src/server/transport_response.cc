@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "base/text.h"
 #include "server/errors.h"
 #include "server/transport_impl.h"
 
@@ -47,8 +48,6 @@ bool is_well_formed(const Response& response) {
            });
   });
 }
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) { return beast::iequals(a, b); }
 
 // The header fields every response carries that are the same on every
 // response: written out once.

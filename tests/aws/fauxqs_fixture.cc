@@ -12,7 +12,7 @@ namespace {
 
 // fauxqs's own start listens on every interface; this builds its server and
 // listens on loopback only.
-constexpr const char* kScript = R"(
+constexpr const char* kFauxqsScript = R"(
 const { buildApp } = await import(process.argv[1] + '/dist/app.js');
 const app = buildApp({ logger: false });
 const address = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -27,7 +27,7 @@ Result<std::unique_ptr<Fauxqs>> Fauxqs::start() {
   setenv("AWS_SECRET_ACCESS_KEY", "test", /*overwrite=*/0);
   LEASEHOLD_ASSIGN_OR_RETURN(
       std::unique_ptr<NodeServer> server,
-      NodeServer::start({.name = "fauxqs", .module = "fauxqs", .script = kScript}));
+      NodeServer::start({.name = "fauxqs", .module = "fauxqs", .script = kFauxqsScript}));
   return std::unique_ptr<Fauxqs>(new Fauxqs(std::move(server)));
 }
 

@@ -7,7 +7,7 @@ namespace leasehold::testing {
 namespace {
 
 // Listens on 127.0.0.1 port 0 and prints the port once the socket is open.
-constexpr const char* kScript = R"(
+constexpr const char* kDynaliteScript = R"(
 import { createRequire } from 'node:module';
 const dynalite = createRequire(process.argv[1] + '/')(process.argv[1]);
 const ms = Number(process.argv[2]);
@@ -22,7 +22,7 @@ Result<std::unique_ptr<Dynalite>> Dynalite::start(const DynaliteOptions& options
       std::unique_ptr<NodeServer> server,
       NodeServer::start({.name = "dynalite",
                          .module = "dynalite",
-                         .script = kScript,
+                         .script = kDynaliteScript,
                          .args = {std::to_string(options.table_transition_ms)},
                          .start_timeout = options.start_timeout}));
   return std::unique_ptr<Dynalite>(new Dynalite(std::move(server)));

@@ -508,7 +508,7 @@ class FleetSimulation {
   int crashes_ = 0;
 };
 
-std::vector<uint64_t> seeds(int default_count) {
+std::vector<uint64_t> fleet_seeds(int default_count) {
   if (const char* s = std::getenv("LEASEHOLD_SIM_SEED")) return {std::strtoull(s, nullptr, 10)};
   std::vector<uint64_t> out;
   for (int i = 0; i < default_count; ++i) out.push_back(7000 + static_cast<uint64_t>(i));
@@ -519,7 +519,7 @@ TEST(FleetSimulation, EveryStartedConnectionStreamsAgainWithinTheBoundAfterFault
   Duration longest{};
   int crashes = 0;
   uint64_t audit = 0, reaper = 0, retried = 0, takeovers = 0;
-  for (const uint64_t seed : seeds(12)) {
+  for (const uint64_t seed : fleet_seeds(12)) {
     FleetSimulation sim(seed, {});
     const std::optional<std::string> violation = sim.run();
     ASSERT_FALSE(violation) << "seed " << seed << ": " << *violation
@@ -557,7 +557,7 @@ TEST(FleetSimulation, CheckerCatchesConnectionsNobodyFinds) {
   FleetSimOptions o;
   o.blind_sweeps = true;
   bool caught = false;
-  for (const uint64_t seed : seeds(6)) {
+  for (const uint64_t seed : fleet_seeds(6)) {
     FleetSimulation sim(seed, o);
     const std::optional<std::string> violation = sim.run();
     if (violation && violation->find("without a line") != std::string::npos) caught = true;

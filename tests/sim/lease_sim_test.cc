@@ -558,7 +558,7 @@ class Simulation {
   int64_t fence_ids_ = 0;
 };
 
-std::vector<uint64_t> seeds(int default_count) {
+std::vector<uint64_t> lease_seeds(int default_count) {
   if (const char* one = std::getenv("LEASEHOLD_SIM_SEED")) return {std::strtoull(one, nullptr, 10)};
   int count = default_count;
   if (const char* n = std::getenv("LEASEHOLD_SIM_SEEDS")) count = std::atoi(n);
@@ -569,7 +569,7 @@ std::vector<uint64_t> seeds(int default_count) {
 
 TEST(LeaseSimulation, MutualExclusionAndMonotonicEpochsUnderFaults) {
   int acquisitions = 0, foreign = 0, writes = 0, late_releases = 0;
-  for (uint64_t seed : seeds(150)) {
+  for (uint64_t seed : lease_seeds(150)) {
     Simulation sim(seed, SimOptions{});
     const auto violation = sim.run();
     ASSERT_FALSE(violation.has_value()) << *violation;
@@ -591,7 +591,7 @@ TEST(LeaseSimulation, SessionsKeepOneHolderUnderFaultsPausesAndSkew) {
   SimOptions o;
   o.session_workers = 2;
   int acquisitions = 0, started = 0, ended = 0, takeovers = 0, writes = 0;
-  for (uint64_t seed : seeds(60)) {
+  for (uint64_t seed : lease_seeds(60)) {
     Simulation sim(seed, o);
     const auto violation = sim.run();
     ASSERT_FALSE(violation.has_value()) << *violation;
@@ -635,7 +635,7 @@ bool caught_in_some_run(const SimOptions& o, const std::vector<uint64_t>& seeds)
 TEST(LeaseSimulation, CheckerCatchesSkewBeyondTheConfiguredBound) {
   SimOptions o;
   o.actual_skew = std::chrono::seconds(4);
-  EXPECT_TRUE(caught_in_some_run(o, seeds(20)));
+  EXPECT_TRUE(caught_in_some_run(o, lease_seeds(20)));
 }
 
 // The owner left out of the holder-side conditions: a lost lease's late
@@ -643,7 +643,7 @@ TEST(LeaseSimulation, CheckerCatchesSkewBeyondTheConfiguredBound) {
 TEST(LeaseSimulation, CheckerCatchesTheOwnerLeftOutOfTheConditions) {
   SimOptions o;
   o.blind_to = "lease_owner";
-  EXPECT_TRUE(caught_in_some_run(o, seeds(20)));
+  EXPECT_TRUE(caught_in_some_run(o, lease_seeds(20)));
 }
 
 // Renewals without the heartbeat guard: a renewal held on its way lands
@@ -651,7 +651,7 @@ TEST(LeaseSimulation, CheckerCatchesTheOwnerLeftOutOfTheConditions) {
 TEST(LeaseSimulation, CheckerCatchesALateRenewalUndoingALaterOne) {
   SimOptions o;
   o.blind_to = "lease_heartbeat_at_ms";
-  EXPECT_TRUE(caught_in_some_run(o, seeds(150)));
+  EXPECT_TRUE(caught_in_some_run(o, lease_seeds(150)));
 }
 
 // A backend that re-sends a write answered 500 after it had applied: a
@@ -659,7 +659,7 @@ TEST(LeaseSimulation, CheckerCatchesALateRenewalUndoingALaterOne) {
 TEST(LeaseSimulation, CheckerCatchesAWriteResentAfterAServerError) {
   SimOptions o;
   o.faults.resend_after_server_error = true;
-  EXPECT_TRUE(caught_in_some_run(o, seeds(20)));
+  EXPECT_TRUE(caught_in_some_run(o, lease_seeds(20)));
 }
 
 // A key trusted past its session's deadline.
@@ -667,7 +667,7 @@ TEST(LeaseSimulation, CheckerCatchesAKeyTrustedWithoutItsSession) {
   SimOptions o;
   o.session_workers = 3;
   o.ignore_sessions = true;
-  EXPECT_TRUE(caught_in_some_run(o, seeds(20)));
+  EXPECT_TRUE(caught_in_some_run(o, lease_seeds(20)));
 }
 
 }  // namespace
