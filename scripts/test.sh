@@ -3,10 +3,11 @@
 # the unit tests under ASan+UBSan. The sanitized build compiles while the
 # system tests run, at the lowest CPU priority (nice 19): those tests spend
 # most of their time waiting on processes, timers and sockets, and the
-# compiler takes only the CPU they leave idle, so that on two cores the
-# whole run is some five minutes shorter than one after the other. Both
-# test runs go ahead whatever the other's outcome; the exit status is
-# non-zero if either failed or the build did.
+# compiler takes only the CPU they leave idle. The lint checks (clang's
+# thread-safety analysis above all) need nothing but the CPU, and run beside
+# the unit tests, which leave some of it idle, rather than beside the
+# build, which leaves none. Every part goes ahead whatever the others'
+# outcome; the exit status is non-zero if any failed or the build did.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
@@ -18,11 +19,20 @@ echo "test: the sanitized build runs beside the system tests, at nice 19 (its lo
 # compilers under it) if this script is.
 setsid nice -n 19 cmake --build --preset asan -j "$jobs" --target test_binaries >"$log" 2>&1 &
 builder=$!
-trap '[ -n "$builder" ] && kill -- -"$builder" 2>/dev/null' EXIT
+linter=
+stop_background() {
+  [ -n "$builder" ] && kill -- -"$builder" 2>/dev/null
+  [ -n "$linter" ] && kill "$linter" 2>/dev/null
+}
+trap stop_background EXIT
 trap 'exit 130' INT TERM
 
 failed=()
-ctest --preset default -j "$jobs" || failed+=("the system tests")
+ctest --preset default -j "$jobs" -LE lint || failed+=("the system tests")
+
+lint_log=build/lint.log
+ctest --preset default -L lint >"$lint_log" 2>&1 &
+linter=$!
 
 if kill -0 "$builder" 2>/dev/null; then
   echo "test: waiting for the sanitized build, at $(tail -n 1 "$log" | cut -d' ' -f1)"
@@ -35,6 +45,11 @@ else
   tail -n 40 "$log"
   failed+=("the sanitized build")
 fi
+
+wait "$linter" || failed+=("the lint checks")
+linter=
+echo "test: the lint checks, beside the unit tests:"
+cat "$lint_log"
 
 if ((${#failed[@]})); then
   echo "test: failed: ${failed[*]}" >&2

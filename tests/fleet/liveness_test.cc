@@ -372,9 +372,10 @@ TEST_P(FleetLiveness, AfterAStoreOutageEveryStreamIsBackWithinMoments) {
 // reconcile reads stays the live members and those just dead.
 TEST_P(FleetLiveness, DeadMembersAreRemovedSoThatReadsStayFlat) {
   session_ttl_ = milliseconds(500);
-  Running& w1 = start("w1");
+  std::vector<Running*> all = {&start("w1")};
   for (int i = 0; i < 12; ++i) {
     Running& r = start("t" + std::to_string(i));
+    all.push_back(&r);
     if (i % 2 == 0) {
       crash(r);
     } else {
@@ -390,7 +391,11 @@ TEST_P(FleetLiveness, DeadMembersAreRemovedSoThatReadsStayFlat) {
   // member_keep(): five reconcile periods, or two session ttls.
   EXPECT_TRUE(eventually([&] { return members() == 1; }, seconds(10)))
       << members() << " members left";
-  EXPECT_EQ(w1.worker->stats().members_pruned, 12u);
+  // Each removed by someone: mostly w1, but a worker alive for a moment may
+  // remove those that died before it.
+  uint64_t pruned = 0;
+  for (const Running* r : all) pruned += r->worker->stats().members_pruned;
+  EXPECT_GE(pruned, 12u);
 }
 
 // What is written to the fleet is acted on within moments though nobody

@@ -190,19 +190,25 @@ class MemoryStore final : public ItemStore {
       return not_found("table " + t->spec.name + " has no index " + std::string(index));
     LEASEHOLD_RETURN_IF_ERROR(validate_range(range, spec->range_type));
 
-    // Index order: (range value, pk, sk), as an ordered set of pointers.
-    using Entry = std::tuple<Value, KeyTuple, const Item*>;
+    // Index order: (range value, pk, sk), as pointers into the table: a
+    // query copies only the items of its page.
+    struct Entry {
+      const Value* range;
+      const KeyTuple* key;
+      const Item* item;
+    };
+    const auto before = [](const Value& r1, const KeyTuple& k1, const Value& r2,
+                           const KeyTuple& k2) { return r1 != r2 ? r1 < r2 : k1 < k2; };
     std::vector<Entry> entries;
     for (const auto& [k, item] : t->items) {
       const auto* h = get_string(item, spec->hash_attr);
       const auto r = item.find(spec->range_attr);
       if (!h || *h != hash_value || r == item.end() || type_of(r->second) != spec->range_type)
         continue;
-      if (in_range(r->second, range)) entries.emplace_back(r->second, k, &item);
+      if (in_range(r->second, range)) entries.push_back({&r->second, &k, &item});
     }
-    std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-      if (std::get<0>(a) != std::get<0>(b)) return std::get<0>(a) < std::get<0>(b);
-      return std::get<1>(a) < std::get<1>(b);
+    std::sort(entries.begin(), entries.end(), [&](const Entry& a, const Entry& b) {
+      return before(*a.range, *a.key, *b.range, *b.key);
     });
     auto begin = entries.begin();
     if (!options.cursor.empty()) {
@@ -211,10 +217,9 @@ class MemoryStore final : public ItemStore {
       if (r == c.end() || type_of(r->second) != spec->range_type) {
         return invalid_argument("malformed query cursor");
       }
-      const auto pos = std::make_pair(
-          r->second, KeyTuple(std::get<std::string>(c["pk"]), std::get<std::string>(c["sk"])));
-      begin = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) {
-        return std::make_pair(std::get<0>(e), std::get<1>(e)) > pos;
+      const KeyTuple after(std::get<std::string>(c["pk"]), std::get<std::string>(c["sk"]));
+      begin = std::partition_point(entries.begin(), entries.end(), [&](const Entry& e) {
+        return !before(r->second, after, *e.range, *e.key);
       });
     }
     Page page;
@@ -224,7 +229,7 @@ class MemoryStore final : public ItemStore {
         page.next_cursor = make_cursor(&last.at(spec->range_attr), key_of(t->spec, last));
         break;
       }
-      page.items.push_back(*std::get<2>(*it));
+      page.items.push_back(*it->item);
       project(t->spec, *spec, page.items.back());
     }
     return page;
