@@ -390,14 +390,33 @@ def bench_react(args, procs, work):
                 out[labels.get("conn")] = wid
         return out
 
-    def timed(action, done, limit_s=30.0):
+    # What each command took itself (the CLI's process, its store calls),
+    # part of the time to its effect.
+    command_ms = {"stop": [], "start": [], "add": []}
+
+    def timed(action, done, limit_s=30.0, kind=None):
         t0 = time.monotonic()
         action()
+        if kind:
+            command_ms[kind].append((time.monotonic() - t0) * 1000)
         while not done():
             if time.monotonic() - t0 > limit_s:
                 raise RuntimeError("not acted on within %.0f s" % limit_s)
             time.sleep(0.02)
         return (time.monotonic() - t0) * 1000
+
+    def feed_reader():
+        """The worker that last said it reads the change feed, from the logs."""
+        last = ("", None)  # a line's UTC time first: they sort as text
+        for wid in workers:
+            try:
+                with open(os.path.join(work, wid + ".log"), errors="replace") as f:
+                    for line in f:
+                        if "reading the connections' change feed" in line:
+                            last = max(last, (line.split(" ", 1)[0], wid))
+            except OSError:
+                pass
+        return last[1]
 
     # Balanced first: the trials time what follows a command, not the
     # balancing that follows a worker's start.
@@ -410,15 +429,21 @@ def bench_react(args, procs, work):
     wait_for("every connection owned, half each", balanced, 120)
     time.sleep(args.settle)
     took = {"stop": [], "start": [], "add": [], "sigterm": []}
+    add_by = {}
     for trial in range(args.react_trials):
         cid = ids[trial % len(ids)]
         took["stop"].append(timed(lambda: fleet.cli("conn", "stop", cid),
-                                  lambda: cid not in owners()))
+                                  lambda: cid not in owners(), kind="stop"))
         took["start"].append(timed(lambda: fleet.cli("conn", "start", cid),
-                                   lambda: cid in owners()))
+                                   lambda: cid in owners(), kind="start"))
         new = "n%03d" % trial
         every.append(new)
-        took["add"].append(timed(lambda: fleet.add_conns(addr, [new]), lambda: new in owners()))
+        took["add"].append(timed(lambda: fleet.add_conns(addr, [new]), lambda: new in owners(),
+                                 kind="add"))
+        # Taken by the feed reader's own worker (told in-process) or another
+        # (told through its member item, heard at its next heartbeat).
+        by = "reader" if owners().get(new) == feed_reader() else "other"
+        add_by.setdefault(by, []).append(took["add"][-1])
         time.sleep(0.5)
     for kill in range(args.react_kills):
         wid = "w%d" % (kill % 2)
@@ -438,7 +463,10 @@ def bench_react(args, procs, work):
     emit({"bench": "react", "store": name, "connections": len(ids), "reconcile_ms": 2000,
           "poll_every": args.react_poll_every if args.dynamodb_local else None,
           **{f"{k}_ms": {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "max": round(max(v)),
-                          "n": len(v)} for k, v in took.items() if v}})
+                          "n": len(v)} for k, v in took.items() if v},
+          **{f"{k}_command_ms_p50": pct(v, 0.5) for k, v in command_ms.items() if v},
+          **{f"add_ms_taken_by_{k}": {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "n": len(v)}
+             for k, v in add_by.items()}})
 
 
 def bench_memory(args, procs, work):

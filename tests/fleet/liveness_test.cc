@@ -231,6 +231,9 @@ TEST_P(FleetLiveness, AHandoverWhoseReleaseFailsIsRetried) {
                  store::Fault::kUnavailable, 3});
   set_state("c", DesiredState::kStopped);
   ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == 0; }, kBoundWait));
+  // Started again only once the release has failed: a start seen before the
+  // worker gave the connection up leaves it nothing to release.
+  ASSERT_TRUE(eventually([&] { return w1.store->faults() >= 1; }, kBoundWait));
   set_state("c", DesiredState::kStarted);
   EXPECT_EQ(streamed_within("c", kBoundWait), "w1");
   EXPECT_EQ(w1.store->faults(), 3);
@@ -248,6 +251,7 @@ TEST_P(FleetLiveness, AHandoverWhoseReleaseOutcomeStaysUnknownIsRetried) {
       {ScriptedStore::Op::kGet, kConnectionsTable, key_is("c"), store::Fault::kUnavailable, 3});
   set_state("c", DesiredState::kStopped);
   ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == 0; }, kBoundWait));
+  ASSERT_TRUE(eventually([&] { return w1.store->faults() >= 1; }, kBoundWait));  // as above
   set_state("c", DesiredState::kStarted);
   EXPECT_EQ(streamed_within("c", kBoundWait), "w1");
 }
