@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "base/text.h"
 #include "server/errors.h"
 
 namespace leasehold::server {
@@ -18,9 +18,7 @@ namespace {
 bool is_json_media_type(std::string_view content_type) {
   std::string_view type = content_type.substr(0, content_type.find(';'));
   while (!type.empty() && (type.back() == ' ' || type.back() == '\t')) type.remove_suffix(1);
-  constexpr std::string_view kJson = "application/json";
-  return std::ranges::equal(
-      type, kJson, [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+  return equal_ignoring_case(type, "application/json");
 }
 
 }  // namespace
