@@ -48,6 +48,10 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   if (!a.poll_every.empty()) {
     LEASEHOLD_ASSIGN_OR_RETURN(o.poll_every, flag_duration("--poll-every", a.poll_every));
   }
+  if (!a.nudge_read_every.empty()) {
+    LEASEHOLD_ASSIGN_OR_RETURN(o.nudge_read_every,
+                               flag_duration("--nudge-read-every", a.nudge_read_every));
+  }
   LEASEHOLD_ASSIGN_OR_RETURN(o.lease.max_clock_skew,
                              flag_duration("--max-clock-skew", a.max_clock_skew));
   LEASEHOLD_ASSIGN_OR_RETURN(o.stall_after, flag_duration("--stall-after", a.stall_after));
@@ -62,6 +66,8 @@ Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
         check_timing(o.lease, o.session_ttl, renew).with_context("--session-ttl"));
   } else if (!a.session_renew_every.empty()) {
     return invalid_argument("--session-renew-every needs a session (--session-ttl above 0)");
+  } else if (!a.nudge_read_every.empty()) {
+    return invalid_argument("--nudge-read-every needs a session (--session-ttl above 0)");
   }
   return o;
 }
@@ -104,6 +110,10 @@ CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
   w->add_option("--poll-every", a.poll_every,
                 "How often to read the desired state of the connections it owns when no command "
                 "nudged it (default: 10s with a session on DynamoDB, every reconcile otherwise)");
+  w->add_option("--nudge-read-every", a.nudge_read_every,
+                "With a session on DynamoDB, how often to read this worker's member item for a "
+                "nudge between heartbeats, which read it back anyway (default: half the heartbeat "
+                "period; at or above it: only with heartbeats)");
   w->add_option("--max-clock-skew", a.max_clock_skew,
                 "The most any two wall clocks of the fleet may differ; a lease is trusted "
                 "for its ttl less this and a 100 ms margin")

@@ -62,6 +62,9 @@ Status validate_worker_options(const WorkerOptions& o) {
   if (o.session_ttl < Duration::zero() || o.session_renew_every < Duration::zero()) {
     return invalid_argument("session ttl and renew period must not be negative");
   }
+  if (o.nudge_read_every < Duration::zero()) {
+    return invalid_argument("nudge read period must not be negative");
+  }
   if (o.upstream_stable_after <= Duration::zero()) {
     return invalid_argument("upstream stable period must be positive");
   }
@@ -169,9 +172,12 @@ MonoTime Worker::Impl::poll() {
     keeper_woken_ = false;
   }
   if (clock_.mono_now() >= keeper_at) keeper_work();
+  const bool listens = reads_nudges();
+  if (listens && clock_.mono_now() >= nudge_read_due()) read_nudges();
   if (clock_.mono_now() >= control_due()) control_step();
   MutexLock lock(mu_);
-  return std::min({next, keeper_due(), next_reconcile_, next_attempt_});
+  const MonoTime read_due = listens ? nudges_looked_at_ + nudge_read_every() : MonoTime::max();
+  return std::min({next, keeper_due(), next_reconcile_, next_attempt_, read_due});
 }
 
 void Worker::Impl::stop() {
@@ -301,6 +307,7 @@ WorkerStats Worker::Impl::stats() const {
   s.audit_finds = audit_finds_;
   s.reaper_finds = reaper_finds_;
   s.members_pruned = members_pruned_;
+  s.nudges_heard = nudges_acted_;
   if (feed_reader_) {
     const FeedReaderStats feed = feed_reader_->stats();
     s.feed_records = feed.records;

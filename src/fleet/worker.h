@@ -132,6 +132,12 @@ struct WorkerOptions {
   // and its renew period, zero for a third of its validity window.
   Duration session_ttl{};
   Duration session_renew_every{};
+  // With a session on a store whose reads cost (DynamoDB), how often the
+  // worker reads its own member item for a nudge between heartbeats, which
+  // read it back anyway: a nudge is heard within this rather than within a
+  // heartbeat period. Zero: half the heartbeat period (one read between two
+  // heartbeats); at or above the heartbeat period: only with heartbeats.
+  Duration nudge_read_every{};
   // A connection without a message for this long counts as stalled (its
   // figures, health()); zero: never.
   Duration stall_after = std::chrono::seconds(60);
@@ -196,6 +202,9 @@ struct WorkerStats {
   uint64_t audit_finds = 0;
   uint64_t reaper_finds = 0;
   uint64_t members_pruned = 0;
+  // Nudges this worker heard: on its member item (with a heartbeat or a
+  // read between heartbeats) or from its own feed reader.
+  uint64_t nudges_heard = 0;
   // The change feed (fleet/feed_reader.h), while this worker read it:
   // records acted on, and the nudges they gave.
   uint64_t feed_records = 0;

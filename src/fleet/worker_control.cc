@@ -37,25 +37,49 @@ using worker_parts::Stream;
 // Between reconciles, on a store whose reads cost nothing and that can tell
 // when it changed (SQLite), the worker looks every kReactEvery: when the
 // store changed and what changed is for it (react_now()), it reconciles at
-// once rather than at the period's end.
+// once rather than at the period's end. On a store whose reads cost
+// (DynamoDB), with a session, it reads its member item for nudges between
+// heartbeats instead (read_nudges()); a nudge heard makes the next
+// reconcile due at once.
 void Worker::Impl::control_loop() {
   const bool reacts = store_.reads_are_local() && store_.change_stamp().has_value();
+  const bool listens = reads_nudges();
   while (true) {
     control_step();
     while (true) {
+      if (listens && clock_.mono_now() >= nudge_read_due()) read_nudges();
       const MonoTime now = clock_.mono_now();
       {
         MutexLock lock(mu_);
         if (stopping_) return;
         const MonoTime due = std::min(next_reconcile_, next_attempt_);
         if (now >= due) break;
-        control_cv_.wait_until(mu_, clock_, reacts ? std::min(due, now + kReactEvery) : due);
+        MonoTime wake = reacts ? std::min(due, now + kReactEvery) : due;
+        if (listens) wake = std::min(wake, nudges_looked_at_ + nudge_read_every());
+        control_cv_.wait_until(mu_, clock_, wake);
         if (stopping_) return;
         if (clock_.mono_now() >= std::min(next_reconcile_, next_attempt_)) break;
       }
       if (reacts && react_now()) break;
     }
   }
+}
+
+MonoTime Worker::Impl::nudge_read_due() {
+  MutexLock lock(mu_);
+  return nudges_looked_at_ + nudge_read_every();
+}
+
+// One eventually consistent read of its member item: half a read unit.
+// A failed read, or none without a membership, waits for the next period.
+void Worker::Impl::read_nudges() {
+  {
+    MutexLock lock(mu_);
+    nudges_looked_at_ = clock_.mono_now();
+    if (!member_id_) return;
+  }
+  Result<Item> me = store_.get(kWorkersTable, worker_key(options_.id), /*consistent=*/false);
+  if (me.ok()) hear_nudges(*me);
 }
 
 // Whether something written since the last look is for this worker: a

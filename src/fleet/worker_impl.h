@@ -286,6 +286,10 @@ class Worker::Impl {
   // Sessions (fleet/worker.h).
   bool sessions() const { return options_.session_ttl > Duration::zero(); }
   Duration session_renew_every() const;
+  // Whether this worker reads its member item for nudges between heartbeats
+  // (WorkerOptions::nudge_read_every), and how often.
+  bool reads_nudges() const;
+  Duration nudge_read_every() const;
   struct SessionNow {
     uint64_t gen = 0;
     std::string token;
@@ -352,6 +356,10 @@ class Worker::Impl {
   void control_step();
   MonoTime control_due() EXCLUDES(mu_);
   bool react_now();
+  // When its member item is next read for nudges (reads_nudges()): the
+  // read period after the last look, a heartbeat's or a read's.
+  MonoTime nudge_read_due() EXCLUDES(mu_);
+  void read_nudges() EXCLUDES(mu_);
   void reconcile();
   // Whether this reconcile reads the desired state: a nudge on its member
   // item (in `members`, this reconcile's list), the poll period, the audit.
@@ -445,7 +453,9 @@ class Worker::Impl {
   void hand_over(const std::vector<std::shared_ptr<Stream>>& streams, std::string_view why);
   void note_figures_at_balance(const std::vector<Member>* before);
   void remember_figures(const std::vector<Member>& members);
-  void on_heartbeat(const Item& member) EXCLUDES(mu_);
+  // Its member item as a heartbeat or a read between heartbeats showed it:
+  // a nudge there not heard before is acted on.
+  void hear_nudges(const Item& member) EXCLUDES(mu_);
   void act_on_nudge(const std::string& take) EXCLUDES(mu_);
   bool hinted(std::string_view id) EXCLUDES(mu_);
   void forget(const std::string& id);
@@ -515,6 +525,7 @@ class Worker::Impl {
   std::atomic<bool> taking_{true};  // the last orphan query answered
   std::atomic<uint64_t> sessions_started_{0}, sessions_ended_{0};
   std::atomic<uint64_t> releases_retried_{0}, audit_finds_{0}, reaper_finds_{0}, members_pruned_{0};
+  std::atomic<uint64_t> nudges_acted_{0};
 
   // The current session: a generation that every new session raises, its
   // token and its renewer entry (none while it is lost). A leaf lock.
@@ -574,9 +585,12 @@ class Worker::Impl {
   std::set<std::string, std::less<>> free_seen_;
   MonoTime follow_nudge_until_{};
   MonoTime next_poll_{};
-  // The nudges its session's heartbeat last read back (renewer thread; -1:
-  // none yet), and whether one came that a reconcile has not followed yet.
+  // The most nudges its member item has shown (-1: none read yet), and
+  // whether one came that a reconcile has not followed yet.
   std::atomic<int64_t> nudges_heard_{-1};
+  // When the member item was last read for nudges: by a heartbeat or by
+  // read_nudges().
+  MonoTime nudges_looked_at_ GUARDED_BY(mu_){};
   std::atomic<bool> nudge_heard_{false};
   // Connections nudges named for this worker to take, each until when
   // (kNudgeFollow after the nudge): its own feed reader names each one it

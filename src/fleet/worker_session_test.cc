@@ -4,6 +4,9 @@
 // session writes nothing more under it.
 #include <gtest/gtest.h>
 
+#include <map>
+
+#include "base/mutex.h"
 #include "fleet/positions.h"
 #include "fleet/worker.h"
 #include "fleet/worker_test_fixture.h"
@@ -263,27 +266,113 @@ TEST_F(WorkerSessionTest, OnALocalStoreChangesAreActedOnWithoutWaitingForTheReco
 }
 
 // A store that reads over the network (DynamoDB): it does not say when it
-// changed, and reads cost.
+// changed, and reads cost. It counts the eventually consistent reads of
+// member items, and, made stale, answers them with a member's item as it
+// was then (DynamoDB's may show an older item than the last write).
 class RemoteLikeStore final : public store::StoreWrapper {
  public:
   using StoreWrapper::StoreWrapper;
   std::optional<ChangeStamp> change_stamp() const override { return std::nullopt; }
   bool reads_are_local() const override { return false; }
+
+  Result<Item> get(std::string_view table, const Key& key, bool consistent) override {
+    Result<Item> item = StoreWrapper::get(table, key, consistent);
+    if (table != kWorkersTable || consistent) return item;
+    MutexLock lock(mu_);
+    ++member_reads_;
+    const auto stale = stale_.find(key.pk);
+    return stale != stale_.end() ? stale->second : item;
+  }
+
+  void make_stale(const std::string& member) {
+    Result<Item> now = StoreWrapper::get(kWorkersTable, worker_key(member), /*consistent=*/true);
+    ASSERT_TRUE(now.ok()) << now.status().to_string();
+    MutexLock lock(mu_);
+    stale_.insert_or_assign(worker_key(member).pk, *now);
+  }
+  int member_reads() {
+    MutexLock lock(mu_);
+    return member_reads_;
+  }
+
+ private:
+  Mutex mu_;
+  int member_reads_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, Item> stale_ GUARDED_BY(mu_);  // by pk
 };
 
 // On a store whose reads cost, the worker does not look for changes between
-// reconciles; a nudge on its member item (here `conn stop`'s) is read back
-// with its session's next heartbeat, and acted on then.
+// reconciles. Told to read its member item only with its heartbeats
+// (nudge_read_every at or above their period), it hears a nudge (here
+// `conn stop`'s) with its session's next heartbeat, and acts on it then,
+// with no read of its own.
 TEST_F(WorkerSessionTest, ANudgeIsHeardWithTheSessionsHeartbeatAndActedOnAtOnce) {
   reconcile_every_ = seconds(30);
   RemoteLikeStore remote(*store_);
   add("a");
   CapturingSink sink;
-  auto w = start("w1", sink, &remote);
+  WorkerOptions o = options("w1");
+  o.nudge_read_every = std::chrono::hours(1);
+  auto started = Worker::start(remote, clock_, random_, upstream_, sink, o);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  std::unique_ptr<Worker> w = std::move(started).value();
   ASSERT_TRUE(eventually([&] { return w->owned().size() == 1; }, kWaitMax));
   ASSERT_TRUE(Connections(remote, clock_).set_desired("a", DesiredState::kStopped).ok());
   EXPECT_TRUE(eventually([&] { return w->owned().empty(); }, seconds(3)))
       << "not before the next reconcile, 30 s on";
+  EXPECT_EQ(w->stats().nudges_heard, 1u);
+  EXPECT_EQ(remote.member_reads(), 0);
+}
+
+// Between heartbeats far apart (10 s), the worker reads its member item for
+// nudges (every 100 ms here): `conn stop` is acted on long before the next
+// heartbeat or reconcile.
+TEST_F(WorkerSessionTest, BetweenHeartbeatsANudgeIsReadFromTheMemberItem) {
+  session_ttl_ = seconds(30);
+  reconcile_every_ = seconds(30);
+  RemoteLikeStore remote(*store_);
+  add("a");
+  CapturingSink sink;
+  WorkerOptions o = options("w1");
+  o.nudge_read_every = milliseconds(100);
+  auto started = Worker::start(remote, clock_, random_, upstream_, sink, o);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  std::unique_ptr<Worker> w = std::move(started).value();
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == 1; }, kWaitMax));
+  ASSERT_TRUE(Connections(remote, clock_).set_desired("a", DesiredState::kStopped).ok());
+  EXPECT_TRUE(eventually([&] { return w->owned().empty(); }, seconds(3)))
+      << "not before the next heartbeat, 10 s on";
+  EXPECT_EQ(w->stats().membership_renewals, 0u) << "heard with a heartbeat, not a read";
+  EXPECT_GE(remote.member_reads(), 1);
+  EXPECT_EQ(w->stats().nudges_heard, 1u);
+}
+
+// A read between heartbeats that shows fewer nudges than a heartbeat did
+// (an eventually consistent read of an older item) is not a nudge, nor is
+// the heartbeat after it: one nudge is heard once.
+TEST_F(WorkerSessionTest, AReadShowingAnOlderMemberItemIsNotANudge) {
+  reconcile_every_ = seconds(30);
+  RemoteLikeStore remote(*store_);
+  add("a");
+  CapturingSink sink;
+  WorkerOptions o = options("w1");
+  o.nudge_read_every = milliseconds(50);
+  auto started = Worker::start(remote, clock_, random_, upstream_, sink, o);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  std::unique_ptr<Worker> w = std::move(started).value();
+  ASSERT_TRUE(eventually([&] { return w->owned().size() == 1; }, kWaitMax));
+  remote.make_stale("w1");  // every read from here on shows the member item as now
+  ASSERT_TRUE(Connections(remote, clock_).set_desired("a", DesiredState::kStopped).ok());
+  ASSERT_TRUE(eventually([&] { return w->owned().empty(); }, seconds(3)));
+  // Heartbeats (the nudge) and stale reads (none) alternate a while.
+  const uint64_t renewals = w->stats().membership_renewals;
+  const int reads = remote.member_reads();
+  ASSERT_TRUE(eventually(
+      [&] {
+        return w->stats().membership_renewals >= renewals + 4 && remote.member_reads() >= reads + 4;
+      },
+      kWaitMax));
+  EXPECT_EQ(w->stats().nudges_heard, 1u);
 }
 
 TEST_F(WorkerSessionTest, APausePastTheSessionWritesNothingMoreUnderItAndANewOneTakesOver) {

@@ -67,10 +67,10 @@ Status Worker::Impl::join() {
     return lease.status().with_context("joining the fleet");
   }
   previous_sessions_ = previous;
-  // Nudges from here on are news (on_heartbeat()).
+  // Nudges from here on are news (hear_nudges()).
   nudges_heard_ = before.ok() ? get_int_or(*before, kNudgesAttr) : 0;
   Renewer::RenewedCallback on_renewed;
-  if (sessions()) on_renewed = [this](const Item& item) { on_heartbeat(item); };
+  if (sessions()) on_renewed = [this](const Item& item) { hear_nudges(item); };
   const Renewer::Id id = member_renewer_.add(
       *lease,
       [this](const Lease&, const Status& why) {
@@ -106,13 +106,23 @@ bool Worker::Impl::hinted(std::string_view id) {
   return hint != take_hints_.end() && clock_.mono_now() < hint->second;
 }
 
-// Each heartbeat of the session reads its member item back: a nudge there
-// (`conn stop`, `set`, `rm` of a connection it holds; a stream reader's) is
-// acted on at once, not at the next reconcile.
-void Worker::Impl::on_heartbeat(const Item& member) {
+// Each heartbeat of the session reads its member item back, and between
+// heartbeats the control loop reads it where that is worth a read
+// (read_nudges()): a nudge there (`conn stop`, `set`, `rm` of a connection
+// it holds; the change feed reader's) is acted on at once, not at the next
+// reconcile. The count only goes up, but a read between heartbeats is
+// eventually consistent and may show less than the heartbeat before it:
+// only a count above every one heard is news.
+void Worker::Impl::hear_nudges(const Item& member) {
+  {
+    MutexLock lock(mu_);
+    nudges_looked_at_ = clock_.mono_now();
+  }
   const int64_t nudges = get_int_or(member, kNudgesAttr);
-  const int64_t before = nudges_heard_.exchange(nudges);
-  if (before < 0 || before == nudges) return;
+  int64_t before = nudges_heard_.load();
+  while (nudges > before && !nudges_heard_.compare_exchange_weak(before, nudges)) {
+  }
+  if (before < 0 || nudges <= before) return;
   act_on_nudge(get_string_or(member, kTakeHintAttr));
 }
 
@@ -121,6 +131,7 @@ void Worker::Impl::on_heartbeat(const Item& member) {
 // any) is tried without waiting its turn by rank.
 void Worker::Impl::act_on_nudge(const std::string& take) {
   nudge_heard_ = true;
+  ++nudges_acted_;
   {
     MutexLock lock(mu_);
     const MonoTime now = clock_.mono_now();
@@ -134,6 +145,17 @@ void Worker::Impl::act_on_nudge(const std::string& take) {
 Duration Worker::Impl::session_renew_every() const {
   if (options_.session_renew_every > Duration::zero()) return options_.session_renew_every;
   return default_renew_every(options_.lease, options_.session_ttl);
+}
+
+// Where reads are local (SQLite) the control loop looks at the store's
+// change stamp instead (react_now()).
+bool Worker::Impl::reads_nudges() const {
+  return sessions() && !store_.reads_are_local() && nudge_read_every() < session_renew_every();
+}
+
+Duration Worker::Impl::nudge_read_every() const {
+  if (options_.nudge_read_every > Duration::zero()) return options_.nudge_read_every;
+  return session_renew_every() / 2;
 }
 
 std::optional<Worker::Impl::SessionNow> Worker::Impl::current_session() {

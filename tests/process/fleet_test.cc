@@ -492,7 +492,9 @@ TEST_P(FleetTest, BadWorkerFlagsAreRefusedBeforeAnythingStarts) {
            {"worker", "--id", "w", "--session-ttl", "500ms"},
            {"worker", "--id", "w", "--session-ttl", "3s", "--session-renew-every", "2s"},
            {"worker", "--id", "w", "--session-ttl", "0", "--session-renew-every", "1s"},
-           {"worker", "--id", "w", "--session-ttl", "-1s"}}) {
+           {"worker", "--id", "w", "--session-ttl", "-1s"},
+           {"worker", "--id", "w", "--nudge-read-every", "-1s"},
+           {"worker", "--id", "w", "--session-ttl", "0", "--nudge-read-every", "200ms"}}) {
     const RunResult r = lh(bad);
     EXPECT_EQ(r.exit_code, 2) << bad.back() << ": " << r.err;
   }
