@@ -110,10 +110,11 @@ CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
   w->add_option("--poll-every", a.poll_every,
                 "How often to read the desired state of the connections it owns when no command "
                 "nudged it (default: 10s with a session on DynamoDB, every reconcile otherwise)");
-  w->add_option("--nudge-read-every", a.nudge_read_every,
-                "With a session on DynamoDB, how often to read this worker's member item for a "
-                "nudge between heartbeats, which read it back anyway (default: half the heartbeat "
-                "period; at or above it: only with heartbeats)");
+  w->add_option(
+      "--nudge-read-every", a.nudge_read_every,
+      "With a session on DynamoDB, how often to read this worker's member item for a "
+      "nudge between heartbeats, which read it back anyway (default: 0.6 heartbeat periods, "
+      "one read between two; at or above a period: only with heartbeats)");
   w->add_option("--max-clock-skew", a.max_clock_skew,
                 "The most any two wall clocks of the fleet may differ; a lease is trusted "
                 "for its ttl less this and a 100 ms margin")

@@ -25,7 +25,7 @@ struct WorkerArgs {
   std::string reconcile_every = "2s";
   std::string checkpoint_every;  // empty: the renew period, or 5s with a session
   std::string poll_every;        // empty: every reconcile, or 10s with a session on DynamoDB
-  std::string nudge_read_every;  // empty: half the session heartbeat period
+  std::string nudge_read_every;  // empty: 0.6 session heartbeat periods
   std::string max_clock_skew = "500ms";
   std::string stall_after = "60s";
   std::string sink = "stdout";

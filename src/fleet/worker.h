@@ -135,8 +135,9 @@ struct WorkerOptions {
   // With a session on a store whose reads cost (DynamoDB), how often the
   // worker reads its own member item for a nudge between heartbeats, which
   // read it back anyway: a nudge is heard within this rather than within a
-  // heartbeat period. Zero: half the heartbeat period (one read between two
-  // heartbeats); at or above the heartbeat period: only with heartbeats.
+  // heartbeat period. Zero: 0.6 heartbeat periods, so that one read falls
+  // between two heartbeats (the renewer spaces them 0.9 to 1.2 periods
+  // apart); at or above the heartbeat period: only with heartbeats.
   Duration nudge_read_every{};
   // A connection without a message for this long counts as stalled (its
   // figures, health()); zero: never.

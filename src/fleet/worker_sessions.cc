@@ -155,7 +155,7 @@ bool Worker::Impl::reads_nudges() const {
 
 Duration Worker::Impl::nudge_read_every() const {
   if (options_.nudge_read_every > Duration::zero()) return options_.nudge_read_every;
-  return session_renew_every() / 2;
+  return session_renew_every() * 3 / 5;
 }
 
 std::optional<Worker::Impl::SessionNow> Worker::Impl::current_session() {
