@@ -1,10 +1,16 @@
 #include "app/fleet_api.h"
 
 #include <boost/json.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
 #include <utility>
 
+#include "base/logging.h"
+#include "base/mutex.h"
 #include "fleet/connections.h"
 #include "fleet/members.h"
+#include "fleet/summary.h"
 #include "server/errors.h"
 #include "server/json.h"
 
@@ -27,11 +33,30 @@ namespace json = boost::json;
 constexpr char kConnectionsPath[] = "/api/fleet/connections";
 constexpr char kRedactedQuery[] = "?\u2026";  // "?…"
 
+// The summary is read from the store once a second at most, however many
+// pages ask: each open page costs what one does.
+constexpr std::chrono::milliseconds kSummaryFreshFor{1000};
+// The free connections it names, longest free first.
+constexpr size_t kSummaryFreeMax = 20;
+// Counts never counted (no worker has led since they were added) are
+// counted by the server, at most this often.
+constexpr std::chrono::seconds kRecountTryEvery{60};
+
+// The last summary read, shared by the server's threads.
+struct SummaryCache {
+  Mutex mu;
+  MonoTime read_at GUARDED_BY(mu){};
+  std::optional<Response> answer GUARDED_BY(mu);
+  MonoTime recount_tried_at GUARDED_BY(mu){};
+  bool recount_tried GUARDED_BY(mu) = false;
+};
+
 // What the handlers use; held by value in each route's handler.
 struct FleetDeps {
   ItemStore& store;
   Clock& clock;
   Logger& log;
+  std::shared_ptr<SummaryCache> summary;
 };
 
 int64_t now_ms(Clock& clock) { return to_unix_ms(clock.wall_now()); }
@@ -54,19 +79,64 @@ json::object connection_json(const fleet::Connection& c, bool full_url) {
           {"last_message_at_ms", c.last_message_at_ms}};
 }
 
+json::object stream_counts_json(const fleet::StreamCounts& s);
+
 json::object member_json(const fleet::Member& m) {
-  return {{"id", m.id},
-          {"alive", m.alive},
-          {"owned", m.owned},
-          {"capacity", m.capacity},
-          {"messages", m.messages},
-          {"messages_per_s", m.messages_per_s},
-          {"started_at_ms", m.started_at_ms},
-          {"updated_at_ms", m.updated_at_ms},
-          {"expires_at_ms", m.expires_at_ms},
-          {"heartbeat_at_ms", m.heartbeat_at_ms},
-          {"session_number", m.session_epoch},
-          {"session_ttl_ms", m.session_ttl_ms}};
+  json::object out{{"id", m.id},
+                   {"alive", m.alive},
+                   {"owned", m.owned},
+                   {"capacity", m.capacity},
+                   {"messages", m.messages},
+                   {"messages_per_s", m.messages_per_s},
+                   {"started_at_ms", m.started_at_ms},
+                   {"updated_at_ms", m.updated_at_ms},
+                   {"expires_at_ms", m.expires_at_ms},
+                   {"heartbeat_at_ms", m.heartbeat_at_ms},
+                   {"session_number", m.session_epoch},
+                   {"session_ttl_ms", m.session_ttl_ms}};
+  if (m.streams) {
+    for (auto& [key, value] : stream_counts_json(*m.streams)) out.emplace(key, value);
+  }
+  return out;
+}
+
+json::object stream_counts_json(const fleet::StreamCounts& s) {
+  return {{"streaming", s.streaming},
+          {"reconnecting", s.reconnecting},
+          {"stalled", s.stalled},
+          {"erroring", s.erroring}};
+}
+
+// What the summary says of a worker: what changes when its load or its
+// streams do, not with every heartbeat, so that an answer stays the same
+// (and a poll gets 304) while nothing happens.
+json::object summary_worker_json(const fleet::Member& m) {
+  json::object out{{"id", m.id}, {"alive", m.alive}, {"owned", m.owned}, {"capacity", m.capacity}};
+  if (m.streams) {
+    for (auto& [key, value] : stream_counts_json(*m.streams)) out.emplace(key, value);
+  }
+  return out;
+}
+
+json::object fleet_summary_json(const fleet::FleetSummary& s) {
+  const int64_t started = std::max<int64_t>(0, s.counts.started);
+  json::object connections{{"total", started + std::max<int64_t>(0, s.counts.stopped)},
+                           {"started", started},
+                           {"stopped", std::max<int64_t>(0, s.counts.stopped)},
+                           {"counted_at_ms", s.counts.counted_at_ms},
+                           {"owned", s.owned},
+                           {"streams_known", s.streams_known}};
+  for (auto& [key, value] : stream_counts_json(s.streams)) connections.emplace(key, value);
+  connections.emplace("not_streaming", std::max<int64_t>(0, started - s.streams.streaming));
+  json::array free;
+  for (const fleet::FreeConnection& f : s.free) {
+    free.push_back(json::object{
+        {"id", f.id}, {"free_since_ms", f.free_since_ms}, {"last_error", f.last_error}});
+  }
+  return {{"connections", std::move(connections)},
+          {"workers", server::json_array(s.members, summary_worker_json)},
+          {"free", std::move(free)},
+          {"more_free", s.more_free}};
 }
 
 // The body of POST /api/fleet/connections: {"id", "url", "seq_field"?,
@@ -122,6 +192,32 @@ Response remove_connection(const Request& request, const FleetDeps& d) {
   return json_response(200, json::object{{"id", id}, {"removed", true}});
 }
 
+// One read of the store a second at most (SummaryCache); counts never
+// counted are counted first.
+Response fleet_summary(const Request& request, const FleetDeps& d) {
+  SummaryCache& cache = *d.summary;
+  MutexLock lock(cache.mu);
+  const MonoTime now = d.clock.mono_now();
+  if (!cache.answer || now - cache.read_at >= kSummaryFreshFor) {
+    Result<fleet::FleetSummary> s = fleet::read_summary(d.store, d.clock, kSummaryFreeMax);
+    if (s.ok() && s->counts.counted_at_ms == 0 &&
+        (!cache.recount_tried || now - cache.recount_tried_at >= kRecountTryEvery)) {
+      cache.recount_tried = true;
+      cache.recount_tried_at = now;
+      const Status counted = fleet::recount_connections(d.store, d.clock);
+      if (counted.ok()) {
+        s = fleet::read_summary(d.store, d.clock, kSummaryFreeMax);
+      } else {
+        log_to(&d.log, LogLevel::kWarn, "counting the connections: {}", counted.message());
+      }
+    }
+    if (!s.ok()) return failed_response(s.status(), request, d.log);
+    cache.answer = json_response(200, fleet_summary_json(*s));
+    cache.read_at = now;
+  }
+  return server::revalidated(*cache.answer, request);
+}
+
 Response list_workers(const Request& request, const FleetDeps& d) {
   Result<std::vector<fleet::Member>> members =
       fleet::list_members(d.store, d.clock, /*alive_only=*/false);
@@ -139,7 +235,7 @@ std::string redact_url_query(std::string_view url) {
 }
 
 void add_fleet_routes(Router& router, ItemStore& store, Clock& clock, Logger& log) {
-  const FleetDeps d{store, clock, log};
+  const FleetDeps d{store, clock, log, std::make_shared<SummaryCache>()};
   const RouteOptions user{.access = Access::kUser};
   const RouteOptions admin{.access = Access::kAdmin};
   const RouteOptions admin_json{.access = Access::kAdmin, .body_bytes_max = kJsonBodyBytesMax};
@@ -158,6 +254,8 @@ void add_fleet_routes(Router& router, ItemStore& store, Clock& clock, Logger& lo
       "DELETE", connection, [d](Request& r) { return remove_connection(r, d); }, admin);
   router.add(
       "GET", "/api/fleet/workers", [d](Request& r) { return list_workers(r, d); }, user);
+  router.add(
+      "GET", "/api/fleet/summary", [d](Request& r) { return fleet_summary(r, d); }, user);
 }
 
 }  // namespace leasehold::app

@@ -8,17 +8,21 @@
 //   POST   /api/fleet/connections/{id}/stop   admin  200 the connection
 //   DELETE /api/fleet/connections/{id}        admin  200 {id, removed: true}
 //   GET    /api/fleet/workers                 user   {now_ms, workers: [...]}
+//   GET    /api/fleet/summary                 user   {connections, workers, free, more_free}
 //
-// Every answer that lists something carries the server's wall clock
-// (now_ms), so that a page counts leases down against the server's time, not
-// its own. A connection's ws_url may carry a credential in its query: users
-// other than admins get it with the query replaced by "?…", and nobody gets
-// the lease token. Each handler validates its input, makes one call of
-// fleet/connections.h or fleet/members.h, and maps the Status through
+// Every list carries the server's wall clock (now_ms), so that a page counts
+// leases down against the server's time, not its own. The summary
+// (fleet/summary.h) carries none: it is read once a second at most however
+// many ask, and answered 304 to a poll whose If-None-Match names it. A
+// connection's ws_url may carry a credential in its query: users other
+// than admins get it with the query replaced by "?…", and nobody gets the
+// lease token. Each handler validates its input, calls fleet/connections.h,
+// fleet/members.h or fleet/summary.h, and maps the Status through
 // server/errors.h. docs/server.md lists the fields and statuses.
 //
 // The handlers call the store, so they are blocking routes (they run on the
-// server's pool); they hold only references and are safe on many threads.
+// server's pool); they hold references and the summary's last answer
+// (under a mutex), and are safe on many threads.
 #pragma once
 
 #include <string>

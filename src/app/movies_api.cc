@@ -240,25 +240,6 @@ void link_next(Response& response, std::string_view path, size_t limit,
                                   "&after=" + next_after + ">; rel=\"next\"");
 }
 
-// A JSON answer that pages poll (the list, a movie), tagged so that a poll
-// that finds nothing changed costs a 304 and no body: the tag is a hash of
-// the body, the same for the same answer on any server of this build.
-Response revalidated(Response r, const Request& request) {
-  if (r.status != 200) return r;
-  char tag[48];
-  std::snprintf(tag, sizeof tag, "W/\"%016zx-%zx\"", std::hash<std::string>{}(r.body),
-                r.body.size());
-  Response unchanged{.status = 304, .headers = {}, .body = {}};
-  // etag_matches compares weakly: it takes the tag without its W/.
-  const std::string_view opaque = std::string_view(tag).substr(2);
-  Response& out =
-      server::etag_matches(request.header("if-none-match").value_or(""), opaque) ? unchanged : r;
-  out.set_header("ETag", tag);
-  // Kept, but asked for again each time: the movie changes under the page.
-  out.set_header("Cache-Control", "private, no-cache");
-  return std::move(out);
-}
-
 Response list_movies(const Request& request, const MoviesDeps& d) {
   Result<PageQuery> query = page_query(request, movies::kListLimitDefault, movies::kListLimitMax);
   if (!query.ok()) return failed_response(query.status(), request, d.log);
@@ -266,13 +247,13 @@ Response list_movies(const Request& request, const MoviesDeps& d) {
   if (!listed.ok()) return failed_response(listed.status(), request, d.log);
   Response r = json_response(200, server::json_array(listed->items, summary_json));
   link_next(r, kMoviesPath, query->limit, listed->next_after);
-  return revalidated(std::move(r), request);
+  return server::revalidated(std::move(r), request);
 }
 
 Response get_movie(const Request& request, const MoviesDeps& d) {
   Result<movies::MovieDetail> m = d.movies.get(request.params.at("id"));
   if (!m.ok()) return failed_response(m.status(), request, d.log);
-  return revalidated(json_response(200, detail_json(*m)), request);
+  return server::revalidated(json_response(200, detail_json(*m)), request);
 }
 
 Response get_video(const Request& request, const MoviesDeps& d) {

@@ -10,6 +10,7 @@
 #include "fleet/members.h"
 #include "fleet/positions.h"
 #include "fleet/schema.h"
+#include "fleet/summary.h"
 #include "leasehold/lease.h"
 #include "net/endpoint.h"
 
@@ -374,7 +375,10 @@ Result<Connection> Connections::add(const NewConnection& connection) {
     const int64_t now_ms = to_unix_ms(clock_.wall_now());
     auto written = store_.update(kConnectionsTable, connection_key(connection.id),
                                  new_connection_update(connection, now_ms), addable(now_ms));
-    if (written.ok()) return parse_written(*written);
+    if (written.ok()) {
+      count(connection.stopped ? DesiredState::kStopped : DesiredState::kStarted, +1);
+      return parse_written(*written);
+    }
     if (written.status().code() != Code::kConditionFailed) {
       return written.status().with_context("cannot add connection '" + connection.id + "'");
     }
@@ -419,12 +423,15 @@ Result<Connection> Connections::set(std::string_view id, const ConnectionChange&
   return update_live(id, update, "cannot change connection '");
 }
 
+// The write is conditioned on the state read just before, so that the
+// counts (fleet/summary.h) move from the state it really had; should the
+// state change in between, it is read and written again.
 Result<Connection> Connections::set_desired(std::string_view id, DesiredState state) {
   LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(id));
   assert(state != DesiredState::kRemoved && "remove() makes tombstones");
   Update update;
   update.set(kDesiredStateAttr, std::string(desired_state_name(state)));
-  return update_live(id, update, "cannot set the desired state of connection '");
+  return change_state(id, state, update, "cannot set the desired state of connection '");
 }
 
 Result<Connection> Connections::remove(std::string_view id) {
@@ -432,19 +439,49 @@ Result<Connection> Connections::remove(std::string_view id) {
   Update update;
   update.set(kDesiredStateAttr, removed_name())
       .set(kRemovedAtMsAttr, to_unix_ms(clock_.wall_now()));
-  return update_live(id, update, "cannot remove connection '");
+  return change_state(id, DesiredState::kRemoved, update, "cannot remove connection '");
 }
 
-// One write to a connection that exists and is not a tombstone; `what`
-// begins the message of a store failure ("cannot remove connection '").
+Result<Connection> Connections::change_state(std::string_view id, DesiredState state,
+                                             const Update& update, std::string_view what) {
+  for (int attempt = 0; attempt < kAddAttemptsMax; ++attempt) {
+    LEASEHOLD_ASSIGN_OR_RETURN(Connection before, inspect(id));
+    if (before.desired_state == DesiredState::kRemoved) return no_such_connection(id);
+    if (before.desired_state == state) return before;  // nothing to write
+    const std::string from(desired_state_name(before.desired_state));
+    Result<Connection> now =
+        update_live(id, update, what, cond::eq(kDesiredStateAttr, from), /*refused_is_gone=*/false);
+    if (now.status().code() == Code::kConditionFailed) continue;  // changed meanwhile
+    if (!now.ok()) return now.status();
+    count(before.desired_state, -1);
+    if (state != DesiredState::kRemoved) count(state, +1);
+    return now;
+  }
+  return unavailable("the desired state of connection '" + std::string(id) +
+                     "' was changed by others while it was being set; try again");
+}
+
+// Best effort: should it fail, the next recount puts the counts right.
+void Connections::count(DesiredState state, int64_t delta) {
+  (void)count_change(store_, state == DesiredState::kStarted ? delta : 0,
+                     state == DesiredState::kStopped ? delta : 0);
+}
+
+// One write to a connection that exists and is not a tombstone (and meets
+// `also`); `what` begins the message of a store failure ("cannot remove
+// connection '"). A refused write is kNotFound, or kConditionFailed if not
+// `refused_is_gone`.
 Result<Connection> Connections::update_live(std::string_view id, const Update& update,
-                                            std::string_view what) {
-  auto written = store_.update(kConnectionsTable, connection_key(id), update, live_connection());
+                                            std::string_view what, Condition also,
+                                            bool refused_is_gone) {
+  auto written = store_.update(kConnectionsTable, connection_key(id), update,
+                               live_connection() && std::move(also));
   // kNotFound too: a table that does not exist holds no connection.
-  if (written.status().code() == Code::kConditionFailed ||
-      written.status().code() == Code::kNotFound) {
+  if (written.status().code() == Code::kNotFound ||
+      (written.status().code() == Code::kConditionFailed && refused_is_gone)) {
     return no_such_connection(id);
   }
+  if (written.status().code() == Code::kConditionFailed) return written.status();
   LEASEHOLD_RETURN_IF_ERROR(
       written.status().with_context(std::string(what) + std::string(id) + "'"));
   Result<Connection> now = parse_written(*written);

@@ -243,7 +243,11 @@ class Connections {
  private:
   Status list_state(DesiredState state, std::vector<Connection>& out);
   Status explain_refused_add(std::string_view id);
-  Result<Connection> update_live(std::string_view id, const Update& update, std::string_view what);
+  Result<Connection> update_live(std::string_view id, const Update& update, std::string_view what,
+                                 Condition also = Condition(), bool refused_is_gone = true);
+  Result<Connection> change_state(std::string_view id, DesiredState state, const Update& update,
+                                  std::string_view what);
+  void count(DesiredState state, int64_t delta);
 
   ItemStore& store_;
   Clock& clock_;

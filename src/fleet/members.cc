@@ -109,6 +109,15 @@ Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double 
   return u;
 }
 
+Update stream_figures(const StreamCounts& counts) {
+  Update u;
+  u.set("streaming", counts.streaming)
+      .set("reconnecting", counts.reconnecting)
+      .set("stalled", counts.stalled)
+      .set("erroring", counts.erroring);
+  return u;
+}
+
 Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool alive_only) {
   const int64_t now_ms = to_unix_ms(clock.wall_now());
   std::vector<Member> members;
@@ -130,6 +139,10 @@ Result<std::vector<Member>> list_members(ItemStore& store, Clock& clock, bool al
       m.capacity = get_int_or(item, "capacity");
       m.messages = get_int_or(item, "messages");
       m.messages_per_s = static_cast<double>(get_int_or(item, "messages_per_s")) / 1000;
+      if (item.contains("streaming")) {
+        m.streams = StreamCounts{get_int_or(item, "streaming"), get_int_or(item, "reconnecting"),
+                                 get_int_or(item, "stalled"), get_int_or(item, "erroring")};
+      }
       m.started_at_ms = get_int_or(item, "started_at_ms");
       m.updated_at_ms = get_int_or(item, "updated_at_ms");
       m.session_epoch = get_int_or(item, "lease_epoch");

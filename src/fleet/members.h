@@ -10,6 +10,12 @@
 //   capacity          the most it may own
 //   messages          messages written to the sink since the worker started
 //   messages_per_s    over the last reconcile period, in thousandths
+//   streaming, reconnecting, stalled, erroring
+//                     of the connections owned: those streaming now; those
+//                     whose upstream failed since and that wait to connect
+//                     again or are connecting; those without a message for
+//                     the worker's --stall-after; those whose last upstream
+//                     attempt left an error (absent: an older build)
 //   taking            false while the worker cannot take connections (its
 //                     last query of the orphan index failed); absent: true
 //   started_at_ms, updated_at_ms
@@ -42,6 +48,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +70,16 @@ inline constexpr size_t kPreviousSessionsMax = 8;
 TableSpec workers_table_spec();
 Key worker_key(std::string_view id);
 
+// How a worker's connections stream (see the file comment).
+struct StreamCounts {
+  int64_t streaming = 0;
+  int64_t reconnecting = 0;
+  int64_t stalled = 0;
+  int64_t erroring = 0;
+
+  bool operator==(const StreamCounts&) const = default;
+};
+
 struct Member {
   std::string id;
   bool alive = false;  // its lease expires after the reader's wall clock
@@ -71,6 +88,8 @@ struct Member {
   int64_t capacity = 0;  // the most it may own (its --max-connections)
   int64_t messages = 0;
   double messages_per_s = 0;
+  // Of its connections; nullopt from an older build, which does not say.
+  std::optional<StreamCounts> streams;
   int64_t started_at_ms = 0;
   int64_t updated_at_ms = 0;
   bool taking = true;  // it says it can take connections
@@ -119,5 +138,7 @@ Status nudge_member(ItemStore& store, std::string_view id, std::string_view take
 // The figures part of a membership write.
 Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double messages_per_s,
                       int64_t now_ms, bool taking = true);
+// The stream counts part.
+Update stream_figures(const StreamCounts& counts);
 
 }  // namespace leasehold::fleet

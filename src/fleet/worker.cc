@@ -337,6 +337,22 @@ bool Worker::Impl::stalled(const Stream& stream, MonoTime now) const {
   return now - std::max(stream.acquired_at, stream.last_message_mono) >= options_.stall_after;
 }
 
+StreamCounts Worker::Impl::stream_counts() const {
+  StreamCounts counts;
+  const MonoTime now = clock_.mono_now();
+  for (const auto& s : snapshot()) {
+    MutexLock l(s->mu);
+    if (s->state == State::kClosing || s->state == State::kLost) continue;
+    if (s->state == State::kStreaming) ++counts.streaming;
+    if (s->state == State::kWaiting || (s->state == State::kConnecting && s->failures > 0)) {
+      ++counts.reconnecting;
+    }
+    if (stalled(*s, now)) ++counts.stalled;
+    if (!s->last_error.empty()) ++counts.erroring;
+  }
+  return counts;
+}
+
 WorkerHealth Worker::Impl::health() const {
   WorkerHealth h;
   const MonoTime now = clock_.mono_now();

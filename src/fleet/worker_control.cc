@@ -390,6 +390,7 @@ void Worker::Impl::add_session_orphans(const std::vector<Member>& members,
   if (leads(members)) {
     reap(members);
     prune_members(members);
+    recount();
   }
   // Not for one that says it owns nothing (a worker that comes and goes
   // idle): the next reconcile finds what it may have held all the same,
@@ -694,6 +695,7 @@ void Worker::Impl::write_figures() {
   Update figures = member_figures(
       static_cast<int64_t>(snapshot().size()), static_cast<int64_t>(options_.max_connections),
       static_cast<int64_t>(messages), rate, to_unix_ms(clock_.wall_now()), taking_);
+  figures.append(stream_figures(stream_counts()));
   // Its earlier sessions, less those it has found nothing left of.
   if (previous_sessions_.empty()) {
     figures.remove(kPreviousSessionsAttr);

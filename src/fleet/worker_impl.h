@@ -342,6 +342,7 @@ class Worker::Impl {
   void audit_item(const std::string& token, const Item& item, size_t& found);
   void reap(const std::vector<Member>& members);
   void prune_members(const std::vector<Member>& members);
+  void recount();
   bool leads(const std::vector<Member>& members) const;
   void sync(std::string_view point) const;
   Duration audit_every() const;
@@ -463,6 +464,8 @@ class Worker::Impl {
   void note_bad(Stream& stream, std::string_view what) REQUIRES(stream.mu);
   void note_sink(const Status& result, bool write) EXCLUDES(sink_mu_);
   bool stalled(const Stream& stream, MonoTime now) const REQUIRES(stream.mu);
+  // How its connections stream now, for its figures (fleet/members.h).
+  StreamCounts stream_counts() const;
   void collect_figures(std::vector<metrics::Collected::Sample>& out, int which) const;
   void collect_lease_writes(std::vector<metrics::Collected::Sample>& out) const;
 
@@ -599,6 +602,7 @@ class Worker::Impl {
   // Control thread only: this reconcile's read of its session's index.
   std::optional<SessionView> session_view_;
   MonoTime next_reap_{};           // control thread only
+  MonoTime next_recount_{};        // control thread only
   MonoTime figures_written_at_{};  // control thread only
   std::string figures_shown_;      // control thread only: what it last wrote that others act on
   std::array<metrics::Collected::Id, 6> collect_ids_{};

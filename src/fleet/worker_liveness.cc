@@ -10,6 +10,7 @@
 
 #include "base/logging.h"
 #include "fleet/schema.h"
+#include "fleet/summary.h"
 #include "fleet/worker_impl.h"
 
 namespace leasehold::fleet {
@@ -240,6 +241,21 @@ void Worker::Impl::reap(const std::vector<Member>& members) {
            "the reaper found connections held under a session of {} that no member named; "
            "they are taken as orphans",
            owner);
+  }
+}
+
+// The leader counts every connection by desired state when it starts
+// leading and every kRecountEvery after (fleet/summary.h), for the counts
+// that a process which died between its writes, or another tool, left off.
+// A recount that a change overtook is tried again next reconcile.
+void Worker::Impl::recount() {
+  const MonoTime now = clock_.mono_now();
+  if (now < next_recount_) return;
+  const Status counted = recount_connections(store_, clock_);
+  if (counted.code() == Code::kFailedPrecondition) return;
+  next_recount_ = now + kRecountEvery;
+  if (!counted.ok()) {
+    log_to(options_.logger, LogLevel::kWarn, "counting the connections: {}", counted.message());
   }
 }
 

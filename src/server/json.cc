@@ -5,6 +5,8 @@
 #include <boost/json/serialize.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -43,6 +45,21 @@ Response json_response(int status, const boost::json::value& body) {
   Response response{.status = status, .headers = {}, .body = boost::json::serialize(body)};
   response.set_header("Content-Type", "application/json");
   return response;
+}
+
+Response revalidated(Response r, const Request& request) {
+  if (r.status != 200) return r;
+  char tag[48];
+  std::snprintf(tag, sizeof tag, "W/\"%016zx-%zx\"", std::hash<std::string>{}(r.body),
+                r.body.size());
+  Response unchanged{.status = 304, .headers = {}, .body = {}};
+  // etag_matches compares weakly: it takes the tag without its W/.
+  const std::string_view opaque = std::string_view(tag).substr(2);
+  Response& out =
+      etag_matches(request.header("if-none-match").value_or(""), opaque) ? unchanged : r;
+  out.set_header("ETag", tag);
+  out.set_header("Cache-Control", "private, no-cache");
+  return std::move(out);
 }
 
 namespace {

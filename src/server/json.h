@@ -32,6 +32,13 @@ std::optional<Response> read_json_object(const Request& request, boost::json::ob
 // A response with `body` serialised, Content-Type application/json.
 Response json_response(int status, const boost::json::value& body);
 
+// A 200 answer that pages poll, tagged so that a poll that finds nothing
+// changed costs a 304 and no body: the ETag is a hash of the body, the same
+// for the same answer on any server of this build, and the answer is kept
+// but asked for again each time (Cache-Control: private, no-cache). Other
+// statuses pass unchanged.
+Response revalidated(Response response, const Request& request);
+
 // `items` as a JSON array, each element `to_json(item)`.
 template <class Items, class ToJson>
 boost::json::array json_array(const Items& items, ToJson to_json) {

@@ -18,6 +18,7 @@
 #include "leasehold/lease.h"
 #include "server/server.h"
 #include "testing/capturing_logger.h"
+#include "testing/eventually.h"
 
 namespace leasehold::app {
 namespace {
@@ -140,7 +141,8 @@ TEST_F(FleetApiTest, WithoutCredentialsEveryRouteIs401) {
                                                         {"POST", "/api/fleet/connections/a/start"},
                                                         {"POST", "/api/fleet/connections/a/stop"},
                                                         {"DELETE", "/api/fleet/connections/a"},
-                                                        {"GET", "/api/fleet/workers"}}) {
+                                                        {"GET", "/api/fleet/workers"},
+                                                        {"GET", "/api/fleet/summary"}}) {
     const std::string body =
         method == "POST" && target.ends_with("connections") ? R"({"id":"b","url":"ws://h/"})" : "";
     EXPECT_EQ(error_of(call(method, target, "", body), 401).first, "unauthenticated")
@@ -416,6 +418,69 @@ TEST_F(FleetApiTest, WorkersAreListedAliveOrNotWithTheirFigures) {
   EXPECT_EQ(w2.size(), 12u);
   // A session's token is its holder's capability: never shown.
   EXPECT_EQ(json::serialize(body).find(std::string(32, 'f')), std::string::npos);
+}
+
+// The summary: counts by desired state (counted afresh by the server,
+// since no leader ever counted them), the live workers' streams, the free
+// connections; the same answer is 304 to a poll that names its tag, and a
+// change gives a new one.
+TEST_F(FleetApiTest, TheSummaryCountsTheFleetAndAnswers304WhileNothingChanges) {
+  ASSERT_EQ(add(R"({"id":"a","url":"ws://h/"})").status, 201);
+  ASSERT_EQ(add(R"({"id":"b","url":"ws://h/"})").status, 201);
+  ASSERT_EQ(add(R"({"id":"c","url":"ws://h/","stopped":true})").status, 201);
+  LeaseConfig config;
+  config.table = fleet::kWorkersTable;
+  LeaseManager leases(runtime_->store(), runtime_->clock(), runtime_->random(), config);
+  AcquireOptions o;
+  o.owner = "w1";
+  o.ttl = std::chrono::seconds(30);
+  o.extra_update.set("kind", std::string(fleet::kWorkerKind))
+      .append(fleet::member_figures(1, 50, 0, 0, to_unix_ms(runtime_->clock().wall_now())))
+      .append(fleet::stream_figures({1, 0, 0, 0}));
+  ASSERT_TRUE(leases.acquire(fleet::worker_key("w1"), o).ok());
+  take("a", "w1");
+
+  const HttpResponse first = call("GET", "/api/fleet/summary", user_);
+  const json::object body = ok_body(first);
+  const json::object& connections = body.at("connections").as_object();
+  EXPECT_EQ(connections.at("total"), 3);
+  EXPECT_EQ(connections.at("started"), 2);
+  EXPECT_EQ(connections.at("stopped"), 1);
+  EXPECT_GT(connections.at("counted_at_ms").as_int64(), 0) << "counted by the server";
+  EXPECT_EQ(connections.at("owned"), 1);
+  EXPECT_EQ(connections.at("streaming"), 1);
+  EXPECT_EQ(connections.at("not_streaming"), 1);
+  EXPECT_EQ(connections.at("streams_known"), true);
+  const json::array& workers = body.at("workers").as_array();
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].at("id"), "w1");
+  EXPECT_EQ(workers[0].at("alive"), true);
+  EXPECT_EQ(workers[0].at("streaming"), 1);
+  const json::array& free = body.at("free").as_array();
+  ASSERT_EQ(free.size(), 1u);
+  EXPECT_EQ(free[0].at("id"), "b");
+  EXPECT_EQ(body.at("more_free"), false);
+
+  const std::string tag = first.header("etag");
+  ASSERT_FALSE(tag.empty());
+  const HttpResponse again =
+      call("GET", "/api/fleet/summary", user_ + "If-None-Match: " + tag + "\r\n");
+  EXPECT_EQ(again.status, 304);
+  EXPECT_TRUE(again.body.empty());
+
+  ASSERT_EQ(call("POST", "/api/fleet/connections/b/stop", admin_).status, 200);
+  HttpResponse changed;
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        changed = call("GET", "/api/fleet/summary", user_ + "If-None-Match: " + tag + "\r\n");
+        return changed.status != 304;
+      },
+      std::chrono::seconds(5)));
+  const json::object after = ok_body(changed);
+  EXPECT_EQ(after.at("connections").at("started"), 1);
+  EXPECT_EQ(after.at("connections").at("stopped"), 2);
+  EXPECT_TRUE(after.at("free").as_array().empty());
+  EXPECT_NE(changed.header("etag"), tag);
 }
 
 TEST_F(FleetApiTest, ACookieWriteNeedsTheServersOrigin) {
