@@ -76,6 +76,7 @@ leasehold_discover_tests(dynamodb_tests unit LABEL dynamodb TIMEOUT 120)
 add_executable(dynamodb_local_tests
   dynamodb/dynamodb_local_conformance_test.cc
   dynamodb/dynamodb_local_feed_test.cc
+  dynamodb/dynamodb_local_fleet_test.cc
   dynamodb/dynamodb_local_store.cc
 )
 target_compile_definitions(dynamodb_local_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

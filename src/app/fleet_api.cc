@@ -1,6 +1,7 @@
 #include "app/fleet_api.h"
 
 #include <boost/json.hpp>
+#include <charconv>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "fleet/summary.h"
 #include "server/errors.h"
 #include "server/json.h"
+#include "server/target.h"
 
 namespace leasehold::app {
 
@@ -158,14 +160,80 @@ Result<fleet::NewConnection> parse_new_connection(const json::object& body) {
   return c;
 }
 
+// The parameters of a page of the list; nullopt when the request names
+// none of them (the whole list, as before pages).
+Result<std::optional<fleet::ListQuery>> list_query(const Request& request) {
+  fleet::ListQuery q;
+  bool paged = false;
+  const auto param = [&](std::string_view name) -> Result<std::optional<std::string>> {
+    LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> v,
+                               server::query_value(request.query, name));
+    paged = paged || v.has_value();
+    return v;
+  };
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> limit, param("limit"));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> after, param("after"));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> state, param("state"));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> owner, param("owner"));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> prefix, param("prefix"));
+  if (!paged) return std::optional<fleet::ListQuery>();
+  if (limit) {
+    const char* end = limit->data() + limit->size();
+    const auto [stop, ec] = std::from_chars(limit->data(), end, q.limit);
+    if (ec != std::errc() || stop != end) q.limit = 0;  // refused below
+  }
+  if (after && after->empty()) return invalid_argument("after: empty; leave it out for page one");
+  if (state) {
+    if (*state == "STARTED") {
+      q.state = fleet::DesiredState::kStarted;
+    } else if (*state == "STOPPED") {
+      q.state = fleet::DesiredState::kStopped;
+    } else {
+      return invalid_argument("state: expected STARTED or STOPPED");
+    }
+  }
+  q.after = after.value_or("");
+  q.owner = owner.value_or("");
+  q.prefix = prefix.value_or("");
+  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_list_query(q));
+  return std::optional<fleet::ListQuery>(std::move(q));
+}
+
+// Link: <PATH?...&after=NEXT>; rel="next", with the page's own parameters
+// (IDs and states need no escaping).
+void link_next(Response& response, const fleet::ListQuery& q, const std::string& next_after) {
+  if (next_after.empty()) return;
+  std::string target = std::string(kConnectionsPath) + "?limit=" + std::to_string(q.limit);
+  if (q.state) target += "&state=" + std::string(fleet::desired_state_name(*q.state));
+  if (!q.owner.empty()) target += "&owner=" + q.owner;
+  if (!q.prefix.empty()) target += "&prefix=" + q.prefix;
+  target += "&after=" + next_after;
+  response.set_header("Link", "<" + target + ">; rel=\"next\"");
+}
+
+// The whole list with the server's time, or a page of it without: a page
+// is tagged, so that a poll that finds nothing changed is 304, and a
+// browser that revalidates for the page hands it the body it kept, whose
+// time would be past.
 Response list_connections(const Request& request, const FleetDeps& d) {
-  Result<std::vector<fleet::Connection>> listed = fleet::Connections(d.store, d.clock).list();
-  if (!listed.ok()) return failed_response(listed.status(), request, d.log);
+  Result<std::optional<fleet::ListQuery>> query = list_query(request);
+  if (!query.ok()) return failed_response(query.status(), request, d.log);
+  fleet::Connections connections(d.store, d.clock);
   const bool admin = request.caller->admin;
-  json::array out = server::json_array(
-      *listed, [admin](const fleet::Connection& c) { return connection_json(c, admin); });
-  return json_response(200,
-                       json::object{{"now_ms", now_ms(d.clock)}, {"connections", std::move(out)}});
+  const auto to_json = [admin](const fleet::Connection& c) { return connection_json(c, admin); };
+  if (!*query) {
+    Result<std::vector<fleet::Connection>> listed = connections.list();
+    if (!listed.ok()) return failed_response(listed.status(), request, d.log);
+    return json_response(200, json::object{{"now_ms", now_ms(d.clock)},
+                                           {"connections", server::json_array(*listed, to_json)}});
+  }
+  Result<fleet::ConnectionPage> page = connections.list_page(**query);
+  if (!page.ok()) return failed_response(page.status(), request, d.log);
+  Response r =
+      json_response(200, json::object{{"connections", server::json_array(page->items, to_json)},
+                                      {"next_after", page->next_after}});
+  link_next(r, **query, page->next_after);
+  return server::revalidated(std::move(r), request);
 }
 
 Response add_connection(Request& request, const FleetDeps& d) {

@@ -165,12 +165,18 @@ int run_conn_rm(Context& ctx, const ConnRmRequest& request) {
   return kExitOk;
 }
 
+// Page by page, each printed as it is read: the first lines come at once
+// and memory stays a page's, however many connections there are.
 int run_conn_list(Context& ctx) {
-  auto connections = connections_of(ctx).list();
-  if (!connections.ok()) {
-    return report(connections.status().with_context("cannot list connections"));
-  }
-  for (const fleet::Connection& c : *connections) print_line(connection_json(c));
+  fleet::Connections connections = connections_of(ctx);
+  fleet::ListQuery query;
+  query.limit = fleet::kListPageMax;
+  do {
+    Result<fleet::ConnectionPage> page = connections.list_page(query);
+    if (!page.ok()) return report(page.status().with_context("cannot list connections"));
+    for (const fleet::Connection& c : page->items) print_line(connection_json(c));
+    query.after = page->next_after;
+  } while (!query.after.empty());
   return kExitOk;
 }
 

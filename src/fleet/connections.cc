@@ -1,5 +1,6 @@
 #include "fleet/connections.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdio>
 #include <ctime>
@@ -566,6 +567,148 @@ Status Connections::list_state(DesiredState state, std::vector<Connection>& out)
     query.cursor = page.next_cursor;
   } while (!query.cursor.empty());
   return Status::ok_status();
+}
+
+}  // namespace leasehold::fleet
+
+namespace leasehold::fleet {
+namespace {
+
+// Up to kConnectionIdBytesMax bytes that an ID could hold, or be a prefix
+// of; `what` names the parameter.
+Status check_id_part(std::string_view text, std::string_view what) {
+  if (text.size() > kConnectionIdBytesMax) {
+    return invalid_argument(std::string(what) + ": longer than any ID (" +
+                            std::to_string(kConnectionIdBytesMax) + " bytes)");
+  }
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (is_id_char(text[i])) continue;
+    return invalid_argument(std::string(what) + ": " + byte_shown(text, i) +
+                            " is in no ID (A-Z, a-z, 0-9, '.', '_', '~', '-')");
+  }
+  return {};
+}
+
+bool matches(const ListQuery& q, const Connection& c) {
+  return c.id.starts_with(q.prefix) && (q.after.empty() || c.id > q.after) &&
+         (!q.state || c.desired_state == *q.state) && c.desired_state != DesiredState::kRemoved;
+}
+
+}  // namespace
+
+Status validate_list_query(const ListQuery& q) {
+  if (q.limit < 1 || q.limit > kListPageMax) {
+    return invalid_argument("limit: expected an integer from 1 to " + std::to_string(kListPageMax));
+  }
+  if (q.state && *q.state == DesiredState::kRemoved) {
+    return invalid_argument("state: expected STARTED or STOPPED");
+  }
+  LEASEHOLD_RETURN_IF_ERROR(check_id_part(q.prefix, "prefix"));
+  LEASEHOLD_RETURN_IF_ERROR(check_id_part(q.owner, "owner"));
+  return check_id_part(q.after, "after");
+}
+
+Result<ConnectionPage> Connections::list_page(const ListQuery& query) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_list_query(query));
+  std::vector<Connection> read;
+  bool more = false;
+  if (!query.owner.empty()) {
+    LEASEHOLD_RETURN_IF_ERROR(page_owned(query, read, more));
+  } else {
+    for (DesiredState state : {DesiredState::kStarted, DesiredState::kStopped}) {
+      if (query.state && *query.state != state) continue;
+      LEASEHOLD_RETURN_IF_ERROR(page_state(query, state, read, more));
+    }
+  }
+  // Each state's first limit + 1 after `after`: the first `limit` of both
+  // together are the fleet's.
+  std::sort(read.begin(), read.end(),
+            [](const Connection& a, const Connection& b) { return a.id < b.id; });
+  if (read.size() > query.limit) {
+    read.resize(query.limit);
+    more = true;
+  }
+  LEASEHOLD_RETURN_IF_ERROR(show_positions(store_, read, /*consistent=*/false));
+  ConnectionPage page;
+  if (more && !read.empty()) page.next_after = read.back().id;
+  page.items = std::move(read);
+  return page;
+}
+
+// The first limit + 1 connections of `state` that match, by ID: a query of
+// the list index from `after` (or the prefix's first), which stops at the
+// first ID past the prefix.
+Status Connections::page_state(const ListQuery& q, DesiredState state, std::vector<Connection>& out,
+                               bool& more) {
+  const std::string prefix_key = connection_key(q.prefix).pk;
+  const KeyRange range = q.after > q.prefix ? KeyRange::gt(connection_key(q.after).pk)
+                         : q.prefix.empty() ? KeyRange::all()
+                                            : KeyRange::begins_with(prefix_key);
+  QueryOptions options;
+  options.limit = static_cast<int>(q.limit + 1);
+  size_t found = 0;
+  do {
+    Result<Page> page = store_.query_index(kConnectionsTable, kListIndex, desired_state_name(state),
+                                           range, options);
+    if (!page.ok()) return page.status().with_context("listing connections");
+    for (const Item& item : page->items) {
+      Result<Connection> c = parse_connection(item);
+      if (!c.ok()) continue;
+      if (!c->id.starts_with(q.prefix)) return {};  // past the prefix: no more
+      if (!matches(q, *c)) continue;
+      out.push_back(*std::move(c));
+      if (++found > q.limit) {
+        more = true;
+        return {};
+      }
+    }
+    options.cursor = page->next_cursor;
+  } while (!options.cursor.empty());
+  return {};
+}
+
+// The connections held under the owner's sessions (its member item names
+// them), from the session index, by ID. The index holds what a sweep
+// needs; what the page shows is read from the items themselves, for the
+// page only.
+Status Connections::page_owned(const ListQuery& q, std::vector<Connection>& out, bool& more) {
+  Result<std::vector<Member>> members = list_members(store_, clock_, /*alive_only=*/false);
+  if (!members.ok()) return members.status();
+  const auto member = std::find_if(members->begin(), members->end(),
+                                   [&](const Member& m) { return m.id == q.owner; });
+  if (member == members->end()) return {};
+  std::vector<std::string> sessions = member->previous_sessions;
+  if (!member->session.empty()) sessions.insert(sessions.begin(), member->session);
+  std::map<std::string, Connection, std::less<>> held;
+  for (const std::string& session : sessions) {
+    QueryOptions options;
+    options.limit = kQueryLimitMax;
+    do {
+      Result<Page> page =
+          store_.query_index(kConnectionsTable, kSessionIndex, session, KeyRange::all(), options);
+      if (!page.ok()) return page.status().with_context("listing connections");
+      for (const Item& item : page->items) {
+        Result<Connection> c = parse_connection(item);
+        if (c.ok() && c->owner == q.owner && matches(q, *c)) held.emplace(c->id, *std::move(c));
+      }
+      options.cursor = page->next_cursor;
+    } while (!options.cursor.empty());
+  }
+  std::vector<Key> keys;
+  for (const auto& [id, c] : held) {
+    if (keys.size() == q.limit) {
+      more = true;
+      break;
+    }
+    keys.push_back(connection_key(id));
+  }
+  Result<std::vector<Item>> items = store_.batch_get(kConnectionsTable, keys);
+  if (!items.ok()) return items.status().with_context("listing connections");
+  for (const Item& item : *items) {
+    Result<Connection> c = parse_connection(item);
+    if (c.ok() && c->owner == q.owner && matches(q, *c)) out.push_back(*std::move(c));
+  }
+  return {};
 }
 
 }  // namespace leasehold::fleet

@@ -175,6 +175,25 @@ struct ConnectionChange {
   std::optional<std::string> seq_field;  // validate_seq_field
 };
 
+// What a page of the list holds (Connections::list_page()).
+inline constexpr size_t kListPageMax = 500;
+struct ListQuery {
+  std::optional<DesiredState> state;  // STARTED or STOPPED; nullopt: both
+  std::string prefix;                 // only IDs that start with it
+  std::string owner;                  // only those a worker holds in its sessions
+  std::string after;                  // only IDs after it: the last of the page before
+  size_t limit = 100;                 // 1..kListPageMax
+};
+struct ConnectionPage {
+  std::vector<Connection> items;  // by ID
+  std::string next_after;         // the last ID, when more may follow; empty: none do
+};
+
+// kInvalidArgument naming the parameter when `query` cannot be answered:
+// a limit out of range, a state that is neither STARTED nor STOPPED, a
+// prefix, owner or `after` that no ID or worker ID could be.
+Status validate_list_query(const ListQuery& query);
+
 class Connections {
  public:
   // REQUIRES: store and clock outlive this object.
@@ -240,8 +259,22 @@ class Connections {
   // its key.
   Result<std::vector<Connection>> list();
 
+  // One page of the list, by ID, from the index desired_state-Pk-index: at
+  // most `limit` connections after `after` that match the query, read in
+  // one query of the index per desired state (limit + 1 items each, so
+  // that the cost of a page does not grow with the fleet), with what their
+  // holders' positions say (as list() does). With `owner`: the connections
+  // held under that worker's sessions, from the session index (what the
+  // worker holds, not the fleet). kInvalidArgument for a bad query
+  // (validate_list_query()); kNotFound if the table has no list index yet
+  // (`store init` adds it).
+  Result<ConnectionPage> list_page(const ListQuery& query);
+
  private:
   Status list_state(DesiredState state, std::vector<Connection>& out);
+  Status page_state(const ListQuery& query, DesiredState state, std::vector<Connection>& out,
+                    bool& more);
+  Status page_owned(const ListQuery& query, std::vector<Connection>& out, bool& more);
   Status explain_refused_add(std::string_view id);
   Result<Connection> update_live(std::string_view id, const Update& update, std::string_view what,
                                  Condition also = Condition(), bool refused_is_gone = true);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <thread>
 
+#include "fleet/members.h"
 #include "fleet/schema.h"
 #include "leasehold/lease.h"
 #include "leasehold/random.h"
@@ -728,6 +729,104 @@ TEST(ConnectionsWithoutTable, EveryCallSaysNotFoundUntilTheTableIsMade) {
   auto all = connections.list();
   ASSERT_TRUE(all.ok());
   EXPECT_TRUE(all->empty());
+}
+
+// ---------------------------------------------------------------- list pages
+
+class ConnectionPagesTest : public ConnectionsTest {
+ protected:
+  std::vector<std::string> page_ids(const ListQuery& q, std::string* next_after = nullptr) {
+    Result<ConnectionPage> page = connections_.list_page(q);
+    EXPECT_TRUE(page.ok()) << page.status().to_string();
+    std::vector<std::string> ids;
+    if (!page.ok()) return ids;
+    for (const Connection& c : page->items) ids.push_back(c.id);
+    if (next_after != nullptr) *next_after = page->next_after;
+    return ids;
+  }
+};
+
+TEST_F(ConnectionPagesTest, PagesGoByIdAcrossBothStatesWithNoGapAndNoRepeat) {
+  for (const char* id : {"e", "a", "c"}) add(id);
+  for (const char* id : {"d", "b"}) add(id, "ws://h/", /*stopped=*/true);
+  add("f");
+  ASSERT_TRUE(connections_.remove("f").ok());  // a tombstone is not listed
+  ListQuery q;
+  q.limit = 2;
+  std::string next;
+  EXPECT_EQ(page_ids(q, &next), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(next, "b");
+  q.after = next;
+  EXPECT_EQ(page_ids(q, &next), (std::vector<std::string>{"c", "d"}));
+  q.after = next;
+  EXPECT_EQ(page_ids(q, &next), (std::vector<std::string>{"e"}));
+  EXPECT_EQ(next, "") << "the last page";
+  q = ListQuery{};
+  q.state = DesiredState::kStopped;
+  EXPECT_EQ(page_ids(q), (std::vector<std::string>{"b", "d"}));
+}
+
+TEST_F(ConnectionPagesTest, APrefixFindsItsIdsFromWhereverThePageBegins) {
+  for (const char* id : {"a1", "b1", "b2", "b3", "c1"}) add(id);
+  ListQuery q;
+  q.prefix = "b";
+  q.limit = 2;
+  std::string next;
+  EXPECT_EQ(page_ids(q, &next), (std::vector<std::string>{"b1", "b2"}));
+  q.after = next;
+  EXPECT_EQ(page_ids(q, &next), (std::vector<std::string>{"b3"}));
+  EXPECT_EQ(next, "");
+  q.after = "a9";  // before the prefix
+  EXPECT_EQ(page_ids(q), (std::vector<std::string>{"b1", "b2"}));
+  q.after = "c";  // after it
+  EXPECT_TRUE(page_ids(q).empty());
+  q = ListQuery{};
+  q.prefix = "b2";
+  EXPECT_EQ(page_ids(q), (std::vector<std::string>{"b2"}));
+}
+
+TEST_F(ConnectionPagesTest, AnOwnerFindsWhatItsSessionsHold) {
+  ASSERT_TRUE(store_.ensure_table(workers_table_spec()).ok());
+  for (const char* id : {"a", "b", "c", "d"}) add(id);
+  LeaseConfig members_config;
+  members_config.table = kWorkersTable;
+  LeaseManager members(store_, clock_, random_, members_config);
+  AcquireOptions joined;
+  joined.owner = "w1";
+  joined.ttl = seconds(30);
+  joined.extra_update.set("kind", std::string(kWorkerKind));
+  Result<Lease> session = members.acquire(worker_key("w1"), joined);
+  ASSERT_TRUE(session.ok());
+  LeaseManager leases(store_, clock_, random_, connections_lease_config());
+  lease_to(leases, "c", "w1", seconds(600), session->token);
+  lease_to(leases, "a", "w1", seconds(600), session->token);
+  lease_to(leases, "b", "w2");  // another's, without a session
+  ListQuery q;
+  q.owner = "w1";
+  EXPECT_EQ(page_ids(q), (std::vector<std::string>{"a", "c"}));
+  q.limit = 1;
+  std::string next;
+  EXPECT_EQ(page_ids(q, &next), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(next, "a");
+  q.owner = "nobody";
+  EXPECT_TRUE(page_ids(q).empty());
+}
+
+TEST_F(ConnectionPagesTest, BadQueriesAreRefusedNamingTheParameter) {
+  ListQuery q;
+  q.limit = 0;
+  EXPECT_TRUE(mentions(connections_.list_page(q).status(), "limit"));
+  q.limit = kListPageMax + 1;
+  EXPECT_EQ(connections_.list_page(q).status().code(), Code::kInvalidArgument);
+  q = ListQuery{};
+  q.prefix = "a b";
+  EXPECT_TRUE(mentions(connections_.list_page(q).status(), "prefix"));
+  q = ListQuery{};
+  q.after = std::string(129, 'x');
+  EXPECT_TRUE(mentions(connections_.list_page(q).status(), "after"));
+  q = ListQuery{};
+  q.state = DesiredState::kRemoved;
+  EXPECT_TRUE(mentions(connections_.list_page(q).status(), "state"));
 }
 
 }  // namespace

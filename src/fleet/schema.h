@@ -17,7 +17,8 @@
 //
 // The index desired_state-lease_expires_at_ms-index finds STARTED
 // connections whose lease has expired (the orphans a worker may take);
-// lease_session-lease_epoch-index those of a worker's session.
+// lease_session-lease_epoch-index those of a worker's session;
+// desired_state-Pk-index lists them by ID, a page at a time (the API).
 #pragma once
 
 #include <string>
@@ -33,7 +34,16 @@ inline constexpr char kOrphanIndex[] = "desired_state-lease_expires_at_ms-index"
 // takes them once that session has ended. Sparse: only leases taken in a
 // session carry lease_session.
 inline constexpr char kSessionIndex[] = "lease_session-lease_epoch-index";
+// The connections by ID, for a page of the list (fleet/connections.h,
+// Connections::list_page()). It projects what the list shows, none of
+// which a checkpoint writes, so that on DynamoDB it costs a write only when
+// a connection is added, changed, moves or fails.
+inline constexpr char kListIndex[] = "desired_state-Pk-index";
 
 TableSpec connections_table_spec();
+// What a worker needs of the table: every index but the list's, which only
+// the API reads, so that a worker runs on a table to which `store init`
+// has not yet added it.
+TableSpec connections_worker_spec();
 
 }  // namespace leasehold::fleet

@@ -75,7 +75,7 @@ Status validate_worker_options(const WorkerOptions& o) {
 
 Status Worker::Impl::prepare() {
   // Created on SQLite; on DynamoDB only `store init` creates tables.
-  LEASEHOLD_RETURN_IF_ERROR(store_.require_table(connections_table_spec()));
+  LEASEHOLD_RETURN_IF_ERROR(store_.require_table(connections_worker_spec()));
   LEASEHOLD_RETURN_IF_ERROR(store_.require_table(workers_table_spec()));
   LEASEHOLD_RETURN_IF_ERROR(conn_leases_.check_timing(options_.lease_ttl, options_.renew_every));
   if (sessions()) {

@@ -47,19 +47,33 @@ Response json_response(int status, const boost::json::value& body) {
   return response;
 }
 
-Response revalidated(Response r, const Request& request) {
-  if (r.status != 200) return r;
+namespace {
+
+// W/"<hash>-<size>": the same for the same text on any server of this build.
+std::string weak_tag(std::string_view tagged) {
   char tag[48];
-  std::snprintf(tag, sizeof tag, "W/\"%016zx-%zx\"", std::hash<std::string>{}(r.body),
-                r.body.size());
-  Response unchanged{.status = 304, .headers = {}, .body = {}};
+  std::snprintf(tag, sizeof tag, "W/\"%016zx-%zx\"", std::hash<std::string_view>{}(tagged),
+                tagged.size());
+  return tag;
+}
+
+Response tagged(Response r, const Request& request, const std::string& tag) {
   // etag_matches compares weakly: it takes the tag without its W/.
   const std::string_view opaque = std::string_view(tag).substr(2);
-  Response& out =
-      etag_matches(request.header("if-none-match").value_or(""), opaque) ? unchanged : r;
-  out.set_header("ETag", tag);
-  out.set_header("Cache-Control", "private, no-cache");
-  return std::move(out);
+  if (etag_matches(request.header("if-none-match").value_or(""), opaque)) {
+    r = Response{.status = 304, .headers = {}, .body = {}};
+  }
+  r.set_header("ETag", tag);
+  r.set_header("Cache-Control", "private, no-cache");
+  return r;
+}
+
+}  // namespace
+
+Response revalidated(Response r, const Request& request) {
+  if (r.status != 200) return r;
+  const std::string tag = weak_tag(r.body);
+  return tagged(std::move(r), request, tag);
 }
 
 namespace {

@@ -483,6 +483,64 @@ TEST_F(FleetApiTest, TheSummaryCountsTheFleetAndAnswers304WhileNothingChanges) {
   EXPECT_NE(changed.header("etag"), tag);
 }
 
+// Pages of the list: by ID, filtered, with a Link to the next; a poll of
+// an unchanged page is 304; bad parameters are 400 naming them.
+TEST_F(FleetApiTest, TheListComesInPagesByIdFilteredAnd304WhileUnchanged) {
+  for (const char* id : {"b1", "a1", "b3", "b2"}) {
+    ASSERT_EQ(add(std::string(R"({"id":")") + id + R"(","url":"ws://h/"})").status, 201);
+  }
+  ASSERT_EQ(add(R"({"id":"c1","url":"ws://h/","stopped":true})").status, 201);
+  const auto ids = [](const json::object& body) {
+    std::vector<std::string> out;
+    for (const json::value& c : body.at("connections").as_array()) {
+      out.emplace_back(c.at("id").as_string());
+    }
+    return out;
+  };
+  const HttpResponse first = call("GET", "/api/fleet/connections?limit=2", user_);
+  const json::object page1 = ok_body(first);
+  EXPECT_EQ(ids(page1), (std::vector<std::string>{"a1", "b1"}));
+  EXPECT_EQ(page1.at("next_after"), "b1");
+  EXPECT_FALSE(page1.contains("now_ms")) << "a tagged page carries no clock";
+  EXPECT_EQ(first.header("link"), "</api/fleet/connections?limit=2&after=b1>; rel=\"next\"");
+  const json::object page3 = ok_body(call("GET", "/api/fleet/connections?limit=2&after=b3", user_));
+  EXPECT_EQ(ids(page3), (std::vector<std::string>{"c1"}));
+  EXPECT_EQ(page3.at("next_after"), "");
+
+  EXPECT_EQ(ids(ok_body(call("GET", "/api/fleet/connections?state=STOPPED", user_))),
+            (std::vector<std::string>{"c1"}));
+  const HttpResponse prefixed =
+      call("GET", "/api/fleet/connections?prefix=b&limit=2&after=b1", user_);
+  EXPECT_EQ(ids(ok_body(prefixed)), (std::vector<std::string>{"b2", "b3"}));
+  take("b2", "w1");
+  EXPECT_TRUE(ids(ok_body(call("GET", "/api/fleet/connections?owner=w1", user_))).empty())
+      << "w1 is no member: nothing is held in its sessions";
+
+  const std::string tag = first.header("etag");
+  ASSERT_FALSE(tag.empty());
+  EXPECT_EQ(call("GET", "/api/fleet/connections?limit=2", user_ + "If-None-Match: " + tag + "\r\n")
+                .status,
+            304);
+  ASSERT_EQ(call("POST", "/api/fleet/connections/a1/stop", admin_).status, 200);
+  EXPECT_EQ(call("GET", "/api/fleet/connections?limit=2", user_ + "If-None-Match: " + tag + "\r\n")
+                .status,
+            200);
+
+  for (const auto& [query, named] :
+       std::vector<std::pair<std::string, std::string>>{{"limit=0", "limit"},
+                                                        {"limit=501", "limit"},
+                                                        {"limit=x", "limit"},
+                                                        {"state=REMOVED", "state"},
+                                                        {"prefix=a%20b", "prefix"},
+                                                        {"owner=%2F", "owner"},
+                                                        {"after=", "after"}}) {
+    const auto [code, message] =
+        error_of(call("GET", "/api/fleet/connections?" + query, user_), 400);
+    EXPECT_EQ(code, "bad_request") << query;
+    EXPECT_TRUE(message.starts_with(named)) << query << ": " << message;
+  }
+}
+
 TEST_F(FleetApiTest, ACookieWriteNeedsTheServersOrigin) {
   const HttpResponse signed_in =
       call("POST", "/api/session",
