@@ -49,6 +49,7 @@ struct SummaryCache {
   Mutex mu;
   MonoTime read_at GUARDED_BY(mu){};
   std::optional<Response> answer GUARDED_BY(mu);
+  fleet::FleetSummary summary GUARDED_BY(mu);
   MonoTime recount_tried_at GUARDED_BY(mu){};
   bool recount_tried GUARDED_BY(mu) = false;
 };
@@ -135,10 +136,18 @@ json::object fleet_summary_json(const fleet::FleetSummary& s) {
     free.push_back(json::object{
         {"id", f.id}, {"free_since_ms", f.free_since_ms}, {"last_error", f.last_error}});
   }
+  json::array attention;
+  for (const fleet::HeldTrouble& t : s.troubled) {
+    attention.push_back(json::object{{"id", t.trouble.id},
+                                     {"owner", t.owner},
+                                     {"reason", t.trouble.reason},
+                                     {"since_ms", t.trouble.since_ms}});
+  }
   return {{"connections", std::move(connections)},
           {"workers", server::json_array(s.members, summary_worker_json)},
           {"free", std::move(free)},
-          {"more_free", s.more_free}};
+          {"more_free", s.more_free},
+          {"attention", std::move(attention)}};
 }
 
 // The body of POST /api/fleet/connections: {"id", "url", "seq_field"?,
@@ -211,11 +220,21 @@ void link_next(Response& response, const fleet::ListQuery& q, const std::string&
   response.set_header("Link", "<" + target + ">; rel=\"next\"");
 }
 
+Response list_attention(const Request& request, const FleetDeps& d);
+
 // The whole list with the server's time, or a page of it without: a page
 // is tagged, so that a poll that finds nothing changed is 304, and a
 // browser that revalidates for the page hands it the body it kept, whose
 // time would be past.
 Response list_connections(const Request& request, const FleetDeps& d) {
+  Result<std::optional<std::string>> attention = server::query_value(request.query, "attention");
+  if (!attention.ok()) return failed_response(attention.status(), request, d.log);
+  if (*attention) {
+    if (**attention != "1") {
+      return failed_response(invalid_argument("attention: expected 1"), request, d.log);
+    }
+    return list_attention(request, d);
+  }
   Result<std::optional<fleet::ListQuery>> query = list_query(request);
   if (!query.ok()) return failed_response(query.status(), request, d.log);
   fleet::Connections connections(d.store, d.clock);
@@ -260,9 +279,9 @@ Response remove_connection(const Request& request, const FleetDeps& d) {
   return json_response(200, json::object{{"id", id}, {"removed", true}});
 }
 
-// One read of the store a second at most (SummaryCache); counts never
-// counted are counted first.
-Response fleet_summary(const Request& request, const FleetDeps& d) {
+// The summary, read from the store a second at most (SummaryCache); counts
+// never counted are counted first. Fills `summary` and `answer`.
+Status cached_summary(const FleetDeps& d, fleet::FleetSummary* summary, Response* answer) {
   SummaryCache& cache = *d.summary;
   MutexLock lock(cache.mu);
   const MonoTime now = d.clock.mono_now();
@@ -279,11 +298,44 @@ Response fleet_summary(const Request& request, const FleetDeps& d) {
         log_to(&d.log, LogLevel::kWarn, "counting the connections: {}", counted.message());
       }
     }
-    if (!s.ok()) return failed_response(s.status(), request, d.log);
+    if (!s.ok()) return s.status();
     cache.answer = json_response(200, fleet_summary_json(*s));
+    cache.summary = *std::move(s);
     cache.read_at = now;
   }
-  return server::revalidated(*cache.answer, request);
+  if (summary != nullptr) *summary = cache.summary;
+  if (answer != nullptr) *answer = *cache.answer;
+  return {};
+}
+
+Response fleet_summary(const Request& request, const FleetDeps& d) {
+  Response answer;
+  const Status read = cached_summary(d, nullptr, &answer);
+  if (!read.ok()) return failed_response(read, request, d.log);
+  return server::revalidated(std::move(answer), request);
+}
+
+// ?attention=1: the connections the summary says need attention (those no
+// live worker holds, then those the workers name), longest first, each
+// read from its item: one page, bounded by what the summary names.
+Response list_attention(const Request& request, const FleetDeps& d) {
+  fleet::FleetSummary s;
+  const Status read = cached_summary(d, &s, nullptr);
+  if (!read.ok()) return failed_response(read, request, d.log);
+  std::vector<std::string> ids;
+  for (const fleet::FreeConnection& f : s.free) ids.push_back(f.id);
+  for (const fleet::HeldTrouble& t : s.troubled) ids.push_back(t.trouble.id);
+  Result<std::vector<fleet::Connection>> read_items =
+      fleet::Connections(d.store, d.clock).get_many(ids);
+  if (!read_items.ok()) return failed_response(read_items.status(), request, d.log);
+  const bool admin = request.caller->admin;
+  Response r = json_response(
+      200, json::object{{"connections", server::json_array(*read_items,
+                                                           [admin](const fleet::Connection& c) {
+                                                             return connection_json(c, admin);
+                                                           })},
+                        {"next_after", ""}});
+  return server::revalidated(std::move(r), request);
 }
 
 Response list_workers(const Request& request, const FleetDeps& d) {

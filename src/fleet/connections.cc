@@ -608,6 +608,28 @@ Status validate_list_query(const ListQuery& q) {
   return check_id_part(q.after, "after");
 }
 
+Result<std::vector<Connection>> Connections::get_many(std::span<const std::string> ids) {
+  std::vector<Key> keys;
+  for (const std::string& id : ids) {
+    if (validate_connection_id(id).ok()) keys.push_back(connection_key(id));
+  }
+  LEASEHOLD_ASSIGN_OR_RETURN(std::vector<Item> items, store_.batch_get(kConnectionsTable, keys));
+  std::map<std::string, Connection, std::less<>> by_id;
+  for (const Item& item : items) {
+    Result<Connection> c = parse_connection(item);
+    if (c.ok() && c->desired_state != DesiredState::kRemoved) by_id.emplace(c->id, *std::move(c));
+  }
+  std::vector<Connection> out;
+  for (const std::string& id : ids) {
+    const auto found = by_id.find(id);
+    if (found == by_id.end()) continue;
+    out.push_back(std::move(found->second));
+    by_id.erase(found);  // named twice: shown once
+  }
+  LEASEHOLD_RETURN_IF_ERROR(show_positions(store_, out, /*consistent=*/false));
+  return out;
+}
+
 Result<ConnectionPage> Connections::list_page(const ListQuery& query) {
   LEASEHOLD_RETURN_IF_ERROR(validate_list_query(query));
   std::vector<Connection> read;

@@ -270,6 +270,10 @@ class Connections {
   // (`store init` adds it).
   Result<ConnectionPage> list_page(const ListQuery& query);
 
+  // The connections named, in the order named, with what their holders'
+  // positions say; those unknown or removed are left out. One batch read.
+  Result<std::vector<Connection>> get_many(std::span<const std::string> ids);
+
  private:
   Status list_state(DesiredState state, std::vector<Connection>& out);
   Status page_state(const ListQuery& query, DesiredState state, std::vector<Connection>& out,

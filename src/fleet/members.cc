@@ -2,6 +2,7 @@
 #include "fleet/members.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 namespace leasehold::fleet {
@@ -107,6 +108,36 @@ Update member_figures(int64_t owned, int64_t capacity, int64_t messages, double 
       .set("updated_at_ms", now_ms)
       .set("taking", taking);
   return u;
+}
+
+Key attention_key(std::string_view id) {
+  return Key{std::string(kAttentionPrefix) + std::string(id), ""};
+}
+
+std::string format_troubles(const std::vector<Trouble>& troubles) {
+  std::string out;
+  for (const Trouble& t : troubles) {
+    out += t.id + " " + t.reason + " " + std::to_string(t.since_ms) + "\n";
+  }
+  return out;
+}
+
+std::vector<Trouble> parse_troubles(std::string_view text) {
+  std::vector<Trouble> out;
+  while (!text.empty()) {
+    const size_t end = std::min(text.find('\n'), text.size());
+    const std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const size_t a = line.find(' ');
+    const size_t b = a == std::string_view::npos ? a : line.find(' ', a + 1);
+    if (b == std::string_view::npos) continue;
+    Trouble t{std::string(line.substr(0, a)), std::string(line.substr(a + 1, b - a - 1)), 0};
+    const std::string_view since = line.substr(b + 1);
+    const auto [stop, ec] = std::from_chars(since.data(), since.data() + since.size(), t.since_ms);
+    if (ec != std::errc() || stop != since.data() + since.size() || t.id.empty()) continue;
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 Update stream_figures(const StreamCounts& counts) {

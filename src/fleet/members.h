@@ -47,6 +47,7 @@
 // store.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -123,6 +124,32 @@ std::string join_sessions(const std::vector<std::string>& tokens);
 // repeats, at most kPreviousSessionsMax: what a worker that joins under
 // `id` names as its previous sessions.
 std::vector<std::string> sessions_named(const Item& item, std::string_view id);
+
+// The connections a worker holds that need attention (fleet/summary.h):
+// an item of fleet_workers per worker, with no `kind`,
+//   Pk         "ATTENTION#<id>"
+//   session    the worker's session token when it wrote it: a reader takes
+//              it only from the member's live session
+//   attention  a line per connection, longest in trouble first, at most
+//              kAttentionMax: "<connection id> <reason> <since ms>", the
+//              reason `not_streaming` (for kAttentionAfter or more, by
+//              default) or
+//              `stalled` (no message for the worker's --stall-after)
+// written when what it says changes, removed when nothing needs attention.
+inline constexpr char kAttentionPrefix[] = "ATTENTION#";
+inline constexpr size_t kAttentionMax = 20;
+inline constexpr std::chrono::seconds kAttentionAfter{5};
+Key attention_key(std::string_view id);
+
+struct Trouble {
+  std::string id;      // the connection's
+  std::string reason;  // "not_streaming" or "stalled"
+  int64_t since_ms = 0;
+
+  bool operator==(const Trouble&) const = default;
+};
+std::string format_troubles(const std::vector<Trouble>& troubles);
+std::vector<Trouble> parse_troubles(std::string_view text);
 
 inline constexpr char kNudgesAttr[] = "nudges";
 inline constexpr char kTakeHintAttr[] = "take_hint";

@@ -80,5 +80,14 @@ TEST_F(MembersTest, TakingIsWhatTheWorkerWroteAndTrueWhenAbsent) {
   EXPECT_TRUE((*all)[1].taking);
 }
 
+TEST(Troubles, RoundTripAndLinesThatDoNotParseAreSkipped) {
+  const std::vector<Trouble> troubles{{"feed-1", "not_streaming", 1796628190079},
+                                      {"feed.2", "stalled", 5}};
+  EXPECT_EQ(parse_troubles(format_troubles(troubles)), troubles);
+  EXPECT_TRUE(parse_troubles("").empty());
+  EXPECT_EQ(parse_troubles("a stalled x\nb\nc stalled 7\n d stalled 1\ne stalled 9"),
+            (std::vector<Trouble>{{"c", "stalled", 7}, {"e", "stalled", 9}}));
+}
+
 }  // namespace
 }  // namespace leasehold::fleet

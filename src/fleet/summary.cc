@@ -85,6 +85,29 @@ Status find_free(ItemStore& store, const std::vector<Member>& members, int64_t n
   return {};
 }
 
+// What each live worker whose figures count connections not streaming or
+// stalled says of them in its attention item, if it wrote it in its live
+// session; longest in trouble first.
+Status find_troubled(ItemStore& store, const std::vector<Member>& members,
+                     std::vector<HeldTrouble>& out) {
+  for (const Member& m : members) {
+    if (!m.alive || !m.streams || (m.streams->streaming >= m.owned && m.streams->stalled == 0)) {
+      continue;
+    }
+    Result<Item> item = store.get(kWorkersTable, attention_key(m.id), /*consistent=*/false);
+    if (item.status().code() == Code::kNotFound) continue;
+    if (!item.ok()) return item.status().with_context("reading what needs attention");
+    if (get_string_or(*item, "session") != m.session) continue;  // an earlier session's
+    for (Trouble& t : parse_troubles(get_string_or(*item, "attention"))) {
+      out.push_back({m.id, std::move(t)});
+    }
+  }
+  std::stable_sort(out.begin(), out.end(), [](const HeldTrouble& a, const HeldTrouble& b) {
+    return a.trouble.since_ms < b.trouble.since_ms;
+  });
+  return {};
+}
+
 }  // namespace
 
 Status count_change(ItemStore& store, int64_t started, int64_t stopped) {
@@ -152,6 +175,7 @@ Result<FleetSummary> read_summary(ItemStore& store, Clock& clock, size_t free_ma
     LEASEHOLD_RETURN_IF_ERROR(find_free(store, s.members, s.now_ms, free_max, s)
                                   .with_context("finding free connections"));
   }
+  LEASEHOLD_RETURN_IF_ERROR(find_troubled(store, s.members, s.troubled));
   return s;
 }
 

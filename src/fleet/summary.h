@@ -73,6 +73,13 @@ struct FreeConnection {
   std::string last_error;
 };
 
+// A connection a live worker holds that needs attention (its attention
+// item, fleet/members.h).
+struct HeldTrouble {
+  std::string owner;
+  Trouble trouble;
+};
+
 struct FleetSummary {
   int64_t now_ms = 0;
   ConnectionCounts counts;
@@ -86,11 +93,16 @@ struct FleetSummary {
   // most the number asked for; more_free: there are more.
   std::vector<FreeConnection> free;
   bool more_free = false;
+  // What the live workers whose figures count trouble say of it, longest
+  // first (each worker names its kAttentionMax longest).
+  std::vector<HeldTrouble> troubled;
 };
 
-// The members, the counts (eventually consistent), and the first
-// `free_max` free connections: a query of the members' index, one read,
-// and a query of the orphan index that stops after `free_max`.
+// The members, the counts (eventually consistent), the first `free_max`
+// free connections, and what the live workers hold that needs attention: a
+// query of the members' index, one read, a query of the orphan index that
+// stops after `free_max`, and a read of the attention item of each live
+// worker whose figures count connections not streaming or stalled.
 Result<FleetSummary> read_summary(ItemStore& store, Clock& clock, size_t free_max);
 
 }  // namespace leasehold::fleet

@@ -56,6 +56,9 @@ Status validate_worker_options(const WorkerOptions& o) {
   if (o.poll_every < Duration::zero()) {
     return invalid_argument("poll period must not be negative");
   }
+  if (o.attention_after < Duration::zero()) {
+    return invalid_argument("attention period must not be negative");
+  }
   if (o.stall_after < Duration::zero()) {
     return invalid_argument("stall period must not be negative");
   }
@@ -224,6 +227,10 @@ void Worker::Impl::stop() {
         log_to(options_.logger, LogLevel::kWarn, "leaving the fleet: {}", released.message());
       }
     }
+  }
+  // Nothing it held needs attention any more: it handed everything over.
+  if (!attention_written_.empty()) {
+    (void)store_.remove(kWorkersTable, attention_key(options_.id), Condition());
   }
   renewer_.stop();
   member_renewer_.stop();

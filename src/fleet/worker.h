@@ -70,6 +70,7 @@
 #include <string>
 #include <vector>
 
+#include "fleet/members.h"
 #include "fleet/sink.h"
 #include "leasehold/clock.h"
 #include "leasehold/lease.h"
@@ -142,6 +143,9 @@ struct WorkerOptions {
   // A connection without a message for this long counts as stalled (its
   // figures, health()); zero: never.
   Duration stall_after = std::chrono::seconds(60);
+  // A connection not streaming for this long is named in the worker's
+  // attention item (fleet/members.h), for the fleet summary.
+  Duration attention_after = kAttentionAfter;
   // An upstream connection that stays open this long starts the reconnect
   // backoff (and clears the connection's last_error) afresh; one that ends
   // sooner is one more failure, so that a peer that accepts and closes at

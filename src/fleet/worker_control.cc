@@ -142,6 +142,7 @@ void Worker::Impl::reconcile() {
   read_desired_state(members.ok() ? &*members : nullptr);
   balance_and_acquire(std::move(members));
   write_figures();
+  write_attention();
   const RenewerStats rs = renewer_.stats();
   if (rs.failures > renew_failures_seen_) {
     m_.renew_failures.inc(static_cast<double>(rs.failures - renew_failures_seen_));
@@ -712,6 +713,71 @@ void Worker::Impl::write_figures() {
     log_to(options_.logger, LogLevel::kDebug, "writing membership figures: {}",
            written.status().message());
   }
+}
+
+// The connections it holds that need attention (fleet/members.h): not
+// streaming for kAttentionAfter or more, or stalled; longest first. Each
+// keeps the time it was first seen so, so that the item is written only
+// when what it says changes.
+void Worker::Impl::write_attention() {
+  const MonoTime now = clock_.mono_now();
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  const auto wall_of = [&](MonoTime t) { return now_ms - to_ms(now - t); };
+  std::map<std::string, Trouble, std::less<>> found;
+  for (const auto& s : snapshot()) {
+    MutexLock l(s->mu);
+    if (s->state == State::kClosing || s->state == State::kLost) continue;
+    Trouble t{s->id, "", 0};
+    if (s->state != State::kStreaming) {
+      const MonoTime since = std::max(s->acquired_at, s->closed_at);
+      if (now - since < options_.attention_after) continue;
+      t.reason = "not_streaming";
+      t.since_ms = wall_of(since);
+    } else if (stalled(*s, now)) {
+      t.reason = "stalled";
+      t.since_ms = wall_of(std::max(s->acquired_at, s->last_message_mono));
+    } else {
+      continue;
+    }
+    const auto seen = troubles_seen_.find(s->id);
+    if (seen != troubles_seen_.end() && seen->second.reason == t.reason) t = seen->second;
+    found.emplace(s->id, std::move(t));
+  }
+  troubles_seen_ = found;
+  std::vector<Trouble> troubles;
+  for (auto& [id, t] : found) troubles.push_back(std::move(t));
+  std::stable_sort(troubles.begin(), troubles.end(),
+                   [](const Trouble& a, const Trouble& b) { return a.since_ms < b.since_ms; });
+  if (troubles.size() > kAttentionMax) troubles.resize(kAttentionMax);
+  const std::string text = format_troubles(troubles);
+  std::optional<Renewer::Id> member;
+  {
+    MutexLock lock(mu_);
+    member = member_id_;
+  }
+  const std::optional<Lease> lease = member ? member_renewer_.get(*member) : std::nullopt;
+  if (!lease ||
+      (text == attention_written_ && (text.empty() || lease->token == attention_session_))) {
+    return;
+  }
+  Status written;
+  if (text.empty()) {
+    written = store_.remove(kWorkersTable, attention_key(options_.id), Condition());
+    if (written.code() == Code::kNotFound) written = {};
+  } else {
+    Item item{{"Pk", attention_key(options_.id).pk},
+              {"session", lease->token},
+              {"attention", text},
+              {"written_at_ms", now_ms}};
+    written = store_.put(kWorkersTable, item, Condition());
+  }
+  if (!written.ok()) {
+    log_to(options_.logger, LogLevel::kDebug, "writing what needs attention: {}",
+           written.message());
+    return;  // again next reconcile
+  }
+  attention_written_ = text;
+  attention_session_ = lease->token;
 }
 
 // After a handover to balance: the other members' figures as they stand

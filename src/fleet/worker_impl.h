@@ -80,6 +80,7 @@ struct Stream {
   // kStableAfter: what the reconnect backoff grows with.
   int failures GUARDED_BY(mu) = 0;
   MonoTime opened_at GUARDED_BY(mu){};  // of the current upstream connection
+  MonoTime closed_at GUARDED_BY(mu){};  // when the last one ended or failed to open
   MonoTime reconnect_at GUARDED_BY(mu){};
   std::string last_error GUARDED_BY(mu);
   bool error_changed GUARDED_BY(mu) = false;  // last_error differs from the stored one
@@ -343,6 +344,7 @@ class Worker::Impl {
   void reap(const std::vector<Member>& members);
   void prune_members(const std::vector<Member>& members);
   void recount();
+  void write_attention();
   bool leads(const std::vector<Member>& members) const;
   void sync(std::string_view point) const;
   Duration audit_every() const;
@@ -603,6 +605,12 @@ class Worker::Impl {
   std::optional<SessionView> session_view_;
   MonoTime next_reap_{};           // control thread only
   MonoTime next_recount_{};        // control thread only
+  // Control thread only (and stop(), after it): what its attention item
+  // says, under which session, and since when each connection in it has
+  // been in trouble.
+  std::string attention_written_;
+  std::string attention_session_;
+  std::map<std::string, Trouble, std::less<>> troubles_seen_;
   MonoTime figures_written_at_{};  // control thread only
   std::string figures_shown_;      // control thread only: what it last wrote that others act on
   std::array<metrics::Collected::Id, 6> collect_ids_{};

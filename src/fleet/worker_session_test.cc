@@ -8,6 +8,7 @@
 
 #include "base/mutex.h"
 #include "fleet/positions.h"
+#include "fleet/summary.h"
 #include "fleet/worker.h"
 #include "fleet/worker_test_fixture.h"
 #include "store/store_wrapper.h"
@@ -373,6 +374,60 @@ TEST_F(WorkerSessionTest, AReadShowingAnOlderMemberItemIsNotANudge) {
       },
       kWaitMax));
   EXPECT_EQ(w->stats().nudges_heard, 1u);
+}
+
+// What needs attention: a connection stalled (open, no message) and one
+// that cannot stay connected are named in the worker's attention item, and
+// through it in the fleet summary with their owner; once both stream
+// again, the item is removed.
+TEST_F(WorkerSessionTest, ConnectionsInTroubleAreNamedForTheSummaryUntilTheyStreamAgain) {
+  add("a");
+  CapturingSink sink;
+  WorkerOptions o = options("w1");
+  o.stall_after = milliseconds(300);
+  o.attention_after = milliseconds(200);
+  o.reconcile_every = milliseconds(100);
+  auto started = Worker::start(*store_, clock_, random_, upstream_, sink, o);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  std::unique_ptr<Worker> w = std::move(started).value();
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == 1; }, kWaitMax));
+  upstream_.set_flapping(true);  // b opens and closes at once, every time
+  add("b");
+  const auto troubles = [&] {
+    Result<Item> item = store_->get(kWorkersTable, attention_key("w1"), true);
+    return item.ok() ? parse_troubles(get_string_or(*item, "attention")) : std::vector<Trouble>{};
+  };
+  const auto reasons = [&] {
+    std::map<std::string, std::string> out;
+    for (const Trouble& t : troubles()) out[t.id] = t.reason;
+    return out;
+  };
+  const std::map<std::string, std::string> both{{"a", "stalled"}, {"b", "not_streaming"}};
+  ASSERT_TRUE(eventually([&] { return reasons() == both; }, kWaitMax));
+  const std::vector<Trouble> first = troubles();
+  std::vector<HeldTrouble> troubled;
+  ASSERT_TRUE(eventually(
+      [&] {
+        Result<FleetSummary> s = read_summary(*store_, clock_, 10);
+        if (s.ok()) troubled = s->troubled;
+        return troubled.size() == 2;
+      },
+      kWaitMax));
+  for (const HeldTrouble& t : troubled) EXPECT_EQ(t.owner, "w1") << t.trouble.id;
+  EXPECT_EQ(troubles(), first) << "unchanged while the trouble lasts: since when stays";
+
+  upstream_.set_flapping(false);
+  int64_t seq = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        ++seq;  // both have messages
+        upstream_.send(prefix("a"), msg(seq));
+        upstream_.send(prefix("b"), msg(seq));
+        return !store_->get(kWorkersTable, attention_key("w1"), true).ok();
+      },
+      kWaitMax))
+      << "b streams again, both have messages: nothing needs attention; still: "
+      << format_troubles(troubles());
 }
 
 TEST_F(WorkerSessionTest, APausePastTheSessionWritesNothingMoreUnderItAndANewOneTakesOver) {

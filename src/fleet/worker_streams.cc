@@ -83,6 +83,7 @@ void Worker::Impl::connect(const std::shared_ptr<Stream>& stream) {
   MutexLock l(stream->mu);
   if (!ws.ok()) {  // a URL that cannot work: say so, and try again later
     stream->state = State::kWaiting;
+    stream->closed_at = clock_.mono_now();
     stream->last_error = ws.status().message();
     stream->error_changed = true;
     stream->reconnect_at = clock_.mono_now() + kReconnectBackoffMax;
@@ -169,6 +170,7 @@ void Worker::Impl::on_messages(const std::shared_ptr<Stream>& stream, uint64_t g
       // The sink failed: stop this stream and retry later, from what was written.
       log_to(options_.logger, LogLevel::kError, "sink: {}", written.message());
       stream->state = State::kWaiting;
+      stream->closed_at = clock_.mono_now();
       stream->reconnect_at = clock_.mono_now() + kReconnectBackoffMax;
       ++stream->generation;
       to_close = std::move(stream->ws);
@@ -266,6 +268,7 @@ void Worker::Impl::on_closed(const std::shared_ptr<Stream>& stream, uint64_t gen
     }
     stream->ws.reset();
     stream->state = State::kWaiting;
+    stream->closed_at = now;
     ++stream->failures;
     ++stream->reconnects;
     stream->reconnects_changed = true;

@@ -483,6 +483,50 @@ TEST_F(FleetApiTest, TheSummaryCountsTheFleetAndAnswers304WhileNothingChanges) {
   EXPECT_NE(changed.header("etag"), tag);
 }
 
+// What needs attention: the connections no live worker holds, and those a
+// live worker names in its attention item (written in its session), in the
+// summary and as a list of their own.
+TEST_F(FleetApiTest, WhatNeedsAttentionIsInTheSummaryAndListedOnItsOwn) {
+  for (const char* id : {"a", "b", "c"}) {
+    ASSERT_EQ(add(std::string(R"({"id":")") + id + R"(","url":"ws://h/"})").status, 201);
+  }
+  LeaseConfig config;
+  config.table = fleet::kWorkersTable;
+  LeaseManager leases(runtime_->store(), runtime_->clock(), runtime_->random(), config);
+  AcquireOptions o;
+  o.owner = "w1";
+  o.ttl = std::chrono::seconds(30);
+  o.extra_update.set("kind", std::string(fleet::kWorkerKind))
+      .append(fleet::member_figures(2, 50, 0, 0, to_unix_ms(runtime_->clock().wall_now())))
+      .append(fleet::stream_figures({1, 1, 0, 1}));
+  Result<Lease> member = leases.acquire(fleet::worker_key("w1"), o);
+  ASSERT_TRUE(member.ok());
+  take("a", "w1");
+  take("b", "w1");
+  const Item attention{{"Pk", fleet::attention_key("w1").pk},
+                       {"session", member->token},
+                       {"attention", fleet::format_troubles({{"b", "not_streaming", 1234}})}};
+  ASSERT_TRUE(runtime_->store().put(fleet::kWorkersTable, attention, Condition()).ok());
+
+  const json::object summary = ok_body(call("GET", "/api/fleet/summary", user_));
+  const json::array& troubled = summary.at("attention").as_array();
+  ASSERT_EQ(troubled.size(), 1u);
+  EXPECT_EQ(troubled[0].at("id"), "b");
+  EXPECT_EQ(troubled[0].at("owner"), "w1");
+  EXPECT_EQ(troubled[0].at("reason"), "not_streaming");
+  EXPECT_EQ(troubled[0].at("since_ms"), 1234);
+  EXPECT_EQ(summary.at("free").as_array().size(), 1u);  // c
+
+  const json::object listed = ok_body(call("GET", "/api/fleet/connections?attention=1", user_));
+  std::vector<std::string> ids;
+  for (const json::value& c : listed.at("connections").as_array()) {
+    ids.emplace_back(c.at("id").as_string());
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"c", "b"})) << "the free first, then the held";
+  EXPECT_EQ(error_of(call("GET", "/api/fleet/connections?attention=yes", user_), 400).second,
+            "attention: expected 1");
+}
+
 // Pages of the list: by ID, filtered, with a Link to the next; a poll of
 // an unchanged page is 304; bad parameters are 400 naming them.
 TEST_F(FleetApiTest, TheListComesInPagesByIdFilteredAnd304WhileUnchanged) {
