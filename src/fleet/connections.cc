@@ -637,15 +637,26 @@ Result<ConnectionPage> Connections::list_page(const ListQuery& query) {
   if (!query.owner.empty()) {
     LEASEHOLD_RETURN_IF_ERROR(page_owned(query, read, more));
   } else {
+    // STARTED first (most connections are); when it fills the page, STOPPED
+    // is read only up to the page's last ID, so that a page costs about one
+    // page of reads rather than two.
+    std::optional<std::string> upto;
     for (DesiredState state : {DesiredState::kStarted, DesiredState::kStopped}) {
       if (query.state && *query.state != state) continue;
-      LEASEHOLD_RETURN_IF_ERROR(page_state(query, state, read, more));
+      const size_t before = read.size();
+      LEASEHOLD_RETURN_IF_ERROR(page_state(query, state, upto, read, more));
+      if (read.size() - before > query.limit) upto = read[before + query.limit - 1].id;
     }
   }
-  // Each state's first limit + 1 after `after`: the first `limit` of both
+  // Each state's first limit + 1 after `after` (the second's up to the
+  // first's limit-th, when it had that many): the first `limit` of both
   // together are the fleet's.
-  std::sort(read.begin(), read.end(),
-            [](const Connection& a, const Connection& b) { return a.id < b.id; });
+  std::stable_sort(read.begin(), read.end(),
+                   [](const Connection& a, const Connection& b) { return a.id < b.id; });
+  // One that changed state between the two queries may be in both.
+  read.erase(std::unique(read.begin(), read.end(),
+                         [](const Connection& a, const Connection& b) { return a.id == b.id; }),
+             read.end());
   if (read.size() > query.limit) {
     read.resize(query.limit);
     more = true;
@@ -657,15 +668,22 @@ Result<ConnectionPage> Connections::list_page(const ListQuery& query) {
   return page;
 }
 
-// The first limit + 1 connections of `state` that match, by ID: a query of
-// the list index from `after` (or the prefix's first), which stops at the
-// first ID past the prefix.
-Status Connections::page_state(const ListQuery& q, DesiredState state, std::vector<Connection>& out,
+// The first limit + 1 connections of `state` that match, by ID, up to
+// `upto` if given: a query of the list index from `after` (or the
+// prefix's first), which stops at the first ID past the prefix.
+Status Connections::page_state(const ListQuery& q, DesiredState state,
+                               const std::optional<std::string>& upto, std::vector<Connection>& out,
                                bool& more) {
   const std::string prefix_key = connection_key(q.prefix).pk;
-  const KeyRange range = q.after > q.prefix ? KeyRange::gt(connection_key(q.after).pk)
-                         : q.prefix.empty() ? KeyRange::all()
-                                            : KeyRange::begins_with(prefix_key);
+  KeyRange range = q.after > q.prefix ? KeyRange::gt(connection_key(q.after).pk)
+                   : q.prefix.empty() ? KeyRange::all()
+                                      : KeyRange::begins_with(prefix_key);
+  if (upto) {
+    // The smallest ID after `after` is it with '-', the lowest byte an ID
+    // holds; one after the prefix's first, the prefix itself.
+    const std::string from = q.after > q.prefix ? q.after + "-" : q.prefix;
+    range = KeyRange::between(connection_key(from).pk, connection_key(*upto).pk);
+  }
   QueryOptions options;
   options.limit = static_cast<int>(q.limit + 1);
   size_t found = 0;
@@ -677,6 +695,7 @@ Status Connections::page_state(const ListQuery& q, DesiredState state, std::vect
       Result<Connection> c = parse_connection(item);
       if (!c.ok()) continue;
       if (!c->id.starts_with(q.prefix)) return {};  // past the prefix: no more
+      if (upto && c->id > *upto) return {};
       if (!matches(q, *c)) continue;
       out.push_back(*std::move(c));
       if (++found > q.limit) {

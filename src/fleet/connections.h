@@ -276,7 +276,8 @@ class Connections {
 
  private:
   Status list_state(DesiredState state, std::vector<Connection>& out);
-  Status page_state(const ListQuery& query, DesiredState state, std::vector<Connection>& out,
+  Status page_state(const ListQuery& query, DesiredState state,
+                    const std::optional<std::string>& upto, std::vector<Connection>& out,
                     bool& more);
   Status page_owned(const ListQuery& query, std::vector<Connection>& out, bool& more);
   Status explain_refused_add(std::string_view id);
