@@ -87,6 +87,12 @@ worker's /metrics, the sink files) and prints one JSON line on stdout:
             bare reader's CPU per 10,000 messages on the same streams.
           --worker-bin runs the workers of another build (before/after).
 
+  page    what one open Fleet page costs while it polls, at --page-sizes
+          (1000,10000,100000) connections (every tenth STOPPED, no worker):
+          `leasehold bench fleet-page` (bench/cli/bench_fleet_page.h) for
+          --page-seconds (120) each, on SQLite and, with --dynamodb-local, on
+          AWS's DynamoDB Local: bytes, requests and read units a minute, and
+          a page of 100's latency.
   react   how soon the fleet acts on what is written to it, against the
           reconcile period (2 s, the default): two workers at the defaults
           sharing --react-connections (40) at 5 messages/s; --react-trials
@@ -467,6 +473,28 @@ def bench_react(args, procs, work):
           **{f"{k}_command_ms_p50": pct(v, 0.5) for k, v in command_ms.items() if v},
           **{f"add_ms_taken_by_{k}": {"p50": pct(v, 0.5), "p99": pct(v, 0.99), "n": len(v)}
              for k, v in add_by.items()}})
+
+
+def bench_page(args, procs, work):
+    """`leasehold bench fleet-page` at each of --page-sizes, on SQLite and,
+    with --dynamodb-local or --dynamodb-endpoint, on DynamoDB."""
+    stores = [("sqlite", lambda n: "sqlite:" + os.path.join(work, "page%d.db" % n))]
+    endpoint = args.dynamodb_endpoint
+    if args.dynamodb_local:
+        endpoint = start_dynamodb_local(procs, work)
+    if endpoint:
+        os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDBENCH")
+        os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
+        stores.append(("dynamodb", lambda n: "dynamodb://us-east-1/page%d_%d_?endpoint=%s" % (
+            n, int(time.time()), endpoint)))
+    for _, uri in stores:
+        for n in (int(s) for s in args.page_sizes.split(",")):
+            out = subprocess.run([args.bin, "--store", uri(n), "bench", "fleet-page",
+                                  "--connections", str(n), "--seconds", str(args.page_seconds)],
+                                 capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                sys.exit("bench fleet-page failed: " + out.stderr[-2000:])
+            emit(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def bench_memory(args, procs, work):
@@ -1248,6 +1276,8 @@ def main():
     ap.add_argument("--react-trials", type=int, default=20)
     ap.add_argument("--react-kills", type=int, default=3)
     ap.add_argument("--react-poll-every", default="60s")
+    ap.add_argument("--page-sizes", default="1000,10000,100000")
+    ap.add_argument("--page-seconds", type=int, default=120)
     ap.add_argument("--failover-connections", type=int, default=30)
     ap.add_argument("--failover-rate", type=float, default=10.0)
     ap.add_argument("--failover-workers", type=int, default=3)
@@ -1305,6 +1335,8 @@ def main():
                     bench_cost(args, procs, work)
                 elif bench == "react":
                     bench_react(args, procs, work)
+                elif bench == "page":
+                    bench_page(args, procs, work)
                 else:
                     sys.exit("unknown benchmark: " + bench)
             finally:

@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "base/duration.h"
+#include "bench/cli/bench_fleet_page.h"
 #include "bench/cli/bench_http.h"
 #include "bench/cli/bench_leases.h"
 #include "bench/cli/bench_movies.h"
@@ -51,6 +52,27 @@ Status check_bench_movies(const BenchMoviesOptions& m) {
   if (!every.ok()) return every.status().with_context("--every");
   if (*every < std::chrono::milliseconds(10))
     return invalid_argument("--every must be at least 10ms");
+  return {};
+}
+
+Status check_bench_fleet_page(const BenchFleetPageOptions& f) {
+  if (f.connections < 1 || f.connections > kBenchFleetConnectionsMax) {
+    return invalid_argument("--connections must be 1.." +
+                            std::to_string(kBenchFleetConnectionsMax));
+  }
+  if (f.seconds < 2 || f.seconds > kBenchSecondsMax) {
+    return invalid_argument("--seconds must be 2.." + std::to_string(kBenchSecondsMax));
+  }
+  if (f.fill_threads < 1 || f.fill_threads > 64) {
+    return invalid_argument("--fill-threads must be 1..64");
+  }
+  const Result<Duration> every = parse_duration(f.every);
+  if (!every.ok()) return every.status().with_context("--every");
+  const Result<Duration> every_max = parse_duration(f.every_max);
+  if (!every_max.ok()) return every_max.status().with_context("--every-max");
+  if (*every < std::chrono::milliseconds(100) || *every_max < *every) {
+    return invalid_argument("--every must be at least 100ms, and --every-max at least --every");
+  }
   return {};
 }
 
@@ -109,6 +131,24 @@ class BenchCommand final : public cli::Command {
         ->add_option("--trace-nice", m.trace_nice,
                      "The trace worker's nice value (serve's is 10; 0 runs it at the server's)")
         ->capture_default_str();
+
+    BenchFleetPageOptions& f = fleet_page_args_;
+    fleet_page_ = bench->add_subcommand(
+        "fleet-page",
+        "One open Fleet page polling a fleet of --connections: bytes, requests and (on DynamoDB) "
+        "read units a minute, and the latency of a page of 100; without --store, on a fresh "
+        "SQLite file in a temporary directory");
+    fleet_page_->add_option("--connections", f.connections, "Connections added before the window")
+        ->capture_default_str();
+    fleet_page_->add_option("--seconds", f.seconds, "The timed window")->capture_default_str();
+    fleet_page_->add_option("--every", f.every, "The page's polling period while things change")
+        ->capture_default_str();
+    fleet_page_
+        ->add_option("--every-max", f.every_max,
+                     "The longest period it backs off to while nothing changes")
+        ->capture_default_str();
+    fleet_page_->add_option("--fill-threads", f.fill_threads, "Threads adding the connections")
+        ->capture_default_str();
     return bench;
   }
 
@@ -141,6 +181,14 @@ class BenchCommand final : public cli::Command {
       if (global.store_given) options.store_uri = uri;
       return run_bench_movies(options, log);
     }
+    if (fleet_page_->parsed()) {
+      if (const Status ok = check_bench_fleet_page(fleet_page_args_); !ok.ok()) {
+        return cli::report(ok);
+      }
+      BenchFleetPageOptions options = fleet_page_args_;
+      if (global.store_given) options.store_uri = uri;
+      return run_bench_fleet_page(options, log);
+    }
     return cli::report(invalid_argument("no command given; see --help"));
   }
 
@@ -149,6 +197,8 @@ class BenchCommand final : public cli::Command {
   BenchRenewerOptions renewer_args_;
   BenchHttpOptions http_args_;
   BenchMoviesOptions movies_args_;
+  BenchFleetPageOptions fleet_page_args_;
+  CLI::App* fleet_page_ = nullptr;
   CLI::App* leases_ = nullptr;
   CLI::App* renewer_ = nullptr;
   CLI::App* http_ = nullptr;
