@@ -49,6 +49,13 @@ class WorkerSessionTest : public WorkerTest {
     return *session;
   }
 
+  // A worker started on `store` with `o`.
+  std::unique_ptr<Worker> start_with(ItemStore& store, Sink& sink, const WorkerOptions& o) {
+    auto started = Worker::start(store, clock_, random_, upstream_, sink, o);
+    EXPECT_TRUE(started.ok()) << started.status().to_string();
+    return started.ok() ? std::move(started).value() : nullptr;
+  }
+
   Item member(const std::string& id) {
     auto item = store_->get(kWorkersTable, worker_key(id), true);
     EXPECT_TRUE(item.ok()) << item.status().to_string();
@@ -214,9 +221,8 @@ TEST_F(WorkerSessionTest, ANudgeIsActedOnAtOnceAndAChangeNotNudgedWaitsForThePol
   WorkerOptions o = options("w1");
   o.poll_every = std::chrono::hours(1);
   o.audit_every = std::chrono::hours(1);
-  auto started = Worker::start(*store_, clock_, random_, upstream_, sink, o);
-  ASSERT_TRUE(started.ok()) << started.status().to_string();
-  std::unique_ptr<Worker> w = std::move(started).value();
+  std::unique_ptr<Worker> w = start_with(*store_, sink, o);
+  ASSERT_NE(w, nullptr);
   const auto owns = [&](const std::string& id) {
     const std::vector<OwnedConnection> owned = w->owned();
     return std::any_of(owned.begin(), owned.end(),
@@ -314,9 +320,8 @@ TEST_F(WorkerSessionTest, ANudgeIsHeardWithTheSessionsHeartbeatAndActedOnAtOnce)
   CapturingSink sink;
   WorkerOptions o = options("w1");
   o.nudge_read_every = std::chrono::hours(1);
-  auto started = Worker::start(remote, clock_, random_, upstream_, sink, o);
-  ASSERT_TRUE(started.ok()) << started.status().to_string();
-  std::unique_ptr<Worker> w = std::move(started).value();
+  std::unique_ptr<Worker> w = start_with(remote, sink, o);
+  ASSERT_NE(w, nullptr);
   ASSERT_TRUE(eventually([&] { return w->owned().size() == 1; }, kWaitMax));
   ASSERT_TRUE(Connections(remote, clock_).set_desired("a", DesiredState::kStopped).ok());
   EXPECT_TRUE(eventually([&] { return w->owned().empty(); }, seconds(3)))
@@ -336,9 +341,8 @@ TEST_F(WorkerSessionTest, BetweenHeartbeatsANudgeIsReadFromTheMemberItem) {
   CapturingSink sink;
   WorkerOptions o = options("w1");
   o.nudge_read_every = milliseconds(100);
-  auto started = Worker::start(remote, clock_, random_, upstream_, sink, o);
-  ASSERT_TRUE(started.ok()) << started.status().to_string();
-  std::unique_ptr<Worker> w = std::move(started).value();
+  std::unique_ptr<Worker> w = start_with(remote, sink, o);
+  ASSERT_NE(w, nullptr);
   ASSERT_TRUE(eventually([&] { return w->owned().size() == 1; }, kWaitMax));
   ASSERT_TRUE(Connections(remote, clock_).set_desired("a", DesiredState::kStopped).ok());
   EXPECT_TRUE(eventually([&] { return w->owned().empty(); }, seconds(3)))
@@ -358,9 +362,8 @@ TEST_F(WorkerSessionTest, AReadShowingAnOlderMemberItemIsNotANudge) {
   CapturingSink sink;
   WorkerOptions o = options("w1");
   o.nudge_read_every = milliseconds(50);
-  auto started = Worker::start(remote, clock_, random_, upstream_, sink, o);
-  ASSERT_TRUE(started.ok()) << started.status().to_string();
-  std::unique_ptr<Worker> w = std::move(started).value();
+  std::unique_ptr<Worker> w = start_with(remote, sink, o);
+  ASSERT_NE(w, nullptr);
   ASSERT_TRUE(eventually([&] { return w->owned().size() == 1; }, kWaitMax));
   remote.make_stale("w1");  // every read from here on shows the member item as now
   ASSERT_TRUE(Connections(remote, clock_).set_desired("a", DesiredState::kStopped).ok());
@@ -387,9 +390,8 @@ TEST_F(WorkerSessionTest, ConnectionsInTroubleAreNamedForTheSummaryUntilTheyStre
   o.stall_after = milliseconds(300);
   o.attention_after = milliseconds(200);
   o.reconcile_every = milliseconds(100);
-  auto started = Worker::start(*store_, clock_, random_, upstream_, sink, o);
-  ASSERT_TRUE(started.ok()) << started.status().to_string();
-  std::unique_ptr<Worker> w = std::move(started).value();
+  std::unique_ptr<Worker> w = start_with(*store_, sink, o);
+  ASSERT_NE(w, nullptr);
   ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == 1; }, kWaitMax));
   upstream_.set_flapping(true);  // b opens and closes at once, every time
   add("b");

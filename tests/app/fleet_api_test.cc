@@ -124,6 +124,23 @@ class FleetApiTest : public ::testing::Test {
     return lease.ok() ? *lease : Lease{};
   }
 
+  // Worker `id` joins as a worker does, its figures saying `owned` and
+  // `streams`; its membership lease.
+  Lease join_worker(const std::string& id, int64_t owned, const fleet::StreamCounts& streams) {
+    LeaseConfig config;
+    config.table = fleet::kWorkersTable;
+    LeaseManager leases(runtime_->store(), runtime_->clock(), runtime_->random(), config);
+    AcquireOptions o;
+    o.owner = id;
+    o.ttl = std::chrono::seconds(30);
+    o.extra_update.set("kind", std::string(fleet::kWorkerKind))
+        .append(fleet::member_figures(owned, 50, 0, 0, to_unix_ms(runtime_->clock().wall_now())))
+        .append(fleet::stream_figures(streams));
+    Result<Lease> member = leases.acquire(fleet::worker_key(id), o);
+    EXPECT_TRUE(member.ok()) << member.status().to_string();
+    return member.ok() ? *member : Lease{};
+  }
+
   metrics::Registry registry_;
   CapturingLogger log_{LogLevel::kWarn};
   std::unique_ptr<runtime::Runtime> runtime_;
@@ -428,16 +445,7 @@ TEST_F(FleetApiTest, TheSummaryCountsTheFleetAndAnswers304WhileNothingChanges) {
   ASSERT_EQ(add(R"({"id":"a","url":"ws://h/"})").status, 201);
   ASSERT_EQ(add(R"({"id":"b","url":"ws://h/"})").status, 201);
   ASSERT_EQ(add(R"({"id":"c","url":"ws://h/","stopped":true})").status, 201);
-  LeaseConfig config;
-  config.table = fleet::kWorkersTable;
-  LeaseManager leases(runtime_->store(), runtime_->clock(), runtime_->random(), config);
-  AcquireOptions o;
-  o.owner = "w1";
-  o.ttl = std::chrono::seconds(30);
-  o.extra_update.set("kind", std::string(fleet::kWorkerKind))
-      .append(fleet::member_figures(1, 50, 0, 0, to_unix_ms(runtime_->clock().wall_now())))
-      .append(fleet::stream_figures({1, 0, 0, 0}));
-  ASSERT_TRUE(leases.acquire(fleet::worker_key("w1"), o).ok());
+  join_worker("w1", 1, {1, 0, 0, 0});
   take("a", "w1");
 
   const HttpResponse first = call("GET", "/api/fleet/summary", user_);
@@ -490,21 +498,11 @@ TEST_F(FleetApiTest, WhatNeedsAttentionIsInTheSummaryAndListedOnItsOwn) {
   for (const char* id : {"a", "b", "c"}) {
     ASSERT_EQ(add(std::string(R"({"id":")") + id + R"(","url":"ws://h/"})").status, 201);
   }
-  LeaseConfig config;
-  config.table = fleet::kWorkersTable;
-  LeaseManager leases(runtime_->store(), runtime_->clock(), runtime_->random(), config);
-  AcquireOptions o;
-  o.owner = "w1";
-  o.ttl = std::chrono::seconds(30);
-  o.extra_update.set("kind", std::string(fleet::kWorkerKind))
-      .append(fleet::member_figures(2, 50, 0, 0, to_unix_ms(runtime_->clock().wall_now())))
-      .append(fleet::stream_figures({1, 1, 0, 1}));
-  Result<Lease> member = leases.acquire(fleet::worker_key("w1"), o);
-  ASSERT_TRUE(member.ok());
+  const Lease member = join_worker("w1", 2, {1, 1, 0, 1});
   take("a", "w1");
   take("b", "w1");
   const Item attention{{"Pk", fleet::attention_key("w1").pk},
-                       {"session", member->token},
+                       {"session", member.token},
                        {"attention", fleet::format_troubles({{"b", "not_streaming", 1234}})}};
   ASSERT_TRUE(runtime_->store().put(fleet::kWorkersTable, attention, Condition()).ok());
 
