@@ -187,12 +187,6 @@ function connectionPath(id) {
   return `/api/fleet/connections/${encodeURIComponent(id)}`;
 }
 
-// {now_ms, connections: [...]}: every connection, by id; the Fleet page's
-// first form, whose size grows with the fleet (pollConnectionPage does not).
-export function listConnections() {
-  return request('GET', '/api/fleet/connections');
-}
-
 // A page of connections, polled: `query` holds limit, after, state
 // ('STARTED' or 'STOPPED'), prefix and owner (each left out when empty);
 // `etag` is the tag of the last answer to the same query, or null.
