@@ -27,6 +27,9 @@ const store = await Store.create(bin);
 const alice = await store.addUser({
   name: 'alice', displayName: 'Alice Liddell', password: 'down the rabbit hole',
 });
+const queen = await store.addUser({
+  name: 'queen', displayName: 'The Queen of Hearts', password: 'off with their heads', admin: true,
+});
 const server = await Server.start(store);
 const browser = await launchBrowser();
 
@@ -71,10 +74,10 @@ const HELD = [bulkId(10), bulkId(120), bulkId(249)];
 
 // ---- the page ----
 
-async function fleetPage(viewport = LAPTOP, path = '/fleet') {
+async function fleetPage(viewport = LAPTOP, path = '/fleet', user = alice) {
   const page = await openPage(browser, viewport);
   await page.goto(server.url(`/signin?next=${encodeURIComponent(path)}`));
-  await signInOnPage(page, alice);
+  await signInOnPage(page, user);
   await page.waitForURL(server.url(path));
   await waitForText(page.locator('#fleet-freshness'), /Live/);
   return page;
@@ -164,6 +167,13 @@ test('each filter narrows the table, and the URL keeps them', async () => {
   assert.equal(new URL(page.url()).search, '?owner=worker-1');
   await screenshot(page, screenshots, 'fleet-owner-filter-laptop');
 
+  // A worker's ID in the workers' table shows what it holds.
+  await page.locator('#conn-owner').selectOption('');
+  await waitForRows(page, 'everything again', range(0, PAGE));
+  await page.locator('tr[data-worker-id="worker-1"] td[data-field="id"] a').click();
+  await waitForRows(page, 'worker-1\'s from its link', HELD);
+  assert.equal(await page.locator('#conn-owner').inputValue(), 'worker-1');
+
   // A prefix no ID can have is said, without asking the server.
   await page.locator('#conn-owner').selectOption('');
   const before = asked.length;
@@ -233,6 +243,21 @@ test('unchanged polls get 304, the page asks less often, and often again after a
       'the change (the page should be back to asking every second)');
     await closePage(page);
   });
+
+test('a connection added off the page shown is offered, and shown on request', async () => {
+  const page = await fleetPage(LAPTOP, '/fleet?prefix=bulk-', queen);
+  await waitForRows(page, 'the first bulk page', range(0, PAGE));
+  await page.getByRole('button', { name: 'Add connection' }).click();
+  await page.getByLabel('ID', { exact: true }).fill('zz-new');
+  await page.getByLabel('URL').fill('ws://10.0.0.1/zz');
+  await page.locator('#conn-submit').click();
+  const note = page.locator('#conn-note');
+  await waitForText(note, /^Added zz-new\. It is not on this page\./);
+  await note.getByRole('button', { name: 'Show zz-new' }).click();
+  await waitForRows(page, 'the new connection', ['zz-new']);
+  assert.equal(new URL(page.url()).search, '?prefix=zz-new');
+  await closePage(page);
+});
 
 await run({
   after: async () => {

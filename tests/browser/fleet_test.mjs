@@ -373,6 +373,10 @@ test('an admin adds a connection with the form and it appears', async () => {
   await page.locator('#conn-submit').click();
   await waitForText(cell(page, 'feed-gamma', 'state'), /Started/);
   assert.ok(await page.locator('#add-connection').isHidden(), 'the form closes');
+  // On this page: it flashes, and the note does not offer to show it.
+  await eventually('the new row flashes', async () =>
+    (await row(page, 'feed-gamma').getAttribute('class'))?.includes('just-added'));
+  await waitForText(page.locator('#conn-note'), /^Added feed-gamma\.$/);
   const stored = (await storedConnections()).find((c) => c.id === 'feed-gamma');
   assert.equal(stored.ws_url, 'wss://gamma.example.com/s?from={next_seq}');
   assert.equal(stored.desired_state, 'STARTED');
@@ -438,12 +442,20 @@ test('removing a connection asks first', async () => {
 
 test('the page says when the server stops answering, and recovers', async () => {
   const page = await fleetPage(alice);
-  await page.route('**/api/fleet/**', (route) => route.abort('connectionrefused'));
+  let aborted = 0;
+  await page.route('**/api/fleet/**', (route) => {
+    aborted += 1;
+    return route.abort('connectionrefused');
+  });
   const stale = page.locator('#fleet-stale');
   await waitForText(stale, /Could not reach the server/, SHOWN_WITHIN_MS);
   await waitForText(page.locator('#fleet-freshness'), /Updated .* ago/);
   assert.equal(await cell(page, 'feed-alpha', 'owner').count(), 1, 'the last data stays');
   await screenshot(page, screenshots, 'fleet-stale-laptop');
+  // It backs off while the server does not answer; "Try again now" asks at once.
+  const before = aborted;
+  await stale.getByRole('button', { name: 'Try again now' }).click();
+  await eventually('a try at once', async () => aborted > before, 1500);
   await page.unroute('**/api/fleet/**');
   await waitForText(page.locator('#fleet-freshness'), /Live/, SHOWN_WITHIN_MS);
   assert.ok(await stale.isHidden());

@@ -55,7 +55,7 @@ export class ConnectionTable {
     this.queryError = null;
     this.counts = null; // the summary's connections counts
     this.workerIds = '';
-    this.justAdded = null;
+    this.justAdded = null; // {id, at}: added with the form at performance.now() `at`
     this.build();
   }
 
@@ -314,7 +314,6 @@ export class ConnectionTable {
     });
     this.showArea();
     this.showPager();
-    this.showAdded();
   }
 
   // The page asked is as it was: its counters did not move.
@@ -517,15 +516,16 @@ export class ConnectionTable {
   // ---- a connection added with the form ----
 
   added(connection) {
-    this.justAdded = connection.id;
+    this.justAdded = { id: connection.id, at: performance.now() };
     this.showNote(`Added ${connection.id}.`);
   }
 
-  // Once the page after an addition comes: the new row flashes if it is on
+  // Once a page asked after an addition comes (`sentAt`, performance.now()
+  // when it was asked), changed or not: the new row flashes if it is on
   // this page, else the note offers to show it.
-  showAdded() {
-    const id = this.justAdded;
-    if (!id) return;
+  showAdded(sentAt) {
+    if (!this.justAdded || sentAt < this.justAdded.at) return;
+    const { id } = this.justAdded;
     this.justAdded = null;
     const row = this.rows.get(id);
     if (row) {
@@ -539,7 +539,7 @@ export class ConnectionTable {
   }
 
   showNote(text, action = null) {
-    this.note.replaceChildren(h('span', { text }), action);
+    this.note.replaceChildren(...[h('span', { text }), action].filter(Boolean));
     this.note.hidden = false;
   }
 }

@@ -111,6 +111,7 @@ class FleetPage {
       this.workers.show(workers.data.workers, nowMs);
       this.table.setWorkers(workers.data.workers);
       changed = this.showPage(query.key, page, nowMs) || changed;
+      if (query.key === this.table.query().key) this.table.showAdded(sentAt);
       this.lastAnswerAt = performance.now();
       this.lastAnswerTime = new Date(workers.data.now_ms).toLocaleTimeString();
       this.lastError = null;
