@@ -429,6 +429,10 @@ test('removing a connection asks first', async () => {
   const page = await fleetPage(queen);
   await page.getByRole('button', { name: 'Remove feed-delta' }).click();
   await waitForText(cell(page, 'feed-delta', 'actions'), /Remove feed-delta\?/);
+  // The question fits: the table does not scroll its IDs out of sight.
+  const overflow = await page.locator('#connections').evaluate(
+    (table) => table.parentElement.scrollWidth - table.parentElement.clientWidth);
+  assert.equal(overflow, 0, 'the table scrolls sideways');
   await screenshot(page, screenshots, 'fleet-confirm-remove-laptop');
   await page.getByRole('button', { name: 'Cancel feed-delta' }).click();
   assert.ok((await storedConnections()).some((c) => c.id === 'feed-delta'), 'still there');

@@ -22,7 +22,7 @@ function td(field, label, ...children) {
 
 export function connectionRow(id) {
   const cells = {
-    id: td('id', 'ID', h('code', { text: id })),
+    id: td('id', 'ID', h('code', { text: id, title: id })),
     state: td('state', 'State'),
     owner: td('owner', 'Owner'),
     lease: td('lease', 'Lease expires'),
