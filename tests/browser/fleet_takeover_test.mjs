@@ -24,7 +24,8 @@ const LEASE_TTL_MS = 4000;
 const ALL_OWNED_WITHIN_MS = 20_000;
 // The lease runs out one ttl after the dead worker's last heartbeat; the
 // survivor tries it at expiry plus the clock-skew bound, and the page asks
-// every second: about 5 s on an idle machine, 7 s seen on a loaded one.
+// every second while what it shows changes (the connections stream, so it
+// does): about 5 s on an idle machine, 7 s seen on a loaded one.
 const TAKEN_OVER_WITHIN_MS = LEASE_TTL_MS + 8000;
 // Checkpoints every second (the renew period), and the page asks every second.
 const SEQ_MOVES_WITHIN_MS = 5000;

@@ -1,11 +1,15 @@
 // The Fleet page (/fleet), in chromium against a real `leasehold serve`: the
-// connections with their owners and lease countdowns (against the server's
-// clock, not the browser's), a new owner shown within seconds of a takeover
-// written to the store, sequence rates, the workers, an admin adding,
-// stopping, starting and removing connections, the API's errors shown in the
-// form, no write controls for other users, the stale state when the server
-// stops answering, no polling while the page is hidden, and the layout at
-// laptop and phone sizes (screenshots in --screenshots).
+// fleet's health first (with no worker, that no connection streams; with
+// some not streaming, how many and why) and the connections that need
+// attention; the connections with their owners and lease countdowns
+// (against the server's clock, not the browser's), a new owner shown within
+// seconds of a takeover written to the store, sequence rates, the workers
+// and their streams, an admin adding, stopping, starting and removing
+// connections, the API's errors shown in the form, no write controls for
+// other users, the stale state when the server stops answering, no polling
+// while the page is hidden, and the layout at laptop and phone sizes
+// (screenshots in --screenshots). Paging, filters and the polls' 304s and
+// back-off are fleet_paging_test.mjs's.
 //
 // Connections are added with `leasehold conn add`; what workers write (the
 // lease of a connection, membership items) is written straight into the
@@ -35,8 +39,10 @@ const server = await Server.start(store);
 const browser = await launchBrowser();
 
 // How long the page may take to show what changed in the store: it asks
-// every second.
-const SHOWN_WITHIN_MS = 5000;
+// every second after a change and backs off to every 8 s while nothing
+// changes, so a change waits 8 s at most, and the summary is read once a
+// second at most by the server.
+const SHOWN_WITHIN_MS = 10_000;
 
 // ---- writing the fleet into the store ----
 
@@ -54,7 +60,7 @@ async function storedConnections() {
 }
 
 // The lease of connection `id` as a worker that acquired it writes it.
-async function leaseTo(id, owner, { epoch, ttlMs = 60_000, lastSeq } = {}) {
+async function leaseTo(id, owner, { epoch, ttlMs = 60_000, lastSeq, lastError } = {}) {
   const now = Date.now();
   const attributes = {
     lease_owner: owner,
@@ -65,6 +71,10 @@ async function leaseTo(id, owner, { epoch, ttlMs = 60_000, lastSeq } = {}) {
     lease_expires_at_ms: now + ttlMs,
   };
   if (lastSeq !== undefined) attributes.last_seq = lastSeq;
+  if (lastError !== undefined) {
+    attributes.last_error = lastError;
+    attributes.last_error_at_ms = now;
+  }
   await store.write(storeTool, 'update', 'connections', `CONN#${id}`, JSON.stringify(attributes));
 }
 
@@ -73,9 +83,11 @@ async function checkpoint(id, lastSeq) {
     JSON.stringify({ last_seq: lastSeq }));
 }
 
-// A worker's membership item (src/fleet/members.h).
-async function joinWorker(id, { ttlMs = 60_000, owned, capacity, messages, perSecond,
-  sessionTtlMs, sessionNumber = 1 }) {
+// A worker's membership item (src/fleet/members.h), with the figures of its
+// streams when `streams` is given ({streaming, reconnecting, stalled,
+// erroring}).
+async function joinWorker(id, { ttlMs = 600_000, owned, capacity, messages, perSecond,
+  sessionTtlMs, sessionNumber = 1, streams }) {
   const now = Date.now();
   await store.write(storeTool, 'put', 'fleet_workers', JSON.stringify({
     Pk: `WORKER#${id}`,
@@ -93,6 +105,7 @@ async function joinWorker(id, { ttlMs = 60_000, owned, capacity, messages, perSe
     started_at_ms: now - 60_000,
     updated_at_ms: now - 1000,
     ...(sessionTtlMs ? { session_ttl_ms: sessionTtlMs } : {}),
+    ...(streams || {}),
   }));
 }
 
@@ -109,6 +122,8 @@ async function fleetPage(user, viewport = LAPTOP, { beforeLoad } = {}) {
 }
 
 const row = (page, id) => page.locator(`tr[data-conn-id="${id}"]`);
+const stat = (page, key) => page.locator(`.stat[data-stat="${key}"] .stat-value`);
+const freeRow = (page, id) => page.locator(`tr[data-free-id="${id}"]`);
 const cell = (page, id, field) => row(page, id).locator(`td[data-field="${field}"]`);
 const workerCell = (page, id, field) =>
   page.locator(`tr[data-worker-id="${id}"] td[data-field="${field}"]`);
@@ -128,11 +143,56 @@ function eventually(what, fn, timeoutMs = SHOWN_WITHIN_MS) {
 
 await addConnection('feed-alpha', 'wss://feed.example.com/alpha?from={next_seq}&key=s3cret');
 await addConnection('feed-beta', 'ws://10.0.0.7:9000/beta/{last_seq}', { stopped: true });
-// 55 s, not 60: a lease a whole minute out reads "in 1 min", not seconds.
-await leaseTo('feed-alpha', 'worker-1', { epoch: 1, ttlMs: 55_000, lastSeq: 1200 });
-await joinWorker('worker-1', { owned: 1, capacity: 10, messages: 1200, perSecond: 12.5,
-  sessionTtlMs: 3000, sessionNumber: 4 });
-await joinWorker('worker-9', { ttlMs: -30_000, owned: 0, capacity: 10, messages: 0, perSecond: 0 });
+
+// The colour of success: never that of a connection's desired state, nor of
+// anything on a page whose fleet streams nothing.
+const SUCCESS_GREEN = 'rgb(23, 128, 61)';
+
+test('with no worker, the page says at once that no connection streams', async () => {
+  // No worker item in the store: feed-alpha is started, and nobody streams it.
+  const page = await fleetPage(alice);
+  const health = page.locator('#fleet-health');
+  await waitForText(health, /No worker is running — the one started connection is not streaming/);
+  assert.equal(await health.getAttribute('data-health'), 'down');
+  await waitForText(stat(page, 'not_streaming'), /^1$/);
+  await waitForText(stat(page, 'streaming'), /^0$/);
+  await waitForText(stat(page, 'workers'), /^0 alive$/);
+  // Nothing green: a started connection is what was asked, not what is.
+  await waitForText(cell(page, 'feed-alpha', 'state'), /Started/);
+  const greens = await page.evaluate((green) => [...document.querySelectorAll('main *')]
+    .filter((e) => e.offsetParent !== null && e.children.length === 0 &&
+      (getComputedStyle(e).color === green || getComputedStyle(e).backgroundColor === green))
+    .map((e) => e.textContent.trim()), SUCCESS_GREEN);
+  assert.deepEqual(greens, [], 'green on a fleet that streams nothing');
+  // The free connection is listed, with how long it has been free.
+  await waitForText(freeRow(page, 'feed-alpha').locator('td[data-field="free_for"]'), /^\d+ s$/);
+  assert.ok(await page.locator('#attention-none').isHidden());
+  await screenshot(page, screenshots, 'fleet-no-worker-laptop');
+  await closePage(page);
+});
+
+test('a worker joining is shown: the started connection streams', async () => {
+  const page = await fleetPage(alice);
+  await waitForText(page.locator('#fleet-health'), /No worker is running/);
+  // 55 s, not 60: a lease a whole minute out reads "in 1 min", not seconds.
+  await leaseTo('feed-alpha', 'worker-1', { epoch: 1, ttlMs: 55_000, lastSeq: 1200 });
+  await joinWorker('worker-1', { owned: 1, capacity: 10, messages: 1200, perSecond: 12.5,
+    sessionTtlMs: 3000, sessionNumber: 4,
+    streams: { streaming: 1, reconnecting: 0, stalled: 0, erroring: 0 } });
+  await joinWorker('worker-9', { ttlMs: -30_000, owned: 0, capacity: 10, messages: 0,
+    perSecond: 0 });
+  await waitForText(page.locator('#fleet-health'), /^The started connection is streaming/,
+    SHOWN_WITHIN_MS);
+  assert.equal(await page.locator('#fleet-health').getAttribute('data-health'), 'healthy');
+  await waitForText(stat(page, 'streaming'), /^1$/);
+  await waitForText(stat(page, 'not_streaming'), /^0$/);
+  await waitForText(stat(page, 'workers'), /^1 alive$/);
+  await waitForText(page.locator('.stat[data-stat="workers"] .stat-note'),
+    /1 \/ 10 capacity · 1 gone/);
+  await waitForText(page.locator('#attention-none'), /every started connection is held/);
+  assert.equal(await freeRow(page, 'feed-alpha').count(), 0);
+  await closePage(page);
+});
 
 test('the page lists the connections with their owner and a lease counting down', async () => {
   const page = await fleetPage(alice);
@@ -213,11 +273,64 @@ test('the owner\'s figures: the last message\'s age, reconnects, and quiet strea
   await closePage(page);
 });
 
+test('the summary says how many do not stream and why; the free ones need attention', async () => {
+  // worker-1 holds feed-alpha (streaming) and feed-zeta (reconnecting after
+  // an error); orphan-1's lease ran out two minutes ago and nobody took
+  // it; orphan-2 was never taken.
+  await addConnection('feed-zeta', 'ws://10.0.0.9:9000/zeta');
+  await addConnection('orphan-1', 'ws://10.0.0.9:9000/orphan-1');
+  await addConnection('orphan-2', 'ws://10.0.0.9:9000/orphan-2');
+  await leaseTo('feed-alpha', 'worker-1', { epoch: 3, ttlMs: 600_000 });
+  await leaseTo('feed-zeta', 'worker-1', { epoch: 1, ttlMs: 600_000,
+    lastError: 'upstream refused the connection (503)' });
+  await leaseTo('orphan-1', 'worker-9', { epoch: 3, ttlMs: -120_000,
+    lastError: 'upstream closed the connection (1006)' });
+  await joinWorker('worker-1', { owned: 2, capacity: 10, messages: 1200, perSecond: 12.5,
+    sessionTtlMs: 3000, sessionNumber: 4,
+    streams: { streaming: 1, reconnecting: 1, stalled: 0, erroring: 1 } });
+  const page = await fleetPage(alice);
+  const health = page.locator('#fleet-health');
+  await waitForText(health, /^3 of 4 started connections are not streaming/, SHOWN_WITHIN_MS);
+  assert.equal(await health.getAttribute('data-health'), 'degraded');
+  await waitForText(health.locator('.health-detail'),
+    /^1 reconnecting · 1 erroring · 2 held by no live worker\.$/);
+  await waitForText(stat(page, 'total'), /^5$/);
+  await waitForText(page.locator('.stat[data-stat="total"] .stat-note'), /4 started · 1 stopped/);
+  await waitForText(stat(page, 'not_streaming'), /^3$/);
+  await waitForText(stat(page, 'reconnecting'), /^1$/);
+  await waitForText(stat(page, 'erroring'), /^1$/);
+  assert.equal(await page.locator('.stat[data-stat="not_streaming"]').getAttribute('data-level'),
+    'warning');
+  // The longest free first, how long (on the server's clock), and why.
+  await eventually('the free connections listed', async () => (await page.locator(
+    'tr[data-free-id]').evaluateAll((rows) => rows.map((r) => r.dataset.freeId)))
+    .join() === 'orphan-1,orphan-2');
+  await waitForText(freeRow(page, 'orphan-1').locator('td[data-field="free_for"]'), /^2 min$/);
+  await waitForText(freeRow(page, 'orphan-1').locator('td[data-field="last_error"]'),
+    /upstream closed the connection \(1006\)/);
+  await waitForText(freeRow(page, 'orphan-2').locator('td[data-field="free_for"]'), /^\d+ s$/);
+  await waitForText(page.locator('#attention-count'), /^2$/);
+  await screenshot(page, screenshots, 'fleet-not-streaming-laptop');
+  // A free connection's ID shows it in the table, and the URL says so.
+  await freeRow(page, 'orphan-1').getByRole('link').click();
+  await eventually('the table shows orphan-1 only', async () => (await page.locator(
+    'tr[data-conn-id]').evaluateAll((rows) => rows.map((r) => r.dataset.connId)))
+    .join() === 'orphan-1');
+  assert.equal(await page.locator('#conn-search').inputValue(), 'orphan-1');
+  assert.equal(new URL(page.url()).search, '?prefix=orphan-1');
+  await waitForText(cell(page, 'orphan-1', 'lease'), /^expired 2 min ago$/);
+  await closePage(page);
+});
+
 test('the workers are listed, alive or gone, with their load', async () => {
   const page = await fleetPage(alice);
   await waitForText(workerCell(page, 'worker-1', 'alive'), /^Alive$/);
-  await waitForText(workerCell(page, 'worker-1', 'owned'), /1 \/ 10/);
+  await waitForText(workerCell(page, 'worker-1', 'owned'), /2 \/ 10/);
   await waitForText(workerCell(page, 'worker-1', 'messages_per_s'), /^12\.5\/s$/);
+  // How its streams go: the trouble is said beside the streaming ones.
+  await waitForText(workerCell(page, 'worker-1', 'streams'),
+    /^1 streaming\s*1 reconnecting\s*1 erroring$/);
+  await waitForText(workerCell(page, 'worker-9', 'streams'), /^—$/);
   await waitForText(workerCell(page, 'worker-9', 'alive'), /^Gone$/);
   await waitForText(workerCell(page, 'worker-9', 'lease').locator('[data-field="expiry"]'),
     /^expired/);
@@ -260,11 +373,15 @@ test('an admin adds a connection with the form and it appears', async () => {
   await page.locator('#conn-submit').click();
   await waitForText(cell(page, 'feed-gamma', 'state'), /Started/);
   assert.ok(await page.locator('#add-connection').isHidden(), 'the form closes');
+  // On this page: it flashes, and the note does not offer to show it.
+  await eventually('the new row flashes', async () =>
+    (await row(page, 'feed-gamma').getAttribute('class'))?.includes('just-added'));
+  await waitForText(page.locator('#conn-note'), /^Added feed-gamma\.$/);
   const stored = (await storedConnections()).find((c) => c.id === 'feed-gamma');
   assert.equal(stored.ws_url, 'wss://gamma.example.com/s?from={next_seq}');
   assert.equal(stored.desired_state, 'STARTED');
-  // Still there after the next answers replace the list.
-  await page.waitForResponse((r) => r.url().endsWith('/api/fleet/connections'));
+  // Still there after the next answers replace the page.
+  await page.waitForResponse((r) => r.url().includes('/api/fleet/connections?'));
   await waitForText(cell(page, 'feed-gamma', 'state'), /Started/);
   await closePage(page);
 });
@@ -312,6 +429,10 @@ test('removing a connection asks first', async () => {
   const page = await fleetPage(queen);
   await page.getByRole('button', { name: 'Remove feed-delta' }).click();
   await waitForText(cell(page, 'feed-delta', 'actions'), /Remove feed-delta\?/);
+  // The question fits: the table does not scroll its IDs out of sight.
+  const overflow = await page.locator('#connections').evaluate(
+    (table) => table.parentElement.scrollWidth - table.parentElement.clientWidth);
+  assert.equal(overflow, 0, 'the table scrolls sideways');
   await screenshot(page, screenshots, 'fleet-confirm-remove-laptop');
   await page.getByRole('button', { name: 'Cancel feed-delta' }).click();
   assert.ok((await storedConnections()).some((c) => c.id === 'feed-delta'), 'still there');
@@ -325,12 +446,20 @@ test('removing a connection asks first', async () => {
 
 test('the page says when the server stops answering, and recovers', async () => {
   const page = await fleetPage(alice);
-  await page.route('**/api/fleet/**', (route) => route.abort('connectionrefused'));
+  let aborted = 0;
+  await page.route('**/api/fleet/**', (route) => {
+    aborted += 1;
+    return route.abort('connectionrefused');
+  });
   const stale = page.locator('#fleet-stale');
   await waitForText(stale, /Could not reach the server/, SHOWN_WITHIN_MS);
   await waitForText(page.locator('#fleet-freshness'), /Updated .* ago/);
   assert.equal(await cell(page, 'feed-alpha', 'owner').count(), 1, 'the last data stays');
   await screenshot(page, screenshots, 'fleet-stale-laptop');
+  // It backs off while the server does not answer; "Try again now" asks at once.
+  const before = aborted;
+  await stale.getByRole('button', { name: 'Try again now' }).click();
+  await eventually('a try at once', async () => aborted > before, 1500);
   await page.unroute('**/api/fleet/**');
   await waitForText(page.locator('#fleet-freshness'), /Live/, SHOWN_WITHIN_MS);
   assert.ok(await stale.isHidden());
@@ -368,7 +497,8 @@ async function checkLayout(page, viewport) {
     if (document.documentElement.scrollWidth > width) {
       found.push(`the page is ${document.documentElement.scrollWidth}px wide`);
     }
-    for (const e of document.querySelectorAll('main button, main input, main .tag')) {
+    const controls = 'main button, main input, main select, main .tag';
+    for (const e of document.querySelectorAll(controls)) {
       if (e.offsetParent === null) continue;
       const r = e.getBoundingClientRect();
       const name = e.id || e.getAttribute('aria-label') || e.textContent.trim();
@@ -376,9 +506,9 @@ async function checkLayout(page, viewport) {
       if (phone && e.tagName !== 'SPAN' && e.type !== 'checkbox' && r.height < 40) {
         found.push(`${name} is ${r.height}px tall`);
       }
-      if (e.tagName === 'INPUT' && e.type === 'text' &&
+      if ((e.tagName === 'SELECT' || ['text', 'search'].includes(e.type)) &&
         parseFloat(getComputedStyle(e).fontSize) < 16) {
-        found.push(`input ${e.id} text is under 16px`);
+        found.push(`${e.tagName.toLowerCase()} ${e.id} text is under 16px`);
       }
     }
     return found;

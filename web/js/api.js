@@ -141,6 +141,28 @@ export async function exchange(method, path, { body, headers: extra = {}, keepal
   }
 }
 
+// The "next" target of a Link header, or null.
+export function nextLink(headers) {
+  const link = headers.get('Link');
+  const match = link && /<([^>]+)>\s*;\s*rel="next"/.exec(link);
+  return match ? match[1] : null;
+}
+
+// A polled read, its tag sent in If-None-Match (fetch's cache is bypassed,
+// so the 304 reaches this code rather than the body the browser kept):
+// `etag` from the last answer, or null. Resolves {changed: false} while the
+// answer is the same (304), else {changed: true, data, etag, next}.
+export async function poll(path, etag) {
+  const answer = await exchange('GET', path, { headers: etag ? { 'If-None-Match': etag } : {} });
+  if (answer.status === 304) return { changed: false };
+  return {
+    changed: true,
+    data: answer.data,
+    etag: answer.headers.get('ETag'),
+    next: nextLink(answer.headers),
+  };
+}
+
 // The signed-in user: {name, display_name, admin}. ApiError 401 when there is
 // no session.
 export function getMe() {
@@ -165,16 +187,36 @@ function connectionPath(id) {
   return `/api/fleet/connections/${encodeURIComponent(id)}`;
 }
 
-// {now_ms, connections: [{id, desired_state, ws_url, owner, expires_at_ms,
-// last_seq, epoch, last_error, last_error_at_ms, heartbeat_at_ms, messages, reconnects,
-// last_message_at_ms}]}, by id.
-// now_ms is the server's clock: count leases down against it.
-export function listConnections() {
-  return request('GET', '/api/fleet/connections');
+// A page of connections, polled: `query` holds limit, after, state
+// ('STARTED' or 'STOPPED'), prefix and owner (each left out when empty);
+// `etag` is the tag of the last answer to the same query, or null.
+// Resolves {changed: false} while the page is as it was (304), else
+// {changed: true, data: {connections: [{id, desired_state, ws_url, owner,
+// expires_at_ms, last_seq, epoch, last_error, last_error_at_ms,
+// heartbeat_at_ms, messages, reconnects, last_message_at_ms}], next_after},
+// etag}. A page carries no clock: take it from listWorkers().
+export function pollConnectionPage(query, etag = null) {
+  const params = new URLSearchParams();
+  for (const name of ['limit', 'after', 'state', 'prefix', 'owner']) {
+    if (query[name]) params.set(name, query[name]);
+  }
+  return poll(`/api/fleet/connections?${params}`, etag);
+}
+
+// The fleet at a glance, polled: {changed, data: {connections: {total,
+// started, stopped, counted_at_ms, owned, streaming, reconnecting, stalled,
+// erroring, not_streaming, streams_known}, workers: [{id, alive, owned,
+// capacity, streaming, reconnecting, stalled, erroring}], free: [{id,
+// free_since_ms, last_error}], more_free}, etag}. No clock either.
+export function pollFleetSummary(etag = null) {
+  return poll('/api/fleet/summary', etag);
 }
 
 // {now_ms, workers: [{id, alive, owned, capacity, messages, messages_per_s,
-// started_at_ms, updated_at_ms, expires_at_ms}]}, by id.
+// started_at_ms, updated_at_ms, expires_at_ms, heartbeat_at_ms,
+// session_number, session_ttl_ms, streaming?, reconnecting?, stalled?,
+// erroring?}]}, by id. now_ms is the server's clock: count leases down
+// against it.
 export function listWorkers() {
   return request('GET', '/api/fleet/workers');
 }

@@ -84,3 +84,18 @@ export function setBusy(button, busy) {
   if (busy) button.setAttribute('aria-busy', 'true');
   else button.removeAttribute('aria-busy');
 }
+
+// Sets `element`'s text only when it changed, so that a screen reader or a
+// selection is not disturbed by every poll.
+export function setText(element, text) {
+  if (element.textContent !== text) element.textContent = text;
+}
+
+// Sets or clears `element`'s tooltip.
+export function setTitle(element, title) {
+  if (title) {
+    if (element.title !== title) element.title = title;
+  } else {
+    element.removeAttribute('title');
+  }
+}

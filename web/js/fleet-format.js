@@ -8,6 +8,11 @@ export function formatCount(n) {
   return numberFormat.format(n);
 }
 
+// "1 connection", "10,001 connections".
+export function countOf(n, noun, plural = `${noun}s`) {
+  return `${formatCount(n)} ${n === 1 ? noun : plural}`;
+}
+
 // 12.5 -> "12.5/s"; null (not known yet) -> "—".
 export function formatRate(perSecond) {
   if (perSecond == null) return '—';
@@ -111,4 +116,75 @@ export class RateTracker {
       if (!keys.has(key)) this.#samples.delete(key);
     }
   }
+}
+
+// What the fleet summary (GET /api/fleet/summary) says of the fleet's
+// health, in a sentence and a line under it: {kind, title, detail}, kind
+// one of
+//   'down'      no live worker while connections are started: none streams
+//   'degraded'  some started connections do not stream
+//   'unknown'   a worker of an older build does not say how its streams go
+//   'healthy'   every started connection streams
+//   'idle'      nothing is started (no connection, or all stopped)
+// A started connection is one that should stream (its desired state), not
+// one that does: only the workers' figures say that.
+export function fleetHealth(summary) {
+  const c = summary.connections;
+  const alive = summary.workers.filter((w) => w.alive).length;
+  const gone = summary.workers.length - alive;
+  const started = countOf(c.started, 'started connection');
+  if (c.started === 0) {
+    return {
+      kind: 'idle',
+      title: c.total === 0 ? 'No connections yet' : 'No connection is started',
+      detail: c.total === 0
+        ? 'Once one is added, a worker with room takes it within seconds.'
+        : `All ${countOf(c.total, 'connection')} are stopped, so none should stream.`,
+    };
+  }
+  if (alive === 0) {
+    const title = c.started === 1
+      ? 'No worker is running — the one started connection is not streaming'
+      : `No worker is running — none of the ${formatCount(c.started)} started connections ` +
+        'is streaming';
+    return {
+      kind: 'down',
+      title,
+      detail: gone === 0
+        ? 'No worker has joined the fleet. Start one with leasehold worker; it takes ' +
+          'started connections as soon as it joins.'
+        : `${countOf(gone, 'worker')} ${gone === 1 ? 'has' : 'have'} left or died. Start one ` +
+          'with leasehold worker; it takes started connections as soon as it joins.',
+    };
+  }
+  if (!c.streams_known) {
+    return {
+      kind: 'unknown',
+      title: `${formatCount(c.owned)} of ${started} held by live workers`,
+      detail: 'A worker of an older build does not say how its connections stream, so this ' +
+        'page cannot tell how many do.',
+    };
+  }
+  if (c.not_streaming > 0) {
+    const parts = [];
+    if (c.reconnecting > 0) parts.push(`${formatCount(c.reconnecting)} reconnecting`);
+    if (c.stalled > 0) parts.push(`${formatCount(c.stalled)} stalled`);
+    if (c.erroring > 0) parts.push(`${formatCount(c.erroring)} erroring`);
+    const free = c.started - c.owned;
+    if (free > 0) parts.push(`${formatCount(free)} held by no live worker`);
+    return {
+      kind: 'degraded',
+      title: `${formatCount(c.not_streaming)} of ${started} ` +
+        `${c.not_streaming === 1 ? 'is' : 'are'} not streaming`,
+      detail: parts.length ? `${parts.join(' · ')}.` : 'Their workers have not said why yet.',
+    };
+  }
+  return {
+    kind: 'healthy',
+    title: c.started === 1
+      ? 'The started connection is streaming'
+      : `All ${formatCount(c.started)} started connections are streaming`,
+    detail: `${countOf(alive, 'live worker')} ${alive === 1 ? 'holds' : 'hold'} ` +
+      `${c.started === 1 ? 'it' : 'them'}.`,
+  };
 }

@@ -2,7 +2,9 @@
 // the movie pages call it. Everything goes through api.js's exchange(),
 // except the upload, which needs XMLHttpRequest for its progress (fetch
 // cannot report bytes sent).
-import { ApiError, errorFrom, exchange, failureWithoutAnswer, request } from './api.js';
+import {
+  ApiError, errorFrom, exchange, failureWithoutAnswer, nextLink, poll, request,
+} from './api.js';
 
 export function moviePath(id) {
   return `/api/movies/${encodeURIComponent(id)}`;
@@ -20,27 +22,6 @@ export function framesCsvUrl(id) {
 // Frame n as a JPEG: exact, whatever the container; kept by the browser.
 export function frameImageUrl(id, n) {
   return `${moviePath(id)}/frames/${n}.jpg`;
-}
-
-// The "next" target of a Link header, or null.
-export function nextLink(headers) {
-  const link = headers.get('Link');
-  const match = link && /<([^>]+)>\s*;\s*rel="next"/.exec(link);
-  return match ? match[1] : null;
-}
-
-// A polled read: `etag` from the last answer, or null. Resolves
-// {changed: false} while the answer is the same (304), else {changed: true,
-// data, etag, next}.
-async function poll(path, etag) {
-  const answer = await exchange('GET', path, { headers: etag ? { 'If-None-Match': etag } : {} });
-  if (answer.status === 304) return { changed: false };
-  return {
-    changed: true,
-    data: answer.data,
-    etag: answer.headers.get('ETag'),
-    next: nextLink(answer.headers),
-  };
 }
 
 // The first page of movie summaries (up to 1000, oldest first), polled:
