@@ -279,33 +279,45 @@ Response remove_connection(const Request& request, const FleetDeps& d) {
   return json_response(200, json::object{{"id", id}, {"removed", true}});
 }
 
-// The summary, read from the store a second at most (SummaryCache); counts
-// never counted are counted first. Fills `summary` and `answer`.
+// The summary, read from the store a second at most (SummaryCache). Counts
+// never counted are counted first, by the request that finds them so,
+// outside the cache's lock: counting reads every connection (a second or
+// more at 100,000), and other requests are answered meanwhile, with the
+// counts as they stand. Fills `summary` and `answer`.
 Status cached_summary(const FleetDeps& d, fleet::FleetSummary* summary, Response* answer) {
   SummaryCache& cache = *d.summary;
-  MutexLock lock(cache.mu);
-  const MonoTime now = d.clock.mono_now();
-  if (!cache.answer || now - cache.read_at >= kSummaryFreshFor) {
-    Result<fleet::FleetSummary> s = fleet::read_summary(d.store, d.clock, kSummaryFreeMax);
-    if (s.ok() && s->counts.counted_at_ms == 0 &&
-        (!cache.recount_tried || now - cache.recount_tried_at >= kRecountTryEvery)) {
-      cache.recount_tried = true;
-      cache.recount_tried_at = now;
-      const Status counted = fleet::recount_connections(d.store, d.clock);
-      if (counted.ok()) {
-        s = fleet::read_summary(d.store, d.clock, kSummaryFreeMax);
-      } else {
-        log_to(&d.log, LogLevel::kWarn, "counting the connections: {}", counted.message());
+  bool recount = false;
+  {
+    MutexLock lock(cache.mu);
+    const MonoTime now = d.clock.mono_now();
+    if (!cache.answer || now - cache.read_at >= kSummaryFreshFor) {
+      Result<fleet::FleetSummary> s = fleet::read_summary(d.store, d.clock, kSummaryFreeMax);
+      if (!s.ok()) return s.status();
+      if (s->counts.counted_at_ms == 0 &&
+          (!cache.recount_tried || now - cache.recount_tried_at >= kRecountTryEvery)) {
+        cache.recount_tried = true;
+        cache.recount_tried_at = now;
+        recount = true;
       }
+      cache.answer = json_response(200, fleet_summary_json(*s));
+      cache.summary = *std::move(s);
+      cache.read_at = now;
     }
-    if (!s.ok()) return s.status();
-    cache.answer = json_response(200, fleet_summary_json(*s));
-    cache.summary = *std::move(s);
-    cache.read_at = now;
+    if (!recount) {
+      if (summary != nullptr) *summary = cache.summary;
+      if (answer != nullptr) *answer = *cache.answer;
+      return {};
+    }
   }
-  if (summary != nullptr) *summary = cache.summary;
-  if (answer != nullptr) *answer = *cache.answer;
-  return {};
+  const Status counted = fleet::recount_connections(d.store, d.clock);
+  if (!counted.ok()) {
+    log_to(&d.log, LogLevel::kWarn, "counting the connections: {}", counted.message());
+  }
+  {
+    MutexLock lock(cache.mu);
+    cache.answer.reset();  // read again, with the counts
+  }
+  return cached_summary(d, summary, answer);
 }
 
 Response fleet_summary(const Request& request, const FleetDeps& d) {
