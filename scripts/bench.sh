@@ -16,7 +16,8 @@
 # slow streams (`lowrate`: CPU per message against the bare reader at 5 and
 # 20 messages/s a stream, memory per idle ws:// and wss:// connection at
 # 10,000, latency at 10,000 x 1/s), and what the fleet costs in DynamoDB
-# capacity units (`cost`, on DynamoDB Local).
+# capacity units (`cost`, on DynamoDB Local), and what one open Fleet page's
+# polling costs at up to 100,000 connections (`page`).
 # Then the movie tracer (build/bin/tracer_bench, built by `make bench`):
 # tracing a synthetic movie against decoding it alone, in the same run; and
 # `bench movies`: 100 viewers polling a movie's metadata while it is traced,
@@ -72,6 +73,9 @@ echo "leasehold: fleet_bench" >&2
 /usr/bin/python3 bench/fleet_bench.py --bin "$bin" cost --dynamodb-local --window 120 --settle 20
 # How soon the fleet acts on conn stop, start, add and a SIGTERM, on SQLite.
 /usr/bin/python3 bench/fleet_bench.py --bin "$bin" react
+# One open Fleet page's polling at 1,000, 10,000 and 100,000 connections, on
+# SQLite and DynamoDB Local: bytes and read units a minute.
+/usr/bin/python3 bench/fleet_bench.py --bin "$bin" page --dynamodb-local --page-seconds 60
 
 echo "leasehold: tracer_bench" >&2
 build/bin/tracer_bench
