@@ -85,15 +85,16 @@ async function checkpoint(id, lastSeq) {
 
 // A worker's membership item (src/fleet/members.h), with the figures of its
 // streams when `streams` is given ({streaming, reconnecting, stalled,
-// erroring}).
+// erroring}). Returns its lease token: the session its attention item names.
 async function joinWorker(id, { ttlMs = 600_000, owned, capacity, messages, perSecond,
   sessionTtlMs, sessionNumber = 1, streams }) {
   const now = Date.now();
+  const token = randomBytes(16).toString('hex');
   await store.write(storeTool, 'put', 'fleet_workers', JSON.stringify({
     Pk: `WORKER#${id}`,
     kind: 'worker',
     lease_owner: id,
-    lease_token: randomBytes(16).toString('hex'),
+    lease_token: token,
     lease_epoch: sessionNumber,
     lease_acquired_at_ms: now - 60_000,
     lease_heartbeat_at_ms: now,
@@ -106,6 +107,19 @@ async function joinWorker(id, { ttlMs = 600_000, owned, capacity, messages, perS
     updated_at_ms: now - 1000,
     ...(sessionTtlMs ? { session_ttl_ms: sessionTtlMs } : {}),
     ...(streams || {}),
+  }));
+  return token;
+}
+
+// A worker's attention item (src/fleet/members.h): the connections it holds
+// that are not streaming or stalled, [{id, reason, sinceMs}] the longest
+// first, written in its session `session` (its lease token).
+async function writeAttention(worker, session, troubles) {
+  await store.write(storeTool, 'put', 'fleet_workers', JSON.stringify({
+    Pk: `ATTENTION#${worker}`,
+    session,
+    attention: troubles.map((t) => `${t.id} ${t.reason} ${t.sinceMs}\n`).join(''),
+    written_at_ms: Date.now(),
   }));
 }
 
@@ -124,6 +138,7 @@ async function fleetPage(user, viewport = LAPTOP, { beforeLoad } = {}) {
 const row = (page, id) => page.locator(`tr[data-conn-id="${id}"]`);
 const stat = (page, key) => page.locator(`.stat[data-stat="${key}"] .stat-value`);
 const freeRow = (page, id) => page.locator(`tr[data-free-id="${id}"]`);
+const heldRow = (page, id) => page.locator(`tr[data-held-id="${id}"]`);
 const cell = (page, id, field) => row(page, id).locator(`td[data-field="${field}"]`);
 const workerCell = (page, id, field) =>
   page.locator(`tr[data-worker-id="${id}"] td[data-field="${field}"]`);
@@ -165,7 +180,8 @@ test('with no worker, the page says at once that no connection streams', async (
     .map((e) => e.textContent.trim()), SUCCESS_GREEN);
   assert.deepEqual(greens, [], 'green on a fleet that streams nothing');
   // The free connection is listed, with how long it has been free.
-  await waitForText(freeRow(page, 'feed-alpha').locator('td[data-field="free_for"]'), /^\d+ s$/);
+  await waitForText(freeRow(page, 'feed-alpha').locator('td[data-field="why"]'),
+    /^Free for \d+ s$/);
   assert.ok(await page.locator('#attention-none').isHidden());
   await screenshot(page, screenshots, 'fleet-no-worker-laptop');
   await closePage(page);
@@ -273,10 +289,12 @@ test('the owner\'s figures: the last message\'s age, reconnects, and quiet strea
   await closePage(page);
 });
 
-test('the summary says how many do not stream and why; the free ones need attention', async () => {
-  // worker-1 holds feed-alpha (streaming) and feed-zeta (reconnecting after
-  // an error); orphan-1's lease ran out two minutes ago and nobody took
-  // it; orphan-2 was never taken.
+test('the summary says how many do not stream and why; those in trouble need attention',
+  async () => {
+  // worker-1 holds feed-alpha (connected, but stalled for 3 minutes) and
+  // feed-zeta (reconnecting after an error for 40 s), and names both in its
+  // attention item; orphan-1's lease ran out two minutes ago and nobody
+  // took it; orphan-2 was never taken.
   await addConnection('feed-zeta', 'ws://10.0.0.9:9000/zeta');
   await addConnection('orphan-1', 'ws://10.0.0.9:9000/orphan-1');
   await addConnection('orphan-2', 'ws://10.0.0.9:9000/orphan-2');
@@ -285,31 +303,52 @@ test('the summary says how many do not stream and why; the free ones need attent
     lastError: 'upstream refused the connection (503)' });
   await leaseTo('orphan-1', 'worker-9', { epoch: 3, ttlMs: -120_000,
     lastError: 'upstream closed the connection (1006)' });
-  await joinWorker('worker-1', { owned: 2, capacity: 10, messages: 1200, perSecond: 12.5,
-    sessionTtlMs: 3000, sessionNumber: 4,
-    streams: { streaming: 1, reconnecting: 1, stalled: 0, erroring: 1 } });
+  const session = await joinWorker('worker-1', { owned: 2, capacity: 10, messages: 1200,
+    perSecond: 12.5, sessionTtlMs: 3000, sessionNumber: 4,
+    streams: { streaming: 1, reconnecting: 1, stalled: 1, erroring: 1 } });
+  const now = Date.now();
+  await writeAttention('worker-1', session, [
+    { id: 'feed-alpha', reason: 'stalled', sinceMs: now - 185_000 },
+    { id: 'feed-zeta', reason: 'not_streaming', sinceMs: now - 40_000 },
+  ]);
+  // A gone worker's item is not read.
+  await writeAttention('worker-9', 'an-earlier-session', [
+    { id: 'orphan-2', reason: 'not_streaming', sinceMs: now - 60_000 },
+  ]);
   const page = await fleetPage(alice);
   const health = page.locator('#fleet-health');
   await waitForText(health, /^3 of 4 started connections are not streaming/, SHOWN_WITHIN_MS);
   assert.equal(await health.getAttribute('data-health'), 'degraded');
   await waitForText(health.locator('.health-detail'),
-    /^1 reconnecting · 1 erroring · 2 held by no live worker\.$/);
+    /^1 reconnecting · 1 stalled · 1 erroring · 2 held by no live worker\.$/);
   await waitForText(stat(page, 'total'), /^5$/);
   await waitForText(page.locator('.stat[data-stat="total"] .stat-note'), /4 started · 1 stopped/);
   await waitForText(stat(page, 'not_streaming'), /^3$/);
   await waitForText(stat(page, 'reconnecting'), /^1$/);
+  await waitForText(stat(page, 'stalled'), /^1$/);
   await waitForText(stat(page, 'erroring'), /^1$/);
   assert.equal(await page.locator('.stat[data-stat="not_streaming"]').getAttribute('data-level'),
     'warning');
-  // The longest free first, how long (on the server's clock), and why.
-  await eventually('the free connections listed', async () => (await page.locator(
-    'tr[data-free-id]').evaluateAll((rows) => rows.map((r) => r.dataset.freeId)))
-    .join() === 'orphan-1,orphan-2');
-  await waitForText(freeRow(page, 'orphan-1').locator('td[data-field="free_for"]'), /^2 min$/);
+  // The free ones first, the longest free first, how long (on the server's
+  // clock), and why; then those worker-1 holds, the longest first.
+  const listed = () => page.locator('#attention-list tbody tr').evaluateAll((rows) =>
+    rows.map((r) => (r.dataset.freeId ? `free ${r.dataset.freeId}`
+      : `${r.dataset.reason} ${r.dataset.heldId} on ${r.dataset.owner}`)));
+  await eventually('the connections that need attention listed', async () =>
+    (await listed()).join() === 'free orphan-1,free orphan-2,' +
+      'stalled feed-alpha on worker-1,not_streaming feed-zeta on worker-1');
+  const why = (r) => r.locator('td[data-field="why"]');
+  await waitForText(why(freeRow(page, 'orphan-1')), /^Free for 2 min$/);
   await waitForText(freeRow(page, 'orphan-1').locator('td[data-field="last_error"]'),
     /upstream closed the connection \(1006\)/);
-  await waitForText(freeRow(page, 'orphan-2').locator('td[data-field="free_for"]'), /^\d+ s$/);
-  await waitForText(page.locator('#attention-count'), /^2$/);
+  await waitForText(why(freeRow(page, 'orphan-2')), /^Free for \d+ s$/);
+  await waitForText(why(heldRow(page, 'feed-alpha')), /^Stalled on worker-1 for 3 min$/);
+  await waitForText(why(heldRow(page, 'feed-zeta')), /^Not streaming on worker-1 for (4\d) s$/);
+  assert.match(await why(heldRow(page, 'feed-zeta')).getAttribute('title'),
+    /^Not streaming on worker-1 since /);
+  await waitForText(page.locator('#attention-count'), /^4$/);
+  await waitForText(page.locator('#attention .section-note').first(),
+    /not been connected for 5 s or more, or are connected but stalled/);
   await screenshot(page, screenshots, 'fleet-not-streaming-laptop');
   // A free connection's ID shows it in the table, and the URL says so.
   await freeRow(page, 'orphan-1').getByRole('link').click();
@@ -319,7 +358,23 @@ test('the summary says how many do not stream and why; the free ones need attent
   assert.equal(await page.locator('#conn-search').inputValue(), 'orphan-1');
   assert.equal(new URL(page.url()).search, '?prefix=orphan-1');
   await waitForText(cell(page, 'orphan-1', 'lease'), /^expired 2 min ago$/);
+  // So does a held one's, with its owner and its error in the table.
+  await heldRow(page, 'feed-zeta').getByRole('link').click();
+  await eventually('the table shows feed-zeta only', async () => (await page.locator(
+    'tr[data-conn-id]').evaluateAll((rows) => rows.map((r) => r.dataset.connId)))
+    .join() === 'feed-zeta');
+  assert.equal(await page.locator('#conn-search').inputValue(), 'feed-zeta');
+  assert.equal(new URL(page.url()).search, '?prefix=feed-zeta');
+  await waitForText(cell(page, 'feed-zeta', 'owner'), /^worker-1$/);
   await closePage(page);
+
+  // On a phone each is a card: its ID, then why for how long.
+  const phone = await fleetPage(alice, PHONE);
+  await waitForText(why(heldRow(phone, 'feed-alpha')), /^Stalled on worker-1 for 3 min$/);
+  await waitForText(why(freeRow(phone, 'orphan-1')), /^Free for 2 min$/);
+  await checkLayout(phone, PHONE);
+  await screenshot(phone, screenshots, 'fleet-not-streaming-phone');
+  await closePage(phone);
 });
 
 test('the workers are listed, alive or gone, with their load', async () => {
@@ -329,7 +384,7 @@ test('the workers are listed, alive or gone, with their load', async () => {
   await waitForText(workerCell(page, 'worker-1', 'messages_per_s'), /^12\.5\/s$/);
   // How its streams go: the trouble is said beside the streaming ones.
   await waitForText(workerCell(page, 'worker-1', 'streams'),
-    /^1 streaming\s*1 reconnecting\s*1 erroring$/);
+    /^1 streaming\s*1 reconnecting\s*1 stalled\s*1 erroring$/);
   await waitForText(workerCell(page, 'worker-9', 'streams'), /^—$/);
   await waitForText(workerCell(page, 'worker-9', 'alive'), /^Gone$/);
   await waitForText(workerCell(page, 'worker-9', 'lease').locator('[data-field="expiry"]'),

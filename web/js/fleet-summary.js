@@ -2,11 +2,14 @@
 // summary (GET /api/fleet/summary, whose cost does not grow with the
 // fleet), and the connections that need attention: the STARTED ones that no
 // live worker holds, the longest free first (at most 20; the summary says
-// when there are more).
+// when there are more), then those live workers hold that are not streaming
+// or stalled, the longest first.
 //
 // Hooks for tests and scripts: #fleet-health[data-health] (down, degraded,
-// unknown, healthy, idle), .stat[data-stat] with its .stat-value, and
-// tr[data-free-id] with td[data-field] (id, free_for, last_error).
+// unknown, healthy, idle), .stat[data-stat] with its .stat-value,
+// tr[data-free-id] (a free connection) and tr[data-held-id][data-owner]
+// [data-reason] (a held one: not_streaming or stalled), each with
+// td[data-field] (id, why, last_error).
 import { h, icon, setText, setTitle } from './dom.js';
 import {
   countOf, fleetHealth, formatCount, formatSpan, formatWallTime,
@@ -56,6 +59,9 @@ const STATS = [
   },
 ];
 
+// What a held connection's reason says.
+const REASONS = { not_streaming: 'Not streaming', stalled: 'Stalled' };
+
 const HEALTH_ICONS = {
   down: 'alert', degraded: 'alert', unknown: 'clock', healthy: 'fleet', idle: 'fleet',
 };
@@ -65,7 +71,7 @@ export class SummaryView {
   constructor({ onFind }) {
     this.onFind = onFind;
     this.summary = null;
-    this.freeRows = new Map(); // id -> row
+    this.rows = new Map(); // 'free <id>' or 'held <owner> <reason> <id>' -> row
     this.build();
   }
 
@@ -98,28 +104,30 @@ export class SummaryView {
   }
 
   buildAttention() {
-    this.freeBody = h('tbody');
-    this.freeTable = h('table', { class: 'data-table attention-table', id: 'attention-list' },
+    this.attentionBody = h('tbody');
+    this.attentionTable = h('table', { class: 'data-table attention-table', id: 'attention-list' },
       h('caption', { class: 'visually-hidden', text: 'Connections that need attention' }),
       h('thead', {}, h('tr', {},
-        ['Connection', 'Free for', 'Last error']
+        ['Connection', 'Why', 'Last error']
           .map((label) => h('th', { scope: 'col', text: label })))),
-      this.freeBody);
-    this.freeCount = h('span', { class: 'count', id: 'attention-count' });
+      this.attentionBody);
+    this.attentionCount = h('span', { class: 'count', id: 'attention-count' });
     this.freeMore = h('p', { class: 'section-note', id: 'attention-more', hidden: true });
     this.allHeld = h('p', { class: 'all-held', id: 'attention-none', hidden: true });
     this.attention = h('section', {
       class: 'fleet-section', id: 'attention', 'aria-labelledby': 'attention-title', hidden: true,
     },
     h('div', { class: 'section-head' },
-      h('h2', { id: 'attention-title' }, 'Needs attention', this.freeCount)),
-    this.freeNote = h('p', {
+      h('h2', { id: 'attention-title' }, 'Needs attention', this.attentionCount)),
+    this.attentionNote = h('p', {
       class: 'section-note',
-      text: 'Started connections that no live worker holds, the longest free first. A worker ' +
-        'with room takes each within seconds; one that stays here has no worker to go to.',
+      text: 'First the started connections that no live worker holds, the longest free ' +
+        'first: a worker with room takes each within seconds, so one that stays here has no ' +
+        'worker to go to. Then those a live worker holds that have not been connected for ' +
+        '5 s or more, or are connected but stalled, the longest first.',
     }),
     this.allHeld,
-    h('div', { class: 'table-area' }, this.freeTable),
+    h('div', { class: 'table-area' }, this.attentionTable),
     this.freeMore);
   }
 
@@ -129,7 +137,7 @@ export class SummaryView {
     this.element.removeAttribute('aria-busy');
     this.showHealth(summary);
     this.showStats(summary);
-    this.showFree(summary, nowMs);
+    this.showAttention(summary, nowMs);
   }
 
   showHealth(summary) {
@@ -176,38 +184,48 @@ export class SummaryView {
 
   // ---- needs attention ----
 
-  showFree(summary, nowMs) {
-    const { free } = summary;
+  // The free ones first, then those the live workers hold; each in the
+  // summary's order (the longest first). A row is kept while its connection
+  // stays in the list for the same cause, so that a focused link stays.
+  showAttention(summary, nowMs) {
+    const free = summary.free;
+    const held = summary.attention || [];
     const started = summary.connections.started;
     this.attention.hidden = false;
-    const ids = new Set(free.map((f) => f.id));
-    for (const [id, row] of this.freeRows) {
-      if (!ids.has(id)) {
+    const wanted = [
+      ...free.map((f) => ({ key: `free ${f.id}`, id: f.id, free: f })),
+      ...held.map((t) => ({ key: `held ${t.owner} ${t.reason} ${t.id}`, id: t.id, held: t })),
+    ];
+    const keys = new Set(wanted.map((w) => w.key));
+    for (const [key, row] of this.rows) {
+      if (!keys.has(key)) {
         row.element.remove();
-        this.freeRows.delete(id);
+        this.rows.delete(key);
       }
     }
-    free.forEach((f, index) => {
-      let row = this.freeRows.get(f.id);
+    wanted.forEach((want, index) => {
+      let row = this.rows.get(want.key);
       if (!row) {
-        row = this.freeRow(f.id);
-        this.freeRows.set(f.id, row);
+        row = this.attentionRow(want);
+        this.rows.set(want.key, row);
       }
-      if (this.freeBody.children[index] !== row.element) {
-        this.freeBody.insertBefore(row.element, this.freeBody.children[index] || null);
+      if (this.attentionBody.children[index] !== row.element) {
+        this.attentionBody.insertBefore(row.element, this.attentionBody.children[index] || null);
       }
-      row.free = f;
-      this.fillFreeError(row, f);
+      row.since = want.free ? want.free.free_since_ms : want.held.since_ms;
+      if (want.free) this.fillFreeError(row, want.free);
     });
     this.tick(nowMs);
-    setText(this.freeCount, free.length === 0 ? '' : `${formatCount(free.length)}` +
-      (summary.more_free ? '+' : ''));
-    this.freeTable.hidden = free.length === 0;
-    this.freeNote.hidden = free.length === 0;
-    this.allHeld.hidden = free.length > 0;
+    const any = wanted.length > 0;
+    setText(this.attentionCount, any
+      ? `${formatCount(wanted.length)}${summary.more_free ? '+' : ''}` : '');
+    this.attentionTable.hidden = !any;
+    this.attentionNote.hidden = !any;
+    this.allHeld.hidden = any;
     setText(this.allHeld, started === 0
       ? 'Nothing: no connection is started.'
-      : 'Nothing: every started connection is held by a live worker.');
+      : 'Nothing: every started connection is held by a live worker, and no worker names ' +
+        'one that is not streaming or stalled.');
     this.freeMore.hidden = !summary.more_free;
     // The live workers' figures say about how many there are.
     const about = Math.max(free.length, started - summary.connections.owned);
@@ -215,7 +233,10 @@ export class SummaryView {
       `${countOf(free.length, 'connection')} free the longest.`);
   }
 
-  freeRow(id) {
+  // A row of the list: want.free (a free connection of the summary) or
+  // want.held (one of its attention list).
+  attentionRow(want) {
+    const { id } = want;
     const link = h('a', {
       href: `/fleet?prefix=${encodeURIComponent(id)}`, class: 'conn-link',
       title: `Show ${id} in the connections below`,
@@ -227,13 +248,23 @@ export class SummaryView {
         },
       },
     }, h('code', { text: id }));
+    // What is wrong, then how long it has been so: "Free for 2 min",
+    // "Stalled on worker-1 for 3 min".
+    const cause = want.free ? 'Free'
+      : `${REASONS[want.held.reason] || want.held.reason} on ${want.held.owner}`;
+    const span = h('span', { class: 'attention-for' });
     const cells = {
       id: h('td', { 'data-field': 'id', 'data-label': 'Connection' }, link),
-      freeFor: h('td', { 'data-field': 'free_for', 'data-label': 'Free for' }),
+      why: h('td', { 'data-field': 'why', 'data-label': 'Why' }, `${cause} `, span),
       lastError: h('td', { 'data-field': 'last_error', 'data-label': 'Last error' }),
     };
-    const element = h('tr', { 'data-free-id': id }, Object.values(cells));
-    return { id, cells, free: null, element };
+    // A held one's is left blank, not "—": the summary does not carry it
+    // (the connection's row in the table does).
+    const element = h('tr', want.free
+      ? { 'data-free-id': id }
+      : { 'data-held-id': id, 'data-owner': want.held.owner, 'data-reason': want.held.reason },
+    Object.values(cells));
+    return { id, cells, span, since: 0, cause, element };
   }
 
   fillFreeError(row, f) {
@@ -249,10 +280,10 @@ export class SummaryView {
   // Redraws how long each has been free, at the server's time `nowMs`.
   tick(nowMs) {
     if (nowMs == null) return;
-    for (const row of this.freeRows.values()) {
-      const since = row.free.free_since_ms;
-      setText(row.cells.freeFor, since > 0 ? formatSpan(nowMs - since) : '—');
-      setTitle(row.cells.freeFor, since > 0 ? `Free since ${formatWallTime(since)}` : '');
+    for (const row of this.rows.values()) {
+      const { since } = row;
+      setText(row.span, since > 0 ? `for ${formatSpan(nowMs - since)}` : '');
+      setTitle(row.cells.why, since > 0 ? `${row.cause} since ${formatWallTime(since)}` : '');
     }
   }
 }

@@ -1,8 +1,9 @@
 // The Fleet page (/fleet): how the stream fleet is doing, at a cost that
 // does not grow with it. From the top: the fleet's health and figures (the
-// fleet summary), the started connections no live worker holds, the
-// workers with their load, and one page of 100 connections at a time, with
-// filters (fleet-summary.js, fleet-workers.js, fleet-table.js).
+// fleet summary), the connections that need attention (the started ones no
+// live worker holds, then those live workers hold that are not streaming or
+// stalled), the workers with their load, and one page of 100 connections at
+// a time, with filters (fleet-summary.js, fleet-workers.js, fleet-table.js).
 //
 // It asks for what it shows only: the summary, the page of connections on
 // screen (both with If-None-Match: a 304 keeps what is shown) and the
