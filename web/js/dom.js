@@ -21,6 +21,34 @@ export function h(tag, props = {}, ...children) {
   return element;
 }
 
+// Keeps `body`'s rows those of `items`, in their order: each item's row is
+// the one `rows` (a Map by key) holds for `keyOf(item)`, made by
+// `makeRow(item)` ({element, ...}) when there is none; rows of keys no
+// longer there are removed. `fill(row, item)` then draws each. Rows are
+// moved only when out of place, so that a poll that changes nothing
+// touches nothing (no focus or selection lost, nothing announced).
+export function syncRows(rows, body, items, keyOf, makeRow, fill) {
+  const keys = new Set(items.map(keyOf));
+  for (const [key, row] of rows) {
+    if (!keys.has(key)) {
+      row.element.remove();
+      rows.delete(key);
+    }
+  }
+  items.forEach((item, index) => {
+    const key = keyOf(item);
+    let row = rows.get(key);
+    if (!row) {
+      row = makeRow(item);
+      rows.set(key, row);
+    }
+    if (body.children[index] !== row.element) {
+      body.insertBefore(row.element, body.children[index] || null);
+    }
+    fill(row, item);
+  });
+}
+
 const SVG_NS = 'http://www.w3.org/2000/svg';
 
 // 24×24 stroke icons.

@@ -10,7 +10,7 @@
 // tr[data-free-id] (a free connection) and tr[data-held-id][data-owner]
 // [data-reason] (a held one: not_streaming or stalled), each with
 // td[data-field] (id, why, last_error).
-import { h, icon, setText, setTitle } from './dom.js';
+import { h, icon, setText, setTitle, syncRows } from './dom.js';
 import {
   countOf, fleetHealth, formatCount, formatSpan, formatWallTime,
 } from './fleet-format.js';
@@ -196,25 +196,11 @@ export class SummaryView {
       ...free.map((f) => ({ key: `free ${f.id}`, id: f.id, free: f })),
       ...held.map((t) => ({ key: `held ${t.owner} ${t.reason} ${t.id}`, id: t.id, held: t })),
     ];
-    const keys = new Set(wanted.map((w) => w.key));
-    for (const [key, row] of this.rows) {
-      if (!keys.has(key)) {
-        row.element.remove();
-        this.rows.delete(key);
-      }
-    }
-    wanted.forEach((want, index) => {
-      let row = this.rows.get(want.key);
-      if (!row) {
-        row = this.attentionRow(want);
-        this.rows.set(want.key, row);
-      }
-      if (this.attentionBody.children[index] !== row.element) {
-        this.attentionBody.insertBefore(row.element, this.attentionBody.children[index] || null);
-      }
-      row.since = want.free ? want.free.free_since_ms : want.held.since_ms;
-      if (want.free) this.fillFreeError(row, want.free);
-    });
+    syncRows(this.rows, this.attentionBody, wanted, (want) => want.key,
+      (want) => this.attentionRow(want), (row, want) => {
+        row.since = want.free ? want.free.free_since_ms : want.held.since_ms;
+        if (want.free) this.fillFreeError(row, want.free);
+      });
     this.tick(nowMs);
     const any = wanted.length > 0;
     setText(this.attentionCount, any

@@ -14,7 +14,9 @@
 import {
   ApiError, removeConnection, startConnection, stopConnection,
 } from './api.js';
-import { h, icon, loadingState, messageState, setBusy, setText } from './dom.js';
+import {
+  h, icon, loadingState, messageState, setBusy, setText, syncRows,
+} from './dom.js';
 import { formatCount, formatRate, RateTracker } from './fleet-format.js';
 import { connectionRow, fillConnectionRow, showLease, STATE_NAMES } from './fleet-row.js';
 
@@ -295,23 +297,8 @@ export class ConnectionTable {
     const ids = new Set(page.connections.map((c) => c.id));
     this.rates.keepOnly(ids);
     for (const c of page.connections) this.rates.add(c.id, nowMs, c.last_seq);
-    for (const [id, row] of this.rows) {
-      if (!ids.has(id)) {
-        row.element.remove();
-        this.rows.delete(id);
-      }
-    }
-    page.connections.forEach((c, index) => {
-      let row = this.rows.get(c.id);
-      if (!row) {
-        row = this.connectionRow(c.id);
-        this.rows.set(c.id, row);
-      }
-      if (this.body.children[index] !== row.element) {
-        this.body.insertBefore(row.element, this.body.children[index] || null);
-      }
-      this.fillConnection(row, c, nowMs);
-    });
+    syncRows(this.rows, this.body, page.connections, (c) => c.id,
+      (c) => this.connectionRow(c.id), (row, c) => this.fillConnection(row, c, nowMs));
     this.showArea();
     this.showPager();
   }

@@ -5,7 +5,7 @@
 //
 // Hooks for tests and scripts: tr[data-worker-id] with td[data-field] for
 // each column, and #workers-count.
-import { h, loadingState, messageState, setText, setTitle } from './dom.js';
+import { h, loadingState, messageState, setText, setTitle, syncRows } from './dom.js';
 import {
   formatAgo, formatCount, formatRate, formatSpan, formatWallTime,
 } from './fleet-format.js';
@@ -50,24 +50,8 @@ export class WorkerTable {
 
   show(workers, nowMs) {
     this.workers = workers;
-    const ids = new Set(workers.map((w) => w.id));
-    for (const [id, row] of this.rows) {
-      if (!ids.has(id)) {
-        row.element.remove();
-        this.rows.delete(id);
-      }
-    }
-    workers.forEach((w, index) => {
-      let row = this.rows.get(w.id);
-      if (!row) {
-        row = this.workerRow(w.id);
-        this.rows.set(w.id, row);
-      }
-      if (this.body.children[index] !== row.element) {
-        this.body.insertBefore(row.element, this.body.children[index] || null);
-      }
-      this.fillWorker(row, w, nowMs);
-    });
+    syncRows(this.rows, this.body, workers, (w) => w.id, (w) => this.workerRow(w.id),
+      (row, w) => this.fillWorker(row, w, nowMs));
     const alive = workers.filter((w) => w.alive).length;
     setText(this.count,
       workers.length === alive ? String(alive) : `${alive} of ${workers.length} alive`);
