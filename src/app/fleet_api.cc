@@ -1,7 +1,6 @@
 #include "app/fleet_api.h"
 
 #include <boost/json.hpp>
-#include <charconv>
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -186,11 +185,8 @@ Result<std::optional<fleet::ListQuery>> list_query(const Request& request) {
   LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> owner, param("owner"));
   LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> prefix, param("prefix"));
   if (!paged) return std::optional<fleet::ListQuery>();
-  if (limit) {
-    const char* end = limit->data() + limit->size();
-    const auto [stop, ec] = std::from_chars(limit->data(), end, q.limit);
-    if (ec != std::errc() || stop != end) q.limit = 0;  // refused below
-  }
+  LEASEHOLD_ASSIGN_OR_RETURN(q.limit,
+                             server::query_count(limit, "limit", q.limit, fleet::kListPageMax));
   if (after && after->empty()) return invalid_argument("after: empty; leave it out for page one");
   if (state) {
     if (*state == "STARTED") {

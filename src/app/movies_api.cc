@@ -220,13 +220,8 @@ Result<PageQuery> page_query(const Request& request, size_t limit_default, size_
   LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> after,
                              server::query_value(request.query, "after"));
   PageQuery out{limit_default, after.value_or("")};
-  if (limit) {
-    const char* end = limit->data() + limit->size();
-    const auto [stop, ec] = std::from_chars(limit->data(), end, out.limit);
-    if (ec != std::errc() || stop != end || out.limit < 1 || out.limit > limit_max) {
-      return invalid_argument("limit: expected an integer from 1 to " + std::to_string(limit_max));
-    }
-  }
+  LEASEHOLD_ASSIGN_OR_RETURN(out.limit,
+                             server::query_count(limit, "limit", limit_default, limit_max));
   if (after && after->empty()) return invalid_argument("after: empty; leave it out for page one");
   return out;
 }

@@ -178,8 +178,8 @@ MonoTime Worker::Impl::poll() {
   const bool listens = reads_nudges();
   if (listens && clock_.mono_now() >= nudge_read_due()) read_nudges();
   if (clock_.mono_now() >= control_due()) control_step();
+  const MonoTime read_due = listens ? nudge_read_due() : MonoTime::max();
   MutexLock lock(mu_);
-  const MonoTime read_due = listens ? nudges_looked_at_ + nudge_read_every() : MonoTime::max();
   return std::min({next, keeper_due(), next_reconcile_, next_attempt_, read_due});
 }
 

@@ -1,5 +1,7 @@
 #include "server/target.h"
 
+#include <charconv>
+
 namespace leasehold::server {
 namespace {
 
@@ -53,6 +55,19 @@ Result<std::optional<std::string>> query_value(std::string_view query, std::stri
     return std::optional<std::string>(std::move(value));
   }
   return std::optional<std::string>();
+}
+
+Result<size_t> query_count(const std::optional<std::string>& value, std::string_view name,
+                           size_t fallback, size_t max) {
+  if (!value) return fallback;
+  size_t n = 0;
+  const char* end = value->data() + value->size();
+  const auto [stop, ec] = std::from_chars(value->data(), end, n);
+  if (ec != std::errc() || stop != end || n < 1 || n > max) {
+    return invalid_argument(std::string(name) + ": expected an integer from 1 to " +
+                            std::to_string(max));
+  }
+  return n;
 }
 
 Result<Target> parse_target(std::string_view target) {

@@ -6,6 +6,7 @@
 // Pure functions; safe from any thread.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,5 +31,11 @@ Result<Target> parse_target(std::string_view target);
 // kInvalidArgument for a malformed percent-escape or a control character in
 // the value.
 Result<std::optional<std::string>> query_value(std::string_view query, std::string_view name);
+
+// A count a query parameter gives (`limit=100`): `value` as an integer from
+// 1 to `max`, or `fallback` if absent; else kInvalidArgument ("NAME:
+// expected an integer from 1 to MAX").
+Result<size_t> query_count(const std::optional<std::string>& value, std::string_view name,
+                           size_t fallback, size_t max);
 
 }  // namespace leasehold::server

@@ -68,5 +68,15 @@ TEST(TargetTest, QueryValuesRefuseBadEscapesAndControlCharacters) {
   EXPECT_EQ(query_value("x=%zz&name=ok", "name").value(), "ok");
 }
 
+TEST(TargetTest, QueryCountsAreOneToTheMostOrTheFallback) {
+  EXPECT_EQ(query_count(std::nullopt, "limit", 100, 500).value(), 100u);
+  EXPECT_EQ(query_count("1", "limit", 100, 500).value(), 1u);
+  EXPECT_EQ(query_count("500", "limit", 100, 500).value(), 500u);
+  for (const char* bad : {"0", "501", "x", "", "12x", "-1", " 5"}) {
+    const Status s = query_count(std::string(bad), "limit", 100, 500).status();
+    EXPECT_EQ(s.message(), "limit: expected an integer from 1 to 500") << bad;
+  }
+}
+
 }  // namespace
 }  // namespace leasehold::server
