@@ -497,6 +497,38 @@ def bench_page(args, procs, work):
             emit(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def bench_page_live(args, procs, work):
+    """`leasehold bench fleet-page` polling a streaming fleet on DynamoDB (its
+    workers checkpoint, so the page on screen changes): --cost-workers
+    workers, --page-live-connections at --cost-rate messages a second."""
+    endpoint = args.dynamodb_endpoint
+    if args.dynamodb_local:
+        endpoint = start_dynamodb_local(procs, work)
+    if not endpoint:
+        sys.exit("page-live needs --dynamodb-endpoint URL or --dynamodb-local")
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDBENCH")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
+    store = f"dynamodb://us-east-1/live{int(time.time())}_?endpoint={endpoint}"
+    fleet = Fleet(args.bin, store, work, procs)
+    fleet.cli("store", "init")
+    addr = fleet.upstream(args.cost_rate, 2, "--random-phase")
+    ids = ["c%07d" % i for i in range(args.page_live_connections)]
+    fleet.add_conns(addr, ids)
+    workers = [fleet.worker("w%d" % i) for i in range(args.cost_workers)]
+    wait_for("every connection streaming",
+             lambda: len(set().union(*(sink_conns(w.sink) for w in workers))) == len(ids), 600)
+    time.sleep(args.settle)
+    out = subprocess.run([args.bin, "--store", store, "bench", "fleet-page", "--connections", "0",
+                          "--seconds", str(args.page_seconds)],
+                         capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        sys.exit("bench fleet-page failed: " + out.stderr[-2000:])
+    figures = json.loads(out.stdout.strip().splitlines()[-1])
+    figures.update({"bench": "fleet_page_live", "connections": len(ids),
+                    "workers": len(workers), "rate": args.cost_rate})
+    emit(figures)
+
+
 def bench_memory(args, procs, work):
     fleet = Fleet(args.bin, "sqlite:" + os.path.join(work, "mem.db"), work, procs)
     addr = fleet.upstream(0.01)
@@ -1278,6 +1310,7 @@ def main():
     ap.add_argument("--react-poll-every", default="60s")
     ap.add_argument("--page-sizes", default="1000,10000,100000")
     ap.add_argument("--page-seconds", type=int, default=120)
+    ap.add_argument("--page-live-connections", type=int, default=1000)
     ap.add_argument("--failover-connections", type=int, default=30)
     ap.add_argument("--failover-rate", type=float, default=10.0)
     ap.add_argument("--failover-workers", type=int, default=3)
@@ -1337,6 +1370,8 @@ def main():
                     bench_react(args, procs, work)
                 elif bench == "page":
                     bench_page(args, procs, work)
+                elif bench == "page-live":
+                    bench_page_live(args, procs, work)
                 else:
                     sys.exit("unknown benchmark: " + bench)
             finally:

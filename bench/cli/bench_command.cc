@@ -56,8 +56,8 @@ Status check_bench_movies(const BenchMoviesOptions& m) {
 }
 
 Status check_bench_fleet_page(const BenchFleetPageOptions& f) {
-  if (f.connections < 1 || f.connections > kBenchFleetConnectionsMax) {
-    return invalid_argument("--connections must be 1.." +
+  if (f.connections > kBenchFleetConnectionsMax) {
+    return invalid_argument("--connections must be 0.." +
                             std::to_string(kBenchFleetConnectionsMax));
   }
   if (f.seconds < 2 || f.seconds > kBenchSecondsMax) {
@@ -138,7 +138,9 @@ class BenchCommand final : public cli::Command {
         "One open Fleet page polling a fleet of --connections: bytes, requests and (on DynamoDB) "
         "read units a minute, and the latency of a page of 100; without --store, on a fresh "
         "SQLite file in a temporary directory");
-    fleet_page_->add_option("--connections", f.connections, "Connections added before the window")
+    fleet_page_
+        ->add_option("--connections", f.connections,
+                     "Connections added before the window (0: polls the fleet already in --store)")
         ->capture_default_str();
     fleet_page_->add_option("--seconds", f.seconds, "The timed window")->capture_default_str();
     fleet_page_->add_option("--every", f.every, "The page's polling period while things change")

@@ -31,7 +31,7 @@ inline constexpr size_t kBenchFleetConnectionsMax = 1'000'000;
 
 struct BenchFleetPageOptions {
   std::string store_uri;         // empty: a fresh SQLite file in a temporary directory
-  size_t connections = 10000;    // added before the window: 1..kBenchFleetConnectionsMax
+  size_t connections = 10000;    // added before the window: 0..kBenchFleetConnectionsMax
   int64_t seconds = 60;          // the timed window: 2..kBenchSecondsMax
   std::string every = "1s";      // the page's polling period while things change
   std::string every_max = "8s";  // ... and the most it backs off to while nothing does

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cassert>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -198,9 +199,9 @@ class Accounts::Impl {
   Result<std::vector<User>> list_users();
   Result<User> get_user(std::string_view name);
   Status remove_user(std::string_view name);
-  Result<User> authenticate_token(std::string_view token);
+  Result<User> authenticate_token(std::string_view token, Recency recency);
   SignIn sign_in(std::string_view name, std::string_view password, std::string_view address);
-  Result<User> authenticate_session(std::string_view session_id);
+  Result<User> authenticate_session(std::string_view session_id, Recency recency);
   Status sign_out(std::string_view session_id);
 
  private:
@@ -255,10 +256,32 @@ class Accounts::Impl {
     // stands, in every process. Otherwise it is read again.
     std::optional<User> checked;
     ChangeStamp stamp;
+    // Tokens and sessions, on a store without change stamps: the user that
+    // the last check found, when (recent_at), and until when a session it
+    // was lasts (Unix ms), for Recency::kRecent.
+    std::optional<User> recent;
+    MonoTime recent_at{};
+    int64_t recent_until_ms = 0;
   };
   // The user of the token at `pk` if a check found it at `stamp`.
   std::optional<User> checked_user(const std::string& pk, const ChangeStamp& stamp);
   void remember_check(const std::string& pk, const User& user, const ChangeStamp& stamp);
+  // The user of the token or session at `pk` if a check found it within
+  // recent_check_for (and before `recent_until_ms`).
+  std::optional<User> recent_user(const std::string& pk);
+  // What a check (on a store without change stamps) found: a user it may
+  // stand for until `until_ms`, or a failure, which no later check reuses.
+  void remember_recent(const std::string& pk, const Result<User>& checked, int64_t until_ms);
+  // Forgets every check kept for reuse (a user removed, or signed out of
+  // every session, here).
+  void forget_recent_checks();
+  // A session's check that read the store: its user, and its expiry as read.
+  struct SessionCheck {
+    User user;
+    int64_t expires_at_ms = 0;
+  };
+  Result<SessionCheck> check_session(const Key& key);
+  Result<User> check_token(const Key& key);
 
   Mutex owners_mu_;
   std::unordered_map<std::string, Known> known_ GUARDED_BY(owners_mu_);
@@ -385,6 +408,7 @@ Status Accounts::Impl::set_password(std::string_view name, std::string_view pass
   LEASEHOLD_RETURN_IF_ERROR(updated.status());
   // The raised epoch has signed every session out already; removing them
   // only keeps the table small.
+  forget_recent_checks();
   remove_owned(name, generation, kSessionKind);
   return Status::ok_status();
 }
@@ -419,6 +443,7 @@ Status Accounts::Impl::remove_user(std::string_view name) {
       store_.remove(table(), user_key(name), cond::eq(std::string(kGeneration), generation));
   if (removed.code() == Code::kConditionFailed) return no_such_user(name);  // removed meanwhile
   LEASEHOLD_RETURN_IF_ERROR(removed);
+  forget_recent_checks();
   // Its tokens and sessions stopped working with the user; this only clears
   // them away, and may miss those an eventually consistent index does not
   // show yet.
@@ -482,7 +507,9 @@ Result<Accounts::Impl::Owned> Accounts::Impl::read_owned(const Key& key) {
   }
   MutexLock lock(owners_mu_);
   if (known_.size() >= kKnownOwnersMax) known_.clear();
-  known_.insert_or_assign(key.pk, Known{name, std::nullopt, {}});
+  Known entry;
+  entry.owner = name;
+  known_.insert_or_assign(key.pk, std::move(entry));
   return owned;
 }
 
@@ -532,19 +559,63 @@ void Accounts::Impl::remember_check(const std::string& pk, const User& user,
   it->second.stamp = stamp;
 }
 
-Result<User> Accounts::Impl::authenticate_token(std::string_view token) {
+std::optional<User> Accounts::Impl::recent_user(const std::string& pk) {
+  if (options_.recent_check_for <= Duration::zero()) return std::nullopt;
+  const MonoTime now = clock_.mono_now();
+  const int64_t wall_ms = now_ms();
+  MutexLock lock(owners_mu_);
+  const auto it = known_.find(pk);
+  if (it == known_.end() || !it->second.recent) return std::nullopt;
+  const Known& k = it->second;
+  if (now - k.recent_at >= options_.recent_check_for || wall_ms >= k.recent_until_ms) {
+    return std::nullopt;
+  }
+  return k.recent;
+}
+
+void Accounts::Impl::remember_recent(const std::string& pk, const Result<User>& checked,
+                                     int64_t until_ms) {
+  const MonoTime now = clock_.mono_now();
+  MutexLock lock(owners_mu_);
+  const auto it = known_.find(pk);
+  if (it == known_.end()) return;
+  if (!checked.ok()) {
+    it->second.recent.reset();
+    return;
+  }
+  it->second.recent = *checked;
+  it->second.recent_at = now;
+  it->second.recent_until_ms = until_ms;
+}
+
+void Accounts::Impl::forget_recent_checks() {
+  MutexLock lock(owners_mu_);
+  for (auto& [pk, known] : known_) known.recent.reset();
+}
+
+Result<User> Accounts::Impl::check_token(const Key& key) {
+  LEASEHOLD_ASSIGN_OR_RETURN(Owned owned, read_owned(key));
+  if (!owned.item) return unauthenticated("unknown or revoked API token");
+  LEASEHOLD_RETURN_IF_ERROR(owner_of(owned, "API token").status());
+  return user_of(std::move(*owned.user));
+}
+
+Result<User> Accounts::Impl::authenticate_token(std::string_view token, Recency recency) {
   if (!is_secret(token)) return unauthenticated("malformed API token");
   const Key key = token_key(token);
   // Taken before the read: a write that the read misses moves it on.
   const std::optional<ChangeStamp> stamp = store_.change_stamp();
   if (stamp) {
     if (std::optional<User> user = checked_user(key.pk, *stamp)) return std::move(*user);
+  } else if (recency == Recency::kRecent) {
+    if (std::optional<User> user = recent_user(key.pk)) return std::move(*user);
   }
-  LEASEHOLD_ASSIGN_OR_RETURN(Owned owned, read_owned(key));
-  if (!owned.item) return unauthenticated("unknown or revoked API token");
-  LEASEHOLD_RETURN_IF_ERROR(owner_of(owned, "API token").status());
-  User user = user_of(std::move(*owned.user));
-  if (stamp) remember_check(key.pk, user, *stamp);
+  Result<User> user = check_token(key);
+  if (stamp) {
+    if (user.ok()) remember_check(key.pk, *user, *stamp);
+  } else {
+    remember_recent(key.pk, user, std::numeric_limits<int64_t>::max());
+  }
   return user;
 }
 
@@ -617,9 +688,23 @@ Result<Session> Accounts::Impl::open_session(const Item& user) {
   return Session{id, user_of(user), from_unix_ms(expires_at_ms)};
 }
 
-Result<User> Accounts::Impl::authenticate_session(std::string_view session_id) {
+Result<User> Accounts::Impl::authenticate_session(std::string_view session_id, Recency recency) {
   if (!is_secret(session_id)) return unauthenticated("malformed session ID");
   const Key key = session_key(session_id);
+  const bool stamped = store_.change_stamp().has_value();
+  if (!stamped && recency == Recency::kRecent) {
+    if (std::optional<User> user = recent_user(key.pk)) return std::move(*user);
+  }
+  Result<SessionCheck> checked = check_session(key);
+  if (!stamped) {
+    remember_recent(key.pk, checked.ok() ? Result<User>(checked->user) : checked.status(),
+                    checked.ok() ? checked->expires_at_ms : 0);
+  }
+  if (!checked.ok()) return checked.status();
+  return std::move(checked->user);
+}
+
+Result<Accounts::Impl::SessionCheck> Accounts::Impl::check_session(const Key& key) {
   LEASEHOLD_ASSIGN_OR_RETURN(const Owned owned, read_owned(key));
   if (!owned.item) return unauthenticated("unknown or ended session");
   const Item* const session = &*owned.item;
@@ -635,7 +720,7 @@ Result<User> Accounts::Impl::authenticate_session(std::string_view session_id) {
     return unauthenticated("session ended: the password was changed");
   }
   slide(key, *session, now);
-  return user_of(*user);
+  return SessionCheck{user_of(*user), expires_at_ms};
 }
 
 // Moves the session's expiry to now + session_ttl if it was last moved at
@@ -670,7 +755,12 @@ void Accounts::Impl::prune_expired_sessions(std::string_view name) {
 
 Status Accounts::Impl::sign_out(std::string_view session_id) {
   if (!is_secret(session_id)) return Status::ok_status();  // no such session can exist
-  return store_.remove(table(), session_key(session_id), Condition{});
+  const Key key = session_key(session_id);
+  {
+    MutexLock lock(owners_mu_);
+    known_.erase(key.pk);
+  }
+  return store_.remove(table(), key, Condition{});
 }
 
 // ---------------------------------------------------------------- Accounts
@@ -698,15 +788,15 @@ Status Accounts::set_password(std::string_view name, std::string_view password) 
 Result<std::vector<User>> Accounts::list_users() { return impl_->list_users(); }
 Result<User> Accounts::get_user(std::string_view name) { return impl_->get_user(name); }
 Status Accounts::remove_user(std::string_view name) { return impl_->remove_user(name); }
-Result<User> Accounts::authenticate_token(std::string_view token) {
-  return impl_->authenticate_token(token);
+Result<User> Accounts::authenticate_token(std::string_view token, Recency recency) {
+  return impl_->authenticate_token(token, recency);
 }
 SignIn Accounts::sign_in(std::string_view name, std::string_view password,
                          std::string_view client_address) {
   return impl_->sign_in(name, password, client_address);
 }
-Result<User> Accounts::authenticate_session(std::string_view session_id) {
-  return impl_->authenticate_session(session_id);
+Result<User> Accounts::authenticate_session(std::string_view session_id, Recency recency) {
+  return impl_->authenticate_session(session_id, recency);
 }
 Status Accounts::sign_out(std::string_view session_id) { return impl_->sign_out(session_id); }
 

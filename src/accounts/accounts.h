@@ -16,7 +16,12 @@
 // store with change stamps (ItemStore::change_stamp(): SQLite, memory) a
 // token's check is also kept with the stamp taken before its read, and
 // stands for as long as the stamp stays the same, that is until anything
-// is written to the store; every other check reads. A session's
+// is written to the store. On a store without them (DynamoDB), a check for a
+// request that only reads (Recency::kRecent) may reuse this process's last
+// check of the same token or session for recent_check_for (10 s): a
+// revocation made through another process counts for reads within that
+// long, for writes at once; one made through this process counts at once.
+// Every other check reads. A session's
 // expiry slides on use, written at most once per slide_every so that a busy
 // browser does not cost a write per request. Each user carries a random
 // generation ID that its tokens and sessions repeat, and a session epoch
@@ -107,7 +112,22 @@ struct AccountsOptions {
   size_t limiter_keys_max = 100'000;
   size_t password_bytes_min = 8;
   size_t password_bytes_max = 1024;
+  // How long a check of a token or session may stand for requests that only
+  // read (Recency::kRecent), on a store without change stamps: each check
+  // otherwise costs two consistent reads (2 read units on DynamoDB), and a
+  // page that polls asks several times a second. A token or session
+  // revoked, or a user removed or given a new password, through another
+  // process still reads for up to this long (never past a session's
+  // expiry); writes are checked against the store each time. 0: every check
+  // reads.
+  Duration recent_check_for = std::chrono::seconds(10);
 };
+
+// What a check may rely on: the store as it is now (kExact, for requests
+// that change something), or a check of the same credentials made by this
+// process within AccountsOptions::recent_check_for (kRecent, for requests
+// that only read).
+enum class Recency { kExact, kRecent };
 
 // The input rules add_user() and set_password() apply, for callers that
 // check their input before they open a store. kInvalidArgument saying what
@@ -158,7 +178,7 @@ class Accounts {
   // malformed, unknown, or its user is gone. Only reads the store, never
   // writes (so it may run on an event loop when the store's
   // reads_are_local()).
-  Result<User> authenticate_token(std::string_view token);
+  Result<User> authenticate_token(std::string_view token, Recency recency = Recency::kExact);
   // Checks a password and opens a session. Counts failures (see above): a
   // wrong password or an unknown user is kUnauthenticated, with the same
   // message and about the same time; too many failures in the window is
@@ -168,7 +188,7 @@ class Accounts {
   // The user of a live session, sliding its expiry; kUnauthenticated if the
   // ID is malformed, unknown or expired, or the user is gone or changed its
   // password since.
-  Result<User> authenticate_session(std::string_view session_id);
+  Result<User> authenticate_session(std::string_view session_id, Recency recency = Recency::kExact);
   // Ends a session (OK if it was already gone, or the ID is malformed).
   Status sign_out(std::string_view session_id);
 

@@ -395,6 +395,96 @@ TEST_P(AccountsTest, WhileTheStoreIsUnchangedATokenCheckReadsNothing) {
 // A revocation that lands while a check reads: that check may still pass
 // (the two were concurrent), but what it found is not kept, because the
 // stamp it keeps was taken before its read.
+// On a store without change stamps (DynamoDB), a check for a request that
+// only reads stands for recent_check_for; a check for a write always reads.
+TEST_P(AccountsTest, WithoutStampsAReadersCheckStandsForRecentCheckForAndNoLonger) {
+  store_->stamps = false;
+  const std::string token = add("ann");
+  const auto recent = [&] {
+    return accounts_->authenticate_token(token, Recency::kRecent).status().code();
+  };
+  ASSERT_EQ(recent(), Code::kOk);
+  int calls = store_->calls;
+  clock_.advance(options().recent_check_for - seconds(1));
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(recent(), Code::kOk);
+  EXPECT_EQ(store_->calls - calls, 0);
+  ASSERT_EQ(token_code(token), Code::kOk);  // Recency::kExact
+  EXPECT_EQ(store_->calls - calls, 1);
+
+  // The exact check renewed it: it stands for another recent_check_for.
+  calls = store_->calls;
+  clock_.advance(options().recent_check_for - seconds(1));
+  ASSERT_EQ(recent(), Code::kOk);
+  EXPECT_EQ(store_->calls - calls, 0);
+  clock_.advance(seconds(1));
+  ASSERT_EQ(recent(), Code::kOk);
+  EXPECT_EQ(store_->calls - calls, 1);
+}
+
+// What another process revokes counts for writes at once, and for reads
+// once the recent check lapses or a check for a write has found it.
+TEST_P(AccountsTest, WithoutStampsARevocationElsewhereCountsForReadsWithinRecentCheckFor) {
+  store_->stamps = false;
+  const std::string token = add("ann");
+  const std::string other_token = add("bob");
+  ASSERT_EQ(accounts_->authenticate_token(token, Recency::kRecent).status().code(), Code::kOk);
+  ASSERT_EQ(accounts_->authenticate_token(other_token, Recency::kRecent).status().code(),
+            Code::kOk);
+  Accounts elsewhere(*store_, clock_, random_, options());
+  ASSERT_TRUE(elsewhere.remove_user("ann").ok());
+  ASSERT_TRUE(elsewhere.remove_user("bob").ok());
+
+  EXPECT_EQ(accounts_->authenticate_token(token, Recency::kRecent).status().code(), Code::kOk);
+  EXPECT_EQ(token_code(token), Code::kUnauthenticated);
+  // That failure is not forgotten by the next read.
+  EXPECT_EQ(accounts_->authenticate_token(token, Recency::kRecent).status().code(),
+            Code::kUnauthenticated);
+  clock_.advance(options().recent_check_for);
+  EXPECT_EQ(accounts_->authenticate_token(other_token, Recency::kRecent).status().code(),
+            Code::kUnauthenticated);
+}
+
+// What this process does counts for reads at once.
+TEST_P(AccountsTest, WithoutStampsSignOutAndRemoveUserHereEndRecentChecksAtOnce) {
+  store_->stamps = false;
+  const std::string token = add("ann", std::string(kPassword));
+  const Session session = sign_in("ann");
+  const Session other = sign_in("ann");
+  const auto recent_session = [&](const Session& s) {
+    return accounts_->authenticate_session(s.id, Recency::kRecent).status().code();
+  };
+  ASSERT_EQ(recent_session(session), Code::kOk);
+  ASSERT_EQ(recent_session(other), Code::kOk);
+  ASSERT_EQ(accounts_->authenticate_token(token, Recency::kRecent).status().code(), Code::kOk);
+  ASSERT_TRUE(accounts_->sign_out(session.id).ok());
+  EXPECT_EQ(recent_session(session), Code::kUnauthenticated);
+  EXPECT_EQ(recent_session(other), Code::kOk);
+  ASSERT_TRUE(accounts_->remove_user("ann").ok());
+  EXPECT_EQ(recent_session(other), Code::kUnauthenticated);
+  EXPECT_EQ(accounts_->authenticate_token(token, Recency::kRecent).status().code(),
+            Code::kUnauthenticated);
+}
+
+// A session's recent check never stands past the expiry it read.
+TEST_P(AccountsTest, WithoutStampsARecentSessionCheckEndsWithTheSessionsExpiry) {
+  store_->stamps = false;
+  add("ann", std::string(kPassword));
+  const Session session = sign_in("ann");
+  clock_.advance(options().session_ttl - seconds(2));
+  // This check slides the expiry, and keeps the one it read.
+  ASSERT_EQ(accounts_->authenticate_session(session.id, Recency::kRecent).status().code(),
+            Code::kOk);
+  const int calls = store_->calls;
+  clock_.advance(seconds(1));
+  ASSERT_EQ(accounts_->authenticate_session(session.id, Recency::kRecent).status().code(),
+            Code::kOk);
+  EXPECT_EQ(store_->calls - calls, 0);
+  clock_.advance(seconds(1));  // past the expiry it read (it was slid meanwhile)
+  ASSERT_EQ(accounts_->authenticate_session(session.id, Recency::kRecent).status().code(),
+            Code::kOk);
+  EXPECT_GT(store_->calls - calls, 0);
+}
+
 TEST_P(AccountsTest, ATokenRevokedDuringACheckIsRefusedByTheNextOne) {
   const std::string token = add("ann");
   ASSERT_EQ(token_code(token), Code::kOk);  // its owner is known: one batch from here

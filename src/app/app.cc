@@ -262,12 +262,16 @@ void App::Impl::add_routes() {
 // someone); a stale cookie on a public route is ignored (a browser keeps
 // sending it after its session ends, and the sign-in page must still load).
 std::optional<Response> App::Impl::admit(Request& request, const Route& route) {
+  // A request that only reads may rest on a check made a few seconds ago
+  // (accounts::AccountsOptions::recent_check_for); one that writes may not.
+  const accounts::Recency recency =
+      is_safe_method(request.method) ? accounts::Recency::kRecent : accounts::Recency::kExact;
   if (const auto token = bearer_token(request)) {
-    Result<accounts::User> user = accounts_.authenticate_token(*token);
+    Result<accounts::User> user = accounts_.authenticate_token(*token, recency);
     if (!user.ok()) return error_response(user.status(), request.request_id);
     request.caller = caller_of(std::move(*user));
   } else if (const auto session = cookie_value(request, kSessionCookie)) {
-    Result<accounts::User> user = accounts_.authenticate_session(*session);
+    Result<accounts::User> user = accounts_.authenticate_session(*session, recency);
     if (user.ok()) {
       request.caller = caller_of(std::move(*user));
       request.by_cookie = true;

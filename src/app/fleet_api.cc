@@ -1,7 +1,11 @@
 #include "app/fleet_api.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -34,23 +38,88 @@ namespace json = boost::json;
 constexpr char kConnectionsPath[] = "/api/fleet/connections";
 constexpr char kRedactedQuery[] = "?\u2026";  // "?…"
 
-// The summary is read from the store once a second at most, however many
-// pages ask: each open page costs what one does.
-constexpr std::chrono::milliseconds kSummaryFreshFor{1000};
-// The free connections it names, longest free first.
+// The free connections the summary names, longest free first.
 constexpr size_t kSummaryFreeMax = 20;
 // Counts never counted (no worker has led since they were added) are
 // counted by the server, at most this often.
 constexpr std::chrono::seconds kRecountTryEvery{60};
+// Pages of connections kept (each query its own), the least used dropped.
+constexpr size_t kPagesKeptMax = 64;
+
+// How long an answer read from the store stands before the store is read
+// again: at least `at_least`, and on a store that bills reads long enough
+// that reading it again costs no more than `units_per_minute` (what its
+// last read cost, in read units, sets the pace). Every open page asking
+// then costs what one does, and one costs a bounded amount however large
+// the fleet: at 100,000 connections, a page of them is read less often.
+struct ReadPacing {
+  Duration at_least{};
+  double units_per_minute = 0;  // 0: no bound
+
+  Duration fresh_for(double units) const {
+    if (units_per_minute <= 0 || units <= 0) return at_least;
+    const auto paced = std::chrono::duration_cast<Duration>(
+        std::chrono::duration<double, std::ratio<60>>(units / units_per_minute));
+    return std::max(at_least, paced);
+  }
+};
+
+// The summary (and the workers, read with it) at most once a second; on a
+// store that bills reads (DynamoDB), at most every 2 s and 20 read units a
+// minute. A page of connections, read at each request on a store whose
+// reads are local; otherwise at most every 5 s and 24 read units a minute.
+// With the accounts' check (10 s, 2 read units), one open Fleet page costs
+// at most about 56 read units a minute on DynamoDB, whatever the size of
+// the fleet (docs/benchmarks.md).
+ReadPacing summary_pacing(const ItemStore& store) {
+  if (store.reads_are_local()) return {std::chrono::seconds(1), 0};
+  return {std::chrono::seconds(2), 20};
+}
+ReadPacing page_pacing(const ItemStore& store) {
+  if (store.reads_are_local()) return {Duration::zero(), 0};
+  return {std::chrono::seconds(5), 24};
+}
+
+// The read units the store says it has spent (0 for one that bills none).
+// Around a read, what other requests spent meanwhile counts too, which
+// can only make the next read later.
+double read_units_spent(const ItemStore& store) {
+  double units = 0;
+  for (const CapacityUse& use : store.consumed_capacity()) units += use.read_units;
+  return units;
+}
 
 // The last summary read, shared by the server's threads.
 struct SummaryCache {
   Mutex mu;
   MonoTime read_at GUARDED_BY(mu){};
+  Duration fresh_for GUARDED_BY(mu){};
   std::optional<Response> answer GUARDED_BY(mu);
   fleet::FleetSummary summary GUARDED_BY(mu);
   MonoTime recount_tried_at GUARDED_BY(mu){};
   bool recount_tried GUARDED_BY(mu) = false;
+};
+
+// The pages of connections last read, by query (`?attention=1` among
+// them), while the pacing lets them stand.
+struct PageCache {
+  struct Entry {
+    fleet::ConnectionPage page;
+    int64_t read_at_ms = 0;  // wall time of the read
+    MonoTime read_at{};
+    Duration fresh_for{};
+    MonoTime used_at{};
+  };
+  Mutex mu;
+  std::map<std::string, Entry, std::less<>> entries GUARDED_BY(mu);
+};
+
+// What the handlers share: the store's pacing and what was read.
+struct FleetReads {
+  ReadPacing summary_pacing;
+  ReadPacing page_pacing;
+  SummaryCache summary;
+  PageCache pages;
 };
 
 // What the handlers use; held by value in each route's handler.
@@ -58,7 +127,7 @@ struct FleetDeps {
   ItemStore& store;
   Clock& clock;
   Logger& log;
-  std::shared_ptr<SummaryCache> summary;
+  std::shared_ptr<FleetReads> reads;
 };
 
 int64_t now_ms(Clock& clock) { return to_unix_ms(clock.wall_now()); }
@@ -217,6 +286,30 @@ void link_next(Response& response, const fleet::ListQuery& q, const std::string&
 }
 
 Response list_attention(const Request& request, const FleetDeps& d);
+// A page as read from the store, and when (the server's wall time).
+struct ReadPage {
+  fleet::ConnectionPage page;
+  int64_t read_at_ms = 0;
+};
+template <class Read>
+Result<ReadPage> cached_page(const FleetDeps& d, const std::string& key, Read read);
+void forget_reads(const FleetDeps& d);
+
+// A page's answer, tagged (a poll that finds it as it was is 304), saying
+// when it was read: Leasehold-Read-At-Ms, the server's Unix ms, on the 304
+// too, so that rates are counted over the times the store was read.
+Response page_answer(Response r, const Request& request, int64_t read_at_ms) {
+  r = server::revalidated(std::move(r), request);
+  r.set_header("Leasehold-Read-At-Ms", std::to_string(read_at_ms));
+  return r;
+}
+
+// What names a page in the cache: its query, whole.
+std::string page_key(const fleet::ListQuery& q) {
+  return fmt::format("page {} {} {} {} {}", q.limit,
+                     q.state ? fleet::desired_state_name(*q.state) : "", q.owner, q.prefix,
+                     q.after);
+}
 
 // The whole list with the server's time, or a page of it without: a page
 // is tagged, so that a poll that finds nothing changed is 304, and a
@@ -242,13 +335,15 @@ Response list_connections(const Request& request, const FleetDeps& d) {
     return json_response(200, json::object{{"now_ms", now_ms(d.clock)},
                                            {"connections", server::json_array(*listed, to_json)}});
   }
-  Result<fleet::ConnectionPage> page = connections.list_page(**query);
-  if (!page.ok()) return failed_response(page.status(), request, d.log);
+  Result<ReadPage> read = cached_page(
+      d, page_key(**query), [&connections, &query] { return connections.list_page(**query); });
+  if (!read.ok()) return failed_response(read.status(), request, d.log);
+  const fleet::ConnectionPage& page = read->page;
   Response r =
-      json_response(200, json::object{{"connections", server::json_array(page->items, to_json)},
-                                      {"next_after", page->next_after}});
-  link_next(r, **query, page->next_after);
-  return server::revalidated(std::move(r), request);
+      json_response(200, json::object{{"connections", server::json_array(page.items, to_json)},
+                                      {"next_after", page.next_after}});
+  link_next(r, **query, page.next_after);
+  return page_answer(std::move(r), request, read->read_at_ms);
 }
 
 Response add_connection(Request& request, const FleetDeps& d) {
@@ -257,6 +352,7 @@ Response add_connection(Request& request, const FleetDeps& d) {
   Result<fleet::NewConnection> wanted = parse_new_connection(body);
   if (!wanted.ok()) return failed_response(wanted.status(), request, d.log);
   Result<fleet::Connection> added = fleet::Connections(d.store, d.clock).add(*wanted);
+  forget_reads(d);
   if (!added.ok()) return failed_response(added.status(), request, d.log);
   return json_response(201, connection_json(*added, /*full_url=*/true));
 }
@@ -264,6 +360,7 @@ Response add_connection(Request& request, const FleetDeps& d) {
 Response set_desired(const Request& request, fleet::DesiredState state, const FleetDeps& d) {
   Result<fleet::Connection> set =
       fleet::Connections(d.store, d.clock).set_desired(request.params.at("id"), state);
+  forget_reads(d);
   if (!set.ok()) return failed_response(set.status(), request, d.log);
   return json_response(200, connection_json(*set, request.caller->admin));
 }
@@ -271,22 +368,24 @@ Response set_desired(const Request& request, fleet::DesiredState state, const Fl
 Response remove_connection(const Request& request, const FleetDeps& d) {
   const std::string& id = request.params.at("id");
   Result<fleet::Connection> removed = fleet::Connections(d.store, d.clock).remove(id);
+  forget_reads(d);
   if (!removed.ok()) return failed_response(removed.status(), request, d.log);
   return json_response(200, json::object{{"id", id}, {"removed", true}});
 }
 
-// The summary, read from the store a second at most (SummaryCache). Counts
-// never counted are counted first, by the request that finds them so,
-// outside the cache's lock: counting reads every connection (a second or
-// more at 100,000), and other requests are answered meanwhile, with the
+// The summary, read from the store as its pacing allows (SummaryCache).
+// Counts never counted are counted first, by the request that finds them
+// so, outside the cache's lock: counting reads every connection (a second
+// or more at 100,000), and other requests are answered meanwhile, with the
 // counts as they stand. Fills `summary` and `answer`.
 Status cached_summary(const FleetDeps& d, fleet::FleetSummary* summary, Response* answer) {
-  SummaryCache& cache = *d.summary;
+  SummaryCache& cache = d.reads->summary;
   bool recount = false;
   {
     MutexLock lock(cache.mu);
     const MonoTime now = d.clock.mono_now();
-    if (!cache.answer || now - cache.read_at >= kSummaryFreshFor) {
+    if (!cache.answer || now - cache.read_at >= cache.fresh_for) {
+      const double units_before = read_units_spent(d.store);
       Result<fleet::FleetSummary> s = fleet::read_summary(d.store, d.clock, kSummaryFreeMax);
       if (!s.ok()) return s.status();
       if (s->counts.counted_at_ms == 0 &&
@@ -298,6 +397,7 @@ Status cached_summary(const FleetDeps& d, fleet::FleetSummary* summary, Response
       cache.answer = json_response(200, fleet_summary_json(*s));
       cache.summary = *std::move(s);
       cache.read_at = now;
+      cache.fresh_for = d.reads->summary_pacing.fresh_for(read_units_spent(d.store) - units_before);
     }
     if (!recount) {
       if (summary != nullptr) *summary = cache.summary;
@@ -314,6 +414,50 @@ Status cached_summary(const FleetDeps& d, fleet::FleetSummary* summary, Response
     cache.answer.reset();  // read again, with the counts
   }
   return cached_summary(d, summary, answer);
+}
+
+// The page `key` names, as `read` reads it, kept while the pacing lets it
+// stand (PageCache). The cache's lock is held while it reads, so that
+// pages polled at once read the store once.
+template <class Read>
+Result<ReadPage> cached_page(const FleetDeps& d, const std::string& key, Read read) {
+  if (d.reads->page_pacing.at_least <= Duration::zero() &&
+      d.reads->page_pacing.units_per_minute <= 0) {
+    const int64_t read_at_ms = now_ms(d.clock);
+    LEASEHOLD_ASSIGN_OR_RETURN(fleet::ConnectionPage page, read());
+    return ReadPage{std::move(page), read_at_ms};
+  }
+  PageCache& cache = d.reads->pages;
+  MutexLock lock(cache.mu);
+  const MonoTime now = d.clock.mono_now();
+  if (const auto it = cache.entries.find(key);
+      it != cache.entries.end() && now - it->second.read_at < it->second.fresh_for) {
+    it->second.used_at = now;
+    return ReadPage{it->second.page, it->second.read_at_ms};
+  }
+  const int64_t read_at_ms = now_ms(d.clock);
+  const double units_before = read_units_spent(d.store);
+  Result<fleet::ConnectionPage> page = read();
+  if (!page.ok()) return page.status();
+  if (cache.entries.size() >= kPagesKeptMax && !cache.entries.contains(key)) {
+    cache.entries.erase(std::ranges::min_element(
+        cache.entries, {}, [](const auto& entry) { return entry.second.used_at; }));
+  }
+  cache.entries.insert_or_assign(
+      key, PageCache::Entry{
+               *page, read_at_ms, now,
+               d.reads->page_pacing.fresh_for(read_units_spent(d.store) - units_before), now});
+  return ReadPage{*std::move(page), read_at_ms};
+}
+
+// After a change made here: the next poll reads what it changed.
+void forget_reads(const FleetDeps& d) {
+  {
+    MutexLock lock(d.reads->summary.mu);
+    d.reads->summary.answer.reset();
+  }
+  MutexLock lock(d.reads->pages.mu);
+  d.reads->pages.entries.clear();
 }
 
 Response fleet_summary(const Request& request, const FleetDeps& d) {
@@ -333,25 +477,42 @@ Response list_attention(const Request& request, const FleetDeps& d) {
   std::vector<std::string> ids;
   for (const fleet::FreeConnection& f : s.free) ids.push_back(f.id);
   for (const fleet::HeldTrouble& t : s.troubled) ids.push_back(t.trouble.id);
-  Result<std::vector<fleet::Connection>> read_items =
-      fleet::Connections(d.store, d.clock).get_many(ids);
-  if (!read_items.ok()) return failed_response(read_items.status(), request, d.log);
+  std::string key = "attention";
+  for (const std::string& id : ids) key += " " + id;
+  Result<ReadPage> read_page = cached_page(d, key, [&]() -> Result<fleet::ConnectionPage> {
+    LEASEHOLD_ASSIGN_OR_RETURN(std::vector<fleet::Connection> read_items,
+                               fleet::Connections(d.store, d.clock).get_many(ids));
+    return fleet::ConnectionPage{std::move(read_items), ""};
+  });
+  if (!read_page.ok()) return failed_response(read_page.status(), request, d.log);
   const bool admin = request.caller->admin;
   Response r = json_response(
-      200, json::object{{"connections", server::json_array(*read_items,
+      200, json::object{{"connections", server::json_array(read_page->page.items,
                                                            [admin](const fleet::Connection& c) {
                                                              return connection_json(c, admin);
                                                            })},
                         {"next_after", ""}});
-  return server::revalidated(std::move(r), request);
+  return page_answer(std::move(r), request, read_page->read_at_ms);
 }
 
+// The workers (every member, live or not), with the server's time: read
+// at each request where reads are local, else as the summary read them
+// (the same members), so that polling them costs nothing more.
 Response list_workers(const Request& request, const FleetDeps& d) {
-  Result<std::vector<fleet::Member>> members =
-      fleet::list_members(d.store, d.clock, /*alive_only=*/false);
-  if (!members.ok()) return failed_response(members.status(), request, d.log);
+  std::vector<fleet::Member> members;
+  if (d.store.reads_are_local()) {
+    Result<std::vector<fleet::Member>> listed =
+        fleet::list_members(d.store, d.clock, /*alive_only=*/false);
+    if (!listed.ok()) return failed_response(listed.status(), request, d.log);
+    members = *std::move(listed);
+  } else {
+    fleet::FleetSummary s;
+    const Status read = cached_summary(d, &s, nullptr);
+    if (!read.ok()) return failed_response(read, request, d.log);
+    members = std::move(s.members);
+  }
   return json_response(200, json::object{{"now_ms", now_ms(d.clock)},
-                                         {"workers", server::json_array(*members, member_json)}});
+                                         {"workers", server::json_array(members, member_json)}});
 }
 
 }  // namespace
@@ -363,7 +524,10 @@ std::string redact_url_query(std::string_view url) {
 }
 
 void add_fleet_routes(Router& router, ItemStore& store, Clock& clock, Logger& log) {
-  const FleetDeps d{store, clock, log, std::make_shared<SummaryCache>()};
+  auto reads = std::make_shared<FleetReads>();
+  reads->summary_pacing = summary_pacing(store);
+  reads->page_pacing = page_pacing(store);
+  const FleetDeps d{store, clock, log, std::move(reads)};
   const RouteOptions user{.access = Access::kUser};
   const RouteOptions admin{.access = Access::kAdmin};
   const RouteOptions admin_json{.access = Access::kAdmin, .body_bytes_max = kJsonBodyBytesMax};

@@ -6,9 +6,12 @@
 // and bad input that changes nothing.
 #include "app/fleet_api.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <boost/json.hpp>
+#include <memory>
 
 #include "../server/test_client.h"
 #include "app/app.h"
@@ -17,6 +20,7 @@
 #include "fleet/schema.h"
 #include "leasehold/lease.h"
 #include "server/server.h"
+#include "store/store_wrapper.h"
 #include "testing/capturing_logger.h"
 #include "testing/eventually.h"
 
@@ -49,7 +53,7 @@ class FleetApiTest : public ::testing::Test {
     accounts_ =
         std::make_unique<accounts::Accounts>(store, runtime_->clock(), runtime_->random(), cheap);
     app_ = std::make_unique<App>(*runtime_, *accounts_, registry_, log_, AppOptions{});
-    add_fleet_routes(app_->router(), store, runtime_->clock(), log_);
+    add_fleet_routes(app_->router(), fleet_store(), fleet_clock(), log_);
     server::ServerOptions server_options;
     server_options.port = 0;
     server_options.threads = 2;
@@ -62,6 +66,9 @@ class FleetApiTest : public ::testing::Test {
   void TearDown() override {
     if (server_) server_->stop();
   }
+  // The store and clock the fleet's routes use.
+  virtual ItemStore& fleet_store() { return runtime_->store(); }
+  virtual Clock& fleet_clock() { return runtime_->clock(); }
 
   std::string add_user(std::string name, bool admin) {
     auto added = accounts_->add_user({name, name, admin, "a long enough password"});
@@ -600,6 +607,136 @@ TEST_F(FleetApiTest, ACookieWriteNeedsTheServersOrigin) {
                  R"({"id":"a","url":"ws://h/"})")
                 .status,
             201);
+}
+
+// A store that bills reads as DynamoDB does: its reads are not local, and
+// each read costs `units_per_read` read units, which it reports.
+class BilledStore final : public store::StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+
+  std::atomic<int> reads{0};
+  std::atomic<double> units_per_read{0.5};
+
+  bool reads_are_local() const override { return false; }
+  std::vector<CapacityUse> consumed_capacity() const override {
+    return {CapacityUse{"connections", "", units_.load(), 0}};
+  }
+  Result<Item> get(std::string_view table, const Key& key, bool consistent) override {
+    bill();
+    return StoreWrapper::get(table, key, consistent);
+  }
+  Result<std::vector<Item>> batch_get(std::string_view table, std::span<const Key> keys) override {
+    bill();
+    return StoreWrapper::batch_get(table, keys);
+  }
+  Result<Page> query(std::string_view table, std::string_view pk, const KeyRange& range,
+                     const QueryOptions& options) override {
+    bill();
+    return StoreWrapper::query(table, pk, range, options);
+  }
+  Result<Page> query_index(std::string_view table, std::string_view index,
+                           std::string_view hash_value, const KeyRange& range,
+                           const QueryOptions& options) override {
+    bill();
+    return StoreWrapper::query_index(table, index, hash_value, range, options);
+  }
+
+ private:
+  void bill() {
+    ++reads;
+    units_.fetch_add(units_per_read.load());
+  }
+  std::atomic<double> units_{0};
+};
+
+// The fleet's routes on a store that bills reads, on a clock the test moves.
+class FleetApiOnABilledStoreTest : public FleetApiTest {
+ protected:
+  ItemStore& fleet_store() override {
+    if (!billed_) billed_ = std::make_unique<BilledStore>(runtime_->store());
+    return *billed_;
+  }
+  Clock& fleet_clock() override { return clock_; }
+
+  // The owner a page of ten shows for connection `id`.
+  std::string owner_shown(std::string_view id) {
+    const json::object page = ok_body(call("GET", "/api/fleet/connections?limit=10", user_));
+    for (const json::value& c : page.at("connections").as_array()) {
+      if (c.at("id").as_string() == id) return std::string(c.at("owner").as_string());
+    }
+    ADD_FAILURE() << id << " not on the page";
+    return "";
+  }
+
+  std::unique_ptr<BilledStore> billed_;
+  SimulatedClock clock_;
+};
+
+// A page stands at least 5 s, and long enough that reading it again costs
+// at most 24 read units a minute; a change made through the API is read
+// at once.
+TEST_F(FleetApiOnABilledStoreTest, APageIsReadAgainAsItsCostAllowsOrAfterAChangeHere) {
+  for (const char* id : {"a1", "a2", "a3"}) {
+    ASSERT_EQ(add(fmt::format(R"({{"id":"{}","url":"wss://h/s/{}"}})", id, id)).status, 201);
+  }
+  EXPECT_EQ(owner_shown("a1"), "");
+  const int reads = billed_->reads;
+  take("a1", "w1");
+  EXPECT_EQ(owner_shown("a1"), "");  // as read a moment ago
+  EXPECT_EQ(billed_->reads, reads);
+  // Each answer says when the store was read, a 304 too.
+  const auto read_at = [&](std::string_view headers = "") {
+    return call("GET", "/api/fleet/connections?limit=10", user_ + std::string(headers))
+        .header("leasehold-read-at-ms");
+  };
+  const std::string first_read_at = read_at();
+  EXPECT_EQ(first_read_at, std::to_string(to_unix_ms(clock_.wall_now())));
+  const std::string etag = call("GET", "/api/fleet/connections?limit=10", user_).header("etag");
+  ASSERT_FALSE(etag.empty());
+  EXPECT_EQ(read_at("If-None-Match: " + etag + "\r\n"), first_read_at);
+  clock_.advance(std::chrono::seconds(5));
+  EXPECT_EQ(owner_shown("a1"), "w1");
+  EXPECT_EQ(read_at(), std::to_string(to_unix_ms(clock_.wall_now())));
+  const int read_cost = billed_->reads - reads;
+  ASSERT_GT(read_cost, 0);
+
+  // Reads that cost 24 units each: the page stands a minute per read it took.
+  billed_->units_per_read = 24;
+  clock_.advance(std::chrono::seconds(5));
+  take("a2", "w2");
+  EXPECT_EQ(owner_shown("a2"), "w2");
+  const Duration paced = std::chrono::minutes(read_cost);
+  take("a3", "w3");
+  clock_.advance(paced - std::chrono::seconds(1));
+  EXPECT_EQ(owner_shown("a3"), "");
+  clock_.advance(std::chrono::seconds(1));
+  EXPECT_EQ(owner_shown("a3"), "w3");
+
+  // An admin's change through the API: the next poll reads.
+  ASSERT_EQ(call("POST", "/api/fleet/connections/a1/stop", admin_).status, 200);
+  EXPECT_EQ(ok_body(call("GET", "/api/fleet/connections?limit=10&state=STOPPED", user_))
+                .at("connections")
+                .as_array()
+                .size(),
+            1u);
+}
+
+// The workers are answered from the summary's read, which stands at least
+// 2 s (here, where reads are free, no longer): polling both costs what
+// polling the summary does.
+TEST_F(FleetApiOnABilledStoreTest, TheWorkersComeFromTheSummarysRead) {
+  billed_->units_per_read = 0;
+  ASSERT_EQ(ok_body(call("GET", "/api/fleet/summary", user_)).at("workers").as_array().size(), 0u);
+  const int reads = billed_->reads;
+  const json::object workers = ok_body(call("GET", "/api/fleet/workers", user_));
+  EXPECT_TRUE(workers.at("workers").as_array().empty());
+  EXPECT_TRUE(workers.contains("now_ms"));
+  EXPECT_EQ(ok_body(call("GET", "/api/fleet/summary", user_)).at("workers").as_array().size(), 0u);
+  EXPECT_EQ(billed_->reads, reads);
+  clock_.advance(std::chrono::seconds(2));
+  (void)ok_body(call("GET", "/api/fleet/workers", user_));
+  EXPECT_GT(billed_->reads, reads);
 }
 
 }  // namespace

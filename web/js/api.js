@@ -154,12 +154,13 @@ export function nextLink(headers) {
 // answer is the same (304), else {changed: true, data, etag, next}.
 export async function poll(path, etag) {
   const answer = await exchange('GET', path, { headers: etag ? { 'If-None-Match': etag } : {} });
-  if (answer.status === 304) return { changed: false };
+  if (answer.status === 304) return { changed: false, headers: answer.headers };
   return {
     changed: true,
     data: answer.data,
     etag: answer.headers.get('ETag'),
     next: nextLink(answer.headers),
+    headers: answer.headers,
   };
 }
 
@@ -194,13 +195,18 @@ function connectionPath(id) {
 // {changed: true, data: {connections: [{id, desired_state, ws_url, owner,
 // expires_at_ms, last_seq, epoch, last_error, last_error_at_ms,
 // heartbeat_at_ms, messages, reconnects, last_message_at_ms}], next_after},
-// etag}. A page carries no clock: take it from listWorkers().
-export function pollConnectionPage(query, etag = null) {
+// etag, readAtMs}, readAtMs the server's time when it read the page from the
+// store (where reads are billed, a page is read again every few seconds at
+// most: a 304 may say it was read again, unchanged). A page carries no
+// clock: take it from listWorkers().
+export async function pollConnectionPage(query, etag = null) {
   const params = new URLSearchParams();
   for (const name of ['limit', 'after', 'state', 'prefix', 'owner']) {
     if (query[name]) params.set(name, query[name]);
   }
-  return poll(`/api/fleet/connections?${params}`, etag);
+  const answer = await poll(`/api/fleet/connections?${params}`, etag);
+  answer.readAtMs = Number(answer.headers.get('Leasehold-Read-At-Ms')) || null;
+  return answer;
 }
 
 // The fleet at a glance, polled: {changed, data: {connections: {total,

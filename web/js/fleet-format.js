@@ -89,8 +89,11 @@ export class RateTracker {
     this.#minSpanMs = minSpanMs;
   }
 
+  // A sample at time `t`; one no later than the last (the same read, seen
+  // again) adds nothing.
   add(key, t, value) {
     let samples = this.#samples.get(key);
+    if (samples && samples.length && t <= samples[samples.length - 1].t) return;
     if (!samples || (samples.length && value < samples[samples.length - 1].value)) {
       samples = [];
       this.#samples.set(key, samples);

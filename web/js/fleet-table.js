@@ -22,7 +22,7 @@ import { connectionRow, fillConnectionRow, showLease, STATE_NAMES } from './flee
 
 export const PAGE_SIZE = 100;
 // The search asks once typing pauses for this long.
-const SEARCH_DEBOUNCE_MS = 150;
+const SEARCH_DEBOUNCE_MS = 100;
 const ID_CHARS = /^[A-Za-z0-9._~-]*$/;
 
 // The filters a URL's query names; anything it does not know is left out.
@@ -289,24 +289,29 @@ export class ConnectionTable {
 
   // ---- answers ----
 
-  // A new page for the query whose key is `key`.
-  showPage(key, page, nowMs) {
+  // A new page for the query whose key is `key`, read by the server at
+  // `readAtMs` (its rates count from then), shown at `nowMs` (null before
+  // the server's clock is known).
+  showPage(key, page, nowMs, readAtMs) {
     this.page = page;
     this.pageKey = key;
     this.queryError = null;
     const ids = new Set(page.connections.map((c) => c.id));
     this.rates.keepOnly(ids);
-    for (const c of page.connections) this.rates.add(c.id, nowMs, c.last_seq);
+    if (readAtMs != null) {
+      for (const c of page.connections) this.rates.add(c.id, readAtMs, c.last_seq);
+    }
     syncRows(this.rows, this.body, page.connections, (c) => c.id,
       (c) => this.connectionRow(c.id), (row, c) => this.fillConnection(row, c, nowMs));
     this.showArea();
     this.showPager();
   }
 
-  // The page asked is as it was: its counters did not move.
-  unchanged(nowMs) {
-    if (!this.page) return;
-    for (const c of this.page.connections) this.rates.add(c.id, nowMs, c.last_seq);
+  // The page asked is as it was when the server read it at `readAtMs`: its
+  // counters did not move until then.
+  unchanged(readAtMs) {
+    if (!this.page || readAtMs == null) return;
+    for (const c of this.page.connections) this.rates.add(c.id, readAtMs, c.last_seq);
     for (const row of this.rows.values()) {
       setText(row.cells.rate, formatRate(this.rates.rate(row.id)));
     }

@@ -81,12 +81,14 @@ class FleetPage {
 
   // ---- polling ----
 
-  // One turn: the summary, the page on screen and the workers, at once.
-  // Resolves true when the summary or the page changed (the poller backs
-  // off while they do not).
+  // One turn: the summary, the page on screen and the workers, asked at
+  // once, each drawn as it comes (a filter's page does not wait for the
+  // others). Resolves true when the summary or the page changed (the
+  // poller backs off while they do not).
   async poll(sentAt) {
     const query = this.table.query();
     const tag = query.key === this.pageKey ? this.pageTag : null;
+    const nowMs = () => (this.clock.known ? this.clock.now() : null);
     // A page the server refuses (a bad filter) is the table's to say, not a
     // failure of the whole turn.
     const pageRead = query.params
@@ -95,26 +97,29 @@ class FleetPage {
         throw error;
       })
       : Promise.resolve({ refused: { message: NO_SUCH_ID } });
-    const workersRead = listWorkers().then((data) => ({ data, answeredAt: performance.now() }));
+    const pageShown = pageRead.then(
+      (page) => !this.stopped && this.showPage(query.key, page, nowMs()));
+    const workersRead = listWorkers().then((data) => {
+      if (!this.stopped) this.clock.sync(data.now_ms, sentAt, performance.now());
+      return data;
+    });
     let changed = false;
     try {
-      const [summary, page, workers] =
-        await Promise.all([pollFleetSummary(this.summaryTag), pageRead, workersRead]);
+      const [summary, pageChanged, workers] =
+        await Promise.all([pollFleetSummary(this.summaryTag), pageShown, workersRead]);
       if (this.stopped) return false;
-      this.clock.sync(workers.data.now_ms, sentAt, workers.answeredAt);
-      const nowMs = this.clock.now();
+      changed = pageChanged;
       if (summary.changed && summary.etag !== this.summaryTag) {
         changed = true;
         this.summaryTag = summary.etag;
-        this.summary.show(summary.data, nowMs);
+        this.summary.show(summary.data, nowMs());
         this.table.setCounts(summary.data.connections);
       }
-      this.workers.show(workers.data.workers, nowMs);
-      this.table.setWorkers(workers.data.workers);
-      changed = this.showPage(query.key, page, nowMs) || changed;
+      this.workers.show(workers.workers, nowMs());
+      this.table.setWorkers(workers.workers);
       if (query.key === this.table.query().key) this.table.showAdded(sentAt);
       this.lastAnswerAt = performance.now();
-      this.lastAnswerTime = new Date(workers.data.now_ms).toLocaleTimeString();
+      this.lastAnswerTime = new Date(workers.now_ms).toLocaleTimeString();
       this.lastError = null;
     } catch (error) {
       if (this.stopped) return false;
@@ -131,6 +136,7 @@ class FleetPage {
 
   // Shows the page's answer if it is still the one on screen (the filters
   // may have changed while it was asked: another turn follows at once).
+  // Its rates count over the times the server read it (readAtMs).
   showPage(key, page, nowMs) {
     if (key !== this.table.query().key) return false;
     if (page.refused) {
@@ -138,13 +144,14 @@ class FleetPage {
       this.table.showQueryError(key, page.refused.message);
       return false;
     }
+    const readAtMs = page.readAtMs ?? nowMs;
     if (!page.changed && key === this.pageKey) {
-      this.table.unchanged(nowMs);
+      this.table.unchanged(readAtMs);
       return false;
     }
     this.pageKey = key;
     this.pageTag = page.etag;
-    this.table.showPage(key, page.data, nowMs);
+    this.table.showPage(key, page.data, nowMs, readAtMs);
     return true;
   }
 
