@@ -13,7 +13,11 @@
 // Every list carries the server's wall clock (now_ms), so that a page counts
 // leases down against the server's time, not its own. The summary
 // (fleet/summary.h) carries none: it is read once a second at most however
-// many ask, and answered 304 to a poll whose If-None-Match names it. A
+// many ask, and answered 304 to a poll whose If-None-Match names it. On a
+// store that bills reads (DynamoDB), the summary (with the workers) and
+// each page of connections are read again only as often as their last
+// read's cost allows (docs/server.md, "How often the fleet API reads the
+// store"); a page says when it was read (Leasehold-Read-At-Ms). A
 // connection's ws_url may carry a credential in its query: users other
 // than admins get it with the query replaced by "?…", and nobody gets the
 // lease token. Each handler validates its input, calls fleet/connections.h,

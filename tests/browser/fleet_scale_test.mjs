@@ -194,6 +194,16 @@ test('the summary counts 100,000 connections, none of them streaming', async () 
   await eventually('the free connections listed', async () =>
     (await page.locator('tr[data-free-id]').count()) === 20, SHOWN_WITHIN_MS);
   await waitForText(page.locator('#attention-more'), /More are free \(about 99,997\)/);
+  // Of which the first 5 are shown until the user asks for all.
+  const visibleFree = () => page.locator('tr[data-free-id]:visible').count();
+  assert.equal(await visibleFree(), 5);
+  const showAll = page.locator('#attention-all');
+  await waitForText(showAll, /^Show all 20$/);
+  await showAll.click();
+  await eventually('all 20 shown', async () => (await visibleFree()) === 20, SHOWN_WITHIN_MS);
+  assert.equal(await showAll.getAttribute('aria-expanded'), 'true');
+  await showAll.click();
+  await eventually('5 shown again', async () => (await visibleFree()) === 5, SHOWN_WITHIN_MS);
   // The first page of the table, and where it is in the whole.
   await eventually('the first page', async () =>
     (await connRows.count()) === PAGE && (await conn(bulkId(0)).count()) === 1, SHOWN_WITHIN_MS);

@@ -59,6 +59,10 @@ const STATS = [
   },
 ];
 
+// Rows of "Needs attention" shown until the user asks for all of them (up
+// to 20 free and 20 held), so that the workers and the table stay near.
+const ATTENTION_SHOWN = 5;
+
 // What a held connection's reason says.
 const REASONS = { not_streaming: 'Not streaming', stalled: 'Stalled' };
 
@@ -72,6 +76,7 @@ export class SummaryView {
     this.onFind = onFind;
     this.summary = null;
     this.rows = new Map(); // 'free <id>' or 'held <owner> <reason> <id>' -> row
+    this.attentionExpanded = false;
     this.build();
   }
 
@@ -114,6 +119,16 @@ export class SummaryView {
     this.attentionCount = h('span', { class: 'count', id: 'attention-count' });
     this.freeMore = h('p', { class: 'section-note', id: 'attention-more', hidden: true });
     this.allHeld = h('p', { class: 'all-held', id: 'attention-none', hidden: true });
+    this.attentionToggle = h('button', {
+      type: 'button', class: 'button button-small attention-toggle', id: 'attention-all',
+      hidden: true, 'aria-controls': 'attention-list', 'aria-expanded': 'false',
+      on: {
+        click: () => {
+          this.attentionExpanded = !this.attentionExpanded;
+          if (this.summary) this.showAttention(this.summary, this.nowMs);
+        },
+      },
+    });
     this.attention = h('section', {
       class: 'fleet-section', id: 'attention', 'aria-labelledby': 'attention-title', hidden: true,
     },
@@ -128,6 +143,7 @@ export class SummaryView {
     }),
     this.allHeld,
     h('div', { class: 'table-area' }, this.attentionTable),
+    this.attentionToggle,
     this.freeMore);
   }
 
@@ -201,8 +217,18 @@ export class SummaryView {
         row.since = want.free ? want.free.free_since_ms : want.held.since_ms;
         if (want.free) this.fillFreeError(row, want.free);
       });
+    this.nowMs = nowMs;
     this.tick(nowMs);
     const any = wanted.length > 0;
+    const folds = wanted.length > ATTENTION_SHOWN;
+    const shown = folds && !this.attentionExpanded ? ATTENTION_SHOWN : wanted.length;
+    wanted.forEach((want, i) => {
+      this.rows.get(want.key).element.hidden = i >= shown;
+    });
+    this.attentionToggle.hidden = !folds;
+    this.attentionToggle.setAttribute('aria-expanded', String(this.attentionExpanded));
+    setText(this.attentionToggle, this.attentionExpanded
+      ? `Show the first ${ATTENTION_SHOWN}` : `Show all ${formatCount(wanted.length)}`);
     setText(this.attentionCount, any
       ? `${formatCount(wanted.length)}${summary.more_free ? '+' : ''}` : '');
     this.attentionTable.hidden = !any;
@@ -266,6 +292,7 @@ export class SummaryView {
   // Redraws how long each has been free, at the server's time `nowMs`.
   tick(nowMs) {
     if (nowMs == null) return;
+    this.nowMs = nowMs;
     for (const row of this.rows.values()) {
       const { since } = row;
       setText(row.span, since > 0 ? `for ${formatSpan(nowMs - since)}` : '');
