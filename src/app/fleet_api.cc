@@ -14,6 +14,7 @@
 #include "base/mutex.h"
 #include "fleet/connections.h"
 #include "fleet/members.h"
+#include "fleet/schema.h"
 #include "fleet/summary.h"
 #include "server/errors.h"
 #include "server/json.h"
@@ -80,12 +81,17 @@ ReadPacing page_pacing(const ItemStore& store) {
   return {std::chrono::seconds(5), 24};
 }
 
-// The read units the store says it has spent (0 for one that bills none).
-// Around a read, what other requests spent meanwhile counts too, which
-// can only make the next read later.
+// The read units the store says it has spent on the fleet's tables (0 for
+// one that bills none). Around a read, what other requests spent on them
+// meanwhile counts too, which can only make the next read later; the
+// accounts' and the movies' reads do not.
 double read_units_spent(const ItemStore& store) {
   double units = 0;
-  for (const CapacityUse& use : store.consumed_capacity()) units += use.read_units;
+  for (const CapacityUse& use : store.consumed_capacity()) {
+    if (use.table == fleet::kConnectionsTable || use.table == fleet::kWorkersTable) {
+      units += use.read_units;
+    }
+  }
   return units;
 }
 
