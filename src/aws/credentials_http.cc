@@ -223,7 +223,8 @@ Result<std::optional<CredentialsFetch>> container_fetch(const EnvLookup& env,
   const std::string full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI").value_or("");
   if (relative.empty() && full.empty()) return std::optional<CredentialsFetch>();
   const std::string url = !relative.empty() ? "http://169.254.170.2" + relative : full;
-  auto [origin, target] = split_url(url);
+  const std::string origin = split_url(url).first;
+  std::string target = split_url(url).second;
   if (target.empty()) target = "/";
   LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpEndpoint endpoint, net::parse_http_endpoint(origin));
   if (!container_host_allowed(endpoint)) {
@@ -256,7 +257,8 @@ Result<std::optional<CredentialsFetch>> imds_fetch(const EnvLookup& env,
         ascii_lower(env("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE").value_or(""));
     url = mode == "ipv6" ? "http://[fd00:ec2::254]" : "http://169.254.169.254";
   }
-  auto [origin, prefix] = split_url(url);
+  const std::string origin = split_url(url).first;
+  std::string prefix = split_url(url).second;
   while (prefix.ends_with('/')) prefix.pop_back();
   auto opened = open_plain_client(origin);
   if (!opened.ok()) {
