@@ -92,9 +92,11 @@ struct CredentialsOptions {
 class CredentialsSource {
  public:
   virtual ~CredentialsSource() = default;
-  // Credentials valid now, or kUnavailable (the source failed) or
-  // kUnauthenticated (the source refused, e.g. STS's AccessDenied). Never
-  // puts a secret in a Status.
+  // Credentials valid now, or why not: kUnavailable (the source did not
+  // answer, or not usably), kUnauthenticated (it refused, e.g. STS's
+  // AccessDenied), kInvalidArgument (it answered what its protocol does not
+  // allow, e.g. a credential_process's output without Version 1). Never puts
+  // a secret in a Status.
   virtual Result<Credentials> get() = 0;
 };
 
