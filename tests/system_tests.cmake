@@ -55,6 +55,19 @@ add_test(NAME sigv4_matches_botocore
           $<TARGET_FILE:sigv4_sign_tool>)
 set_tests_properties(sigv4_matches_botocore PROPERTIES LABELS interop TIMEOUT 120)
 
+# The credentials chain against botocore's (python3-botocore): the same
+# environments, files and loopback endpoints (STS, EC2's metadata service,
+# the container endpoint) must give both the same keys from the same
+# requests. credentials_tool prints what leasehold finds, with digests in
+# place of the secrets.
+add_executable(credentials_tool aws/credentials_tool.cc)
+target_link_libraries(credentials_tool PRIVATE leasehold_aws Boost::json)
+leasehold_test_target(credentials_tool system)
+add_test(NAME credentials_match_botocore
+  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/aws/credentials_botocore_test.py
+          $<TARGET_FILE:credentials_tool>)
+set_tests_properties(credentials_match_botocore PROPERTIES LABELS interop TIMEOUT 180)
+
 # The WebSocket client against an upstream that shares no code with it:
 # fleet/upstream.py on python3-websockets (from scripts/setup.sh), a child
 # process of the test.

@@ -59,7 +59,6 @@ leasehold_discover_tests(sim_tests unit LABEL unit)
 # scripts/setup.sh) and against scripted loopback servers.
 add_executable(dynamodb_tests
   dynamodb/dynalite_smoke_test.cc
-  dynamodb/container_credentials_test.cc
   dynamodb/dynamodb_conformance_test.cc
 )
 target_compile_definitions(dynamodb_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
@@ -92,8 +91,11 @@ if(LEASEHOLD_UNIT_TESTS)
   set_tests_properties(dynamodb_local_conformance PROPERTIES LABELS dynamodb TIMEOUT 900 COST 100)
 endif()
 
-# The AWS clients (SQS, S3) against fauxqs (node_modules/, scripts/setup.sh).
+# The AWS clients (SQS, S3) against fauxqs (node_modules/, scripts/setup.sh),
+# and the credentials chain against scripted endpoints (STS, EC2's metadata
+# service, the container endpoint).
 add_executable(aws_tests
+  aws/credentials_chain_test.cc
   aws/fauxqs_smoke_test.cc
   aws/s3_client_test.cc
   aws/sqs_queue_test.cc
