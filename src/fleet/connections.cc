@@ -6,6 +6,7 @@
 #include <ctime>
 #include <limits>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "fleet/members.h"
@@ -213,6 +214,47 @@ Update new_connection_update(const NewConnection& connection, int64_t now_ms) {
   return update;
 }
 
+// What add() and add_many() check of a connection before writing anything.
+Status validate_new_connection(const NewConnection& connection) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(connection.id));
+  LEASEHOLD_RETURN_IF_ERROR(validate_url_template(connection.url));
+  return validate_seq_field(connection.seq_field);
+}
+
+DesiredState added_state(const NewConnection& connection) {
+  return connection.stopped ? DesiredState::kStopped : DesiredState::kStarted;
+}
+
+// The one write that adds a connection, for add() and add_many() alike.
+UpdateRequest add_request(const NewConnection& connection, int64_t now_ms) {
+  return UpdateRequest{connection_key(connection.id), new_connection_update(connection, now_ms),
+                       addable(now_ms)};
+}
+
+std::string cannot_add(std::string_view id) {
+  return "cannot add connection '" + std::string(id) + "'";
+}
+
+Status added_meanwhile(std::string_view id) {
+  return unavailable("connection '" + std::string(id) +
+                     "' was removed and added again by others while it was being added; try again");
+}
+
+// Why an add of `id` was refused, from `item`, the ID's item as read
+// consistently after the refusal: OK if it is a tombstone whose lease is
+// free by `now_ms` (freed meanwhile: the caller writes again).
+Status refused_add(std::string_view id, const Item& item, int64_t now_ms) {
+  // Anything but a tombstone, even an item another tool wrote, takes the ID.
+  const Result<Connection> now = parse_connection(item);
+  if (!now.ok() || now->desired_state != DesiredState::kRemoved) {
+    return already_exists("a connection named '" + std::string(id) + "' already exists");
+  }
+  if (!lease_held(*now, now_ms)) return Status::ok_status();
+  return already_exists("connection '" + std::string(id) + "' was removed and worker " +
+                        now->owner + " still holds it (its lease ends by " +
+                        format_utc_ms(now->expires_at_ms) + "); add it again once it has let go");
+}
+
 // The items a written connection must parse from; anything else is a bug
 // or another tool's write, not bad input.
 Result<Connection> parse_written(const Item& item) {
@@ -369,24 +411,20 @@ Connections::Connections(ItemStore& store, Clock& clock) : store_(store), clock_
 Status Connections::ensure_table() { return store_.ensure_table(connections_table_spec()); }
 
 Result<Connection> Connections::add(const NewConnection& connection) {
-  LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(connection.id));
-  LEASEHOLD_RETURN_IF_ERROR(validate_url_template(connection.url));
-  LEASEHOLD_RETURN_IF_ERROR(validate_seq_field(connection.seq_field));
+  LEASEHOLD_RETURN_IF_ERROR(validate_new_connection(connection));
   for (int attempt = 0; attempt < kAddAttemptsMax; ++attempt) {
-    const int64_t now_ms = to_unix_ms(clock_.wall_now());
-    auto written = store_.update(kConnectionsTable, connection_key(connection.id),
-                                 new_connection_update(connection, now_ms), addable(now_ms));
+    const UpdateRequest r = add_request(connection, to_unix_ms(clock_.wall_now()));
+    auto written = store_.update(kConnectionsTable, r.key, r.update, r.condition);
     if (written.ok()) {
-      count(connection.stopped ? DesiredState::kStopped : DesiredState::kStarted, +1);
+      count(added_state(connection), +1);
       return parse_written(*written);
     }
     if (written.status().code() != Code::kConditionFailed) {
-      return written.status().with_context("cannot add connection '" + connection.id + "'");
+      return written.status().with_context(cannot_add(connection.id));
     }
     LEASEHOLD_RETURN_IF_ERROR(explain_refused_add(connection.id));
   }
-  return unavailable("connection '" + connection.id +
-                     "' was removed and added again by others while it was being added; try again");
+  return added_meanwhile(connection.id);
 }
 
 // Why add() was refused, read consistently after the refusal: OK if the ID
@@ -394,17 +432,119 @@ Result<Connection> Connections::add(const NewConnection& connection) {
 Status Connections::explain_refused_add(std::string_view id) {
   auto item = store_.get(kConnectionsTable, connection_key(id), /*consistent=*/true);
   if (item.status().code() == Code::kNotFound) return Status::ok_status();
-  LEASEHOLD_RETURN_IF_ERROR(
-      item.status().with_context("cannot add connection '" + std::string(id) + "'"));
-  // Anything but a tombstone, even an item another tool wrote, takes the ID.
-  const Result<Connection> now = parse_connection(*item);
-  if (!now.ok() || now->desired_state != DesiredState::kRemoved) {
-    return already_exists("a connection named '" + std::string(id) + "' already exists");
+  LEASEHOLD_RETURN_IF_ERROR(item.status().with_context(cannot_add(id)));
+  return refused_add(id, *item, to_unix_ms(clock_.wall_now()));
+}
+
+Result<AddedConnections> Connections::add_many(std::span<const NewConnection> connections) {
+  std::set<std::string_view> ids;
+  for (const NewConnection& c : connections) {
+    // Among many, a bad URL or sequence field says whose it is.
+    LEASEHOLD_RETURN_IF_ERROR(validate_connection_id(c.id));
+    LEASEHOLD_RETURN_IF_ERROR(validate_new_connection(c).with_context("connection '" + c.id + "'"));
+    if (!ids.insert(c.id).second) {
+      return invalid_argument("connection '" + c.id + "' is given more than once");
+    }
   }
-  if (!lease_held(*now, to_unix_ms(clock_.wall_now()))) return Status::ok_status();
-  return already_exists("connection '" + std::string(id) + "' was removed and worker " +
-                        now->owner + " still holds it (its lease ends by " +
-                        format_utc_ms(now->expires_at_ms) + "); add it again once it has let go");
+  AddedConnections out;
+  out.results.reserve(connections.size());
+  int64_t started = 0;
+  int64_t stopped = 0;
+  Status failure;  // the first write that failed for a reason other than a refusal
+  std::vector<Status> results;
+  for (size_t begin = 0; begin < connections.size(); begin += kAddManyChunk) {
+    const std::span<const NewConnection> chunk =
+        connections.subspan(begin, std::min(kAddManyChunk, connections.size() - begin));
+    if (!failure.ok()) {
+      for (const NewConnection& c : chunk) {
+        out.results.push_back(
+            unavailable("connection '" + c.id +
+                        "' was not added: an earlier write failed: " + failure.message()));
+      }
+      continue;
+    }
+    failure = add_chunk(chunk, results);
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      if (results[i].ok()) {
+        ++out.added;
+        ++(chunk[i].stopped ? stopped : started);
+      } else if (results[i].code() == Code::kAlreadyExists) {
+        ++out.existing;
+      }
+      out.results.push_back(std::move(results[i]));
+    }
+  }
+  // Once for them all: the counts item is one item that every add writes,
+  // and a write per connection would make it the bulk add's bottleneck.
+  // Best effort, as count() is: the next recount puts the counts right.
+  if (started != 0 || stopped != 0) (void)count_change(store_, started, stopped);
+  return out;
+}
+
+// add()'s write for each connection of `chunk` in one update_each(), and
+// for those refused one batch read (consistent) that says why; those whose
+// ID was freed meanwhile are written again, as add() writes again.
+// `results` gets one status per connection (AddedConnections::results);
+// returns the first failure that was not a refusal (OK if none).
+Status Connections::add_chunk(std::span<const NewConnection> chunk, std::vector<Status>& results) {
+  results.assign(chunk.size(), Status::ok_status());
+  Status failure;
+  const auto fail = [&](size_t i, const Status& why) {
+    results[i] = why.with_context(cannot_add(chunk[i].id));
+    if (failure.ok()) failure = results[i];
+  };
+  std::vector<size_t> pending(chunk.size());
+  for (size_t i = 0; i < chunk.size(); ++i) pending[i] = i;
+  for (int attempt = 0; attempt < kAddAttemptsMax && !pending.empty(); ++attempt) {
+    const int64_t now_ms = to_unix_ms(clock_.wall_now());
+    std::vector<UpdateRequest> requests;
+    requests.reserve(pending.size());
+    for (const size_t i : pending) {
+      requests.push_back(add_request(chunk[i], now_ms));
+      // Unlike add(), nothing is made of the item written: a store that
+      // talks to a server need not send it back whole.
+      requests.back().update.returning_updated_only();
+    }
+    const std::vector<Result<Item>> written = store_.update_each(kConnectionsTable, requests);
+    std::vector<size_t> refused;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (written[k].ok()) continue;
+      if (written[k].status().code() == Code::kConditionFailed) {
+        refused.push_back(pending[k]);
+      } else {
+        fail(pending[k], written[k].status());
+      }
+    }
+    pending.clear();
+    if (refused.empty()) break;
+    std::vector<Key> keys;
+    keys.reserve(refused.size());
+    for (const size_t i : refused) keys.push_back(connection_key(chunk[i].id));
+    const Result<std::vector<Item>> items = store_.batch_get(kConnectionsTable, keys);
+    if (!items.ok()) {
+      for (const size_t i : refused) fail(i, items.status());
+      break;
+    }
+    std::map<std::string_view, const Item*> by_pk;
+    for (const Item& item : *items) {
+      if (const std::string* pk = get_string(item, kConnectionsKeyAttr)) by_pk.emplace(*pk, &item);
+    }
+    const int64_t read_ms = to_unix_ms(clock_.wall_now());
+    for (size_t k = 0; k < refused.size(); ++k) {
+      const size_t i = refused[k];
+      const auto found = by_pk.find(keys[k].pk);
+      // No item: removed for good meanwhile (by another tool), and free.
+      Status why = found == by_pk.end() ? Status::ok_status()
+                                        : refused_add(chunk[i].id, *found->second, read_ms);
+      if (why.ok()) {
+        pending.push_back(i);
+      } else {
+        results[i] = std::move(why);
+      }
+    }
+  }
+  for (const size_t i : pending) results[i] = added_meanwhile(chunk[i].id);
+  return failure;
 }
 
 Result<Connection> Connections::set(std::string_view id, const ConnectionChange& change) {

@@ -51,6 +51,10 @@ inline constexpr size_t kConnectionIdBytesMax = 128;
 inline constexpr size_t kSeqFieldBytesMax = 256;
 inline constexpr size_t kSeqFieldSegmentsMax = 8;
 inline constexpr char kDefaultSeqField[] = "seq";
+// The writes Connections::add_many() hands the store at once: enough for
+// DynamoDB's parallel writes and SQLite's transactions to pay off, few
+// enough that what a chunk holds stays small whatever the input's size.
+inline constexpr size_t kAddManyChunk = 100;
 
 // The connection's attributes other than its key and its lease slot.
 inline constexpr char kDesiredStateAttr[] = "desired_state";
@@ -169,6 +173,18 @@ struct NewConnection {
   bool stopped = false;  // added STOPPED rather than STARTED
 };
 
+// What Connections::add_many() did, connection by connection.
+struct AddedConnections {
+  // One per connection given, in the order given: OK if it was added;
+  // kAlreadyExists as add() says it (a connection has the ID, or its
+  // tombstone's lease is still held); kUnavailable if it was never written
+  // (an earlier write failed, or the ID was removed and added again by
+  // others while it was being added); or the store's failure.
+  std::vector<Status> results;
+  size_t added = 0;     // results that are OK
+  size_t existing = 0;  // results that are kAlreadyExists
+};
+
 // What Connections::set() changes: each field given replaces the stored one.
 struct ConnectionChange {
   std::optional<std::string> url;        // a template (validate_url_template)
@@ -218,6 +234,20 @@ class Connections {
   // meanwhile, the write is tried again, a few times at most (then
   // kUnavailable).
   Result<Connection> add(const NewConnection& connection);
+
+  // Adds many connections as add() adds each (the same write, under the
+  // same condition, with the same refusals), kAddManyChunk writes at a time
+  // through ItemStore::update_each(), and then changes the counts once, by
+  // the number added: a fleet of thousands in a few round trips per
+  // hundred, and one write of the counts rather than one per connection.
+  // Every connection is checked before anything is written:
+  // kInvalidArgument naming the first bad one (its ID, when that is short,
+  // printable text), or an ID given twice, and nothing is written. Otherwise
+  // each connection has its own outcome (AddedConnections). Once a write
+  // fails for a reason other than a refusal, no further chunk is written,
+  // and the connections of those chunks are kUnavailable: a store that
+  // fails one write is unlikely to take the next.
+  Result<AddedConnections> add_many(std::span<const NewConnection> connections);
 
   // Replaces ws_url and/or seq_field and nothing else: last_seq stays, so
   // the stream resumes from its checkpoint at the new URL. Returns the
@@ -281,6 +311,7 @@ class Connections {
                     bool& more);
   Status page_owned(const ListQuery& query, std::vector<Connection>& out, bool& more);
   Status explain_refused_add(std::string_view id);
+  Status add_chunk(std::span<const NewConnection> chunk, std::vector<Status>& results);
   Result<Connection> update_live(std::string_view id, const Update& update, std::string_view what,
                                  Condition also = Condition(), bool refused_is_gone = true);
   Result<Connection> change_state(std::string_view id, DesiredState state, const Update& update,

@@ -9,10 +9,12 @@
 
 #include <atomic>
 #include <functional>
+#include <span>
 #include <thread>
 
 #include "fleet/members.h"
 #include "fleet/schema.h"
+#include "fleet/summary.h"
 #include "leasehold/lease.h"
 #include "leasehold/random.h"
 #include "store/memory/memory_store.h"
@@ -227,6 +229,8 @@ class WatchingStore final : public store::StoreWrapper {
 
   int writes = 0;
   int page_limit_max = kQueryLimitMax;
+  int update_each_calls = 0;
+  Status fail_update_each;
   std::string after_query_of;
   std::function<void()> after_query;
 
@@ -242,6 +246,19 @@ class WatchingStore final : public store::StoreWrapper {
   Status remove(std::string_view table, const Key& key, const Condition& condition) override {
     ++writes;
     return StoreWrapper::remove(table, key, condition);
+  }
+  // Each write of update_each() counts; with fail_update_each set, every
+  // write fails with it (none is applied).
+  using StoreWrapper::update_each;
+  std::vector<Result<Item>> update_each(std::string_view table,
+                                        std::span<const UpdateRequest> requests,
+                                        Duration timeout) override {
+    writes += static_cast<int>(requests.size());
+    ++update_each_calls;
+    if (!fail_update_each.ok()) {
+      return std::vector<Result<Item>>(requests.size(), Result<Item>(fail_update_each));
+    }
+    return StoreWrapper::update_each(table, requests, timeout);
   }
   Result<Page> query_index(std::string_view table, std::string_view index,
                            std::string_view hash_value, const KeyRange& range,
@@ -711,6 +728,190 @@ TEST_F(ConnectionsTest, OnlyOneOfTwoConcurrentAddsOfARemovedIdSucceeds) {
     ASSERT_TRUE(connections_.remove(id).ok());
     two_adds_race(id);
   }
+}
+
+// ---------------------------------------------------------------- add_many
+
+class AddManyTest : public ConnectionsTest {
+ protected:
+  void SetUp() override {
+    ConnectionsTest::SetUp();
+    ASSERT_TRUE(memory_->ensure_table(workers_table_spec()).ok());
+  }
+
+  // `n` connections, n0, n1, ...; every third STOPPED.
+  static std::vector<NewConnection> numbered(size_t n) {
+    std::vector<NewConnection> out;
+    for (size_t i = 0; i < n; ++i) {
+      const std::string id = "n" + std::to_string(i);
+      out.push_back({id, "ws://h/" + id + "?from={next_seq}", "seq", i % 3 == 2});
+    }
+    return out;
+  }
+
+  AddedConnections add_many(std::span<const NewConnection> connections) {
+    Result<AddedConnections> added = connections_.add_many(connections);
+    EXPECT_TRUE(added.ok()) << added.status().to_string();
+    return added.ok() ? *std::move(added) : AddedConnections{};
+  }
+
+  ConnectionCounts counts() {
+    Result<ConnectionCounts> c = read_counts(*memory_, /*consistent=*/true);
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? *c : ConnectionCounts{};
+  }
+};
+
+TEST_F(AddManyTest, AddsEveryConnectionAsAddDoesAndCountsThemInOneWrite) {
+  const std::vector<NewConnection> wanted = numbered(2 * kAddManyChunk + 50);
+  const AddedConnections added = add_many(wanted);
+  ASSERT_EQ(added.results.size(), wanted.size());
+  for (const Status& s : added.results) EXPECT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(added.added, wanted.size());
+  EXPECT_EQ(added.existing, 0u);
+  EXPECT_EQ(store_.update_each_calls, 3) << "a chunk at a time";
+  EXPECT_EQ(store_.writes, static_cast<int>(wanted.size()) + 1) << "the counts once";
+
+  // The item add() writes, field for field.
+  const int64_t now_ms = to_unix_ms(clock_.wall_now());
+  EXPECT_EQ(stored("n2"), (Item{{"Pk", std::string("CONN#n2")},
+                                {"desired_state", std::string("STOPPED")},
+                                {"ws_url", std::string("ws://h/n2?from={next_seq}")},
+                                {"seq_field", std::string("seq")},
+                                {"lease_expires_at_ms", int64_t{0}},
+                                {"last_seq", int64_t{0}},
+                                {"created_at_ms", now_ms}}));
+  auto via_add = connections_.add(NewConnection{"single", "ws://h/n0?from={next_seq}"});
+  ASSERT_TRUE(via_add.ok()) << via_add.status().to_string();
+  Item expected = stored("single");
+  expected["Pk"] = std::string("CONN#n0");
+  EXPECT_EQ(stored("n0"), expected);
+
+  const ConnectionCounts c = counts();
+  EXPECT_EQ(c.stopped, static_cast<int64_t>(wanted.size() / 3));
+  EXPECT_EQ(c.started + c.stopped, static_cast<int64_t>(wanted.size()) + 1);
+  EXPECT_EQ(c.gen, 2) << "one change of the counts for the bulk add, one for add()";
+  EXPECT_EQ(listed_ids().size(), wanted.size() + 1);
+
+  // Nothing to add: nothing written, the counts untouched.
+  const int writes = store_.writes;
+  const AddedConnections none = add_many({});
+  EXPECT_TRUE(none.results.empty());
+  EXPECT_EQ(store_.writes, writes);
+}
+
+TEST_F(AddManyTest, AnIdAlreadyThereIsReportedAndLeftAsItWas) {
+  const Connection b = add("n1", "ws://h/first");
+  const Item before = stored("n1");
+  clock_.advance(seconds(5));
+  const AddedConnections added = add_many(numbered(3));
+  ASSERT_EQ(added.results.size(), 3u);
+  EXPECT_TRUE(added.results[0].ok());
+  EXPECT_EQ(added.results[1].code(), Code::kAlreadyExists);
+  EXPECT_EQ(added.results[1].message(), "a connection named 'n1' already exists");
+  EXPECT_TRUE(added.results[2].ok());
+  EXPECT_EQ(added.added, 2u);
+  EXPECT_EQ(added.existing, 1u);
+  EXPECT_EQ(stored("n1"), before) << "not overwritten";
+  EXPECT_EQ(*connections_.get("n1"), b);
+  const ConnectionCounts c = counts();
+  EXPECT_EQ(c.started, 2) << "add()'s and n0";
+  EXPECT_EQ(c.stopped, 1) << "n2";
+
+  // All there already: all reported, and the counts are not written.
+  const int64_t gen = c.gen;
+  const AddedConnections again = add_many(numbered(3));
+  EXPECT_EQ(again.added, 0u);
+  EXPECT_EQ(again.existing, 3u);
+  EXPECT_EQ(counts().gen, gen);
+}
+
+TEST_F(AddManyTest, ABadConnectionAnywhereIsInvalidArgumentNamingItAndWritesNothing) {
+  const std::vector<NewConnection> good = numbered(2 * kAddManyChunk);
+  const std::vector<std::pair<NewConnection, std::string>> bad = {
+      {{"a b", "ws://h/", "seq", false}, "'a b'"},
+      {{"bad-url", "http://h/", "seq", false}, "connection 'bad-url'"},
+      {{"bad-seq", "ws://h/", "a..b", false}, "connection 'bad-seq'"},
+      {{"n7", "ws://h/twice", "seq", false}, "connection 'n7' is given more than once"},
+  };
+  for (const auto& [connection, said] : bad) {
+    std::vector<NewConnection> batch = good;
+    // Last, after two chunks' worth of good ones: checked before any is written.
+    batch.push_back(connection);
+    const Result<AddedConnections> added = connections_.add_many(batch);
+    EXPECT_EQ(added.status().code(), Code::kInvalidArgument) << connection.id;
+    EXPECT_TRUE(mentions(added.status(), said)) << added.status().message();
+  }
+  EXPECT_EQ(store_.writes, 0);
+  EXPECT_TRUE(listed_ids().empty());
+  EXPECT_EQ(counts().gen, 0);
+}
+
+TEST_F(AddManyTest, ARemovedIdIsTakenOverAsAddTakesItOver) {
+  LeaseManager leases(store_, clock_, random_, connections_lease_config());
+  // n0: removed while its holder holds it. n1: removed, and let go.
+  add("n0");
+  add("n1");
+  const Lease held = lease_to(leases, "n0", "worker-1", seconds(20));
+  const Lease old = lease_to(leases, "n1", "worker-1", seconds(20), std::string(32, 'e'));
+  ASSERT_TRUE(leases.fenced_write(old, Update().set("last_seq", int64_t{12})).ok());
+  ASSERT_TRUE(connections_.remove("n0").ok());
+  ASSERT_TRUE(connections_.remove("n1").ok());
+  ASSERT_TRUE(leases.release(old, ReleaseMode::kExpire).ok());
+  const Item tombstone = stored("n0");
+  clock_.advance(seconds(1));
+  const int64_t gen = counts().gen;
+
+  const AddedConnections added = add_many(numbered(2));
+  ASSERT_EQ(added.results.size(), 2u);
+  EXPECT_EQ(added.results[0].code(), Code::kAlreadyExists);
+  EXPECT_EQ(added.results[0].message(),
+            "connection 'n0' was removed and worker worker-1 still holds it (its lease ends by " +
+                format_utc_ms(held.expires_at_ms) + "); add it again once it has let go");
+  EXPECT_EQ(stored("n0"), tombstone) << "nothing written";
+  ASSERT_TRUE(added.results[1].ok()) << added.results[1].to_string();
+  EXPECT_EQ(stored("n1"), (Item{{"Pk", std::string("CONN#n1")},
+                                {"desired_state", std::string("STARTED")},
+                                {"ws_url", std::string("ws://h/n1?from={next_seq}")},
+                                {"seq_field", std::string("seq")},
+                                {"lease_expires_at_ms", int64_t{0}},
+                                {"last_seq", int64_t{0}},
+                                {"created_at_ms", to_unix_ms(clock_.wall_now())},
+                                {"lease_epoch", int64_t{1}}}))
+      << "only the epoch is left of the old connection";
+  EXPECT_EQ(leases.fenced_write(old, Update().set("last_seq", int64_t{13})).status().code(),
+            Code::kFailedPrecondition)
+      << "the old holder's late write does not land";
+  EXPECT_EQ(counts().gen, gen + 1);
+  EXPECT_EQ(lease_to(leases, "n1", "worker-2").epoch, old.epoch + 1);
+
+  // Once the held lease has expired, the next bulk add takes n0 over too.
+  clock_.advance(seconds(20));
+  const AddedConnections later = add_many(numbered(2));
+  EXPECT_TRUE(later.results[0].ok()) << later.results[0].to_string();
+  EXPECT_EQ(later.results[1].code(), Code::kAlreadyExists);
+  EXPECT_EQ(lease_to(leases, "n0", "worker-2").epoch, held.epoch + 1);
+}
+
+TEST_F(AddManyTest, AStoreThatFailsAWriteIsNotGivenTheChunksAfterIt) {
+  store_.fail_update_each = unavailable("the store is down");
+  const std::vector<NewConnection> wanted = numbered(2 * kAddManyChunk + 1);
+  const AddedConnections added = add_many(wanted);
+  ASSERT_EQ(added.results.size(), wanted.size());
+  EXPECT_EQ(added.added, 0u);
+  EXPECT_EQ(store_.update_each_calls, 1);
+  EXPECT_EQ(added.results[0].code(), Code::kUnavailable);
+  EXPECT_EQ(added.results[0].message(), "cannot add connection 'n0': the store is down");
+  const Status& unsent = added.results[kAddManyChunk];
+  EXPECT_EQ(unsent.code(), Code::kUnavailable);
+  EXPECT_TRUE(mentions(unsent, "'n" + std::to_string(kAddManyChunk) + "' was not added"))
+      << unsent.message();
+  EXPECT_EQ(added.results.back().code(), Code::kUnavailable);
+  EXPECT_EQ(counts().gen, 0);
+
+  // Written again once the store is back: all added.
+  store_.fail_update_each = Status::ok_status();
+  EXPECT_EQ(add_many(wanted).added, wanted.size());
 }
 
 TEST(ConnectionsWithoutTable, EveryCallSaysNotFoundUntilTheTableIsMade) {

@@ -14,7 +14,8 @@
 //   counted_at_ms   when the connections were last counted all (0: never)
 //
 // Connections (fleet/connections.h) adds to them after each write that
-// changes them: add, start, stop, rm. A process that dies between its
+// changes them: add, start, stop, rm; and once after the writes of a bulk
+// add (add_many), by the number it added. A process that dies between its
 // write and the count's, or another tool that writes items itself, leaves
 // them off: the fleet's leader counts every connection every kRecountEvery
 // (and a server that finds them never counted does once), and writes what
@@ -46,7 +47,9 @@ struct ConnectionCounts {
   int64_t counted_at_ms = 0;  // 0: never counted (the item may not exist)
 };
 
-// Adds `started` and `stopped` (each -1, 0 or 1) to the counts: one write.
+// Adds `started` and `stopped` to the counts (any amounts, negative to
+// take away): one write, whatever they are, so that a change of many
+// connections (Connections::add_many) writes the counts once.
 Status count_change(ItemStore& store, int64_t started, int64_t stopped);
 
 // The counts as stored; zero, never counted, without an item.

@@ -80,5 +80,41 @@ TEST_F(DynamoDbLocalFleetTest, PagesByIdAndPrefixAndTheCountsWithTheirRecount) {
   EXPECT_GT(counts->counted_at_ms, 0);
 }
 
+// The bulk add on DynamoDB's parallel writes: each connection written under
+// add()'s condition, one already there reported and left as it was, a
+// tombstone taken over, and the counts changed once by the number added.
+TEST_F(DynamoDbLocalFleetTest, ABulkAddWritesEachAsAddDoesAndTheCountsOnce) {
+  connections_ = std::make_unique<fleet::Connections>(*store_, clock_);
+  ASSERT_TRUE(connections_->add({"m0001", "ws://h/first"}).ok());
+  ASSERT_TRUE(connections_->add({"m0002", "ws://h/removed"}).ok());
+  ASSERT_TRUE(connections_->remove("m0002").ok());
+  std::vector<fleet::NewConnection> wanted;
+  for (int i = 0; i < 250; ++i) {
+    std::string id = std::to_string(i);
+    id = "m" + std::string(4 - id.size(), '0') + id;
+    wanted.push_back({id, "ws://h/" + id, "seq", /*stopped=*/i % 10 == 9});
+  }
+  Result<fleet::ConnectionCounts> before = fleet::read_counts(*store_, /*consistent=*/true);
+  ASSERT_TRUE(before.ok());
+
+  Result<fleet::AddedConnections> added = connections_->add_many(wanted);
+  ASSERT_TRUE(added.ok()) << added.status().to_string();
+  EXPECT_EQ(added->added, 249u);
+  EXPECT_EQ(added->existing, 1u);
+  EXPECT_EQ(added->results[1].code(), Code::kAlreadyExists);
+  EXPECT_EQ(connections_->get("m0001")->ws_url, "ws://h/first") << "not overwritten";
+  EXPECT_EQ(connections_->get("m0002")->ws_url, "ws://h/m0002") << "the tombstone taken over";
+  EXPECT_EQ(connections_->get("m0249")->desired_state, fleet::DesiredState::kStopped);
+  Result<fleet::ConnectionCounts> after = fleet::read_counts(*store_, /*consistent=*/true);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->started - before->started, 249 - 25);
+  EXPECT_EQ(after->stopped - before->stopped, 25);
+  EXPECT_EQ(after->gen, before->gen + 1);
+
+  added = connections_->add_many(wanted);
+  ASSERT_TRUE(added.ok()) << added.status().to_string();
+  EXPECT_EQ(added->existing, 250u);
+}
+
 }  // namespace
 }  // namespace leasehold
