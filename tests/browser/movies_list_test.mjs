@@ -25,8 +25,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 
 import {
-  closePage, eventually as waitUntil, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run,
-  screenshot, Server, setPageHidden, signInOnPage, spawnTracked, Store, test, waitForText,
+  callApi, closePage, eventually as waitUntil, LAPTOP, launchBrowser, openPage, openSignedIn,
+  parseArgs, PHONE, run, screenshot, Server, setPageHidden, signInOnPage, spawnTracked, Store, test,
+  waitForText,
 } from './harness.mjs';
 
 const { bin, makeMovie, screenshots } = parseArgs();
@@ -68,10 +69,7 @@ const crown = movieFile('crown.avi', 50);
 // ---- the page ----
 
 async function moviesPage(user, viewport = LAPTOP) {
-  const page = await openPage(browser, viewport);
-  await page.goto(server.url('/signin?next=%2Fmovies'));
-  await signInOnPage(page, user);
-  await page.waitForURL(server.url('/movies'));
+  const page = await openSignedIn(browser, server, user, '/movies', viewport);
   await waitForText(page.locator('#movies-freshness'), /Live/);
   return page;
 }
@@ -123,34 +121,19 @@ async function chooseFiles(page, files) {
   await chooser.setFiles(files);
 }
 
-// Calls the API from the page, as the page itself would (its cookie, its
-// Origin): {status, body}.
-function api(page, method, url, body) {
-  return page.evaluate(async ({ method, url, body }) => {
-    const init = { method, headers: {} };
-    if (body !== undefined) {
-      init.headers['Content-Type'] = 'application/json';
-      init.body = JSON.stringify(body);
-    }
-    const response = await fetch(url, init);
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : null };
-  }, { method, url, body });
-}
-
 async function movieId(page, name) {
   return row(page, name).getAttribute('data-movie-id');
 }
 
 // Takes the movie's analysis lease as the page's user: its lease ID.
 async function takeLease(page, id) {
-  const taken = await api(page, 'POST', `/api/movies/${id}/analysis-lease`, {});
+  const taken = await callApi(page, 'POST', `/api/movies/${id}/analysis-lease`, {});
   assert.equal(taken.status, 200, JSON.stringify(taken.body));
   return taken.body.lease_id;
 }
 
 async function releaseLease(page, id, leaseId) {
-  const released = await api(page, 'DELETE', `/api/movies/${id}/analysis-lease`,
+  const released = await callApi(page, 'DELETE', `/api/movies/${id}/analysis-lease`,
     { lease_id: leaseId });
   assert.equal(released.status, 204, JSON.stringify(released.body));
 }
@@ -158,12 +141,12 @@ async function releaseLease(page, id, leaseId) {
 // Starts a trace of one marker on the spot, as the Analyze page would.
 async function startTrace(page, id, movie) {
   const leaseId = await takeLease(page, id);
-  const marked = await api(page, 'PUT', `/api/movies/${id}/markers`, {
+  const marked = await callApi(page, 'PUT', `/api/movies/${id}/markers`, {
     lease_id: leaseId,
     markers: [{ id: 'm1', label: 'spot', frame: 0, x: movie.x, y: movie.y }],
   });
   assert.equal(marked.status, 200, JSON.stringify(marked.body));
-  const traced = await api(page, 'POST', `/api/movies/${id}/trace`, { lease_id: leaseId });
+  const traced = await callApi(page, 'POST', `/api/movies/${id}/trace`, { lease_id: leaseId });
   assert.equal(traced.status, 202, JSON.stringify(traced.body));
 }
 
@@ -347,7 +330,7 @@ test('files dropped on the page are uploaded one after another', async () => {
   assert.ok(uploads.some((s) => s.startsWith('Waiting|')), `one waited: ${uploads.slice(0, 5)}`);
   for (const name of ['drop one', 'drop two']) {
     const id = await movieId(page, name);
-    assert.equal((await api(page, 'DELETE', `/api/movies/${id}`)).status, 202);
+    assert.equal((await callApi(page, 'DELETE', `/api/movies/${id}`)).status, 202);
   }
   for (const name of ['drop one', 'drop two']) {
     await row(page, name).waitFor({ state: 'detached', timeout: WORK_WITHIN_MS });
@@ -400,7 +383,7 @@ test('a trace shows its holder, then its frames as they are written', async () =
   await waitForText(cell(page, 'short clip', 'lock'), /^Tracing: Alice Liddell since/);
   let takenBack = null;
   await eventually('the queued trace can be taken back', async () => {
-    const taken = await api(page, 'POST', `/api/movies/${shortId}/analysis-lease`, {});
+    const taken = await callApi(page, 'POST', `/api/movies/${shortId}/analysis-lease`, {});
     if (taken.status === 200) takenBack = taken.body.lease_id;
     return taken.status === 200;
   }, 15_000);
@@ -480,7 +463,7 @@ test('its owner deletes a movie; another user may not', async () => {
   await page.locator('.confirm-delete').click();
   await row(page, 'short clip').waitFor({ state: 'detached', timeout: WORK_WITHIN_MS });
   assert.equal(await page.evaluate(() => document.activeElement.id), 'movies-title');
-  const listed = await api(page, 'GET', '/api/movies');
+  const listed = await callApi(page, 'GET', '/api/movies');
   assert.ok(!listed.body.some((m) => m.name === 'short clip'), 'removed');
   await closePage(page);
 });
