@@ -81,6 +81,7 @@ export class Pager {
     const alone = !waiting && !hasPrev && !hasNext;
     this.prevButton.hidden = alone;
     this.nextButton.hidden = alone;
+    this.element.classList.toggle('pager-alone', alone);
     this.bottomPrev.disabled = this.prevButton.disabled;
     this.bottomNext.disabled = this.nextButton.disabled;
     this.bottom.hidden = waiting || shown < BOTTOM_ROWS_MIN || !(hasPrev || hasNext);
