@@ -138,8 +138,7 @@ int add_movies(std::string_view uri, std::string_view prefix, std::string_view c
                     {attr::kTrimStart, int64_t{0}},
                     {attr::kTrimEnd, kFrames - 1},
                     {attr::kEveryFrames, int64_t{1}}};
-    const Status written =
-        store.put(movies::kMoviesTable, item, cond::not_exists(attr::kPk));
+    const Status written = store.put(movies::kMoviesTable, item, cond::not_exists(attr::kPk));
     if (!written.ok()) return failed(written);
   }
   return 0;
