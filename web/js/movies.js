@@ -179,7 +179,8 @@ class MoviesPage {
   // The movie the page on screen starts after was removed, and its place
   // in the order with it (the server refuses `after`): the page is now the
   // one that follows the page before it, which says where that starts. A
-  // page before it refused as well starts the list again.
+  // page before it refused as well starts the list again; any other
+  // failure is the turn's, and the next turn tries again.
   async resume(after) {
     const before = this.pager.previous.at(-1);
     try {
@@ -188,7 +189,12 @@ class MoviesPage {
       if (answer.nextAfter) this.pager.after = answer.nextAfter;
       else this.pager.after = this.pager.previous.pop();
     } catch (error) {
-      if (!(error instanceof ApiError) || error.status !== 400) throw error;
+      if (this.stopped) return false;
+      if (!(error instanceof ApiError) || error.status !== 400) {
+        this.lastError = error;
+        this.showFreshness();
+        return false;
+      }
       if (this.pager.after === after) this.pager.reset();
     }
     this.pollNow();
