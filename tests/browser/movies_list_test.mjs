@@ -3,13 +3,14 @@
 // (the upload throttled, so that there is some), the movie going from
 // processing to ready with its length, size and owner, refusals (415 not
 // a video, 413 over --upload-max) that add nothing, files dropped on the
-// page uploaded one after another, a second browser seeing a new movie
-// without a reload, an unchanged list answered 304 and nothing redrawn,
-// locks (an analysis lease, a trace) with their holder and time and Delete
-// disabled with the reason, a trace's frames as they are written, delete
-// by the owner and not by another user, the stale and failed states when
-// the server does not answer, no polling while the page is hidden, and the
-// layout at laptop and phone sizes (screenshots in --screenshots).
+// page uploaded one after another, each at the top of the list (the newest
+// first), a second browser seeing a new movie at the top without a reload,
+// an unchanged list answered 304 and nothing redrawn, locks (an analysis
+// lease, a trace) with their holder and time and Delete disabled with the
+// reason, a trace's frames as they are written, delete by the owner and
+// not by another user, the stale and failed states when the server does
+// not answer, no polling while the page is hidden, and the layout at laptop
+// and phone sizes (screenshots in --screenshots).
 //
 // The movies are made with make_test_movie. The server runs no trace
 // worker (--trace-workers 0), so that a trace waits `queued` until the test
@@ -80,6 +81,9 @@ const row = (page, name) => page.locator('tr[data-movie-id]', {
 const cell = (page, name, field) => row(page, name).locator(`td[data-field="${field}"]`);
 const deleteButton = (page, name) =>
   page.getByRole('button', { name: `Delete ${name}`, exact: true });
+// The movies' names as the rows show them, top to bottom.
+const shownNames = (page) =>
+  page.locator('tr[data-movie-id] td[data-field="name"]').allTextContents();
 
 // eventually() with this file's deadline.
 function eventually(what, fn, timeoutMs = SHOWN_WITHIN_MS) {
@@ -234,6 +238,7 @@ test('another browser sees a new movie appear without a reload', async () => {
   await eventually('the other browser shows it ready',
     async () => (await statusOf(watcher, 'short clip')) === 'ready', WORK_WITHIN_MS);
   await waitForText(cell(watcher, 'short clip', 'owner'), /^Alice Liddell$/);
+  assert.deepEqual(await shownNames(watcher), ['short clip', 'spot'], 'the newest first');
   assert.equal(documents, 0, 'the page was not reloaded');
   await closePage(page);
   await closePage(watcher);
@@ -326,6 +331,8 @@ test('files dropped on the page are uploaded one after another', async () => {
     await eventually(`${name} is ready`, async () => (await statusOf(page, name)) === 'ready',
       WORK_WITHIN_MS);
   }
+  // The newest first: each upload went on top of the list.
+  assert.deepEqual((await shownNames(page)).slice(0, 2), ['drop two', 'drop one']);
   // The second waited for the first.
   const uploads = await page.evaluate(() => window.seen.uploads);
   assert.ok(uploads.some((s) => s.startsWith('Waiting|')), `one waited: ${uploads.slice(0, 5)}`);

@@ -24,15 +24,15 @@ export function frameImageUrl(id, n) {
   return `${moviePath(id)}/frames/${n}.jpg`;
 }
 
-// A page of `limit` movie summaries in the order they were uploaded, after
-// the movie `after` ('' for the first page), polled with `etag`, the tag of
-// the last answer to the same page, or null. Resolves {changed: false}
-// while the page is as it was (304), else {changed: true, data: [summary],
-// etag, nextAfter}: the `after` of the page that follows (from the Link
-// header), '' on the last. ApiError 400 when `after` names no movie (it was
-// removed since).
+// A page of `limit` movie summaries, the newest first, after the movie
+// `after` ('' for the first page), polled with `etag`, the tag of the last
+// answer to the same page, or null. Resolves {changed: false} while the
+// page is as it was (304), else {changed: true, data: [summary], etag,
+// nextAfter}: the `after` of the page that follows (from the Link header),
+// '' on the last. ApiError 400 when `after` names no movie (it was removed
+// since).
 export async function pollMoviePage(after, limit, etag = null) {
-  const params = new URLSearchParams({ limit: String(limit) });
+  const params = new URLSearchParams({ order: 'newest', limit: String(limit) });
   if (after) params.set('after', after);
   const answer = await poll(`/api/movies?${params}`, etag);
   if (!answer.changed) return answer;

@@ -1,8 +1,9 @@
-// The movie list (/movies): the movies in the order they were uploaded,
-// one page of 100 at a time with next and previous pages (pager.js), each
-// with its status (a trace's frames as they are written), length, size,
-// owner and who holds it now; and the uploads (movies-upload.js). Its
-// owner or an admin may delete a movie that nobody holds.
+// The movie list (/movies): the movies, the newest first, one page of 100
+// at a time with next and previous pages (pager.js), each with its status
+// (a trace's frames as they are written), length, size, owner and who
+// holds it now; and the uploads (movies-upload.js), each shown at once at
+// the top of the first page. Its owner or an admin may delete a movie that
+// nobody holds.
 //
 // It asks for the page on screen only, with that page's ETag, so an
 // unchanged page costs a 304 and redraws nothing, however many movies there
@@ -15,7 +16,8 @@
 //
 // Rows carry hooks for tests and scripts: tr[data-movie-id] (with
 // data-status) and td[data-field] for each column; the pager's are
-// #movies-range, #movies-prev and #movies-next.
+// #movies-range, #movies-prev and #movies-next, and the note of an upload
+// made on another page is #movies-note, with #movies-note-first.
 import { ApiError, asSentence } from './api.js';
 import {
   h, icon, loadingState, messageState, setBusy, setLoading, setText, setTitle, syncRows,
@@ -335,14 +337,16 @@ class MoviesPage {
 
   // ---- the list ----
 
-  // Whether the page on screen is the last one, as its last answer says:
+  // Whether the page on screen is the first one, as its last answer says:
   // where a movie just uploaded will be listed.
-  onLastPage() {
-    return this.page !== null && this.pageKey === this.pager.after && !this.page.nextAfter;
+  onFirstPage() {
+    return this.page !== null && this.pageKey === this.pager.after && this.pager.onFirstPage();
   }
 
-  // The page's movies, and after them, on the last page, those uploaded
-  // that it does not list yet (while there is room for them).
+  // The page's movies, and before them, on the first page, those uploaded
+  // that it does not list yet, the newest first. The page keeps its size:
+  // the movies they push off its end are the next page's once the list
+  // names them.
   shownMovies() {
     const { movies } = this.page;
     const listed = new Set(movies.map((m) => m.id));
@@ -350,9 +354,9 @@ class MoviesPage {
     for (const [id, { at }] of this.pending) {
       if (listed.has(id) || nowMs - at > PENDING_MS) this.pending.delete(id);
     }
-    if (!this.onLastPage()) return movies;
-    const room = Math.max(0, PAGE_SIZE - movies.length);
-    return [...movies, ...[...this.pending.values()].slice(0, room).map((p) => p.summary)];
+    if (!this.onFirstPage() || this.pending.size === 0) return movies;
+    const uploads = [...this.pending.values()].reverse().map((p) => p.summary);
+    return [...uploads, ...movies].slice(0, Math.max(PAGE_SIZE, uploads.length));
   }
 
   showMovies() {
@@ -426,7 +430,7 @@ class MoviesPage {
   }
 
   // A movie the server created from an upload: shown at once where the
-  // list will name it, at the end of the last page; on another page, a
+  // list will name it, at the top of the first page; on another page, a
   // note says where it is.
   uploaded(movie) {
     if (this.stopped) return;
@@ -443,10 +447,12 @@ class MoviesPage {
     if (row) {
       row.element.classList.add('just-added');
     } else if (this.page) {
-      this.note.replaceChildren(h('span', {
-        text: `${movie.name} is uploaded. The list is in the order movies were uploaded: ` +
-          'it is on the last page.',
-      }));
+      this.note.replaceChildren(
+        h('span', { text: `${movie.name} is uploaded. It is first on the first page.` }),
+        h('button', {
+          type: 'button', class: 'button button-small', id: 'movies-note-first',
+          text: 'Go to the first page', on: { click: () => this.firstPage() },
+        }));
       this.note.hidden = false;
     }
     this.pollNow();
