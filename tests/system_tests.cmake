@@ -109,11 +109,12 @@ set_tests_properties(dynamodb_sdk_interop PROPERTIES LABELS interop TIMEOUT 120)
 # on a fresh SQLite store, and leaves screenshots of its pages in
 # tests/browser/screenshots/<feature>/ in the build tree. Without node or
 # chromium they fail, saying what is missing. browser_store_tool writes the
-# stream fleet's items straight into the test's store (fleet_test.mjs);
+# stream fleet's items straight into the test's store (fleet_test.mjs), and
+# movies enough for several pages of the movie list (movies_paging_test.mjs);
 # make_test_movie makes the movies the movie pages' tests upload.
 add_dependencies(test_binaries leasehold)
 add_executable(browser_store_tool browser/store_tool.cc)
-target_link_libraries(browser_store_tool PRIVATE leasehold_fleet leasehold_open_store)
+target_link_libraries(browser_store_tool PRIVATE leasehold_fleet leasehold_movies leasehold_open_store)
 leasehold_test_target(browser_store_tool system)
 file(GLOB browser_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/browser/*_test.mjs)
 foreach(test_file IN LISTS browser_tests)

@@ -236,6 +236,10 @@ struct QueryOptions {
   int limit = 100;          // 1..kQueryLimitMax items per page
   std::string cursor;       // from a previous Page; empty for the first page
   bool consistent = false;  // table queries only; index queries are eventual
+  // From the highest key down (DynamoDB's ScanIndexForward false), so that
+  // the newest of a time-ordered range come first without reading the rest.
+  // A cursor is a position: the next page goes on downwards from it.
+  bool descending = false;
 };
 
 struct Page {
@@ -369,18 +373,19 @@ class ItemStore {
   // condition holds succeeds.
   virtual Status remove(std::string_view table, const Key& key, const Condition& condition) = 0;
 
-  // Items with partition key `pk` whose sort key is in `range`, by sort key.
+  // Items with partition key `pk` whose sort key is in `range`, by sort key
+  // (highest first if options.descending).
   virtual Result<Page> query(std::string_view table, std::string_view pk, const KeyRange& range,
                              const QueryOptions& options) = 0;
 
   // Items whose index hash attribute equals `hash_value` and whose range
-  // attribute is in `range`, ordered by the range attribute; items with equal
-  // range values come in an order of the backend's choosing, each exactly
-  // once across pages. Items lacking either attribute are not in the index.
-  // Where an item has an index attribute, it must be of the index's type (a
-  // non-empty string for the hash, range_type for the range): a write that
-  // breaks this fails with kInvalidArgument and changes nothing, as on
-  // DynamoDB.
+  // attribute is in `range`, ordered by the range attribute (highest first
+  // if options.descending); items with equal range values come in an order
+  // of the backend's choosing, each exactly once across pages. Items lacking
+  // either attribute are not in the index. Where an item has an index
+  // attribute, it must be of the index's type (a non-empty string for the
+  // hash, range_type for the range): a write that breaks this fails with
+  // kInvalidArgument and changes nothing, as on DynamoDB.
   virtual Result<Page> query_index(std::string_view table, std::string_view index,
                                    std::string_view hash_value, const KeyRange& range,
                                    const QueryOptions& options) = 0;

@@ -226,22 +226,50 @@ Result<PageQuery> page_query(const Request& request, size_t limit_default, size_
   return out;
 }
 
-// Link: <PATH?limit=N&after=NEXT>; rel="next", when another page follows.
-// `next_after` (a movie ID, a frames cursor) needs no escaping.
+// Link: <PATH?limit=N&after=NEXT>; rel="next", when another page follows,
+// with `more` (parameters of the first request that every page keeps,
+// "&order=newest") after them. `next_after` (a movie ID, a frames cursor)
+// needs no escaping.
 void link_next(Response& response, std::string_view path, size_t limit,
-               const std::string& next_after) {
+               const std::string& next_after, std::string_view more = {}) {
   if (next_after.empty()) return;
   response.set_header("Link", "<" + std::string(path) + "?limit=" + std::to_string(limit) +
-                                  "&after=" + next_after + ">; rel=\"next\"");
+                                  "&after=" + next_after + std::string(more) + ">; rel=\"next\"");
+}
+
+// GET /api/movies's query: a page, in the order ?order= names, `oldest`
+// (the default, so that a caller that names none keeps the order it always
+// had) or `newest`.
+struct MovieListQuery {
+  PageQuery page;
+  movies::ListOrder order = movies::ListOrder::kOldestFirst;
+  std::string link_more;  // "&order=..." as asked, for the next page's Link
+};
+
+Result<MovieListQuery> movie_list_query(const Request& request) {
+  MovieListQuery out;
+  LEASEHOLD_ASSIGN_OR_RETURN(out.page,
+                             page_query(request, movies::kListLimitDefault, movies::kListLimitMax));
+  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> order,
+                             server::query_value(request.query, "order"));
+  if (!order) return out;
+  if (*order == "newest") {
+    out.order = movies::ListOrder::kNewestFirst;
+  } else if (*order != "oldest") {
+    return invalid_argument("order: expected oldest or newest");
+  }
+  out.link_more = "&order=" + *order;
+  return out;
 }
 
 Response list_movies(const Request& request, const MoviesDeps& d) {
-  Result<PageQuery> query = page_query(request, movies::kListLimitDefault, movies::kListLimitMax);
+  Result<MovieListQuery> query = movie_list_query(request);
   if (!query.ok()) return failed_response(query.status(), request, d.log);
-  Result<movies::MoviePage> listed = d.movies.list({query->limit, query->after});
+  Result<movies::MoviePage> listed =
+      d.movies.list({query->page.limit, query->page.after, query->order});
   if (!listed.ok()) return failed_response(listed.status(), request, d.log);
   Response r = json_response(200, server::json_array(listed->items, summary_json));
-  link_next(r, kMoviesPath, query->limit, listed->next_after);
+  link_next(r, kMoviesPath, query->page.limit, listed->next_after, query->link_more);
   return server::revalidated(std::move(r), request);
 }
 

@@ -2,7 +2,8 @@
 // lists every field and status). Every route needs a signed-in user.
 //
 //   POST   /api/movies?name=NAME                    201 the movie (`processing`)
-//   GET    /api/movies?limit=N&after=ID             200 [movie summary, ...], Link rel=next
+//   GET    /api/movies?limit=N&after=ID&order=O     200 [movie summary, ...], Link rel=next
+//                                                   (O: oldest, the default, or newest)
 //   GET    /api/movies/{id}                         200 the movie
 //   GET    /api/movies/{id}/video                   200/206 the file (Range)
 //   DELETE /api/movies/{id}                         204 (owner or admin; 409 while locked)

@@ -215,7 +215,9 @@ Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token s
 // same millisecond in an order of the store's choosing, which may differ
 // from one query to the next. A page is therefore read on until the
 // millisecond of its last movie is complete, and ordered by (created_at_ms,
-// id): an order that resuming after a movie's ID can rebuild exactly.
+// id), or its reverse: an order that resuming after a movie's ID can rebuild
+// exactly. Newest first, the index is read downwards, so that the first page
+// costs what it costs oldest first, however many movies there are.
 Result<MoviePage> Movies::Impl::list(const ListOptions& options) {
   if (options.limit < 1 || options.limit > kListLimitMax) {
     return invalid_argument("limit: expected 1 to " + std::to_string(kListLimitMax));
@@ -236,13 +238,22 @@ Result<MoviePage> Movies::Impl::list(const ListOptions& options) {
     after = Listed{*get_int(*item, attr::kCreatedAtMs), {}};
     after->summary.id = options.after;
   }
-  const auto before = [](const Listed& a, const Listed& b) {
-    return std::tie(a.created_at_ms, a.summary.id) < std::tie(b.created_at_ms, b.summary.id);
+  const bool newest = options.order == ListOrder::kNewestFirst;
+  // Whether a comes before b in the order asked for.
+  const auto before = [newest](const Listed& a, const Listed& b) {
+    const auto oldest_first = [](const Listed& x, const Listed& y) {
+      return std::tie(x.created_at_ms, x.summary.id) < std::tie(y.created_at_ms, y.summary.id);
+    };
+    return newest ? oldest_first(b, a) : oldest_first(a, b);
   };
   std::vector<Listed> got;
   QueryOptions q;
   q.limit = static_cast<int>(std::min<size_t>(kQueryLimitMax, options.limit + 1));
-  const KeyRange range = after ? KeyRange::ge(after->created_at_ms) : KeyRange::all();
+  q.descending = newest;
+  KeyRange range = KeyRange::all();
+  if (after) {
+    range = newest ? KeyRange::le(after->created_at_ms) : KeyRange::ge(after->created_at_ms);
+  }
   bool complete = false;  // a page and one more, and all of the last one's millisecond
   do {
     LEASEHOLD_ASSIGN_OR_RETURN(
@@ -252,7 +263,7 @@ Result<MoviePage> Movies::Impl::list(const ListOptions& options) {
       if (!m.ok()) continue;  // a malformed item is skipped, not fatal to the list
       Listed listed{m->created_at_ms, static_cast<MovieSummary&>(*m)};
       if (after && !before(*after, listed)) continue;
-      complete = got.size() > options.limit && listed.created_at_ms > got.back().created_at_ms;
+      complete = got.size() > options.limit && listed.created_at_ms != got.back().created_at_ms;
       if (complete) break;
       got.push_back(std::move(listed));
     }

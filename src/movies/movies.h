@@ -176,11 +176,15 @@ struct FrameRow {
   int64_t job_epoch = 0;
 };
 
-// Which page of list(): `limit` movies after the movie `after` (none: from
-// the first movie).
+// The order of list(): by creation, the oldest or the newest first.
+enum class ListOrder { kOldestFirst, kNewestFirst };
+
+// Which page of list(): `limit` movies after the movie `after` in `order`
+// (none: from the first movie of that order).
 struct ListOptions {
   size_t limit = kListLimitDefault;  // 1..kListLimitMax
   std::string after;                 // a movie's ID: the previous page's last
+  ListOrder order = ListOrder::kOldestFirst;
 };
 
 struct MoviePage {
@@ -248,10 +252,11 @@ class Movies {
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop = {});
 
   // A page of the movies, in the order they were created (by created_at_ms,
-  // then by ID within one millisecond), resuming strictly after the movie
-  // `after`. kInvalidArgument, with nothing read, for a limit out of range
-  // or a malformed ID, and for an `after` that names no movie (removed since
-  // the page before: its place in the order is gone with it, so the caller
+  // then by ID within one millisecond) or, with kNewestFirst, in the reverse
+  // of that order, resuming strictly after the movie `after` in that order.
+  // kInvalidArgument, with nothing read, for a limit out of range or a
+  // malformed ID, and for an `after` that names no movie (removed since the
+  // page before: its place in the order is gone with it, so the caller
   // starts again from the first page). Holds the page and the movies of one
   // millisecond in memory, whatever the number of movies.
   Result<MoviePage> list(const ListOptions& options = {});

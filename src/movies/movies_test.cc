@@ -24,8 +24,9 @@ namespace leasehold::movies::testing {
 namespace {
 
 // Gives the movies of one millisecond in each page of the index in the
-// reverse of the memory store's order (which is by ID): an order of the
-// store's choosing, as ItemStore::query_index allows.
+// reverse of the memory store's order (which is by ID, or its reverse for a
+// descending query): an order of the store's choosing, as
+// ItemStore::query_index allows.
 class TiesReversedStore final : public store::StoreWrapper {
  public:
   using StoreWrapper::StoreWrapper;
@@ -34,9 +35,12 @@ class TiesReversedStore final : public store::StoreWrapper {
                            const QueryOptions& options) override {
     LEASEHOLD_ASSIGN_OR_RETURN(Page page,
                                StoreWrapper::query_index(table, index, hash_value, range, options));
-    std::stable_sort(page.items.begin(), page.items.end(), [](const Item& a, const Item& b) {
+    const auto oldest_first_ids_down = [](const Item& a, const Item& b) {
       return std::tuple(*get_int(a, attr::kCreatedAtMs), *get_string(b, attr::kPk)) <
              std::tuple(*get_int(b, attr::kCreatedAtMs), *get_string(a, attr::kPk));
+    };
+    std::stable_sort(page.items.begin(), page.items.end(), [&](const Item& a, const Item& b) {
+      return options.descending ? oldest_first_ids_down(b, a) : oldest_first_ids_down(a, b);
     });
     return page;
   }
@@ -70,8 +74,8 @@ TEST_F(MoviesTest, CreateProbeGetAndList) {
 }
 
 // Movies created in one millisecond (the index's sort key) are each listed
-// once, in one order, however the pages fall across them; the list does not
-// stop at a thousand.
+// once, in one order (or, newest first, in its reverse), however the pages
+// fall across them; the list does not stop at a thousand.
 TEST_F(MoviesTest, ListPagesEveryMovieOnceInCreationOrderThroughTiesInOneMillisecond) {
   std::vector<std::pair<int64_t, std::string>> created;
   for (int i = 0; i < 1005; ++i) {
@@ -102,6 +106,55 @@ TEST_F(MoviesTest, ListPagesEveryMovieOnceInCreationOrderThroughTiesInOneMillise
   ASSERT_TRUE(other.ok());
   EXPECT_EQ(list_all(7, &pages, other->get()), expected);
   EXPECT_EQ(list_all(kListLimitMax, &pages, other->get()), expected);
+
+  const std::vector<std::string> newest_first(expected.rbegin(), expected.rend());
+  const ListOrder newest = ListOrder::kNewestFirst;
+  EXPECT_EQ(list_all(kListLimitMax, &pages, nullptr, newest), newest_first);
+  EXPECT_EQ(pages, 2u);
+  EXPECT_EQ(list_all(7, &pages, nullptr, newest), newest_first);
+  EXPECT_EQ(pages, 144u);
+  EXPECT_EQ(list_all(7, &pages, other->get(), newest), newest_first);
+  EXPECT_EQ(list_all(kListLimitMax, &pages, other->get(), newest), newest_first);
+}
+
+// A movie created after the first page was read is at the top of page one,
+// and the pages after it carry on downwards from where they were.
+TEST_F(MoviesTest, ListNewestFirstShowsANewMovieFirstAndResumesBelowTheAfterMovie) {
+  // The movie removed below has a file of its own: its removal takes the file.
+  std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "listed.avi",
+                             std::filesystem::copy_options::overwrite_existing);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    clock_.advance(milliseconds(1));
+    ids.push_back(
+        movies_->create("m" + std::to_string(i), kAda, i == 3 ? "listed.avi" : "spots.avi")->id);
+  }
+  const ListOrder newest = ListOrder::kNewestFirst;
+  auto page = movies_->list({2, "", newest});
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->items.size(), 2u);
+  EXPECT_EQ(page->items[0].id, ids[4]);
+  EXPECT_EQ(page->items[1].id, ids[3]);
+  clock_.advance(milliseconds(1));
+  const std::string added = movies_->create("late", kAda, "spots.avi")->id;
+  auto next = movies_->list({2, page->next_after, newest});
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->items.size(), 2u);
+  EXPECT_EQ(next->items[0].id, ids[2]);
+  EXPECT_EQ(next->items[1].id, ids[1]);
+  auto last = movies_->list({2, next->next_after, newest});
+  ASSERT_TRUE(last.ok());
+  ASSERT_EQ(last->items.size(), 1u);
+  EXPECT_EQ(last->items[0].id, ids[0]);
+  EXPECT_TRUE(last->next_after.empty());
+  auto again = movies_->list({2, "", newest});
+  ASSERT_TRUE(again.ok());
+  ASSERT_FALSE(again->items.empty());
+  EXPECT_EQ(again->items[0].id, added);
+
+  ASSERT_TRUE(movies_->remove(ids[3], "ada", false).ok());
+  ASSERT_TRUE(movies_->finish_remove(ids[3]).ok());
+  EXPECT_EQ(movies_->list({2, ids[3], newest}).status().code(), Code::kInvalidArgument);
 }
 
 TEST_F(MoviesTest, ListRefusesABadLimitAndAnAfterThatNamesNoMovie) {

@@ -110,12 +110,13 @@ class MoviesTest : public ::testing::Test {
     ASSERT_TRUE(store_->update(kMoviesTable, movie_key(id), update, {}).ok());
   }
 
-  // Every page of list() with `limit` (of `movies`, else movies_), checking
-  // that only the last has no next_after; the IDs in order.
-  std::vector<std::string> list_all(size_t limit, size_t* pages = nullptr,
-                                    Movies* movies = nullptr) {
+  // Every page of list() with `limit` in `order` (of `movies`, else
+  // movies_), checking that only the last has no next_after; the IDs in
+  // order.
+  std::vector<std::string> list_all(size_t limit, size_t* pages = nullptr, Movies* movies = nullptr,
+                                    ListOrder order = ListOrder::kOldestFirst) {
     std::vector<std::string> ids;
-    ListOptions o{limit, ""};
+    ListOptions o{limit, "", order};
     for (size_t page = 1;; ++page) {
       auto listed = (movies != nullptr ? movies : movies_.get())->list(o);
       EXPECT_TRUE(listed.ok()) << listed.status().to_string();

@@ -314,6 +314,14 @@ std::string next_link(const HttpResponse& r) {
   return link.substr(1, link.find('>') - 1);
 }
 
+std::vector<std::string> ids_of(const json::value& movies) {
+  std::vector<std::string> ids;
+  for (const json::value& m : movies.as_array()) ids.push_back(std::string(m.at("id").as_string()));
+  return ids;
+}
+
+// The movie list in pages of three (oldest first, or with ?order=newest the
+// reverse), each linked to the next; an unknown order is refused.
 TEST_P(MoviesApiTest, TheMovieListComesInPagesLinkedToTheNext) {
   serve(/*trace_workers=*/0);
   put_media(files_ / "spots.avi", "listed.avi");
@@ -326,40 +334,48 @@ TEST_P(MoviesApiTest, TheMovieListComesInPagesLinkedToTheNext) {
   }
   // Everything on one page by default, in the order of creation.
   const HttpResponse all = call("GET", "/api/movies", bob_);
-  const json::value whole = ok_json(all);
-  ASSERT_EQ(whole.as_array().size(), 7u);
+  const std::vector<std::string> whole = ids_of(ok_json(all));
+  ASSERT_EQ(whole.size(), 7u);
   EXPECT_FALSE(all.has_header("link"));
+  EXPECT_EQ(ids_of(ok_json(call("GET", "/api/movies?order=oldest", bob_))), whole);
 
-  std::vector<std::string> listed;
-  std::string target = "/api/movies?limit=3";
-  int pages = 0;
-  while (!target.empty()) {
-    const HttpResponse page = call("GET", target, bob_);
-    const json::value items = ok_json(page);
-    ASSERT_TRUE(items.is_array());
-    ++pages;
-    for (const json::value& m : items.as_array())
-      listed.push_back(std::string(m.at("id").as_string()));
-    target = next_link(page);
-    if (!target.empty()) {
-      EXPECT_EQ(target, "/api/movies?limit=3&after=" + listed.back());
+  // Every page from `target` on, each link naming the last ID listed and
+  // keeping `order` (a parameter: "&order=newest").
+  const auto follow = [&](std::string target, const std::string& order, int& pages) {
+    std::vector<std::string> listed;
+    pages = 0;
+    while (!target.empty()) {
+      const HttpResponse page = call("GET", target, bob_);
+      ++pages;
+      for (const std::string& id : ids_of(ok_json(page))) listed.push_back(id);
+      target = next_link(page);
+      if (!target.empty()) {
+        EXPECT_EQ(target, "/api/movies?limit=3&after=" + listed.back() + order);
+      }
     }
-  }
+    return listed;
+  };
+  int pages = 0;
+  const std::vector<std::string> listed = follow("/api/movies?limit=3", "", pages);
   EXPECT_EQ(pages, 3);
-  ASSERT_EQ(listed.size(), 7u);
-  for (size_t i = 0; i < listed.size(); ++i) {
-    EXPECT_EQ(listed[i], std::string(whole.at(i).at("id").as_string()));
-  }
+  EXPECT_EQ(listed, whole);
   EXPECT_EQ(std::set<std::string>(listed.begin(), listed.end()),
             std::set<std::string>(created.begin(), created.end()));
+  EXPECT_EQ(follow("/api/movies?order=newest&limit=3", "&order=newest", pages),
+            std::vector<std::string>(whole.rbegin(), whole.rend()));
+  EXPECT_EQ(pages, 3);
+  EXPECT_EQ(follow("/api/movies?order=oldest&limit=3", "&order=oldest", pages), whole);
   const HttpResponse last = call("GET", "/api/movies?limit=6&after=" + listed[0], bob_);
   EXPECT_EQ(ok_json(last).as_array().size(), 6u);
   EXPECT_FALSE(last.has_header("link")) << "six left: a full last page links to nothing";
+  const HttpResponse first = call("GET", "/api/movies?order=newest&after=" + listed[0], bob_);
+  EXPECT_TRUE(ok_json(first).as_array().empty()) << "nothing is older than the first";
 
-  for (const std::string& bad : std::vector<std::string>{
-           "limit=0", "limit=1001", "limit=abc", "limit=-1", "limit=3x", "limit=", "limit=%2B3",
-           "after=", "after=no%20such", "after=0123456789abcdef",
-           "limit=2&after=" + std::string(65, 'a')}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"limit=0", "limit=1001", "limit=abc", "limit=-1", "limit=3x",
+                                "limit=", "limit=%2B3", "after=", "after=no%20such",
+                                "after=0123456789abcdef", "limit=2&after=" + std::string(65, 'a'),
+                                "order=", "order=Newest", "order=desc", "order=newest%00"}) {
     const HttpResponse r = call("GET", "/api/movies?" + bad, bob_);
     EXPECT_EQ(r.status, 400) << bad << " " << r.body;
     EXPECT_EQ(error_code(r), "bad_request") << bad;

@@ -17,8 +17,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 
 import {
-  closePage, eventually, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run, screenshot,
-  Server, signInOnPage, Store, test, waitForText,
+  closeAll, closePage, eventually, LAPTOP, launchBrowser, openSignedIn, parseArgs, PHONE, run,
+  screenshot, Server, Store, test, waitForRows as waitForRowsOf, waitForText,
 } from './harness.mjs';
 
 const { bin, storeTool, screenshots } = parseArgs();
@@ -75,30 +75,16 @@ const HELD = [bulkId(10), bulkId(120), bulkId(249)];
 // ---- the page ----
 
 async function fleetPage(viewport = LAPTOP, path = '/fleet', user = alice) {
-  const page = await openPage(browser, viewport);
-  await page.goto(server.url(`/signin?next=${encodeURIComponent(path)}`));
-  await signInOnPage(page, user);
-  await page.waitForURL(server.url(path));
+  const page = await openSignedIn(browser, server, user, path, viewport);
   await waitForText(page.locator('#fleet-freshness'), /Live/);
   return page;
 }
 
-const shownIds = (page) =>
-  page.locator('tr[data-conn-id]').evaluateAll((rows) => rows.map((r) => r.dataset.connId));
-
-// Waits until the table shows exactly `ids` (the new page replaces the old
-// one whole, so the first and last IDs and the count say which it is).
-async function waitForRows(page, what, ids) {
-  let shown;
-  try {
-    await eventually(what, async () => {
-      shown = await shownIds(page);
-      return shown.join() === ids.join();
-    }, SHOWN_WITHIN_MS);
-  } catch {
-    assert.fail(`${what}: the table shows ${shown.length} rows, ${shown.slice(0, 3)}…` +
-      `${shown.slice(-3)}; expected ${ids.length}, ${ids.slice(0, 3)}…${ids.slice(-3)}`);
-  }
+// Waits until the table shows exactly `ids`.
+function waitForRows(page, what, ids) {
+  return waitForRowsOf(page, what, {
+    selector: 'tr[data-conn-id]', key: 'connId', ids, timeoutMs: SHOWN_WITHIN_MS,
+  });
 }
 
 const range = (from, to) => Array.from({ length: to - from }, (_, i) => bulkId(from + i));
@@ -259,10 +245,4 @@ test('a connection added off the page shown is offered, and shown on request', a
   await closePage(page);
 });
 
-await run({
-  after: async () => {
-    await browser.close();
-    await server.stop();
-    store.remove();
-  },
-});
+await run({ after: () => closeAll({ browser, server, store }) });

@@ -28,7 +28,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 
 import {
-  closePage, eventually, LAPTOP, launchBrowser, openPage, parseArgs, run, screenshot,
+  closeAll, closePage, eventually, LAPTOP, launchBrowser, openPage, parseArgs, run, screenshot,
   Server, signInOnPage, Store, test, waitForText,
 } from './harness.mjs';
 
@@ -291,10 +291,4 @@ test('an exact ID typed in the search shows that connection alone', async () => 
   console.log(JSON.stringify(figures));
 });
 
-await run({
-  after: async () => {
-    await browser.close();
-    await server.stop();
-    store.remove();
-  },
-});
+await run({ after: () => closeAll({ browser, server, store }) });

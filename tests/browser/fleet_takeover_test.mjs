@@ -11,8 +11,8 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 
 import {
-  closePage, launchBrowser, openPage, parseArgs, run, screenshot, Server, signInOnPage,
-  spawnTracked, Store, test, waitForText,
+  closePage, launchBrowser, openSignedIn, parseArgs, run, screenshot, Server, spawnTracked, Store,
+  test, waitForText,
 } from './harness.mjs';
 
 const { bin, screenshots } = parseArgs();
@@ -127,10 +127,7 @@ function startWorker(id) {
 }
 
 async function fleetPage(user) {
-  const page = await openPage(browser);
-  await page.goto(server.url('/signin?next=%2Ffleet'));
-  await signInOnPage(page, user);
-  await page.waitForURL(server.url('/fleet'));
+  const page = await openSignedIn(browser, server, user, '/fleet');
   await waitForText(page.locator('#fleet-freshness'), /Live/);
   return page;
 }

@@ -22,8 +22,8 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 
 import {
-  closePage, eventually as waitUntil, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run,
-  screenshot, Server, setPageHidden, signInOnPage, Store, test, waitForText,
+  closeAll, closePage, eventually as waitUntil, LAPTOP, launchBrowser, openSignedIn, parseArgs,
+  PHONE, run, screenshot, Server, setPageHidden, Store, test, waitForText,
 } from './harness.mjs';
 
 const { bin, storeTool, screenshots } = parseArgs();
@@ -126,11 +126,7 @@ async function writeAttention(worker, session, troubles) {
 // ---- the page ----
 
 async function fleetPage(user, viewport = LAPTOP, { beforeLoad } = {}) {
-  const page = await openPage(browser, viewport);
-  if (beforeLoad) await beforeLoad(page);
-  await page.goto(server.url('/signin?next=%2Ffleet'));
-  await signInOnPage(page, user);
-  await page.waitForURL(server.url('/fleet'));
+  const page = await openSignedIn(browser, server, user, '/fleet', viewport, { beforeLoad });
   await waitForText(page.locator('#fleet-freshness'), /Live/);
   return page;
 }
@@ -634,10 +630,4 @@ test('no lease token or session cookie appears in the page or the server log', a
   assert.ok(!server.logs().includes(cookie.value), 'the session cookie is in the server log');
 });
 
-await run({
-  after: async () => {
-    await browser.close();
-    await server.stop();
-    store.remove();
-  },
-});
+await run({ after: () => closeAll({ browser, server, store }) });

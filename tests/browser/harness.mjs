@@ -315,9 +315,11 @@ export async function closePage(page) {
   assert.deepEqual(problems, [], `the page had problems:\n${problems.join('\n')}`);
 }
 
-export async function screenshot(page, dir, name) {
+// The whole page as DIR/NAME.png, or what the viewport shows of it where
+// the whole would be too long to look at (a page of 100 rows on a phone).
+export async function screenshot(page, dir, name, { fullPage = true } = {}) {
   const file = path.join(dir, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+  await page.screenshot({ path: file, fullPage });
   return file;
 }
 
@@ -344,6 +346,45 @@ export async function eventually(what, fn, timeoutMs) {
   }
 }
 
+// The data attribute `key` (a dataset name: 'connId' for data-conn-id) of
+// each row `selector` matches, in the order shown.
+export function rowIds(page, selector, key) {
+  return page.locator(selector).evaluateAll((rows, name) => rows.map((r) => r.dataset[name]),
+    key);
+}
+
+// Waits until the rows `selector` matches are exactly those whose `key` is
+// each of `ids`, in order (a new page of a list replaces the old one whole,
+// so the first and last IDs and the count say which it is); fails saying
+// what is shown instead.
+export async function waitForRows(page, what, { selector, key, ids, timeoutMs }) {
+  let shown = [];
+  try {
+    await eventually(what, async () => {
+      shown = await rowIds(page, selector, key);
+      return shown.join() === ids.join();
+    }, timeoutMs);
+  } catch {
+    assert.fail(`${what}: the table shows ${shown.length} rows, ${shown.slice(0, 3)}…` +
+      `${shown.slice(-3)}; expected ${ids.length}, ${ids.slice(0, 3)}…${ids.slice(-3)}`);
+  }
+}
+
+// Calls the API from the page, as the page itself would (its cookie, its
+// Origin): {status, body}.
+export function callApi(page, method, url, body) {
+  return page.evaluate(async ({ method, url, body }) => {
+    const init = { method, headers: {} };
+    if (body !== undefined) {
+      init.headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(body);
+    }
+    const response = await fetch(url, init);
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : null };
+  }, { method, url, body });
+}
+
 // Makes the page think it is hidden (or visible again), as a tab in the
 // background is: document.hidden, visibilityState and the event.
 export function setPageHidden(page, hidden) {
@@ -354,6 +395,26 @@ export function setPageHidden(page, hidden) {
     });
     document.dispatchEvent(new Event('visibilitychange'));
   }, hidden);
+}
+
+// A new page (openPage()) signed in as `user` through the sign-in page,
+// at `path` once signed in. beforeLoad(page), if given, runs before the
+// first navigation (to route requests, say).
+export async function openSignedIn(browser, server, user, path, viewport = LAPTOP,
+  { beforeLoad } = {}) {
+  const page = await openPage(browser, viewport);
+  if (beforeLoad) await beforeLoad(page);
+  await page.goto(server.url(`/signin?next=${encodeURIComponent(path)}`));
+  await signInOnPage(page, user);
+  await page.waitForURL(server.url(path));
+  return page;
+}
+
+// Closes what a test file started: the browser, the server, the store.
+export async function closeAll({ browser, server, store }) {
+  await browser.close();
+  await server.stop();
+  store.remove();
 }
 
 // Signs in through the sign-in page the browser is on.

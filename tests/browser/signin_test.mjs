@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 
 import {
-  closePage, LAPTOP, launchBrowser, openPage, parseArgs, PHONE, run, screenshot, Server,
-  signInOnPage, Store, test, waitForText,
+  closeAll, closePage, LAPTOP, launchBrowser, openPage, openSignedIn, parseArgs, PHONE, run,
+  screenshot, Server, signInOnPage, Store, test, waitForText,
 } from './harness.mjs';
 
 const { bin, screenshots } = parseArgs();
@@ -28,10 +28,7 @@ const browser = await launchBrowser();
 
 // A page signed in as `user`, at `path`.
 async function signedInPage(user, path = '/', viewport = LAPTOP) {
-  const page = await openPage(browser, viewport);
-  await page.goto(server.url(`/signin?next=${encodeURIComponent(path)}`));
-  await signInOnPage(page, user);
-  await page.waitForURL(server.url(path));
+  const page = await openSignedIn(browser, server, user, path, viewport);
   await page.locator('#account-name').filter({ hasText: user.displayName }).waitFor();
   return page;
 }
@@ -321,10 +318,4 @@ test('no password or session cookie appears in the server log', async () => {
   }
 });
 
-await run({
-  after: async () => {
-    await browser.close();
-    await server.stop();
-    store.remove();
-  },
-});
+await run({ after: () => closeAll({ browser, server, store }) });

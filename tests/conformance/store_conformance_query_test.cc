@@ -16,8 +16,10 @@ namespace {
 
 const std::vector<std::string> kSortKeys{"Z", "a", "ab", "abc", "b", "ba", "c", "f", "é1", "é2"};
 
-std::vector<std::string> sks_of(ItemStore& store, const KeyRange& range) {
-  Result<Page> page = store.query(StoreConformance::kSorted, "P", range, {});
+std::vector<std::string> sks_of(ItemStore& store, const KeyRange& range, bool descending = false) {
+  QueryOptions options;
+  options.descending = descending;
+  Result<Page> page = store.query(StoreConformance::kSorted, "P", range, options);
   if (!page.ok()) return {"<" + page.status().to_string() + ">"};
   EXPECT_TRUE(page->next_cursor.empty());
   return strings(page->items, "s");
@@ -95,26 +97,41 @@ TEST_P(StoreConformance, QueryPaginatesOverEveryItemOnce) {
             (std::vector<std::string>(expected.begin() + 10, expected.begin() + 20)));
 }
 
+// Pages up (in partition "P") and down (in "R"), with writes between pages:
+// beyond the cursor, where the pages have been (not seen), ahead of it
+// (seen), and the removal of the item the cursor names.
 TEST_P(StoreConformance, QueryCursorIsAPositionNotAnOffset) {
-  for (const char* s : {"b", "d", "f", "h"})
-    ASSERT_OK(store().put(kSorted, {{"p", "P"}, {"s", s}}, {}));
-  QueryOptions options;
-  options.limit = 2;
-  const Page first = MUST(store().query(kSorted, "P", KeyRange::all(), options));
-  ASSERT_EQ(strings(first.items, "s"), (std::vector<std::string>{"b", "d"}));
-  ASSERT_FALSE(first.next_cursor.empty());
-  // Writes between pages: before the cursor (not seen), after it (seen), and
-  // the removal of the item the cursor names.
-  ASSERT_OK(store().put(kSorted, {{"p", "P"}, {"s", "a"}}, {}));
-  ASSERT_OK(store().put(kSorted, {{"p", "P"}, {"s", "e"}}, {}));
-  ASSERT_OK(store().remove(kSorted, key("P", "d"), {}));
-  const auto rest = drain(
-      [&](QueryOptions o) {
-        if (o.cursor.empty()) o.cursor = first.next_cursor;
-        return store().query(kSorted, "P", KeyRange::all(), o);
-      },
-      2);
-  EXPECT_EQ(strings(rest, "s"), (std::vector<std::string>{"e", "f", "h"}));
+  using V = std::vector<std::string>;
+  struct Case {
+    bool descending;
+    std::string pk;
+    V first;
+    std::string behind, ahead, removed;
+    V rest;
+  };
+  for (const Case& c : {Case{false, "P", {"b", "d"}, "a", "e", "d", {"e", "f", "h"}},
+                        Case{true, "R", {"h", "f"}, "g", "c", "f", {"d", "c", "b"}}}) {
+    SCOPED_TRACE(c.descending ? "descending" : "ascending");
+    for (const char* s : {"b", "d", "f", "h"})
+      ASSERT_OK(store().put(kSorted, {{"p", c.pk}, {"s", s}}, {}));
+    QueryOptions options;
+    options.limit = 2;
+    options.descending = c.descending;
+    const Page first = MUST(store().query(kSorted, c.pk, KeyRange::all(), options));
+    ASSERT_EQ(strings(first.items, "s"), c.first);
+    ASSERT_FALSE(first.next_cursor.empty());
+    ASSERT_OK(store().put(kSorted, {{"p", c.pk}, {"s", c.behind}}, {}));
+    ASSERT_OK(store().put(kSorted, {{"p", c.pk}, {"s", c.ahead}}, {}));
+    ASSERT_OK(store().remove(kSorted, key(c.pk, c.removed), {}));
+    const auto rest = drain(
+        [&](QueryOptions o) {
+          if (o.cursor.empty()) o.cursor = first.next_cursor;
+          o.descending = c.descending;
+          return store().query(kSorted, c.pk, KeyRange::all(), o);
+        },
+        2);
+    EXPECT_EQ(strings(rest, "s"), c.rest);
+  }
 }
 
 TEST_P(StoreConformance, QueryRefusesBadArguments) {
@@ -161,16 +178,20 @@ TEST_P(StoreConformance, QueryOfTableWithoutSortKeyFindsTheItem) {
 namespace {
 
 std::vector<std::string> index_ids(ItemStore& store, std::string_view index, std::string_view hash,
-                                   const KeyRange& range) {
-  Result<Page> page = store.query_index(StoreConformance::kItems, index, hash, range, {});
+                                   const KeyRange& range, bool descending = false) {
+  QueryOptions options;
+  options.descending = descending;
+  Result<Page> page = store.query_index(StoreConformance::kItems, index, hash, range, options);
   if (!page.ok()) return {"<" + page.status().to_string() + ">"};
   EXPECT_TRUE(page->next_cursor.empty());
   return strings(page->items, "id");
 }
 
 std::vector<Item> index_rows(ItemStore& store, std::string_view index, std::string_view hash,
-                             const KeyRange& range) {
-  Result<Page> page = store.query_index(StoreConformance::kItems, index, hash, range, {});
+                             const KeyRange& range, bool descending = false) {
+  QueryOptions options;
+  options.descending = descending;
+  Result<Page> page = store.query_index(StoreConformance::kItems, index, hash, range, options);
   EXPECT_TRUE(page.ok()) << page.status().to_string();
   if (!page.ok()) return {};
   EXPECT_TRUE(page->next_cursor.empty());
@@ -178,22 +199,47 @@ std::vector<Item> index_rows(ItemStore& store, std::string_view index, std::stri
 }
 
 // The ids of `items`, after checking that they come in non-decreasing order
-// of `range_attr`. Items with equal range values may come in any order (the
-// backend's choice, as on DynamoDB), so ties are sorted by id to compare.
-std::vector<std::string> sorted_ties(const std::vector<Item>& items,
-                                     const std::string& range_attr) {
+// of `range_attr` (non-increasing if `descending`). Items with equal range
+// values may come in any order (the backend's choice, as on DynamoDB), so
+// ties are sorted by id to compare.
+std::vector<std::string> sorted_ties(const std::vector<Item>& items, const std::string& range_attr,
+                                     bool descending = false) {
   std::vector<std::pair<Value, std::string>> rows;
   for (const Item& item : items) {
     const auto r = item.find(range_attr);
     rows.emplace_back(r == item.end() ? Value() : r->second, strings({item}, "id").front());
   }
+  const auto out_of_order = [&](const Value& earlier, const Value& later) {
+    return descending ? earlier < later : later < earlier;
+  };
   for (size_t i = 1; i < rows.size(); ++i) {
-    EXPECT_FALSE(rows[i].first < rows[i - 1].first) << rows[i].second << " is out of range order";
+    EXPECT_FALSE(out_of_order(rows[i - 1].first, rows[i].first))
+        << rows[i].second << " is out of range order";
   }
-  std::stable_sort(rows.begin(), rows.end());
+  std::stable_sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    if (a.first != b.first) return out_of_order(b.first, a.first);
+    return a.second < b.second;
+  });
   std::vector<std::string> ids;
   for (const auto& row : rows) ids.push_back(row.second);
   return ids;
+}
+
+// Puts 37 items of hash "S" whose range values, 0 to 6, are mostly ties, all
+// named "same", and one of hash "T": the (n, id) of those of "S".
+std::vector<std::pair<int64_t, std::string>> put_ties(ItemStore& store) {
+  std::vector<std::pair<int64_t, std::string>> out;
+  for (int i = 0; i < 37; ++i) {
+    char id[16];
+    std::snprintf(id, sizeof id, "p%02d", i);
+    const int64_t n = (i * 5) % 7;
+    out.emplace_back(n, id);
+    EXPECT_OK(store.put(StoreConformance::kItems,
+                        {{"id", id}, {"state", "S"}, {"n", n}, {"name", "same"}}, {}));
+  }
+  EXPECT_OK(store.put(StoreConformance::kItems,
+                      {{"id", "other"}, {"state", "T"}, {"n", int64_t{3}}}, {}));
+  return out;
 }
 
 }  // namespace
@@ -381,15 +427,7 @@ TEST_P(StoreConformance, QueryIndexFollowsUpdates) {
 }
 
 TEST_P(StoreConformance, QueryIndexPaginatesOverEveryItemOnce) {
-  std::vector<std::pair<int64_t, std::string>> expected;
-  for (int i = 0; i < 37; ++i) {
-    char id[16];
-    std::snprintf(id, sizeof id, "p%02d", i);
-    const int64_t n = (i * 5) % 7;  // many ties
-    expected.emplace_back(n, id);
-    ASSERT_OK(store().put(kItems, {{"id", id}, {"state", "S"}, {"n", n}, {"name", "same"}}, {}));
-  }
-  ASSERT_OK(store().put(kItems, {{"id", "other"}, {"state", "T"}, {"n", int64_t{3}}}, {}));
+  std::vector<std::pair<int64_t, std::string>> expected = put_ties(store());
   std::sort(expected.begin(), expected.end());
   std::vector<std::string> expected_ids;
   for (const auto& [n, id] : expected) expected_ids.push_back(id);
@@ -421,6 +459,164 @@ TEST_P(StoreConformance, QueryIndexPaginatesOverEveryItemOnce) {
     if (n >= 2 && n <= 3) mid.push_back(id);
   }
   EXPECT_EQ(sorted_ties(ranged, "n"), mid);
+}
+
+// ---------------------------------------------------------------- descending
+
+namespace {
+
+std::vector<std::string> reversed(std::vector<std::string> v) {
+  std::reverse(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+TEST_P(StoreConformance, QueryDescendingEachKeyRangeKind) {
+  for (const std::string& s : kSortKeys)
+    ASSERT_OK(store().put(kSorted, {{"p", "P"}, {"s", s}}, {}));
+  ASSERT_OK(store().put(kSorted, {{"p", "Q"}, {"s", "a"}}, {}));
+  ASSERT_OK(store().put(kSorted, {{"p", "PP"}, {"s", "a"}}, {}));
+  ASSERT_OK(store().put(kSorted, {{"p", "O"}, {"s", "zz"}}, {}));
+  using V = std::vector<std::string>;
+  const auto down = [&](const KeyRange& r) { return sks_of(store(), r, /*descending=*/true); };
+  EXPECT_EQ(down(KeyRange::all()), reversed(kSortKeys));  // by UTF-8 bytes, highest first
+  EXPECT_EQ(down(KeyRange::eq("ab")), (V{"ab"}));
+  EXPECT_EQ(down(KeyRange::eq("zz")), (V{}));
+  EXPECT_EQ(down(KeyRange::lt("b")), (V{"abc", "ab", "a", "Z"}));
+  EXPECT_EQ(down(KeyRange::le("b")), (V{"b", "abc", "ab", "a", "Z"}));
+  EXPECT_EQ(down(KeyRange::gt("c")), (V{"é2", "é1", "f"}));
+  EXPECT_EQ(down(KeyRange::ge("c")), (V{"é2", "é1", "f", "c"}));
+  EXPECT_EQ(down(KeyRange::between("ab", "b")), (V{"b", "abc", "ab"}));
+  EXPECT_EQ(down(KeyRange::begins_with("a")), (V{"abc", "ab", "a"}));
+  EXPECT_EQ(down(KeyRange::begins_with("é")), (V{"é2", "é1"}));
+  EXPECT_EQ(down(KeyRange::begins_with("")), reversed(kSortKeys));
+  QueryOptions options;
+  options.descending = true;
+  const Page empty = MUST(store().query(kSorted, "nobody", KeyRange::all(), options));
+  EXPECT_TRUE(empty.items.empty());
+  EXPECT_TRUE(empty.next_cursor.empty());
+}
+
+TEST_P(StoreConformance, QueryDescendingPaginatesDownwardsOverEveryItemOnce) {
+  std::vector<std::string> expected;
+  for (int i = 0; i < 23; ++i) {
+    char s[16];
+    std::snprintf(s, sizeof s, "s%02d", i);
+    expected.push_back(s);
+    ASSERT_OK(store().put(kSorted, {{"p", "P"}, {"s", s}}, {}));
+  }
+  ASSERT_OK(store().put(kSorted, {{"p", "Q"}, {"s", "s05"}}, {}));
+  ASSERT_OK(store().put(kSorted, {{"p", "O"}, {"s", "s30"}}, {}));
+  const auto descending = [&](const KeyRange& range) {
+    return [&store = store(), range](QueryOptions o) {
+      o.descending = true;
+      return store.query(kSorted, "P", range, o);
+    };
+  };
+  int pages = 0;
+  EXPECT_EQ(strings(drain(descending(KeyRange::all()), 5, &pages), "s"), reversed(expected));
+  EXPECT_GE(pages, 5);
+  EXPECT_LE(pages, 6);  // a backend may end with one empty page
+  EXPECT_EQ(strings(drain(descending(KeyRange::between("s03", "s09")), 2), "s"),
+            reversed(std::vector<std::string>(expected.begin() + 3, expected.begin() + 10)));
+  EXPECT_EQ(strings(drain(descending(KeyRange::begins_with("s1")), 1), "s"),
+            reversed(std::vector<std::string>(expected.begin() + 10, expected.begin() + 20)));
+  EXPECT_EQ(strings(drain(descending(KeyRange::lt("s04")), 3), "s"),
+            (std::vector<std::string>{"s03", "s02", "s01", "s00"}));
+}
+
+TEST_P(StoreConformance, QueryIndexDescendingOrdersByRangeValueHighestFirst) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  const std::vector<std::pair<std::string, int64_t>> rows{
+      {"a", 5}, {"b", -3}, {"c", 100}, {"d", 5}, {"e", kMin}, {"f", kMax}, {"g", 0}, {"aa", 5}};
+  for (const auto& [id, n] : rows)
+    ASSERT_OK(store().put(kItems, {{"id", id}, {"state", "S"}, {"n", n}, {"name", "x" + id}}, {}));
+  ASSERT_OK(store().put(kItems, {{"id", "t"}, {"state", "T"}, {"n", int64_t{1}}}, {}));
+  using V = std::vector<std::string>;
+  // Ties (a, aa, d all have n = 5) may come in any order: compare them sorted.
+  EXPECT_EQ(sorted_ties(index_rows(store(), kByState, "S", KeyRange::all(), true), "n", true),
+            (V{"f", "c", "a", "aa", "d", "g", "b", "e"}));
+  const auto down = [&](const KeyRange& r) {
+    return sorted_ties(index_rows(store(), kByState, "S", r, true), "n", true);
+  };
+  EXPECT_EQ(down(KeyRange::eq(int64_t{5})), (V{"a", "aa", "d"}));
+  EXPECT_EQ(down(KeyRange::lt(int64_t{5})), (V{"g", "b", "e"}));
+  EXPECT_EQ(down(KeyRange::le(int64_t{5})), (V{"a", "aa", "d", "g", "b", "e"}));
+  EXPECT_EQ(down(KeyRange::gt(int64_t{5})), (V{"f", "c"}));
+  EXPECT_EQ(down(KeyRange::ge(int64_t{0})), (V{"f", "c", "a", "aa", "d", "g"}));
+  EXPECT_EQ(down(KeyRange::between(int64_t{-3}, int64_t{5})), (V{"a", "aa", "d", "g", "b"}));
+  EXPECT_EQ(index_ids(store(), kByName, "S", KeyRange::begins_with("xa"), true), (V{"aa", "a"}));
+  EXPECT_EQ(index_ids(store(), kByName, "S", KeyRange::gt("xc"), true), (V{"g", "f", "e", "d"}));
+  EXPECT_EQ(index_ids(store(), kByState, "T", KeyRange::all(), true), (V{"t"}));
+  EXPECT_EQ(index_ids(store(), kByState, "nobody", KeyRange::all(), true), (V{}));
+}
+
+// Many items share a range value: whatever the page size, each comes once,
+// the pages going down through the ties.
+TEST_P(StoreConformance, QueryIndexDescendingPaginatesOverEveryItemOnceThroughTies) {
+  std::vector<std::pair<int64_t, std::string>> expected = put_ties(store());
+  // Highest range value first; ties by id, as sorted_ties() puts them.
+  std::sort(expected.begin(), expected.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<std::string> expected_ids;
+  for (const auto& [n, id] : expected) expected_ids.push_back(id);
+  const auto descending = [&](std::string_view index, const KeyRange& range) {
+    return [&store = store(), index, range](QueryOptions o) {
+      o.descending = true;
+      return store.query_index(kItems, index, "S", range, o);
+    };
+  };
+  for (int limit : {1, 4, 36, 37, 100}) {
+    SCOPED_TRACE(limit);
+    EXPECT_EQ(sorted_ties(drain(descending(kByState, KeyRange::all()), limit), "n", true),
+              expected_ids);
+  }
+  std::vector<std::string> sorted_ids = expected_ids;
+  std::sort(sorted_ids.begin(), sorted_ids.end());
+  EXPECT_EQ(sorted_ties(drain(descending(kByName, KeyRange::eq("same")), 3), "name", true),
+            sorted_ids);  // all tied: each exactly once
+  std::vector<std::string> mid;
+  for (const auto& [n, id] : expected) {
+    if (n >= 2 && n <= 3) mid.push_back(id);
+  }
+  EXPECT_EQ(sorted_ties(drain(descending(kByState, KeyRange::between(int64_t{2}, int64_t{3})), 2),
+                        "n", true),
+            mid);
+  std::vector<std::string> up_to_one;
+  for (const auto& [n, id] : expected) {
+    if (n <= 1) up_to_one.push_back(id);
+  }
+  EXPECT_EQ(sorted_ties(drain(descending(kByState, KeyRange::le(int64_t{1})), 2), "n", true),
+            up_to_one);
+}
+
+TEST_P(StoreConformance, QueryIndexDescendingCursorIsAPositionNotAnOffset) {
+  for (int i = 1; i <= 4; ++i) {
+    ASSERT_OK(store().put(
+        kItems, {{"id", "r" + std::to_string(2 * i)}, {"state", "S"}, {"n", int64_t{2 * i}}}, {}));
+  }
+  QueryOptions options;
+  options.limit = 2;
+  options.descending = true;
+  const Page first = MUST(store().query_index(kItems, kByState, "S", KeyRange::all(), options));
+  ASSERT_EQ(strings(first.items, "id"), (std::vector<std::string>{"r8", "r6"}));
+  ASSERT_FALSE(first.next_cursor.empty());
+  // Above the cursor (not seen), below it (seen), and the cursor's item
+  // gone.
+  ASSERT_OK(store().put(kItems, {{"id", "r7"}, {"state", "S"}, {"n", int64_t{7}}}, {}));
+  ASSERT_OK(store().put(kItems, {{"id", "r3"}, {"state", "S"}, {"n", int64_t{3}}}, {}));
+  ASSERT_OK(store().remove(kItems, key("r6"), {}));
+  const auto rest = drain(
+      [&](QueryOptions o) {
+        if (o.cursor.empty()) o.cursor = first.next_cursor;
+        o.descending = true;
+        return store().query_index(kItems, kByState, "S", KeyRange::all(), o);
+      },
+      2);
+  EXPECT_EQ(strings(rest, "id"), (std::vector<std::string>{"r4", "r3", "r2"}));
 }
 
 }  // namespace leasehold::conformance

@@ -133,7 +133,9 @@ Result<Page> IndexLagStore::query_index(std::string_view table, std::string_view
     if (before && shown_then(*before)) out.items.push_back(*before);
   }
   std::sort(out.items.begin(), out.items.end(), [&](const Item& a, const Item& b) {
-    return a.at(idx->range_attr) < b.at(idx->range_attr);
+    const Value& first = (options.descending ? b : a).at(idx->range_attr);
+    const Value& second = (options.descending ? a : b).at(idx->range_attr);
+    return first < second;
   });
   return out;
 }

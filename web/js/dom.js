@@ -113,6 +113,14 @@ export function setBusy(button, busy) {
   else button.removeAttribute('aria-busy');
 }
 
+// Marks a list's area as showing what it showed before while what replaces
+// it is asked for (dimmed, aria-busy), or as current again.
+export function setLoading(area, loading) {
+  area.classList.toggle('is-loading', loading);
+  if (loading) area.setAttribute('aria-busy', 'true');
+  else area.removeAttribute('aria-busy');
+}
+
 // Sets `element`'s text only when it changed, so that a screen reader or a
 // selection is not disturbed by every poll.
 export function setText(element, text) {

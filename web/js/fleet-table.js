@@ -9,16 +9,17 @@
 // so that a filtered view can be shared or reloaded.
 //
 // Hooks for tests and scripts: tr[data-conn-id] with td[data-field] for each
-// column, #conn-search, #conn-state, #conn-owner, #conn-prev, #conn-next and
-// #conn-range.
+// column, #conn-search, #conn-state, #conn-owner, and the pager's #conn-prev,
+// #conn-next and #conn-range (pager.js).
 import {
   ApiError, removeConnection, startConnection, stopConnection,
 } from './api.js';
 import {
-  h, icon, loadingState, messageState, setBusy, setText, syncRows,
+  h, icon, loadingState, messageState, setBusy, setLoading, setText, syncRows,
 } from './dom.js';
-import { formatCount, formatRate, RateTracker } from './fleet-format.js';
+import { countOf, formatRate, RateTracker } from './fleet-format.js';
 import { connectionRow, fillConnectionRow, showLease, STATE_NAMES } from './fleet-row.js';
+import { Pager } from './pager.js';
 
 export const PAGE_SIZE = 100;
 // The search asks once typing pauses for this long.
@@ -48,8 +49,9 @@ export class ConnectionTable {
     this.onChanged = onChanged;
     this.onSignedOut = onSignedOut;
     this.filters = filtersFrom(window.location.search);
-    this.after = ''; // the ID the shown page starts after; '' for the first
-    this.previous = []; // the `after` of each page before it, for "Previous"
+    this.pager = new Pager({
+      id: 'conn', pageSize: PAGE_SIZE, onPage: (fromBottom) => this.queryChanged(fromBottom),
+    });
     this.rows = new Map(); // id -> row
     this.rates = new RateTracker();
     this.page = null; // the last answer for the shown query, null until it comes
@@ -67,9 +69,10 @@ export class ConnectionTable {
   // params is null when the filters cannot match any ID (nothing to ask).
   query() {
     const { state, prefix, owner } = this.filters;
-    const key = JSON.stringify([state, prefix, owner, this.after]);
+    const { after } = this.pager;
+    const key = JSON.stringify([state, prefix, owner, after]);
     if (!ID_CHARS.test(prefix) || !ID_CHARS.test(owner)) return { key, params: null };
-    return { key, params: { limit: PAGE_SIZE, after: this.after, state, prefix, owner } };
+    return { key, params: { limit: PAGE_SIZE, after, state, prefix, owner } };
   }
 
   filtered() {
@@ -92,11 +95,7 @@ export class ConnectionTable {
           : null)),
       this.body);
     this.area = h('div', { class: 'table-area' }, loadingState('Loading connections…'));
-    this.bottomPrev = this.pageButton('conn-prev-bottom', 'Previous', 'previous',
-      () => this.back(true));
-    this.bottomNext = this.pageButton('conn-next-bottom', 'Next', 'next', () => this.forward(true));
-    this.bottomPager = h('div', { class: 'pager pager-bottom', hidden: true },
-      this.bottomPrev, this.bottomNext);
+    this.bottomPager = this.pager.bottom;
     this.actionAlert = h('div', {
       class: 'alert', role: 'alert', id: 'fleet-action-error', hidden: true,
     });
@@ -122,9 +121,6 @@ export class ConnectionTable {
       on: { change: () => this.setFilters({ owner: this.ownerSelect.value }) },
     });
     this.fillOwners([]);
-    this.range = h('p', { class: 'range', id: 'conn-range', 'aria-live': 'polite' });
-    this.prevButton = this.pageButton('conn-prev', 'Previous', 'previous', () => this.back());
-    this.nextButton = this.pageButton('conn-next', 'Next', 'next', () => this.forward());
     this.toolbar = h('div', { class: 'conn-toolbar' },
       h('div', { class: 'field field-search' },
         h('label', { for: 'conn-search', text: 'ID starts with' }), this.search),
@@ -132,16 +128,7 @@ export class ConnectionTable {
         this.stateSelect),
       h('div', { class: 'field' }, h('label', { for: 'conn-owner', text: 'Owner' }),
         this.ownerSelect),
-      h('div', { class: 'pager' }, this.range, this.prevButton, this.nextButton));
-  }
-
-  pageButton(id, label, iconName, onClick) {
-    const children = [icon(iconName, 16), h('span', { text: label })];
-    if (iconName === 'next') children.reverse();
-    return h('button', {
-      type: 'button', class: 'button button-small', id, 'aria-label': `${label} page`,
-      disabled: true, on: { click: onClick },
-    }, children);
+      this.pager.element);
   }
 
   // ---- filters and pages ----
@@ -160,8 +147,7 @@ export class ConnectionTable {
     if (this.search.value.trim() !== next.prefix) this.search.value = next.prefix;
     this.stateSelect.value = next.state;
     if (this.ownerSelect.value !== next.owner) this.fillOwners(this.workers || []);
-    this.after = '';
-    this.previous = [];
+    this.pager.reset();
     this.keepInUrl();
     this.queryChanged();
   }
@@ -194,25 +180,11 @@ export class ConnectionTable {
     }
   }
 
-  forward(fromBottom = false) {
-    if (!this.page || !this.page.next_after) return;
-    this.previous.push(this.after);
-    this.after = this.page.next_after;
-    this.queryChanged(fromBottom);
-  }
-
-  back(fromBottom = false) {
-    if (this.previous.length === 0) return;
-    this.after = this.previous.pop();
-    this.queryChanged(fromBottom);
-  }
-
   // The shown rows are of the last query until the new page comes: they
   // are marked as such, and the buttons wait.
   queryChanged(scroll = false) {
     this.note.hidden = true;
-    this.area.classList.add('is-loading');
-    this.area.setAttribute('aria-busy', 'true');
+    setLoading(this.area, true);
     this.showPager();
     if (scroll) this.toolbar.scrollIntoView({ block: 'start' });
     this.onQuery();
@@ -256,35 +228,21 @@ export class ConnectionTable {
     return this.counts.total;
   }
 
+  // The pager, for the page on screen: the summary's counts say how many
+  // there are in all when the filters allow.
   showPager() {
-    const waiting = this.page === null || this.pageKey !== this.query().key;
-    const hasNext = !waiting && Boolean(this.page.next_after);
-    const hasPrev = this.previous.length > 0;
-    this.prevButton.disabled = waiting || !hasPrev;
-    this.nextButton.disabled = waiting || !hasNext;
-    // A single page needs no buttons to leave it.
-    const single = !waiting && !hasPrev && !hasNext;
-    this.prevButton.hidden = single;
-    this.nextButton.hidden = single;
-    this.bottomPrev.disabled = this.prevButton.disabled;
-    this.bottomNext.disabled = this.nextButton.disabled;
-    this.bottomPager.hidden = waiting || this.page.connections.length < 20 || !(hasPrev || hasNext);
-    if (waiting) return;
-    const shown = this.page.connections.length;
-    const first = this.previous.length * PAGE_SIZE + 1;
-    const last = first + shown - 1;
-    let text = '';
-    if (shown > 0 && (hasPrev || hasNext)) {
-      // On the last page the count is exact; before it, the summary's
-      // counts say it when the filters allow (and they may lag a little).
-      const total = hasNext ? this.matching() : last;
-      text = `${formatCount(first)}–${formatCount(last)}`;
-      if (total !== null) text += ` of ${formatCount(Math.max(total, last))}`;
-    } else if (shown > 0) {
-      text = `${formatCount(shown)} ${this.filtered() ? 'matching ' : ''}` +
-        `connection${shown === 1 ? '' : 's'}`;
+    if (this.page === null || this.pageKey !== this.query().key) {
+      this.pager.show({ waiting: true });
+      return;
     }
-    setText(this.range, text);
+    const shown = this.page.connections.length;
+    this.pager.show({
+      waiting: false,
+      nextAfter: this.page.next_after,
+      shown,
+      total: this.matching(),
+      single: countOf(shown, this.filtered() ? 'matching connection' : 'connection'),
+    });
   }
 
   // ---- answers ----
@@ -329,8 +287,7 @@ export class ConnectionTable {
   }
 
   showArea() {
-    this.area.classList.remove('is-loading');
-    this.area.removeAttribute('aria-busy');
+    setLoading(this.area, false);
     let content = this.table;
     if (this.page.connections.length === 0) content = this.emptyState();
     if (this.area.firstChild !== content || this.area.childNodes.length !== 1) {
@@ -345,7 +302,7 @@ export class ConnectionTable {
     let reason = 'none';
     if (this.queryError) reason = `error:${this.queryError}`;
     else if (this.filtered()) reason = 'filtered';
-    else if (this.previous.length > 0) reason = 'past';
+    else if (!this.pager.onFirstPage()) reason = 'past';
     if (!this.empties[reason]) this.empties[reason] = this.makeEmptyState(reason);
     return this.empties[reason];
   }
@@ -394,8 +351,7 @@ export class ConnectionTable {
   }
 
   firstPage() {
-    this.after = '';
-    this.previous = [];
+    this.pager.reset();
     this.queryChanged(true);
   }
 

@@ -24,16 +24,20 @@ export function frameImageUrl(id, n) {
   return `${moviePath(id)}/frames/${n}.jpg`;
 }
 
-// The first page of movie summaries (up to 1000, oldest first), polled:
-// {changed, data: [summary], etag, next}. `next` is the path of the next
-// page, or null.
-export function pollMovies(etag = null, limit = 1000) {
-  return poll(`/api/movies?limit=${limit}`, etag);
-}
-
-// A page after the first (a `next` path).
-export function moviesPage(path) {
-  return poll(path, null);
+// A page of `limit` movie summaries, the newest first, after the movie
+// `after` ('' for the first page), polled with `etag`, the tag of the last
+// answer to the same page, or null. Resolves {changed: false} while the
+// page is as it was (304), else {changed: true, data: [summary], etag,
+// nextAfter}: the `after` of the page that follows (from the Link header),
+// '' on the last. ApiError 400 when `after` names no movie (it was removed
+// since).
+export async function pollMoviePage(after, limit, etag = null) {
+  const params = new URLSearchParams({ order: 'newest', limit: String(limit) });
+  if (after) params.set('after', after);
+  const answer = await poll(`/api/movies?${params}`, etag);
+  if (!answer.changed) return answer;
+  const next = answer.next && new URL(answer.next, window.location.origin);
+  return { ...answer, nextAfter: next?.searchParams.get('after') || '' };
 }
 
 // A movie, polled: {changed, data: movie, etag}.

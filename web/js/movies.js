@@ -1,33 +1,46 @@
-// The movie list (/movies): every movie with its status (a trace's frames
-// as they are written), length, size, owner and who holds it now, and the
-// uploads (movies-upload.js). It asks the server every two seconds while
-// the page is visible (never while it is hidden), with the list's ETag, so
-// an unchanged list costs a 304 and redraws nothing; it says when what it
-// shows is stale. The summaries lack a movie's size, length and owner: each
-// movie is read once (and again when its status changes), a few at a time.
-// Its owner or an admin may delete a movie that nobody holds.
+// The movie list (/movies): the movies, the newest first, one page of 100
+// at a time with next and previous pages (pager.js), each with its status
+// (a trace's frames as they are written), length, size, owner and who
+// holds it now; and the uploads (movies-upload.js), each shown at once at
+// the top of the first page. Its owner or an admin may delete a movie that
+// nobody holds.
+//
+// It asks for the page on screen only, with that page's ETag, so an
+// unchanged page costs a 304 and redraws nothing, however many movies there
+// are: every 2 seconds after a change, backing off to 8 seconds while
+// nothing changes, and every 2 seconds again after an upload, a deletion, a
+// page change or the page showing again; never while it is hidden. It says
+// when what it shows is stale. The summaries lack a movie's size, length
+// and owner: each movie on screen is read once (and again when its status
+// changes), a few at a time.
 //
 // Rows carry hooks for tests and scripts: tr[data-movie-id] (with
-// data-status) and td[data-field] for each column.
+// data-status) and td[data-field] for each column; the pager's are
+// #movies-range, #movies-prev and #movies-next, and the note of an upload
+// made on another page is #movies-note, with #movies-note-first.
 import { ApiError, asSentence } from './api.js';
-import { h, icon, loadingState, messageState, setBusy } from './dom.js';
-import { formatAgo, formatWallTime } from './fleet-format.js';
+import {
+  h, icon, loadingState, messageState, setBusy, setLoading, setText, setTitle, syncRows,
+} from './dom.js';
+import { countOf, formatAgo, formatSpan, formatWallTime } from './fleet-format.js';
 import { formatFrames, formatLength, formatSince } from './movies-format.js';
-import { getMovie, moviesPage, pollMovies, removeMovie, videoUrl } from './movies-api.js';
+import { getMovie, pollMoviePage, removeMovie, videoUrl } from './movies-api.js';
 import { Uploader } from './movies-upload.js';
+import { Pager } from './pager.js';
 import { Poller } from './poller.js';
 
+const PAGE_SIZE = 100;
 const POLL_EVERY_MS = 2000;
-// Without a fresh answer for this long, the page says its data is stale.
-const STALE_AFTER_MS = 6000;
+const POLL_EVERY_MAX_MS = 8000;
+// Without an answer for two periods and this much more, the page says its
+// data is stale (6 s while it asks every 2 s, 18 s at 8 s).
+const STALE_MARGIN_MS = 2000;
 // The freshness line is redrawn this often between answers.
 const TICK_MS = 1000;
 // Movies read at once for their details, and how long a read that failed
 // waits before it is tried again.
 const DETAIL_READS_MAX = 4;
 const DETAIL_RETRY_MS = 10_000;
-// Pages followed after the first (1000 movies each).
-const PAGES_MAX = 20;
 // A movie just uploaded is shown before the list names it, for this long.
 const PENDING_MS = 30_000;
 
@@ -49,21 +62,10 @@ function td(field, label, ...children) {
   return h('td', { 'data-field': field, 'data-label': label }, ...children);
 }
 
-// Sets `element`'s text only when it changed, so that a screen reader or a
-// selection is not disturbed by every poll.
-function setText(element, text) {
-  if (element.textContent !== text) element.textContent = text;
-}
-
 // Sets an attribute only when it changed: a write of the same value is a
 // change to a MutationObserver (and to assistive technology watching one).
 function setAttr(element, name, value) {
   if (element.getAttribute(name) !== value) element.setAttribute(name, value);
-}
-
-function setTitle(element, title) {
-  if (title) setAttr(element, 'title', title);
-  else if (element.hasAttribute('title')) element.removeAttribute('title');
 }
 
 // A value that is not known (yet): a muted dash.
@@ -88,9 +90,11 @@ class MoviesPage {
     this.user = user;
     this.goToSignIn = goToSignIn;
     this.rows = new Map(); // movie id -> row
-    this.movies = null; // the last list, as the server orders it; null before the first
-    this.etag = null;
-    this.later = null; // the path of the list's second page, or null
+    // The last answer for the page on screen, {movies, nextAfter}, as the
+    // server orders it; null before the first.
+    this.page = null;
+    this.pageKey = null; // the `after` the page and its tag belong to
+    this.pageTag = null;
     this.pending = new Map(); // id -> {summary, at}: uploaded, not yet listed
     this.details = new Map(); // id -> {movie, status, reading, failedAt}
     this.detailQueue = new Set();
@@ -100,8 +104,12 @@ class MoviesPage {
     this.lastError = null;
     this.stopped = false;
     this.poller = new Poller({
-      everyMs: POLL_EVERY_MS, tickMs: TICK_MS,
+      everyMs: POLL_EVERY_MS, maxEveryMs: POLL_EVERY_MAX_MS, tickMs: TICK_MS,
       turn: () => this.poll(), tick: () => this.showFreshness(),
+    });
+    this.pager = new Pager({
+      id: 'movies', pageSize: PAGE_SIZE, label: 'Movies',
+      onPage: (fromBottom) => this.pageChanged(fromBottom),
     });
     this.uploader = new Uploader({
       onUploaded: (movie) => this.uploaded(movie),
@@ -130,23 +138,69 @@ class MoviesPage {
 
   // ---- polling ----
 
+  // One turn: the page on screen, with its tag. Resolves true when it
+  // changed (the poller backs off while it does not).
   async poll() {
+    const after = this.pager.after;
+    let changed = false;
     try {
-      const movies = await this.readList();
-      if (this.stopped) return;
+      const answer = await pollMoviePage(after, PAGE_SIZE,
+        after === this.pageKey ? this.pageTag : null);
+      if (this.stopped) return false;
       this.lastAnswerAt = performance.now();
       this.lastAnswerTime = new Date().toLocaleTimeString();
       this.lastError = null;
-      if (movies) this.showMovies(movies);
+      // Another page was asked for meanwhile: its turn follows at once.
+      if (after !== this.pager.after) return false;
+      if (answer.changed || after !== this.pageKey) {
+        changed = true;
+        this.pageKey = after;
+        this.pageTag = answer.etag;
+        this.page = { movies: answer.data, nextAfter: answer.nextAfter };
+        this.showMovies();
+      }
       this.readDetails();
     } catch (error) {
-      if (this.stopped) return;
-      if (error instanceof ApiError && error.status === 401) return this.signedOut();
+      if (this.stopped) return false;
+      if (error instanceof ApiError && error.status === 401) {
+        this.signedOut();
+        return false;
+      }
+      if (error instanceof ApiError && error.status === 400 && after === this.pager.after &&
+          after !== '') {
+        return this.resume(after);
+      }
       this.lastError = error;
       if (!(error instanceof ApiError)) console.error(error);
-      if (this.movies === null) this.showLoadFailed();
+      if (this.page === null) this.showLoadFailed();
     }
     this.showFreshness();
+    return changed;
+  }
+
+  // The movie the page on screen starts after was removed, and its place
+  // in the order with it (the server refuses `after`): the page is now the
+  // one that follows the page before it, which says where that starts. A
+  // page before it refused as well starts the list again; any other
+  // failure is the turn's, and the next turn tries again.
+  async resume(after) {
+    const before = this.pager.previous.at(-1);
+    try {
+      const answer = await pollMoviePage(before, PAGE_SIZE);
+      if (this.stopped || this.pager.after !== after) return false;
+      if (answer.nextAfter) this.pager.after = answer.nextAfter;
+      else this.pager.after = this.pager.previous.pop();
+    } catch (error) {
+      if (this.stopped) return false;
+      if (!(error instanceof ApiError) || error.status !== 400) {
+        this.lastError = error;
+        this.showFreshness();
+        return false;
+      }
+      if (this.pager.after === after) this.pager.reset();
+    }
+    this.pollNow();
+    return true;
   }
 
   // Asks again now (a retry, an upload done), not at the next turn.
@@ -154,34 +208,14 @@ class MoviesPage {
     this.poller.now();
   }
 
-  // The whole list, or null when it is as it was. The first page is asked
-  // with its ETag; pages after it (over 1000 movies) carry none, so they
-  // are read again at every turn.
-  async readList() {
-    const first = await pollMovies(this.etag);
-    if (first.changed) {
-      this.firstPage = first.data;
-      this.later = first.next;
-    } else if (!this.later) {
-      return null;
-    }
-    const movies = [...this.firstPage];
-    let path = this.later;
-    for (let pages = 0; path && pages < PAGES_MAX; pages += 1) {
-      let page;
-      try {
-        page = await moviesPage(path);
-      } catch (error) {
-        // The movie a page resumes after was removed meanwhile: start again.
-        if (error instanceof ApiError && error.status === 400) this.etag = null;
-        throw error;
-      }
-      movies.push(...page.data);
-      path = page.next;
-    }
-    // Kept only once every page is in: a failure asks for all of it again.
-    if (first.changed) this.etag = first.etag;
-    return movies;
+  // Next or Previous: the rows shown are the last page's until the new one
+  // comes; they are marked as such, and the pager waits.
+  pageChanged(fromBottom) {
+    this.note.hidden = true;
+    setLoading(this.area, true);
+    this.showPager();
+    if (fromBottom) this.pagerHead.scrollIntoView({ block: 'start' });
+    this.pollNow();
   }
 
   // ---- the page's frame ----
@@ -198,8 +232,8 @@ class MoviesPage {
     this.actionAlert = h('div', {
       class: 'alert', role: 'alert', id: 'movies-action-error', hidden: true,
     });
+    this.note = h('div', { class: 'note', role: 'status', id: 'movies-note', hidden: true });
     this.announcer = h('p', { class: 'visually-hidden', role: 'status', id: 'movies-announce' });
-    this.count = h('span', { class: 'count', id: 'movies-count' });
     this.body = h('tbody');
     this.table = h('table', { class: 'data-table movie-table', id: 'movies' },
       h('caption', { class: 'visually-hidden', text: 'Movies' }),
@@ -209,6 +243,9 @@ class MoviesPage {
         h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
       this.body);
     this.area = h('div', { class: 'table-area' }, loadingState('Loading movies…'));
+    this.pagerHead = h('div', { class: 'section-head' },
+      h('h2', { id: 'movies-title', tabindex: '-1' }, 'All movies'),
+      this.pager.element);
 
     this.main.replaceChildren(
       h('div', { class: 'page-head page-head-row' },
@@ -224,12 +261,14 @@ class MoviesPage {
       this.staleAlert,
       this.uploader.element,
       h('section', { class: 'movies-section', 'aria-labelledby': 'movies-title' },
-        h('div', { class: 'section-head' },
-          h('h2', { id: 'movies-title', tabindex: '-1' }, 'All movies', this.count)),
+        this.pagerHead,
+        this.note,
         this.actionAlert,
-        this.area),
+        this.area,
+        this.pager.bottom),
       this.announcer,
     );
+    this.showPager();
     this.showFreshness();
   }
 
@@ -243,10 +282,12 @@ class MoviesPage {
 
   // The pill beside the title says how fresh the list is; the alert under
   // it, whose text changes only when the reason does (it is announced),
-  // says why it is not.
+  // says why it is not. Stale means two periods without an answer, so that
+  // the back-off alone never makes the page stale.
   showFreshness() {
     const ageMs = this.lastAnswerAt === null ? null : performance.now() - this.lastAnswerAt;
-    const stale = this.lastError !== null || (ageMs !== null && ageMs >= STALE_AFTER_MS);
+    const staleAfterMs = 2 * this.poller.periodMs + STALE_MARGIN_MS;
+    const stale = this.lastError !== null || (ageMs !== null && ageMs >= staleAfterMs);
     let kind = 'live';
     let text = 'Live';
     if (ageMs === null) {
@@ -258,17 +299,19 @@ class MoviesPage {
     }
     setText(this.freshness, text);
     this.freshness.dataset.state = kind;
+    setTitle(this.freshness, kind === 'live'
+      ? `Asks the server every ${formatSpan(this.poller.periodMs)}, more often after a change`
+      : '');
     this.main.classList.toggle('is-stale', stale && ageMs !== null);
     // Before the first answer, the list's own error state says it.
-    this.staleAlert.hidden = !stale || this.movies === null;
+    this.staleAlert.hidden = !stale || this.page === null;
     if (this.staleAlert.hidden) return;
     let why = 'The server is slow to answer.';
     if (this.lastError) {
       why = this.lastError.status === 0 ? 'Could not reach the server.' : this.lastError.message;
     }
-    const message = `${why} What you see is as it was at ${this.lastAnswerTime}; ` +
-      'trying again every 2 seconds.';
-    setText(this.staleText, message);
+    setText(this.staleText,
+      `${why} What you see is as it was at ${this.lastAnswerTime}; the page keeps trying.`);
   }
 
   showLoadFailed() {
@@ -279,7 +322,7 @@ class MoviesPage {
       title: 'The movies could not be loaded',
       body: [
         error.status === 0 ? 'Could not reach the server. Check your connection.' : error.message,
-        'The page tries again every 2 seconds.',
+        'The page keeps trying.',
       ],
       actions: [h('button', {
         type: 'button', class: 'button button-primary', id: 'movies-retry',
@@ -294,62 +337,101 @@ class MoviesPage {
 
   // ---- the list ----
 
-  showMovies(movies) {
-    this.movies = movies;
+  // Whether the page on screen is the first one, as its last answer says:
+  // where a movie just uploaded will be listed.
+  onFirstPage() {
+    return this.page !== null && this.pageKey === this.pager.after && this.pager.onFirstPage();
+  }
+
+  // The page's movies, and before them, on the first page, those uploaded
+  // that it does not list yet, the newest first. The page keeps its size:
+  // the movies they push off its end are the next page's once the list
+  // names them.
+  shownMovies() {
+    const { movies } = this.page;
     const listed = new Set(movies.map((m) => m.id));
     const nowMs = performance.now();
     for (const [id, { at }] of this.pending) {
       if (listed.has(id) || nowMs - at > PENDING_MS) this.pending.delete(id);
     }
-    // Newest first: a movie just uploaded appears at the top.
-    const shown = [...movies, ...[...this.pending.values()].map((p) => p.summary)].reverse();
+    if (!this.onFirstPage() || this.pending.size === 0) return movies;
+    const uploads = [...this.pending.values()].reverse().map((p) => p.summary);
+    return [...uploads, ...movies].slice(0, Math.max(PAGE_SIZE, uploads.length));
+  }
+
+  showMovies() {
+    const shown = this.shownMovies();
+    // Only what is on screen is read: a page left behind drops its reads.
     const ids = new Set(shown.map((m) => m.id));
-    for (const [id, row] of this.rows) {
-      if (!ids.has(id)) this.removeRow(row);
-    }
     for (const id of this.details.keys()) {
       if (!ids.has(id)) this.details.delete(id);
     }
-    shown.forEach((movie, index) => {
-      let row = this.rows.get(movie.id);
-      if (!row) {
-        row = this.movieRow(movie.id);
-        this.rows.set(movie.id, row);
-      }
-      if (this.body.children[index] !== row.element) {
-        this.body.insertBefore(row.element, this.body.children[index] || null);
-      }
-      this.fillMovie(row, movie);
-    });
-    setText(this.count, String(shown.length));
+    for (const id of this.detailQueue) {
+      if (!ids.has(id)) this.detailQueue.delete(id);
+    }
+    const hadFocus = this.body.contains(document.activeElement);
+    syncRows(this.rows, this.body, shown, (m) => m.id, (m) => this.movieRow(m.id),
+      (row, m) => this.fillMovie(row, m));
+    // A row with focus left the page (deleted, or another page shown): focus
+    // goes to the list's heading.
+    if (hadFocus && !this.body.contains(document.activeElement)) {
+      document.getElementById('movies-title').focus();
+    }
     this.showArea(shown.length);
+    this.showPager();
   }
 
-  removeRow(row) {
-    const hadFocus = row.element.contains(document.activeElement);
-    row.element.remove();
-    this.rows.delete(row.id);
-    // Its buttons are gone: focus goes to the list's heading.
-    if (hadFocus) document.getElementById('movies-title').focus();
+  showPager() {
+    const waiting = this.page === null || this.pageKey !== this.pager.after;
+    if (waiting) {
+      this.pager.show({ waiting });
+      return;
+    }
+    const shown = this.body.children.length;
+    this.pager.show({
+      waiting, nextAfter: this.page.nextAfter, shown, single: countOf(shown, 'movie'),
+    });
   }
 
   showArea(count) {
     delete this.area.dataset.failed;
+    setLoading(this.area, false);
     let content = this.table;
-    if (count === 0) {
-      content = this.empty || (this.empty = messageState({
-        iconName: 'movie',
-        boxed: true,
-        title: 'No movies yet',
-        body: 'Upload one with “Upload a movie”, or drag a video file onto this page. ' +
-          'It is ready to open once the server has read it, in a few seconds.',
-      }));
-    }
+    if (count === 0) content = this.emptyState();
     if (this.area.firstChild !== content || this.area.childNodes.length !== 1) {
       this.area.replaceChildren(content);
     }
   }
 
+  // No movies at all, or a page past the first emptied since it was asked.
+  emptyState() {
+    if (!this.pager.onFirstPage()) {
+      return this.emptyPast || (this.emptyPast = messageState({
+        iconName: 'movie', boxed: true, title: 'This page is empty now',
+        body: 'The movies it held were deleted since.',
+        actions: [h('button', {
+          type: 'button', class: 'button', text: 'Go to the first page',
+          on: { click: () => this.firstPage() },
+        })],
+      }));
+    }
+    return this.empty || (this.empty = messageState({
+      iconName: 'movie',
+      boxed: true,
+      title: 'No movies yet',
+      body: 'Upload one with “Upload a movie”, or drag a video file onto this page. ' +
+        'It is ready to open once the server has read it, in a few seconds.',
+    }));
+  }
+
+  firstPage() {
+    this.pager.reset();
+    this.pageChanged(true);
+  }
+
+  // A movie the server created from an upload: shown at once where the
+  // list will name it, at the top of the first page; on another page, a
+  // note says where it is.
   uploaded(movie) {
     if (this.stopped) return;
     this.details.set(movie.id, { movie, status: movie.status });
@@ -357,11 +439,22 @@ class MoviesPage {
       id: movie.id, name: movie.name, status: movie.status, frames_done: movie.frames_done,
       frames_total: movie.frames_total, lock: movie.lock,
     };
-    if (this.movies && !this.movies.some((m) => m.id === movie.id)) {
+    if (this.page && !this.page.movies.some((m) => m.id === movie.id)) {
       this.pending.set(movie.id, { summary, at: performance.now() });
-      this.showMovies(this.movies);
+      this.showMovies();
     }
-    this.rows.get(movie.id)?.element.classList.add('just-added');
+    const row = this.rows.get(movie.id);
+    if (row) {
+      row.element.classList.add('just-added');
+    } else if (this.page) {
+      this.note.replaceChildren(
+        h('span', { text: `${movie.name} is uploaded. It is first on the first page.` }),
+        h('button', {
+          type: 'button', class: 'button button-small', id: 'movies-note-first',
+          text: 'Go to the first page', on: { click: () => this.firstPage() },
+        }));
+      this.note.hidden = false;
+    }
     this.pollNow();
   }
 
@@ -628,6 +721,8 @@ class MoviesPage {
       // the list no longer names it.
       row.deleting = true;
       this.announce(`${name} is being deleted.`);
+      // Asked again soon, so that the row goes once the server has removed it.
+      this.pollNow();
     } catch (error) {
       if (error instanceof ApiError && error.status === 401) return this.signedOut();
       this.actionAlert.replaceChildren(icon('alert', 18),

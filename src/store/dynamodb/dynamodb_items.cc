@@ -16,17 +16,20 @@ constexpr size_t kBatchGetKeysMax = 100;   // DynamoDB's BatchGetItem limit
 constexpr int kUnprocessedRoundsMax = 10;  // BatchGetItem rounds for UnprocessedKeys
 
 // A GSI returns items with equal range values in no particular order; within
-// one page they are put in key order, as the other backends return them.
-// (Across pages DynamoDB's order stands: the cursor is its LastEvaluatedKey.)
-void sort_ties(const TableSpec& spec, const IndexSpec& index, std::vector<Item>& items) {
+// one page they are put in key order (descending: its reverse), as the other
+// backends return them. (Across pages DynamoDB's order stands: the cursor is
+// its LastEvaluatedKey.)
+void sort_ties(const TableSpec& spec, const IndexSpec& index, bool descending,
+               std::vector<Item>& items) {
   const auto position = [&](const Item& item) {
     const auto r = item.find(index.range_attr);
     const std::string* pk = get_string(item, spec.pk_attr);
     const std::string* sk = spec.sk_attr.empty() ? nullptr : get_string(item, spec.sk_attr);
     return std::make_tuple(r == item.end() ? Value() : r->second, pk ? *pk : "", sk ? *sk : "");
   };
-  std::stable_sort(items.begin(), items.end(),
-                   [&](const Item& a, const Item& b) { return position(a) < position(b); });
+  std::stable_sort(items.begin(), items.end(), [&](const Item& a, const Item& b) {
+    return descending ? position(b) < position(a) : position(a) < position(b);
+  });
 }
 
 // UpdateItem's body, written as JSON text (see wire.h). `guarded` tells
@@ -267,6 +270,9 @@ Result<Page> DynamoDbStore::run_query(json::object body, const CursorShape& shap
   if (!options.cursor.empty()) {
     LEASEHOLD_ASSIGN_OR_RETURN(body["ExclusiveStartKey"], decode_cursor(options.cursor, shape));
   }
+  // Descending, ExclusiveStartKey is still where the last page ended: the
+  // next page goes on below it.
+  if (options.descending) body["ScanIndexForward"] = false;
   Page page;
   const size_t limit = static_cast<size_t>(options.limit);
   while (true) {
@@ -281,13 +287,13 @@ Result<Page> DynamoDbStore::run_query(json::object body, const CursorShape& shap
     }
     const json::object* last = object_field(reply, "LastEvaluatedKey");
     if (last == nullptr || last->empty()) {
-      if (index) sort_ties(spec, *index, page.items);
+      if (index) sort_ties(spec, *index, options.descending, page.items);
       return page;
     }
     if (page.items.size() >= limit) {
       LEASEHOLD_ASSIGN_OR_RETURN(Item position, decode_item(*last));
       page.next_cursor = store::encode_item(position);
-      if (index) sort_ties(spec, *index, page.items);
+      if (index) sort_ties(spec, *index, options.descending, page.items);
       return page;
     }
     body["ExclusiveStartKey"] = *last;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 #include <map>
 
 #include "base/mutex.h"
@@ -156,23 +157,35 @@ class MemoryStore final : public ItemStore {
       return invalid_argument("table " + t->spec.name + " has no sort key to range over");
     }
     LEASEHOLD_RETURN_IF_ERROR(validate_range(range, AttrType::kString));
-    std::string after;
-    bool has_after = false;
+    // The partition is [begin, end): pk + '\0' is the least string above pk.
+    const std::string partition(pk);
+    auto begin = t->items.lower_bound({partition, ""});
+    auto end = t->items.lower_bound({partition + '\0', ""});
     if (!options.cursor.empty()) {
       LEASEHOLD_ASSIGN_OR_RETURN(Item c, decode_cursor(options.cursor));
-      after = std::get<std::string>(c["sk"]);
-      has_after = true;
+      // The page goes on strictly past the cursor's key, in either direction.
+      const KeyTuple at(partition, std::get<std::string>(c["sk"]));
+      if (options.descending) {
+        end = t->items.lower_bound(at);
+      } else {
+        begin = t->items.upper_bound(at);
+      }
     }
     Page page;
-    for (auto it = t->items.lower_bound({std::string(pk), after});
-         it != t->items.end() && it->first.first == pk; ++it) {
-      if (has_after && it->first.second <= after) continue;
-      if (!in_range(Value(it->first.second), range)) continue;
-      if (static_cast<int>(page.items.size()) == options.limit) {
-        page.next_cursor = make_cursor(nullptr, key_of(t->spec, page.items.back()));
-        break;
+    const auto fill = [&](auto it, auto stop) {
+      for (; it != stop; ++it) {
+        if (!in_range(Value(it->first.second), range)) continue;
+        if (static_cast<int>(page.items.size()) == options.limit) {
+          page.next_cursor = make_cursor(nullptr, key_of(t->spec, page.items.back()));
+          return;
+        }
+        page.items.push_back(it->second);
       }
-      page.items.push_back(it->second);
+    };
+    if (options.descending) {
+      fill(std::make_reverse_iterator(end), std::make_reverse_iterator(begin));
+    } else {
+      fill(begin, end);
     }
     return page;
   }
@@ -190,15 +203,19 @@ class MemoryStore final : public ItemStore {
       return not_found("table " + t->spec.name + " has no index " + std::string(index));
     LEASEHOLD_RETURN_IF_ERROR(validate_range(range, spec->range_type));
 
-    // Index order: (range value, pk, sk), as pointers into the table: a
-    // query copies only the items of its page.
+    // Index order: (range value, pk, sk), or its reverse, as pointers into
+    // the table: a query copies only the items of its page.
     struct Entry {
       const Value* range;
       const KeyTuple* key;
       const Item* item;
     };
-    const auto before = [](const Value& r1, const KeyTuple& k1, const Value& r2,
-                           const KeyTuple& k2) { return r1 != r2 ? r1 < r2 : k1 < k2; };
+    const bool descending = options.descending;
+    const auto before = [descending](const Value& r1, const KeyTuple& k1, const Value& r2,
+                                     const KeyTuple& k2) {
+      if (descending) return r1 != r2 ? r2 < r1 : k2 < k1;
+      return r1 != r2 ? r1 < r2 : k1 < k2;
+    };
     std::vector<Entry> entries;
     for (const auto& [k, item] : t->items) {
       const auto* h = get_string(item, spec->hash_attr);

@@ -186,18 +186,26 @@ TableSql::TableSql(TableSpec s) : spec(std::move(s)) {
 }
 
 std::string query_sql(const TableSpec& spec, KeyRange::Kind kind, bool has_cursor,
-                      bool bounded_prefix) {
+                      bool bounded_prefix, bool descending) {
+  const std::string past = descending ? " < " : " > ";
   return "SELECT data, pk, sk FROM " + items_table(spec) + " WHERE pk = ?1" +
-         (has_cursor ? " AND sk > ?3" : "") + range_terms("sk", kind, has_cursor, bounded_prefix) +
-         " ORDER BY sk LIMIT ?2";
+         (has_cursor ? " AND sk" + past + "?3" : "") +
+         range_terms("sk", kind, has_cursor, bounded_prefix) + " ORDER BY sk" +
+         (descending ? " DESC" : "") + " LIMIT ?2";
 }
 
+// Descending, every column of the ORDER BY goes down, so that SQLite walks
+// the same index backwards rather than sorting.
 std::string query_index_sql(const TableSpec& spec, size_t ordinal, KeyRange::Kind kind,
-                            bool has_cursor, bool bounded_prefix) {
+                            bool has_cursor, bool bounded_prefix, bool descending) {
   const std::string h = hash_column(ordinal), r = range_column(ordinal);
+  const std::string past = descending ? " < " : " > ";
+  const std::string down = descending ? " DESC" : "";
   return "SELECT data, " + r + ", pk, sk FROM " + items_table(spec) + " WHERE " + h + " = ?1 AND " +
-         r + " IS NOT NULL" + (has_cursor ? " AND (" + r + ", pk, sk) > (?3, ?6, ?7)" : "") +
-         range_terms(r, kind, has_cursor, bounded_prefix) + " ORDER BY " + r + ", pk, sk LIMIT ?2";
+         r + " IS NOT NULL" +
+         (has_cursor ? " AND (" + r + ", pk, sk)" + past + "(?3, ?6, ?7)" : "") +
+         range_terms(r, kind, has_cursor, bounded_prefix) + " ORDER BY " + r + down + ", pk" +
+         down + ", sk" + down + " LIMIT ?2";
 }
 
 }  // namespace leasehold::store::sqlite

@@ -78,13 +78,14 @@ enum QueryParam : int {
   kQueryParamsMax = 7,
 };
 
-// A page of items of one partition: SELECT data, pk, sk ... ORDER BY sk.
+// A page of items of one partition: SELECT data, pk, sk ... ORDER BY sk
+// (DESC if `descending`, the cursor ?3 then an upper bound).
 // `bounded_prefix`: kBeginsWith has an exclusive end bound (?5).
 std::string query_sql(const TableSpec& spec, KeyRange::Kind kind, bool has_cursor,
-                      bool bounded_prefix);
+                      bool bounded_prefix, bool descending);
 // A page of index `ordinal`: SELECT data, ix<N>_range, pk, sk ... ORDER BY
-// ix<N>_range, pk, sk.
+// ix<N>_range, pk, sk (each DESC if `descending`).
 std::string query_index_sql(const TableSpec& spec, size_t ordinal, KeyRange::Kind kind,
-                            bool has_cursor, bool bounded_prefix);
+                            bool has_cursor, bool bounded_prefix, bool descending);
 
 }  // namespace leasehold::store::sqlite

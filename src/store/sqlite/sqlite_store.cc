@@ -488,9 +488,9 @@ Result<Page> SqliteStore::query(std::string_view table_name, std::string_view pk
     LEASEHOLD_ASSIGN_OR_RETURN(cursor, decode_cursor(options.cursor, std::nullopt));
   }
   const std::optional<std::string> end = prefix_end(range);
-  LEASEHOLD_ASSIGN_OR_RETURN(
-      sqlite3_stmt * s,
-      c->prepare(sqlite::query_sql(spec, range.kind, cursor.has_value(), end.has_value())));
+  const std::string sql =
+      sqlite::query_sql(spec, range.kind, cursor.has_value(), end.has_value(), options.descending);
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s, c->prepare(sql));
   StatementReset reset(s);
   bind_text(s, sqlite::kParamKey, pk);
   sqlite3_bind_int(s, sqlite::kParamLimit, options.limit + 1);
@@ -521,9 +521,9 @@ Result<Page> SqliteStore::query_index(std::string_view table_name, std::string_v
   }
   const std::optional<std::string> end = prefix_end(range);
   const size_t ordinal = static_cast<size_t>(index - indexes.begin());
-  LEASEHOLD_ASSIGN_OR_RETURN(
-      sqlite3_stmt * s, c->prepare(sqlite::query_index_sql(t->spec, ordinal, range.kind,
-                                                           cursor.has_value(), end.has_value())));
+  const std::string sql = sqlite::query_index_sql(t->spec, ordinal, range.kind, cursor.has_value(),
+                                                  end.has_value(), options.descending);
+  LEASEHOLD_ASSIGN_OR_RETURN(sqlite3_stmt * s, c->prepare(sql));
   StatementReset reset(s);
   bind_text(s, sqlite::kParamKey, hash_value);
   sqlite3_bind_int(s, sqlite::kParamLimit, options.limit + 1);

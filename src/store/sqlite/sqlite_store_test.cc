@@ -306,22 +306,28 @@ TEST(SqliteStore, QueriesAreIndexRangeScans) {
     for (Kind kind : {Kind::kAll, Kind::kEq, Kind::kLt, Kind::kLe, Kind::kGt, Kind::kGe,
                       Kind::kBetween, Kind::kBeginsWith}) {
       for (bool cursor : {false, true}) {
-        const std::string plan =
-            raw.plan(sqlite::query_index_sql(kLeases, ordinal, kind, cursor, true));
-        SCOPED_TRACE(plan);
-        EXPECT_THAT(plan, HasSubstr("SEARCH items_leases USING INDEX " + index + " (" + hash));
-        if (kind != Kind::kAll || cursor) {
-          EXPECT_THAT(plan, HasSubstr(range));  // a range scan, not the whole hash
+        for (bool descending : {false, true}) {
+          const std::string plan =
+              raw.plan(sqlite::query_index_sql(kLeases, ordinal, kind, cursor, true, descending));
+          SCOPED_TRACE(plan);
+          EXPECT_THAT(plan, HasSubstr("SEARCH items_leases USING INDEX " + index + " (" + hash));
+          if (kind != Kind::kAll || cursor) {
+            EXPECT_THAT(plan, HasSubstr(range));  // a range scan, not the whole hash
+          }
+          EXPECT_THAT(plan, Not(HasSubstr("SCAN")));
+          EXPECT_THAT(plan, Not(HasSubstr("TEMP B-TREE")));  // no sort: index order
         }
-        EXPECT_THAT(plan, Not(HasSubstr("SCAN")));
-        EXPECT_THAT(plan, Not(HasSubstr("TEMP B-TREE")));  // no sort: index order
       }
     }
   }
   for (bool cursor : {false, true}) {
-    const std::string plan = raw.plan(sqlite::query_sql(kLeases, Kind::kBetween, cursor, false));
-    EXPECT_THAT(plan, HasSubstr("USING PRIMARY KEY (pk=? AND sk>? AND sk<?)"));
-    EXPECT_THAT(plan, Not(HasSubstr("TEMP B-TREE")));
+    for (bool descending : {false, true}) {
+      const std::string plan =
+          raw.plan(sqlite::query_sql(kLeases, Kind::kBetween, cursor, false, descending));
+      SCOPED_TRACE(plan);
+      EXPECT_THAT(plan, HasSubstr("USING PRIMARY KEY (pk=? AND sk>? AND sk<?)"));
+      EXPECT_THAT(plan, Not(HasSubstr("TEMP B-TREE")));
+    }
   }
   const sqlite::TableSql sql(kLeases);
   for (const std::string* s : {&sql.get, &sql.put_update, &sql.update_update, &sql.remove}) {
