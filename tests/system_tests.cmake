@@ -47,11 +47,11 @@ leasehold_discover_tests(process_tests system LABEL process TIMEOUT 120)
 # SigV4 against botocore (python3-botocore, from scripts/setup.sh): a few
 # hundred generated DynamoDB requests must get byte-identical Authorization
 # headers from both signers.
-add_executable(sigv4_sign_tool dynamodb/sigv4_sign_tool.cc)
+add_executable(sigv4_sign_tool aws/sigv4_sign_tool.cc)
 target_link_libraries(sigv4_sign_tool PRIVATE leasehold_aws_sigv4 Boost::json)
 leasehold_test_target(sigv4_sign_tool system)
 add_test(NAME sigv4_matches_botocore
-  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/dynamodb/sigv4_botocore_test.py
+  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/aws/sigv4_botocore_test.py
           $<TARGET_FILE:sigv4_sign_tool>)
 set_tests_properties(sigv4_matches_botocore PROPERTIES LABELS interop TIMEOUT 120)
 
