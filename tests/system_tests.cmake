@@ -104,6 +104,20 @@ else()
 endif()
 set_tests_properties(dynamodb_sdk_interop PROPERTIES LABELS interop TIMEOUT 120)
 
+# SigV4 against AWS's own test suite (the npm package pinned in
+# package-lock.json): every case's canonical request, string to sign and
+# Authorization from sigv4_sign_tool, or the reason the case does not apply.
+if(NODE_EXECUTABLE)
+  add_test(NAME sigv4_aws_test_suite
+    COMMAND ${NODE_EXECUTABLE} --no-warnings ${CMAKE_CURRENT_SOURCE_DIR}/aws/sigv4_suite_test.mjs
+            $<TARGET_FILE:sigv4_sign_tool>)
+else()
+  add_test(NAME sigv4_aws_test_suite
+    COMMAND ${CMAKE_COMMAND} -E echo "node was not found when this build was configured; run scripts/setup.sh")
+  set_tests_properties(sigv4_aws_test_suite PROPERTIES WILL_FAIL TRUE)
+endif()
+set_tests_properties(sigv4_aws_test_suite PROPERTIES LABELS interop TIMEOUT 60)
+
 # Browser tests (tests/browser/, harness.mjs): each <feature>_test.mjs drives
 # Debian's chromium through playwright-core against a real `leasehold serve`
 # on a fresh SQLite store, and leaves screenshots of its pages in

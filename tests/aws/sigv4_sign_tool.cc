@@ -1,17 +1,30 @@
 // sigv4_sign_tool: leasehold's SigV4 signer behind a line protocol, so that
-// sigv4_botocore_test.py can compare it with botocore's on many requests.
+// other implementations and published vectors can be checked against it on
+// many requests: sigv4_botocore_test.py (botocore's signers) and
+// sigv4_suite_test.mjs (AWS's SigV4 test suite).
 //
 // Reads one JSON object per line on stdin:
 //   {"method", "host", "path", "query": [[k, v]...], "headers": [[k, v]...],
 //    "body", "access_key", "secret_key", "token", "region", "service",
 //    "unix_seconds"}
-// and writes one JSON object per line on stdout: {"authorization",
-// "canonical_request", "string_to_sign"} or {"error"}. Exits 1 on a line that
-// is not such an object. Every line is signed through one SigningKeyCache, as
-// the DynamoDB store signs, so the comparison covers the cached key as it
-// changes with the secret, day, region and service from line to line.
-// Single-threaded; a test tool, not a product.
+// with, optionally:
+//   "key": an S3 object key, appended to "path" encoded as the S3 client
+//          encodes it (uri_encode with "/" kept), so that the comparison
+//          covers that encoding and not only the signer;
+//   "payload_hash": passed to the signer as it is ("UNSIGNED-PAYLOAD", or a
+//          hash), instead of the signer hashing "body";
+//   "presign_expires_s": sign in the query (presign_v4) for that many
+//          seconds, instead of in headers.
+// Writes one JSON object per line on stdout: {"path", "authorization",
+// "canonical_request", "string_to_sign"} (with "content_sha256" for S3), or
+// for a presigned request {"path", "query", "canonical_request",
+// "string_to_sign", "signature"}, or {"error"} when the signer refuses the
+// request. Exits 1 on a line that is not such an object. Every line is signed
+// through one SigningKeyCache, as the clients sign, so the comparison covers
+// the cached key as it changes with the secret, day, region and service from
+// line to line. Single-threaded; a test tool, not a product.
 #include <boost/json.hpp>
+#include <chrono>
 #include <iostream>
 #include <string>
 
@@ -33,6 +46,42 @@ HeaderList pairs_of(const json::value& v) {
   return out;
 }
 
+json::object signed_in_headers(const HttpRequestToSign& request, const Credentials& credentials,
+                               const std::string& region, const std::string& service,
+                               leasehold::WallTime now, leasehold::aws::SigningKeyCache& cache) {
+  auto signature = leasehold::aws::sign_v4(request, credentials, region, service, now, &cache);
+  json::object out;
+  if (!signature.ok()) {
+    out["error"] = signature.status().to_string();
+    return out;
+  }
+  out["path"] = request.path;
+  out["authorization"] = signature->authorization;
+  out["canonical_request"] = signature->canonical_request;
+  out["string_to_sign"] = signature->string_to_sign;
+  if (!signature->content_sha256.empty()) out["content_sha256"] = signature->content_sha256;
+  return out;
+}
+
+json::object signed_in_query(const HttpRequestToSign& request, const Credentials& credentials,
+                             const std::string& region, const std::string& service,
+                             leasehold::WallTime now, std::chrono::seconds expires,
+                             leasehold::aws::SigningKeyCache& cache) {
+  auto presigned =
+      leasehold::aws::presign_v4(request, credentials, region, service, now, expires, &cache);
+  json::object out;
+  if (!presigned.ok()) {
+    out["error"] = presigned.status().to_string();
+    return out;
+  }
+  out["path"] = request.path;
+  out["query"] = presigned->query;
+  out["canonical_request"] = presigned->canonical_request;
+  out["string_to_sign"] = presigned->string_to_sign;
+  out["signature"] = presigned->signature;
+  return out;
+}
+
 // Throws (boost::system::system_error) on a malformed line.
 json::object sign_line(const std::string& line, leasehold::aws::SigningKeyCache& cache) {
   const json::object in = json::parse(line).as_object();
@@ -41,22 +90,19 @@ json::object sign_line(const std::string& line, leasehold::aws::SigningKeyCache&
   request.method = str("method");
   request.host = str("host");
   request.path = str("path");
+  if (in.contains("key")) request.path += leasehold::aws::uri_encode(str("key"), true);
   request.query_params = pairs_of(in.at("query"));
   request.headers = pairs_of(in.at("headers"));
   request.body = str("body");
+  if (in.contains("payload_hash")) request.payload_hash = str("payload_hash");
   const Credentials credentials{str("access_key"), str("secret_key"), str("token")};
   const leasehold::WallTime now{std::chrono::seconds(in.at("unix_seconds").to_number<int64_t>())};
-  auto signed_request =
-      leasehold::aws::sign_v4(request, credentials, str("region"), str("service"), now, &cache);
-  json::object out;
-  if (!signed_request.ok()) {
-    out["error"] = signed_request.status().to_string();
-    return out;
+  if (in.contains("presign_expires_s")) {
+    const std::chrono::seconds expires(in.at("presign_expires_s").to_number<int64_t>());
+    return signed_in_query(request, credentials, str("region"), str("service"), now, expires,
+                           cache);
   }
-  out["authorization"] = signed_request->authorization;
-  out["canonical_request"] = signed_request->canonical_request;
-  out["string_to_sign"] = signed_request->string_to_sign;
-  return out;
+  return signed_in_headers(request, credentials, str("region"), str("service"), now, cache);
 }
 
 }  // namespace
