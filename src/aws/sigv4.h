@@ -1,5 +1,5 @@
-// AWS Signature Version 4: the signature every DynamoDB, SQS and S3 request
-// carries.
+// AWS Signature Version 4: the signature every DynamoDB, SQS, S3 and STS
+// request carries.
 //
 // sign_v4() turns one HTTP request, a set of credentials, a region, a service
 // and a wall time into the headers that authenticate it: `Authorization`,
