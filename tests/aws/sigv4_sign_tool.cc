@@ -46,39 +46,21 @@ HeaderList pairs_of(const json::value& v) {
   return out;
 }
 
-json::object signed_in_headers(const HttpRequestToSign& request, const Credentials& credentials,
-                               const std::string& region, const std::string& service,
-                               leasehold::WallTime now, leasehold::aws::SigningKeyCache& cache) {
-  auto signature = leasehold::aws::sign_v4(request, credentials, region, service, now, &cache);
+// The answer to one line: what every signature shows (the path, the
+// canonical request, the string to sign) and what `fill` adds for its mode,
+// or the signer's refusal.
+template <typename Signed, typename Fill>
+json::object answer(const leasehold::Result<Signed>& signature, const std::string& path,
+                    Fill fill) {
   json::object out;
   if (!signature.ok()) {
     out["error"] = signature.status().to_string();
     return out;
   }
-  out["path"] = request.path;
-  out["authorization"] = signature->authorization;
+  out["path"] = path;
   out["canonical_request"] = signature->canonical_request;
   out["string_to_sign"] = signature->string_to_sign;
-  if (!signature->content_sha256.empty()) out["content_sha256"] = signature->content_sha256;
-  return out;
-}
-
-json::object signed_in_query(const HttpRequestToSign& request, const Credentials& credentials,
-                             const std::string& region, const std::string& service,
-                             leasehold::WallTime now, std::chrono::seconds expires,
-                             leasehold::aws::SigningKeyCache& cache) {
-  auto presigned =
-      leasehold::aws::presign_v4(request, credentials, region, service, now, expires, &cache);
-  json::object out;
-  if (!presigned.ok()) {
-    out["error"] = presigned.status().to_string();
-    return out;
-  }
-  out["path"] = request.path;
-  out["query"] = presigned->query;
-  out["canonical_request"] = presigned->canonical_request;
-  out["string_to_sign"] = presigned->string_to_sign;
-  out["signature"] = presigned->signature;
+  fill(*signature, out);
   return out;
 }
 
@@ -90,7 +72,8 @@ json::object sign_line(const std::string& line, leasehold::aws::SigningKeyCache&
   request.method = str("method");
   request.host = str("host");
   request.path = str("path");
-  if (in.contains("key")) request.path += leasehold::aws::uri_encode(str("key"), true);
+  if (in.contains("key"))
+    request.path += leasehold::aws::uri_encode(str("key"), /*keep_slash=*/true);
   request.query_params = pairs_of(in.at("query"));
   request.headers = pairs_of(in.at("headers"));
   request.body = str("body");
@@ -99,10 +82,19 @@ json::object sign_line(const std::string& line, leasehold::aws::SigningKeyCache&
   const leasehold::WallTime now{std::chrono::seconds(in.at("unix_seconds").to_number<int64_t>())};
   if (in.contains("presign_expires_s")) {
     const std::chrono::seconds expires(in.at("presign_expires_s").to_number<int64_t>());
-    return signed_in_query(request, credentials, str("region"), str("service"), now, expires,
-                           cache);
+    return answer(leasehold::aws::presign_v4(request, credentials, str("region"), str("service"),
+                                             now, expires, &cache),
+                  request.path, [](const leasehold::aws::PresignedQuery& p, json::object& out) {
+                    out["query"] = p.query;
+                    out["signature"] = p.signature;
+                  });
   }
-  return signed_in_headers(request, credentials, str("region"), str("service"), now, cache);
+  return answer(
+      leasehold::aws::sign_v4(request, credentials, str("region"), str("service"), now, &cache),
+      request.path, [](const leasehold::aws::SigV4Result& s, json::object& out) {
+        out["authorization"] = s.authorization;
+        if (!s.content_sha256.empty()) out["content_sha256"] = s.content_sha256;
+      });
 }
 
 }  // namespace
