@@ -59,14 +59,16 @@ if ((node_major < 20)); then
        "tests need Node.js 20 or later (for example from a newer Debian release)" >&2
 fi
 
-# uPlot (built into the binary) and the test tools, pinned in package-lock.json.
+# uPlot (built into the binary) and the test tools, pinned in package-lock.json:
+# its "dependencies", and its "devDependencies" (AWS's SigV4 test suite), which
+# --include=dev installs even where NODE_ENV=production would leave them out.
 # npm records what it installed in node_modules/.package-lock.json; reinstall
 # only when that is missing or older than the lock file.
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ ! -f "$repo_root/node_modules/.package-lock.json" ||
       "$repo_root/package-lock.json" -nt "$repo_root/node_modules/.package-lock.json" ]]; then
   echo "setup: installing node_modules (npm ci)"
-  (cd "$repo_root" && npm ci --no-audit --no-fund --loglevel=error)
+  (cd "$repo_root" && npm ci --include=dev --no-audit --no-fund --loglevel=error)
 fi
 
 # DynamoDB Local, AWS's own emulator of DynamoDB, which the tests run beside

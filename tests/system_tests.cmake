@@ -45,13 +45,14 @@ leasehold_test_binary(process_tests JSON)
 leasehold_discover_tests(process_tests system LABEL process TIMEOUT 120)
 
 # SigV4 against botocore (python3-botocore, from scripts/setup.sh): a few
-# hundred generated DynamoDB requests must get byte-identical Authorization
-# headers from both signers.
-add_executable(sigv4_sign_tool dynamodb/sigv4_sign_tool.cc)
+# hundred generated DynamoDB requests, and the S3 client's requests and
+# presigned URLs on awkward keys as botocore's own S3 client builds them, must
+# get byte-identical signatures from both signers.
+add_executable(sigv4_sign_tool aws/sigv4_sign_tool.cc)
 target_link_libraries(sigv4_sign_tool PRIVATE leasehold_aws_sigv4 Boost::json)
 leasehold_test_target(sigv4_sign_tool system)
 add_test(NAME sigv4_matches_botocore
-  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/dynamodb/sigv4_botocore_test.py
+  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/aws/sigv4_botocore_test.py
           $<TARGET_FILE:sigv4_sign_tool>)
 set_tests_properties(sigv4_matches_botocore PROPERTIES LABELS interop TIMEOUT 120)
 
@@ -93,16 +94,27 @@ leasehold_test_target(foreign_worker system)
 # Configuring needs no node: a machine without it builds everything, and only
 # the tests that run node fail, saying so (the dynalite fixture too).
 find_program(NODE_EXECUTABLE node)
-if(NODE_EXECUTABLE)
-  add_test(NAME dynamodb_sdk_interop
-    COMMAND ${NODE_EXECUTABLE} --no-warnings ${CMAKE_CURRENT_SOURCE_DIR}/dynamodb/sdk_interop_test.mjs
-            $<TARGET_FILE:leasehold>)
-else()
-  add_test(NAME dynamodb_sdk_interop
-    COMMAND ${CMAKE_COMMAND} -E echo "node was not found when this build was configured; run scripts/setup.sh")
-  set_tests_properties(dynamodb_sdk_interop PROPERTIES WILL_FAIL TRUE)
-endif()
+# A test that node runs, with these arguments; where node was not found, a
+# test that fails, saying so.
+function(leasehold_node_test name)
+  if(NODE_EXECUTABLE)
+    add_test(NAME ${name} COMMAND ${NODE_EXECUTABLE} --no-warnings ${ARGN})
+  else()
+    add_test(NAME ${name}
+      COMMAND ${CMAKE_COMMAND} -E echo "node was not found when this build was configured; run scripts/setup.sh")
+    set_tests_properties(${name} PROPERTIES WILL_FAIL TRUE)
+  endif()
+endfunction()
+leasehold_node_test(dynamodb_sdk_interop
+  ${CMAKE_CURRENT_SOURCE_DIR}/dynamodb/sdk_interop_test.mjs $<TARGET_FILE:leasehold>)
 set_tests_properties(dynamodb_sdk_interop PROPERTIES LABELS interop TIMEOUT 120)
+
+# SigV4 against AWS's own test suite (the npm package pinned in
+# package-lock.json): every case's canonical request, string to sign and
+# Authorization from sigv4_sign_tool, or the reason the case does not apply.
+leasehold_node_test(sigv4_aws_test_suite
+  ${CMAKE_CURRENT_SOURCE_DIR}/aws/sigv4_suite_test.mjs $<TARGET_FILE:sigv4_sign_tool>)
+set_tests_properties(sigv4_aws_test_suite PROPERTIES LABELS interop TIMEOUT 60)
 
 # Browser tests (tests/browser/, harness.mjs): each <feature>_test.mjs drives
 # Debian's chromium through playwright-core against a real `leasehold serve`
@@ -120,17 +132,11 @@ file(GLOB browser_tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/browser/*_
 foreach(test_file IN LISTS browser_tests)
   get_filename_component(feature ${test_file} NAME_WE)
   string(REGEX REPLACE "_test$" "" feature ${feature})
-  if(NODE_EXECUTABLE)
-    add_test(NAME browser_${feature}
-      COMMAND ${NODE_EXECUTABLE} --no-warnings ${test_file} --leasehold $<TARGET_FILE:leasehold>
-              --store-tool $<TARGET_FILE:browser_store_tool>
-              --make-movie $<TARGET_FILE:make_test_movie>
-              --screenshots ${CMAKE_CURRENT_BINARY_DIR}/browser/screenshots/${feature})
-  else()
-    add_test(NAME browser_${feature}
-      COMMAND ${CMAKE_COMMAND} -E echo "node was not found when this build was configured; run scripts/setup.sh")
-    set_tests_properties(browser_${feature} PROPERTIES WILL_FAIL TRUE)
-  endif()
+  leasehold_node_test(browser_${feature}
+    ${test_file} --leasehold $<TARGET_FILE:leasehold>
+    --store-tool $<TARGET_FILE:browser_store_tool>
+    --make-movie $<TARGET_FILE:make_test_movie>
+    --screenshots ${CMAKE_CURRENT_BINARY_DIR}/browser/screenshots/${feature})
   # The longest tests: started first, when ctest has no times of its own
   # yet (a fresh build), so that none of them is left running alone at the end.
   set_tests_properties(browser_${feature} PROPERTIES LABELS browser TIMEOUT 180 COST 100)

@@ -1,14 +1,17 @@
-// AWS Signature Version 4: the signature every DynamoDB, SQS and S3 request
-// carries.
+// AWS Signature Version 4: the signature every DynamoDB, SQS, S3 and STS
+// request carries.
 //
 // sign_v4() turns one HTTP request, a set of credentials, a region, a service
 // and a wall time into the headers that authenticate it: `Authorization`,
 // `X-Amz-Date` and, with temporary credentials, `X-Amz-Security-Token`. It
 // follows botocore's SigV4Auth byte for byte for the requests leasehold sends
-// (tests/dynamodb/ checks that on generated DynamoDB requests), including its
-// choices where the specification leaves room: `user-agent`, `expect` and
-// `x-amzn-trace-id` are never signed, repeated headers are joined with ",",
-// and the payload is hashed unless the caller passes a hash of its own.
+// (tests/aws/ checks that on generated DynamoDB requests and on the S3
+// client's requests and presigned URLs, and checks the signer against AWS's
+// SigV4 test suite; docs/architecture.md says what is checked against what),
+// including its choices where the specification leaves room: `user-agent`,
+// `expect` and `x-amzn-trace-id` are never signed, repeated headers are
+// joined with ",", and the payload is hashed unless the caller passes a hash
+// of its own.
 //
 // S3 signs differently from every other service, and the signer applies S3's
 // rules exactly when `service` is "s3" (botocore's S3SigV4Auth): the path is

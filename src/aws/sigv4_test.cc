@@ -1,7 +1,8 @@
 // Tests of the SigV4 signer on its own: the examples AWS publishes, header
 // canonicalisation edge cases, input validation, and that every input is
-// covered by the signature. The comparison with botocore on generated
-// DynamoDB requests is in tests/dynamodb/.
+// covered by the signature. The checks against every case of AWS's SigV4
+// test suite and against botocore (generated DynamoDB requests, the S3
+// client's requests and presigned URLs) are in tests/aws/.
 #include "aws/sigv4.h"
 
 #include <gmock/gmock.h>
