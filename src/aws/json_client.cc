@@ -71,8 +71,10 @@ struct JsonClient::Impl {
   }
 
   // What an error reply means: its Status, and whether it may be sent again.
+  // `request_id` is AWS's ID of the request, which AWS support asks for.
   Status interpret_error(std::string_view op, int http_status, const std::string& body,
-                         bool* nothing_applied, std::string* aws_code) {
+                         std::string_view request_id, bool* nothing_applied,
+                         std::string* aws_code) {
     std::string code;
     std::string message;
     boost::system::error_code ec;
@@ -92,6 +94,7 @@ struct JsonClient::Impl {
     if (code.empty()) code = "HTTP" + std::to_string(http_status);
     std::string text = std::string(op) + std::string(kSeparator) + code;
     if (!message.empty()) text += std::string(kSeparator) + message;
+    if (!request_id.empty()) text += " (AWS request ID " + std::string(request_id) + ")";
     *nothing_applied = is_throttling(code);
     if (*nothing_applied) return unavailable(text + " (throttled)");
     if (credentials_refused(code)) {
@@ -173,7 +176,9 @@ Result<json::object> JsonClient::call(std::string_view op, const json::object& b
       return std::move(parsed.as_object());
     }
     bool nothing_applied = false;
-    last = d.interpret_error(op, response->status, response->body, &nothing_applied, aws_code);
+    last = d.interpret_error(op, response->status, response->body,
+                             response->header("x-amzn-RequestId").value_or(""), &nothing_applied,
+                             aws_code);
     if (nothing_applied) continue;
     if (response->status >= 500) {
       maybe_applied = true;

@@ -9,9 +9,11 @@
 // idempotent and may have been applied is not sent again: the caller gets
 // kUnknownOutcome. An error the service answered with becomes a Status whose
 // message names the operation and the service's error code
-// ("SendMessage: QueueDoesNotExist: ..."), its code chosen by the caller's
-// rules (JsonClientOptions::errors), else kInvalidArgument for a 4xx and
-// kUnavailable for a 5xx; `aws_code`, when given, gets the service's code.
+// ("SendMessage: QueueDoesNotExist: ... (AWS request ID ...)", the ID from
+// the reply's x-amzn-RequestId, which AWS support asks for), its code chosen
+// by the caller's rules (JsonClientOptions::errors), else kInvalidArgument
+// for a 4xx and kUnavailable for a 5xx; `aws_code`, when given, gets the
+// service's code.
 //
 // Messages never carry credentials, signatures or request bodies.
 // Thread-safe: many threads may call at once (the HTTP pool bounds them).

@@ -117,6 +117,11 @@ std::string header_or_empty(const net::HttpResponse& response, std::string_view 
   return std::string(response.header(name).value_or(""));
 }
 
+// AWS's ID of the request an answer is to, for error messages.
+std::string request_id(const net::HttpResponse& response) {
+  return header_or_empty(response, "x-amz-request-id");
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- the client
@@ -256,7 +261,8 @@ Result<net::HttpResponse> S3Client::Impl::send(S3Call& call) {
     const bool again =
         is_throttled(status, code) || (call.idempotent && is_transient(status, code));
     if (!again || attempt + 1 == attempts_max) return response;
-    last = s3_error_status(status, response->body, call.what, options.bucket);
+    last =
+        s3_error_status(status, response->body, call.what, options.bucket, request_id(*response));
   }
   return last.with_context("gave up after " + std::to_string(attempts_max) + " attempts");
 }
@@ -265,7 +271,8 @@ Result<net::HttpResponse> S3Client::Impl::send(S3Call& call) {
 Result<net::HttpResponse> S3Client::Impl::send_ok(S3Call& call) {
   LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, send(call));
   if (response.status >= 200 && response.status < 300) return response;
-  return s3_error_status(response.status, response.body, call.what, options.bucket);
+  return s3_error_status(response.status, response.body, call.what, options.bucket,
+                         request_id(response));
 }
 
 // ---------------------------------------------------------------- opening
@@ -342,7 +349,8 @@ Status S3Client::create_bucket() {
   LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, impl_->send(call));
   if (response.status >= 200 && response.status < 300) return Status::ok_status();
   if (xml_element(response.body, "Code") == "BucketAlreadyOwnedByYou") return Status::ok_status();
-  return s3_error_status(response.status, response.body, call.what, impl_->options.bucket);
+  return s3_error_status(response.status, response.body, call.what, impl_->options.bucket,
+                         request_id(response));
 }
 
 Status S3Client::Impl::put_bytes(std::string_view key, std::string bytes,
@@ -370,7 +378,8 @@ Status S3Client::remove(std::string_view key) {
   if (response.status >= 200 && response.status < 300) return Status::ok_status();
   // S3 answers 204 for a missing key; a server that says NoSuchKey agrees.
   if (xml_element(response.body, "Code") == "NoSuchKey") return Status::ok_status();
-  return s3_error_status(response.status, response.body, call.what, impl_->options.bucket);
+  return s3_error_status(response.status, response.body, call.what, impl_->options.bucket,
+                         request_id(response));
 }
 
 Result<std::string> S3Client::presign_get(std::string_view key, Duration expires, WallTime now) {
@@ -412,7 +421,8 @@ Result<S3Range> S3Client::Impl::range_get(std::string_view key, uint64_t first, 
                             std::to_string(last) + " starts at or past the object's end");
   }
   if (response.status != 206) {
-    return s3_error_status(response.status, response.body, call.what, options.bucket);
+    return s3_error_status(response.status, response.body, call.what, options.bucket,
+                           request_id(response));
   }
   const std::optional<ContentRange> range =
       parse_content_range(response.header("Content-Range").value_or(""));
@@ -531,7 +541,7 @@ Status S3Client::Impl::complete_upload(std::string_view key, const std::string& 
   LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send_ok(call));
   // S3 may fail a completion after it answered 200, in the body.
   if (response.body.find("<Error>") != std::string::npos) {
-    return s3_error_status(500, response.body, call.what, options.bucket);
+    return s3_error_status(500, response.body, call.what, options.bucket, request_id(response));
   }
   return Status::ok_status();
 }

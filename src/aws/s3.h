@@ -21,8 +21,9 @@
 // (SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken)
 // kUnauthenticated, SlowDown and 5xx kUnavailable, the rest of the 4xx
 // kInvalidArgument; transport errors pass through. Messages name the
-// operation, the bucket and the key, never credentials, an Authorization
-// header or a presigned signature.
+// operation, the bucket and the key, S3's error code and AWS's ID of the
+// request (for AWS support), never credentials, an Authorization header or a
+// presigned signature: they are for logs, not for end users.
 //
 // An S3Client is safe for concurrent use by many threads; each call blocks
 // its caller until S3 answers or the call gives up. It starts no thread but
@@ -194,9 +195,11 @@ class S3Client {
 
 // What S3's answer `http_status` with error document `body` (possibly empty,
 // as for HEAD) means, for an operation described by `what` ("GET 'a/b' in
-// bucket 'x'"); `bucket` names the bucket in a NoSuchBucket error.
+// bucket 'x'"); `bucket` names the bucket in a NoSuchBucket error. The
+// message ends with the HTTP status and AWS's ID of the request: its
+// x-amz-request-id header, `request_id`, else the document's RequestId.
 Status s3_error_status(int http_status, std::string_view body, std::string_view what,
-                       std::string_view bucket);
+                       std::string_view bucket, std::string_view request_id = {});
 
 // The text of the first element <tag>...</tag> of `xml`, with the five XML
 // entities and numeric character references decoded; nullopt if absent.

@@ -332,6 +332,23 @@ TEST(S3ErrorTest, MapsS3CodesToStatusCodes) {
               HasSubstr("NoSuchKey: m & m"));
 }
 
+TEST(S3ErrorTest, NamesAwsRequestIdFromTheHeaderElseTheDocument) {
+  const std::string doc =
+      "<Error><Code>AccessDenied</Code><Message>Access Denied</Message>"
+      "<RequestId>FROMBODY</RequestId></Error>";
+  EXPECT_THAT(s3_error_status(403, doc, "w", "b", "FROMHEADER").message(),
+              HasSubstr("AccessDenied: Access Denied (HTTP 403, AWS request ID FROMHEADER)"));
+  EXPECT_THAT(s3_error_status(403, doc, "w", "b").message(),
+              HasSubstr("(HTTP 403, AWS request ID FROMBODY)"));
+  // A HEAD's answer has no document: the header is all there is.
+  EXPECT_THAT(s3_error_status(404, "", "w", "b", "H1").message(),
+              HasSubstr("no error code (HTTP 404, AWS request ID H1)"));
+  EXPECT_THAT(s3_error_status(404, "", "w", "b").message(), HasSubstr("(HTTP 404)"));
+  const std::string bucket = "<Error><Code>NoSuchBucket</Code><RequestId>R2</RequestId></Error>";
+  EXPECT_THAT(s3_error_status(404, bucket, "w", "b").message(),
+              HasSubstr("(NoSuchBucket, HTTP 404, AWS request ID R2)"));
+}
+
 TEST(S3ErrorTest, KeepsControlCharactersAndLongTextOutOfMessages) {
   const std::string body =
       "<Error><Code>X</Code><Message>line\nbreak" + std::string(1000, 'y') + "</Message></Error>";

@@ -360,16 +360,21 @@ bool s3_internal::is_transient(int http_status, std::string_view code) {
 }
 
 Status s3_error_status(int http_status, std::string_view body, std::string_view what,
-                       std::string_view bucket) {
+                       std::string_view bucket, std::string_view request_id) {
   const std::string code = xml_element(body, "Code").value_or("");
   const std::string message = clean_message(xml_element(body, "Message").value_or(""));
+  // The ID AWS support asks for; a HEAD's answer carries it only in its header.
+  const std::string id =
+      clean_message(request_id.empty() ? xml_element(body, "RequestId").value_or("") : request_id);
+  const std::string answer = "HTTP " + std::to_string(http_status) +
+                             (id.empty() ? std::string() : ", AWS request ID " + id) + ")";
   std::string text =
       std::string(what) + ": " + (code.empty() ? "no error code" : clean_message(code));
   if (!message.empty()) text += ": " + message;
-  text += " (HTTP " + std::to_string(http_status) + ")";
+  text += " (" + answer;
   if (code == "NoSuchBucket") {
     return not_found(std::string(what) + ": bucket '" + std::string(bucket) +
-                     "' does not exist (NoSuchBucket, HTTP " + std::to_string(http_status) + ")");
+                     "' does not exist (NoSuchBucket, " + answer);
   }
   if (code == "NoSuchKey" || code == "NoSuchUpload" || (code.empty() && http_status == 404)) {
     return not_found(std::move(text));

@@ -145,10 +145,11 @@ void FakeEndpoint::serve() {
       }
       arrived_.notify_all();
       const FakeReply reply = handler_(request);
-      const std::string text =
-          "HTTP/1.1 " + std::to_string(reply.status) + " X\r\nContent-Type: " + reply.content_type +
-          "\r\nConnection: close\r\nContent-Length: " + std::to_string(reply.body.size()) +
-          "\r\n\r\n" + reply.body;
+      std::string text =
+          "HTTP/1.1 " + std::to_string(reply.status) + " X\r\nContent-Type: " + reply.content_type;
+      for (const auto& [name, value] : reply.headers) text += "\r\n" + name + ": " + value;
+      text += "\r\nConnection: close\r\nContent-Length: " + std::to_string(reply.body.size()) +
+              "\r\n\r\n" + reply.body;
       (void)!::write(c, text.data(), text.size());
     }
     ::close(c);

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace leasehold::testing {
@@ -36,6 +37,8 @@ struct FakeReply {
   int status = 200;
   std::string body;
   std::string content_type = "application/json";
+  // Sent after Content-Type: {"x-amz-request-id", "..."}, say.
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 class FakeEndpoint {
