@@ -16,11 +16,14 @@
 // PUT of an object or a part, or DELETE, after S3 throttled it, failed with a
 // 5xx or never answered (kUnavailable, kUnknownOutcome); the POSTs that start
 // and complete a multipart upload only when nothing reached S3 or S3 throttled
-// them. S3's error codes become Status codes: NoSuchKey and NoSuchBucket are
-// kNotFound, AccessDenied kPermissionDenied, refused credentials
-// (SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken)
+// them. S3's error codes become Status codes: NoSuchKey is kNotFound,
+// NoSuchBucket kUnavailable (the client's one bucket is missing: no request
+// can succeed until it is made), AccessDenied kPermissionDenied, refused
+// credentials (SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken)
 // kUnauthenticated, SlowDown and 5xx kUnavailable, the rest of the 4xx
-// kInvalidArgument; transport errors pass through. Messages name the
+// kInvalidArgument; transport errors pass through. A HEAD's answer has no
+// error document: its 404 is kNotFound, whether the key or the bucket is
+// missing, and its 400 (refused credentials among others) kInvalidArgument. Messages name the
 // operation, the bucket and the key, S3's error code and AWS's ID of the
 // request (for AWS support), never credentials, an Authorization header or a
 // presigned signature: they are for logs, not for end users.
@@ -155,7 +158,7 @@ class S3Client {
   Status put(std::string_view key, std::string_view bytes, std::string_view content_type);
 
   // The object's size, ETag and Content-Type; kNotFound if there is no such
-  // key (or bucket).
+  // key (or bucket: a HEAD's answer does not say which; get_range() does).
   Result<S3ObjectInfo> head(std::string_view key);
 
   // Bytes first..last (inclusive) of the object, fewer when it ends sooner,
@@ -172,7 +175,7 @@ class S3Client {
                      const S3Progress& progress = nullptr);
 
   // Deletes the object. A key that does not exist is a success (S3 answers
-  // 204 either way); a missing bucket is kNotFound.
+  // 204 either way); a missing bucket is kUnavailable.
   Status remove(std::string_view key);
 
   // A URL from which anyone may GET the object until `now + expires`, signed

@@ -326,7 +326,7 @@ TEST(S3ErrorTest, MapsS3CodesToStatusCodes) {
     EXPECT_THAT(s.message(), HasSubstr("HTTP " + std::to_string(http_status)));
   }
   const Status bucket = s3_error_status(404, error_doc("NoSuchBucket"), "s3 GET s3://b/k", "b");
-  EXPECT_EQ(bucket.code(), Code::kNotFound);
+  EXPECT_EQ(bucket.code(), Code::kUnavailable);
   EXPECT_THAT(bucket.message(), HasSubstr("bucket 'b' does not exist"));
   EXPECT_THAT(s3_error_status(404, error_doc("NoSuchKey"), "w", "b").message(),
               HasSubstr("NoSuchKey: m & m"));

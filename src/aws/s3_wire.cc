@@ -372,9 +372,11 @@ Status s3_error_status(int http_status, std::string_view body, std::string_view 
       std::string(what) + ": " + (code.empty() ? "no error code" : clean_message(code));
   if (!message.empty()) text += ": " + message;
   text += " (" + answer;
+  // The client's one bucket gone is not an object missing: nothing the client
+  // does can succeed until the bucket is made again, as when S3 is down.
   if (code == "NoSuchBucket") {
-    return not_found(std::string(what) + ": bucket '" + std::string(bucket) +
-                     "' does not exist (NoSuchBucket, " + answer);
+    return unavailable(std::string(what) + ": bucket '" + std::string(bucket) +
+                       "' does not exist (NoSuchBucket, " + answer);
   }
   if (code == "NoSuchKey" || code == "NoSuchUpload" || (code.empty() && http_status == 404)) {
     return not_found(std::move(text));

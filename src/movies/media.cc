@@ -18,6 +18,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// What a caller is told of a movie's file that is not there: a 404 or 400
+// may carry it to the user, who has no use for a folder, a bucket or a key.
+constexpr std::string_view kFileMissing = "the movie's file is missing";
+
+// What may be told of S3's failures, and what only the log may. An answer
+// about the object asked for keeps its meaning: it is missing (kNotFound),
+// or it changed while it was read (kFailedPrecondition). Every other failure
+// is the deployment's, not the caller's: credentials refused, access denied,
+// a missing bucket, a region or any 4xx the requests were not expected to
+// get, S3 or the network down. Those are kUnavailable, "storage
+// unavailable", with S3's message, which names the bucket, the key, S3's
+// error code and AWS's request ID for the log (server/errors.h keeps a 5xx's
+// message out of the answer). A bug or a malformed reply stays kInternal.
+Status storage_failure(const Status& s, std::string_view what) {
+  if (s.ok() || s.code() == Code::kInternal || s.code() == Code::kFailedPrecondition) return s;
+  return unavailable("storage unavailable: " + std::string(what) + ": " + s.message());
+}
+
 // A file of the media folder itself: nothing to release.
 class FolderFile final : public LocalFile {
  public:
@@ -46,9 +64,7 @@ class FolderMedia final : public MediaStore {
   }
   Status check_exists(const std::string& file) override {
     std::error_code ec;
-    if (!fs::is_regular_file(path_of(file), ec)) {
-      return not_found("no such file in the " + describe() + ": '" + file + "'");
-    }
+    if (!fs::is_regular_file(path_of(file), ec)) return not_found(std::string(kFileMissing));
     return {};
   }
   Result<std::shared_ptr<const LocalFile>> local(const std::string& file) override {
@@ -109,14 +125,12 @@ class S3Media final : public MediaStore {
     const Status put = s3_->put_file(key_of(file), local_path, content_type);
     std::error_code ec;
     fs::remove(local_path, ec);
-    return put.with_context("upload not kept in " + describe());
+    return storage_failure(put, "upload not kept");
   }
   Status check_exists(const std::string& file) override {
     const Result<aws::S3ObjectInfo> head = s3_->head(key_of(file));
-    if (head.status().code() == Code::kNotFound) {
-      return not_found("no such file in " + describe() + ": '" + file + "'");
-    }
-    return head.status();
+    if (head.status().code() == Code::kNotFound) return missing(file);
+    return storage_failure(head.status(), "checking the movie's file");
   }
   // One copy per file at a time, shared by its readers.
   Result<std::shared_ptr<const LocalFile>> local(const std::string& file) override {
@@ -139,31 +153,41 @@ class S3Media final : public MediaStore {
     return copy;
   }
   Status remove(const std::string& file) override {
-    return s3_->remove(key_of(file)).with_context("removing the movie's file from " + describe());
+    return storage_failure(s3_->remove(key_of(file)), "removing the movie's file");
   }
   Result<Download> download(const std::string& file) override {
-    LEASEHOLD_ASSIGN_OR_RETURN(std::string url,
-                               s3_->presign_get(key_of(file), kDownloadUrlTtl, clock_.wall_now()));
-    return Download{.path = {}, .url = std::move(url)};
+    Result<std::string> url = s3_->presign_get(key_of(file), kDownloadUrlTtl, clock_.wall_now());
+    if (!url.ok()) return storage_failure(url.status(), "signing the movie's download URL");
+    return Download{.path = {}, .url = *std::move(url)};
   }
 
  private:
   std::string key_of(const std::string& file) const { return location_.prefix + file; }
 
+  // After a HEAD's 404, which S3 sends for a missing bucket as for a missing
+  // key: a GET's answer says which (NoSuchKey or NoSuchBucket), so that a
+  // movie is never taken for missing its file while the bucket is. OK if
+  // the GET finds the file after all.
+  Status missing(const std::string& file) {
+    const Result<aws::S3Range> first = s3_->get_range(key_of(file), 0, 0);
+    if (first.status().code() == Code::kNotFound) return not_found(std::string(kFileMissing));
+    return storage_failure(first.status(), "checking the movie's file");
+  }
+
   Result<std::shared_ptr<const LocalFile>> fetch(const std::string& file) {
     std::error_code ec;
     fs::create_directories(copies_dir_, ec);
-    if (ec) return unavailable("the work folder '" + copies_dir_ + "': " + ec.message());
+    if (ec) return unavailable("storage unavailable: the work folder '" + copies_dir_ + "': " + ec.message());
     // Named apart from every other copy of the same file this process made.
     const std::string path =
         (fs::path(copies_dir_) / (std::to_string(++copies_made_) + "-" + file)).string();
     const Status got = s3_->get_to_file(key_of(file), path);
-    if (!got.ok()) {
-      if (got.code() == Code::kNotFound) {
-        return not_found("no such file in " + describe() + ": '" + file + "'");
-      }
-      return got.with_context("reading the movie's file from " + describe());
+    if (got.code() == Code::kNotFound) {
+      LEASEHOLD_RETURN_IF_ERROR(missing(file));
+      return unavailable("storage unavailable: the movie's file '" + key_of(file) +
+                         "' was found only after it was missed; try again");
     }
+    if (!got.ok()) return storage_failure(got, "reading the movie's file");
     return std::shared_ptr<const LocalFile>(std::make_shared<CopiedFile>(path));
   }
 

@@ -18,6 +18,14 @@
 // images (frame_images.h). It is the media folder itself for a folder; for
 // S3, a temporary folder of the process's own, removed with the store.
 //
+// Errors: a file that is not there is kNotFound, with a message a user may
+// read (it names no folder, bucket or key). A failure of the storage itself,
+// S3's refusals among them (credentials refused or expired, access denied, a
+// missing bucket, a region mismatch), is kUnavailable, "storage
+// unavailable: ...", whose message (S3's error code and AWS's request ID,
+// the bucket and the key) is for the log: the deployment is at fault, not
+// the caller, and the server answers it 503 without the message.
+//
 // Thread-safe: many threads may use one MediaStore.
 #pragma once
 
@@ -53,18 +61,20 @@ class MediaStore {
 
   // The local folder for uploads and frame images (see above).
   virtual const std::string& work_dir() const = 0;
-  // "media folder '/srv/movies'", "S3 s3://bucket/prefix/": for messages.
+  // "media folder '/srv/movies'", "S3 s3://bucket/prefix/": for the log and
+  // the operator, never for a user.
   virtual std::string describe() const = 0;
 
   // Keeps the finished upload at `local_path` (in the work folder) as
   // `file`, served as `content_type`. The local file is gone afterwards,
-  // kept or not.
+  // kept or not. kUnavailable when the storage refuses it.
   virtual Status keep(const std::string& local_path, const std::string& file,
                       const std::string& content_type) = 0;
   // OK if `file` is kept; kNotFound if not; kUnavailable if that cannot be
   // told.
   virtual Status check_exists(const std::string& file) = 0;
-  // A local file holding `file`: kNotFound if there is none.
+  // A local file holding `file`: kNotFound if there is none; kUnavailable
+  // if that cannot be told.
   virtual Result<std::shared_ptr<const LocalFile>> local(const std::string& file) = 0;
   // Removes `file`; OK if there was none.
   virtual Status remove(const std::string& file) = 0;

@@ -1,11 +1,12 @@
 // The two MediaStores: a folder, and S3 (fauxqs on a free port), held to the
 // same promises: a kept upload is there and its local file gone, a local
 // copy holds the bytes and goes with its last holder, a download points at
-// them, a removal removes, and an S3 that does not answer is never taken for
-// a missing file.
+// them, a removal removes, and an S3 that does not answer, or refuses the
+// deployment's credentials or bucket, is never taken for a missing file.
 #include "movies/media.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 
 #include "aws/s3.h"
 #include "testing/temp_dir.h"
+#include "tests/aws/fake_endpoint.h"
 #include "tests/aws/fauxqs_fixture.h"
 
 namespace leasehold::movies {
@@ -122,9 +124,14 @@ TEST_P(MediaTest, AKeptUploadIsReadLocallyDownloadedAndRemoved) {
   EXPECT_EQ(media_->local("a1.avi").status().code(), Code::kNotFound);
 }
 
+// Not found, in words a user may read: no folder, bucket or key.
 TEST_P(MediaTest, AFileNeverKeptIsNotFound) {
-  EXPECT_EQ(media_->check_exists("nosuch.avi").code(), Code::kNotFound);
-  EXPECT_EQ(media_->local("nosuch.avi").status().code(), Code::kNotFound);
+  const Status exists = media_->check_exists("nosuch.avi");
+  EXPECT_EQ(exists.code(), Code::kNotFound);
+  EXPECT_EQ(exists.message(), "the movie's file is missing");
+  const Status local = media_->local("nosuch.avi").status();
+  EXPECT_EQ(local.code(), Code::kNotFound);
+  EXPECT_EQ(local.message(), "the movie's file is missing");
   EXPECT_TRUE(fs::is_directory(media_->work_dir()));
 }
 
@@ -157,6 +164,79 @@ TEST(S3MediaTest, AStalledS3IsUnavailableNotMissing) {
     EXPECT_TRUE(code == Code::kUnavailable || code == Code::kUnknownOutcome) << code_name(code);
   }
   EXPECT_TRUE((*media)->check_exists("a.avi").ok()) << "still there once S3 answers";
+}
+
+// A bucket that is not there: S3 answers a HEAD 404, as for a missing key,
+// and the store asks again with a GET, whose NoSuchBucket makes it
+// unavailable. A probe then hands its job back rather than calling the
+// movie invalid.
+TEST(S3MediaTest, AMissingBucketIsUnavailableNotAMissingFile) {
+  testing::TempDir tmp("media_test_");
+  testing::Fauxqs* fauxqs = testing::shared_fauxqs();
+  ASSERT_NE(fauxqs, nullptr);
+  const std::string bucket = testing::unique_aws_name("gone");
+  auto media = open_media("s3://" + bucket + "/m?endpoint=" + fauxqs->endpoint(),
+                          {.temp_parent = tmp.path().string()});
+  ASSERT_TRUE(media.ok()) << media.status().to_string();
+  const fs::path upload = tmp.path() / "upload";
+  write(upload, "bytes");
+  const Status kept = (*media)->keep(upload.string(), "a.avi", "video/x-msvideo");
+  const Status exists = (*media)->check_exists("a.avi");
+  const Status local = (*media)->local("a.avi").status();
+  for (const Status& s : {kept, exists, local}) {
+    EXPECT_EQ(s.code(), Code::kUnavailable) << s.to_string();
+    EXPECT_TRUE(s.message().starts_with("storage unavailable: ")) << s.message();
+    EXPECT_NE(s.message().find("NoSuchBucket"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("AWS request ID "), std::string::npos) << s.message();
+  }
+  EXPECT_FALSE(fs::exists(upload)) << "an upload not kept is not left behind";
+}
+
+// S3 refusing the deployment (its credentials, its permissions, its region)
+// makes every operation unavailable, never unauthenticated or forbidden,
+// which a server would pass on to a user who is signed in and allowed; the
+// message keeps S3's code and AWS's request ID for the log.
+TEST(S3MediaTest, RefusedCredentialsAndAccessAreStorageUnavailable) {
+  testing::TempDir tmp("media_test_");
+  struct Refusal {
+    int status;
+    std::string code;
+  };
+  // Credentials to sign with, which the fake S3 refuses whatever they are.
+  ::setenv("AWS_ACCESS_KEY_ID", "test", 0);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "test", 0);
+  for (const Refusal& refusal : {Refusal{400, "ExpiredToken"}, Refusal{403, "AccessDenied"},
+                                 Refusal{403, "SignatureDoesNotMatch"},
+                                 Refusal{301, "PermanentRedirect"}}) {
+    SCOPED_TRACE(refusal.code);
+    testing::FakeEndpoint s3([&](const testing::FakeRequest& r) {
+      // S3 sends a HEAD's answer without its document.
+      const std::string body = r.method == "HEAD" ? ""
+                                                  : "<Error><Code>" + refusal.code +
+                                                        "</Code><Message>refused</Message>"
+                                                        "<RequestId>DOC1</RequestId></Error>";
+      return testing::FakeReply{.status = refusal.status,
+                                .body = body,
+                                .content_type = "application/xml",
+                                .headers = {{"x-amz-request-id", "REQ4" + refusal.code}}};
+    });
+    auto media = open_media("s3://refusing/m?endpoint=" + s3.url(),
+                            {.temp_parent = tmp.path().string()});
+    ASSERT_TRUE(media.ok()) << media.status().to_string();
+    const fs::path upload = tmp.path() / "upload";
+    write(upload, "bytes");
+    const Status kept = (*media)->keep(upload.string(), "a.avi", "video/x-msvideo");
+    const Status exists = (*media)->check_exists("a.avi");
+    const Status local = (*media)->local("a.avi").status();
+    const Status removed = (*media)->remove("a.avi");
+    for (const Status& s : {kept, exists, local, removed}) {
+      EXPECT_EQ(s.code(), Code::kUnavailable) << s.to_string();
+      EXPECT_TRUE(s.message().starts_with("storage unavailable: ")) << s.message();
+      EXPECT_NE(s.message().find("AWS request ID REQ4" + refusal.code), std::string::npos)
+          << s.message();
+    }
+    EXPECT_NE(kept.message().find(refusal.code), std::string::npos) << kept.message();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Media, MediaTest, ::testing::Values(false, true),

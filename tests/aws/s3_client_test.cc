@@ -223,7 +223,9 @@ TEST_F(S3ClientTest, AFailedMultipartUploadIsAbortedAndLeavesNoObject) {
   EXPECT_EQ(client->head("parts.bin").status().code(), Code::kNotFound);
 }
 
-TEST_F(S3ClientTest, MissingKeysAndBucketsAreNotFound) {
+// A missing key is kNotFound; a missing bucket too for a HEAD, whose answer
+// does not say which is missing, and kUnavailable for the rest.
+TEST_F(S3ClientTest, MissingKeysAreNotFoundAndAMissingBucketUnavailable) {
   EXPECT_EQ(client_->head("nope").status().code(), Code::kNotFound);
   EXPECT_EQ(client_->get_range("nope", 0, 9).status().code(), Code::kNotFound);
   const std::string path = dir_.file("nope.out");
@@ -237,9 +239,11 @@ TEST_F(S3ClientTest, MissingKeysAndBucketsAreNotFound) {
   ASSERT_NE(other, nullptr);
   const Status missing = other->head("k").status();
   EXPECT_EQ(missing.code(), Code::kNotFound);
+  EXPECT_EQ(other->get_range("k", 0, 0).status().code(), Code::kUnavailable);
   const Status put = other->put("k", "v", "");
-  EXPECT_EQ(put.code(), Code::kNotFound);
+  EXPECT_EQ(put.code(), Code::kUnavailable);
   EXPECT_THAT(put.message(), HasSubstr("bucket '" + other->options().bucket + "' does not exist"));
+  EXPECT_THAT(put.message(), HasSubstr("AWS request ID "));
 }
 
 TEST_F(S3ClientTest, APresignedUrlServesTheObjectToAPlainGet) {
