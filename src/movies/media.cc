@@ -177,7 +177,10 @@ class S3Media final : public MediaStore {
   Result<std::shared_ptr<const LocalFile>> fetch(const std::string& file) {
     std::error_code ec;
     fs::create_directories(copies_dir_, ec);
-    if (ec) return unavailable("storage unavailable: the work folder '" + copies_dir_ + "': " + ec.message());
+    if (ec) {
+      return unavailable("storage unavailable: the work folder '" + copies_dir_ +
+                         "': " + ec.message());
+    }
     // Named apart from every other copy of the same file this process made.
     const std::string path =
         (fs::path(copies_dir_) / (std::to_string(++copies_made_) + "-" + file)).string();

@@ -205,9 +205,9 @@ TEST(S3MediaTest, RefusedCredentialsAndAccessAreStorageUnavailable) {
   // Credentials to sign with, which the fake S3 refuses whatever they are.
   ::setenv("AWS_ACCESS_KEY_ID", "test", 0);
   ::setenv("AWS_SECRET_ACCESS_KEY", "test", 0);
-  for (const Refusal& refusal : {Refusal{400, "ExpiredToken"}, Refusal{403, "AccessDenied"},
-                                 Refusal{403, "SignatureDoesNotMatch"},
-                                 Refusal{301, "PermanentRedirect"}}) {
+  for (const Refusal& refusal :
+       {Refusal{400, "ExpiredToken"}, Refusal{403, "AccessDenied"},
+        Refusal{403, "SignatureDoesNotMatch"}, Refusal{301, "PermanentRedirect"}}) {
     SCOPED_TRACE(refusal.code);
     testing::FakeEndpoint s3([&](const testing::FakeRequest& r) {
       // S3 sends a HEAD's answer without its document.
@@ -220,8 +220,8 @@ TEST(S3MediaTest, RefusedCredentialsAndAccessAreStorageUnavailable) {
                                 .content_type = "application/xml",
                                 .headers = {{"x-amz-request-id", "REQ4" + refusal.code}}};
     });
-    auto media = open_media("s3://refusing/m?endpoint=" + s3.url(),
-                            {.temp_parent = tmp.path().string()});
+    auto media =
+        open_media("s3://refusing/m?endpoint=" + s3.url(), {.temp_parent = tmp.path().string()});
     ASSERT_TRUE(media.ok()) << media.status().to_string();
     const fs::path upload = tmp.path() / "upload";
     write(upload, "bytes");
