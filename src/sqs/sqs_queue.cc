@@ -117,6 +117,31 @@ Result<std::string_view> handle_of(std::string_view receipt) {
 
 json::array system_attributes() { return json::array{"ApproximateReceiveCount", "SentTimestamp"}; }
 
+// What SQS's refusal of a queue operation means to a caller of the Queue,
+// whose contract knows no credentials, permissions or queue URLs. The
+// queue's own answers keep their codes: a stale receipt
+// (kFailedPrecondition), SQS down (kUnavailable), a reply lost
+// (kUnknownOutcome). A refusal that says the deployment is wrong (credentials
+// refused or expired, access denied, the queue deleted since it was opened,
+// a region mismatch, any 4xx the queue's checked requests were not expected
+// to get) is kUnavailable too: the caller can do nothing about it but try
+// again later. The message keeps the operation, SQS's code and AWS's request
+// ID, for the log.
+Status queue_failure(const Status& s) {
+  switch (s.code()) {
+    case Code::kUnauthenticated:
+    case Code::kPermissionDenied:
+    case Code::kNotFound:
+    case Code::kInvalidArgument:
+    case Code::kAlreadyExists:
+    case Code::kConditionFailed:
+    case Code::kResourceExhausted:
+      return unavailable("queue unavailable: " + s.message());
+    default:
+      return s;
+  }
+}
+
 }  // namespace
 
 // A dead letter found by its ID, and the others the scan hid meanwhile.
@@ -272,6 +297,13 @@ Status SqsQueue::create(const SqsQueueOptions& given, int max_receives) {
       .status();
 }
 
+Result<json::object> SqsQueue::call(std::string_view op, const json::object& body, bool idempotent,
+                                    Duration extra) {
+  Result<json::object> got = client_->call(op, body, idempotent, extra);
+  if (!got.ok()) return queue_failure(got.status());
+  return got;
+}
+
 std::string SqsQueue::context(std::string_view op) const {
   return std::string(op) + " on SQS queue '" + options_.queue_name + "'";
 }
@@ -289,7 +321,7 @@ Result<std::string> SqsQueue::send(std::string_view body) {
   }
   // Not idempotent: sent again only when nothing reached SQS.
   Result<json::object> sent =
-      client_->call("SendMessage", {{"QueueUrl", url_}, {"MessageBody", body}}, false);
+      call("SendMessage", {{"QueueUrl", url_}, {"MessageBody", body}}, false);
   if (!sent.ok()) {
     if (sent.status().code() == Code::kUnknownOutcome) {
       return unknown_outcome(context("send") + ": " + sent.status().message() +
@@ -308,14 +340,14 @@ Result<std::vector<Message>> SqsQueue::receive_from(const std::string& url, int 
   // A receive whose reply is lost hid its messages from everyone until their
   // visibility ends, as a crashed receiver would: sending it again is safe.
   LEASEHOLD_ASSIGN_OR_RETURN(json::object got,
-                             client_->call("ReceiveMessage",
-                                           {{"QueueUrl", url},
-                                            {"MaxNumberOfMessages", max},
-                                            {"VisibilityTimeout", visibility_s},
-                                            {"WaitTimeSeconds", wait_s},
-                                            {"AttributeNames", system_attributes()},
-                                            {"MessageSystemAttributeNames", system_attributes()}},
-                                           true, std::chrono::seconds(wait_s)));
+                             call("ReceiveMessage",
+                                  {{"QueueUrl", url},
+                                   {"MaxNumberOfMessages", max},
+                                   {"VisibilityTimeout", visibility_s},
+                                   {"WaitTimeSeconds", wait_s},
+                                   {"AttributeNames", system_attributes()},
+                                   {"MessageSystemAttributeNames", system_attributes()}},
+                                  true, std::chrono::seconds(wait_s)));
   std::vector<Message> out;
   const json::value* messages = got.if_contains("Messages");
   if (messages == nullptr || !messages->is_array()) return out;
@@ -352,8 +384,7 @@ Result<std::vector<Message>> SqsQueue::receive(int max, Duration visibility) {
 
 Status SqsQueue::delete_message(const std::string& url, std::string_view receipt) {
   LEASEHOLD_ASSIGN_OR_RETURN(const std::string_view handle, handle_of(receipt));
-  return client_->call("DeleteMessage", {{"QueueUrl", url}, {"ReceiptHandle", handle}}, true)
-      .status();
+  return call("DeleteMessage", {{"QueueUrl", url}, {"ReceiptHandle", handle}}, true).status();
 }
 
 Status SqsQueue::remove(std::string_view receipt) {
@@ -365,9 +396,9 @@ Result<int64_t> SqsQueue::extend_visibility(std::string_view receipt, Duration v
   LEASEHOLD_RETURN_IF_ERROR(check_visibility(visibility));
   const int seconds = seconds_up(visibility);
   const int64_t now_ms = to_unix_ms(clock_.wall_now());
-  Result<json::object> changed = client_->call(
-      "ChangeMessageVisibility",
-      {{"QueueUrl", url_}, {"ReceiptHandle", handle}, {"VisibilityTimeout", seconds}}, true);
+  Result<json::object> changed =
+      call("ChangeMessageVisibility",
+           {{"QueueUrl", url_}, {"ReceiptHandle", handle}, {"VisibilityTimeout", seconds}}, true);
   if (!changed.ok()) {
     if (changed.status().code() == Code::kFailedPrecondition) {
       return failed_precondition(context("extend visibility") +
@@ -412,8 +443,8 @@ Result<int64_t> SqsQueue::count_dead(int64_t max) {
   }
   const json::array names{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
                           "ApproximateNumberOfMessagesDelayed"};
-  Result<json::object> got = client_->call(
-      "GetQueueAttributes", {{"QueueUrl", dead_url_}, {"AttributeNames", names}}, true);
+  Result<json::object> got =
+      call("GetQueueAttributes", {{"QueueUrl", dead_url_}, {"AttributeNames", names}}, true);
   if (!got.ok()) return got.status().with_context(context("count dead letters"));
   int64_t n = 0;
   for (const json::value& name : names) n += int_attribute(*got, name.as_string());
@@ -424,9 +455,8 @@ Status SqsQueue::release(const std::string& url, const std::vector<std::string>&
   Status first;
   for (const std::string& handle : handles) {
     const Status made_visible =
-        client_
-            ->call("ChangeMessageVisibility",
-                   {{"QueueUrl", url}, {"ReceiptHandle", handle}, {"VisibilityTimeout", 0}}, true)
+        call("ChangeMessageVisibility",
+             {{"QueueUrl", url}, {"ReceiptHandle", handle}, {"VisibilityTimeout", 0}}, true)
             .status();
     // A letter not released comes back by itself when its 30 s end.
     if (!made_visible.ok() && first.ok()) first = made_visible;
@@ -474,8 +504,7 @@ Status SqsQueue::redrive(std::string_view id) {
   // The copy first: should the removal then fail, the letter is still dead
   // and the job queued, a duplicate rather than a loss.
   Status done =
-      client_->call("SendMessage", {{"QueueUrl", url_}, {"MessageBody", found.letter.body}}, false)
-          .status();
+      call("SendMessage", {{"QueueUrl", url_}, {"MessageBody", found.letter.body}}, false).status();
   if (done.ok()) done = delete_message(dead_url_, found.letter.receipt);
   (void)release(dead_url_, found.others);
   return done.with_context(context("redrive " + std::string(id)));

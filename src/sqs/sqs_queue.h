@@ -31,6 +31,12 @@
 // - A send whose reply is lost is kUnknownOutcome; a receive whose reply is
 //   lost delivers its messages to no one, and they come back at the end of
 //   that delivery's visibility, as with every queue here.
+// - SQS refusing the deployment once the queue is open (credentials refused
+//   or expired, access denied, the queue deleted, a region mismatch, any
+//   other 4xx) is kUnavailable, "queue unavailable: ...", with SQS's code and
+//   AWS's request ID in the message, which is for the log: the Queue's
+//   callers can only try again later. open() and create(), which an operator
+//   runs, keep SQS's own codes.
 //
 // Thread-safe: many threads may use one SqsQueue.
 #pragma once
@@ -108,6 +114,9 @@ class SqsQueue final : public Queue {
   Status release(const std::string& url, const std::vector<std::string>& handles);
   // DeleteMessage of the message a receipt of ours names, on queue `url`.
   Status delete_message(const std::string& url, std::string_view receipt);
+  // client_->call(), a refusal that is the deployment's made kUnavailable.
+  Result<boost::json::object> call(std::string_view op, const boost::json::object& body,
+                                   bool idempotent, Duration extra = Duration::zero());
   std::string context(std::string_view op) const;
 
   const SqsQueueOptions options_;

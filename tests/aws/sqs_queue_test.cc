@@ -3,10 +3,12 @@
 #include "sqs/sqs_queue.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
 #include <boost/json.hpp>
 
 #include "testing/eventually.h"
+#include "tests/aws/fake_endpoint.h"
 #include "tests/aws/fauxqs_fixture.h"
 #include "tests/conformance/queue_conformance.h"
 
@@ -194,6 +196,59 @@ TEST(SqsQueue, AStalledServiceEndsCallsInTheirTimeoutAndLosesNothing) {
         return bodies.contains("before");
       },
       seconds(10), milliseconds(100)));
+}
+
+// SQS refusing the deployment once the queue is open (its credentials, its
+// permissions, its queue, its region) is kUnavailable to the Queue's caller,
+// never a code a server would answer as the user's fault; the message keeps
+// SQS's code and AWS's request ID for the log. A stale receipt keeps its
+// meaning.
+TEST(SqsQueue, RefusalsOfTheDeploymentAreUnavailableAndAStaleReceiptIsNot) {
+  struct Refusal {
+    int status;
+    std::string type;
+  };
+  // Credentials to sign with, which the fake refuses whatever they are.
+  ::setenv("AWS_ACCESS_KEY_ID", "test", 0);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "test", 0);
+  for (const Refusal& refusal :
+       {Refusal{403, "ExpiredToken"}, Refusal{403, "AccessDenied"},
+        Refusal{400, "com.amazonaws.sqs#QueueDoesNotExist"}, Refusal{400, "InvalidClientTokenId"},
+        Refusal{400, "UnknownOperationException"}}) {
+    SCOPED_TRACE(refusal.type);
+    testing::FakeEndpoint sqs([&](const testing::FakeRequest& r) {
+      const std::string target = r.header("x-amz-target");
+      if (target == "AmazonSQS.GetQueueUrl") {
+        return testing::FakeReply{.body = R"({"QueueUrl":"http://sqs.local/1/jobs"})"};
+      }
+      if (target == "AmazonSQS.ChangeMessageVisibility") {
+        return testing::FakeReply{
+            .status = 400,
+            .body = R"({"__type":"com.amazonaws.sqs#MessageNotInflight","message":"no"})",
+            .headers = {{"x-amzn-RequestId", "STALE1"}}};
+      }
+      return testing::FakeReply{
+          .status = refusal.status,
+          .body = R"({"__type":")" + refusal.type + R"(","message":"refused"})",
+          .headers = {{"x-amzn-RequestId", "REQ-" + refusal.type}}};
+    });
+    auto queue = SqsQueue::open(
+        {.region = "us-east-1", .queue_name = "jobs", .endpoint = sqs.url(), .attempts_max = 1});
+    ASSERT_TRUE(queue.ok()) << queue.status().to_string();
+    const Status sent = (*queue)->send("job").status();
+    const Status got = (*queue)->receive(1, seconds(30)).status();
+    const Status removed = (*queue)->remove(std::string(32, 'a') + ".handle");
+    for (const Status& s : {sent, got, removed}) {
+      EXPECT_EQ(s.code(), Code::kUnavailable) << s.to_string();
+      EXPECT_NE(s.message().find("queue unavailable"), std::string::npos) << s.message();
+      EXPECT_NE(s.message().find("(AWS request ID REQ-" + refusal.type + ")"), std::string::npos)
+          << s.message();
+    }
+    const Status stale =
+        (*queue)->extend_visibility(std::string(32, 'a') + ".handle", seconds(30)).status();
+    EXPECT_EQ(stale.code(), Code::kFailedPrecondition) << stale.to_string();
+    EXPECT_NE(stale.message().find("STALE1"), std::string::npos) << stale.message();
+  }
 }
 
 }  // namespace
