@@ -91,7 +91,7 @@ Response error_response(const Status& status, std::string_view request_id) {
   const HttpError error = http_error(status.code());
   if (error.status == 503) {
     return error_response(
-        503, "service unavailable, try again (request " + std::string(request_id) + ")");
+        503, "storage unavailable, try again later (request " + std::string(request_id) + ")");
   }
   if (error.status >= 500) return internal_error_response(request_id);
   return error_response(error.status, status.message());

@@ -5,9 +5,14 @@
 //   {"error": {"code": "not_found", "message": "no movie 7"}}
 //
 // with a code a client can branch on (one per HTTP status) and a message for
-// humans. A 500 never carries the text of the Status or exception behind it,
-// only the request's ID ("internal error (request 0123456789abcdef)"), which
-// the server logs with the cause.
+// humans. A 5xx never carries the text of the Status or exception behind it,
+// only a fixed text and the request's ID ("internal error (request
+// 0123456789abcdef)"), which the server logs with the cause: the cause may
+// name tables, buckets, keys, queues and what AWS answered, which are the
+// operator's to read. A Status answered 503 is storage that cannot be used
+// now (kUnavailable: the store, the media or the job queue down, or refusing
+// the deployment's credentials), "storage unavailable, try again later
+// (request ...)".
 //
 // Pure functions; safe from any thread.
 #pragma once
@@ -50,7 +55,7 @@ std::string_view error_code(int http_status);
 Response error_response(int http_status, std::string_view message);
 
 // The response for a failed `status` (REQUIRES: !status.ok()), through
-// http_error(): its message for a 4xx; for a 5xx a generic one naming
+// http_error(): its message for a 4xx; for a 5xx a fixed one naming
 // `request_id` instead, since a store's or a bug's message is for the log, not
 // for the client.
 Response error_response(const Status& status, std::string_view request_id);

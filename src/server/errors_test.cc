@@ -79,6 +79,8 @@ TEST(ErrorsTest, A5xxNeverCarriesTheStatusMessageOnlyTheRequestId) {
   }
   EXPECT_EQ(error_of(internal_error_response("00000000000000ab")).second,
             "internal error (request 00000000000000ab)");
+  EXPECT_EQ(error_of(error_response(unavailable("s3 PUT s3://b/k: AccessDenied"), "0a")).second,
+            "storage unavailable, try again later (request 0a)");
 }
 
 Request json_request(std::string content_type, std::string body) {
