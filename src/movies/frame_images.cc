@@ -13,6 +13,13 @@
 namespace leasehold::movies {
 namespace {
 
+// A probed movie whose file no longer opens or decodes is the server's
+// fault, not the caller's, and the decoder's message names the file on this
+// machine: a 500, whose message only the log sees.
+Status unreadable(const Status& decoder) {
+  return internal_error("the movie's file cannot be read: " + decoder.message());
+}
+
 namespace fs = std::filesystem;
 
 constexpr char kImageSuffix[] = ".jpg";
@@ -213,7 +220,7 @@ Result<uint64_t> FrameCache::decode_and_write(std::unique_ptr<tracer::FrameReade
                                options_.media->local(file));
     Result<std::unique_ptr<tracer::FrameReader>> opened =
         tracer::FrameReader::open(video->path(), options_.video_limits);
-    if (!opened.ok()) return opened.status();
+    if (!opened.ok()) return unreadable(opened.status());
     reader = std::move(opened).value();
     ++counted.readers_opened;
   }
@@ -223,7 +230,7 @@ Result<uint64_t> FrameCache::decode_and_write(std::unique_ptr<tracer::FrameReade
     ++counted.frames_decoded;
     if (!more.ok() || !*more) {
       reader.reset();
-      if (!more.ok()) return more.status();
+      if (!more.ok()) return unreadable(more.status());
       return not_found("the video ends before frame " + std::to_string(frame));
     }
   }
