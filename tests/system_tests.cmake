@@ -159,12 +159,14 @@ leasehold_discover_tests(server_tests system LABEL server TIMEOUT 120)
 
 # The app of `leasehold serve` (routes, authentication, pages, metrics, the
 # fleet API) through real sockets, on a memory store; the movies API on the
-# whole of `serve` (app::Serving), on SQLite and on dynalite.
+# whole of `serve` (app::Serving), on SQLite and on dynalite, and with AWS
+# refusing the deployment (scripted S3 and SQS).
 add_executable(app_tests
   app/app_test.cc
   app/fleet_api_test.cc
   app/movies_api_test.cc
   app/movies_api_trace_test.cc
+  app/movies_aws_refusal_test.cc
   app/trace_jobs_test.cc
 )
 target_compile_definitions(app_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
