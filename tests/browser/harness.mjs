@@ -167,11 +167,12 @@ export function listeningAddress(stderrText) {
 }
 
 // `leasehold serve --listen 127.0.0.1:0` on `store`, with its media folder in
-// the store's directory, ready once it has logged the address it listens on.
+// the store's directory (or `mediaDir`: an s3:// URI, say), ready once it has
+// logged the address it listens on.
 export class Server {
-  static async start(store, extraArgs = []) {
+  static async start(store, extraArgs = [], { mediaDir = path.join(store.dir, 'media') } = {}) {
     const args = ['--store', store.uri, 'serve', '--listen', '127.0.0.1:0',
-                  '--media-dir', path.join(store.dir, 'media'), ...extraArgs];
+                  '--media-dir', mediaDir, ...extraArgs];
     const child = spawn(store.bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(child);
     child.on('exit', () => running.delete(child));

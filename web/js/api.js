@@ -14,13 +14,16 @@ export class ApiError extends Error {
   // retryAfterSeconds: from Retry-After (429, 503), else null.
   // body: the whole error answer, for what some errors carry beside it (a
   // 409 on a movie names its `holder`), else null.
-  constructor({ status, code, message, retryAfterSeconds = null, body = null }) {
+  // requestId: the server's ID of the request (X-Request-Id), which leads
+  // whoever runs the server to its log line, else null.
+  constructor({ status, code, message, retryAfterSeconds = null, body = null, requestId = null }) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
     this.code = code;
     this.retryAfterSeconds = retryAfterSeconds;
     this.body = body;
+    this.requestId = requestId;
   }
 }
 
@@ -60,16 +63,31 @@ export function asSentence(text) {
   return /[.!?…]$/.test(capitalised) ? capitalised : `${capitalised}.`;
 }
 
+// The server's 503 for storage it cannot use now (its store, the movies'
+// files on S3, the job queue: down, or refusing the server's credentials),
+// whose message is fixed: it says nothing a person could act on but waiting,
+// and the request's ID for whoever runs the server.
+const STORAGE_UNAVAILABLE = /^storage unavailable\b/;
+
+function storageUnavailable(requestId) {
+  const request = requestId ? ` (request ${requestId})` : '';
+  return `Storage is unavailable — try again later${request}.`;
+}
+
 export async function errorFrom(response) {
   let code = `http_${response.status}`;
   let message = messageForStatus(response.status);
   let body = null;
+  const requestId = response.headers.get('X-Request-Id') || null;
   try {
     body = await response.json();
     const error = body && body.error;
     if (error && typeof error.message === 'string' && error.message.trim()) {
       message = asSentence(error.message);
       if (typeof error.code === 'string') code = error.code;
+      if (response.status === 503 && STORAGE_UNAVAILABLE.test(error.message)) {
+        message = storageUnavailable(requestId);
+      }
     }
   } catch {
     // Not JSON (a proxy's error page, say): keep the message for the status.
@@ -80,6 +98,7 @@ export async function errorFrom(response) {
     message,
     retryAfterSeconds: parseRetryAfter(response.headers.get('Retry-After')),
     body,
+    requestId,
   });
 }
 

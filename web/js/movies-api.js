@@ -57,7 +57,7 @@ export function removeMovie(id) {
 // Uploads `file` as a movie named `name`. onProgress(sent, total) is called
 // as bytes go out. Returns {done, abort}: `done` resolves the movie created
 // (`processing`) or rejects with an ApiError (413 too large, 415 not a
-// video, 0 no answer, or code 'aborted').
+// video, 503 storage unavailable, 0 no answer, or code 'aborted').
 export function uploadMovie(file, name, onProgress = () => {}) {
   const xhr = new XMLHttpRequest();
   const done = new Promise((resolve, reject) => {
@@ -73,7 +73,8 @@ export function uploadMovie(file, name, onProgress = () => {}) {
       const response = new Response(xhr.status === 204 ? null : xhr.responseText, {
         status: xhr.status,
         headers: { 'Content-Type': xhr.getResponseHeader('Content-Type') || '',
-                   'Retry-After': xhr.getResponseHeader('Retry-After') || '' },
+                   'Retry-After': xhr.getResponseHeader('Retry-After') || '',
+                   'X-Request-Id': xhr.getResponseHeader('X-Request-Id') || '' },
       });
       if (!response.ok) {
         reject(await errorFrom(response));
