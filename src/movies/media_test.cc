@@ -166,6 +166,22 @@ TEST(S3MediaTest, AStalledS3IsUnavailableNotMissing) {
   EXPECT_TRUE((*media)->check_exists("a.avi").ok()) << "still there once S3 answers";
 }
 
+// Every use of a file of `media`, which S3 refuses, is unavailable, "storage
+// unavailable", with `said` (S3's code, AWS's request ID) for the log; an
+// upload not kept (from `dir`) is not left behind.
+void expect_all_unavailable(MediaStore& media, const fs::path& dir, const std::string& said) {
+  const fs::path upload = dir / "upload";
+  write(upload, "bytes");
+  const Status kept = media.keep(upload.string(), "a.avi", "video/x-msvideo");
+  EXPECT_FALSE(fs::exists(upload));
+  for (const Status& s :
+       {kept, media.check_exists("a.avi"), media.local("a.avi").status(), media.remove("a.avi")}) {
+    EXPECT_EQ(s.code(), Code::kUnavailable) << s.to_string();
+    EXPECT_TRUE(s.message().starts_with("storage unavailable: ")) << s.message();
+    EXPECT_NE(s.message().find(said), std::string::npos) << s.message();
+  }
+}
+
 // A bucket that is not there: S3 answers a HEAD 404, as for a missing key,
 // and the store asks again with a GET, whose NoSuchBucket makes it
 // unavailable. A probe then hands its job back rather than calling the
@@ -178,18 +194,7 @@ TEST(S3MediaTest, AMissingBucketIsUnavailableNotAMissingFile) {
   auto media = open_media("s3://" + bucket + "/m?endpoint=" + fauxqs->endpoint(),
                           {.temp_parent = tmp.path().string()});
   ASSERT_TRUE(media.ok()) << media.status().to_string();
-  const fs::path upload = tmp.path() / "upload";
-  write(upload, "bytes");
-  const Status kept = (*media)->keep(upload.string(), "a.avi", "video/x-msvideo");
-  const Status exists = (*media)->check_exists("a.avi");
-  const Status local = (*media)->local("a.avi").status();
-  for (const Status& s : {kept, exists, local}) {
-    EXPECT_EQ(s.code(), Code::kUnavailable) << s.to_string();
-    EXPECT_TRUE(s.message().starts_with("storage unavailable: ")) << s.message();
-    EXPECT_NE(s.message().find("NoSuchBucket"), std::string::npos) << s.message();
-    EXPECT_NE(s.message().find("AWS request ID "), std::string::npos) << s.message();
-  }
-  EXPECT_FALSE(fs::exists(upload)) << "an upload not kept is not left behind";
+  expect_all_unavailable(**media, tmp.path(), "NoSuchBucket");
 }
 
 // S3 refusing the deployment (its credentials, its permissions, its region)
@@ -223,19 +228,7 @@ TEST(S3MediaTest, RefusedCredentialsAndAccessAreStorageUnavailable) {
     auto media =
         open_media("s3://refusing/m?endpoint=" + s3.url(), {.temp_parent = tmp.path().string()});
     ASSERT_TRUE(media.ok()) << media.status().to_string();
-    const fs::path upload = tmp.path() / "upload";
-    write(upload, "bytes");
-    const Status kept = (*media)->keep(upload.string(), "a.avi", "video/x-msvideo");
-    const Status exists = (*media)->check_exists("a.avi");
-    const Status local = (*media)->local("a.avi").status();
-    const Status removed = (*media)->remove("a.avi");
-    for (const Status& s : {kept, exists, local, removed}) {
-      EXPECT_EQ(s.code(), Code::kUnavailable) << s.to_string();
-      EXPECT_TRUE(s.message().starts_with("storage unavailable: ")) << s.message();
-      EXPECT_NE(s.message().find("AWS request ID REQ4" + refusal.code), std::string::npos)
-          << s.message();
-    }
-    EXPECT_NE(kept.message().find(refusal.code), std::string::npos) << kept.message();
+    expect_all_unavailable(**media, tmp.path(), "AWS request ID REQ4" + refusal.code);
   }
 }
 
