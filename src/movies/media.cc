@@ -22,17 +22,18 @@ namespace fs = std::filesystem;
 // may carry it to the user, who has no use for a folder, a bucket or a key.
 constexpr std::string_view kFileMissing = "the movie's file is missing";
 
-// What may be told of S3's failures, and what only the log may. An answer
-// about the object asked for keeps its meaning: it is missing (kNotFound),
-// or it changed while it was read (kFailedPrecondition). Every other failure
-// is the deployment's, not the caller's: credentials refused, access denied,
-// a missing bucket, a region or any 4xx the requests were not expected to
-// get, S3 or the network down. Those are kUnavailable, "storage
-// unavailable", with S3's message, which names the bucket, the key, S3's
-// error code and AWS's request ID for the log (server/errors.h keeps a 5xx's
-// message out of the answer). A bug or a malformed reply stays kInternal.
+// What may be told of S3's failures, and what only the log may. The one
+// answer about the object asked for, that it is missing, is the caller's
+// (missing() below). Every other failure is the deployment's: credentials
+// refused, access denied, a missing bucket, a region or any 4xx the requests
+// were not expected to get, S3 or the network down, an object replaced while
+// it was read (the service never replaces one). Those are kUnavailable,
+// "storage unavailable", with S3's message, which names the bucket, the key,
+// S3's error code and AWS's request ID for the log (server/errors.h keeps a
+// 5xx's message out of the answer). A bug or a malformed reply stays
+// kInternal.
 Status storage_failure(const Status& s, std::string_view what) {
-  if (s.ok() || s.code() == Code::kInternal || s.code() == Code::kFailedPrecondition) return s;
+  if (s.ok() || s.code() == Code::kInternal) return s;
   return unavailable("storage unavailable: " + std::string(what) + ": " + s.message());
 }
 
