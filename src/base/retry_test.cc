@@ -75,12 +75,17 @@ TEST(RetryPause, IsDrawnFromZeroToTheBound) {
   }
 }
 
+// The standard mode's options, but for `attempts_max`.
+RetryOptions with_attempts(int attempts_max) {
+  RetryOptions o;
+  o.attempts_max = attempts_max;
+  return o;
+}
+
 TEST(Retrier, PausesOnTheClockWithinTheBoundsUntilTheAttemptsRunOut) {
   SteppingClock clock;
   SeededRandom random(1);
-  RetryOptions o;
-  o.attempts_max = 4;
-  Retrier retrier(o, clock, random);
+  Retrier retrier(with_attempts(4), clock, random);
   Retrier::Call call = retrier.start();
   EXPECT_EQ(call.attempts(), 1);
   const MonoTime started = clock.mono_now();
@@ -142,9 +147,7 @@ TEST(Retrier, ASpentQuotaStopsRetriesUntilSuccessesRefillIt) {
 TEST(Retrier, NoPauseRunsPastTheDeadline) {
   SteppingClock clock;
   SeededRandom random(4);
-  RetryOptions o;
-  o.attempts_max = 1000;
-  Retrier retrier(o, clock, random);
+  Retrier retrier(with_attempts(1000), clock, random);
   const MonoTime deadline = clock.mono_now() + milliseconds(2500);
   Retrier::Call call = retrier.start(deadline);
   RetryStop stop;
