@@ -164,7 +164,7 @@ TEST(SqsQueue, AStalledServiceEndsCallsInTheirTimeoutAndLosesNothing) {
   ASSERT_TRUE(fauxqs.ok()) << fauxqs.status().to_string();
   SqsQueueOptions options = options_on(**fauxqs, "stall");
   options.request_timeout = milliseconds(500);
-  options.attempts_max = 2;
+  options.retry.attempts_max = 2;
   const Status created = SqsQueue::create(options, 3);
   ASSERT_TRUE(created.ok()) << created.to_string();
   auto queue = SqsQueue::open(options);
