@@ -307,18 +307,25 @@ def start_dynamodb_local(procs, work):
     return f"http://127.0.0.1:{port}"
 
 
-def bench_cost(args, procs, work):
+def dynamodb_fleet(args, procs, work, bench, prefix):
+    """A fleet on a fresh set of DynamoDB tables (--dynamodb-endpoint, or
+    --dynamodb-local started here), its tables made, and its upstream at
+    --cost-rate messages a second: (fleet, upstream address)."""
     endpoint = args.dynamodb_endpoint
     if args.dynamodb_local:
         endpoint = start_dynamodb_local(procs, work)
     if not endpoint:
-        sys.exit("cost needs --dynamodb-endpoint URL or --dynamodb-local")
+        sys.exit(bench + " needs --dynamodb-endpoint URL or --dynamodb-local")
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDBENCH")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
-    store = f"dynamodb://us-east-1/cost{int(time.time())}_?endpoint={endpoint}"
+    store = f"dynamodb://us-east-1/{prefix}{int(time.time())}_?endpoint={endpoint}"
     fleet = Fleet(args.bin, store, work, procs)
     fleet.cli("store", "init")
-    addr = fleet.upstream(args.cost_rate, 2, "--random-phase")
+    return fleet, fleet.upstream(args.cost_rate, 2, "--random-phase")
+
+
+def bench_cost(args, procs, work):
+    fleet, addr = dynamodb_fleet(args, procs, work, "cost", "cost")
     ids = ["c%05d" % i for i in range(args.cost_connections)]
     fleet.add_conns(addr, ids)
     workers = [fleet.worker("w%d" % i) for i in range(args.cost_workers)]
@@ -501,25 +508,15 @@ def bench_page_live(args, procs, work):
     """`leasehold bench fleet-page` polling a streaming fleet on DynamoDB (its
     workers checkpoint, so the page on screen changes): --cost-workers
     workers, --page-live-connections at --cost-rate messages a second."""
-    endpoint = args.dynamodb_endpoint
-    if args.dynamodb_local:
-        endpoint = start_dynamodb_local(procs, work)
-    if not endpoint:
-        sys.exit("page-live needs --dynamodb-endpoint URL or --dynamodb-local")
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "AKIDBENCH")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "bench-secret")
-    store = f"dynamodb://us-east-1/live{int(time.time())}_?endpoint={endpoint}"
-    fleet = Fleet(args.bin, store, work, procs)
-    fleet.cli("store", "init")
-    addr = fleet.upstream(args.cost_rate, 2, "--random-phase")
+    fleet, addr = dynamodb_fleet(args, procs, work, "page-live", "live")
     ids = ["c%07d" % i for i in range(args.page_live_connections)]
     fleet.add_conns(addr, ids)
     workers = [fleet.worker("w%d" % i) for i in range(args.cost_workers)]
     wait_for("every connection streaming",
              lambda: len(set().union(*(sink_conns(w.sink) for w in workers))) == len(ids), 600)
     time.sleep(args.settle)
-    out = subprocess.run([args.bin, "--store", store, "bench", "fleet-page", "--connections", "0",
-                          "--seconds", str(args.page_seconds)],
+    out = subprocess.run([args.bin, "--store", fleet.store, "bench", "fleet-page",
+                          "--connections", "0", "--seconds", str(args.page_seconds)],
                          capture_output=True, text=True, check=False)
     if out.returncode != 0:
         sys.exit("bench fleet-page failed: " + out.stderr[-2000:])

@@ -92,9 +92,10 @@ if(LEASEHOLD_UNIT_TESTS)
 endif()
 
 # The AWS clients (SQS, S3) against fauxqs (node_modules/, scripts/setup.sh),
-# and the credentials chain against scripted endpoints (STS, EC2's metadata
-# service, the container endpoint).
+# their retries, and the credentials chain, against scripted endpoints (STS,
+# EC2's metadata service, the container endpoint).
 add_executable(aws_tests
+  aws/aws_retry_test.cc
   aws/credentials_chain_test.cc
   aws/fauxqs_smoke_test.cc
   aws/s3_client_test.cc

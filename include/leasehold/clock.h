@@ -66,6 +66,14 @@ class Clock {
                                     MonoTime deadline);
 };
 
+// Waits until `clock`'s monotonic time reaches `deadline`, through
+// Clock::wait_until, so that a pause taken on a SimulatedClock ends when the
+// simulation advances past it and never in real time. Returns at once if
+// the deadline has passed.
+void sleep_until(Clock& clock, MonoTime deadline);
+// The same for `d` from now; nothing for d <= 0.
+void sleep_for(Clock& clock, Duration d);
+
 // Reads std::chrono::system_clock and CLOCK_BOOTTIME. Waits in real time for
 // the time left, as Clock::wait_until does, in slices short enough that a
 // wait across a suspend ends soon after the machine wakes.

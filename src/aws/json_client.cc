@@ -1,11 +1,9 @@
 #include "aws/json_client.h"
 
 #include <boost/json.hpp>
-#include <random>
-#include <thread>
 
+#include "aws/retries.h"
 #include "aws/sigv4.h"
-#include "base/mutex.h"
 #include "net/endpoint.h"
 #include "net/http_client.h"
 
@@ -18,13 +16,6 @@ constexpr std::string_view kContentType = "application/x-amz-json-1.0";
 // A Status message of a service error: "<op>: <code>: <message>".
 constexpr std::string_view kSeparator = ": ";
 
-// Throttling and the service's own failures, which every AWS JSON service
-// shares. Throttled requests were refused before they did anything.
-bool is_throttling(std::string_view code) {
-  return code == "ThrottlingException" || code == "Throttling" || code == "RequestThrottled" ||
-         code == "RequestLimitExceeded" || code == "SlowDown" || code == "KmsThrottled";
-}
-
 // "com.amazonaws.sqs#QueueDoesNotExist" -> "QueueDoesNotExist".
 std::string_view short_code(std::string_view type) {
   const size_t hash = type.rfind('#');
@@ -33,34 +24,50 @@ std::string_view short_code(std::string_view type) {
   return type.substr(0, colon);
 }
 
+// A service error's code (__type) and message, either empty when the body
+// does not say.
+struct ErrorReply {
+  std::string code;
+  std::string message;
+};
+
+ErrorReply parse_error(const std::string& body) {
+  ErrorReply out;
+  boost::system::error_code ec;
+  const json::value parsed = json::parse(body, ec);
+  if (ec || !parsed.is_object()) return out;
+  const json::object& o = parsed.as_object();
+  if (const json::value* t = o.if_contains("__type"); t && t->is_string()) {
+    out.code = std::string(short_code(t->as_string()));
+  }
+  for (const char* key : {"message", "Message"}) {
+    if (const json::value* m = o.if_contains(key); m && m->is_string()) {
+      out.message = std::string(m->as_string());
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 struct JsonClient::Impl {
   JsonClientOptions options;
   RealClock real_clock;
+  SystemRandom system_random;
   std::unique_ptr<net::HttpClient> http;
   SigningKeyCache signing_keys;
-  Mutex random_mu;
-  std::minstd_rand random GUARDED_BY(random_mu){std::random_device{}()};
+  ClockSkew skew;
+  std::unique_ptr<Retrier> retrier;
 
-  Duration backoff(int attempt) {
-    const int64_t base = options.backoff_base.count();
-    const int64_t cap =
-        std::min<int64_t>(options.backoff_max.count(), base << std::min(attempt - 1, 20));
-    MutexLock lock(random_mu);
-    return Duration(std::uniform_int_distribution<int64_t>(0, std::max<int64_t>(cap, 0))(random));
-  }
-
-  Result<net::HttpRequest> make_request(std::string_view op, std::string body) {
+  Result<net::HttpRequest> make_request(std::string_view op, std::string body, WallTime now) {
     HttpRequestToSign to_sign;
     to_sign.host = http->host_header();
     to_sign.headers.emplace_back("Content-Type", kContentType);
     to_sign.headers.emplace_back("X-Amz-Target", options.target_prefix + std::string(op));
     to_sign.body = std::move(body);
     LEASEHOLD_ASSIGN_OR_RETURN(const Credentials credentials, options.credentials->get());
-    LEASEHOLD_ASSIGN_OR_RETURN(SigV4Result signature,
-                               sign_v4(to_sign, credentials, options.region, options.service,
-                                       options.clock->wall_now(), &signing_keys));
+    LEASEHOLD_ASSIGN_OR_RETURN(SigV4Result signature, sign_v4(to_sign, credentials, options.region,
+                                                              options.service, now, &signing_keys));
     net::HttpRequest request;
     request.method = "POST";
     request.target = "/";
@@ -70,33 +77,17 @@ struct JsonClient::Impl {
     return request;
   }
 
-  // What an error reply means: its Status, and whether it may be sent again.
-  // `request_id` is AWS's ID of the request, which AWS support asks for.
-  Status interpret_error(std::string_view op, int http_status, const std::string& body,
-                         std::string_view request_id, bool* nothing_applied,
-                         std::string* aws_code) {
-    std::string code;
-    std::string message;
-    boost::system::error_code ec;
-    const json::value parsed = json::parse(body, ec);
-    if (!ec && parsed.is_object()) {
-      const json::object& o = parsed.as_object();
-      if (const json::value* t = o.if_contains("__type"); t && t->is_string()) {
-        code = std::string(short_code(t->as_string()));
-      }
-      for (const char* key : {"message", "Message"}) {
-        if (const json::value* m = o.if_contains(key); m && m->is_string()) {
-          message = std::string(m->as_string());
-        }
-      }
-    }
-    if (aws_code != nullptr) *aws_code = code;
-    if (code.empty()) code = "HTTP" + std::to_string(http_status);
+  // What an error reply means as a Status; *throttled: the service refused it
+  // before doing anything, so it may be sent again. `request_id` is AWS's ID
+  // of the request, which AWS support asks for.
+  Status interpret_error(std::string_view op, int http_status, const ErrorReply& error,
+                         std::string_view request_id, bool* throttled) {
+    std::string code = error.code.empty() ? "HTTP" + std::to_string(http_status) : error.code;
     std::string text = std::string(op) + std::string(kSeparator) + code;
-    if (!message.empty()) text += std::string(kSeparator) + message;
+    if (!error.message.empty()) text += std::string(kSeparator) + error.message;
     if (!request_id.empty()) text += " (AWS request ID " + std::string(request_id) + ")";
-    *nothing_applied = is_throttling(code);
-    if (*nothing_applied) return unavailable(text + " (throttled)");
+    *throttled = is_throttling_error(code);
+    if (*throttled) return unavailable(text + " (throttled)");
     if (credentials_refused(code)) {
       return unauthenticated(text + " (" + options.service + " refused the credentials)");
     }
@@ -106,6 +97,11 @@ struct JsonClient::Impl {
     }
     return {http_status >= 500 ? Code::kUnavailable : Code::kInvalidArgument, text};
   }
+
+  Attempt<json::object> attempt(std::string_view op, const std::string& text, bool idempotent,
+                                Duration timeout, std::string* aws_code);
+  Attempt<json::object> judge_error(std::string_view op, const net::HttpResponse& response,
+                                    WallTime signed_at, bool idempotent, std::string* aws_code);
 };
 
 JsonClient::JsonClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -122,7 +118,7 @@ Result<std::unique_ptr<JsonClient>> JsonClient::open(JsonClientOptions options) 
     return invalid_argument("AWS region '" + options.region +
                             "' must be non-empty [a-z0-9-] (eu-west-1)");
   }
-  if (options.attempts_max < 1) return invalid_argument("attempts_max must be at least 1");
+  LEASEHOLD_RETURN_IF_ERROR(validate_retry_options(options.retry));
   const std::string url = options.endpoint.empty() ? "https://" + options.service + "." +
                                                          options.region + ".amazonaws.com"
                                                    : options.endpoint;
@@ -142,8 +138,69 @@ Result<std::unique_ptr<JsonClient>> JsonClient::open(JsonClientOptions options) 
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   if (impl->options.clock == nullptr) impl->options.clock = &impl->real_clock;
+  if (impl->options.random == nullptr) impl->options.random = &impl->system_random;
+  impl->retrier =
+      std::make_unique<Retrier>(impl->options.retry, *impl->options.clock, *impl->options.random);
   impl->http = std::move(http);
   return std::unique_ptr<JsonClient>(new JsonClient(std::move(impl)));
+}
+
+// One attempt: signed now (as the clock skew has it corrected), sent, and
+// judged by the rules of json_client.h.
+Attempt<json::object> JsonClient::Impl::attempt(std::string_view op, const std::string& text,
+                                                bool idempotent, Duration timeout,
+                                                std::string* aws_code) {
+  const WallTime signed_at = skew.now(*options.clock);
+  Result<net::HttpRequest> request = make_request(op, text, signed_at);
+  if (!request.ok()) return {request.status()};
+  const MonoTime sent_at = options.clock->mono_now();
+  Result<net::HttpResponse> response = http->send(*request, timeout);
+  if (!response.ok()) {
+    Status failed = response.status().with_context(op);
+    switch (response.status().code()) {
+      case Code::kUnavailable:  // nothing was sent
+        return {std::move(failed), RetryCause::kTransient};
+      case Code::kUnknownOutcome:
+        if (!idempotent) return {std::move(failed)};
+        return {std::move(failed), no_reply_cause(options.clock->mono_now() - sent_at, timeout)};
+      default:
+        return {std::move(failed)};
+    }
+  }
+  if (response->status / 100 != 2) {
+    return judge_error(op, *response, signed_at, idempotent, aws_code);
+  }
+  boost::system::error_code ec;
+  json::value parsed = json::parse(response->body, ec);
+  if (ec || !parsed.is_object()) {
+    // An empty 200 is a reply with nothing to say (some operations).
+    if (response->body.empty()) return {json::object()};
+    return {internal_error(std::string(op) + ": the reply is not a JSON object")};
+  }
+  return {std::move(parsed.as_object())};
+}
+
+Attempt<json::object> JsonClient::Impl::judge_error(std::string_view op,
+                                                    const net::HttpResponse& response,
+                                                    WallTime signed_at, bool idempotent,
+                                                    std::string* aws_code) {
+  const ErrorReply error = parse_error(response.body);
+  if (aws_code != nullptr) *aws_code = error.code;
+  bool throttled = false;
+  Status status = interpret_error(op, response.status, error,
+                                  response.header("x-amzn-RequestId").value_or(""), &throttled);
+  // Refused at the door, for the time it was signed at: nothing was done.
+  if (skew.learn(error.code, error.message, response.header("Date"), signed_at, *options.clock)) {
+    return {std::move(status), std::nullopt, true};
+  }
+  if (throttled) return {std::move(status), RetryCause::kThrottling};
+  if (response.status >= 500 && !idempotent) {
+    return {unknown_outcome(status.message() + "; it may have been applied")};
+  }
+  if (idempotent && is_transient_error(response.status, error.code)) {
+    return {std::move(status), RetryCause::kTransient};
+  }
+  return {std::move(status)};
 }
 
 Result<json::object> JsonClient::call(std::string_view op, const json::object& body,
@@ -151,46 +208,13 @@ Result<json::object> JsonClient::call(std::string_view op, const json::object& b
   Impl& d = *impl_;
   if (aws_code != nullptr) aws_code->clear();
   const std::string text = json::serialize(body);
-  Status last;
-  bool maybe_applied = false;
-  for (int attempt = 0; attempt < d.options.attempts_max; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(d.backoff(attempt));
-    LEASEHOLD_ASSIGN_OR_RETURN(net::HttpRequest request, d.make_request(op, text));
-    Result<net::HttpResponse> response = d.http->send(request, d.options.request_timeout + extra);
-    if (!response.ok()) {
-      last = response.status().with_context(op);
-      if (response.status().code() == Code::kUnavailable) continue;  // nothing was sent
-      if (response.status().code() != Code::kUnknownOutcome) return last;
-      maybe_applied = true;
-      if (idempotent) continue;
-      return last;
-    }
-    if (response->status / 100 == 2) {
-      boost::system::error_code ec;
-      json::value parsed = json::parse(response->body, ec);
-      if (ec || !parsed.is_object()) {
-        // An empty 200 is a reply with nothing to say (some operations).
-        if (response->body.empty()) return json::object();
-        return internal_error(std::string(op) + ": the reply is not a JSON object");
-      }
-      return std::move(parsed.as_object());
-    }
-    bool nothing_applied = false;
-    last = d.interpret_error(op, response->status, response->body,
-                             response->header("x-amzn-RequestId").value_or(""), &nothing_applied,
-                             aws_code);
-    if (nothing_applied) continue;
-    if (response->status >= 500) {
-      maybe_applied = true;
-      if (idempotent) continue;
-      return unknown_outcome(last.message() + "; it may have been applied");
-    }
-    return last;
-  }
-  if (maybe_applied && !idempotent) {
-    return unknown_outcome(last.message() + "; it may have been applied");
-  }
-  return last.with_context("gave up after " + std::to_string(d.options.attempts_max) + " attempts");
+  const Duration timeout = d.options.request_timeout + extra;
+  return send_with_retries<json::object>(
+      *d.retrier, MonoTime::max(),
+      [&](const Retrier::Call&) { return d.attempt(op, text, idempotent, timeout, aws_code); },
+      [](const Status& last, RetryStop stop, int attempts) {
+        return last.with_context("gave up " + describe_stop(stop, attempts));
+      });
 }
 
 }  // namespace leasehold::aws

@@ -2,13 +2,17 @@
 // `X-Amz-Target: AmazonSQS.<Operation>`, a JSON body, a JSON reply), signed
 // with SigV4 and sent through net::HttpClient.
 //
-// A request is sent again, after a jittered pause, while sending it again
-// cannot do harm: when nothing reached the service (the connection failed,
-// or the service throttled it), and, for a request the caller marks
-// idempotent, after a 5xx or a dropped reply too. A request that is not
-// idempotent and may have been applied is not sent again: the caller gets
-// kUnknownOutcome. An error the service answered with becomes a Status whose
-// message names the operation and the service's error code
+// A request is sent again, as base/retry.h's policy (the AWS SDKs' standard
+// mode) allows, while sending it again cannot do harm: when nothing reached
+// the service (the connection failed) or the service throttled it
+// (aws/retries.h's codes), and, for a request the caller marks idempotent,
+// after a transient error (HTTP 500, 502, 503, 504) or a lost reply too. A
+// request that is not idempotent and may have been applied (any 5xx, a lost
+// reply) is not sent again: the caller gets kUnknownOutcome. A request the
+// service refused for a signature too far from its own time is signed again
+// at once with the service's time, which the client keeps for its later
+// requests (aws::ClockSkew). An error the service answered with becomes a
+// Status whose message names the operation and the service's error code
 // ("SendMessage: QueueDoesNotExist: ... (AWS request ID ...)", the ID from
 // the reply's x-amzn-RequestId, which AWS support asks for), its code chosen
 // by the caller's rules (JsonClientOptions::errors), else kInvalidArgument
@@ -16,7 +20,8 @@
 // service's code.
 //
 // Messages never carry credentials, signatures or request bodies.
-// Thread-safe: many threads may call at once (the HTTP pool bounds them).
+// Thread-safe: many threads may call at once (the HTTP pool bounds them),
+// and share one retry quota.
 #pragma once
 
 #include <boost/json/object.hpp>
@@ -27,7 +32,9 @@
 #include <string_view>
 
 #include "aws/credentials.h"
+#include "base/retry.h"
 #include "leasehold/clock.h"
+#include "leasehold/random.h"
 #include "leasehold/status.h"
 
 namespace leasehold::aws {
@@ -47,19 +54,20 @@ struct JsonClientOptions {
   std::string endpoint = {};
   // Null: default_credentials(process_env()), read when the client opens.
   std::shared_ptr<CredentialsSource> credentials = {};
-  Clock* clock = nullptr;  // null: the system clock; else outlives the client
+  // Null: the system clock and SystemRandom; else they outlive the client.
+  // The pauses between attempts are waited on the clock.
+  Clock* clock = nullptr;
+  Random* random = nullptr;
   std::span<const JsonErrorRule> errors = {};
   Duration request_timeout = std::chrono::seconds(10);  // each attempt's
-  int attempts_max = 4;
-  Duration backoff_base = std::chrono::milliseconds(50);
-  Duration backoff_max = std::chrono::seconds(2);
+  RetryOptions retry = {};
   size_t connections_max = 16;
 };
 
 class JsonClient {
  public:
-  // kInvalidArgument for a bad region, endpoint or option; the credentials
-  // chain's errors.
+  // kInvalidArgument for a bad region, endpoint or option (retry among
+  // them: validate_retry_options()); the credentials chain's errors.
   static Result<std::unique_ptr<JsonClient>> open(JsonClientOptions options);
   ~JsonClient();
 

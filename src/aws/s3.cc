@@ -10,11 +10,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 #include <vector>
 
+#include "aws/retries.h"
 #include "aws/s3_internal.h"
-#include "base/mutex.h"
 #include "net/endpoint.h"
 #include "net/http_client.h"
 
@@ -153,7 +152,8 @@ struct S3Client::Impl {
   std::string scheme;
   bool path_style = true;
   SigningKeyCache signing_keys;
-  Mutex random_mu;
+  ClockSkew skew;
+  std::unique_ptr<Retrier> retrier;
 
   std::string what(std::string_view op, std::string_view key) const {
     return "s3 " + std::string(op) + " s3://" + options.bucket + "/" + std::string(key);
@@ -170,16 +170,10 @@ struct S3Client::Impl {
     return path;
   }
 
-  Duration backoff(int attempt) {
-    const int64_t base = options.backoff_base.count();
-    const int64_t cap =
-        std::min<int64_t>(options.backoff_max.count(), base << std::min(attempt - 1, 20));
-    MutexLock lock(random_mu);
-    return Duration(options.random->uniform(0, std::max<int64_t>(cap, 0)));
-  }
-
-  Result<net::HttpRequest> make_request(const S3Call& call, const std::string& payload_hash);
+  Result<net::HttpRequest> make_request(const S3Call& call, const std::string& payload_hash,
+                                        WallTime now);
   Result<net::HttpResponse> send(S3Call& call);
+  Attempt<net::HttpResponse> attempt(S3Call& call, const std::string& payload_hash);
   Result<net::HttpResponse> send_ok(S3Call& call);
 
   Status put_bytes(std::string_view key, std::string bytes, std::string_view content_type);
@@ -201,7 +195,8 @@ struct S3Client::Impl {
 };
 
 Result<net::HttpRequest> S3Client::Impl::make_request(const S3Call& call,
-                                                      const std::string& payload_hash) {
+                                                      const std::string& payload_hash,
+                                                      WallTime now) {
   HttpRequestToSign to_sign;
   to_sign.method = std::string(call.method);
   to_sign.host = http->host_header();
@@ -210,9 +205,8 @@ Result<net::HttpRequest> S3Client::Impl::make_request(const S3Call& call,
   to_sign.headers = call.headers;
   to_sign.payload_hash = payload_hash;
   LEASEHOLD_ASSIGN_OR_RETURN(const Credentials credentials, options.credentials->get());
-  LEASEHOLD_ASSIGN_OR_RETURN(SigV4Result signature,
-                             sign_v4(to_sign, credentials, options.region, kService,
-                                     options.clock->wall_now(), &signing_keys));
+  LEASEHOLD_ASSIGN_OR_RETURN(SigV4Result signature, sign_v4(to_sign, credentials, options.region,
+                                                            kService, now, &signing_keys));
   net::HttpRequest request;
   request.method = to_sign.method;
   request.target = std::move(to_sign.path);
@@ -233,38 +227,52 @@ Result<net::HttpRequest> S3Client::Impl::make_request(const S3Call& call,
   return request;
 }
 
-// Sends `call`, again after a pause while the rules of s3.h allow, and
-// returns S3's last answer whatever its status, or the transport's error.
-// The body moves into each attempt's request and back, so a part is held
-// once (and once more in the HTTP client's wire buffer).
+// One attempt at `call`, signed now (as the clock skew has it corrected),
+// judged by the rules of s3.h. S3's answer, whatever its status, is the
+// result unless it may be sent again. The body moves into the request and
+// back, so a part is held once (and once more in the HTTP client's wire
+// buffer).
+Attempt<net::HttpResponse> S3Client::Impl::attempt(S3Call& call, const std::string& payload_hash) {
+  const WallTime signed_at = skew.now(*options.clock);
+  Result<net::HttpRequest> request = make_request(call, payload_hash, signed_at);
+  if (!request.ok()) return {request.status()};
+  request->body = std::move(call.body);
+  const MonoTime sent_at = options.clock->mono_now();
+  Result<net::HttpResponse> response = http->send(*request, options.request_timeout);
+  call.body = std::move(request->body);
+  if (!response.ok()) {
+    Status failed = response.status().with_context(call.what);
+    const Code code = response.status().code();
+    if (code == Code::kUnavailable) return {std::move(failed), RetryCause::kTransient};
+    if (code != Code::kUnknownOutcome || !call.idempotent) return {std::move(failed)};
+    return {std::move(failed),
+            no_reply_cause(options.clock->mono_now() - sent_at, options.request_timeout)};
+  }
+  const int status = response->status;
+  if (status < 300) return {*std::move(response)};
+  const std::string code = xml_element(response->body, "Code").value_or("");
+  const bool resign = skew.learn(code, xml_element(response->body, "Message").value_or(""),
+                                 response->header("Date"), signed_at, *options.clock);
+  std::optional<RetryCause> cause;
+  if (is_throttled(status, code)) {
+    cause = RetryCause::kThrottling;
+  } else if (call.idempotent && is_transient(status, code)) {
+    cause = RetryCause::kTransient;
+  }
+  if (!cause && !resign) return {*std::move(response)};
+  return {s3_error_status(status, response->body, call.what, options.bucket, request_id(*response)),
+          cause, resign};
+}
+
+// Sends `call`, again while the rules of s3.h allow, and returns S3's last
+// answer whatever its status, or the failure it gave up on.
 Result<net::HttpResponse> S3Client::Impl::send(S3Call& call) {
   const std::string payload_hash = sha256_hex(call.body);
-  const int attempts_max = std::max(options.attempts_max, 1);
-  Status last;
-  for (int attempt = 0; attempt < attempts_max; ++attempt) {
-    if (attempt > 0) options.sleep(backoff(attempt));
-    LEASEHOLD_ASSIGN_OR_RETURN(net::HttpRequest request, make_request(call, payload_hash));
-    request.body = std::move(call.body);
-    Result<net::HttpResponse> response = http->send(request, options.request_timeout);
-    call.body = std::move(request.body);
-    if (!response.ok()) {
-      const Code code = response.status().code();
-      last = response.status().with_context(call.what);
-      const bool again =
-          code == Code::kUnavailable || (code == Code::kUnknownOutcome && call.idempotent);
-      if (!again) return last;
-      continue;
-    }
-    const int status = response->status;
-    if (status < 300) return response;
-    const std::string code = xml_element(response->body, "Code").value_or("");
-    const bool again =
-        is_throttled(status, code) || (call.idempotent && is_transient(status, code));
-    if (!again || attempt + 1 == attempts_max) return response;
-    last =
-        s3_error_status(status, response->body, call.what, options.bucket, request_id(*response));
-  }
-  return last.with_context("gave up after " + std::to_string(attempts_max) + " attempts");
+  return send_with_retries<net::HttpResponse>(
+      *retrier, MonoTime::max(), [&](const Retrier::Call&) { return attempt(call, payload_hash); },
+      [](const Status& last, RetryStop stop, int attempts) {
+        return last.with_context("gave up " + describe_stop(stop, attempts));
+      });
 }
 
 // send(), with any answer but a 2xx turned into its Status.
@@ -300,7 +308,7 @@ Status validate_options(const S3ClientOptions& o) {
     return invalid_argument("s3: request_timeout must be positive");
   }
   if (o.connections_max == 0) return invalid_argument("s3: connections_max must be at least 1");
-  return Status::ok_status();
+  return validate_retry_options(o.retry).with_context("s3");
 }
 
 }  // namespace
@@ -330,9 +338,8 @@ Result<std::unique_ptr<S3Client>> S3Client::open(S3ClientOptions options) {
   impl->options = std::move(options);
   if (impl->options.clock == nullptr) impl->options.clock = &impl->real_clock;
   if (impl->options.random == nullptr) impl->options.random = &impl->system_random;
-  if (!impl->options.sleep) {
-    impl->options.sleep = [](Duration d) { std::this_thread::sleep_for(d); };
-  }
+  impl->retrier =
+      std::make_unique<Retrier>(impl->options.retry, *impl->options.clock, *impl->options.random);
   return std::unique_ptr<S3Client>(new S3Client(std::move(impl)));
 }
 

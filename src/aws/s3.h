@@ -11,22 +11,27 @@
 // endpoint (ENDPOINT/BUCKET/KEY). Keys are relative to the bucket; whoever
 // keeps objects under a prefix adds it.
 //
-// A request is sent again (after a capped exponential pause with full jitter,
-// attempts_max times at most) while doing so cannot do harm: a GET, HEAD,
-// PUT of an object or a part, or DELETE, after S3 throttled it, failed with a
-// 5xx or never answered (kUnavailable, kUnknownOutcome); the POSTs that start
-// and complete a multipart upload only when nothing reached S3 or S3 throttled
-// them. S3's error codes become Status codes: NoSuchKey is kNotFound,
-// NoSuchBucket kUnavailable (the client's one bucket is missing: no request
-// can succeed until it is made), AccessDenied kPermissionDenied, refused
-// credentials (SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken)
+// A request is sent again, as base/retry.h's policy (the AWS SDKs' standard
+// mode: 3 attempts, paused with full jitter, within a retry quota) allows,
+// while doing so cannot do harm: a GET, HEAD, PUT of an object or a part, or
+// DELETE, after S3 throttled it (SlowDown, a 503), failed with a 5xx or never
+// answered (kUnavailable, kUnknownOutcome); the POSTs that start and complete
+// a multipart upload only when nothing reached S3 or S3 throttled them. A
+// request S3 refused for a signature too far from its own time
+// (RequestTimeTooSkewed) is signed again at once with S3's time, which the
+// client keeps for its later requests (aws::ClockSkew in aws/retries.h).
+// S3's error codes become Status codes: NoSuchKey is kNotFound, NoSuchBucket
+// kUnavailable (the client's one bucket is missing: no request can succeed
+// until it is made), AccessDenied kPermissionDenied, refused credentials
+// (SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken)
 // kUnauthenticated, SlowDown and 5xx kUnavailable, the rest of the 4xx
 // kInvalidArgument; transport errors pass through. A HEAD's answer has no
 // error document: its 404 is kNotFound, whether the key or the bucket is
-// missing, and its 400 (refused credentials among others) kInvalidArgument. Messages name the
-// operation, the bucket and the key, S3's error code and AWS's ID of the
-// request (for AWS support), never credentials, an Authorization header or a
-// presigned signature: they are for logs, not for end users.
+// missing, and its 400 (refused credentials among others) kInvalidArgument.
+// Messages name the operation, the bucket and the key, S3's error code and
+// AWS's ID of the request (for AWS support), never credentials, an
+// Authorization header or a presigned signature: they are for logs, not for
+// end users.
 //
 // An S3Client is safe for concurrent use by many threads; each call blocks
 // its caller until S3 answers or the call gives up. It starts no thread but
@@ -42,6 +47,7 @@
 
 #include "aws/credentials.h"
 #include "aws/sigv4.h"
+#include "base/retry.h"
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
 #include "leasehold/status.h"
@@ -85,13 +91,11 @@ struct S3ClientOptions {
   Clock* clock = nullptr;  // null: the system clock; else outlives the client
 
   Duration request_timeout = std::chrono::seconds(30);  // each attempt's bound
-  int attempts_max = 4;  // per request, for failures that are safe to retry
-  Duration backoff_base = std::chrono::milliseconds(50);
-  Duration backoff_max = std::chrono::seconds(2);
-  // Null: SystemRandom / std::this_thread::sleep_for. Not owned; a Random
-  // must outlive the client.
+  // When a failed request is sent again; the pauses are waited on `clock`.
+  RetryOptions retry = {};
+  // Null: SystemRandom, for the pauses' jitter. Not owned; a Random must
+  // outlive the client.
   Random* random = nullptr;
-  std::function<void(Duration)> sleep;
 
   // put_file() sends a file larger than this in parts; one this size or
   // smaller in one PUT (read into memory). At most kSinglePutBytesMax.
@@ -133,7 +137,7 @@ using S3Progress = std::function<void(uint64_t bytes_done, uint64_t bytes_total)
 class S3Client {
  public:
   // Fails with kInvalidArgument for a missing region, a bad bucket name,
-  // endpoint or size option; with the credentials chain's errors. Sends
+  // endpoint, size or retry option; with the credentials chain's errors. Sends
   // nothing: the first request finds out whether S3 is reachable.
   static Result<std::unique_ptr<S3Client>> open(S3ClientOptions options);
   ~S3Client();

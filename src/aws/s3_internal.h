@@ -39,11 +39,13 @@ std::string xml_escape(std::string_view s);
 
 // ---------------------------------------------------------------- errors
 
-// Throttled: refused before anything was done, so safe to send again.
+// Throttled: refused before anything was done, so safe to send again. A
+// throttling code of aws/retries.h, or a 503, S3's own way to say "slow down".
 bool is_throttled(int http_status, std::string_view code);
 
-// S3 failed in a way that may pass: a 5xx, or its own timeout reading the
-// request (a 400 "RequestTimeout").
+// S3 failed in a way that may pass: a 5xx but 501, its own timeout reading
+// the request (a 400 "RequestTimeout"), or another transient error of
+// aws/retries.h.
 bool is_transient(int http_status, std::string_view code);
 
 // ---------------------------------------------------------------- numbers and ranges

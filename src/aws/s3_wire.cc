@@ -5,6 +5,7 @@
 #include <array>
 
 #include "aws/credentials.h"
+#include "aws/retries.h"
 #include "aws/s3.h"
 #include "aws/s3_internal.h"
 #include "net/endpoint.h"
@@ -351,12 +352,12 @@ std::string clean_message(std::string_view text) {
 }  // namespace
 
 bool s3_internal::is_throttled(int http_status, std::string_view code) {
-  return code == "SlowDown" || http_status == 503;
+  return is_throttling_error(code) || http_status == 503;
 }
 
 bool s3_internal::is_transient(int http_status, std::string_view code) {
-  return (http_status >= 500 && http_status != 501) || code == "InternalError" ||
-         code == "RequestTimeout";
+  return is_transient_error(http_status, code) || (http_status >= 500 && http_status != 501) ||
+         code == "InternalError";
 }
 
 Status s3_error_status(int http_status, std::string_view body, std::string_view what,

@@ -43,6 +43,20 @@ std::cv_status Clock::wait_until(std::unique_lock<std::mutex>& lock, std::condit
   return mono_now() >= deadline ? std::cv_status::timeout : std::cv_status::no_timeout;
 }
 
+void sleep_until(Clock& clock, MonoTime deadline) {
+  // Nothing notifies this condition variable: only the clock ends the wait.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_lock lock(mu);
+  while (clock.wait_until(lock, cv, deadline) != std::cv_status::timeout) {
+  }
+}
+
+void sleep_for(Clock& clock, Duration d) {
+  if (d <= Duration::zero()) return;
+  sleep_until(clock, clock.mono_now() + d);
+}
+
 // The waiter's mutex and condition variable are the caller's, and live only
 // until its wait_until() returns. advance() wakes a waiter outside the
 // clock's lock (a waiter may read the clock with its own mutex held), so it

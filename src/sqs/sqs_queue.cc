@@ -219,7 +219,7 @@ Result<std::unique_ptr<aws::JsonClient>> client_for(const SqsQueueOptions& o) {
                                 .clock = o.clock,
                                 .errors = kErrors,
                                 .request_timeout = o.request_timeout,
-                                .attempts_max = o.attempts_max});
+                                .retry = o.retry});
 }
 
 Result<std::string> url_of(aws::JsonClient& client, const std::string& name,

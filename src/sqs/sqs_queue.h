@@ -76,7 +76,9 @@ struct SqsQueueOptions {
   std::shared_ptr<aws::CredentialsSource> credentials = {};
   Clock* clock = nullptr;  // null: the system clock; else outlives the queue
   Duration request_timeout = std::chrono::seconds(10);
-  int attempts_max = 4;  // per request; see aws/json_client.h
+  // When a request is sent again (aws/json_client.h): the AWS SDKs' standard
+  // mode, 3 attempts at most.
+  RetryOptions retry = {};
 };
 
 class SqsQueue final : public Queue {

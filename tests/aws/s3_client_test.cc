@@ -297,8 +297,8 @@ TEST_F(S3ClientTest, AServerThatStopsAnsweringFailsTheDownloadAndLeavesNoFile) {
     o.part_size_bytes = 256 * kKiB;
     o.allow_small_parts = true;
     o.request_timeout = std::chrono::milliseconds(300);
-    o.attempts_max = 2;
-    o.backoff_base = std::chrono::milliseconds(10);
+    o.retry.attempts_max = 2;
+    o.retry.base_delay = std::chrono::milliseconds(10);
   });
   ASSERT_NE(client, nullptr);
   const std::string bytes = random_bytes(1 * kMiB, 11);

@@ -166,7 +166,7 @@ TEST(SqsQueue, AStalledServiceEndsCallsInTheirTimeoutAndLosesNothing) {
   ASSERT_TRUE(fauxqs.ok()) << fauxqs.status().to_string();
   SqsQueueOptions options = options_on(**fauxqs, "stall");
   options.request_timeout = milliseconds(500);
-  options.attempts_max = 2;
+  options.retry.attempts_max = 2;
   const Status created = SqsQueue::create(options, 3);
   ASSERT_TRUE(created.ok()) << created.to_string();
   auto queue = SqsQueue::open(options);
@@ -232,8 +232,8 @@ TEST(SqsQueue, RefusalsOfTheDeploymentAreUnavailableAndAStaleReceiptIsNot) {
           .body = R"({"__type":")" + refusal.type + R"(","message":"refused"})",
           .headers = {{"x-amzn-RequestId", "REQ-" + refusal.type}}};
     });
-    auto queue = SqsQueue::open(
-        {.region = "us-east-1", .queue_name = "jobs", .endpoint = sqs.url(), .attempts_max = 1});
+    auto queue =
+        SqsQueue::open({.region = "us-east-1", .queue_name = "jobs", .endpoint = sqs.url()});
     ASSERT_TRUE(queue.ok()) << queue.status().to_string();
     const Status sent = (*queue)->send("job").status();
     const Status got = (*queue)->receive(1, seconds(30)).status();

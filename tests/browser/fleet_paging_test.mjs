@@ -139,8 +139,13 @@ test('each filter narrows the table, and the URL keeps them', async () => {
   // The ID prefix, asked once typing pauses: not for every key.
   await page.locator('#conn-search').pressSequentially('bulk-12', { delay: 30 });
   await waitForRows(page, 'bulk-12*', range(120, 130));
-  const prefixes = asked.map((p) => p.get('prefix')).filter(Boolean);
-  assert.deepEqual([...new Set(prefixes)], ['bulk-12'], 'a request per key typed');
+  // On a loaded machine a pause between two keys may pass for the end of
+  // typing: each prefix asked must be one typed, the last the whole, and
+  // fewer than the keys.
+  const prefixes = [...new Set(asked.map((p) => p.get('prefix')).filter(Boolean))];
+  assert.equal(prefixes.at(-1), 'bulk-12');
+  assert.ok(prefixes.every((p) => 'bulk-12'.startsWith(p)), prefixes.join(', '));
+  assert.ok(prefixes.length < 'bulk-12'.length, `a request per key typed: ${prefixes}`);
   assert.equal(new URL(page.url()).search, '?prefix=bulk-12');
 
   // The owner: what worker-1 holds in its session, with the prefix too.

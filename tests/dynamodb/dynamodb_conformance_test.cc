@@ -22,10 +22,14 @@
 #include <vector>
 
 #include "aws/credentials.h"
+#include "aws/retries.h"
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
 #include "store/dynamodb/dynamodb_store.h"
+#include "store/dynamodb/wire.h"
+#include "testing/stepping_clock.h"
 #include "testing/temp_dir.h"
+#include "tests/aws/scripted_server.h"
 #include "tests/conformance/queue_conformance.h"
 #include "tests/conformance/store_conformance.h"
 #include "tests/dynamodb/dynalite_fixture.h"
@@ -35,6 +39,8 @@
 namespace leasehold::conformance {
 
 using fleet::testing::FleetLiveness;
+using testing::ScriptedServer;
+using testing::SteppingClock;
 
 namespace {
 
@@ -182,7 +188,7 @@ TEST(DynamoDbStore, ServerDownIsUnavailable) {
   options.table_prefix = "down_";
   options.endpoint = "http://127.0.0.1:1";
   options.credentials = {"AKID", "secret-never-shown", ""};
-  options.attempts_max = 2;
+  options.retry.attempts_max = 2;
   auto store = store::dynamodb::open_dynamodb_store(options);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
   const Status status = (*store)->get("t", {"a", ""}, true).status();
@@ -238,146 +244,6 @@ TEST(DynamoDbStore, NoCallStartsAThread) {
 
 // ---------------------------------------------------------------- faults
 
-// A loopback HTTP server that answers from a script: each request takes the
-// next reply, or has its connection dropped after it was read (the outcome
-// is unknown to the client), or gets no reply for as long as the server
-// lives. One thread per connection.
-class ScriptedServer {
- public:
-  struct Reply {
-    int status = 200;
-    std::string body = "{}";
-    bool drop = false;
-    bool hold = false;  // no reply until the server stops, then dropped
-  };
-
-  explicit ScriptedServer(std::deque<Reply> script) : script_(std::move(script)) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    EXPECT_EQ(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
-    EXPECT_EQ(::listen(listen_fd_, 16), 0);
-    EXPECT_EQ(::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-    port_ = ntohs(addr.sin_port);
-    accept_thread_ = std::thread([this] {
-      for (int fd; (fd = ::accept(listen_fd_, nullptr, nullptr)) >= 0;) {
-        std::lock_guard lock(mu_);
-        fds_.push_back(fd);
-        threads_.emplace_back([this, fd] { serve(fd); });
-      }
-    });
-  }
-
-  ~ScriptedServer() {
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    accept_thread_.join();
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-      for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
-    }
-    held_.notify_all();
-    for (auto& t : threads_) t.join();
-    ::close(listen_fd_);
-  }
-
-  std::string endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  std::vector<std::string> targets() {
-    std::lock_guard lock(mu_);
-    return targets_;
-  }
-
-  // From now on, each request's reply waits until `count` requests have been
-  // in flight at once, or until `max_wait` after the first such request.
-  void hold_replies_until_in_flight(size_t count, Duration max_wait) {
-    std::lock_guard lock(mu_);
-    hold_count_ = count;
-    hold_max_wait_ = max_wait;
-  }
-  size_t most_in_flight() {
-    std::lock_guard lock(mu_);
-    return most_in_flight_;
-  }
-
- private:
-  // Reads one request; returns its X-Amz-Target, lower-cased, without
-  // DynamoDB's prefix ("getitem", "dynamodbstreams_20120810.getrecords"),
-  // or nullopt at EOF.
-  static std::optional<std::string> read_request(int fd, std::string& pending) {
-    char chunk[4096];
-    size_t end;
-    while ((end = pending.find("\r\n\r\n")) == std::string::npos) {
-      const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-      if (n <= 0) return std::nullopt;
-      pending.append(chunk, static_cast<size_t>(n));
-    }
-    std::string head = pending.substr(0, end);
-    std::transform(head.begin(), head.end(), head.begin(), ::tolower);
-    const size_t at = head.find("content-length:");
-    const size_t length = at == std::string::npos ? 0 : std::stoul(head.substr(at + 15));
-    while (pending.size() < end + 4 + length) {
-      const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-      if (n <= 0) return std::nullopt;
-      pending.append(chunk, static_cast<size_t>(n));
-    }
-    constexpr std::string_view kField = "x-amz-target: ", kDynamoDb = "dynamodb_20120810.";
-    const size_t t = head.find(kField);
-    std::string target =
-        t == std::string::npos
-            ? ""
-            : head.substr(t + kField.size(), head.find("\r\n", t) - t - kField.size());
-    if (target.starts_with(kDynamoDb)) target.erase(0, kDynamoDb.size());
-    pending.erase(0, end + 4 + length);
-    return target;
-  }
-
-  void serve(int fd) {
-    std::string pending;
-    while (auto target = read_request(fd, pending)) {
-      Reply reply;
-      {
-        std::unique_lock lock(mu_);
-        targets_.push_back(*target);
-        if (!script_.empty()) {
-          reply = script_.front();
-          script_.pop_front();
-        }
-        most_in_flight_ = std::max(most_in_flight_, ++in_flight_);
-        if (hold_count_ > 0) {
-          if (!hold_deadline_) hold_deadline_ = std::chrono::steady_clock::now() + hold_max_wait_;
-          held_.notify_all();
-          held_.wait_until(lock, *hold_deadline_, [&] { return most_in_flight_ >= hold_count_; });
-        }
-        if (reply.hold) held_.wait(lock, [&] { return stopping_; });
-        --in_flight_;
-      }
-      if (reply.drop || reply.hold) break;
-      const std::string response =
-          "HTTP/1.1 " + std::to_string(reply.status) +
-          " X\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: " +
-          std::to_string(reply.body.size()) + "\r\n\r\n" + reply.body;
-      if (::send(fd, response.data(), response.size(), MSG_NOSIGNAL) < 0) break;
-    }
-    ::shutdown(fd, SHUT_RDWR);
-  }
-
-  std::mutex mu_;
-  std::condition_variable held_;
-  size_t in_flight_ = 0, most_in_flight_ = 0, hold_count_ = 0;
-  bool stopping_ = false;
-  Duration hold_max_wait_{};
-  std::optional<std::chrono::steady_clock::time_point> hold_deadline_;
-  std::deque<Reply> script_;
-  std::vector<std::string> targets_;
-  std::vector<int> fds_;
-  std::vector<std::thread> threads_;
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  std::thread accept_thread_;
-};
-
 const char* kDescribed = R"({"Table":{"TableName":"f_t","TableStatus":"ACTIVE",)"
                          R"("AttributeDefinitions":[{"AttributeName":"k","AttributeType":"S"}],)"
                          R"("KeySchema":[{"AttributeName":"k","KeyType":"HASH"}]}})";
@@ -387,13 +253,15 @@ ScriptedServer::Reply error_reply(int status, const std::string& type) {
           R"({"__type":"com.amazonaws.dynamodb.v20120810#)" + type + R"(","message":"scripted"})"};
 }
 
-DynamoDbOptions scripted_options(const ScriptedServer& server, std::vector<Duration>* pauses) {
+// `clock` null: the real clock. A SteppingClock makes the store's pauses
+// take no real time, and records them.
+DynamoDbOptions scripted_options(const ScriptedServer& server, Clock* clock) {
   DynamoDbOptions options;
   options.region = "us-east-1";
   options.table_prefix = "f_";
   options.endpoint = server.endpoint();
   options.credentials = {"AKID", "secret-never-shown", ""};
-  options.sleep = [pauses](Duration d) { pauses->push_back(d); };  // tests never sleep
+  options.clock = clock;
   return options;
 }
 
@@ -403,35 +271,51 @@ std::unique_ptr<ItemStore> open_scripted(DynamoDbOptions options) {
   return store.ok() ? std::move(store).value() : nullptr;
 }
 
-std::unique_ptr<ItemStore> store_for(const ScriptedServer& server, std::vector<Duration>* pauses) {
-  return open_scripted(scripted_options(server, pauses));
+std::unique_ptr<ItemStore> store_for(const ScriptedServer& server, Clock* clock) {
+  return open_scripted(scripted_options(server, clock));
 }
 
 size_t count_of(const std::vector<std::string>& targets, std::string_view target) {
   return static_cast<size_t>(std::count(targets.begin(), targets.end(), target));
 }
 
+// The pauses before retries 1, 2, 3 after a throttling error are drawn from
+// [0, 1 s], [0, 2 s], [0, 4 s]; after another failure from [0, 100 ms],
+// [0, 200 ms], [0, 400 ms] (base/retry.h).
+Duration pause_max(bool throttled, int retry) {
+  return retry_pause_max(RetryOptions(),
+                         throttled ? RetryCause::kThrottling : RetryCause::kTransient, retry);
+}
+
+// Three failures, then the reply: the store's 4 attempts by default, each
+// pause within its bound, on the store's clock.
 TEST(DynamoDbFaults, ThrottlingAnd5xxAreRetriedWithCappedJitteredBackoff) {
   ScriptedServer server({{200, kDescribed},
                          error_reply(400, "ThrottlingException"),
                          error_reply(400, "ProvisionedThroughputExceededException"),
                          error_reply(500, "InternalServerError"),
                          {200, R"({"Item":{"k":{"S":"a"},"v":{"N":"5"}}})"}});
-  std::vector<Duration> pauses;
-  auto store = store_for(server, &pauses);
+  SteppingClock clock;
+  auto store = store_for(server, &clock);
   ASSERT_NE(store, nullptr);
+  const MonoTime started = clock.mono_now();
   auto item = store->get("t", {"a", ""}, true);
   ASSERT_TRUE(item.ok()) << item.status().to_string();
   EXPECT_EQ(item->at("v"), Value(int64_t{5}));
   EXPECT_EQ(server.targets(), (std::vector<std::string>{"describetable", "getitem", "getitem",
                                                         "getitem", "getitem"}));
+  const std::vector<Duration> pauses = clock.pauses();
   ASSERT_EQ(pauses.size(), 3u);
-  for (Duration d : pauses) EXPECT_LE(d, Duration(800ms));
+  EXPECT_LE(pauses[0], pause_max(true, 1));
+  EXPECT_LE(pauses[1], pause_max(true, 2));
+  EXPECT_LE(pauses[2], pause_max(false, 3));
+  EXPECT_EQ(clock.mono_now() - started, clock.paused()) << "every pause is on the store's clock";
 }
 
 // A read is sent again after a 5xx, a write only after throttling; either
-// way attempts_max bounds it, and giving up is kUnavailable. (Until writes
-// stopped being resent after a 5xx, this put was answered 503.)
+// way attempts_max bounds it (4 by default on DynamoDB), each pause within
+// its bound, and giving up is kUnavailable. (Until writes stopped being
+// resent after a 5xx, this put was answered 503.)
 TEST(DynamoDbFaults, RetriesAreBoundedAndEndUnavailable) {
   for (const bool write : {false, true}) {
     SCOPED_TRACE(write ? "PutItem throttled" : "GetItem answered 503");
@@ -441,14 +325,123 @@ TEST(DynamoDbFaults, RetriesAreBoundedAndEndUnavailable) {
                              : error_reply(503, "ServiceUnavailable"));
     }
     ScriptedServer server(std::move(script));
-    std::vector<Duration> pauses;
-    auto store = store_for(server, &pauses);
+    SteppingClock clock;
+    auto store = store_for(server, &clock);
     ASSERT_NE(store, nullptr);
     const Status status =
         write ? store->put("t", {{"k", "a"}}, {}) : store->get("t", {"a", ""}, true).status();
     EXPECT_EQ(status.code(), Code::kUnavailable) << status.to_string();
-    EXPECT_NE(status.message().find("5 attempts"), std::string::npos) << status.to_string();
-    EXPECT_EQ(server.targets().size(), 1u + 5u);  // DescribeTable + attempts_max
+    EXPECT_NE(status.message().find("gave up after 4 attempts"), std::string::npos)
+        << status.to_string();
+    EXPECT_EQ(server.targets().size(), 1u + 4u);  // DescribeTable + attempts_max
+    const std::vector<Duration> pauses = clock.pauses();
+    ASSERT_EQ(pauses.size(), 3u);
+    for (int retry = 1; retry <= 3; ++retry) {
+      EXPECT_LE(pauses[retry - 1], pause_max(write, retry)) << retry;
+    }
+  }
+}
+
+// A service that never stops throttling spends the store's retry quota (500
+// tokens, 5 a retry): after 100 retries each call makes one attempt, without
+// a pause, and says why. Each success without a retry gives a token back:
+// five of them buy one retry.
+TEST(DynamoDbFaults, EndlessThrottlingSpendsTheRetryQuotaAndThenEachCallTriesOnce) {
+  std::atomic<bool> throttling{true};
+  ScriptedServer server([&](const ScriptedServer::Request& request) -> ScriptedServer::Reply {
+    if (request.header("x-amz-target").ends_with("DescribeTable")) return {200, kDescribed};
+    if (throttling) return error_reply(400, "ThrottlingException");
+    return {200, "{}"};
+  });
+  SteppingClock clock;
+  auto store = store_for(server, &clock);
+  ASSERT_NE(store, nullptr);
+  constexpr size_t kCalls = 40;
+  Status last;
+  for (size_t call = 0; call < kCalls; ++call) {
+    last = store->get("t", {"a", ""}, true).status();
+    ASSERT_EQ(last.code(), Code::kUnavailable) << last.to_string();
+  }
+  EXPECT_EQ(count_of(server.targets(), "getitem"), kCalls + 100);
+  EXPECT_EQ(clock.pauses().size(), 100u) << "one pause a retry, none once the quota is spent";
+  EXPECT_NE(last.message().find("gave up after 1 attempt (the retry quota is spent"),
+            std::string::npos)
+      << last.to_string();
+
+  throttling = false;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(store->get("t", {"a", ""}, true).status().code(), Code::kNotFound);
+  }
+  throttling = true;
+  last = store->get("t", {"a", ""}, true).status();
+  EXPECT_NE(last.message().find("gave up after 2 attempts (the retry quota is spent"),
+            std::string::npos)
+      << last.to_string();
+}
+
+// A read whose replies do not come within request_timeout is sent again
+// (as after any transient failure; the retry costs the quota 10 tokens); a
+// write's is not (AWriteWhoseReplyIsLostIsUnknownAndNotResent).
+TEST(DynamoDbFaults, AReadThatTimesOutIsSentAgain) {
+  ScriptedServer server(
+      {{200, kDescribed}, {.hold = true}, {.hold = true}, {200, R"({"Item":{"k":{"S":"a"}}})"}});
+  SteppingClock clock;
+  DynamoDbOptions options = scripted_options(server, &clock);
+  options.request_timeout = 200ms;
+  auto store = open_scripted(std::move(options));
+  ASSERT_NE(store, nullptr);
+  const Result<Item> item = store->get("t", {"a", ""}, true);
+  ASSERT_TRUE(item.ok()) << item.status().to_string();
+  EXPECT_EQ(count_of(server.targets(), "getitem"), 3u);
+  const std::vector<Duration> pauses = clock.pauses();
+  ASSERT_EQ(pauses.size(), 2u);
+  EXPECT_LE(pauses[0], pause_max(false, 1));
+  EXPECT_LE(pauses[1], pause_max(false, 2));
+}
+
+// The throttling rows of the error table (nothing applied, sent again) are
+// the errors aws/retries.h calls throttling, whose retries wait on the
+// longer base.
+TEST(DynamoDbFaults, TheErrorTablesThrottlingIsTheSdksThrottling) {
+  for (const store::dynamodb::ErrorRule& rule : store::dynamodb::error_rules()) {
+    EXPECT_EQ(rule.verdict == store::dynamodb::Verdict::kNothingApplied,
+              aws::is_throttling_error(rule.type))
+        << rule.type;
+  }
+}
+
+// DynamoDB refuses a request signed more than 5 minutes off its own time
+// ("Signature expired"); the store then signs it again with DynamoDB's time,
+// read from the refusal's Date header, and keeps that time for its later
+// requests. The server here keeps the time of the store's SteppingClock; the
+// store's own clock is 20 minutes ahead of it.
+TEST(DynamoDbFaults, AClockOffByMinutesIsCorrectedAfterOneRefusal) {
+  SteppingClock truth;
+  for (const Duration skew : {Duration(20min), -Duration(20min)}) {
+    SCOPED_TRACE(skew > Duration::zero() ? "ahead" : "behind");
+    int refused = 0;
+    ScriptedServer server([&](const ScriptedServer::Request& request) -> ScriptedServer::Reply {
+      if (auto refusal = testing::refuse_skewed_json(request, truth.wall_now(), 5min)) {
+        ++refused;
+        return *refusal;
+      }
+      if (request.header("x-amz-target").ends_with("DescribeTable")) return {200, kDescribed};
+      return {200, R"({"Item":{"k":{"S":"a"}}})"};
+    });
+    OffsetClock skewed(truth, skew);
+    auto store = store_for(server, &skewed);
+    ASSERT_NE(store, nullptr);
+    // Writes too: a refusal of the signature applied nothing.
+    ASSERT_TRUE(store->put("t", {{"k", "a"}}, {}).ok());
+    EXPECT_EQ(refused, 1);
+    EXPECT_EQ(server.requests().size(), 3u) << "DescribeTable refused, then signed again; PutItem";
+    EXPECT_TRUE(truth.pauses().empty()) << "signed again at once";
+    truth.simulated().advance(10min);
+    ASSERT_TRUE(store->get("t", {"a", ""}, true).ok());
+    EXPECT_EQ(refused, 1) << "the offset is kept";
+    for (const ScriptedServer::Request& r : server.requests()) {
+      EXPECT_FALSE(r.header("authorization").empty());
+    }
   }
 }
 
@@ -504,9 +497,9 @@ const std::vector<ErrorRow>& error_rows() {
 std::pair<Code, size_t> outcome_after(const ScriptedServer::Reply& error, bool write) {
   const ScriptedServer::Reply success{200, write ? "{}" : R"({"Item":{"k":{"S":"a"}}})"};
   ScriptedServer server({{200, kDescribed}, error, success});
-  std::vector<Duration> pauses;
-  DynamoDbOptions options = scripted_options(server, &pauses);
-  options.attempts_max = 2;
+  SteppingClock clock;
+  DynamoDbOptions options = scripted_options(server, &clock);
+  options.retry.attempts_max = 2;
   auto store = open_scripted(std::move(options));
   if (store == nullptr) return {Code::kInternal, 0};
   const Status status =
@@ -568,18 +561,18 @@ TEST(DynamoDbFaults, AnAddAppliedThenAnswered5xxIsUnknownAndCountsOnce) {
 
 TEST(DynamoDbFaults, ConditionFailureIsNeverRetried) {
   ScriptedServer server({{200, kDescribed}, error_reply(400, "ConditionalCheckFailedException")});
-  std::vector<Duration> pauses;
-  auto store = store_for(server, &pauses);
+  SteppingClock clock;
+  auto store = store_for(server, &clock);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->put("t", {{"k", "a"}}, cond::not_exists("k")).code(), Code::kConditionFailed);
   EXPECT_EQ(server.targets().size(), 2u);
-  EXPECT_TRUE(pauses.empty());
+  EXPECT_TRUE(clock.pauses().empty());
 }
 
 TEST(DynamoDbFaults, AWriteWhoseReplyIsLostIsUnknownAndNotResent) {
   ScriptedServer server({{200, kDescribed}, {0, "", true}});
-  std::vector<Duration> pauses;
-  auto store = store_for(server, &pauses);
+  SteppingClock clock;
+  auto store = store_for(server, &clock);
   ASSERT_NE(store, nullptr);
   const Status status = store->update("t", {"a", ""}, Update().add("n", 1), {}).status();
   EXPECT_EQ(status.code(), Code::kUnknownOutcome) << status.to_string();
@@ -592,8 +585,8 @@ TEST(DynamoDbFaults, AWriteWhoseReplyIsLostIsUnknownAndNotResent) {
 // write at a time would never get there (and would wait out the deadline).
 TEST(DynamoDbStore, UpdateEachSendsItsWritesConcurrently) {
   ScriptedServer server({{200, kDescribed}});
-  std::vector<Duration> pauses;
-  auto store = store_for(server, &pauses);
+  SteppingClock clock;
+  auto store = store_for(server, &clock);
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(store->get("t", {"warm", ""}, true).status().code() == Code::kNotFound);
   server.hold_replies_until_in_flight(4, std::chrono::seconds(10));
@@ -620,8 +613,8 @@ TEST(DynamoDbStore, UpdateEachReturnsByItsTimeoutWhenRepliesAreHeld) {
   std::deque<ScriptedServer::Reply> script{{200, kDescribed}, {200, "{}"}};
   for (int i = 0; i < 10; ++i) script.push_back({.hold = true});
   ScriptedServer server(std::move(script));
-  std::vector<Duration> pauses;
-  DynamoDbOptions options = scripted_options(server, &pauses);
+  // The real clock: the deadline passes in real time, while replies are held.
+  DynamoDbOptions options = scripted_options(server, nullptr);
   options.request_timeout = 5s;
   options.parallel_writes = 2;
   auto store = open_scripted(std::move(options));
@@ -658,43 +651,39 @@ TEST(DynamoDbStore, UpdateEachReturnsByItsTimeoutWhenRepliesAreHeld) {
 
 // Under endless throttling, update_each() gives up at its timeout, with
 // kUnavailable (nothing applied), instead of after attempts_max attempts: no
-// pause runs past the deadline. The store's clock moves only when it pauses.
+// pause runs to or past the deadline. The store's clock moves only when it
+// pauses.
 TEST(DynamoDbStore, UpdateEachUnderEndlessThrottlingIsUnavailableByItsTimeout) {
   constexpr int kAttemptsMax = 100;
   std::deque<ScriptedServer::Reply> script{{200, kDescribed}};
   for (int i = 0; i < kAttemptsMax; ++i) script.push_back(error_reply(400, "ThrottlingException"));
   ScriptedServer server(std::move(script));
-  SimulatedClock clock;
+  SteppingClock clock;
   SeededRandom random(42);
-  std::vector<Duration> pauses;
-  DynamoDbOptions options = scripted_options(server, &pauses);
-  options.clock = &clock;
+  DynamoDbOptions options = scripted_options(server, &clock);
   options.random = &random;
-  options.attempts_max = kAttemptsMax;
-  options.backoff_base = 50ms;
-  options.backoff_max = 200ms;
-  options.sleep = [&](Duration d) {
-    pauses.push_back(d);
-    clock.advance(d);
-  };
+  options.retry.attempts_max = kAttemptsMax;
   auto store = open_scripted(std::move(options));
   ASSERT_NE(store, nullptr);
   const std::vector<UpdateRequest> requests{{{"a", ""}, Update().set("n", int64_t{1}), {}}};
-  const std::vector<Result<Item>> results = store->update_each("t", requests, 300ms);
+  const MonoTime deadline = clock.mono_now() + 3s;
+  const std::vector<Result<Item>> results = store->update_each("t", requests, 3s);
   ASSERT_EQ(results.size(), 1u);
   const Status& status = results[0].status();
   EXPECT_EQ(code_name(status.code()), code_name(Code::kUnavailable)) << status.to_string();
-  EXPECT_NE(status.message().find("deadline"), std::string::npos) << status.to_string();
-  Duration paused{};
-  for (Duration d : pauses) paused += d;
-  EXPECT_LT(paused, Duration(300ms));
-  EXPECT_LT(count_of(server.targets(), "updateitem"), static_cast<size_t>(kAttemptsMax));
+  EXPECT_NE(status.message().find("gave up at the deadline"), std::string::npos)
+      << status.to_string();
+  EXPECT_LT(clock.mono_now(), deadline);
+  EXPECT_LT(clock.paused(), Duration(3s));
+  const size_t sent = count_of(server.targets(), "updateitem");
+  EXPECT_LT(sent, static_cast<size_t>(kAttemptsMax));
+  EXPECT_EQ(clock.pauses().size(), sent - 1);
 }
 
 TEST(DynamoDbFaults, RefusedCredentialsAreUnavailableAndSecretFree) {
   ScriptedServer server({{200, kDescribed}, error_reply(400, "UnrecognizedClientException")});
-  std::vector<Duration> pauses;
-  auto store = store_for(server, &pauses);
+  SteppingClock clock;
+  auto store = store_for(server, &clock);
   ASSERT_NE(store, nullptr);
   const Status status = store->get("t", {"a", ""}, true).status();
   EXPECT_EQ(status.code(), Code::kUnavailable);
@@ -704,8 +693,8 @@ TEST(DynamoDbFaults, RefusedCredentialsAreUnavailableAndSecretFree) {
 
 TEST(DynamoDbFaults, MissingTableIsNotFound) {
   ScriptedServer server({error_reply(400, "ResourceNotFoundException")});
-  std::vector<Duration> pauses;
-  auto store = store_for(server, &pauses);
+  SteppingClock clock;
+  auto store = store_for(server, &clock);
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(store->get("t", {"a", ""}, true).status().code(), Code::kNotFound);
 }
@@ -759,8 +748,8 @@ TEST(DynamoDbFeed, ShardsArePagedAndParentsComeFirst) {
        {200,
         R"({"StreamDescription":{"Shards":[{"ShardId":"parent",)"
         R"("SequenceNumberRange":{"StartingSequenceNumber":"1","EndingSequenceNumber":"4"}}]}})"}});
-  std::vector<Duration> pauses;
-  auto store = store_for(server, &pauses);
+  SteppingClock clock;
+  auto store = store_for(server, &clock);
   ASSERT_NE(store, nullptr);
   ChangeFeed* feed = store->change_feed("t");
   ASSERT_NE(feed, nullptr);
@@ -794,14 +783,14 @@ TEST(DynamoDbFeed, ReadsAreRetriedAndStreamsErrorsMapped) {
        error_reply(400, "TrimmedDataAccessException"),
        error_reply(400, "ResourceNotFoundException"),
        error_reply(400, "ValidationException")});
-  std::vector<Duration> pauses;
-  auto store = store_for(server, &pauses);
+  SteppingClock clock;
+  auto store = store_for(server, &clock);
   ASSERT_NE(store, nullptr);
   ChangeFeed* feed = store->change_feed("t");
   ASSERT_NE(feed, nullptr);
   const Result<FeedPage> page = feed->read("iterator", 10);
   ASSERT_TRUE(page.ok()) << page.status().to_string();
-  EXPECT_EQ(pauses.size(), 2u);
+  EXPECT_EQ(clock.pauses().size(), 2u);
   ASSERT_EQ(page->records.size(), 1u);
   EXPECT_EQ(page->records[0].sequence, "100");
   EXPECT_EQ(page->records[0].key, (Key{"a", ""}));

@@ -108,7 +108,11 @@ Status DynamoDbStore::batch_get_chunk(const TableSpec& spec, std::span<const Key
       return unavailable("BatchGetItem: keys still unprocessed after " +
                          std::to_string(kUnprocessedRoundsMax) + " rounds");
     }
-    if (round > 0) options_.sleep(backoff_pause(round));
+    // DynamoDB leaves keys unprocessed when the table's throughput or the
+    // reply's size ran out, and asks for a backoff before the rest are asked
+    // for again (BatchGetItem's documentation); the base is the transient
+    // one, as the reply's size needs no more, and the rounds are bounded.
+    if (round > 0) retrier_->pause(RetryCause::kTransient, round);
     json::object request;
     request[name] = json::object{{"Keys", std::move(pending)}, {"ConsistentRead", true}};
     LEASEHOLD_ASSIGN_OR_RETURN(json::object reply,
@@ -236,7 +240,7 @@ std::vector<Result<Item>> DynamoDbStore::update_each(std::string_view table,
       },
       [&] { return time_left(deadline) > Duration::zero(); });
   for (size_t i = taken; i < requests.size(); ++i) {
-    results[i] = gave_up("UpdateItem", 0, {}, true);
+    results[i] = gave_up("UpdateItem", 0, {}, RetryStop::kDeadline);
   }
   return results;
 }

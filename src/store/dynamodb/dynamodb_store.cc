@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cassert>
 #include <set>
-#include <thread>
 
 #include "aws/credentials.h"
 #include "base/duration.h"
@@ -34,13 +33,13 @@ DynamoDbStore::DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpC
                1) {
   if (options_.clock == nullptr) options_.clock = &real_clock_;
   if (options_.random == nullptr) options_.random = &system_random_;
-  if (!options_.sleep) options_.sleep = [](Duration d) { std::this_thread::sleep_for(d); };
+  retrier_ = std::make_unique<Retrier>(options_.retry, *options_.clock, *options_.random);
 }
 
 // ---------------------------------------------------------------- requests
 
-Result<net::HttpRequest> DynamoDbStore::make_request(Api api, std::string_view op,
-                                                     std::string body) {
+Result<net::HttpRequest> DynamoDbStore::make_request(Api api, std::string_view op, std::string body,
+                                                     WallTime now) {
   // The signed headers, then the three the signature adds.
   constexpr size_t kHeadersMax = 5;
   aws::HttpRequestToSign to_sign;
@@ -56,9 +55,9 @@ Result<net::HttpRequest> DynamoDbStore::make_request(Api api, std::string_view o
   const aws::Credentials& credentials =
       options_.credentials_source ? fetched : options_.credentials;
   // DynamoDB Streams is signed as DynamoDB ("dynamodb"), with the same credentials.
-  LEASEHOLD_ASSIGN_OR_RETURN(aws::SigV4Result signature,
-                             aws::sign_v4(to_sign, credentials, options_.region, "dynamodb",
-                                          options_.clock->wall_now(), &signing_keys_));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      aws::SigV4Result signature,
+      aws::sign_v4(to_sign, credentials, options_.region, "dynamodb", now, &signing_keys_));
   net::HttpRequest request;
   request.method = "POST";
   request.target = "/";
@@ -66,14 +65,6 @@ Result<net::HttpRequest> DynamoDbStore::make_request(Api api, std::string_view o
   aws::add_signature_headers(signature, request.headers);
   request.body = std::move(to_sign.body);
   return request;
-}
-
-Duration DynamoDbStore::backoff_pause(int attempt) {
-  const int64_t base = options_.backoff_base.count();
-  const int64_t cap =
-      std::min<int64_t>(options_.backoff_max.count(), base << std::min(attempt - 1, 20));
-  MutexLock lock(random_mu_);
-  return Duration(options_.random->uniform(0, std::max<int64_t>(cap, 0)));
 }
 
 Duration DynamoDbStore::time_left(MonoTime deadline) const {
@@ -88,21 +79,49 @@ MonoTime DynamoDbStore::deadline_after(Duration timeout) const {
   return now + timeout;
 }
 
-Result<json::object> DynamoDbStore::send_once(Api api, std::string_view op, const std::string& body,
-                                              Duration timeout, json::storage_ptr storage,
-                                              Verdict* verdict) {
-  *verdict = Verdict::kAnswered;
-  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpRequest request, make_request(api, op, body));
-  Result<net::HttpResponse> response = client(api).send(request, timeout);
-  if (response.ok()) {
-    return interpret_reply(op, response->status, response->body, verdict, std::move(storage));
+aws::Attempt<json::object> DynamoDbStore::attempt(Api api, std::string_view op,
+                                                  const std::string& body, bool idempotent,
+                                                  const json::storage_ptr& storage, Duration left) {
+  const Duration timeout = std::min(options_.request_timeout, left);
+  const WallTime signed_at = skew_.now(*options_.clock);
+  Result<net::HttpRequest> request = make_request(api, op, body, signed_at);
+  if (!request.ok()) return {request.status()};
+  const MonoTime sent_at = options_.clock->mono_now();
+  Result<net::HttpResponse> response = client(api).send(*request, timeout);
+  Verdict verdict = judge_send_failure(response.status().code());
+  ErrorDetail error;
+  Result<json::object> reply =
+      response.ok()
+          ? interpret_reply(op, response->status, response->body, &verdict, storage, &error)
+          : Result<json::object>(response.status().with_context(op));
+  // Refused at the door, for the time it was signed at: nothing was done.
+  if (response.ok() && !reply.ok() &&
+      skew_.learn(error.type, error.message, response->header("Date"), signed_at,
+                  *options_.clock)) {
+    return {std::move(reply), std::nullopt, true};
   }
-  *verdict = judge_send_failure(response.status().code());
-  return response.status().with_context(op);
+  switch (next_step(verdict, idempotent)) {
+    case Next::kReturn:
+      return {std::move(reply)};
+    case Next::kUnknownOutcome:
+      if (reply.status().code() == Code::kUnknownOutcome) return {std::move(reply)};
+      return {unknown_outcome(reply.status().message() + "; the write may have been applied")};
+    case Next::kSendAgain:
+      break;
+  }
+  assert((idempotent || verdict == Verdict::kNothingApplied) &&
+         "a write that may have applied is never sent again");
+  RetryCause cause = RetryCause::kTransient;
+  if (aws::is_throttling_error(error.type)) {
+    cause = RetryCause::kThrottling;
+  } else if (!response.ok() && response.status().code() == Code::kUnknownOutcome) {
+    cause = aws::no_reply_cause(options_.clock->mono_now() - sent_at, timeout);
+  }
+  return {std::move(reply), cause};
 }
 
 // Sends one request, and sends it again (after a pause) when next_step()
-// says so, up to attempts_max times and never past `deadline`.
+// says so, as the retrier allows and never past `deadline`.
 Result<json::object> DynamoDbStore::call(std::string_view op, const json::object& body,
                                          bool idempotent, json::storage_ptr storage,
                                          MonoTime deadline, Api api) {
@@ -190,34 +209,23 @@ Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::st
   const bool items = api == Api::kDynamoDb && (reads_items(op) || writes_items(op));
   const std::string asking = items ? asking_capacity(given) : std::string();
   const std::string& text = items ? asking : given;
-  const int attempts_max = std::max(options_.attempts_max, 1);
-  Status last;
-  for (int attempt = 0; attempt < attempts_max; ++attempt) {
-    if (attempt > 0) {
-      const Duration pause = backoff_pause(attempt);
-      if (pause >= time_left(deadline)) return gave_up(op, attempt, last, true);
-      options_.sleep(pause);
-    }
-    const Duration left = time_left(deadline);
-    if (left <= Duration::zero()) return gave_up(op, attempt, last, true);
-    Verdict verdict;
-    Result<json::object> reply =
-        send_once(api, op, text, std::min(options_.request_timeout, left), storage, &verdict);
-    switch (next_step(verdict, idempotent)) {
-      case Next::kReturn:
-        if (items && reply.ok()) note_capacity(op, *reply);
-        return reply;
-      case Next::kUnknownOutcome:
-        if (reply.status().code() == Code::kUnknownOutcome) return reply.status();
-        return unknown_outcome(reply.status().message() + "; the write may have been applied");
-      case Next::kSendAgain:
-        break;
-    }
-    assert((idempotent || verdict == Verdict::kNothingApplied) &&
-           "a write that may have applied is never sent again");
-    last = reply.status();
-  }
-  return gave_up(op, attempts_max, last, false);
+  Status last;  // the last attempt's failure
+  Result<json::object> reply = aws::send_with_retries<json::object>(
+      *retrier_, deadline,
+      [&](const Retrier::Call& call) -> aws::Attempt<json::object> {
+        const Duration left = time_left(deadline);
+        if (left <= Duration::zero()) {
+          return {gave_up(op, call.attempts() - 1, last, RetryStop::kDeadline)};
+        }
+        aws::Attempt<json::object> a = attempt(api, op, text, idempotent, storage, left);
+        if (!a.result.ok()) last = a.result.status();
+        return a;
+      },
+      [&](const Status& last, RetryStop why, int attempts) {
+        return gave_up(op, attempts, last, why);
+      });
+  if (items && reply.ok()) note_capacity(op, *reply);
+  return reply;
 }
 
 // ---------------------------------------------------------------- opening
@@ -245,6 +253,7 @@ Result<net::HttpClientOptions> check_options(const DynamoDbOptions& options,
        options.credentials.secret_access_key.empty())) {
     return invalid_argument("DynamoDB needs credentials (an access key id and a secret key)");
   }
+  LEASEHOLD_RETURN_IF_ERROR(validate_retry_options(options.retry).with_context("DynamoDB"));
   const std::string endpoint = options.endpoint.empty()
                                    ? "https://dynamodb." + options.region + ".amazonaws.com"
                                    : options.endpoint;

@@ -25,19 +25,24 @@
 // missing, change_feed() is null, as on a backend without feeds.
 //
 // Every input is validated with store/eval.h before anything is sent, so bad
-// input fails exactly as on the other backends. A request is sent again
-// (after a capped exponential pause with full jitter, attempts_max times at
-// most) only when that cannot apply it twice: a read after throttling, a 5xx
-// or a lost reply; a write (PutItem, UpdateItem, DeleteItem) only after
-// throttling or when it was never sent. DynamoDB documents that a write
-// answered with a 5xx may have applied, so such a write, like one whose reply
-// never came or whose error is unknown, is kUnknownOutcome and never resent;
-// a write that gives up is kUnavailable, as none of its attempts applied.
-// ConditionalCheckFailed and refused credentials are never retried.
-// update_each() honours its timeout (update() and the rest have none): each
-// attempt waits at most the time left, no pause runs past it, and no write is
-// sent after it. Error messages carry DynamoDB's exception name and message,
-// never credentials or item values.
+// input fails exactly as on the other backends. A request is sent again, as
+// base/retry.h's policy allows (the AWS SDKs' standard mode: a pause with
+// full jitter, longer after throttling, within a retry quota; 4 attempts at
+// most by default), only when that cannot apply it twice: a read after
+// throttling, a 5xx or a lost reply; a write (PutItem, UpdateItem,
+// DeleteItem) only after throttling or when it was never sent. DynamoDB
+// documents that a write answered with a 5xx may have applied, so such a
+// write, like one whose reply never came or whose error is unknown, is
+// kUnknownOutcome and never resent; a write that gives up is kUnavailable, as
+// none of its attempts applied. ConditionalCheckFailed and refused
+// credentials are never retried; a request refused for a signature too far
+// from DynamoDB's time ("Signature expired", "Signature not yet current") is
+// signed again at once with DynamoDB's time, which the store keeps for its
+// later requests (aws::ClockSkew in aws/retries.h). update_each() honours its
+// timeout (update() and the rest have none): each attempt waits at most the
+// time left, no pause runs past it, and no write is sent after it. Error
+// messages carry DynamoDB's exception name and message, never credentials or
+// item values.
 //
 // A DynamoDbStore, and each of its feeds, is safe for concurrent use by many
 // threads (the HTTP clients pool connections; the schema cache and the feeds
@@ -58,12 +63,12 @@
 // DynamoDB Local (127.0.0.1) 15.
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <string>
 
 #include "aws/credentials.h"
 #include "aws/sigv4.h"
+#include "base/retry.h"
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
 #include "leasehold/store.h"
@@ -88,25 +93,28 @@ struct DynamoDbOptions {
   Duration request_timeout = std::chrono::seconds(10);
   // How long ensure_table() waits for a new table or index to become ACTIVE.
   Duration table_active_timeout = std::chrono::minutes(5);
-  int attempts_max = 5;  // per request, for failures that are safe to retry
+  // When a failed request is sent again (see above). The standard mode's,
+  // but for 4 attempts rather than 3, as botocore gives DynamoDB and DynamoDB
+  // Streams (botocore/retries/standard.py, _SERVICE_MAX_ATTEMPTS): a lease
+  // operation is cheap, and a throttled one is worth a third retry within its
+  // deadline.
+  RetryOptions retry = {.attempts_max = 4};
   // update_each() runs up to this many writes at once (DynamoDB has no
   // conditional batch write): a heartbeat round of N leases then takes about
   // N / parallel_writes round trips instead of N. The caller is one writer,
   // the store's threads the others. Clamped to 1..kParallelWritesMax.
   int parallel_writes = 16;
-  Duration backoff_base = std::chrono::milliseconds(25);
-  Duration backoff_max = std::chrono::milliseconds(800);
 
-  // Injected services; null means RealClock / SystemRandom /
-  // std::this_thread::sleep_for. Not owned; must outlive the store.
+  // Injected services; null means RealClock / SystemRandom. Not owned; must
+  // outlive the store. Every pause (between attempts, while a table is being
+  // created) is waited on the clock.
   Clock* clock = nullptr;
   Random* random = nullptr;
-  std::function<void(Duration)> sleep;
 };
 
 // Fails with kInvalidArgument for a missing region, a malformed prefix or
-// endpoint, or missing credentials. Sends nothing: the first request finds
-// out whether DynamoDB is reachable.
+// endpoint, bad retry options, or missing credentials. Sends nothing: the
+// first request finds out whether DynamoDB is reachable.
 Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options);
 
 // The region, table prefix, endpoint and table wait of

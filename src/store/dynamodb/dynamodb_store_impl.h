@@ -18,8 +18,10 @@
 #include <utility>
 #include <vector>
 
+#include "aws/retries.h"
 #include "aws/sigv4.h"
 #include "base/mutex.h"
+#include "base/retry.h"
 #include "leasehold/clock.h"
 #include "leasehold/random.h"
 #include "leasehold/store.h"
@@ -128,17 +130,20 @@ class DynamoDbStore final : public ItemStore {
   Result<json::object> call_text(std::string_view op, const std::string& body, bool idempotent,
                                  json::storage_ptr storage = {}, MonoTime deadline = kNoDeadline,
                                  Api api = Api::kDynamoDb);
-  Result<json::object> send_once(Api api, std::string_view op, const std::string& body,
-                                 Duration timeout, json::storage_ptr storage, Verdict* verdict);
-  Result<net::HttpRequest> make_request(Api api, std::string_view op, std::string body);
+  // One attempt of a call: signed now (as skew_ corrects it), sent within
+  // `left` (the time left before the call's deadline, > 0) and judged by the
+  // error table.
+  aws::Attempt<json::object> attempt(Api api, std::string_view op, const std::string& body,
+                                     bool idempotent, const json::storage_ptr& storage,
+                                     Duration left);
+  Result<net::HttpRequest> make_request(Api api, std::string_view op, std::string body,
+                                        WallTime now);
   net::HttpClient& client(Api api) const {
     return api == Api::kStreams && streams_http_ ? *streams_http_ : *http_;
   }
   // Adds what a reply of an item operation says it consumed
   // (ConsumedCapacity, asked for with every such request) to the totals.
   void note_capacity(std::string_view op, const json::object& reply) EXCLUDES(capacity_mu_);
-  // Capped exponential backoff with full jitter, before attempt `attempt` >= 1.
-  Duration backoff_pause(int attempt);
   // The time left until `deadline`; Duration::max() for kNoDeadline.
   Duration time_left(MonoTime deadline) const;
   MonoTime deadline_after(Duration timeout) const;
@@ -180,8 +185,11 @@ class DynamoDbStore final : public ItemStore {
   aws::SigningKeyCache signing_keys_;
   RealClock real_clock_;
   SystemRandom system_random_;
-  // Guards draws from *options_.random (which GUARDED_BY cannot name).
-  Mutex random_mu_;
+  // The offset from options_.clock's wall time to DynamoDB's, once a request
+  // was refused for its time.
+  aws::ClockSkew skew_;
+  // Made from options_.retry, on options_.clock and options_.random.
+  std::unique_ptr<Retrier> retrier_;
 
   // DynamoDB Streams' client where it is not http_'s endpoint (AWS's); null
   // otherwise.

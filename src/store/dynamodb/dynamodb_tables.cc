@@ -101,7 +101,7 @@ Result<json::object> DynamoDbStore::wait_active(std::string_view logical,
                          " or its new index is not ACTIVE after " +
                          std::to_string(to_ms(options_.table_active_timeout)) + " ms");
     }
-    options_.sleep(pause);
+    sleep_for(*options_.clock, pause);
     pause = std::min<Duration>(pause * 2, 1s);
   }
 }

@@ -30,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/retry.h"
 #include "base/text.h"
 #include "leasehold/store.h"
 
@@ -276,21 +277,33 @@ Judged classify(std::string_view op, int http_status, std::string_view type, std
 // DynamoDB's exception name in a __type ("com.amazonaws...#Name" -> "Name").
 std::string exception_name(std::string_view type);
 
+// What an error reply says of itself: DynamoDB's exception name (after '#'
+// in __type) and its message, each empty when the body does not say.
+struct ErrorDetail {
+  std::string type;
+  std::string message;
+};
+
 // A whole reply to `op`: a 200 with a JSON object is that object (allocated
 // from `storage`), kAnswered; a 200 that is not is kInternal, kUnrecognised
-// (it applied, but cannot be read); anything else is classify()'s.
+// (it applied, but cannot be read); anything else is classify()'s, and its
+// exception name and message go to *detail, if given (whole: the Status's
+// message cuts it).
 Result<boost::json::object> interpret_reply(std::string_view op, int http_status,
                                             std::string_view body, Verdict* verdict,
-                                            boost::json::storage_ptr storage = {});
+                                            boost::json::storage_ptr storage = {},
+                                            ErrorDetail* detail = nullptr);
 
 // What a request the HTTP client could not complete with a `code` failure
 // applied: kUnavailable means no byte was sent (kNothingApplied),
 // kUnknownOutcome that some were (kMayHaveApplied); others are kAnswered.
 Verdict judge_send_failure(Code code);
 
-// Why the store stopped sending `op`: the attempts ran out, or the deadline
-// came (`at_deadline`); `last` is the last attempt's failure. Either way
-// every attempt applied nothing, or the request is a read: kUnavailable.
-Status gave_up(std::string_view op, int attempts, const Status& last, bool at_deadline);
+// Why the store stopped sending `op` after `attempts` attempts (0: it sent
+// none, the deadline having passed): the attempts ran out, the retry quota
+// did, or the deadline came (`why`); `last` is the last attempt's failure.
+// Either way every attempt applied nothing, or the request is a read:
+// kUnavailable.
+Status gave_up(std::string_view op, int attempts, const Status& last, RetryStop why);
 
 }  // namespace leasehold::store::dynamodb

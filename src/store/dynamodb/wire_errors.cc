@@ -101,7 +101,8 @@ Verdict judge_send_failure(Code code) {
 }
 
 Result<json::object> interpret_reply(std::string_view op, int http_status, std::string_view body,
-                                     Verdict* verdict, json::storage_ptr storage) {
+                                     Verdict* verdict, json::storage_ptr storage,
+                                     ErrorDetail* detail) {
   boost::system::error_code ec;
   json::value parsed = json::parse(body, ec, std::move(storage));
   if (http_status == 200) {
@@ -120,15 +121,16 @@ Result<json::object> interpret_reply(std::string_view op, int http_status, std::
     message = string_field(parsed.get_object(), "message");
     if (message.empty()) message = string_field(parsed.get_object(), "Message");
   }
+  if (detail != nullptr) *detail = {type, message};
   Judged judged = classify(op, http_status, type, std::move(message));
   *verdict = judged.verdict;
   return std::move(judged.status);
 }
 
-Status gave_up(std::string_view op, int attempts, const Status& last, bool at_deadline) {
+Status gave_up(std::string_view op, int attempts, const Status& last, RetryStop why) {
   if (attempts == 0) return unavailable(std::string(op) + ": not sent before the deadline");
-  return unavailable(std::string(op) + ": gave up " + (at_deadline ? "at the deadline " : "") +
-                     "after " + std::to_string(attempts) + " attempts: " + last.message());
+  return unavailable(std::string(op) + ": gave up " + describe_stop(why, attempts) + ": " +
+                     last.message());
 }
 
 }  // namespace leasehold::store::dynamodb

@@ -235,12 +235,15 @@ TEST(WireErrors, RepliesAreReadOrJudged) {
   EXPECT_EQ(garbled.status().code(), Code::kInternal);
   EXPECT_EQ(garbled.status().message(), "UpdateItem: malformed JSON reply");
   EXPECT_EQ(verdict, Verdict::kUnrecognised);
+  ErrorDetail detail;
   auto throttled = interpret_reply(
       "PutItem", 400,
       R"({"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException","Message":"slow"})",
-      &verdict);
+      &verdict, {}, &detail);
   EXPECT_EQ(throttled.status().message(), "PutItem: ThrottlingException: slow");
   EXPECT_EQ(verdict, Verdict::kNothingApplied);
+  EXPECT_EQ(detail.type, "ThrottlingException");
+  EXPECT_EQ(detail.message, "slow");
   auto page = interpret_reply("PutItem", 502, "<html>busy</html>", &verdict);
   EXPECT_EQ(page.status().message(), "PutItem: HTTP 502");
   EXPECT_EQ(verdict, Verdict::kMayHaveApplied);
@@ -248,14 +251,19 @@ TEST(WireErrors, RepliesAreReadOrJudged) {
 }
 
 TEST(WireErrors, GivingUpIsUnavailableAndSaysWhy) {
-  EXPECT_EQ(gave_up("UpdateItem", 0, {}, true).message(),
+  EXPECT_EQ(gave_up("UpdateItem", 0, {}, RetryStop::kDeadline).message(),
             "UpdateItem: not sent before the deadline");
   const Status last = unavailable("throttled");
-  EXPECT_EQ(gave_up("GetItem", 5, last, false).message(),
-            "GetItem: gave up after 5 attempts: throttled");
-  const Status at_deadline = gave_up("GetItem", 2, last, true);
+  EXPECT_EQ(gave_up("GetItem", 4, last, RetryStop::kAttempts).message(),
+            "GetItem: gave up after 4 attempts: throttled");
+  const Status at_deadline = gave_up("GetItem", 2, last, RetryStop::kDeadline);
   EXPECT_EQ(at_deadline.code(), Code::kUnavailable);
   EXPECT_EQ(at_deadline.message(), "GetItem: gave up at the deadline after 2 attempts: throttled");
+  const Status quota = gave_up("GetItem", 1, last, RetryStop::kQuota);
+  EXPECT_EQ(quota.code(), Code::kUnavailable);
+  EXPECT_EQ(quota.message(),
+            "GetItem: gave up after 1 attempt (the retry quota is spent: the service has been "
+            "failing): throttled");
 }
 
 // ---------------------------------------------------------------- key ranges
