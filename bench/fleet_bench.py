@@ -307,10 +307,11 @@ def start_dynamodb_local(procs, work):
     return f"http://127.0.0.1:{port}"
 
 
-def dynamodb_fleet(args, procs, work, bench, prefix):
-    """A fleet on a fresh set of DynamoDB tables (--dynamodb-endpoint, or
-    --dynamodb-local started here), its tables made, and its upstream at
-    --cost-rate messages a second: (fleet, upstream address)."""
+def dynamodb_fleet(args, procs, work, bench, prefix, ids):
+    """A fleet streaming connections `ids` on a fresh set of DynamoDB tables
+    (--dynamodb-endpoint, or --dynamodb-local started here): its upstream at
+    --cost-rate messages a second and --cost-workers workers, once every
+    connection streams and --settle has passed: (fleet, workers)."""
     endpoint = args.dynamodb_endpoint
     if args.dynamodb_local:
         endpoint = start_dynamodb_local(procs, work)
@@ -321,17 +322,18 @@ def dynamodb_fleet(args, procs, work, bench, prefix):
     store = f"dynamodb://us-east-1/{prefix}{int(time.time())}_?endpoint={endpoint}"
     fleet = Fleet(args.bin, store, work, procs)
     fleet.cli("store", "init")
-    return fleet, fleet.upstream(args.cost_rate, 2, "--random-phase")
-
-
-def bench_cost(args, procs, work):
-    fleet, addr = dynamodb_fleet(args, procs, work, "cost", "cost")
-    ids = ["c%05d" % i for i in range(args.cost_connections)]
+    addr = fleet.upstream(args.cost_rate, 2, "--random-phase")
     fleet.add_conns(addr, ids)
     workers = [fleet.worker("w%d" % i) for i in range(args.cost_workers)]
     wait_for("every connection streaming",
-             lambda: len(set().union(*(sink_conns(w.sink) for w in workers))) == len(ids), 300)
+             lambda: len(set().union(*(sink_conns(w.sink) for w in workers))) == len(ids), 600)
     time.sleep(args.settle)
+    return fleet, workers
+
+
+def bench_cost(args, procs, work):
+    ids = ["c%05d" % i for i in range(args.cost_connections)]
+    _, workers = dynamodb_fleet(args, procs, work, "cost", "cost", ids)
 
     def units():
         out = {}
@@ -508,13 +510,8 @@ def bench_page_live(args, procs, work):
     """`leasehold bench fleet-page` polling a streaming fleet on DynamoDB (its
     workers checkpoint, so the page on screen changes): --cost-workers
     workers, --page-live-connections at --cost-rate messages a second."""
-    fleet, addr = dynamodb_fleet(args, procs, work, "page-live", "live")
     ids = ["c%07d" % i for i in range(args.page_live_connections)]
-    fleet.add_conns(addr, ids)
-    workers = [fleet.worker("w%d" % i) for i in range(args.cost_workers)]
-    wait_for("every connection streaming",
-             lambda: len(set().union(*(sink_conns(w.sink) for w in workers))) == len(ids), 600)
-    time.sleep(args.settle)
+    fleet, workers = dynamodb_fleet(args, procs, work, "page-live", "live", ids)
     out = subprocess.run([args.bin, "--store", fleet.store, "bench", "fleet-page",
                           "--connections", "0", "--seconds", str(args.page_seconds)],
                          capture_output=True, text=True, check=False)

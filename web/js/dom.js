@@ -135,3 +135,19 @@ export function setTitle(element, title) {
     element.removeAttribute('title');
   }
 }
+
+// A link to `href` that, on a plain left click, calls onOpen() instead of
+// navigating (the page shows it in place); other clicks (a new tab) follow
+// the link.
+export function inPageLink(href, title, onOpen, ...children) {
+  return h('a', {
+    href, class: 'conn-link', title,
+    on: {
+      click: (event) => {
+        if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
+        event.preventDefault();
+        onOpen();
+      },
+    },
+  }, ...children);
+}

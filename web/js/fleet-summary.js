@@ -10,7 +10,7 @@
 // tr[data-free-id] (a free connection) and tr[data-held-id][data-owner]
 // [data-reason] (a held one: not_streaming or stalled), each with
 // td[data-field] (id, why, last_error).
-import { h, icon, setText, setTitle, syncRows } from './dom.js';
+import { h, icon, inPageLink, setText, setTitle, syncRows } from './dom.js';
 import {
   countOf, fleetHealth, formatCount, formatSpan, formatWallTime,
 } from './fleet-format.js';
@@ -249,17 +249,8 @@ export class SummaryView {
   // want.held (one of its attention list).
   attentionRow(want) {
     const { id } = want;
-    const link = h('a', {
-      href: `/fleet?prefix=${encodeURIComponent(id)}`, class: 'conn-link',
-      title: `Show ${id} in the connections below`,
-      on: {
-        click: (event) => {
-          if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
-          event.preventDefault();
-          this.onFind(id);
-        },
-      },
-    }, h('code', { text: id }));
+    const link = inPageLink(`/fleet?prefix=${encodeURIComponent(id)}`,
+      `Show ${id} in the connections below`, () => this.onFind(id), h('code', { text: id }));
     // What is wrong, then how long it has been so: "Free for 2 min",
     // "Stalled on worker-1 for 3 min".
     const cause = want.free ? 'Free'

@@ -5,7 +5,7 @@
 //
 // Hooks for tests and scripts: tr[data-worker-id] with td[data-field] for
 // each column, and #workers-count.
-import { h, loadingState, messageState, setText, setTitle, syncRows } from './dom.js';
+import { h, inPageLink, loadingState, messageState, setText, setTitle, syncRows } from './dom.js';
 import {
   formatAgo, formatCount, formatRate, formatSpan, formatWallTime,
 } from './fleet-format.js';
@@ -69,17 +69,8 @@ export class WorkerTable {
   }
 
   workerRow(id) {
-    const link = h('a', {
-      href: `/fleet?owner=${encodeURIComponent(id)}`, class: 'conn-link',
-      title: `Show the connections ${id} holds`,
-      on: {
-        click: (event) => {
-          if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey) return;
-          event.preventDefault();
-          this.onFind(id);
-        },
-      },
-    }, h('code', { text: id }));
+    const link = inPageLink(`/fleet?owner=${encodeURIComponent(id)}`,
+      `Show the connections ${id} holds`, () => this.onFind(id), h('code', { text: id }));
     const cells = {
       id: td('id', 'Worker', link),
       alive: td('alive', 'Status'),
