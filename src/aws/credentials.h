@@ -138,6 +138,15 @@ Result<std::optional<std::shared_ptr<CredentialsSource>>> container_credentials(
 // malformed config file or a region that is not a region name.
 Result<std::string> resolve_region(const EnvLookup& env);
 
+// The endpoint an operator configured for one AWS service, as the AWS CLI
+// and botocore read it (the AWS SDKs and Tools Reference Guide,
+// "Service-specific endpoints"): AWS_ENDPOINT_URL_<SERVICE> (`service` as the
+// variable names it: "STS", "DYNAMODB", "SQS", "S3"), else AWS_ENDPOINT_URL;
+// neither when AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is "true". nullopt when
+// none is set: the service's own endpoint. The value is not checked here;
+// each client checks it as it checks an endpoint given any other way.
+std::optional<std::string> configured_endpoint(const EnvLookup& env, std::string_view service);
+
 // True for an AWS service's error code saying that it refused the
 // credentials (unknown key, bad signature, expired token): nothing was done,
 // and sending the same request again cannot help. The codes of the JSON

@@ -187,4 +187,15 @@ Result<std::string> resolve_region(const EnvLookup& env) {
   return region;
 }
 
+std::optional<std::string> configured_endpoint(const EnvLookup& env, std::string_view service) {
+  if (credentials_internal::env_true(env, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"))
+    return std::nullopt;
+  for (const std::string& name :
+       {"AWS_ENDPOINT_URL_" + std::string(service), std::string("AWS_ENDPOINT_URL")}) {
+    std::optional<std::string> url = env(name);
+    if (url && !url->empty()) return url;
+  }
+  return std::nullopt;
+}
+
 }  // namespace leasehold::aws

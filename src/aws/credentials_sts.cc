@@ -153,11 +153,9 @@ Result<ExpiringCredentials> parse_sts_reply(int http_status, std::string_view bo
 StsEndpoint sts_endpoint(const EnvLookup& env, const std::string& region) {
   StsEndpoint out;
   out.region = region.empty() ? "us-east-1" : region;
-  if (!env_true(env, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS")) {
-    for (const char* name : {"AWS_ENDPOINT_URL_STS", "AWS_ENDPOINT_URL"}) {
-      out.url = env(name).value_or("");
-      if (!out.url.empty()) return out;
-    }
+  if (std::optional<std::string> configured = configured_endpoint(env, "STS")) {
+    out.url = std::move(*configured);
+    return out;
   }
   if (region.empty()) {
     out.url = "https://sts.amazonaws.com";

@@ -166,6 +166,19 @@ TEST(CredentialsWire, StsEndpointOrder) {
             "https://sts.eu-west-1.amazonaws.com");
 }
 
+TEST(ConfiguredEndpointTest, TheServicesOwnVariableComesFirstThenTheSharedOne) {
+  const EnvLookup env = env_of({{"AWS_ENDPOINT_URL", "http://127.0.0.1:1"},
+                                {"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:2"}});
+  EXPECT_EQ(configured_endpoint(env, "DYNAMODB"), "http://127.0.0.1:2");
+  EXPECT_EQ(configured_endpoint(env, "SQS"), "http://127.0.0.1:1");
+  EXPECT_EQ(configured_endpoint(env_of({{"AWS_ENDPOINT_URL_S3", ""}}), "S3"), std::nullopt);
+  EXPECT_EQ(configured_endpoint(env_of({}), "S3"), std::nullopt);
+  EXPECT_EQ(configured_endpoint(env_of({{"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:3"},
+                                        {"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true"}}),
+                                "SQS"),
+            std::nullopt);
+}
+
 // A fetch that hands out numbered keys expiring an hour after the clock.
 struct CountingFetch {
   std::shared_ptr<SimulatedClock> clock = std::make_shared<SimulatedClock>();
