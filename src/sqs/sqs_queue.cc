@@ -128,6 +128,18 @@ json::array system_attributes() { return json::array{"ApproximateReceiveCount", 
 // again later. The message keeps the operation, SQS's code and AWS's request
 // ID, for the log.
 Status queue_failure(const Status& s) {
+  // SQS itself answers a receipt whose message was delivered again since
+  // with InvalidParameterValue, "Value ... for parameter ReceiptHandle is
+  // invalid. Reason: Message does not exist or is not available for
+  // visibility timeout change." (not the MessageNotInflight its API
+  // reference lists; SQS's service team calls InvalidParameterValue generic
+  // and says to tell it by its text, aws/aws-sdk#267). Every receipt we send
+  // was well formed when SQS gave it (handle_of() checked our part), so a
+  // ReceiptHandle it calls invalid is a stale one.
+  if (s.code() == Code::kInvalidArgument &&
+      s.message().find("ReceiptHandle") != std::string::npos) {
+    return failed_precondition(s.message());
+  }
   switch (s.code()) {
     case Code::kUnauthenticated:
     case Code::kPermissionDenied:
@@ -178,7 +190,7 @@ Status check_sqs_queue_options(const SqsQueueOptions& o) {
 
 bool is_sqs_uri(std::string_view uri) { return uri.starts_with("sqs:"); }
 
-Result<SqsQueueOptions> parse_sqs_uri(std::string_view uri) {
+Result<SqsQueueOptions> parse_sqs_uri(std::string_view uri, const aws::EnvLookup& env) {
   const Status malformed = invalid_argument("malformed SQS queue URI '" + std::string(uri) +
                                             "' (expected sqs://REGION/QUEUE_NAME[?endpoint=URL])");
   if (!uri.starts_with("sqs://")) return malformed;
@@ -198,6 +210,9 @@ Result<SqsQueueOptions> parse_sqs_uri(std::string_view uri) {
       }
       options.endpoint = std::string(param.value);
     }
+  }
+  if (options.endpoint.empty()) {
+    options.endpoint = aws::configured_endpoint(env, "SQS").value_or("");
   }
   LEASEHOLD_RETURN_IF_ERROR(check_sqs_queue_options(options));
   return options;
@@ -453,13 +468,31 @@ Result<int64_t> SqsQueue::count_dead(int64_t max) {
 
 Status SqsQueue::release(const std::string& url, const std::vector<std::string>& handles) {
   Status first;
-  for (const std::string& handle : handles) {
-    const Status made_visible =
-        call("ChangeMessageVisibility",
-             {{"QueueUrl", url}, {"ReceiptHandle", handle}, {"VisibilityTimeout", 0}}, true)
-            .status();
+  // ChangeMessageVisibilityBatch takes at most 10 entries, each answered on
+  // its own in Successful or Failed.
+  constexpr size_t kBatchMax = 10;
+  for (size_t at = 0; at < handles.size(); at += kBatchMax) {
+    json::array entries;
+    for (size_t i = at; i < std::min(handles.size(), at + kBatchMax); ++i) {
+      entries.push_back({{"Id", "m" + std::to_string(i)},
+                         {"ReceiptHandle", handles[i]},
+                         {"VisibilityTimeout", 0}});
+    }
+    Result<json::object> made_visible =
+        call("ChangeMessageVisibilityBatch", {{"QueueUrl", url}, {"Entries", entries}}, true);
     // A letter not released comes back by itself when its 30 s end.
-    if (!made_visible.ok() && first.ok()) first = made_visible;
+    if (!made_visible.ok()) {
+      if (first.ok()) first = made_visible.status();
+      continue;
+    }
+    const json::value* failed = made_visible->if_contains("Failed");
+    if (first.ok() && failed != nullptr && failed->is_array() && !failed->as_array().empty()) {
+      const json::value& one = failed->as_array().front();
+      first = unavailable(
+          "ChangeMessageVisibilityBatch: " + std::to_string(failed->as_array().size()) + " of " +
+          std::to_string(entries.size()) + " not made visible (" +
+          (one.is_object() ? string_or_empty(one.as_object(), "Code") : std::string()) + ")");
+    }
   }
   return first;
 }

@@ -18,7 +18,11 @@
 //   apart: remove() answers OK and SQS keeps the message, which comes back
 //   at the end of its current visibility; remove() of a message removed
 //   already answers OK too. extend_visibility() of a stale receipt is
-//   kFailedPrecondition, as SQS reports it ("MessageNotInflight").
+//   kFailedPrecondition, as SQS reports it (InvalidParameterValue naming
+//   the ReceiptHandle, or MessageNotInflight). A receipt whose visibility
+//   ended but whose message no one received since may still answer OK:
+//   what a job's holder may do rests on the job's own claim, not on the
+//   receipt.
 // - Message IDs are SQS's (UUIDs), written as 32 hex digits. Receipts are
 //   "<id>.<SQS receipt handle>".
 // - Dead letters are listed by receiving them without hiding them (SQS has
@@ -133,8 +137,12 @@ class SqsQueue final : public Queue {
 Status check_sqs_queue_options(const SqsQueueOptions& options);
 
 // "sqs://REGION/QUEUE_NAME[?endpoint=URL]" as options, the others at their
-// defaults. kInvalidArgument, naming the form, for anything else.
-Result<SqsQueueOptions> parse_sqs_uri(std::string_view uri);
+// defaults. With no endpoint= the endpoint is the one configured for SQS
+// (aws::configured_endpoint: AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL,
+// read through `env`), else SQS's own. kInvalidArgument, naming the form,
+// for anything else.
+Result<SqsQueueOptions> parse_sqs_uri(std::string_view uri,
+                                      const aws::EnvLookup& env = aws::process_env());
 
 // True for a URI of the form above (it may still be malformed).
 bool is_sqs_uri(std::string_view uri);

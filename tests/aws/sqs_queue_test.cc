@@ -251,5 +251,114 @@ TEST(SqsQueue, RefusalsOfTheDeploymentAreUnavailableAndAStaleReceiptIsNot) {
   }
 }
 
+// SQS itself answers the extension of a receipt whose message was
+// delivered again with InvalidParameterValue naming the ReceiptHandle (its
+// API reference lists MessageNotInflight, which it does not send): that is
+// a stale receipt, not the deployment's fault nor the caller's. Another
+// InvalidParameterValue still is the deployment's (kUnavailable).
+TEST(SqsQueue, AStaleReceiptAsSqsItselfAnswersIsFailedPrecondition) {
+  ::setenv("AWS_ACCESS_KEY_ID", "test", 0);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "test", 0);
+  std::atomic<int> changes{0};
+  testing::FakeEndpoint sqs([&](const testing::FakeRequest& r) {
+    const std::string target = r.header("x-amz-target");
+    if (target == "AmazonSQS.GetQueueUrl") {
+      return testing::FakeReply{.body = R"({"__type":"x","QueueUrl":"http://sqs.local/1/jobs"})"};
+    }
+    const bool first = changes.fetch_add(1) == 0;
+    return testing::FakeReply{
+        .status = 400,
+        .body =
+            first
+                ? R"({"__type":"com.amazonaws.sqs#InvalidParameterValue","message":"Value AQEBx for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change."})"
+                : R"({"__type":"com.amazonaws.sqs#InvalidParameterValue","message":"Value 99999 for parameter VisibilityTimeout is invalid."})",
+        .headers = {{"x-amzn-RequestId", first ? "STALE2" : "OTHER"}}};
+  });
+  auto queue = SqsQueue::open({.region = "us-east-1", .queue_name = "jobs", .endpoint = sqs.url()});
+  ASSERT_TRUE(queue.ok()) << queue.status().to_string();
+  const std::string receipt = std::string(32, 'a') + ".AQEBx";
+  const Status stale = (*queue)->extend_visibility(receipt, seconds(30)).status();
+  EXPECT_EQ(stale.code(), Code::kFailedPrecondition) << stale.to_string();
+  EXPECT_NE(stale.message().find("STALE2"), std::string::npos) << stale.message();
+  const Status other = (*queue)->extend_visibility(receipt, seconds(30)).status();
+  EXPECT_EQ(other.code(), Code::kUnavailable) << other.to_string();
+}
+
+// The dead letters a scan hid are made visible again ten to a request
+// (ChangeMessageVisibilityBatch), not one request each; an entry SQS could
+// not change (h7) stops none of the others.
+TEST(SqsQueue, DeadLettersAScanHidAreReleasedTenToARequest) {
+  ::setenv("AWS_ACCESS_KEY_ID", "test", 0);
+  ::setenv("AWS_SECRET_ACCESS_KEY", "test", 0);
+  std::atomic<int> receives{0};
+  testing::FakeEndpoint sqs([&](const testing::FakeRequest& r) {
+    const std::string target = r.header("x-amz-target");
+    if (target == "AmazonSQS.GetQueueUrl") {
+      return testing::FakeReply{.body = R"({"QueueUrl":"http://sqs.local/1/q"})"};
+    }
+    if (target == "AmazonSQS.ReceiveMessage") {
+      // 10, 10 and 5 letters, then none.
+      const int round = receives.fetch_add(1);
+      const int n = round < 2 ? 10 : round == 2 ? 5 : 0;
+      json::array messages;
+      for (int i = 0; i < n; ++i) {
+        char id[37];
+        std::snprintf(id, sizeof id, "00000000-0000-0000-0000-%012d", round * 10 + i);
+        messages.push_back({{"MessageId", id},
+                            {"ReceiptHandle", "h" + std::to_string(round * 10 + i)},
+                            {"Body", "job"},
+                            {"Attributes", {{"ApproximateReceiveCount", "3"}}}});
+      }
+      return testing::FakeReply{.body = json::serialize(json::object{{"Messages", messages}})};
+    }
+    if (target == "AmazonSQS.ChangeMessageVisibilityBatch") {
+      const json::object body = json::parse(r.body).as_object();
+      json::array ok, failed;
+      for (const json::value& e : body.at("Entries").as_array()) {
+        const json::object& entry = e.as_object();
+        if (entry.at("ReceiptHandle").as_string() == "h7") {
+          failed.push_back(
+              json::object{{"Id", entry.at("Id")}, {"Code", "ReceiptHandleIsInvalid"}});
+        } else {
+          ok.push_back(json::object{{"Id", entry.at("Id")}});
+        }
+      }
+      return testing::FakeReply{
+          .body = json::serialize(json::object{{"Successful", ok}, {"Failed", failed}})};
+    }
+    return testing::FakeReply{.status = 400, .body = R"({"__type":"Unexpected"})"};
+  });
+  auto queue = SqsQueue::open({.region = "us-east-1", .queue_name = "q", .endpoint = sqs.url()});
+  ASSERT_TRUE(queue.ok()) << queue.status().to_string();
+  EXPECT_EQ((*queue)->remove_dead(std::string(32, 'f')).code(), Code::kNotFound);
+  std::vector<size_t> batches;
+  for (const testing::FakeRequest& r : sqs.requests()) {
+    const std::string target = r.header("x-amz-target");
+    EXPECT_NE(target, "AmazonSQS.ChangeMessageVisibility");
+    if (target == "AmazonSQS.ChangeMessageVisibilityBatch") {
+      const json::object body = json::parse(r.body).as_object();
+      for (const json::value& e : body.at("Entries").as_array()) {
+        EXPECT_EQ(e.as_object().at("VisibilityTimeout").to_number<int>(), 0);
+      }
+      batches.push_back(body.at("Entries").as_array().size());
+    }
+  }
+  EXPECT_EQ(batches, (std::vector<size_t>{10, 10, 5}));
+}
+
+TEST(SqsQueue, AUriWithoutEndpointTakesTheOneConfiguredForSqs) {
+  const aws::EnvLookup env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "AWS_ENDPOINT_URL_SQS") return "http://127.0.0.1:9324";
+    return std::nullopt;
+  };
+  EXPECT_EQ(parse_sqs_uri("sqs://eu-west-1/jobs", env)->endpoint, "http://127.0.0.1:9324");
+  EXPECT_EQ(parse_sqs_uri("sqs://eu-west-1/jobs?endpoint=http://127.0.0.1:1", env)->endpoint,
+            "http://127.0.0.1:1");
+  EXPECT_EQ(parse_sqs_uri("sqs://eu-west-1/jobs",
+                          [](const std::string&) { return std::optional<std::string>(); })
+                ->endpoint,
+            "");
+}
+
 }  // namespace
 }  // namespace leasehold::sqs
