@@ -19,6 +19,10 @@ packages=(
   # libopencv-dev, which brings every module and about 400 MB more
   # (cmake/FindOpenCV.cmake finds them without OpenCV's CMake package).
   libopencv-core-dev libopencv-imgcodecs-dev libopencv-imgproc-dev libopencv-videoio-dev
+  # FFmpeg's libraries read movies with each frame's time and seek to key
+  # frames (src/tracer/video_decoder.cc); the ffmpeg command makes the tests'
+  # movies of variable frame rate and the benchmark's long H.264 and HEVC ones.
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
   chromium  # the browser tests, driven by playwright-core from package.json
   prometheus  # promtool checks the /metrics output in a test
   curl  # the serve process tests

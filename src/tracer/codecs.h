@@ -1,5 +1,6 @@
-// The tracer's video and image codecs: OpenCV's FFmpeg backend (videoio)
-// and its image codecs (imgcodecs), behind FrameReader, encode_jpeg() and
+// The tracer's video and image codecs: FFmpeg's libraries (libavformat,
+// libavcodec, libswscale) behind FrameReader, OpenCV's image codecs
+// (imgcodecs) behind encode_jpeg(), and OpenCV's videoio behind
 // write_synthetic_movie().
 //
 // Those two OpenCV modules bring some 250 shared libraries with them
@@ -35,12 +36,22 @@ class Decoder {
   virtual ~Decoder() = default;
   virtual const VideoFormat& format() const = 0;
   virtual Result<bool> next(bool want_pixels) = 0;
+  // Frames next() returned since the video was opened or last seek()ed, - 1.
   virtual int64_t frame() const = 0;
   virtual FrameImage image() const = 0;
+  // The timestamp of the frame next() decoded last, in the stream's time
+  // base (VideoFormat), and whether decoding can start at it (a key frame).
+  virtual int64_t pts() const = 0;
+  virtual bool key() const = 0;
+  // Makes next() decode from the key frame at or before `pts`.
+  virtual Status seek(int64_t pts) = 0;
+  // Converts the frame next() decoded last, when it was decoded without its
+  // pixels, for image().
+  virtual Status convert() = 0;
 };
 
 // Changes whenever the table or a type it passes changes.
-inline constexpr int kCodecsVersion = 1;
+inline constexpr int kCodecsVersion = 2;
 
 struct Codecs {
   int version = kCodecsVersion;

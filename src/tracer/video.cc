@@ -4,14 +4,49 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "tracer/codecs.h"
 
 namespace leasehold::tracer {
 
+int64_t FrameTimes::us(int64_t n) const {
+  const __int128 ticks = static_cast<__int128>(pts[static_cast<size_t>(n)] - pts.front());
+  const __int128 scaled = ticks * time_base_num * 1'000'000;
+  const __int128 half = time_base_den / 2;
+  return static_cast<int64_t>(scaled >= 0 ? (scaled + half) / time_base_den
+                                          : (scaled - half) / time_base_den);
+}
+
+bool FrameTimes::seekable() const {
+  if (pts.empty() || keys.empty() || keys.front() != 0) return false;
+  if (time_base_num <= 0 || time_base_den <= 0) return false;
+  return std::adjacent_find(pts.begin(), pts.end(), std::greater_equal<int64_t>()) == pts.end();
+}
+
 struct FrameReader::Impl {
+  std::string path;
   std::unique_ptr<codecs::Decoder> decoder;
+  int64_t frame = -1;     // the number of the frame decoded last
+  int64_t origin = 0;     // frame 0's timestamp
+  int64_t decoded = 0;    // all frames decoded
+  bool has_pixels = false;
+
+  // The decoder's next frame, counted.
+  Result<bool> decode(bool want_pixels) {
+    has_pixels = false;
+    LEASEHOLD_ASSIGN_OR_RETURN(const bool more, decoder->next(want_pixels));
+    if (!more) return false;
+    ++decoded;
+    has_pixels = want_pixels;
+    return true;
+  }
+
+  Status mismatch(int64_t wanted) const {
+    return invalid_argument(
+        fmt::format("frame {} of '{}' is not where the times probed for it say", wanted, path));
+  }
 };
 
 FrameReader::FrameReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -21,15 +56,92 @@ Result<std::unique_ptr<FrameReader>> FrameReader::open(const std::string& path,
                                                        const VideoLimits& limits) {
   LEASEHOLD_ASSIGN_OR_RETURN(const codecs::Codecs* codecs, codecs::load());
   auto impl = std::make_unique<Impl>();
+  impl->path = path;
   LEASEHOLD_ASSIGN_OR_RETURN(impl->decoder, codecs->open_video(path, limits));
   return std::unique_ptr<FrameReader>(new FrameReader(std::move(impl)));
 }
 
 const VideoFormat& FrameReader::format() const { return impl_->decoder->format(); }
 
-int64_t FrameReader::frame() const { return impl_->decoder->frame(); }
+int64_t FrameReader::frame() const { return impl_->frame; }
 
-Result<bool> FrameReader::next(bool want_pixels) { return impl_->decoder->next(want_pixels); }
+int64_t FrameReader::frames_decoded() const { return impl_->decoded; }
+
+int64_t FrameReader::time_us() const {
+  const VideoFormat& f = format();
+  FrameTimes one{.time_base_num = f.time_base_num,
+                 .time_base_den = f.time_base_den,
+                 .pts = {impl_->origin, impl_->decoder->pts()},
+                 .keys = {}};
+  return one.us(1);
+}
+
+Result<bool> FrameReader::next(bool want_pixels) {
+  LEASEHOLD_ASSIGN_OR_RETURN(const bool more, impl_->decode(want_pixels));
+  if (!more) return false;
+  if (++impl_->frame == 0) impl_->origin = impl_->decoder->pts();
+  return true;
+}
+
+Result<bool> FrameReader::seek(int64_t frame, const FrameTimes& times, bool want_pixels) {
+  Impl& r = *impl_;
+  if (!times.seekable()) {
+    return invalid_argument(fmt::format("the times given for '{}' cannot be sought in", r.path));
+  }
+  if (frame < 0) return invalid_argument(fmt::format("no frame {}", frame));
+  if (frame >= static_cast<int64_t>(times.pts.size())) return false;
+  if (frame == r.frame && (r.has_pixels || !want_pixels)) return true;
+  if (frame == r.frame) {
+    LEASEHOLD_RETURN_IF_ERROR(r.decoder->convert());
+    r.has_pixels = true;
+    return true;
+  }
+  // The key frame at or before it.
+  auto key = std::upper_bound(times.keys.begin(), times.keys.end(), frame) - 1;
+  // On from the frame decoded last when that is at or after the key frame:
+  // no more to decode than from the key frame, and often much less.
+  if (r.frame >= *key && r.frame < frame) {
+    while (r.frame < frame) {
+      LEASEHOLD_ASSIGN_OR_RETURN(const bool more, next(want_pixels && r.frame + 1 == frame));
+      if (!more) return r.mismatch(frame);
+    }
+    if (r.decoder->pts() != times.pts[static_cast<size_t>(frame)]) return r.mismatch(frame);
+    return true;
+  }
+  const int64_t target = times.pts[static_cast<size_t>(frame)];
+  for (;;) {
+    LEASEHOLD_RETURN_IF_ERROR(r.decoder->seek(times.pts[static_cast<size_t>(*key)]));
+    r.frame = -1;
+    r.origin = times.pts.front();
+    bool first = true;
+    bool overshot = false;
+    for (;;) {
+      LEASEHOLD_ASSIGN_OR_RETURN(const bool more, r.decode(false));
+      if (!more) return r.mismatch(frame);
+      const int64_t pts = r.decoder->pts();
+      if (pts > target) {
+        overshot = first;
+        if (!overshot) return r.mismatch(frame);
+        break;
+      }
+      first = false;
+      // Each frame decoded on the way is numbered by its time.
+      const auto at = std::lower_bound(times.pts.begin(), times.pts.end(), pts);
+      if (at != times.pts.end() && *at == pts) r.frame = at - times.pts.begin();
+      if (pts == target) {
+        if (want_pixels) {
+          LEASEHOLD_RETURN_IF_ERROR(r.decoder->convert());
+          r.has_pixels = true;
+        }
+        return true;
+      }
+    }
+    // The demuxer's key frame came after the one the times name (its index
+    // disagrees with what the decoder called key): one further back.
+    if (key == times.keys.begin()) return r.mismatch(frame);
+    --key;
+  }
+}
 
 FrameImage FrameReader::image() const { return impl_->decoder->image(); }
 
@@ -37,19 +149,36 @@ Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits, std:
   LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<FrameReader> reader, FrameReader::open(path, limits));
   VideoInfo info;
   static_cast<VideoFormat&>(info) = reader->format();
+  info.times.time_base_num = info.time_base_num;
+  info.times.time_base_den = info.time_base_den;
   // The first frame is converted too: a file whose frames decode to nothing
   // usable is not a video, whatever its container says.
-  LEASEHOLD_ASSIGN_OR_RETURN(bool first, reader->next(/*want_pixels=*/true));
-  if (!first) {
+  LEASEHOLD_ASSIGN_OR_RETURN(bool more, reader->next(/*want_pixels=*/true));
+  if (!more) {
     return invalid_argument(
         fmt::format("'{}' is not a video that can be read: no frame decodes", path));
   }
-  for (;;) {
+  const codecs::Decoder& decoder = *reader->impl_->decoder;
+  while (more) {
+    info.times.pts.push_back(decoder.pts());
+    if (decoder.key()) info.times.keys.push_back(reader->frame());
     if (stop.stop_requested()) return failed_precondition("probing stopped");
-    LEASEHOLD_ASSIGN_OR_RETURN(bool more, reader->next(/*want_pixels=*/false));
-    if (!more) break;
+    LEASEHOLD_ASSIGN_OR_RETURN(more, reader->next(/*want_pixels=*/false));
   }
   info.frame_count = reader->frame() + 1;
+  info.average_fps = info.fps;
+  if (info.frame_count > 1) {
+    const int64_t span_us = info.times.us(info.frame_count - 1);
+    if (span_us > 0) info.average_fps = static_cast<double>(info.frame_count - 1) * 1e6 / span_us;
+    int64_t shortest = INT64_MAX;
+    int64_t longest = 0;
+    for (int64_t n = 1; n < info.frame_count; ++n) {
+      const int64_t step = info.times.us(n) - info.times.us(n - 1);
+      shortest = std::min(shortest, step);
+      longest = std::max(longest, step);
+    }
+    info.rate_varies = shortest > 0 && longest * 4 > shortest * 5;
+  }
   return info;
 }
 

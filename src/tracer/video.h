@@ -1,14 +1,21 @@
 // Video files for the movie tracer: probe() checks that a file is a video
-// the tracer can read and counts its frames by decoding them; FrameReader
-// decodes a video sequentially, frame after frame, and hands out the pixels
-// of the frames it is asked for.
+// the tracer can read, counts its frames by decoding them and notes each
+// one's presentation time; FrameReader decodes a video frame after frame,
+// hands out the pixels of the frames it is asked for, and, given the times
+// probe() noted, goes straight to any frame.
 //
-// Videos are read with OpenCV's FFmpeg backend only, and from regular files
-// only: a path is made absolute before FFmpeg sees it, so that it is never
-// taken for a protocol (`http:`, `concat:`). Frames are numbered from 0 in
-// decoding order. A container's own frame count is not trusted (it is often
-// missing, and wrong for a truncated file): the frame count is the number of
-// frames that decode, and a video ends where decoding stops.
+// Videos are read with FFmpeg's libraries, and from regular files only: a
+// path is made absolute and read through FFmpeg's file protocol alone, so
+// that neither it nor a reference inside the file is taken for another
+// (`http:`, `concat:`). Frames are numbered from 0 in the order the decoder
+// gives them, which is presentation order. A container's own frame count is
+// not trusted (it is often missing, and wrong for a truncated file): the
+// frame count is the number of frames that decode, and a video ends where
+// decoding stops.
+//
+// A frame's time is its presentation timestamp, from the container, less
+// the first frame's: never its number divided by a frame rate, which is
+// wrong for the variable rates phones record at.
 //
 // The work a file can cause is bounded by VideoLimits: frame size, frame
 // count, frame rate. A file that is not a video, or whose frames cannot be
@@ -25,6 +32,7 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "leasehold/status.h"
 
@@ -40,15 +48,44 @@ struct VideoLimits {
 
 // What the container says about a video.
 struct VideoFormat {
-  double fps = 0;                    // frames per second, > 0
-  int width = 0;                     // px
-  int height = 0;                    // px
-  std::optional<std::string> codec;  // the stream's four-character code ("MJPG", "avc1"), if any
+  double fps = 0;  // frames per second, > 0: the stream's nominal rate
+  int width = 0;   // px
+  int height = 0;  // px
+  // The stream's four-character code ("MJPG", "avc1"), else its codec's
+  // name ("h264"), if any.
+  std::optional<std::string> codec;
+  // The unit of the stream's timestamps: num / den seconds.
+  int time_base_num = 0;
+  int time_base_den = 0;
 };
 
-// A video as probe() found it: its format and its number of decodable frames.
+// Each frame's timestamp, and the frames decoding can start at.
+struct FrameTimes {
+  int time_base_num = 1;  // pts's unit: num / den seconds
+  int time_base_den = 1;
+  std::vector<int64_t> pts;   // frame n's presentation timestamp
+  std::vector<int64_t> keys;  // key frames: ascending frame numbers
+
+  // Frame n's time from the first frame's, in microseconds (rounded).
+  // REQUIRES: 0 <= n < pts.size().
+  int64_t us(int64_t n) const;
+  // Whether FrameReader::seek() can use these: timestamps that only go up,
+  // and frame 0 a key frame.
+  bool seekable() const;
+};
+
+// A video as probe() found it: its format, its number of decodable frames,
+// and their times.
 struct VideoInfo : VideoFormat {
   int64_t frame_count = 0;  // frames 0 .. frame_count - 1 decode
+  FrameTimes times;         // one timestamp per frame
+  // Frames per second over the whole movie, from its first frame's time to
+  // its last's (the nominal fps when it has one frame or no duration).
+  double average_fps = 0;
+  // Whether its frames come at a rate that varies: some interval between
+  // two frames more than 1.25 times another (a phone halving its rate in low
+  // light; not the jitter of a millisecond around a steady rate).
+  bool rate_varies = false;
 };
 
 // Opens `path`, checks its format against `limits`, and decodes every frame
@@ -98,11 +135,29 @@ class FrameReader {
   // The number of the frame next() decoded last; -1 before the first.
   int64_t frame() const;
 
+  // The time of the frame next() decoded last, from the video's first
+  // frame's, in microseconds. REQUIRES: frame() >= 0.
+  int64_t time_us() const;
+
+  // Decodes frame `frame`, as next() would have from the start, but from the
+  // key frame at or before it (or on from the frame decoded last, when that
+  // is nearer), using the times probe() noted for this file. Afterwards
+  // frame() is `frame` and next() goes on from it. False if the video has
+  // no such frame; kInvalidArgument if `times` are not seekable() or do not
+  // match the file (a frame not where they say).
+  Result<bool> seek(int64_t frame, const FrameTimes& times, bool want_pixels);
+
+  // Frames decoded since the reader opened, whether handed out or passed
+  // over on the way to a seek()'s frame.
+  int64_t frames_decoded() const;
+
   // The frame next() decoded last. Valid until the next call to next().
   // REQUIRES: the last call to next() had `want_pixels` and returned true.
   FrameImage image() const;
 
  private:
+  friend Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits,
+                                 std::stop_token stop);
   struct Impl;
   explicit FrameReader(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -1,135 +1,286 @@
-// The video decoder of the codecs module (tracer/codecs.h): OpenCV's FFmpeg
-// backend behind FrameReader. Nothing else in the tracer opens a video.
+// The video decoder of the codecs module (tracer/codecs.h): FFmpeg's own
+// libraries (libavformat, libavcodec, libswscale) behind FrameReader.
+// Nothing else in the tracer opens a video.
+//
+// FFmpeg directly rather than through OpenCV's videoio: the tracer needs
+// each frame's presentation time and whether decoding can start at it, and
+// a seek to such a frame, which OpenCV's capture only estimates from the
+// average frame rate (CAP_PROP_POS_FRAMES is a time, frame / fps, and wrong
+// for a movie whose rate varies).
+//
+// Decoding follows FFmpeg's send/receive API (libavcodec/avcodec.h, "Decoding
+// and encoding"): packets of the video stream are sent until the decoder has
+// a frame to give; at the end of the file the decoder is drained. A packet
+// the decoder refuses is skipped, as FFmpeg's own tools do; a stream that
+// stops giving frames ends the video.
+extern "C" {
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libavutil/imgutils.h>
+#include <libavutil/log.h>
+#include <libswscale/swscale.h>
+}
+
 #include <fmt/format.h>
 
 #include <cassert>
 #include <cmath>
 #include <filesystem>
-#include <opencv2/core.hpp>
-#include <opencv2/videoio.hpp>
+#include <mutex>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include "tracer/codecs_module.h"
 
 namespace leasehold::tracer::codecs {
 namespace {
 
-// The stream's four-character code, if it has one that reads as text.
-std::optional<std::string> fourcc_text(double value) {
-  if (!(value > 0) || value > 0xFFFFFFFFu) return std::nullopt;
-  auto code = static_cast<uint32_t>(value);
+// The stream's four-character code, if it has one that reads as text, else
+// the codec's short name ("h264").
+std::optional<std::string> codec_text(const AVCodecParameters& par) {
   std::string text;
-  for (int i = 0; i < 4; ++i) {
-    char c = static_cast<char>((code >> (8 * i)) & 0xFF);
-    if (c < 0x20 || c > 0x7E) return std::nullopt;
+  for (int i = 0; i < 4 && par.codec_tag != 0; ++i) {
+    const char c = static_cast<char>((par.codec_tag >> (8 * i)) & 0xFF);
+    if (c < 0x20 || c > 0x7E) {
+      text.clear();
+      break;
+    }
     text.push_back(c);
   }
-  return text;
+  if (!text.empty()) return text;
+  if (const AVCodecDescriptor* d = avcodec_descriptor_get(par.codec_id)) return std::string(d->name);
+  return std::nullopt;
 }
 
-// Opens `path` with the FFmpeg backend and checks the container's format
-// against `limits`.
-Status open_capture(const std::string& path, const VideoLimits& limits, cv::VideoCapture& capture,
-                    VideoFormat& format) {
-  std::error_code error;
-  std::filesystem::path file = std::filesystem::absolute(path, error);
-  if (error) return invalid_argument(fmt::format("'{}' is not a usable path", path));
-  auto status = std::filesystem::status(file, error);
-  if (!std::filesystem::exists(status)) return not_found(fmt::format("no file '{}'", path));
-  if (!std::filesystem::is_regular_file(status)) {
-    return invalid_argument(fmt::format("'{}' is not a regular file", path));
-  }
-  if (std::filesystem::file_size(file, error) == 0 || error) {
-    return invalid_argument(fmt::format("'{}' is empty, not a video", path));
-  }
-  // OpenCV reports a file it cannot open by returning false, and reports
-  // some internal failures by throwing; both mean the same to the caller.
-  try {
-    if (!capture.open(file.string(), cv::CAP_FFMPEG) || !capture.isOpened()) {
-      return invalid_argument(fmt::format("'{}' is not a video that can be read", path));
-    }
-    format.fps = capture.get(cv::CAP_PROP_FPS);
-    double width = capture.get(cv::CAP_PROP_FRAME_WIDTH);
-    double height = capture.get(cv::CAP_PROP_FRAME_HEIGHT);
-    format.codec = fourcc_text(capture.get(cv::CAP_PROP_FOURCC));
-    if (!(width >= 1 && height >= 1 && width <= limits.side_max_px &&
-          height <= limits.side_max_px)) {
-      return invalid_argument(fmt::format("'{}' has frames of {}x{} px; at most {}x{} are read",
-                                          path, width, height, limits.side_max_px,
-                                          limits.side_max_px));
-    }
-    format.width = static_cast<int>(width);
-    format.height = static_cast<int>(height);
-  } catch (const cv::Exception&) {
-    return invalid_argument(fmt::format("'{}' is not a video that can be read", path));
-  }
-  if (!std::isfinite(format.fps) || format.fps <= 0 || format.fps > limits.fps_max) {
-    return invalid_argument(
-        fmt::format("'{}' has no usable frame rate ({} frames/s)", path, format.fps));
-  }
-  return Status();
-}
+struct FormatCloser {
+  void operator()(AVFormatContext* f) const { avformat_close_input(&f); }
+};
+struct CodecCloser {
+  void operator()(AVCodecContext* c) const { avcodec_free_context(&c); }
+};
+struct FrameFreer {
+  void operator()(AVFrame* f) const { av_frame_free(&f); }
+};
+struct PacketFreer {
+  void operator()(AVPacket* p) const { av_packet_free(&p); }
+};
+struct ScaleFreer {
+  void operator()(SwsContext* s) const { sws_freeContext(s); }
+};
 
-// FrameReader's work on a cv::VideoCapture.
-class CaptureDecoder final : public Decoder {
+// FrameReader's work on FFmpeg's demuxer and decoder.
+class AvDecoder final : public Decoder {
  public:
-  CaptureDecoder(std::string path, VideoLimits limits) : path_(std::move(path)), limits_(limits) {}
+  AvDecoder(std::string path, VideoLimits limits) : path_(std::move(path)), limits_(limits) {}
 
-  Status open() { return open_capture(path_, limits_, capture_, format_); }
+  Status open() {
+    // FFmpeg's messages would go to standard error, in its own words; the
+    // callers say what went wrong in theirs.
+    static std::once_flag quiet;
+    std::call_once(quiet, [] { av_log_set_level(AV_LOG_QUIET); });
+    std::error_code error;
+    const std::filesystem::path file = std::filesystem::absolute(path_, error);
+    if (error) return invalid_argument(fmt::format("'{}' is not a usable path", path_));
+    const auto status = std::filesystem::status(file, error);
+    if (!std::filesystem::exists(status)) return not_found(fmt::format("no file '{}'", path_));
+    if (!std::filesystem::is_regular_file(status)) {
+      return invalid_argument(fmt::format("'{}' is not a regular file", path_));
+    }
+    if (std::filesystem::file_size(file, error) == 0 || error) {
+      return invalid_argument(fmt::format("'{}' is empty, not a video", path_));
+    }
+    const Status not_video = invalid_argument(fmt::format("'{}' is not a video that can be read", path_));
+    // Only the file itself: a playlist or a reference in it naming another
+    // protocol (http:, concat:, another file's path by a playlist) is refused.
+    AVDictionary* options = nullptr;
+    av_dict_set(&options, "protocol_whitelist", "file", 0);
+    AVFormatContext* format = nullptr;
+    const int opened = avformat_open_input(&format, ("file:" + file.string()).c_str(), nullptr, &options);
+    av_dict_free(&options);
+    if (opened < 0) return not_video;
+    format_ctx_.reset(format);
+    if (avformat_find_stream_info(format, nullptr) < 0) return not_video;
+    const AVCodec* codec = nullptr;
+    stream_index_ = av_find_best_stream(format, AVMEDIA_TYPE_VIDEO, -1, -1, &codec, 0);
+    if (stream_index_ < 0 || codec == nullptr) return not_video;
+    stream_ = format->streams[stream_index_];
+    // The other streams (sound, subtitles, data) are not even read.
+    for (unsigned i = 0; i < format->nb_streams; ++i) {
+      if (static_cast<int>(i) != stream_index_) format->streams[i]->discard = AVDISCARD_ALL;
+    }
+    const AVCodecParameters& par = *stream_->codecpar;
+    if (!(par.width >= 1 && par.height >= 1 && par.width <= limits_.side_max_px &&
+          par.height <= limits_.side_max_px)) {
+      return invalid_argument(fmt::format("'{}' has frames of {}x{} px; at most {}x{} are read",
+                                          path_, par.width, par.height, limits_.side_max_px,
+                                          limits_.side_max_px));
+    }
+    format_.width = par.width;
+    format_.height = par.height;
+    format_.codec = codec_text(par);
+    const AVRational rate = av_guess_frame_rate(format, stream_, nullptr);
+    format_.fps = rate.num > 0 && rate.den > 0 ? av_q2d(rate) : 0;
+    if (!std::isfinite(format_.fps) || format_.fps <= 0 || format_.fps > limits_.fps_max) {
+      return invalid_argument(
+          fmt::format("'{}' has no usable frame rate ({} frames/s)", path_, format_.fps));
+    }
+    format_.time_base_num = stream_->time_base.num;
+    format_.time_base_den = stream_->time_base.den;
+    if (format_.time_base_num <= 0 || format_.time_base_den <= 0) return not_video;
+
+    codec_ctx_.reset(avcodec_alloc_context3(codec));
+    if (!codec_ctx_ || avcodec_parameters_to_context(codec_ctx_.get(), &par) < 0) return not_video;
+    codec_ctx_->pkt_timebase = stream_->time_base;
+    // As many threads as FFmpeg finds cores for (it caps them itself).
+    codec_ctx_->thread_count = 0;
+    if (avcodec_open2(codec_ctx_.get(), codec, nullptr) < 0) return not_video;
+    frame_.reset(av_frame_alloc());
+    packet_.reset(av_packet_alloc());
+    if (!frame_ || !packet_) return resource_exhausted("out of memory opening a video");
+    return Status();
+  }
 
   const VideoFormat& format() const override { return format_; }
 
-  int64_t frame() const override { return frame_; }
+  int64_t frame() const override { return decoded_ - 1; }
+
+  int64_t pts() const override { return pts_; }
+
+  bool key() const override { return key_; }
 
   Result<bool> next(bool want_pixels) override {
     has_pixels_ = false;
-    try {
-      if (!capture_.grab()) return false;
-      if (frame_ + 1 >= limits_.frames_max) {
-        return invalid_argument(
-            fmt::format("'{}' has more than {} frames", path_, limits_.frames_max));
-      }
-      ++frame_;
-      if (!want_pixels) return true;
-      // A frame that decodes to nothing ends the video, as a failed grab does.
-      if (!capture_.retrieve(pixels_) || pixels_.empty()) return false;
-    } catch (const cv::Exception&) {
-      return false;
+    for (;;) {
+      const int got = avcodec_receive_frame(codec_ctx_.get(), frame_.get());
+      if (got == 0) break;
+      if (got != AVERROR(EAGAIN)) return false;  // drained, or the decoder gave up: the end
+      if (!send_next_packet()) return false;
     }
-    if (pixels_.cols != format_.width || pixels_.rows != format_.height) {
+    if (decoded_ >= limits_.frames_max) {
+      return invalid_argument(fmt::format("'{}' has more than {} frames", path_, limits_.frames_max));
+    }
+    ++decoded_;
+    // The frame's presentation time: its own, else FFmpeg's best guess,
+    // else one frame after the last (a frame's duration, or the nominal rate).
+    int64_t pts = frame_->best_effort_timestamp;
+    if (pts == AV_NOPTS_VALUE) pts = frame_->pts;
+    if (pts == AV_NOPTS_VALUE) {
+      pts = pts_ == AV_NOPTS_VALUE ? 0
+                                   : pts_ + std::max<int64_t>(
+                                                1, av_rescale_q(1, av_inv_q(av_guess_frame_rate(
+                                                                       format_ctx_.get(), stream_, nullptr)),
+                                                                stream_->time_base));
+    }
+    pts_ = pts;
+    key_ = frame_->key_frame != 0;
+    if (frame_->width != format_.width || frame_->height != format_.height) {
       return invalid_argument(fmt::format("frame {} of '{}' is {}x{} px, not {}x{} as the video",
-                                          frame_, path_, pixels_.cols, pixels_.rows, format_.width,
-                                          format_.height));
+                                          frame(), path_, frame_->width, frame_->height,
+                                          format_.width, format_.height));
     }
-    if (pixels_.type() != CV_8UC3 && pixels_.type() != CV_8UC1) {
-      return invalid_argument(
-          fmt::format("frame {} of '{}' has an unexpected pixel format", frame_, path_));
-    }
-    has_pixels_ = true;
+    if (!want_pixels) return true;
+    LEASEHOLD_RETURN_IF_ERROR(convert());
     return true;
+  }
+
+  Status convert() override {
+    if (has_pixels_) return Status();
+    LEASEHOLD_RETURN_IF_ERROR(convert_frame());
+    has_pixels_ = true;
+    return Status();
+  }
+
+  Status seek(int64_t pts) override {
+    // Backward: the key frame at or before `pts` (the demuxer's index of
+    // sync samples); the caller decodes forward from there.
+    if (av_seek_frame(format_ctx_.get(), stream_index_, pts, AVSEEK_FLAG_BACKWARD) < 0) {
+      return invalid_argument(fmt::format("'{}' cannot seek to time {}", path_, pts));
+    }
+    avcodec_flush_buffers(codec_ctx_.get());
+    draining_ = false;
+    decoded_ = 0;  // frames_max bounds the frames decoded after each start
+    has_pixels_ = false;
+    return Status();
   }
 
   FrameImage image() const override {
     assert(has_pixels_ && "image() needs a frame decoded with its pixels");
-    return FrameImage{pixels_.ptr<uint8_t>(0), pixels_.cols, pixels_.rows, pixels_.channels(),
-                      pixels_.step[0]};
+    return FrameImage{pixels_.data(), format_.width, format_.height, channels_, row_bytes_};
   }
 
  private:
+  // Sends the decoder the next packet of the video stream, or, at the end
+  // of the file, the empty packet that drains it. False once drained.
+  bool send_next_packet() {
+    if (draining_) return false;
+    for (;;) {
+      const int read = av_read_frame(format_ctx_.get(), packet_.get());
+      if (read < 0) {
+        // The end, or a file cut short: what the decoder holds is still given.
+        draining_ = true;
+        return avcodec_send_packet(codec_ctx_.get(), nullptr) == 0;
+      }
+      const bool ours = packet_->stream_index == stream_index_;
+      const int sent = ours ? avcodec_send_packet(codec_ctx_.get(), packet_.get()) : 0;
+      av_packet_unref(packet_.get());
+      if (!ours) continue;
+      // A packet the decoder refuses (a damaged one) is skipped, as
+      // FFmpeg's tools skip it; EAGAIN cannot happen, since frames are
+      // received until none is left before a packet is sent.
+      if (sent == 0 || sent == AVERROR_INVALIDDATA) return true;
+      return false;
+    }
+  }
+
+  // The frame into pixels_: blue, green, red (grey stays grey), 8 bits.
+  Status convert_frame() {
+    const auto source = static_cast<AVPixelFormat>(frame_->format);
+    const bool grey = source == AV_PIX_FMT_GRAY8;
+    const AVPixelFormat target = grey ? AV_PIX_FMT_GRAY8 : AV_PIX_FMT_BGR24;
+    channels_ = grey ? 1 : 3;
+    scale_.reset(sws_getCachedContext(scale_.release(), format_.width, format_.height, source,
+                                      format_.width, format_.height, target, SWS_BILINEAR, nullptr,
+                                      nullptr, nullptr));
+    if (!scale_) {
+      return invalid_argument(
+          fmt::format("frame {} of '{}' has an unexpected pixel format", frame(), path_));
+    }
+    row_bytes_ = static_cast<size_t>(format_.width) * static_cast<size_t>(channels_);
+    pixels_.resize(row_bytes_ * static_cast<size_t>(format_.height));
+    uint8_t* planes[4] = {pixels_.data(), nullptr, nullptr, nullptr};
+    int strides[4] = {static_cast<int>(row_bytes_), 0, 0, 0};
+    if (sws_scale(scale_.get(), frame_->data, frame_->linesize, 0, format_.height, planes, strides) !=
+        format_.height) {
+      return invalid_argument(fmt::format("frame {} of '{}' could not be converted", frame(), path_));
+    }
+    return Status();
+  }
+
   const std::string path_;
   const VideoLimits limits_;
   VideoFormat format_;
-  cv::VideoCapture capture_;
-  int64_t frame_ = -1;
+  std::unique_ptr<AVFormatContext, FormatCloser> format_ctx_;
+  std::unique_ptr<AVCodecContext, CodecCloser> codec_ctx_;
+  std::unique_ptr<AVFrame, FrameFreer> frame_;
+  std::unique_ptr<AVPacket, PacketFreer> packet_;
+  std::unique_ptr<SwsContext, ScaleFreer> scale_;
+  AVStream* stream_ = nullptr;
+  int stream_index_ = -1;
+  bool draining_ = false;
+  int64_t decoded_ = 0;  // frames next() returned since the start or the last seek
+  int64_t pts_ = AV_NOPTS_VALUE;
+  bool key_ = false;
   bool has_pixels_ = false;
-  cv::Mat pixels_;  // the decoded frame, converted by FFmpeg; reused from frame to frame
+  std::vector<uint8_t> pixels_;  // the converted frame; reused from frame to frame
+  int channels_ = 3;
+  size_t row_bytes_ = 0;
 };
 
 }  // namespace
 
 Result<std::unique_ptr<Decoder>> open_video(const std::string& path, const VideoLimits& limits) {
-  auto decoder = std::make_unique<CaptureDecoder>(path, limits);
+  auto decoder = std::make_unique<AvDecoder>(path, limits);
   LEASEHOLD_RETURN_IF_ERROR(decoder->open());
   return std::unique_ptr<Decoder>(std::move(decoder));
 }

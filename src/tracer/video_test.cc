@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
@@ -152,6 +154,135 @@ TEST_F(VideoTest, TheReaderDecodesSequentiallyAndConvertsOnlyWhenAsked) {
   Result<bool> end = reader.next(true);
   ASSERT_TRUE(end.ok());
   EXPECT_FALSE(*end);
+}
+
+// Movies as phones and cameras record them, made with the ffmpeg command
+// (scripts/setup.sh installs it): H.264 with B-frames (so decoding order is
+// not presentation order) and key frames some frames apart.
+class RecordedMovieTest : public VideoTest {
+ protected:
+  // testsrc2 frames (each different) at 30 fps, through `filter`, as H.264
+  // with a key frame every `gop` frames, kept at their own timestamps.
+  std::string recorded(const std::string& name, double seconds, const std::string& filter,
+                       int gop) {
+    const std::string path = (dir_ / name).string();
+    const std::string command =
+        "ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t " +
+        std::to_string(seconds) + (filter.empty() ? "" : " -vf \"" + filter + "\"") +
+        " -fps_mode passthrough -c:v libx264 -preset ultrafast -bf 2 -g " + std::to_string(gop) +
+        " -pix_fmt yuv420p '" + path + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0) << command;
+    return path;
+  }
+
+  // Every frame's pixels, decoded from the start.
+  std::vector<std::string> every_frame(const std::string& path) {
+    std::vector<std::string> frames;
+    auto reader = FrameReader::open(path);
+    EXPECT_TRUE(reader.ok()) << reader.status().to_string();
+    if (!reader.ok()) return frames;
+    for (;;) {
+      Result<bool> more = (*reader)->next(true);
+      EXPECT_TRUE(more.ok()) << more.status().to_string();
+      if (!more.ok() || !*more) break;
+      frames.push_back(pixels_of((*reader)->image()));
+    }
+    return frames;
+  }
+
+  static std::string pixels_of(const FrameImage& image) {
+    std::string bytes;
+    for (int y = 0; y < image.height; ++y) {
+      const auto* row = reinterpret_cast<const char*>(image.pixels + y * image.row_bytes);
+      bytes.append(row, static_cast<size_t>(image.width * image.channels));
+    }
+    return bytes;
+  }
+};
+
+// 2 s at 30 fps, then 4 s at 10 fps (low light halves a phone's rate, or
+// more): each frame's time is its own, not its number over the average
+// rate (16.7 fps), which would put frame 30 (1.000 s) at 1.8 s.
+TEST_F(RecordedMovieTest, EachFramesTimeIsItsPresentationTime) {
+  const std::string path =
+      recorded("vfr.mp4", 6, "select='lt(t,2)+gte(t,2)*not(mod(n,3))'", 25);
+  Result<VideoInfo> info = probe(path);
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  ASSERT_EQ(info->frame_count, 100);
+  ASSERT_EQ(info->times.pts.size(), 100u);
+  EXPECT_TRUE(info->rate_varies);
+  EXPECT_NEAR(info->average_fps, 99 / 5.9, 0.01);
+  for (int64_t n = 0; n < 100; ++n) {
+    const double expected_us = n < 60 ? n * 1e6 / 30 : 2e6 + (n - 60) * 1e5;
+    EXPECT_NEAR(info->times.us(n), expected_us, 1000) << "frame " << n;
+  }
+  // A reader going through the movie says the same times.
+  auto reader = FrameReader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  for (int64_t n = 0; n < 100; ++n) {
+    ASSERT_TRUE(*(*reader)->next(false)) << n;
+    EXPECT_EQ((*reader)->time_us(), info->times.us(n)) << n;
+  }
+}
+
+TEST_F(RecordedMovieTest, ASteadyRateDoesNotVary) {
+  Result<VideoInfo> info = probe(recorded("cfr.mp4", 2, "", 25));
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  EXPECT_EQ(info->frame_count, 60);
+  EXPECT_FALSE(info->rate_varies);
+  EXPECT_NEAR(info->average_fps, 30, 0.01);
+  EXPECT_EQ(info->codec, "avc1");
+  EXPECT_TRUE(info->times.seekable());
+  EXPECT_EQ(info->times.keys, (std::vector<int64_t>{0, 25, 50}));
+}
+
+// A seek lands on exactly the frame decoding from the start gives that
+// number, pixel for pixel, wherever the reader was: ahead of it, behind
+// it, on it, right before it; and decoding from the key frame at or before
+// it rather than from the start.
+TEST_F(RecordedMovieTest, ASeekGivesTheFrameDecodingFromTheStartGives) {
+  const std::string path = recorded("seek.mp4", 4, "", 30);
+  Result<VideoInfo> info = probe(path);
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  ASSERT_EQ(info->frame_count, 120);
+  const std::vector<std::string> frames = every_frame(path);
+  ASSERT_EQ(frames.size(), 120u);
+  auto reader = FrameReader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  FrameReader& r = **reader;
+  const std::vector<int64_t> order = {119, 118, 60, 59, 0, 1, 31, 30, 29, 90, 90, 91, 5, 100};
+  for (const int64_t n : order) {
+    const int64_t decoded_before = r.frames_decoded();
+    Result<bool> found = r.seek(n, info->times, true);
+    ASSERT_TRUE(found.ok()) << n << ": " << found.status().to_string();
+    ASSERT_TRUE(*found) << n;
+    EXPECT_EQ(r.frame(), n);
+    EXPECT_EQ(r.time_us(), info->times.us(n)) << n;
+    EXPECT_TRUE(pixels_of(r.image()) == frames[static_cast<size_t>(n)]) << "frame " << n;
+    // At most from its key frame (30 frames apart), and a few the decoder
+    // holds back for its B-frames.
+    EXPECT_LE(r.frames_decoded() - decoded_before, n % 30 + 1 + 3) << n;
+  }
+  // next() goes on from a seek's frame.
+  ASSERT_TRUE(*r.next(true));
+  EXPECT_EQ(r.frame(), 101);
+  EXPECT_TRUE(pixels_of(r.image()) == frames[101]);
+  EXPECT_FALSE(*r.seek(120, info->times, true));
+}
+
+TEST_F(RecordedMovieTest, TimesThatDoNotMatchTheFileAreRefused) {
+  const std::string path = recorded("other.mp4", 2, "", 30);
+  Result<VideoInfo> info = probe(path);
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  auto reader = FrameReader::open(path);
+  ASSERT_TRUE(reader.ok());
+  FrameTimes shifted = info->times;
+  for (int64_t& pts : shifted.pts) pts += 1;
+  EXPECT_EQ((*reader)->seek(40, shifted, true).status().code(), Code::kInvalidArgument);
+  FrameTimes unordered = info->times;
+  std::swap(unordered.pts[3], unordered.pts[4]);
+  EXPECT_FALSE(unordered.seekable());
+  EXPECT_EQ((*reader)->seek(40, unordered, true).status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace
