@@ -215,14 +215,15 @@ class Follower {
 // reports them in frame order, each once the next frame is known.
 class Reporter {
  public:
-  Reporter(const TraceRequest& request, double fps, const FrameCallback& on_frame)
-      : request_(request), fps_(fps), on_frame_(on_frame) {}
+  Reporter(const TraceRequest& request, const FrameCallback& on_frame)
+      : request_(request), on_frame_(on_frame) {}
 
-  Status push(int64_t frame, std::vector<Sample> samples) {
+  // The samples of `frame`, presented at `time_us` (FrameReader::time_us()).
+  Status push(int64_t frame, int64_t time_us, std::vector<Sample> samples) {
     Status status;
-    if (current_) status = report(&samples, frame);
+    if (current_) status = report(&samples, time_us);
     previous_ = std::move(current_);
-    current_ = Frame{frame, std::move(samples)};
+    current_ = Frame{frame, time_us, std::move(samples)};
     return status;
   }
 
@@ -234,14 +235,16 @@ class Reporter {
  private:
   struct Frame {
     int64_t frame = 0;
+    int64_t time_us = 0;
     std::vector<Sample> samples;
   };
 
-  // Reports current_, with `next` (the samples of `next_frame`) if known.
-  Status report(const std::vector<Sample>* next, int64_t next_frame) {
+  // Reports current_, with `next` (the samples of the next sampled frame,
+  // presented at `next_us`) if known.
+  Status report(const std::vector<Sample>* next, int64_t next_us) {
     TracedFrame out;
     out.frame = current_->frame;
-    out.time_s = static_cast<double>(out.frame) / fps_;
+    out.time_s = static_cast<double>(current_->time_us) / 1e6;
     out.rows.reserve(request_.markers.size());
     for (size_t i = 0; i < request_.markers.size(); ++i) {
       const Marker& marker = request_.markers[i];
@@ -251,7 +254,8 @@ class Reporter {
       if (previous_ && next != nullptr && s.status == TrackStatus::kTracked &&
           previous_->samples[i].status == TrackStatus::kTracked &&
           (*next)[i].status == TrackStatus::kTracked) {
-        double dt_s = static_cast<double>(next_frame - previous_->frame) / fps_;
+        // The true interval: frames of a variable rate are not evenly apart.
+        const double dt_s = static_cast<double>(next_us - previous_->time_us) / 1e6;
         row.vx_px_per_s = ((*next)[i].position.x - previous_->samples[i].position.x) / dt_s;
         row.vy_px_per_s = ((*next)[i].position.y - previous_->samples[i].position.y) / dt_s;
       }
@@ -261,7 +265,6 @@ class Reporter {
   }
 
   const TraceRequest& request_;
-  double fps_;
   const FrameCallback& on_frame_;
   std::optional<Frame> previous_;
   std::optional<Frame> current_;
@@ -435,7 +438,7 @@ class Run {
         video_(video),
         request_(request),
         reader_(reader),
-        reporter_(request, video.fps, on_frame),
+        reporter_(request, on_frame),
         stop_(std::move(stop)) {}
 
   Status run() {
@@ -480,9 +483,11 @@ class Run {
 // trim start and forward to the last key frame, and reports those frames.
 Status Run::trace_to_last_key_frame() {
   std::map<int64_t, cv::Mat> kept;
+  std::map<int64_t, int64_t> kept_us;  // their times
   for (int64_t frame : frames_to_keep(request_)) {
     LEASEHOLD_RETURN_IF_ERROR(decode_to(frame));
     kept[frame] = grey_copy(reader_.image());
+    kept_us[frame] = reader_.time_us();
   }
   const int64_t every = request_.every_frames;
   const int64_t count =
@@ -513,7 +518,8 @@ Status Run::trace_to_last_key_frame() {
   }
   kept.clear();
   for (int64_t j = 0; j < count; ++j) {
-    LEASEHOLD_RETURN_IF_ERROR(reporter_.push(sampled_frame(request_, j), std::move(samples[j])));
+    const int64_t frame = sampled_frame(request_, j);
+    LEASEHOLD_RETURN_IF_ERROR(reporter_.push(frame, kept_us.at(frame), std::move(samples[j])));
   }
   return Status();
 }
@@ -532,7 +538,7 @@ Status Run::trace_after_last_key_frame() {
     std::vector<Sample> samples;
     samples.reserve(followers_.size());
     for (Follower& follower : followers_) samples.push_back(follower.step(image));
-    LEASEHOLD_RETURN_IF_ERROR(reporter_.push(frame, std::move(samples)));
+    LEASEHOLD_RETURN_IF_ERROR(reporter_.push(frame, reader_.time_us(), std::move(samples)));
   }
   return Status();
 }

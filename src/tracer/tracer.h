@@ -29,10 +29,12 @@
 // start need none of that.
 //
 // Positions are in pixels of the frame, x to the right and y down, with the
-// centre of the top-left pixel at (0, 0). Velocities are central differences
-// of the positions on the sampled frames before and after, in px/s (the time
-// of frame f is f / fps); they are empty on a lost frame, next to one, and on
-// the first and last sampled frames.
+// centre of the top-left pixel at (0, 0). A frame's time is its presentation
+// time in the container, from the first frame's (FrameReader::time_us()),
+// not its number over a frame rate. Velocities are central differences of
+// the positions on the sampled frames before and after, over the time
+// between those two frames, in px/s; they are empty on a lost frame, next to
+// one, and on the first and last sampled frames.
 //
 // Results are reported frame by frame, in frame order, through a callback:
 // each sampled frame once the next one is traced (its velocities need it),
@@ -117,7 +119,7 @@ struct TrackRow {
   std::string marker_id;
   std::string label;
   int64_t frame = 0;
-  double time_s = 0;  // frame / fps
+  double time_s = 0;  // the frame's presentation time, from the first frame's
   // Where the marker is; on a lost frame, where the best match below the
   // threshold was (a hint, not a position).
   double x = 0;

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -237,6 +238,50 @@ TEST_F(TracerTest, TrimAndIntervalGiveExactlyTheSampledFrames) {
   // The key frame reports the marker as placed.
   EXPECT_EQ(frames[0].rows[1].x, request.markers[1].x);
   EXPECT_EQ(frames[0].rows[1].score, 1.0);
+}
+
+// A movie of variable frame rate (2 s at 30 fps, then 4 s at 10 fps, made
+// with the ffmpeg command) of a square moving 40 px/s in real time: each
+// row's time is its frame's presentation time, and speeds are over the
+// true intervals, 40 px/s at both rates (frame / average fps would put the
+// slow part's times late and its speeds at a third).
+TEST_F(TracerTest, TimesAndSpeedsFollowTheFramesTrueTimes) {
+  path_ = (dir_ / "vfr.mp4").string();
+  // A white square with a dark centre, overlaid 40 px/s along x (at whole
+  // pixels: overlay rounds), on a grey ground.
+  const std::string command =
+      "ffmpeg -hide_banner -loglevel error -y -f lavfi -i color=c=0x202020:size=320x120:rate=30 "
+      "-f lavfi -i color=c=white:size=14x14:rate=30 -t 6 -filter_complex "
+      "\"[1]drawbox=x=5:y=5:w=4:h=4:color=black:t=fill[box];"
+      "[0][box]overlay=x='20+40*t':y=50:shortest=1,"
+      "select='lt(t,2)+gte(t,2)*not(mod(n,3))'\" -fps_mode passthrough -c:v libx264 "
+      "-preset ultrafast -qp 0 -g 30 -pix_fmt yuv420p '" +
+      path_ + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  Result<VideoInfo> info = probe(path_);
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  ASSERT_EQ(info->frame_count, 100);
+  ASSERT_TRUE(info->rate_varies);
+  // Every third frame: 0.1 s apart at first, 0.3 s after frame 60 (the
+  // square's whole-pixel steps then err by at most 1 px over 0.2 s).
+  TraceRequest request{{Marker{"box", "box", 0, 26.5, 56.5}}, Trim{0, 99}, 3, {}};
+  request.options.search_radius_px = 20;
+  std::vector<TracedFrame> frames;
+  Status traced = trace_all(*info, request, frames);
+  ASSERT_TRUE(traced.ok()) << traced.to_string();
+  ASSERT_EQ(frames.size(), 34u);
+  for (const TracedFrame& frame : frames) {
+    const double truth_s = frame.frame < 60 ? frame.frame / 30.0 : 2 + (frame.frame - 60) * 0.1;
+    EXPECT_NEAR(frame.time_s, truth_s, 0.001) << "frame " << frame.frame;
+    const TrackRow& row = frame.rows[0];
+    EXPECT_EQ(row.status, TrackStatus::kTracked) << frame.frame;
+    EXPECT_NEAR(row.x, 26.5 + 40 * truth_s, 1.0) << "frame " << frame.frame;
+    EXPECT_EQ(row.vx_px_per_s.has_value(), frame.frame != 0 && frame.frame != 99);
+    if (row.vx_px_per_s) {
+      EXPECT_NEAR(*row.vx_px_per_s, 40, 6) << "frame " << frame.frame;
+      EXPECT_NEAR(*row.vy_px_per_s, 0, 1) << "frame " << frame.frame;
+    }
+  }
 }
 
 TEST_F(TracerTest, MarkersAreTracedBackwardAndForwardFromTheirKeyFrames) {
