@@ -113,11 +113,12 @@ Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
   LEASEHOLD_ASSIGN_OR_RETURN(s->runtime_, runtime::Runtime::open(std::move(runtime_options)));
   runtime::Runtime& rt = *s->runtime_;
   const TableSpec table = accounts::Accounts::table_spec();
-  for (const TableSpec& spec : {table, fleet::connections_table_spec(), fleet::workers_table_spec(),
-                                movies::movies_table_spec(), movies::frames_table_spec(),
-                                movies::audit_table_spec(), StoreQueue::table_spec()}) {
-    LEASEHOLD_RETURN_IF_ERROR(rt.store().ensure_table(spec));
+  std::vector<TableSpec> specs = movies::movie_table_specs();
+  for (const TableSpec& spec :
+       {table, fleet::connections_table_spec(), fleet::workers_table_spec(), StoreQueue::table_spec()}) {
+    specs.push_back(spec);
   }
+  for (const TableSpec& spec : specs) LEASEHOLD_RETURN_IF_ERROR(rt.store().ensure_table(spec));
   s->accounts_ = std::make_unique<accounts::Accounts>(rt.store(), rt.clock(), rt.random());
 
   server::ServerOptions& server_options = options.server;

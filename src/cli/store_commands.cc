@@ -26,10 +26,11 @@ int run_store_init(const std::string& store_uri, const std::string& queue_flag, 
   auto runtime = runtime::Runtime::open(std::move(options));
   if (!runtime.ok()) return report(runtime.status());
   ItemStore& store = (*runtime)->store();
-  for (const TableSpec& spec :
-       {lease_table_spec(), fleet::connections_table_spec(), fleet::workers_table_spec(),
-        accounts::Accounts::table_spec(), StoreQueue::table_spec(), movies::movies_table_spec(),
-        movies::frames_table_spec(), movies::audit_table_spec()}) {
+  std::vector<TableSpec> specs = {lease_table_spec(), fleet::connections_table_spec(),
+                                  fleet::workers_table_spec(), accounts::Accounts::table_spec(),
+                                  StoreQueue::table_spec()};
+  for (TableSpec& spec : movies::movie_table_specs()) specs.push_back(std::move(spec));
+  for (const TableSpec& spec : specs) {
     const Status ensured = store.ensure_table(spec);
     if (!ensured.ok())
       return report(ensured.with_context("cannot create table '" + spec.name + "'"));

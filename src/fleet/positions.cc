@@ -1,15 +1,13 @@
 // A session's checkpoints, in a few items (fleet/positions.h).
 #include "fleet/positions.h"
 
-#include <openssl/evp.h>
-#include <zlib.h>
-
 #include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <optional>
 #include <vector>
 
+#include "base/packed.h"
 #include "fleet/members.h"
 
 namespace leasehold::fleet {
@@ -46,52 +44,11 @@ void keep(Positions& out, Position p) {
   out.insert_or_assign(p.id, std::move(p));
 }
 
-// What `positions_z` holds: `text` deflated (zlib's format, RFC 1950) and
-// in base64 (RFC 4648), so that a write is billed for about half the KB.
-// Empty if zlib failed (it runs out of memory at worst).
-std::string pack(std::string_view text) {
-  uLongf size = compressBound(static_cast<uLong>(text.size()));
-  std::string deflated(size, '\0');
-  if (compress2(reinterpret_cast<Bytef*>(deflated.data()), &size,
-                reinterpret_cast<const Bytef*>(text.data()), static_cast<uLong>(text.size()),
-                Z_BEST_COMPRESSION) != Z_OK) {
-    return {};
-  }
-  std::string out(4 * ((size + 2) / 3), '\0');
-  const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                      reinterpret_cast<const unsigned char*>(deflated.data()),
-                                      static_cast<int>(size));
-  assert(static_cast<size_t>(written) == out.size());
-  return out;
-}
-
-// The text `packed` holds; nullopt if it is not base64 of a deflated text of
-// at most kUnpackedMax bytes.
-std::optional<std::string> unpack(std::string_view packed) {
-  if (packed.empty() || packed.size() % 4 != 0 || packed.size() > kUnpackedMax) return std::nullopt;
-  std::string deflated(packed.size() / 4 * 3, '\0');
-  const int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(deflated.data()),
-                                      reinterpret_cast<const unsigned char*>(packed.data()),
-                                      static_cast<int>(packed.size()));
-  if (decoded < 0) return std::nullopt;
-  // EVP_DecodeBlock counts the padding as zero bytes.
-  const size_t padding = packed.ends_with("==") ? 2 : packed.ends_with('=') ? 1 : 0;
-  std::string text(kUnpackedMax, '\0');
-  uLongf size = static_cast<uLongf>(text.size());
-  if (uncompress(reinterpret_cast<Bytef*>(text.data()), &size,
-                 reinterpret_cast<const Bytef*>(deflated.data()),
-                 static_cast<uLong>(static_cast<size_t>(decoded) - padding)) != Z_OK) {
-    return std::nullopt;
-  }
-  text.resize(size);
-  return text;
-}
-
 // The positions an item holds, packed or (written by an older build) not.
 void parse_item(const Item& item, Positions& out) {
   const int64_t written_at_ms = get_int_or(item, kWrittenAtMsAttr);
   if (const std::string* packed = get_string(item, kPackedAttr)) {
-    if (const std::optional<std::string> text = unpack(*packed)) {
+    if (const std::optional<std::string> text = unpack_text(*packed, kUnpackedMax)) {
       parse_positions(*text, written_at_ms, out);
     }
     return;
@@ -169,7 +126,7 @@ UpdateRequest positions_write(std::string_view session, size_t part, size_t part
       .set(kWrittenAtMsAttr, now_ms)
       .returning_updated_only();
   std::string text = format_positions(positions, now_ms);
-  std::string packed = pack(text);
+  std::string packed = pack_text(text);
   if (packed.empty()) {
     r.update.set(kPositionsAttr, std::move(text)).remove(kPackedAttr);
   } else {

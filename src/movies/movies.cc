@@ -14,6 +14,7 @@
 #include "base/logging.h"
 #include "base/text.h"
 #include "movies/frame_images.h"
+#include "movies/frame_times.h"
 #include "movies/movies_impl.h"
 #include "movies/schema.h"
 
@@ -107,6 +108,8 @@ Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases) {
   m.owner_display_name = get_string_or(item, attr::kOwnerDisplayName);
   m.created_at_ms = get_int_or(item, attr::kCreatedAtMs);
   if (const std::string* fps = str(item, attr::kFps)) parse_double(*fps, m.fps);
+  m.frame_rate_varies = get_int_or(item, attr::kFrameRateVaries) == 1;
+  m.duration_us = get_int_or(item, attr::kDurationUs);
   m.width = static_cast<int>(get_int_or(item, attr::kWidth));
   m.height = static_cast<int>(get_int_or(item, attr::kHeight));
   m.frame_count = get_int_or(item, attr::kFrameCount);
@@ -185,8 +188,16 @@ Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token s
   if (stop.stop_requested()) return failed_precondition("probing stopped");
   Update update;
   if (info.ok()) {
+    // The times first: a movie is ready only with them. Written again by
+    // a probe run again, should this one stop before its update.
+    LEASEHOLD_RETURN_IF_ERROR(write_frame_times(store_, id, info->times));
+    const int64_t n = info->frame_count;
+    const int64_t last_us = info->times.us(n - 1);
+    const int64_t last_length_us = n > 1 ? last_us - info->times.us(n - 2)
+                                         : static_cast<int64_t>(1e6 / info->average_fps);
     update.set(attr::kStatus, std::string(kStatusReady))
-        .set(attr::kFps, format_double(info->fps))
+        .set(attr::kFps, format_double(info->average_fps))
+        .set(attr::kDurationUs, last_us + last_length_us)
         .set(attr::kWidth, int64_t{info->width})
         .set(attr::kHeight, int64_t{info->height})
         .set(attr::kFrameCount, info->frame_count)
@@ -194,6 +205,7 @@ Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token s
         .set(attr::kTrimStart, int64_t{0})
         .set(attr::kTrimEnd, info->frame_count - 1)
         .set(attr::kEveryFrames, int64_t{1});
+    if (info->rate_varies) update.set(attr::kFrameRateVaries, int64_t{1});
   } else {
     log_to(options_.logger, LogLevel::kWarn, "movie {}: probe failed: {}", id,
            info.status().to_string());
@@ -314,6 +326,7 @@ Status Movies::Impl::finish_remove(const std::string& id) {
     return failed_precondition("the movie is not being removed");
   }
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kFramesTable, id));
+  LEASEHOLD_RETURN_IF_ERROR(remove_partition(kTimesTable, id));
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kAuditTable, id));
   const std::string file = get_string_or(item, attr::kFile);
   if (!file.empty()) LEASEHOLD_RETURN_IF_ERROR(options_.media->remove(file));
@@ -344,7 +357,7 @@ Status Movies::Impl::remove_partition(std::string_view table, const std::string&
 
 Result<std::unique_ptr<Movies>> Movies::open(ItemStore& store, Clock& clock, Random& random,
                                              Queue& queue, MoviesOptions options) {
-  for (const TableSpec& spec : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
+  for (const TableSpec& spec : movie_table_specs()) {
     LEASEHOLD_RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
   }
   if (options.media == nullptr) return invalid_argument("Movies needs its media");

@@ -144,7 +144,12 @@ struct MovieDetail : MovieSummary {
   std::string owner_user;
   std::string owner_display_name;
   int64_t created_at_ms = 0;
+  // Frames per second over the whole movie (its average, from the first
+  // frame's time to the last's); whether the rate varies (a phone's in low
+  // light), in which case only the frame times say when a frame is.
   double fps = 0;
+  bool frame_rate_varies = false;
+  int64_t duration_us = 0;  // the last frame's time and its own length
   int width = 0;
   int height = 0;
   int64_t frame_count = 0;

@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include "movies/frame_images.h"
+#include "movies/frame_times.h"
 #include "movies/movies_test_fixture.h"
 #include "movies/schema.h"
 #include "store/store_wrapper.h"
@@ -57,6 +58,8 @@ TEST_F(MoviesTest, CreateProbeGetAndList) {
   EXPECT_EQ(m->height, 64);
   EXPECT_EQ(m->frame_count, 12);
   EXPECT_DOUBLE_EQ(m->fps, 25);
+  EXPECT_FALSE(m->frame_rate_varies);
+  EXPECT_EQ(m->duration_us, 12 * 40000);  // 12 frames of 40 ms
   EXPECT_EQ(m->trim.start_frame, 0);
   EXPECT_EQ(m->trim.end_frame, 11);
   EXPECT_EQ(m->every_frames, 1);
@@ -369,6 +372,9 @@ TEST_F(MoviesTest, RemoveMarksTheMovieAndFinishRemoveTakesEverything) {
   const std::string id = ready_movie("copy.avi");
   Item row{{"pk", movie_pk(id)}, {"sk", frame_sk(0, "m1")}, {"frame", int64_t{0}}};
   ASSERT_TRUE(store_->put(kFramesTable, row, {}).ok());
+  // The probe kept each frame's time.
+  const int64_t frames = movies_->get(id)->frame_count;
+  ASSERT_TRUE(read_frame_times(*store_, id, frames).ok());
   EXPECT_EQ(movies_->remove(id, "bob", false).code(), Code::kPermissionDenied);
   EXPECT_EQ(movies_->finish_remove(id).code(), Code::kFailedPrecondition) << "not deleting";
   auto lease = movies_->acquire_analysis(id, kBob);
@@ -392,6 +398,7 @@ TEST_F(MoviesTest, RemoveMarksTheMovieAndFinishRemoveTakesEverything) {
   auto left = store_->query(kFramesTable, movie_pk(id), KeyRange::all(), {});
   ASSERT_TRUE(left.ok());
   EXPECT_TRUE(left->items.empty());
+  EXPECT_EQ(read_frame_times(*store_, id, frames).status().code(), Code::kNotFound);
   EXPECT_EQ(movies_->finish_remove(id).code(), Code::kNotFound);
 }
 

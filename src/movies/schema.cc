@@ -16,6 +16,12 @@ TableSpec frames_table_spec() { return TableSpec{kFramesTable, attr::kPk, attr::
 
 TableSpec audit_table_spec() { return TableSpec{kAuditTable, attr::kPk, attr::kSk, {}}; }
 
+TableSpec times_table_spec() { return TableSpec{kTimesTable, attr::kPk, attr::kSk, {}}; }
+
+std::vector<TableSpec> movie_table_specs() {
+  return {movies_table_spec(), frames_table_spec(), times_table_spec(), audit_table_spec()};
+}
+
 std::string movie_pk(std::string_view id) { return "MOVIE#" + std::string(id); }
 
 Key movie_key(std::string_view id) { return Key{movie_pk(id), ""}; }

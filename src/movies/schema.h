@@ -6,6 +6,9 @@
 //                 that traces; its token is the job ID). Index
 //                 kind-created_at_ms-index (kind = "movie") lists movies.
 //   movie_frames  traced rows, pk "MOVIE#<id>", sk "<frame, 10 digits>#<marker id>"
+//   movie_times   each frame's time (movies/frame_times.h), pk "MOVIE#<id>",
+//                 sk "<first frame, 10 digits>": parts of packed timestamps
+//                 written by the probe, read by the frame images and the API
 //   movie_audit   what happened to a movie, pk "MOVIE#<id>",
 //                 sk "<at_ms, 15 digits>#<phase>#<16 hex digits>" (time-ordered,
 //                 unique; phase 0 for a start, 1 for an end, so that a start
@@ -19,6 +22,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "leasehold/store.h"
 
@@ -27,6 +31,7 @@ namespace leasehold::movies {
 inline constexpr char kMoviesTable[] = "movies";
 inline constexpr char kFramesTable[] = "movie_frames";
 inline constexpr char kAuditTable[] = "movie_audit";
+inline constexpr char kTimesTable[] = "movie_times";
 inline constexpr char kMoviesIndex[] = "kind-created_at_ms-index";
 inline constexpr char kMovieKind[] = "movie";
 
@@ -63,6 +68,8 @@ inline constexpr char kOwnerDisplayName[] = "owner_display_name";
 inline constexpr char kCreatedAtMs[] = "created_at_ms";
 inline constexpr char kStatus[] = "status";
 inline constexpr char kFps[] = "fps";
+inline constexpr char kFrameRateVaries[] = "frame_rate_varies";  // 1 or absent
+inline constexpr char kDurationUs[] = "duration_us";
 inline constexpr char kWidth[] = "width";
 inline constexpr char kHeight[] = "height";
 inline constexpr char kFrameCount[] = "frame_count";
@@ -91,6 +98,9 @@ inline constexpr char kJobEpoch[] = "job_epoch";
 TableSpec movies_table_spec();
 TableSpec frames_table_spec();
 TableSpec audit_table_spec();
+TableSpec times_table_spec();
+// Every table of the service: the movies, frames, times and audit tables.
+std::vector<TableSpec> movie_table_specs();
 
 // "MOVIE#<id>".
 std::string movie_pk(std::string_view id);

@@ -672,7 +672,7 @@ Result<std::unique_ptr<TraceWorker>> TraceWorker::start(ItemStore& store, Clock&
     return invalid_argument("queue visibility, idle wait and progress deadline must be positive");
   }
   if (options.media == nullptr) return invalid_argument("a trace worker needs the media");
-  for (const TableSpec& spec : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
+  for (const TableSpec& spec : movie_table_specs()) {
     LEASEHOLD_RETURN_IF_ERROR(store.require_table(spec).with_context("table '" + spec.name + "'"));
   }
   options.lease.table = kMoviesTable;

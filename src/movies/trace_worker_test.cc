@@ -80,7 +80,7 @@ class TraceWorkerTest : public ::testing::Test {
     ASSERT_TRUE(
         tracer::write_synthetic_movie((dir_ / "spots.avi").string(), small_test_movie()).ok());
     ASSERT_TRUE(inner_->ensure_table(StoreQueue::table_spec()).ok());
-    for (const TableSpec& s : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
+    for (const TableSpec& s : movie_table_specs()) {
       ASSERT_TRUE(inner_->ensure_table(s).ok());
     }
     auto queue = StoreQueue::open(*inner_, clock_, random_, QueueOptions{.name = kTraceQueueName});

@@ -10,7 +10,7 @@ TEST_F(ProcessTest, StoreInitCreatesEveryTableAndIsIdempotent) {
     const RunResult r = lh({"store", "init"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto lines = lines_of(r.out);
-    ASSERT_EQ(lines.size(), 8u) << r.out;
+    ASSERT_EQ(lines.size(), 9u) << r.out;
     EXPECT_EQ(parse_object(lines[0]).at("table"), "leases");
     EXPECT_EQ(parse_object(lines[1]).at("table"), "connections");
     EXPECT_EQ(parse_object(lines[2]).at("table"), "fleet_workers");
@@ -21,7 +21,8 @@ TEST_F(ProcessTest, StoreInitCreatesEveryTableAndIsIdempotent) {
     EXPECT_EQ(parse_object(lines[5]).at("table"), "movies");
     EXPECT_EQ(parse_object(lines[5]).at("indexes"), 1);
     EXPECT_EQ(parse_object(lines[6]).at("table"), "movie_frames");
-    EXPECT_EQ(parse_object(lines[7]).at("table"), "movie_audit");
+    EXPECT_EQ(parse_object(lines[7]).at("table"), "movie_times");
+    EXPECT_EQ(parse_object(lines[8]).at("table"), "movie_audit");
     for (const auto& line : lines) EXPECT_EQ(parse_object(line).at("status"), "ready");
   }
   acquire("k", "w");
