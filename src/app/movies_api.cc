@@ -72,6 +72,8 @@ json::object detail_json(const movies::MovieDetail& m) {
   // What the probe finds is null until it has run.
   const auto probed_or_null = [probed](json::value v) { return probed ? v : json::value(nullptr); };
   o["fps"] = probed_or_null(m.fps);
+  o["frame_rate_varies"] = probed_or_null(m.frame_rate_varies);
+  o["duration_s"] = probed_or_null(static_cast<double>(m.duration_us) / 1e6);
   o["width"] = probed_or_null(m.width);
   o["height"] = probed_or_null(m.height);
   o["frame_count"] = probed_or_null(m.frame_count);
@@ -307,6 +309,38 @@ Response get_frames(const Request& request, const MoviesDeps& d) {
   Response r = json_response(200, server::json_array(rows->items, frame_json));
   link_next(r, request.path, query->limit, rows->next_after);
   return r;
+}
+
+// Each frame's time, for the pages: {"frame_count", "steps_us": [[count,
+// step], ...]}: frame 0 at 0 µs, then each run of `count` frames `step` µs
+// after the frame before (a steady rate is one run, or a few where the
+// microseconds round unevenly). A movie's times never change: the browser
+// keeps them, and asks again only to revalidate.
+Response get_frame_times(const Request& request, const MoviesDeps& d) {
+  const std::string& id = request.params.at("id");
+  Result<tracer::FrameTimes> times = d.movies.frame_times(id);
+  if (!times.ok()) return failed_response(times.status(), request, d.log);
+  const std::string etag = "\"times-" + id + "-" + std::to_string(times->pts.size()) + "\"";
+  const auto cached = [&etag](Response r) {
+    r.set_header("ETag", etag);
+    r.set_header("Cache-Control", "private, max-age=31536000, immutable");
+    return r;
+  };
+  if (const auto tag = request.header("if-none-match"); tag && server::etag_matches(*tag, etag)) {
+    return cached(Response{.status = 304, .headers = {}, .body = {}});
+  }
+  json::array steps;
+  for (size_t n = 1; n < times->pts.size(); ++n) {
+    const int64_t step = times->us(static_cast<int64_t>(n)) - times->us(static_cast<int64_t>(n) - 1);
+    if (!steps.empty() && steps.back().as_array()[1].as_int64() == step) {
+      json::value& count = steps.back().as_array()[0];
+      count = count.as_int64() + 1;
+    } else {
+      steps.push_back(json::array{int64_t{1}, step});
+    }
+  }
+  return cached(json_response(200, json::object{{"frame_count", times->pts.size()},
+                                                {"steps_us", std::move(steps)}}));
 }
 
 // A frame image's name, "N.jpg": N a plain decimal (no sign, no leading
@@ -615,6 +649,7 @@ Status add_movie_routes(Router& router, movies::Movies& movies, Queue& probe_que
   router.add("POST", movie + "/trace", on(start_trace), write);
   router.add("GET", movie + "/frames", on(get_frames), read);
   router.add("GET", movie + "/frames.csv", on(get_frames_csv), read);
+  router.add("GET", movie + "/times", on(get_frame_times), read);
   // "N.jpg" as one parameter: a pattern's parameter is a whole segment.
   router.add("GET", movie + "/frames/{image}", on(get_frame_image), read);
   router.add("GET", movie + "/audit", on(get_audit), read);

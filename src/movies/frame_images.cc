@@ -116,7 +116,8 @@ void FrameCache::scan() {
 }
 
 Result<std::string> FrameCache::jpeg(const std::string& movie_id, const std::string& file,
-                                     int64_t frame, bool* written) {
+                                     int64_t frame, const tracer::FrameTimes* times,
+                                     bool* written) {
   if (written != nullptr) *written = false;
   if (!is_plain_name(movie_id) || !is_plain_name(file) || frame < 0) {
     return invalid_argument("no such frame image");
@@ -146,11 +147,11 @@ Result<std::string> FrameCache::jpeg(const std::string& movie_id, const std::str
       changed_.wait(mu_);  // another request is making this image
     }
     in_flight_.insert(path);
-    reader = take_reader(movie_id, frame, closing);
+    reader = take_reader(movie_id, frame, times, closing);
   }
   closing.clear();
   FrameCacheStats counted;
-  const Result<uint64_t> made = decode_and_write(reader, file, frame, path, counted);
+  const Result<uint64_t> made = decode_and_write(reader, file, frame, times, path, counted);
   std::vector<std::string> evicted;
   {
     MutexLock lock(mu_);
@@ -174,15 +175,27 @@ Result<std::string> FrameCache::jpeg(const std::string& movie_id, const std::str
 }
 
 std::unique_ptr<tracer::FrameReader> FrameCache::take_reader(
-    const std::string& movie_id, int64_t frame,
+    const std::string& movie_id, int64_t frame, const tracer::FrameTimes* times,
     std::vector<std::unique_ptr<tracer::FrameReader>>& closing) {
+  // With times, a reader before the key frame at or before `frame` (or
+  // past `frame`) seeks there: as good as any other of the movie's.
+  const bool seeks = times != nullptr && times->seekable() &&
+                     frame < static_cast<int64_t>(times->pts.size());
+  const int64_t key =
+      seeks ? *(std::upper_bound(times->keys.begin(), times->keys.end(), frame) - 1) : 0;
   for (;;) {
-    // The reader of this movie furthest along, but before the frame.
+    // The reader of this movie furthest along, but before the frame; else,
+    // when readers seek, the one of this movie used last.
     auto best = idle_.end();
     for (auto it = idle_.begin(); it != idle_.end(); ++it) {
       if (it->movie_id == movie_id && it->reader->frame() < frame &&
           (best == idle_.end() || it->reader->frame() > best->reader->frame())) {
         best = it;
+      }
+    }
+    if (seeks && (best == idle_.end() || best->reader->frame() < key)) {
+      for (auto it = idle_.begin(); it != idle_.end(); ++it) {
+        if (it->movie_id == movie_id && (best == idle_.end() || it->used > best->used)) best = it;
       }
     }
     if (best != idle_.end()) {
@@ -208,10 +221,12 @@ std::unique_ptr<tracer::FrameReader> FrameCache::take_reader(
 }
 
 // Steps `reader` (or a new one, from the first frame) to `frame`, converting
-// only that frame's pixels, and keeps its JPEG at `path`. A reader that
-// failed or reached the end is of no further use: it is dropped.
+// only that frame's pixels, or with `times` seeks it there, and keeps its
+// JPEG at `path`. A reader that failed or reached the end is of no further
+// use: it is dropped.
 Result<uint64_t> FrameCache::decode_and_write(std::unique_ptr<tracer::FrameReader>& reader,
                                               const std::string& file, int64_t frame,
+                                              const tracer::FrameTimes* times,
                                               const std::string& path, FrameCacheStats& counted) {
   if (!reader) {
     // The reader keeps the file it opened: a copy from S3 may be removed
@@ -224,7 +239,17 @@ Result<uint64_t> FrameCache::decode_and_write(std::unique_ptr<tracer::FrameReade
     reader = std::move(opened).value();
     ++counted.readers_opened;
   }
-  assert(reader->frame() < frame);
+  if (times != nullptr && times->seekable()) {
+    const int64_t decoded_before = reader->frames_decoded();
+    const Result<bool> found = reader->seek(frame, *times, /*want_pixels=*/true);
+    counted.frames_decoded += reader->frames_decoded() - decoded_before;
+    if (!found.ok() || !*found) {
+      reader.reset();
+      if (!found.ok()) return unreadable(found.status());
+      return not_found("the video ends before frame " + std::to_string(frame));
+    }
+  }
+  assert(reader->frame() <= frame);
   while (reader->frame() < frame) {
     const Result<bool> more = reader->next(/*want_pixels=*/reader->frame() + 1 == frame);
     ++counted.frames_decoded;
@@ -328,6 +353,26 @@ std::string FrameImages::etag(const std::string& id, int64_t frame) const {
   return "\"" + id + "-" + std::to_string(frame) + "-q" + std::to_string(jpeg_quality_) + "\"";
 }
 
+std::shared_ptr<const tracer::FrameTimes> FrameImages::times_of(const std::string& id) {
+  {
+    MutexLock lock(times_mu_);
+    for (auto it = times_.begin(); it != times_.end(); ++it) {
+      if (it->first != id) continue;
+      auto kept = std::move(*it);
+      times_.erase(it);
+      times_.push_back(std::move(kept));
+      return times_.back().second;
+    }
+  }
+  Result<tracer::FrameTimes> read = movies_.frame_times(id);
+  if (!read.ok()) return nullptr;
+  auto times = std::make_shared<const tracer::FrameTimes>(std::move(read).value());
+  MutexLock lock(times_mu_);
+  if (times_.size() >= kTimesKept) times_.erase(times_.begin());
+  times_.emplace_back(id, times);
+  return times;
+}
+
 Result<std::string> FrameImages::check(const std::string& id, int64_t frame) {
   LEASEHOLD_RETURN_IF_ERROR(showable(id, frame).status());
   return etag(id, frame);
@@ -336,7 +381,8 @@ Result<std::string> FrameImages::check(const std::string& id, int64_t frame) {
 Result<FrameJpeg> FrameImages::jpeg(const std::string& id, int64_t frame) {
   LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, showable(id, frame));
   bool written = false;
-  Result<std::string> path = cache_.jpeg(id, m.file, frame, &written);
+  const std::shared_ptr<const tracer::FrameTimes> times = times_of(id);
+  Result<std::string> path = cache_.jpeg(id, m.file, frame, times.get(), &written);
   if (!path.ok() && path.status().code() != Code::kUnavailable) {
     // The probe decoded this frame: failing now is the server's fault, and
     // the reader's message names paths, which are for the log only.

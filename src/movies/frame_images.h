@@ -5,8 +5,11 @@
 //
 // FrameCache decodes and keeps. Its readers stay open where they stopped (at
 // most readers_max in all, the least recently used idle one closed first),
-// so that frame n + 1 after frame n decodes one frame; a frame behind every
-// reader of its movie starts a new reader from the first frame. Each image
+// so that frame n + 1 after frame n decodes one frame. Given the movie's
+// frame times (movies/frame_times.h), a frame behind every reader of its
+// movie, or far ahead of them, is decoded from the key frame at or before
+// it (FrameReader::seek()): at most a key frame's interval of frames, not
+// the whole movie up to it; without them, from the first frame. Each image
 // is encoded once and kept under the media's work folder, in
 // <work folder>/.frames/<movie id>/<n>.jpg (written to a temporary file, then
 // renamed: a reader never sees half an image), until the images' total size
@@ -90,8 +93,9 @@ class FrameCache {
   // FrameReader::open()'s errors; kUnavailable if the image cannot be
   // written. The file may be evicted by later calls.
   // REQUIRES: the file of a movie never changes under its ID.
+  // `times`, if not null, are the file's (FrameImages reads them).
   Result<std::string> jpeg(const std::string& movie_id, const std::string& file, int64_t frame,
-                           bool* written = nullptr);
+                           const tracer::FrameTimes* times = nullptr, bool* written = nullptr);
 
   // Closes the idle readers of `movie_id` and removes its images and its
   // folder. Idempotent.
@@ -116,13 +120,16 @@ class FrameCache {
   // on the media's `file`, counted in `counted`) and writes its image to
   // `path`: its size.
   Result<uint64_t> decode_and_write(std::unique_ptr<tracer::FrameReader>& reader,
-                                    const std::string& file, int64_t frame, const std::string& path,
+                                    const std::string& file, int64_t frame,
+                                    const tracer::FrameTimes* times, const std::string& path,
                                     FrameCacheStats& counted);
   // Takes the idle reader of `movie_id` that is furthest along but before
-  // `frame`, or makes room for a new one (then null; an idle reader it
-  // closes goes to `closing`), waiting while every reader is busy.
+  // `frame` (with `times`: at or after the key frame before it, else any
+  // reader of the movie, which seeks), or makes room for a new one (then
+  // null; an idle reader it closes goes to `closing`), waiting while every
+  // reader is busy.
   std::unique_ptr<tracer::FrameReader> take_reader(
-      const std::string& movie_id, int64_t frame,
+      const std::string& movie_id, int64_t frame, const tracer::FrameTimes* times,
       std::vector<std::unique_ptr<tracer::FrameReader>>& closing) REQUIRES(mu_);
   void remember(const std::string& path, uint64_t bytes) REQUIRES(mu_);
   // The paths of the least recently used images past the bound, forgotten.
@@ -170,10 +177,19 @@ class FrameImages {
  private:
   Result<MovieDetail> showable(const std::string& id, int64_t frame);
   std::string etag(const std::string& id, int64_t frame) const;
+  // The movie's frame times, read once and kept for the last few movies
+  // shown (null if they cannot be read: frames are then decoded from the
+  // first).
+  std::shared_ptr<const tracer::FrameTimes> times_of(const std::string& id);
 
   Movies& movies_;
   FrameCache& cache_;
   const int jpeg_quality_;
+  static constexpr size_t kTimesKept = 16;
+  Mutex times_mu_;
+  // The newest last.
+  std::vector<std::pair<std::string, std::shared_ptr<const tracer::FrameTimes>>> times_
+      GUARDED_BY(times_mu_);
 };
 
 }  // namespace leasehold::movies

@@ -17,6 +17,7 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#include <cstdlib>
 #include <random>
 #include <set>
 #include <thread>
@@ -24,6 +25,7 @@
 #include "movies/test_movie.h"
 #include "testing/temp_dir.h"
 #include "tracer/synthetic_movie.h"
+#include "tracer/video.h"
 
 namespace leasehold::movies {
 namespace {
@@ -167,7 +169,7 @@ TEST_F(FrameCacheTest, SteppingForwardDecodesOneFrameAndAFrameBehindStartsOver) 
   ASSERT_TRUE(cache);
   const auto get = [&](int64_t n) {
     bool written = false;
-    Result<std::string> path = cache->jpeg("m", "h264.mp4", n, &written);
+    Result<std::string> path = cache->jpeg("m", "h264.mp4", n, nullptr, &written);
     EXPECT_TRUE(path.ok()) << path.status().to_string();
     EXPECT_TRUE(shows_frame(path.ok() ? *path : "", movie, n));
     return written;
@@ -190,6 +192,49 @@ TEST_F(FrameCacheTest, SteppingForwardDecodesOneFrameAndAFrameBehindStartsOver) 
   EXPECT_FALSE(get(5)) << "kept: served again without decoding";
   EXPECT_EQ(cache->stats().frames_decoded, 12);
   EXPECT_EQ(cache->stats().cache_hits, 1);
+}
+
+// With the movie's frame times, a frame behind the reader (a step back) or
+// far ahead of it is decoded from the key frame at or before it, not from
+// the first frame; the image is the same as decoding from the start gives.
+// An H.264 movie with B-frames and a key frame every 30 frames, made with
+// ffmpeg, as a camera writes them.
+TEST_F(FrameCacheTest, WithItsTimesAFrameIsDecodedFromTheKeyFrameBeforeIt) {
+  const std::string file = "gop30.mp4";
+  const std::string command =
+      "ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=160x120:rate=30 -t 5 "
+      "-c:v libx264 -preset ultrafast -bf 2 -g 30 -pix_fmt yuv420p '" +
+      (media_ / file).string() + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  Result<tracer::VideoInfo> info = tracer::probe((media_ / file).string());
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  ASSERT_EQ(info->frame_count, 150);
+  // Every image decoded from the start, by a cache without the times.
+  std::vector<std::string> expected;
+  {
+    auto plain = open_cache();
+    ASSERT_TRUE(plain);
+    for (int64_t n = 0; n < 150; ++n) {
+      Result<std::string> path = plain->jpeg("plain", file, n);
+      ASSERT_TRUE(path.ok()) << path.status().to_string();
+      expected.push_back(read_bytes(*path));
+    }
+  }
+  auto cache = open_cache();
+  ASSERT_TRUE(cache);
+  int64_t decoded = 0;
+  // Stepping back from the end, then jumps.
+  for (const int64_t n : {149, 148, 147, 120, 119, 61, 0, 100, 99, 31}) {
+    Result<std::string> path = cache->jpeg("timed", file, n, &info->times);
+    ASSERT_TRUE(path.ok()) << n << ": " << path.status().to_string();
+    EXPECT_TRUE(read_bytes(*path) == expected[static_cast<size_t>(n)]) << "frame " << n;
+    const int64_t now = cache->stats().frames_decoded;
+    // From its key frame (or on from the frame before), and the few the
+    // decoder holds for its B-frames.
+    EXPECT_LE(now - decoded, n % 30 + 4) << "frame " << n;
+    decoded = now;
+  }
+  EXPECT_EQ(cache->stats().readers_opened, 1) << "one reader seeks back and forth";
 }
 
 TEST_F(FrameCacheTest, TheReadersAreBoundedAndTheLeastRecentlyUsedIsClosed) {
@@ -234,7 +279,7 @@ TEST_F(FrameCacheTest, TheImagesStayWithinTheirBoundAlsoAcrossARestart) {
       frame_cache_dir(media_.string(), "m") + "/" + std::to_string(kFrames - 1) + ".jpg";
   EXPECT_TRUE(fs::exists(last));
   bool written = false;
-  ASSERT_TRUE(cache->jpeg("m", "mjpg.avi", 0, &written).ok());
+  ASSERT_TRUE(cache->jpeg("m", "mjpg.avi", 0, nullptr, &written).ok());
   EXPECT_TRUE(written);
 
   // A restart with a smaller bound counts what is kept, and a temporary

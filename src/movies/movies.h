@@ -330,6 +330,12 @@ class Movies {
   // again: start from the first page). kInvalidArgument, with nothing read,
   // for a limit out of range or a cursor that no page gave.
   Result<FramePage> frames(const std::string& id, const FramesOptions& options);
+  // Each frame's time and the key frames of a probed movie, as its probe
+  // read them (movies/frame_times.h); for a movie probed before they were
+  // kept, its frames at its rate (each frame n at n / fps, only frame 0 a
+  // key frame). kNotFound for no such movie; kFailedPrecondition while it
+  // is not probed.
+  Result<tracer::FrameTimes> frame_times(const std::string& id);
   // The rows of frames(id, options), every page of them, as CSV read a part
   // at a time (FramesCsv below), never whole in memory. A header line
   //   frame,time_s,marker_id,label,x,y,score,status,vx_px_per_s,vy_px_per_s

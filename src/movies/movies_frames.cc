@@ -3,11 +3,13 @@
 // CSV of all of them, read a page per part.
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "base/text.h"
+#include "movies/frame_times.h"
 #include "movies/movies.h"
 #include "movies/movies_impl.h"
 #include "movies/schema.h"
@@ -159,6 +161,25 @@ Result<FramePage> Movies::Impl::frames(const std::string& id, const FramesOption
 
 Result<FramePage> Movies::frames(const std::string& id, const FramesOptions& options) {
   return impl_->frames(id, options);
+}
+
+Result<tracer::FrameTimes> Movies::frame_times(const std::string& id) {
+  return impl_->frame_times(id);
+}
+
+Result<tracer::FrameTimes> Movies::Impl::frame_times(const std::string& id) {
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, read(id));
+  if (m.frame_count < 1 || m.fps <= 0) {
+    return failed_precondition("the movie is " + m.status + ": its frames have times once it is probed");
+  }
+  Result<tracer::FrameTimes> kept = read_frame_times(store_, id, m.frame_count);
+  if (kept.status().code() != Code::kNotFound) return kept;
+  tracer::FrameTimes steady{.time_base_num = 1, .time_base_den = 1'000'000, .pts = {}, .keys = {0}};
+  steady.pts.reserve(static_cast<size_t>(m.frame_count));
+  for (int64_t n = 0; n < m.frame_count; ++n) {
+    steady.pts.push_back(static_cast<int64_t>(std::llround(static_cast<double>(n) * 1e6 / m.fps)));
+  }
+  return steady;
 }
 
 FramesCsv Movies::frames_csv(const std::string& id) { return FramesCsv(*this, id); }

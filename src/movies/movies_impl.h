@@ -85,6 +85,7 @@ class Movies::Impl {
   Result<std::vector<AuditEntry>> audit(const std::string& id);
 
   // movies_frames.cc: a trace's frame rows.
+  Result<tracer::FrameTimes> frame_times(const std::string& id);
   Result<FramePage> frames(const std::string& id, const FramesOptions& options);
 
  private:

@@ -7,6 +7,7 @@
 // removal are in movies_api_trace_test.cc, the fixture in
 // movies_api_test_fixture.h; killed and paused trace workers are tested with
 // real processes (tests/process/trace_worker_test.cc).
+#include <cstdlib>
 #include <latch>
 #include <string>
 #include <thread>
@@ -39,6 +40,17 @@ TEST_P(MoviesApiTest, AnUploadIsProbedUntilReadyAndCanBePlayed) {
   EXPECT_EQ(m.at("failure_summary"), nullptr);
   EXPECT_EQ(m.at("frames_done"), 0);
   EXPECT_EQ(m.at("owner_display_name"), "Ada L.");
+  EXPECT_EQ(m.at("frame_rate_varies"), false);
+  EXPECT_DOUBLE_EQ(m.at("duration_s").to_number<double>(), 0.48);
+
+  // Each frame's time: 12 frames 40 ms apart, kept by the browser.
+  const HttpResponse times = call("GET", "/api/movies/" + id + "/times", bob_);
+  EXPECT_EQ(json::parse(ok_json(times).is_object() ? times.body : "{}"),
+            (json::object{{"frame_count", 12}, {"steps_us", json::array{json::array{11, 40000}}}}));
+  EXPECT_EQ(times.header("cache-control"), "private, max-age=31536000, immutable");
+  const HttpResponse again = call("GET", "/api/movies/" + id + "/times", bob_, "",
+                                  "If-None-Match: " + times.header("etag") + "\r\n");
+  EXPECT_EQ(again.status, 304);
 
   const json::value listed = ok_json(call("GET", "/api/movies", cy_));
   ASSERT_EQ(listed.as_array().size(), 1u);
@@ -74,6 +86,41 @@ TEST_P(MoviesApiTest, AnUploadIsProbedUntilReadyAndCanBePlayed) {
   }
   // The kept file is the only one in the media folder.
   EXPECT_EQ(media_files().size(), 1u);
+}
+
+// A phone's movie whose rate drops (2 s at 30 fps, then 4 s at 10 fps,
+// made with ffmpeg): it says so, its rate is its average, and its times are
+// the frames' own.
+TEST_P(MoviesApiTest, AMovieOfVariableRateSaysSoAndGivesEachFramesTime) {
+  serve();
+  const fs::path vfr = files_ / "vfr.mp4";
+  const std::string command =
+      "ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=160x120:rate=30 -t 6 "
+      "-vf \"select='lt(t,2)+gte(t,2)*not(mod(n,3))'\" -fps_mode passthrough -c:v libx264 "
+      "-preset ultrafast -g 30 -pix_fmt yuv420p '" + vfr.string() + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const json::value created = ok_json(upload(vfr, "phone"), 201);
+  ASSERT_TRUE(created.is_object());
+  const std::string id(created.at("id").as_string());
+  ASSERT_TRUE(eventually([&] { return status_of(id) == "ready"; }, kWaitMax)) << status_of(id);
+  const json::object m = movie(id);
+  EXPECT_EQ(m.at("frame_count"), 100);
+  EXPECT_EQ(m.at("frame_rate_varies"), true);
+  EXPECT_NEAR(m.at("fps").to_number<double>(), 99 / 5.9, 0.01);
+  EXPECT_NEAR(m.at("duration_s").to_number<double>(), 6.0, 0.001);
+  const json::value times = ok_json(call("GET", "/api/movies/" + id + "/times", ada_));
+  ASSERT_TRUE(times.is_object());
+  int64_t frame = 0;
+  int64_t us = 0;
+  for (const json::value& run : times.at("steps_us").as_array()) {
+    for (int64_t i = 0; i < run.as_array()[0].as_int64(); ++i) {
+      ++frame;
+      us += run.as_array()[1].as_int64();
+      const double truth_us = frame < 60 ? frame * 1e6 / 30 : 2e6 + (frame - 60) * 1e5;
+      EXPECT_NEAR(static_cast<double>(us), truth_us, 1000) << "frame " << frame;
+    }
+  }
+  EXPECT_EQ(frame, 99);
 }
 
 TEST_P(MoviesApiTest, BadUploadsAreRefusedAndLeaveNothingBehind) {
@@ -135,6 +182,7 @@ TEST_P(MoviesApiTest, EveryRouteNeedsASignedInUserAndUnknownMoviesAre404) {
       {"GET", m + "/frames"},
       {"GET", m + "/frames.csv"},
       {"GET", m + "/frames/0.jpg"},
+      {"GET", m + "/times"},
       {"GET", m + "/audit"}};
   for (const auto& [method, target] : routes) {
     EXPECT_EQ(call(method, target, "").status, 401) << method << " " << target;
@@ -146,6 +194,7 @@ TEST_P(MoviesApiTest, EveryRouteNeedsASignedInUserAndUnknownMoviesAre404) {
            {"GET", "/api/movies/nosuchmovie/frames"},
            {"GET", "/api/movies/nosuchmovie/frames.csv"},
            {"GET", "/api/movies/nosuchmovie/frames/0.jpg"},
+           {"GET", "/api/movies/nosuchmovie/times"},
            {"GET", "/api/movies/nosuchmovie/audit"},
            {"DELETE", "/api/movies/nosuchmovie"},
            {"POST", "/api/movies/nosuchmovie/analysis-lease"},
