@@ -350,6 +350,39 @@ test('a failed trace shows its summary and the history in the page', async () =>
   await closePage(page);
 });
 
+test('a movie of variable rate shows each frame at its own time', async () => {
+  // 2 s at 30 fps, then 4 s at 10 fps, as a phone records in low light.
+  const file = path.join(store.dir, 'phone.mp4');
+  execFileSync('ffmpeg', ['-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
+    'testsrc2=size=320x240:rate=30', '-t', '6', '-vf', "select='lt(t,2)+gte(t,2)*not(mod(n,3))'",
+    '-fps_mode', 'passthrough', '-c:v', 'libx264', '-preset', 'ultrafast', '-g', '30',
+    '-pix_fmt', 'yuv420p', file]);
+  const token = await tokenOf(bob);
+  const uploaded = await api('POST', '/api/movies?name=Phone', token, readFileSync(file),
+    'video/mp4');
+  assert.equal(uploaded.status, 201, JSON.stringify(uploaded.json));
+  const id = uploaded.json.id;
+  await until('the probe', async () =>
+    (await api('GET', `/api/movies/${id}`, token)).json.status === 'ready');
+  const page = await openPage(browser, LAPTOP);
+  await page.goto(server.url(`/movies/${id}`));
+  await page.waitForURL(/\/signin/);
+  await signInOnPage(page, bob);
+  await page.waitForURL(new RegExp(`/movies/${id}$`));
+  await waitForText(page.locator('#movie-facts'), /100 frames · 16\.8 fps, variable · 0:06/);
+  const position = page.locator('.viewer-position');
+  // Frame 30 is at 1 s, frame 70 at 3 s (frame / average rate would say
+  // 1.8 s and 4.2 s).
+  for (const [frame, time] of [[30, '0:01.000'], [70, '0:03.000'], [99, '0:05.900']]) {
+    await page.locator('.viewer-slider').fill(String(frame));
+    await waitForText(position, new RegExp(`^Frame ${frame} / 99 · ${time.replace('.', '\\.')}$`));
+    await page.locator(`.viewer-canvas[data-shown-frame="${frame}"]`).waitFor();
+  }
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await screenshot(page, screenshots, 'analyze-variable-rate-laptop');
+  await closePage(page);
+});
+
 run({
   after: async () => {
     if (worker && worker.exitCode === null) worker.kill('SIGKILL');

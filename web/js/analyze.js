@@ -19,7 +19,8 @@ import { ApiError, asSentence } from './api.js';
 import { h, icon, loadingState, messageState, setBusy } from './dom.js';
 import { formatWallTime } from './fleet-format.js';
 import { colourOf, FrameViewer } from './frame-viewer.js';
-import { formatLength, formatSince } from './movies-format.js';
+import { loadFrameTimes } from './frame-times.js';
+import { formatLength, formatRate, formatSince } from './movies-format.js';
 import {
   acquireAnalysis, allFrames, breakAnalysis, getAudit, getMovie, heartbeatAnalysis, pollMovie,
   putCaptureInterval, putMarkers, putTrim, releaseAnalysis, releaseAnalysisOnLeave, startTrace,
@@ -239,8 +240,8 @@ class AnalyzePage {
     const probed = m.frame_count != null;
     const facts = [];
     if (probed) {
-      facts.push(`${m.width}×${m.height}`, `${m.frame_count} frames`,
-        `${Number(m.fps.toFixed(3))} fps`, formatLength(m.frame_count, m.fps));
+      facts.push(`${m.width}×${m.height}`, `${m.frame_count} frames`, formatRate(m),
+        formatLength(m));
     }
     facts.push(`uploaded by ${m.owner_display_name}`);
     this.facts.textContent = facts.join(' · ');
@@ -255,6 +256,13 @@ class AnalyzePage {
       });
       this.stageArea.replaceChildren(this.viewer.element);
       this.viewer.layout();
+      // Each frame's own time, for the position, playing and the plots.
+      loadFrameTimes(m).then((times) => {
+        if (this.stopped) return;
+        this.times = times;
+        this.viewer?.setTimes(times);
+        this.results.setTimes(times);
+      });
     } else if (!probed) {
       this.stageArea.replaceChildren(this.unprobedState());
     }
@@ -927,7 +935,7 @@ class AnalyzePage {
       const [rows, audit] = await Promise.all([traced ? allFrames(this.id) : [],
         getAudit(this.id)]);
       if (this.stopped || this.resultsKey !== key) return;
-      this.results.context({ markers: this.movie.markers, fps: this.movie.fps });
+      this.results.context({ markers: this.movie.markers });
       if (traced) {
         this.results.show(rows, this.movie.markers, this.movie);
         this.viewer?.setTracks(rows, this.movie.markers);

@@ -9,6 +9,7 @@
 // Coordinates are the API's: pixels of the frame, from the centre of the
 // top-left pixel.
 import { h, icon } from './dom.js';
+import { FrameTimes } from './frame-times.js';
 import { frameImageUrl } from './movies-api.js';
 
 // Marker colours, picked in turn; distinct on light and dark frames alike.
@@ -29,7 +30,7 @@ export function formatTime(seconds) {
   const whole = Math.floor(seconds);
   const m = Math.floor(whole / 60);
   const s = seconds - m * 60;
-  return `${m}:${s.toFixed(2).padStart(5, '0')}`;
+  return `${m}:${s.toFixed(3).padStart(6, '0')}`;
 }
 
 // content: an icon's name (dom.js) or a short text ("+10").
@@ -48,6 +49,8 @@ export class FrameViewer {
   constructor(movie, { onFrame = () => {}, onPlace = () => {}, onMove = () => {},
     onSelect = () => {} } = {}) {
     this.movie = movie;
+    // Frames at the movie's rate until its own times come (setTimes).
+    this.times = new FrameTimes(movie.frame_count, null, movie.fps);
     this.handlers = { onFrame, onPlace, onMove, onSelect };
     this.frame = 0;
     this.zoom = 1;
@@ -214,6 +217,18 @@ export class FrameViewer {
     return entry;
   }
 
+  // Each frame's own time (frame-times.js), for the position shown and
+  // the pace of playing.
+  setTimes(times) {
+    this.times = times;
+    this.showPosition();
+  }
+
+  showPosition() {
+    this.position.textContent = `Frame ${this.frame} / ${this.movie.frame_count - 1} · `
+      + `${formatTime(this.times.seconds(this.frame))}`;
+  }
+
   step(delta) {
     this.showFrame(this.frame + delta);
   }
@@ -225,9 +240,7 @@ export class FrameViewer {
     const changed = frame !== this.frame;
     this.frame = frame;
     if (String(frame) !== this.slider.value) this.slider.value = String(frame);
-    const time = frame / this.movie.fps;
-    this.position.textContent =
-      `Frame ${frame} / ${this.movie.frame_count - 1} · ${formatTime(time)}`;
+    this.showPosition();
     this.canvas.setAttribute('aria-label', this.canvasLabel());
     if (changed) this.handlers.onFrame(frame);
     return this.fetchCurrent();
@@ -249,6 +262,8 @@ export class FrameViewer {
           this.loading.hidden = true;
           this.shown = ok ? entry.image : null;
           this.draw();
+          // Which frame is on screen (tests and tools wait for it).
+          this.canvas.dataset.shownFrame = ok ? String(frame) : '';
           for (let i = 1; i <= PRELOAD_AHEAD && frame + i < this.movie.frame_count; ++i) {
             this.image(frame + i);
           }
@@ -286,8 +301,9 @@ export class FrameViewer {
     this.playButton.title = 'Play';
   }
 
-  // One frame every 1/fps seconds; a frame whose image is late holds the
-  // clock back rather than being skipped, so every frame is seen.
+  // Each frame for as long as the movie shows it (its time to the next
+  // frame's); a frame whose image is late holds the clock back rather than
+  // being skipped, so every frame is seen.
   async nextTick(dueAt) {
     if (!this.playing || this.destroyed) return;
     const waitMs = Math.max(0, dueAt - performance.now());
@@ -298,7 +314,7 @@ export class FrameViewer {
         return;
       }
       await this.showFrame(this.frame + 1);
-      const period = 1000 / this.movie.fps;
+      const period = 1000 * (this.times.seconds(this.frame + 1) - this.times.seconds(this.frame));
       this.nextTick(Math.max(dueAt + period, performance.now() - period));
     }, waitMs);
   }

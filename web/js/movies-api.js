@@ -49,6 +49,12 @@ export function getMovie(id) {
   return request('GET', moviePath(id));
 }
 
+// Each frame's time: {frame_count, steps_us: [[count, step], ...]}
+// (frame-times.js reads it). Kept by the browser: asked once a movie.
+export function getFrameTimes(id) {
+  return request('GET', `${moviePath(id)}/times`);
+}
+
 // Owner or admin: 202, the movie `deleting`; ApiError 403, 409 (locked).
 export function removeMovie(id) {
   return request('DELETE', moviePath(id));

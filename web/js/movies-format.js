@@ -26,13 +26,21 @@ export function formatProgress(sent, total) {
   return `${decimal1.format(sent / unit[1])} of ${decimal1.format(total / unit[1])} ${unit[0]}`;
 }
 
-// frames at fps as m:ss, or h:mm:ss from an hour: 750 at 25 -> "0:30".
-export function formatLength(frames, fps) {
-  const seconds = Math.round(frames / fps);
+// A movie's length as m:ss, or h:mm:ss from an hour: its duration, or
+// (a movie probed before durations were kept) its frames at its rate:
+// 750 at 25 -> "0:30".
+export function formatLength(movie) {
+  const seconds = Math.round(movie.duration_s ?? movie.frame_count / movie.fps);
   const s = String(seconds % 60).padStart(2, '0');
   const minutes = Math.floor(seconds / 60);
   if (minutes < 60) return `${minutes}:${s}`;
   return `${Math.floor(minutes / 60)}:${String(minutes % 60).padStart(2, '0')}:${s}`;
+}
+
+// "25 fps", or "16.8 fps, variable" for a movie whose rate changes.
+export function formatRate(movie) {
+  const fps = `${Number(movie.fps.toFixed(movie.frame_rate_varies ? 1 : 3))} fps`;
+  return movie.frame_rate_varies ? `${fps}, variable` : fps;
 }
 
 export function formatFrames(n) {

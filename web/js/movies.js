@@ -23,7 +23,7 @@ import {
   h, icon, loadingState, messageState, setBusy, setLoading, setText, setTitle, syncRows,
 } from './dom.js';
 import { countOf, formatAgo, formatSpan, formatWallTime } from './fleet-format.js';
-import { formatFrames, formatLength, formatSince } from './movies-format.js';
+import { formatFrames, formatLength, formatRate, formatSince } from './movies-format.js';
 import { getMovie, pollMoviePage, removeMovie, videoUrl } from './movies-api.js';
 import { Uploader } from './movies-upload.js';
 import { Pager } from './pager.js';
@@ -570,8 +570,8 @@ class MoviesPage {
       row.framesText = h('span', { class: 'muted when' });
     }
     if (cell.firstChild !== row.lengthText) cell.replaceChildren(row.lengthText, row.framesText);
-    setText(row.lengthText, formatLength(movie.frame_count, movie.fps));
-    setText(row.framesText, `${formatFrames(movie.frame_count)} at ${movie.fps} fps`);
+    setText(row.lengthText, formatLength(movie));
+    setText(row.framesText, `${formatFrames(movie.frame_count)} at ${formatRate(movie)}`);
   }
 
   // ---- details: each movie read once, and again when its status changes ----

@@ -17,6 +17,10 @@ const number1 = new Intl.NumberFormat('en', { minimumFractionDigits: 1,
   maximumFractionDigits: 1 });
 const number2 = new Intl.NumberFormat('en', { minimumFractionDigits: 2,
   maximumFractionDigits: 2 });
+// Times to the millisecond: a frame's time is exact, and 60 fps frames are
+// 17 ms apart.
+const seconds3 = new Intl.NumberFormat('en', { minimumFractionDigits: 3,
+  maximumFractionDigits: 3 });
 
 function speedOf(row) {
   if (row.status !== 'tracked' || row.vx == null || row.vy == null) return null;
@@ -159,7 +163,7 @@ export class TraceResults {
       const tr = h('tr', { 'data-frame': String(row.frame), 'data-status': row.status,
         on: { click: () => this.onFrame(row.frame) } },
       h('td', { text: String(row.frame) }),
-      h('td', { text: number2.format(row.time_s) }),
+      h('td', { text: seconds3.format(row.time_s) }),
       h('td', { text: labelOf(row.marker_id) }),
       h('td', { text: number1.format(row.x) }),
       h('td', { text: number1.format(row.y) }),
@@ -191,7 +195,7 @@ export class TraceResults {
         scales: { x: { time: false } },
         axes: [{ ...axis }, { ...axis, size: 56 }],
         series: [
-          { label: 'Time (s)', value: (u, v) => (v == null ? '—' : number2.format(v)) },
+          { label: 'Time (s)', value: (u, v) => (v == null ? '—' : seconds3.format(v)) },
           ...plot.ids.map((id, i) => ({
             label: labels.get(id) || this.labelFor(id),
             stroke: colourOf(i),
@@ -204,7 +208,8 @@ export class TraceResults {
         hooks: {
           draw: [(u) => {
             // The current frame: a line across the plot at its time.
-            const t = this.frame / (this.fps || 1);
+            const t = this.times ? this.times.seconds(this.frame) : null;
+            if (t == null) return;
             const x = u.valToPos(t, 'x', true);
             if (!Number.isFinite(x)) return;
             const { ctx } = u;
@@ -235,10 +240,15 @@ export class TraceResults {
     return row ? row.label : id;
   }
 
-  // The movie's markers and fps, for the plots' labels and the time line.
-  context({ markers, fps }) {
+  // The movie's markers, for the plots' labels.
+  context({ markers }) {
     this.markers = markers;
-    this.fps = fps;
+  }
+
+  // Each frame's time (frame-times.js), for the line at the current frame.
+  setTimes(times) {
+    this.times = times;
+    for (const plot of this.plots) plot.chart?.redraw(false, false);
   }
 
   resizePlots() {
