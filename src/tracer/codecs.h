@@ -51,7 +51,7 @@ class Decoder {
 };
 
 // Changes whenever the table or a type it passes changes.
-inline constexpr int kCodecsVersion = 2;
+inline constexpr int kCodecsVersion = 3;
 
 struct Codecs {
   int version = kCodecsVersion;
@@ -62,6 +62,10 @@ struct Codecs {
   Result<std::string> (*encode_jpeg)(const FrameImage& image, int quality) = nullptr;
   // write_synthetic_movie() of a movie already checked.
   Status (*write_movie)(const std::string& path, const SyntheticMovie& movie) = nullptr;
+  // write_proxy().
+  Result<ProxyInfo> (*write_proxy)(const std::string& path, const std::string& out,
+                                   const ProxyOptions& options, const VideoLimits& limits,
+                                   std::stop_token stop) = nullptr;
 };
 
 // The module's entry point: extern "C" const Codecs* leasehold_tracer_codecs().

@@ -16,5 +16,9 @@ Result<std::unique_ptr<Decoder>> open_video(const std::string& path, const Video
 Result<std::string> encode_jpeg(const FrameImage& image, int quality);
 // movie_writer.cc
 Status write_movie(const std::string& path, const SyntheticMovie& movie);
+// proxy_writer.cc
+Result<ProxyInfo> write_proxy(const std::string& path, const std::string& out,
+                              const ProxyOptions& options, const VideoLimits& limits,
+                              std::stop_token stop);
 
 }  // namespace leasehold::tracer::codecs

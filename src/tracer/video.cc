@@ -145,6 +145,29 @@ Result<bool> FrameReader::seek(int64_t frame, const FrameTimes& times, bool want
 
 FrameImage FrameReader::image() const { return impl_->decoder->image(); }
 
+Result<ProxyInfo> write_proxy(const std::string& path, const std::string& out,
+                              const ProxyOptions& options, const VideoLimits& limits,
+                              std::stop_token stop) {
+  if (options.key_every < 1 || options.crf < 0 || options.crf > 51) {
+    return invalid_argument("a proxy needs key_every >= 1 and crf 0..51");
+  }
+  LEASEHOLD_ASSIGN_OR_RETURN(const codecs::Codecs* codecs, codecs::load());
+  return codecs->write_proxy(path, out, options, limits, std::move(stop));
+}
+
+FrameTimes proxy_times(const ProxyInfo& proxy, int key_every) {
+  FrameTimes t{.time_base_num = proxy.time_base_num,
+               .time_base_den = proxy.time_base_den,
+               .pts = {},
+               .keys = {}};
+  t.pts.reserve(static_cast<size_t>(proxy.frames));
+  for (int64_t n = 0; n < proxy.frames; ++n) {
+    t.pts.push_back(n * proxy.pts_per_frame);
+    if (n % key_every == 0) t.keys.push_back(n);
+  }
+  return t;
+}
+
 Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits, std::stop_token stop) {
   LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<FrameReader> reader, FrameReader::open(path, limits));
   VideoInfo info;

@@ -99,6 +99,38 @@ struct VideoInfo : VideoFormat {
 Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits = {},
                         std::stop_token stop = {});
 
+// A copy of a movie made for going to any frame fast (write_proxy()): every
+// frame, in order, re-encoded as H.264 with a key frame every `key_every`
+// frames and no B-frames, so that any frame decodes after at most
+// key_every - 1 others, whatever the movie's own key frames (phones write
+// one every few seconds). Lossy: its frames look as the movie's, not to the
+// bit (crf: libx264's quality, 0 lossless .. 51; 18 is visually lossless).
+struct ProxyOptions {
+  int key_every = 15;
+  int crf = 18;
+};
+
+// What write_proxy() wrote: its frames, and their timestamps (frame n's is
+// n * pts_per_frame, in time_base_num / time_base_den s).
+struct ProxyInfo {
+  int64_t frames = 0;
+  int time_base_num = 1;
+  int time_base_den = 1;
+  int64_t pts_per_frame = 1;
+};
+
+// Writes the proxy of the video at `path` to `out` (MP4): its frames as
+// FrameReader numbers them. The frame count is the video's (compare it with
+// probe()'s). kFailedPrecondition for frames of an odd width or height
+// (4:2:0 cannot hold them) or once `stop` is requested; probe()'s errors
+// for the video; kUnavailable if `out` cannot be written.
+Result<ProxyInfo> write_proxy(const std::string& path, const std::string& out,
+                              const ProxyOptions& options = {}, const VideoLimits& limits = {},
+                              std::stop_token stop = {});
+
+// The times of a proxy write_proxy() wrote, for FrameReader::seek().
+FrameTimes proxy_times(const ProxyInfo& proxy, int key_every);
+
 // A decoded frame, row after row, 8 bits a channel: 3 channels in blue,
 // green, red order, or 1 (grey). Not owned: it belongs to the FrameReader
 // that handed it out.

@@ -270,6 +270,46 @@ TEST_F(RecordedMovieTest, ASeekGivesTheFrameDecodingFromTheStartGives) {
   EXPECT_FALSE(*r.seek(120, info->times, true));
 }
 
+// A proxy has every frame of the movie, in order, looking as it does (a
+// lossy copy), with a key frame every key_every frames whatever the
+// movie's own (here one in 5 s): any frame of it is decoded after at most
+// key_every - 1 others.
+TEST_F(RecordedMovieTest, AProxyHasEveryFrameAndAKeyFrameEveryFew) {
+  const std::string path = recorded("long_gop.mp4", 5, "", 150);
+  Result<VideoInfo> info = probe(path);
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  ASSERT_EQ(info->times.keys, (std::vector<int64_t>{0}));
+  const std::vector<std::string> frames = every_frame(path);
+  const std::string proxy_path = (dir_ / "proxy.mp4").string();
+  Result<ProxyInfo> proxy = write_proxy(path, proxy_path, ProxyOptions{.key_every = 10});
+  ASSERT_TRUE(proxy.ok()) << proxy.status().to_string();
+  EXPECT_EQ(proxy->frames, 150);
+  Result<VideoInfo> proxy_info = probe(proxy_path);
+  ASSERT_TRUE(proxy_info.ok()) << proxy_info.status().to_string();
+  const FrameTimes times = proxy_times(*proxy, 10);
+  EXPECT_EQ(proxy_info->times.pts, times.pts);
+  EXPECT_EQ(proxy_info->times.keys, times.keys);
+  auto reader = FrameReader::open(proxy_path);
+  ASSERT_TRUE(reader.ok());
+  for (const int64_t n : {149, 148, 77, 3, 120, 0, 59}) {
+    const int64_t before = (*reader)->frames_decoded();
+    ASSERT_TRUE(*(*reader)->seek(n, times, true)) << n;
+    EXPECT_LE((*reader)->frames_decoded() - before, 10) << n;
+    // Within a few levels of the movie's frame, on average.
+    const std::string got = pixels_of((*reader)->image());
+    const std::string& want = frames[static_cast<size_t>(n)];
+    ASSERT_EQ(got.size(), want.size());
+    double diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      diff += std::abs(static_cast<int>(static_cast<uint8_t>(got[i])) -
+                       static_cast<int>(static_cast<uint8_t>(want[i])));
+    }
+    EXPECT_LT(diff / static_cast<double>(got.size()), 3.0) << "frame " << n;
+  }
+  EXPECT_EQ(write_proxy(path, proxy_path, ProxyOptions{.key_every = 0}).status().code(),
+            Code::kInvalidArgument);
+}
+
 TEST_F(RecordedMovieTest, TimesThatDoNotMatchTheFileAreRefused) {
   const std::string path = recorded("other.mp4", 2, "", 30);
   Result<VideoInfo> info = probe(path);
