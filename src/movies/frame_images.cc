@@ -147,7 +147,7 @@ Result<std::string> FrameCache::jpeg(const std::string& movie_id, const std::str
       changed_.wait(mu_);  // another request is making this image
     }
     in_flight_.insert(path);
-    reader = take_reader(movie_id, frame, times, closing);
+    reader = take_reader(movie_id, file, frame, times, closing);
   }
   closing.clear();
   FrameCacheStats counted;
@@ -157,7 +157,7 @@ Result<std::string> FrameCache::jpeg(const std::string& movie_id, const std::str
     MutexLock lock(mu_);
     in_flight_.erase(path);
     --busy_;
-    if (reader) idle_.push_back(Reader{movie_id, std::move(reader), ++tick_});
+    if (reader) idle_.push_back(Reader{movie_id, file, std::move(reader), ++tick_});
     stats_.frames_decoded += counted.frames_decoded;
     stats_.readers_opened += counted.readers_opened;
     if (made.ok()) {
@@ -175,7 +175,8 @@ Result<std::string> FrameCache::jpeg(const std::string& movie_id, const std::str
 }
 
 std::unique_ptr<tracer::FrameReader> FrameCache::take_reader(
-    const std::string& movie_id, int64_t frame, const tracer::FrameTimes* times,
+    const std::string& movie_id, const std::string& file, int64_t frame,
+    const tracer::FrameTimes* times,
     std::vector<std::unique_ptr<tracer::FrameReader>>& closing) {
   // With times, a reader before the key frame at or before `frame` (or
   // past `frame`) seeks there: as good as any other of the movie's.
@@ -188,14 +189,17 @@ std::unique_ptr<tracer::FrameReader> FrameCache::take_reader(
     // when readers seek, the one of this movie used last.
     auto best = idle_.end();
     for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-      if (it->movie_id == movie_id && it->reader->frame() < frame &&
+      if (it->movie_id == movie_id && it->file == file && it->reader->frame() < frame &&
           (best == idle_.end() || it->reader->frame() > best->reader->frame())) {
         best = it;
       }
     }
     if (seeks && (best == idle_.end() || best->reader->frame() < key)) {
       for (auto it = idle_.begin(); it != idle_.end(); ++it) {
-        if (it->movie_id == movie_id && (best == idle_.end() || it->used > best->used)) best = it;
+        if (it->movie_id == movie_id && it->file == file &&
+            (best == idle_.end() || it->used > best->used)) {
+          best = it;
+        }
       }
     }
     if (best != idle_.end()) {
@@ -353,24 +357,30 @@ std::string FrameImages::etag(const std::string& id, int64_t frame) const {
   return "\"" + id + "-" + std::to_string(frame) + "-q" + std::to_string(jpeg_quality_) + "\"";
 }
 
-std::shared_ptr<const tracer::FrameTimes> FrameImages::times_of(const std::string& id) {
+FrameImages::Source FrameImages::source_of(const MovieDetail& m) {
+  const std::string& file = m.proxy_file.empty() ? m.file : m.proxy_file;
   {
-    MutexLock lock(times_mu_);
-    for (auto it = times_.begin(); it != times_.end(); ++it) {
-      if (it->first != id) continue;
+    MutexLock lock(sources_mu_);
+    for (auto it = sources_.begin(); it != sources_.end(); ++it) {
+      if (it->first != m.id || it->second.file != file) continue;
       auto kept = std::move(*it);
-      times_.erase(it);
-      times_.push_back(std::move(kept));
-      return times_.back().second;
+      sources_.erase(it);
+      sources_.push_back(std::move(kept));
+      return sources_.back().second;
     }
   }
-  Result<tracer::FrameTimes> read = movies_.frame_times(id);
-  if (!read.ok()) return nullptr;
-  auto times = std::make_shared<const tracer::FrameTimes>(std::move(read).value());
-  MutexLock lock(times_mu_);
-  if (times_.size() >= kTimesKept) times_.erase(times_.begin());
-  times_.emplace_back(id, times);
-  return times;
+  Source source{file, nullptr};
+  if (!m.proxy_file.empty()) {
+    source.times = std::make_shared<const tracer::FrameTimes>(
+        tracer::proxy_times(m.proxy, m.proxy_key_every));
+  } else if (Result<tracer::FrameTimes> read = movies_.frame_times(m.id); read.ok()) {
+    source.times = std::make_shared<const tracer::FrameTimes>(std::move(read).value());
+  }
+  MutexLock lock(sources_mu_);
+  std::erase_if(sources_, [&m](const auto& kept) { return kept.first == m.id; });
+  if (sources_.size() >= kSourcesKept) sources_.erase(sources_.begin());
+  sources_.emplace_back(m.id, source);
+  return source;
 }
 
 Result<std::string> FrameImages::check(const std::string& id, int64_t frame) {
@@ -381,8 +391,8 @@ Result<std::string> FrameImages::check(const std::string& id, int64_t frame) {
 Result<FrameJpeg> FrameImages::jpeg(const std::string& id, int64_t frame) {
   LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, showable(id, frame));
   bool written = false;
-  const std::shared_ptr<const tracer::FrameTimes> times = times_of(id);
-  Result<std::string> path = cache_.jpeg(id, m.file, frame, times.get(), &written);
+  const Source source = source_of(m);
+  Result<std::string> path = cache_.jpeg(id, source.file, frame, source.times.get(), &written);
   if (!path.ok() && path.status().code() != Code::kUnavailable) {
     // The probe decoded this frame: failing now is the server's fault, and
     // the reader's message names paths, which are for the log only.

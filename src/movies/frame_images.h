@@ -106,6 +106,7 @@ class FrameCache {
  private:
   struct Reader {
     std::string movie_id;
+    std::string file;  // the one it reads: the movie's, or its proxy
     std::unique_ptr<tracer::FrameReader> reader;
     uint64_t used = 0;  // tick_ when last returned
   };
@@ -129,7 +130,8 @@ class FrameCache {
   // null; an idle reader it closes goes to `closing`), waiting while every
   // reader is busy.
   std::unique_ptr<tracer::FrameReader> take_reader(
-      const std::string& movie_id, int64_t frame, const tracer::FrameTimes* times,
+      const std::string& movie_id, const std::string& file, int64_t frame,
+      const tracer::FrameTimes* times,
       std::vector<std::unique_ptr<tracer::FrameReader>>& closing) REQUIRES(mu_);
   void remember(const std::string& path, uint64_t bytes) REQUIRES(mu_);
   // The paths of the least recently used images past the bound, forgotten.
@@ -177,19 +179,23 @@ class FrameImages {
  private:
   Result<MovieDetail> showable(const std::string& id, int64_t frame);
   std::string etag(const std::string& id, int64_t frame) const;
-  // The movie's frame times, read once and kept for the last few movies
-  // shown (null if they cannot be read: frames are then decoded from the
-  // first).
-  std::shared_ptr<const tracer::FrameTimes> times_of(const std::string& id);
+  // Where the movie's frames are decoded from: its proxy if it has one
+  // (Movies::make_proxy), else its own file; and that file's frame times,
+  // read once and kept for the last few movies shown (null if they cannot
+  // be read: frames are then decoded from the first).
+  struct Source {
+    std::string file;
+    std::shared_ptr<const tracer::FrameTimes> times;
+  };
+  Source source_of(const MovieDetail& m);
 
   Movies& movies_;
   FrameCache& cache_;
   const int jpeg_quality_;
-  static constexpr size_t kTimesKept = 16;
-  Mutex times_mu_;
-  // The newest last.
-  std::vector<std::pair<std::string, std::shared_ptr<const tracer::FrameTimes>>> times_
-      GUARDED_BY(times_mu_);
+  static constexpr size_t kSourcesKept = 16;
+  Mutex sources_mu_;
+  // By movie ID, the newest last.
+  std::vector<std::pair<std::string, Source>> sources_ GUARDED_BY(sources_mu_);
 };
 
 }  // namespace leasehold::movies

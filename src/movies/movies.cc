@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
 #include <filesystem>
 #include <string_view>
 #include <tuple>
@@ -22,6 +23,17 @@ namespace leasehold::movies {
 namespace {
 
 namespace json = boost::json;
+
+// "NUM/DEN", each a positive 32-bit whole number.
+bool parse_time_base(std::string_view text, int64_t& num, int64_t& den) {
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos) return false;
+  const auto whole = [](std::string_view part, int64_t& out) {
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), out);
+    return ec == std::errc() && end == part.data() + part.size() && out > 0 && out <= INT32_MAX;
+  };
+  return whole(text.substr(0, slash), num) && whole(text.substr(slash + 1), den);
+}
 
 using movies_parts::slot_free;
 
@@ -110,6 +122,20 @@ Result<MovieDetail> parse_movie(const Item& item, LeaseManager& leases) {
   if (const std::string* fps = str(item, attr::kFps)) parse_double(*fps, m.fps);
   m.frame_rate_varies = get_int_or(item, attr::kFrameRateVaries) == 1;
   m.duration_us = get_int_or(item, attr::kDurationUs);
+  m.proxy_file = get_string_or(item, attr::kProxyFile);
+  if (!m.proxy_file.empty()) {
+    int64_t num = 0;
+    int64_t den = 0;
+    if (parse_time_base(get_string_or(item, attr::kProxyTimeBase), num, den)) {
+      m.proxy = tracer::ProxyInfo{.frames = get_int_or(item, attr::kFrameCount),
+                                  .time_base_num = static_cast<int>(num),
+                                  .time_base_den = static_cast<int>(den),
+                                  .pts_per_frame = get_int_or(item, attr::kProxyPtsPerFrame)};
+      m.proxy_key_every = static_cast<int>(get_int_or(item, attr::kProxyKeyEvery));
+    }
+    // A proxy its movie cannot describe is not used.
+    if (m.proxy.pts_per_frame < 1 || m.proxy_key_every < 1) m.proxy_file.clear();
+  }
   m.width = static_cast<int>(get_int_or(item, attr::kWidth));
   m.height = static_cast<int>(get_int_or(item, attr::kHeight));
   m.frame_count = get_int_or(item, attr::kFrameCount);
@@ -223,6 +249,66 @@ Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token s
   return internal::parse_movie(*written, leases_);
 }
 
+Status Movies::Impl::make_proxy(const std::string& id, std::stop_token stop) {
+  LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, read(id));
+  if (!m.proxy_file.empty()) return {};
+  if (m.frame_count < 1 || m.status == kStatusProcessing || m.status == kStatusInvalid ||
+      m.status == kStatusDeleting) {
+    return failed_precondition("the movie is " + m.status + ": no proxy");
+  }
+  LEASEHOLD_ASSIGN_OR_RETURN(const std::shared_ptr<const LocalFile> local,
+                             options_.media->local(m.file));
+  // Written in the work folder, then kept beside the movie's file under a
+  // name of its own (the movie's token, which no other file has).
+  const std::string name = std::filesystem::path(m.file).stem().string() + "-proxy.mp4";
+  const std::string written = (std::filesystem::path(options_.media->work_dir()) /
+                               (".proxy-" + name))
+                                  .string();
+  const auto discard = [&written] {
+    std::error_code ec;
+    std::filesystem::remove(written, ec);
+  };
+  Result<tracer::ProxyInfo> proxy =
+      tracer::write_proxy(local->path(), written, options_.proxy, options_.video_limits, stop);
+  if (!proxy.ok()) {
+    discard();
+    if (stop.stop_requested()) return failed_precondition("making the proxy stopped");
+    if (proxy.status().code() == Code::kFailedPrecondition) {
+      log_to(options_.logger, LogLevel::kInfo, "movie {}: no proxy: {}", id,
+             proxy.status().message());
+      return {};
+    }
+    return proxy.status().with_context("the proxy of movie " + id);
+  }
+  if (proxy->frames != m.frame_count) {
+    discard();
+    return internal_error("the proxy of movie " + id + " has " + std::to_string(proxy->frames) +
+                          " frames, not " + std::to_string(m.frame_count));
+  }
+  LEASEHOLD_RETURN_IF_ERROR(options_.media->keep(written, name, "video/mp4"));
+  Update update;
+  update.set(attr::kProxyFile, name)
+      .set(attr::kProxyTimeBase, std::to_string(proxy->time_base_num) + "/" +
+                                     std::to_string(proxy->time_base_den))
+      .set(attr::kProxyPtsPerFrame, proxy->pts_per_frame)
+      .set(attr::kProxyKeyEvery, int64_t{options_.proxy.key_every});
+  // Not on a movie being removed since: its removal may have passed the
+  // proxy's file by, which goes now instead.
+  const Result<Item> named =
+      store_.update(kMoviesTable, movie_key(id), update,
+                    cond::exists(attr::kPk) && !cond::eq(attr::kStatus, kStatusDeleting));
+  if (!named.ok()) {
+    (void)options_.media->remove(name);
+    if (named.status().code() == Code::kConditionFailed) {
+      return failed_precondition("the movie is being removed: no proxy");
+    }
+    return named.status();
+  }
+  log_to(options_.logger, LogLevel::kInfo, "movie {}: proxy of {} frames, a key frame every {}", id,
+         proxy->frames, options_.proxy.key_every);
+  return {};
+}
+
 // The index orders movies by created_at_ms alone, and movies created in the
 // same millisecond in an order of the store's choosing, which may differ
 // from one query to the next. A page is therefore read on until the
@@ -328,8 +414,10 @@ Status Movies::Impl::finish_remove(const std::string& id) {
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kFramesTable, id));
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kTimesTable, id));
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kAuditTable, id));
-  const std::string file = get_string_or(item, attr::kFile);
-  if (!file.empty()) LEASEHOLD_RETURN_IF_ERROR(options_.media->remove(file));
+  for (const char* name : {attr::kProxyFile, attr::kFile}) {
+    const std::string file = get_string_or(item, name);
+    if (!file.empty()) LEASEHOLD_RETURN_IF_ERROR(options_.media->remove(file));
+  }
   // The images of its frames (frame_images.h), made by this process if it
   // served them (another process's are its own to forget).
   std::error_code ec;
@@ -381,6 +469,9 @@ Result<MovieDetail> Movies::create(const std::string& name, const User& owner,
 }
 Result<MovieDetail> Movies::probe(const std::string& id, std::stop_token stop) {
   return impl_->probe(id, stop);
+}
+Status Movies::make_proxy(const std::string& id, std::stop_token stop) {
+  return impl_->make_proxy(id, stop);
 }
 Result<MoviePage> Movies::list(const ListOptions& options) { return impl_->list(options); }
 Result<MovieDetail> Movies::get(const std::string& id) { return impl_->get(id); }

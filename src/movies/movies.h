@@ -150,6 +150,10 @@ struct MovieDetail : MovieSummary {
   double fps = 0;
   bool frame_rate_varies = false;
   int64_t duration_us = 0;  // the last frame's time and its own length
+  // Its proxy (make_proxy()), if made: the file, and its frames' timestamps.
+  std::string proxy_file;
+  tracer::ProxyInfo proxy;
+  int proxy_key_every = 0;
   int width = 0;
   int height = 0;
   int64_t frame_count = 0;
@@ -230,6 +234,8 @@ struct MoviesOptions {
   // The clock-skew bound and safety margin; the table is set here.
   LeaseConfig lease;
   tracer::VideoLimits video_limits;
+  // The proxies make_proxy() writes.
+  tracer::ProxyOptions proxy;
   Logger* logger = nullptr;  // not owned; null logs nothing
 };
 
@@ -255,6 +261,17 @@ class Movies {
   // unless the movie is `processing`, and, with nothing written, once `stop`
   // is requested while the file is being decoded.
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop = {});
+  // Makes the proxy of a probed movie (tracer::write_proxy(): every frame
+  // with a key frame every MoviesOptions::proxy.key_every), keeps it in the
+  // media beside the movie's file, and names it on the movie, whose frame
+  // images are then decoded from it: any frame after a few others, not
+  // after all those since the movie's last key frame (seconds of them in a
+  // phone's movie). Done once: OK at once for a movie that has one. OK,
+  // with nothing made, for a movie whose frames cannot have one (odd
+  // sides), which goes on being shown from its own file. kFailedPrecondition
+  // unless the movie is probed and not being removed, and, with nothing
+  // kept, once `stop` is requested.
+  Status make_proxy(const std::string& id, std::stop_token stop = {});
 
   // A page of the movies, in the order they were created (by created_at_ms,
   // then by ID within one millisecond) or, with kNewestFirst, in the reverse

@@ -55,6 +55,7 @@ class Movies::Impl {
   // movies.cc: the records.
   Result<MovieDetail> create(const std::string& name, const User& owner, const std::string& file);
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop);
+  Status make_proxy(const std::string& id, std::stop_token stop);
   Result<MoviePage> list(const ListOptions& options);
   Result<MovieDetail> get(const std::string& id);
   Status remove(const std::string& id, const std::string& user_name, bool is_admin);

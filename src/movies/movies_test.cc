@@ -366,6 +366,46 @@ TEST_F(MoviesTest, BadEditsAreRefusedAndWriteNothing) {
   EXPECT_EQ(raw(id), before);
 }
 
+// The proxy (every frame, a key frame every 15) is made once, kept in the
+// media beside the movie's file, named on the movie, and goes with it.
+TEST_F(MoviesTest, AProxyIsMadeOnceKeptBesideTheMovieAndGoesWithIt) {
+  std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "proxied.avi",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string id = ready_movie("proxied.avi");
+  EXPECT_TRUE(movies_->get(id)->proxy_file.empty());
+  ASSERT_TRUE(movies_->make_proxy(id).ok());
+  const Result<MovieDetail> m = movies_->get(id);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->proxy_file, "proxied-proxy.mp4");
+  EXPECT_EQ(m->proxy_key_every, 15);
+  EXPECT_GT(m->proxy.pts_per_frame, 0);
+  ASSERT_TRUE(std::filesystem::exists(dir_ / m->proxy_file));
+  Result<tracer::VideoInfo> proxy = tracer::probe((dir_ / m->proxy_file).string());
+  ASSERT_TRUE(proxy.ok()) << proxy.status().to_string();
+  EXPECT_EQ(proxy->frame_count, m->frame_count);
+  EXPECT_EQ(proxy->times.pts, tracer::proxy_times(m->proxy, m->proxy_key_every).pts);
+  // Once: asked again, nothing is written.
+  const auto written = std::filesystem::last_write_time(dir_ / m->proxy_file);
+  ASSERT_TRUE(movies_->make_proxy(id).ok());
+  EXPECT_EQ(std::filesystem::last_write_time(dir_ / m->proxy_file), written);
+
+  ASSERT_TRUE(movies_->remove(id, "ada", false).ok());
+  EXPECT_EQ(movies_->make_proxy(id).code(), Code::kOk) << "it has one: nothing to do";
+  ASSERT_TRUE(movies_->finish_remove(id).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "proxied-proxy.mp4"));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "proxied.avi"));
+}
+
+TEST_F(MoviesTest, NoProxyIsMadeForAMovieBeingRemovedOrNotProbed) {
+  std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "going.avi",
+                             std::filesystem::copy_options::overwrite_existing);
+  const std::string id = ready_movie("going.avi");
+  ASSERT_TRUE(movies_->remove(id, "ada", false).ok());
+  EXPECT_EQ(movies_->make_proxy(id).code(), Code::kFailedPrecondition);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "going-proxy.mp4"));
+  EXPECT_EQ(movies_->make_proxy("nosuchmovie").code(), Code::kNotFound);
+}
+
 TEST_F(MoviesTest, RemoveMarksTheMovieAndFinishRemoveTakesEverything) {
   std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "copy.avi",
                              std::filesystem::copy_options::overwrite_existing);

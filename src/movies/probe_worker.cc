@@ -185,11 +185,19 @@ Status ProbeWorker::Impl::run_keeping_hidden(const MovieJob& job, const std::str
   });
   if (job.remove) return movies_.finish_remove(job.movie_id);
   Result<MovieDetail> probed = movies_.probe(job.movie_id, stop_.get_token());
-  if (probed.ok()) {
-    log_to(options_.logger, LogLevel::kInfo, "probe worker {}: movie {} is {}", options_.id,
-           job.movie_id, probed->status);
+  if (!probed.ok()) return probed.status();
+  log_to(options_.logger, LogLevel::kInfo, "probe worker {}: movie {} is {}", options_.id,
+         job.movie_id, probed->status);
+  if (probed->status != kStatusReady) return {};
+  // Then its proxy, for going to any frame fast (the movie is ready, and
+  // shown from its own file, meanwhile). A proxy not made is not the
+  // probe's failure: the frames are still shown, only slower.
+  const Status proxy = movies_.make_proxy(job.movie_id, stop_.get_token());
+  if (!proxy.ok() && !stop_.stop_requested()) {
+    log_to(options_.logger, LogLevel::kWarn, "probe worker {}: movie {}: {}", options_.id,
+           job.movie_id, proxy.to_string());
   }
-  return probed.status();
+  return {};
 }
 
 void ProbeWorker::Impl::handle(const Message& message) {

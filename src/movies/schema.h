@@ -70,6 +70,13 @@ inline constexpr char kStatus[] = "status";
 inline constexpr char kFps[] = "fps";
 inline constexpr char kFrameRateVaries[] = "frame_rate_varies";  // 1 or absent
 inline constexpr char kDurationUs[] = "duration_us";
+// The proxy (Movies::make_proxy): its file in the media, and its frames'
+// timestamps: frame n's is n * proxy_pts_per_frame in proxy_time_base
+// ("NUM/DEN") seconds, a key frame every proxy_key_every.
+inline constexpr char kProxyFile[] = "proxy_file";
+inline constexpr char kProxyTimeBase[] = "proxy_time_base";
+inline constexpr char kProxyPtsPerFrame[] = "proxy_pts_per_frame";
+inline constexpr char kProxyKeyEvery[] = "proxy_key_every";
 inline constexpr char kWidth[] = "width";
 inline constexpr char kHeight[] = "height";
 inline constexpr char kFrameCount[] = "frame_count";

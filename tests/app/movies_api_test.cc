@@ -84,8 +84,9 @@ TEST_P(MoviesApiTest, AnUploadIsProbedUntilReadyAndCanBePlayed) {
     EXPECT_EQ(part.status, 206);
     EXPECT_EQ(part.body, bytes.substr(100, 100));
   }
-  // The kept file is the only one in the media folder.
-  EXPECT_EQ(media_files().size(), 1u);
+  // The kept file and its proxy are the only ones in the media folder.
+  ASSERT_TRUE(eventually([&] { return proxies_made(1); }, kWaitMax));
+  EXPECT_EQ(media_files().size(), 2u);
 }
 
 // A phone's movie whose rate drops (2 s at 30 fps, then 4 s at 10 fps,
@@ -139,6 +140,7 @@ TEST_P(MoviesApiTest, BadUploadsAreRefusedAndLeaveNothingBehind) {
   EXPECT_EQ(upload(files_ / "spots.avi", std::string(300, 'n')).status, 400);
   EXPECT_EQ(upload(files_ / "spots.avi", "bad%0aname").status, 400);
   EXPECT_EQ(upload(files_ / "spots.avi", "x", "").status, 201);  // control: Ada may upload
+  ASSERT_TRUE(eventually([&] { return proxies_made(1); }, kWaitMax));
   const size_t kept = media_files().size();
   EXPECT_EQ(upload(files_ / "spots.avi", "anon", "X-Nobody: 1\r\n").status, 401);
 

@@ -147,6 +147,17 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
     }
     return out;
   }
+  // Whether the probe worker has made the proxies of `movies` movies (each a
+  // "-proxy.mp4" file beside its movie's, Movies::make_proxy) and is making
+  // none: the media then hold what they will go on holding.
+  bool proxies_made(size_t movies) const {
+    size_t made = 0;
+    for (const std::string& f : media_files()) {
+      if (f.find(".proxy-") != std::string::npos) return false;
+      if (f.ends_with("-proxy.mp4")) ++made;
+    }
+    return made == movies;
+  }
   // A GET of `target` (path and query) from fauxqs, with `headers`.
   static Result<net::HttpResponse> from_fauxqs(const std::string& target,
                                                net::HttpHeaders headers = {}) {

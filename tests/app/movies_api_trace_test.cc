@@ -159,7 +159,8 @@ TEST_P(MoviesApiTest, OnlyTheOwnerOrAnAdminRemovesAMovieAndOnlyWhenItIsFree) {
   EXPECT_EQ(call("DELETE", "/api/movies/" + id, bob_).status, 409);
   ASSERT_EQ(call("DELETE", "/api/movies/" + id + "/analysis-lease", cy_, with_lease(lease)).status,
             204);
-  EXPECT_EQ(media_files().size(), 1u);
+  ASSERT_TRUE(eventually([&] { return proxies_made(1); }, kWaitMax));
+  EXPECT_EQ(media_files().size(), 2u) << "the movie's file and its proxy";
   EXPECT_EQ(call("DELETE", "/api/movies/" + id, bob_).status, 202);
   // Marked at once, removed off the request by the probe worker.
   ASSERT_TRUE(

@@ -191,7 +191,7 @@ class TraceJobsTest : public ::testing::TestWithParam<Backend> {
     backend_ = std::move(opened).value();
     store_ = std::make_unique<ScriptedStore>(*backend_);
     ASSERT_TRUE(store_->ensure_table(StoreQueue::table_spec()).ok());
-    for (const TableSpec& s : {movies_table_spec(), frames_table_spec(), audit_table_spec()}) {
+    for (const TableSpec& s : movie_table_specs()) {
       ASSERT_TRUE(store_->ensure_table(s).ok());
     }
     auto queue = StoreQueue::open(*store_, clock_, random_, QueueOptions{.name = kTraceQueueName});
