@@ -49,7 +49,7 @@ test: build
 # The fleet's throughput baseline and the tracer benchmark are built only here:
 # the tests do not need them.
 bench: build
-	@cmake --build --preset default -j $(JOBS) --target bare_ws_reader tracer_bench
+	@cmake --build --preset default -j $(JOBS) --target bare_ws_reader tracer_bench frames_bench
 	@scripts/bench.sh
 
 clean:
