@@ -70,10 +70,13 @@ struct S3Location {
 // percent-decoded: "%" is a valid key character), is normalised to "" or
 // "a/b/" and may not hold control characters or "." or ".." segments; the
 // endpoint must parse as net::parse_http_endpoint() wants. The region, when
-// the URI names none, is AWS_REGION, else AWS_DEFAULT_REGION (read through
-// `env`), else "us-east-1". Query values may be percent-encoded. Fails with
-// kInvalidArgument, naming the URI's part at fault, for anything else: an
-// unknown or repeated parameter, an empty value, a fragment.
+// the URI names none, is the one the AWS SDKs would use: aws::resolve_region()
+// (AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`), read through
+// `env`; when none is set, kFailedPrecondition says to add "region=REGION" to
+// the URI or to set AWS_REGION (no region is guessed, as the SDKs guess none).
+// Query values may be percent-encoded. Fails with kInvalidArgument, naming the
+// URI's part at fault, for anything else: an unknown or repeated parameter, an
+// empty value, a fragment.
 Result<S3Location> parse_s3_uri(std::string_view uri, const EnvLookup& env = process_env());
 
 // ---------------------------------------------------------------- client

@@ -15,9 +15,9 @@
 
 namespace leasehold::aws::s3_internal {
 
-// S3's default location: the region of a URI that names none when the
-// environment names none either, and the one CreateBucket refuses to be
-// named.
+// S3's default location, the one CreateBucket refuses to be named. Never a
+// region the client guesses: a URI that names none, where nothing configures
+// one, is refused.
 inline constexpr std::string_view kDefaultRegion = "us-east-1";
 
 // ---------------------------------------------------------------- names

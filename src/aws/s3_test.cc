@@ -7,9 +7,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 
 #include "aws/sigv4.h"
+#include "testing/temp_dir.h"
 
 namespace leasehold::aws {
 namespace {
@@ -26,6 +28,9 @@ EnvLookup env_of(std::map<std::string, std::string> vars) {
     return it->second;
   };
 }
+
+// An environment that names a region, for the tests of the URI's other parts.
+EnvLookup region_env() { return env_of({{"AWS_REGION", "eu-west-1"}}); }
 
 TEST(S3UriTest, ParsesBucketPrefixEndpointAndRegion) {
   auto l = parse_s3_uri(
@@ -48,29 +53,51 @@ TEST(S3UriTest, NormalisesThePrefix) {
       {"s3://abc/a b+c", "a b+c/"},
   };
   for (const auto& [uri, prefix] : cases) {
-    auto l = parse_s3_uri(uri, env_of({}));
+    auto l = parse_s3_uri(uri, region_env());
     ASSERT_TRUE(l.ok()) << uri << ": " << l.status().to_string();
     EXPECT_EQ(l->prefix, prefix) << uri;
     EXPECT_EQ(l->endpoint, "") << uri;
   }
 }
 
-TEST(S3UriTest, RegionComesFromTheUriThenTheEnvironmentThenUsEast1) {
-  EXPECT_EQ(parse_s3_uri("s3://abc", env_of({}))->region, "us-east-1");
+TEST(S3UriTest, RegionComesFromTheUriThenAsTheSdksResolveIt) {
   EXPECT_EQ(parse_s3_uri("s3://abc", env_of({{"AWS_DEFAULT_REGION", "eu-north-1"}}))->region,
             "eu-north-1");
   EXPECT_EQ(parse_s3_uri("s3://abc", env_of({{"AWS_REGION", "ap-south-1"},
                                              {"AWS_DEFAULT_REGION", "eu-north-1"}}))
                 ->region,
             "ap-south-1");
-  EXPECT_EQ(parse_s3_uri("s3://abc", env_of({{"AWS_REGION", ""}}))->region, "us-east-1");
   EXPECT_EQ(
       parse_s3_uri("s3://abc?region=sa-east-1", env_of({{"AWS_REGION", "ap-south-1"}}))->region,
       "sa-east-1");
+  const testing::TempDir dir("leasehold-s3-region-");
+  std::ofstream(dir.file("config")) << "[default]\nregion = ca-central-1\n";
+  EXPECT_EQ(parse_s3_uri("s3://abc/p", env_of({{"AWS_CONFIG_FILE", dir.file("config")}}))->region,
+            "ca-central-1");
+}
+
+// No region anywhere is refused, saying how to name one, never guessed.
+TEST(S3UriTest, NoRegionAnywhereIsRefusedSayingHowToNameOne) {
+  const testing::TempDir dir("leasehold-s3-region-");
+  for (const auto& [uri, add] : std::vector<std::pair<std::string, std::string>>{
+           {"s3://abc/p", "'?region=REGION'"},
+           {"s3://abc/p?endpoint=http://127.0.0.1:9000", "'&region=REGION'"}}) {
+    for (const EnvLookup& env : {env_of({}), env_of({{"HOME", dir.path().string()}}),
+                                 env_of({{"AWS_REGION", ""}, {"AWS_DEFAULT_REGION", ""}})}) {
+      auto l = parse_s3_uri(uri, env);
+      ASSERT_FALSE(l.ok()) << uri << " is in " << l->region;
+      EXPECT_EQ(l.status().code(), Code::kFailedPrecondition) << l.status().to_string();
+      EXPECT_THAT(l.status().message(), HasSubstr("names no region: add " + add));
+      EXPECT_THAT(l.status().message(), HasSubstr("or set AWS_REGION"));
+    }
+  }
+  std::ofstream(dir.file("config")) << "[default]\nregion = Bad!\n";
+  auto bad = parse_s3_uri("s3://abc", env_of({{"AWS_CONFIG_FILE", dir.file("config")}}));
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument) << bad.status().to_string();
 }
 
 TEST(S3UriTest, DecodesQueryValues) {
-  auto l = parse_s3_uri("s3://abc/p?endpoint=http%3A%2F%2F127.0.0.1%3A9000%2F", env_of({}));
+  auto l = parse_s3_uri("s3://abc/p?endpoint=http%3A%2F%2F127.0.0.1%3A9000%2F", region_env());
   ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_EQ(l->endpoint, "http://127.0.0.1:9000");
 }
@@ -105,7 +132,7 @@ TEST(S3UriTest, RefusesBadUrisWithAClearMessage) {
       {"s3://abc/p?endpoint=http://127.0.0.1:9000/path", "endpoint"},
   };
   for (const auto& [uri, words] : cases) {
-    auto l = parse_s3_uri(uri, env_of({}));
+    auto l = parse_s3_uri(uri, region_env());
     ASSERT_FALSE(l.ok()) << uri;
     EXPECT_EQ(l.status().code(), Code::kInvalidArgument) << uri;
     EXPECT_THAT(l.status().message(), HasSubstr(words)) << uri;

@@ -14,7 +14,6 @@ namespace leasehold::aws {
 
 using s3_internal::is_throttled;
 using s3_internal::is_transient;
-using s3_internal::kDefaultRegion;
 using s3_internal::validate_bucket;
 using s3_internal::validate_region;
 
@@ -182,12 +181,21 @@ Result<std::string> normalise_prefix(std::string_view raw) {
   return prefix;
 }
 
-std::string region_from_env(const EnvLookup& env) {
-  for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
-    std::optional<std::string> value = env ? env(name) : std::nullopt;
-    if (value && !value->empty()) return *value;
+// The region of a URI that names none: the one the AWS SDKs would use
+// (aws::resolve_region). None at all is refused, as the SDKs refuse to start
+// without one, rather than guessed: a request signed for the wrong region is
+// refused later, by S3, and less clearly.
+Result<std::string> region_from_env(const EnvLookup& env, std::string_view uri) {
+  Result<std::string> region = resolve_region(env);
+  if (region.ok()) return region;
+  const std::string quoted = "s3 uri '" + std::string(uri) + "'";
+  if (region.status().code() != Code::kFailedPrecondition) {
+    return region.status().with_context(quoted + ": its region");
   }
-  return std::string(kDefaultRegion);
+  const char* join = uri.find('?') == std::string_view::npos ? "?" : "&";
+  return failed_precondition(quoted + " names no region: add '" + join +
+                             "region=REGION' to it (eu-west-1, say), or set AWS_REGION (" +
+                             region.status().message() + ")");
 }
 
 }  // namespace
@@ -218,7 +226,11 @@ Result<S3Location> parse_s3_uri(std::string_view uri, const EnvLookup& env) {
   if (has_query) {
     LEASEHOLD_ASSIGN_OR_RETURN(params, parse_uri_params(query, uri));
   }
-  out.region = params.region ? *params.region : region_from_env(env);
+  if (params.region) {
+    out.region = *std::move(params.region);
+  } else {
+    LEASEHOLD_ASSIGN_OR_RETURN(out.region, region_from_env(env, uri));
+  }
   LEASEHOLD_RETURN_IF_ERROR(validate_region(out.region));
   if (params.endpoint) {
     Result<net::HttpEndpoint> endpoint = net::parse_http_endpoint(*params.endpoint);

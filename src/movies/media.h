@@ -96,8 +96,9 @@ struct MediaOptions {
 bool is_s3_media(const std::string& where);
 
 // A folder (which must exist) or an S3 location: kInvalidArgument for a
-// folder that is not one or a malformed s3:// URI; the credentials chain's
-// errors. For S3 it sends nothing: the first call finds out whether the
+// folder that is not one or a malformed s3:// URI, kFailedPrecondition for
+// one that names no region where none is configured (aws::parse_s3_uri);
+// the credentials chain's errors. For S3 it sends nothing: the first call finds out whether the
 // bucket answers.
 Result<std::unique_ptr<MediaStore>> open_media(const std::string& where,
                                                const MediaOptions& options = {});

@@ -171,7 +171,8 @@ TEST_F(MoviesAwsRefusalTest, S3RefusingTheDeploymentIsStorageUnavailableNotTheUs
         Refusal{301, "PermanentRedirect"}, Refusal{400, "AuthorizationHeaderMalformed"}}) {
     SCOPED_TRACE(refusal.code);
     FakeEndpoint s3([&](const FakeRequest& r) { return s3_refusal(r, refusal); });
-    serve("s3://" + std::string(kBucket) + "/" + kPrefix + "?endpoint=" + s3.url(), "");
+    serve("s3://" + std::string(kBucket) + "/" + kPrefix + "?region=us-east-1&endpoint=" + s3.url(),
+          "");
     expect_storage_unavailable(upload(), refusal, "S3REQ-" + refusal.code);
     expect_nothing_kept();
   }
@@ -198,7 +199,7 @@ TEST_F(MoviesAwsRefusalTest, SqsRefusingTheDeploymentIsStorageUnavailableNotTheU
     std::string url;
     FakeEndpoint sqs([&](const FakeRequest& r) { return sqs_refusal(r, refusal, url); });
     url = sqs.url();
-    serve("s3://" + bucket + "/" + kPrefix + "?endpoint=" + fauxqs->endpoint(),
+    serve("s3://" + bucket + "/" + kPrefix + "?region=us-east-1&endpoint=" + fauxqs->endpoint(),
           "sqs://us-east-1/" + std::string(kQueue) + "?endpoint=" + sqs.url());
     expect_storage_unavailable(upload(), refusal, "SQSREQ-" + refusal.code);
     expect_nothing_kept();
