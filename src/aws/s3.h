@@ -74,9 +74,11 @@ struct S3Location {
 // (AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`), read through
 // `env`; when none is set, kFailedPrecondition says to add "region=REGION" to
 // the URI or to set AWS_REGION (no region is guessed, as the SDKs guess none).
-// Query values may be percent-encoded. Fails with kInvalidArgument, naming the
-// URI's part at fault, for anything else: an unknown or repeated parameter, an
-// empty value, a fragment.
+// The endpoint, when the URI names none, is the one configured for S3
+// (aws::configured_endpoint(env, "S3"): AWS_ENDPOINT_URL_S3, else
+// AWS_ENDPOINT_URL), else AWS's own (""). Query values may be percent-encoded. Fails with
+// kInvalidArgument, naming the URI's part at fault, for anything else: an unknown or repeated
+// parameter, an empty value, a fragment.
 Result<S3Location> parse_s3_uri(std::string_view uri, const EnvLookup& env = process_env());
 
 // ---------------------------------------------------------------- client

@@ -102,6 +102,37 @@ TEST(S3UriTest, DecodesQueryValues) {
   EXPECT_EQ(l->endpoint, "http://127.0.0.1:9000");
 }
 
+// The endpoint is the URI's, else the one configured for S3, else AWS's.
+TEST(S3UriTest, EndpointComesFromTheUriThenTheConfiguredOne) {
+  const auto endpoint_of = [](const std::string& uri,
+                              std::map<std::string, std::string> vars) -> std::string {
+    vars.emplace("AWS_REGION", "eu-west-1");
+    auto l = parse_s3_uri(uri, env_of(std::move(vars)));
+    EXPECT_TRUE(l.ok()) << uri << ": " << l.status().to_string();
+    return l.ok() ? l->endpoint : "(refused)";
+  };
+  EXPECT_EQ(endpoint_of("s3://abc/p", {}), "");
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000/"}}),
+            "http://127.0.0.1:9000");
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL", "http://127.0.0.1:9001"}}),
+            "http://127.0.0.1:9001");
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000"},
+                                       {"AWS_ENDPOINT_URL", "http://127.0.0.1:9001"}}),
+            "http://127.0.0.1:9000");
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:9002"}}), "");
+  EXPECT_EQ(endpoint_of("s3://abc/p?endpoint=http://127.0.0.1:4566",
+                        {{"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000"}}),
+            "http://127.0.0.1:4566")
+      << "the URI's own endpoint wins";
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000"},
+                                       {"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true"}}),
+            "");
+  auto bad = parse_s3_uri("s3://abc/p", env_of({{"AWS_REGION", "eu-west-1"},
+                                                {"AWS_ENDPOINT_URL_S3", "ftp://127.0.0.1:9000"}}));
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("AWS_ENDPOINT_URL_S3"));
+}
+
 TEST(S3UriTest, RefusesBadUrisWithAClearMessage) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"http://abc/p", "s3://"},

@@ -232,10 +232,17 @@ Result<S3Location> parse_s3_uri(std::string_view uri, const EnvLookup& env) {
     LEASEHOLD_ASSIGN_OR_RETURN(out.region, region_from_env(env, uri));
   }
   LEASEHOLD_RETURN_IF_ERROR(validate_region(out.region));
+  // The URI's own endpoint, else the one an operator configured for S3, as
+  // the AWS CLI and SDKs read it; neither: AWS itself.
+  std::string endpoint_from = "endpoint";
+  if (!params.endpoint) {
+    params.endpoint = configured_endpoint(env, "S3");
+    endpoint_from = "the configured endpoint (AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL)";
+  }
   if (params.endpoint) {
     Result<net::HttpEndpoint> endpoint = net::parse_http_endpoint(*params.endpoint);
-    if (!endpoint.ok()) return bad("endpoint: " + endpoint.status().message());
-    out.endpoint = *params.endpoint;
+    if (!endpoint.ok()) return bad(endpoint_from + ": " + endpoint.status().message());
+    out.endpoint = *std::move(params.endpoint);
     while (out.endpoint.ends_with('/')) out.endpoint.pop_back();
   }
   return out;
