@@ -11,6 +11,19 @@
 // endpoint (ENDPOINT/BUCKET/KEY). Keys are relative to the bucket; whoever
 // keeps objects under a prefix adds it.
 //
+// A bucket in another region than the client's is followed, as botocore's
+// S3RegionRedirectorv2 follows it: when S3 refuses a request for its region
+// (a 301 PermanentRedirect, a 400 AuthorizationHeaderMalformed naming the
+// <Region>, an IllegalLocationConstraintException, or a 400 or 403 carrying
+// x-amz-bucket-region), the client learns the bucket's region (the
+// x-amz-bucket-region header, else the error's <Region>, else from a HEAD of
+// the bucket), sends the request once more, signed for that region and
+// addressed to it (on AWS its endpoint; on any other, the same endpoint),
+// and keeps it for every later request and presigned URL. It logs a warning
+// the first time, naming both regions: the configuration should be fixed. A
+// request is sent on so at most once: a second refusal, or one that names no
+// region, is the request's answer, as it would be without this.
+//
 // A request is sent again, as base/retry.h's policy (the AWS SDKs' standard
 // mode: 3 attempts, paused with full jitter, within a retry quota) allows,
 // while doing so cannot do harm: a GET, HEAD, PUT of an object or a part, or
@@ -49,6 +62,7 @@
 #include "aws/sigv4.h"
 #include "base/retry.h"
 #include "leasehold/clock.h"
+#include "leasehold/logger.h"
 #include "leasehold/random.h"
 #include "leasehold/status.h"
 
@@ -94,6 +108,9 @@ struct S3ClientOptions {
   // Null: default_credentials(process_env()), read when the client opens.
   std::shared_ptr<CredentialsSource> credentials;
   Clock* clock = nullptr;  // null: the system clock; else outlives the client
+  // Told, once, that the bucket is in another region than `region`. Not
+  // owned; outlives the client. Null logs nothing.
+  Logger* info_log = nullptr;
 
   Duration request_timeout = std::chrono::seconds(30);  // each attempt's bound
   // When a failed request is sent again; the pauses are waited on `clock`.
@@ -195,6 +212,9 @@ class S3Client {
   Result<std::string> presign_get(std::string_view key, Duration expires, WallTime now);
 
   const S3ClientOptions& options() const;
+  // The region requests are signed for: options().region until S3 says the
+  // bucket is in another.
+  std::string region() const;
 
  private:
   struct Impl;

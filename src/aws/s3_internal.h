@@ -32,6 +32,27 @@ Status validate_region(std::string_view region);
 // presigned URL would fetch another key.
 Status validate_key(std::string_view key);
 
+// ---------------------------------------------------------------- regions
+
+// The header in which S3 names the region of the bucket a request was for,
+// on HEAD Bucket's answer whatever its status, and on refusals for a region.
+inline constexpr std::string_view kBucketRegionHeader = "x-amz-bucket-region";
+
+// AWS's endpoint for `bucket` in `region`: https://BUCKET.s3.REGION.amazonaws.com
+// (virtual-hosted style), or https://s3.REGION.amazonaws.com (path style) for
+// a bucket with a "." in its name, which the wildcard certificate does not
+// cover. REQUIRES: validate_region(region) is ok.
+std::string aws_endpoint(std::string_view bucket, std::string_view region);
+
+// S3 refused a request for going to, or being signed for, a region that is
+// not its bucket's, as botocore's S3RegionRedirectorv2.redirect_from_error
+// (botocore/utils.py) tells: a redirect (a 301, 302 or 307: S3's
+// PermanentRedirect, or a HEAD's answer, which has no document), an
+// AuthorizationHeaderMalformed that names the <Region> to sign for, an
+// IllegalLocationConstraintException (a bucket in an opt-in region), or a
+// 400 or 403 that carries kBucketRegionHeader (`names_region`).
+bool is_region_refusal(int http_status, std::string_view body, bool names_region);
+
 // ---------------------------------------------------------------- XML
 
 // `s` with the five characters XML reserves escaped, for a document's text.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 
+#include "aws/s3_internal.h"
 #include "aws/sigv4.h"
 #include "testing/temp_dir.h"
 
@@ -348,6 +349,41 @@ TEST(SigV4S3Test, PayloadHashMayBeGivenOrUnsigned) {
   r.headers = {{"X-Amz-Content-Sha256", "UNSIGNED-PAYLOAD"}};
   auto reserved = sign_v4(r, c, "us-east-1", "s3", may_24_2013());
   EXPECT_THAT(reserved.status().message(), HasSubstr("set by the signer"));
+}
+
+// ---------------------------------------------------------------- regions
+
+TEST(S3RegionTest, AwsEndpointOfABucketInARegion) {
+  EXPECT_EQ(s3_internal::aws_endpoint("examplebucket", "eu-west-1"),
+            "https://examplebucket.s3.eu-west-1.amazonaws.com");
+  EXPECT_EQ(s3_internal::aws_endpoint("example.bucket", "ap-south-1"),
+            "https://s3.ap-south-1.amazonaws.com");
+}
+
+// The refusals botocore's S3RegionRedirectorv2 follows, and some it does not.
+TEST(S3RegionTest, TellsRefusalsForTheRegionFromOthers) {
+  const auto doc = [](std::string code, std::string extra = "") {
+    return "<Error><Code>" + code + "</Code><Message>m</Message>" + extra + "</Error>";
+  };
+  const std::vector<std::tuple<int, std::string, bool, bool>> cases = {
+      {301, doc("PermanentRedirect"), false, true},
+      {301, "", false, true},  // a HEAD's answer has no document
+      {307, doc("TemporaryRedirect"), true, true},
+      {400, doc("AuthorizationHeaderMalformed", "<Region>eu-west-1</Region>"), false, true},
+      {400, doc("AuthorizationHeaderMalformed"), false, false},
+      {400, doc("IllegalLocationConstraintException"), false, true},
+      {400, "", true, true},
+      {403, doc("AccessDenied"), true, true},
+      {403, doc("AccessDenied"), false, false},
+      {404, doc("NoSuchKey"), true, false},
+      {400, doc("ExpiredToken"), false, false},
+      {500, doc("InternalError"), true, false},
+      {200, "", true, false},
+  };
+  for (const auto& [status, body, names_region, refusal] : cases) {
+    EXPECT_EQ(s3_internal::is_region_refusal(status, body, names_region), refusal)
+        << status << " " << body << " " << names_region;
+  }
 }
 
 // ---------------------------------------------------------------- errors and XML

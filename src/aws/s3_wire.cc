@@ -130,6 +130,24 @@ Status s3_internal::validate_key(std::string_view key) {
   return validate_key_text("key", key);
 }
 
+// ---------------------------------------------------------------- regions
+
+std::string s3_internal::aws_endpoint(std::string_view bucket, std::string_view region) {
+  const bool dotted = bucket.find('.') != std::string_view::npos;
+  return "https://" + (dotted ? std::string() : std::string(bucket) + ".") + "s3." +
+         std::string(region) + ".amazonaws.com";
+}
+
+bool s3_internal::is_region_refusal(int http_status, std::string_view body, bool names_region) {
+  if (http_status == 301 || http_status == 302 || http_status == 307) return true;
+  const std::string code = xml_element(body, "Code").value_or("");
+  if (code == "PermanentRedirect" || code == "IllegalLocationConstraintException") return true;
+  // AuthorizationHeaderMalformed says other things too (a bad date, say):
+  // only one naming a region is about the region.
+  if (code == "AuthorizationHeaderMalformed" && xml_element(body, "Region")) return true;
+  return (http_status == 400 || http_status == 403) && names_region;
+}
+
 // ---------------------------------------------------------------- URIs
 
 namespace {

@@ -34,6 +34,7 @@
 #include <string>
 
 #include "leasehold/clock.h"
+#include "leasehold/logger.h"
 #include "leasehold/status.h"
 
 namespace leasehold::movies {
@@ -90,6 +91,9 @@ struct MediaOptions {
   uint64_t s3_part_bytes = uint64_t{8} << 20;
   // For S3: each request's bound (aws::S3ClientOptions::request_timeout).
   Duration s3_request_timeout = std::chrono::seconds(30);
+  // For S3: told that the bucket is in another region than the URI's (not
+  // owned; outlives the store). Null logs nothing.
+  Logger* log = nullptr;
 };
 
 // True for "s3://..." (which may still be malformed).
