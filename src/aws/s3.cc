@@ -23,6 +23,8 @@ namespace leasehold::aws {
 
 using s3_internal::aws_endpoint;
 using s3_internal::ContentRange;
+using s3_internal::is_error_document;
+using s3_internal::is_multipart_etag;
 using s3_internal::is_region_refusal;
 using s3_internal::is_throttled;
 using s3_internal::is_transient;
@@ -147,7 +149,11 @@ struct S3Call {
   // Sent again to the bucket's region when S3 says it is in another (all
   // but CreateBucket, which makes the bucket where its body says).
   bool follows_region = true;
+  // S3 may answer it 200 and fail it in the body (CompleteMultipartUpload).
+  bool error_in_200 = false;
   std::string what;  // "s3 GET s3://bucket/key", for messages
+  // Attempts sent so far: S3 may have acted on any of them.
+  int attempts_sent = 0;
 };
 
 // The endpoint of the client's bucket in `region`: the configured one (which
@@ -232,7 +238,8 @@ struct S3Client::Impl {
   Result<std::string> upload_part(std::string_view key, const std::string& upload_id, int number,
                                   std::string body);
   Status complete_upload(std::string_view key, const std::string& upload_id,
-                         const std::vector<std::string>& etags);
+                         const std::vector<std::string>& etags, uint64_t size);
+  bool completed_before(std::string_view key, size_t parts, uint64_t size);
   Status abort_upload(std::string_view key, const std::string& upload_id);
   Status upload_parts(std::string_view key, const std::string& upload_id, int fd, uint64_t size,
                       const std::string& path, std::vector<std::string>& etags);
@@ -287,6 +294,7 @@ Attempt<net::HttpResponse> S3Client::Impl::attempt(S3Call& call, const std::stri
   if (!request.ok()) return {request.status()};
   request->body = std::move(call.body);
   const MonoTime sent_at = options.clock->mono_now();
+  ++call.attempts_sent;
   Result<net::HttpResponse> response = route.http->send(*request, options.request_timeout);
   call.body = std::move(request->body);
   if (!response.ok()) {
@@ -296,6 +304,13 @@ Attempt<net::HttpResponse> S3Client::Impl::attempt(S3Call& call, const std::stri
     if (code != Code::kUnknownOutcome || !call.idempotent) return {std::move(failed)};
     return {std::move(failed),
             no_reply_cause(options.clock->mono_now() - sent_at, options.request_timeout)};
+  }
+  // S3 may fail a CompleteMultipartUpload after it answered 200, in the
+  // body: botocore takes such an answer for the 500 it is, and so retries it
+  // (botocore/handlers.py: _handle_200_error and
+  // _looks_like_special_case_error; check_for_200_error before them).
+  if (call.error_in_200 && response->status == 200 && is_error_document(response->body)) {
+    response->status = 500;
   }
   const int status = response->status;
   if (status < 300) return {*std::move(response)};
@@ -657,11 +672,15 @@ Result<std::string> S3Client::Impl::upload_part(std::string_view key, const std:
   return etag;
 }
 
+// Sent again as a GET is (after a 5xx, a 200 whose body is an error, or no
+// answer), as the AWS SDKs send it: completing an upload again makes the same
+// object, and a retry that finds the upload gone (NoSuchUpload: an earlier
+// attempt completed it and its answer was lost) is told by the object.
 Status S3Client::Impl::complete_upload(std::string_view key, const std::string& upload_id,
-                                       const std::vector<std::string>& etags) {
+                                       const std::vector<std::string>& etags, uint64_t size) {
   S3Call call("POST", key, what("CompleteMultipartUpload", key));
   call.query = {{"uploadId", upload_id}};
-  call.idempotent = false;
+  call.error_in_200 = true;
   call.body = "<CompleteMultipartUpload xmlns=\"" + std::string(kXmlNamespace) + "\">";
   for (size_t i = 0; i < etags.size(); ++i) {
     call.body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" +
@@ -669,12 +688,23 @@ Status S3Client::Impl::complete_upload(std::string_view key, const std::string& 
   }
   call.body += "</CompleteMultipartUpload>";
   call.headers.emplace_back("Content-Type", "application/xml");
-  LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send_ok(call));
-  // S3 may fail a completion after it answered 200, in the body.
-  if (response.body.find("<Error>") != std::string::npos) {
-    return s3_error_status(500, response.body, call.what, options.bucket, request_id(response));
+  LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send(call));
+  if (response.status >= 200 && response.status < 300) return Status::ok_status();
+  if (call.attempts_sent > 1 && xml_element(response.body, "Code") == "NoSuchUpload" &&
+      completed_before(key, etags.size(), size)) {
+    return Status::ok_status();
   }
-  return Status::ok_status();
+  return s3_error_status(response.status, response.body, call.what, options.bucket,
+                         request_id(response));
+}
+
+// After a CompleteMultipartUpload that S3 answered NoSuchUpload when it was
+// sent again: whether an earlier attempt completed the upload. The object
+// is then there with a multipart upload's ETag ("...-N" for N parts) and
+// the file's size, which an object put in one PUT would not have.
+bool S3Client::Impl::completed_before(std::string_view key, size_t parts, uint64_t size) {
+  const Result<S3ObjectInfo> info = head_object(key);
+  return info.ok() && info->size == size && is_multipart_etag(info->etag, parts);
 }
 
 Status S3Client::Impl::abort_upload(std::string_view key, const std::string& upload_id) {
@@ -714,7 +744,7 @@ Status S3Client::Impl::put_multipart(std::string_view key, int fd, uint64_t size
   LEASEHOLD_ASSIGN_OR_RETURN(const std::string upload_id, create_upload(key, content_type));
   std::vector<std::string> etags;
   Status status = upload_parts(key, upload_id, fd, size, path, etags);
-  if (status.ok()) status = complete_upload(key, upload_id, etags);
+  if (status.ok()) status = complete_upload(key, upload_id, etags, size);
   if (status.ok()) return status;
   // Parts of an upload never completed are kept, and billed, until aborted.
   const Status aborted = abort_upload(key, upload_id);

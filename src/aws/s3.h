@@ -28,11 +28,16 @@
 // mode: 3 attempts, paused with full jitter, within a retry quota) allows,
 // while doing so cannot do harm: a GET, HEAD, PUT of an object or a part, or
 // DELETE, after S3 throttled it (SlowDown, a 503), failed with a 5xx or never
-// answered (kUnavailable, kUnknownOutcome); the POSTs that start and complete
-// a multipart upload only when nothing reached S3 or S3 throttled them. A
-// request S3 refused for a signature too far from its own time
-// (RequestTimeTooSkewed) is signed again at once with S3's time, which the
-// client keeps for its later requests (aws::ClockSkew in aws/retries.h).
+// answered (kUnavailable, kUnknownOutcome); the POST that starts a multipart
+// upload only when nothing reached S3 or S3 throttled it. The POST that
+// completes one is sent again as a GET is, and after a 200 whose body is an
+// error, which S3 documents for it and botocore takes for a 500; a retry
+// that S3 answers NoSuchUpload (an earlier attempt completed the upload, its
+// answer lost) is a success if a HEAD finds the object with a multipart
+// ETag ("...-N" for the N parts) and the file's size. A request S3 refused
+// for a signature too far from its own time (RequestTimeTooSkewed) is signed
+// again at once with S3's time, which the client keeps for its later
+// requests (aws::ClockSkew in aws/retries.h).
 // S3's error codes become Status codes: NoSuchKey is kNotFound, NoSuchBucket
 // kUnavailable (the client's one bucket is missing: no request can succeed
 // until it is made), AccessDenied kPermissionDenied, refused credentials

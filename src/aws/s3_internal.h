@@ -6,6 +6,7 @@
 // interface.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,6 +69,15 @@ bool is_throttled(int http_status, std::string_view code);
 // the request (a 400 "RequestTimeout"), or another transient error of
 // aws/retries.h.
 bool is_transient(int http_status, std::string_view code);
+
+// A 200's body that is an error document (its root element <Error>, after
+// an optional XML declaration), which CompleteMultipartUpload may send once
+// it has taken the request.
+bool is_error_document(std::string_view body);
+
+// True for the ETag S3 gives an object made by a multipart upload of
+// `parts` parts: "\"<hex>-<parts>\"" (the quotes optional).
+bool is_multipart_etag(std::string_view etag, size_t parts);
 
 // ---------------------------------------------------------------- numbers and ranges
 

@@ -388,6 +388,29 @@ TEST(S3RegionTest, TellsRefusalsForTheRegionFromOthers) {
 
 // ---------------------------------------------------------------- errors and XML
 
+TEST(S3ErrorTest, TellsAnErrorDocumentInA200) {
+  EXPECT_TRUE(s3_internal::is_error_document("<Error><Code>InternalError</Code></Error>"));
+  EXPECT_TRUE(s3_internal::is_error_document(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\n<Error><Code>X</Code></Error>"));
+  EXPECT_TRUE(s3_internal::is_error_document("  \n<Error xmlns=\"x\"><Code>X</Code></Error>"));
+  EXPECT_FALSE(s3_internal::is_error_document(""));
+  EXPECT_FALSE(s3_internal::is_error_document(
+      "<?xml version=\"1.0\"?><CompleteMultipartUploadResult><ETag>\"e-2\"</ETag>"
+      "</CompleteMultipartUploadResult>"));
+  EXPECT_FALSE(s3_internal::is_error_document("<Errors/>"));
+  EXPECT_FALSE(s3_internal::is_error_document("<Result><Error>in a value</Error></Result>"));
+}
+
+TEST(S3ErrorTest, TellsAMultipartETag) {
+  EXPECT_TRUE(s3_internal::is_multipart_etag("\"3858f62230ac3c915f300c664312c11f-3\"", 3));
+  EXPECT_TRUE(s3_internal::is_multipart_etag("3858f62230ac3c915f300c664312c11f-12", 12));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("\"3858f62230ac3c915f300c664312c11f-13\"", 3));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("\"3858f62230ac3c915f300c664312c11f-3\"", 13));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("\"9b2cf535f27731c974343645a3985328\"", 1));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("\"-3\"", 3));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("", 0));
+}
+
 TEST(S3ErrorTest, MapsS3CodesToStatusCodes) {
   const auto error_doc = [](std::string code) {
     return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>" + code +

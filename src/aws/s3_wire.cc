@@ -436,6 +436,34 @@ Status s3_error_status(int http_status, std::string_view body, std::string_view 
   return internal_error(std::move(text));
 }
 
+bool s3_internal::is_error_document(std::string_view body) {
+  const auto skip_space = [&] {
+    while (!body.empty() && (body.front() == ' ' || body.front() == '\t' || body.front() == '\r' ||
+                             body.front() == '\n')) {
+      body.remove_prefix(1);
+    }
+  };
+  skip_space();
+  if (body.starts_with("<?xml")) {
+    const size_t end = body.find("?>");
+    if (end == std::string_view::npos) return false;
+    body.remove_prefix(end + 2);
+    skip_space();
+  }
+  if (!body.starts_with("<Error")) return false;
+  body.remove_prefix(6);
+  return !body.empty() && (body.front() == '>' || body.front() == ' ' || body.front() == '\t' ||
+                           body.front() == '\r' || body.front() == '\n');
+}
+
+bool s3_internal::is_multipart_etag(std::string_view etag, size_t parts) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  const std::string suffix = "-" + std::to_string(parts);
+  return parts > 0 && etag.size() > suffix.size() && etag.ends_with(suffix);
+}
+
 // ---------------------------------------------------------------- numbers and ranges
 
 std::optional<uint64_t> s3_internal::parse_u64(std::string_view s) {
