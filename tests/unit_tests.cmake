@@ -91,14 +91,16 @@ if(LEASEHOLD_UNIT_TESTS)
   set_tests_properties(dynamodb_local_conformance PROPERTIES LABELS dynamodb TIMEOUT 900 COST 100)
 endif()
 
-# The AWS clients (SQS, S3) against fauxqs (node_modules/, scripts/setup.sh),
-# their retries, and the credentials chain, against scripted endpoints (STS,
-# EC2's metadata service, the container endpoint).
+# The AWS clients (SQS, S3) against fauxqs (node_modules/, scripts/setup.sh);
+# their retries, S3's region redirects, and the credentials chain against
+# scripted endpoints (S3, SQS, STS, EC2's metadata service, the container
+# endpoint).
 add_executable(aws_tests
   aws/aws_retry_test.cc
   aws/credentials_chain_test.cc
   aws/fauxqs_smoke_test.cc
   aws/s3_client_test.cc
+  aws/s3_region_test.cc
   aws/sqs_queue_test.cc
 )
 target_compile_definitions(aws_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOURCE_DIR}")

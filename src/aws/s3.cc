@@ -14,14 +14,21 @@
 
 #include "aws/retries.h"
 #include "aws/s3_internal.h"
+#include "base/logging.h"
+#include "base/mutex.h"
 #include "net/endpoint.h"
 #include "net/http_client.h"
 
 namespace leasehold::aws {
 
+using s3_internal::aws_endpoint;
 using s3_internal::ContentRange;
+using s3_internal::is_error_document;
+using s3_internal::is_multipart_etag;
+using s3_internal::is_region_refusal;
 using s3_internal::is_throttled;
 using s3_internal::is_transient;
+using s3_internal::kBucketRegionHeader;
 using s3_internal::kDefaultRegion;
 using s3_internal::parse_content_range;
 using s3_internal::parse_u64;
@@ -139,21 +146,64 @@ struct S3Call {
   std::string body;
   // Safe to send again after it may have been applied (see s3.h).
   bool idempotent = true;
+  // Sent again to the bucket's region when S3 says it is in another (all
+  // but CreateBucket, which makes the bucket where its body says).
+  bool follows_region = true;
+  // S3 may answer it 200 and fail it in the body (CompleteMultipartUpload).
+  bool error_in_200 = false;
   std::string what;  // "s3 GET s3://bucket/key", for messages
+  // Attempts sent so far: S3 may have acted on any of them.
+  int attempts_sent = 0;
 };
+
+// The endpoint of the client's bucket in `region`: the configured one (which
+// serves every region), else AWS's for that region.
+Result<net::HttpEndpoint> bucket_endpoint(const S3ClientOptions& o, std::string_view region) {
+  const std::string url = o.endpoint.empty() ? aws_endpoint(o.bucket, region) : o.endpoint;
+  Result<net::HttpEndpoint> endpoint = net::parse_http_endpoint(url);
+  if (!endpoint.ok()) return endpoint.status().with_context("s3: endpoint");
+  return endpoint;
+}
+
+Result<std::unique_ptr<net::HttpClient>> open_http(const S3ClientOptions& o,
+                                                   net::HttpEndpoint endpoint) {
+  net::HttpClientOptions http_options;
+  http_options.endpoint = std::move(endpoint);
+  http_options.connections_max = o.connections_max;
+  http_options.response_bytes_max =
+      static_cast<size_t>(std::max<uint64_t>(o.part_size_bytes, 1 << 20)) + kResponseSlackBytes;
+  return net::HttpClient::open(std::move(http_options));
+}
 
 }  // namespace
 
 struct S3Client::Impl {
+  // Where requests go: the region they are signed for, and the HTTP client of
+  // the endpoint that serves it. A client starts on the configured region and
+  // moves to the one S3 says its bucket is in when it says so. A request
+  // keeps the route it began on, so the HTTP client is shared by the route
+  // and the requests in flight (one may still be in flight when it moves).
+  struct Route {
+    std::string region;
+    std::shared_ptr<net::HttpClient> http;
+  };
+
   S3ClientOptions options;
   RealClock real_clock;
   SystemRandom system_random;
-  std::unique_ptr<net::HttpClient> http;
   std::string scheme;
   bool path_style = true;
   SigningKeyCache signing_keys;
   ClockSkew skew;
   std::unique_ptr<Retrier> retrier;
+  mutable Mutex mu;
+  Route route GUARDED_BY(mu);
+  bool told_moved GUARDED_BY(mu) = false;  // the log has heard of the move
+
+  Route current_route() const EXCLUDES(mu) {
+    MutexLock lock(mu);
+    return route;
+  }
 
   std::string what(std::string_view op, std::string_view key) const {
     return "s3 " + std::string(op) + " s3://" + options.bucket + "/" + std::string(key);
@@ -171,10 +221,14 @@ struct S3Client::Impl {
   }
 
   Result<net::HttpRequest> make_request(const S3Call& call, const std::string& payload_hash,
-                                        WallTime now);
+                                        const Route& route, WallTime now);
+  Attempt<net::HttpResponse> attempt(S3Call& call, const std::string& payload_hash,
+                                     const Route& route);
+  Result<net::HttpResponse> send_to(S3Call& call, const Route& route);
   Result<net::HttpResponse> send(S3Call& call);
-  Attempt<net::HttpResponse> attempt(S3Call& call, const std::string& payload_hash);
   Result<net::HttpResponse> send_ok(S3Call& call);
+  std::optional<std::string> bucket_region(const net::HttpResponse& refusal, const Route& route);
+  Result<Route> move_to(const std::string& region) EXCLUDES(mu);
 
   Status put_bytes(std::string_view key, std::string bytes, std::string_view content_type);
   Result<S3Range> range_get(std::string_view key, uint64_t first, uint64_t last,
@@ -184,7 +238,8 @@ struct S3Client::Impl {
   Result<std::string> upload_part(std::string_view key, const std::string& upload_id, int number,
                                   std::string body);
   Status complete_upload(std::string_view key, const std::string& upload_id,
-                         const std::vector<std::string>& etags);
+                         const std::vector<std::string>& etags, uint64_t size);
+  bool completed_before(std::string_view key, size_t parts, uint64_t size);
   Status abort_upload(std::string_view key, const std::string& upload_id);
   Status upload_parts(std::string_view key, const std::string& upload_id, int fd, uint64_t size,
                       const std::string& path, std::vector<std::string>& etags);
@@ -196,16 +251,16 @@ struct S3Client::Impl {
 
 Result<net::HttpRequest> S3Client::Impl::make_request(const S3Call& call,
                                                       const std::string& payload_hash,
-                                                      WallTime now) {
+                                                      const Route& route, WallTime now) {
   HttpRequestToSign to_sign;
   to_sign.method = std::string(call.method);
-  to_sign.host = http->host_header();
+  to_sign.host = route.http->host_header();
   to_sign.path = resource_path(call.key);
   to_sign.query_params = call.query;
   to_sign.headers = call.headers;
   to_sign.payload_hash = payload_hash;
   LEASEHOLD_ASSIGN_OR_RETURN(const Credentials credentials, options.credentials->get());
-  LEASEHOLD_ASSIGN_OR_RETURN(SigV4Result signature, sign_v4(to_sign, credentials, options.region,
+  LEASEHOLD_ASSIGN_OR_RETURN(SigV4Result signature, sign_v4(to_sign, credentials, route.region,
                                                             kService, now, &signing_keys));
   net::HttpRequest request;
   request.method = to_sign.method;
@@ -227,18 +282,20 @@ Result<net::HttpRequest> S3Client::Impl::make_request(const S3Call& call,
   return request;
 }
 
-// One attempt at `call`, signed now (as the clock skew has it corrected),
-// judged by the rules of s3.h. S3's answer, whatever its status, is the
-// result unless it may be sent again. The body moves into the request and
-// back, so a part is held once (and once more in the HTTP client's wire
-// buffer).
-Attempt<net::HttpResponse> S3Client::Impl::attempt(S3Call& call, const std::string& payload_hash) {
+// One attempt at `call` on `route`, signed now (as the clock skew has it
+// corrected), judged by the rules of s3.h. S3's answer, whatever its
+// status, is the result unless it may be sent again. The body moves into the
+// request and back, so a part is held once (and once more in the HTTP
+// client's wire buffer).
+Attempt<net::HttpResponse> S3Client::Impl::attempt(S3Call& call, const std::string& payload_hash,
+                                                   const Route& route) {
   const WallTime signed_at = skew.now(*options.clock);
-  Result<net::HttpRequest> request = make_request(call, payload_hash, signed_at);
+  Result<net::HttpRequest> request = make_request(call, payload_hash, route, signed_at);
   if (!request.ok()) return {request.status()};
   request->body = std::move(call.body);
   const MonoTime sent_at = options.clock->mono_now();
-  Result<net::HttpResponse> response = http->send(*request, options.request_timeout);
+  ++call.attempts_sent;
+  Result<net::HttpResponse> response = route.http->send(*request, options.request_timeout);
   call.body = std::move(request->body);
   if (!response.ok()) {
     Status failed = response.status().with_context(call.what);
@@ -247,6 +304,13 @@ Attempt<net::HttpResponse> S3Client::Impl::attempt(S3Call& call, const std::stri
     if (code != Code::kUnknownOutcome || !call.idempotent) return {std::move(failed)};
     return {std::move(failed),
             no_reply_cause(options.clock->mono_now() - sent_at, options.request_timeout)};
+  }
+  // S3 may fail a CompleteMultipartUpload after it answered 200, in the
+  // body: botocore takes such an answer for the 500 it is, and so retries it
+  // (botocore/handlers.py: _handle_200_error and
+  // _looks_like_special_case_error; check_for_200_error before them).
+  if (call.error_in_200 && response->status == 200 && is_error_document(response->body)) {
+    response->status = 500;
   }
   const int status = response->status;
   if (status < 300) return {*std::move(response)};
@@ -264,15 +328,91 @@ Attempt<net::HttpResponse> S3Client::Impl::attempt(S3Call& call, const std::stri
           cause, resign};
 }
 
-// Sends `call`, again while the rules of s3.h allow, and returns S3's last
-// answer whatever its status, or the failure it gave up on.
-Result<net::HttpResponse> S3Client::Impl::send(S3Call& call) {
+// Sends `call` on `route`, again while the rules of s3.h allow, and returns
+// S3's last answer whatever its status, or the failure it gave up on.
+Result<net::HttpResponse> S3Client::Impl::send_to(S3Call& call, const Route& route) {
   const std::string payload_hash = sha256_hex(call.body);
   return send_with_retries<net::HttpResponse>(
-      *retrier, MonoTime::max(), [&](const Retrier::Call&) { return attempt(call, payload_hash); },
+      *retrier, MonoTime::max(),
+      [&](const Retrier::Call&) { return attempt(call, payload_hash, route); },
       [](const Status& last, RetryStop stop, int attempts) {
         return last.with_context("gave up " + describe_stop(stop, attempts));
       });
+}
+
+// send_to() on the bucket's route. When S3 answers that the bucket is in
+// another region, the client moves there and the call is sent once more,
+// signed for that region, as botocore's S3RegionRedirectorv2 does
+// (botocore/utils.py, redirect_from_error): once, so that a second refusal,
+// or one that names no region, is the caller's answer, as any other is.
+Result<net::HttpResponse> S3Client::Impl::send(S3Call& call) {
+  const Route route = current_route();
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, send_to(call, route));
+  if (!call.follows_region ||
+      !is_region_refusal(response.status, response.body,
+                         response.header(kBucketRegionHeader).has_value())) {
+    return response;
+  }
+  const std::optional<std::string> region = bucket_region(response, route);
+  if (!region) return response;
+  Result<Route> moved = move_to(*region);
+  if (!moved.ok()) return response;
+  return send_to(call, *moved);
+}
+
+// The region S3 says the bucket is in, after it refused a request on `route`
+// for its region: the refusal's x-amz-bucket-region, else its document's
+// <Region>, else the x-amz-bucket-region of a HEAD of the bucket, which S3
+// sends even with a 301 or a 403 (botocore's get_bucket_region). nullopt if
+// none names a region, or only the route's own.
+std::optional<std::string> S3Client::Impl::bucket_region(const net::HttpResponse& refusal,
+                                                         const Route& route) {
+  std::optional<std::string> region;
+  if (const auto named = refusal.header(kBucketRegionHeader)) region = std::string(*named);
+  if (!region) region = xml_element(refusal.body, "Region");
+  if (!region) {
+    S3Call head("HEAD", "", what("HeadBucket", ""));
+    head.follows_region = false;
+    const Result<net::HttpResponse> answer = send_to(head, route);
+    if (answer.ok()) {
+      if (const auto named = answer->header(kBucketRegionHeader)) region = std::string(*named);
+    }
+  }
+  // The region goes into a host name and a signature: it must be one.
+  if (!region || *region == route.region || !validate_region(*region).ok()) return std::nullopt;
+  return region;
+}
+
+// From now on, requests go to `region`: on AWS to its endpoint, on a
+// configured endpoint to the same one, signed for `region`. Said once in the
+// log: every process of a deployment whose bucket is not where it says pays
+// a refused request (or two) before its first answer, until the region is
+// set right.
+Result<S3Client::Impl::Route> S3Client::Impl::move_to(const std::string& region) {
+  Route moved;
+  bool tell = false;
+  {
+    MutexLock lock(mu);
+    if (route.region != region) {
+      std::shared_ptr<net::HttpClient> http = route.http;
+      if (options.endpoint.empty()) {
+        LEASEHOLD_ASSIGN_OR_RETURN(net::HttpEndpoint endpoint, bucket_endpoint(options, region));
+        LEASEHOLD_ASSIGN_OR_RETURN(http, open_http(options, std::move(endpoint)));
+      }
+      route = Route{region, std::move(http)};
+    }
+    tell = !told_moved;
+    told_moved = true;
+    moved = route;
+  }
+  if (tell) {
+    log_to(options.info_log, LogLevel::kWarn,
+           "s3: bucket '{}' is in region {}, not {} as configured: requests go to {} from now on, "
+           "each process paying a refused request first; set region={} in the s3:// URI (or "
+           "AWS_REGION)",
+           options.bucket, region, options.region, region, region);
+  }
+  return moved;
 }
 
 // send(), with any answer but a 2xx turned into its Status.
@@ -289,6 +429,8 @@ S3Client::S3Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 S3Client::~S3Client() = default;
 
 const S3ClientOptions& S3Client::options() const { return impl_->options; }
+
+std::string S3Client::region() const { return impl_->current_route().region; }
 
 namespace {
 
@@ -316,22 +458,15 @@ Status validate_options(const S3ClientOptions& o) {
 Result<std::unique_ptr<S3Client>> S3Client::open(S3ClientOptions options) {
   LEASEHOLD_RETURN_IF_ERROR(validate_options(options));
   auto impl = std::make_unique<Impl>();
-  std::string url = options.endpoint;
-  impl->path_style = !url.empty() || options.bucket.find('.') != std::string::npos;
-  if (url.empty()) {
-    url = "https://" + (impl->path_style ? std::string() : options.bucket + ".") + "s3." +
-          options.region + ".amazonaws.com";
+  impl->path_style = !options.endpoint.empty() || options.bucket.find('.') != std::string::npos;
+  LEASEHOLD_ASSIGN_OR_RETURN(net::HttpEndpoint endpoint, bucket_endpoint(options, options.region));
+  impl->scheme = endpoint.scheme;
+  LEASEHOLD_ASSIGN_OR_RETURN(std::shared_ptr<net::HttpClient> http,
+                             open_http(options, std::move(endpoint)));
+  {
+    MutexLock lock(impl->mu);
+    impl->route = Impl::Route{options.region, std::move(http)};
   }
-  Result<net::HttpEndpoint> endpoint = net::parse_http_endpoint(url);
-  if (!endpoint.ok()) return endpoint.status().with_context("s3: endpoint");
-  impl->scheme = endpoint->scheme;
-  net::HttpClientOptions http_options;
-  http_options.endpoint = *endpoint;
-  http_options.connections_max = options.connections_max;
-  http_options.response_bytes_max =
-      static_cast<size_t>(std::max<uint64_t>(options.part_size_bytes, 1 << 20)) +
-      kResponseSlackBytes;
-  LEASEHOLD_ASSIGN_OR_RETURN(impl->http, net::HttpClient::open(std::move(http_options)));
   if (options.credentials == nullptr) {
     LEASEHOLD_ASSIGN_OR_RETURN(options.credentials, default_credentials(process_env()));
   }
@@ -347,6 +482,7 @@ Result<std::unique_ptr<S3Client>> S3Client::open(S3ClientOptions options) {
 
 Status S3Client::create_bucket() {
   S3Call call("PUT", "", impl_->what("CreateBucket", ""));
+  call.follows_region = false;
   // us-east-1 is S3's default location, which it refuses to be named.
   if (impl_->options.region != kDefaultRegion) {
     call.body = "<CreateBucketConfiguration xmlns=\"" + std::string(kXmlNamespace) +
@@ -389,16 +525,19 @@ Status S3Client::remove(std::string_view key) {
                          request_id(response));
 }
 
+// Signed for the bucket's region and addressed to it, as the client has
+// learnt them: a URL for the configured region would be refused.
 Result<std::string> S3Client::presign_get(std::string_view key, Duration expires, WallTime now) {
   LEASEHOLD_RETURN_IF_ERROR(validate_key(key));
+  const Impl::Route route = impl_->current_route();
   HttpRequestToSign to_sign;
   to_sign.method = "GET";
-  to_sign.host = impl_->http->host_header();
+  to_sign.host = route.http->host_header();
   to_sign.path = impl_->resource_path(key);
   LEASEHOLD_ASSIGN_OR_RETURN(const Credentials credentials, impl_->options.credentials->get());
-  LEASEHOLD_ASSIGN_OR_RETURN(PresignedQuery presigned,
-                             presign_v4(to_sign, credentials, impl_->options.region, kService, now,
-                                        expires, &impl_->signing_keys));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      PresignedQuery presigned,
+      presign_v4(to_sign, credentials, route.region, kService, now, expires, &impl_->signing_keys));
   return impl_->scheme + "://" + to_sign.host + to_sign.path + "?" + presigned.query;
 }
 
@@ -533,11 +672,15 @@ Result<std::string> S3Client::Impl::upload_part(std::string_view key, const std:
   return etag;
 }
 
+// Sent again as a GET is (after a 5xx, a 200 whose body is an error, or no
+// answer), as the AWS SDKs send it: completing an upload again makes the same
+// object, and a retry that finds the upload gone (NoSuchUpload: an earlier
+// attempt completed it and its answer was lost) is told by the object.
 Status S3Client::Impl::complete_upload(std::string_view key, const std::string& upload_id,
-                                       const std::vector<std::string>& etags) {
+                                       const std::vector<std::string>& etags, uint64_t size) {
   S3Call call("POST", key, what("CompleteMultipartUpload", key));
   call.query = {{"uploadId", upload_id}};
-  call.idempotent = false;
+  call.error_in_200 = true;
   call.body = "<CompleteMultipartUpload xmlns=\"" + std::string(kXmlNamespace) + "\">";
   for (size_t i = 0; i < etags.size(); ++i) {
     call.body += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" +
@@ -545,12 +688,23 @@ Status S3Client::Impl::complete_upload(std::string_view key, const std::string& 
   }
   call.body += "</CompleteMultipartUpload>";
   call.headers.emplace_back("Content-Type", "application/xml");
-  LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send_ok(call));
-  // S3 may fail a completion after it answered 200, in the body.
-  if (response.body.find("<Error>") != std::string::npos) {
-    return s3_error_status(500, response.body, call.what, options.bucket, request_id(response));
+  LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send(call));
+  if (response.status >= 200 && response.status < 300) return Status::ok_status();
+  if (call.attempts_sent > 1 && xml_element(response.body, "Code") == "NoSuchUpload" &&
+      completed_before(key, etags.size(), size)) {
+    return Status::ok_status();
   }
-  return Status::ok_status();
+  return s3_error_status(response.status, response.body, call.what, options.bucket,
+                         request_id(response));
+}
+
+// After a CompleteMultipartUpload that S3 answered NoSuchUpload when it was
+// sent again: whether an earlier attempt completed the upload. The object
+// is then there with a multipart upload's ETag ("...-N" for N parts) and
+// the file's size, which an object put in one PUT would not have.
+bool S3Client::Impl::completed_before(std::string_view key, size_t parts, uint64_t size) {
+  const Result<S3ObjectInfo> info = head_object(key);
+  return info.ok() && info->size == size && is_multipart_etag(info->etag, parts);
 }
 
 Status S3Client::Impl::abort_upload(std::string_view key, const std::string& upload_id) {
@@ -590,7 +744,7 @@ Status S3Client::Impl::put_multipart(std::string_view key, int fd, uint64_t size
   LEASEHOLD_ASSIGN_OR_RETURN(const std::string upload_id, create_upload(key, content_type));
   std::vector<std::string> etags;
   Status status = upload_parts(key, upload_id, fd, size, path, etags);
-  if (status.ok()) status = complete_upload(key, upload_id, etags);
+  if (status.ok()) status = complete_upload(key, upload_id, etags, size);
   if (status.ok()) return status;
   // Parts of an upload never completed are kept, and billed, until aborted.
   const Status aborted = abort_upload(key, upload_id);

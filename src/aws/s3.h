@@ -11,15 +11,33 @@
 // endpoint (ENDPOINT/BUCKET/KEY). Keys are relative to the bucket; whoever
 // keeps objects under a prefix adds it.
 //
+// A bucket in another region than the client's is followed, as botocore's
+// S3RegionRedirectorv2 follows it: when S3 refuses a request for its region
+// (a 301 PermanentRedirect, a 400 AuthorizationHeaderMalformed naming the
+// <Region>, an IllegalLocationConstraintException, or a 400 or 403 carrying
+// x-amz-bucket-region), the client learns the bucket's region (the
+// x-amz-bucket-region header, else the error's <Region>, else from a HEAD of
+// the bucket), sends the request once more, signed for that region and
+// addressed to it (on AWS its endpoint; on any other, the same endpoint),
+// and keeps it for every later request and presigned URL. It logs a warning
+// the first time, naming both regions: the configuration should be fixed. A
+// request is sent on so at most once: a second refusal, or one that names no
+// region, is the request's answer, as it would be without this.
+//
 // A request is sent again, as base/retry.h's policy (the AWS SDKs' standard
 // mode: 3 attempts, paused with full jitter, within a retry quota) allows,
 // while doing so cannot do harm: a GET, HEAD, PUT of an object or a part, or
 // DELETE, after S3 throttled it (SlowDown, a 503), failed with a 5xx or never
-// answered (kUnavailable, kUnknownOutcome); the POSTs that start and complete
-// a multipart upload only when nothing reached S3 or S3 throttled them. A
-// request S3 refused for a signature too far from its own time
-// (RequestTimeTooSkewed) is signed again at once with S3's time, which the
-// client keeps for its later requests (aws::ClockSkew in aws/retries.h).
+// answered (kUnavailable, kUnknownOutcome); the POST that starts a multipart
+// upload only when nothing reached S3 or S3 throttled it. The POST that
+// completes one is sent again as a GET is, and after a 200 whose body is an
+// error, which S3 documents for it and botocore takes for a 500; a retry
+// that S3 answers NoSuchUpload (an earlier attempt completed the upload, its
+// answer lost) is a success if a HEAD finds the object with a multipart
+// ETag ("...-N" for the N parts) and the file's size. A request S3 refused
+// for a signature too far from its own time (RequestTimeTooSkewed) is signed
+// again at once with S3's time, which the client keeps for its later
+// requests (aws::ClockSkew in aws/retries.h).
 // S3's error codes become Status codes: NoSuchKey is kNotFound, NoSuchBucket
 // kUnavailable (the client's one bucket is missing: no request can succeed
 // until it is made), AccessDenied kPermissionDenied, refused credentials
@@ -49,6 +67,7 @@
 #include "aws/sigv4.h"
 #include "base/retry.h"
 #include "leasehold/clock.h"
+#include "leasehold/logger.h"
 #include "leasehold/random.h"
 #include "leasehold/status.h"
 
@@ -70,10 +89,15 @@ struct S3Location {
 // percent-decoded: "%" is a valid key character), is normalised to "" or
 // "a/b/" and may not hold control characters or "." or ".." segments; the
 // endpoint must parse as net::parse_http_endpoint() wants. The region, when
-// the URI names none, is AWS_REGION, else AWS_DEFAULT_REGION (read through
-// `env`), else "us-east-1". Query values may be percent-encoded. Fails with
-// kInvalidArgument, naming the URI's part at fault, for anything else: an
-// unknown or repeated parameter, an empty value, a fragment.
+// the URI names none, is the one the AWS SDKs would use: aws::resolve_region()
+// (AWS_REGION, AWS_DEFAULT_REGION, the profile's `region`), read through
+// `env`; when none is set, kFailedPrecondition says to add "region=REGION" to
+// the URI or to set AWS_REGION (no region is guessed, as the SDKs guess none).
+// The endpoint, when the URI names none, is the one configured for S3
+// (aws::configured_endpoint(env, "S3"): AWS_ENDPOINT_URL_S3, else
+// AWS_ENDPOINT_URL), else AWS's own (""). Query values may be percent-encoded. Fails with
+// kInvalidArgument, naming the URI's part at fault, for anything else: an unknown or repeated
+// parameter, an empty value, a fragment.
 Result<S3Location> parse_s3_uri(std::string_view uri, const EnvLookup& env = process_env());
 
 // ---------------------------------------------------------------- client
@@ -89,6 +113,9 @@ struct S3ClientOptions {
   // Null: default_credentials(process_env()), read when the client opens.
   std::shared_ptr<CredentialsSource> credentials;
   Clock* clock = nullptr;  // null: the system clock; else outlives the client
+  // Told, once, that the bucket is in another region than `region`. Not
+  // owned; outlives the client. Null logs nothing.
+  Logger* info_log = nullptr;
 
   Duration request_timeout = std::chrono::seconds(30);  // each attempt's bound
   // When a failed request is sent again; the pauses are waited on `clock`.
@@ -190,6 +217,9 @@ class S3Client {
   Result<std::string> presign_get(std::string_view key, Duration expires, WallTime now);
 
   const S3ClientOptions& options() const;
+  // The region requests are signed for: options().region until S3 says the
+  // bucket is in another.
+  std::string region() const;
 
  private:
   struct Impl;

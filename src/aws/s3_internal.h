@@ -6,6 +6,7 @@
 // interface.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,9 +16,9 @@
 
 namespace leasehold::aws::s3_internal {
 
-// S3's default location: the region of a URI that names none when the
-// environment names none either, and the one CreateBucket refuses to be
-// named.
+// S3's default location, the one CreateBucket refuses to be named. Never a
+// region the client guesses: a URI that names none, where nothing configures
+// one, is refused.
 inline constexpr std::string_view kDefaultRegion = "us-east-1";
 
 // ---------------------------------------------------------------- names
@@ -31,6 +32,27 @@ Status validate_region(std::string_view region);
 // browsers remove from a URL's path before they send it, so that a
 // presigned URL would fetch another key.
 Status validate_key(std::string_view key);
+
+// ---------------------------------------------------------------- regions
+
+// The header in which S3 names the region of the bucket a request was for,
+// on HEAD Bucket's answer whatever its status, and on refusals for a region.
+inline constexpr std::string_view kBucketRegionHeader = "x-amz-bucket-region";
+
+// AWS's endpoint for `bucket` in `region`: https://BUCKET.s3.REGION.amazonaws.com
+// (virtual-hosted style), or https://s3.REGION.amazonaws.com (path style) for
+// a bucket with a "." in its name, which the wildcard certificate does not
+// cover. REQUIRES: validate_region(region) is ok.
+std::string aws_endpoint(std::string_view bucket, std::string_view region);
+
+// S3 refused a request for going to, or being signed for, a region that is
+// not its bucket's, as botocore's S3RegionRedirectorv2.redirect_from_error
+// (botocore/utils.py) tells: a redirect (a 301, 302 or 307: S3's
+// PermanentRedirect, or a HEAD's answer, which has no document), an
+// AuthorizationHeaderMalformed that names the <Region> to sign for, an
+// IllegalLocationConstraintException (a bucket in an opt-in region), or a
+// 400 or 403 that carries kBucketRegionHeader (`names_region`).
+bool is_region_refusal(int http_status, std::string_view body, bool names_region);
 
 // ---------------------------------------------------------------- XML
 
@@ -47,6 +69,15 @@ bool is_throttled(int http_status, std::string_view code);
 // the request (a 400 "RequestTimeout"), or another transient error of
 // aws/retries.h.
 bool is_transient(int http_status, std::string_view code);
+
+// A 200's body that is an error document (its root element <Error>, after
+// an optional XML declaration), which CompleteMultipartUpload may send once
+// it has taken the request.
+bool is_error_document(std::string_view body);
+
+// True for the ETag S3 gives an object made by a multipart upload of
+// `parts` parts: "\"<hex>-<parts>\"" (the quotes optional).
+bool is_multipart_etag(std::string_view etag, size_t parts);
 
 // ---------------------------------------------------------------- numbers and ranges
 

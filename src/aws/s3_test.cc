@@ -7,9 +7,12 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 
+#include "aws/s3_internal.h"
 #include "aws/sigv4.h"
+#include "testing/temp_dir.h"
 
 namespace leasehold::aws {
 namespace {
@@ -26,6 +29,9 @@ EnvLookup env_of(std::map<std::string, std::string> vars) {
     return it->second;
   };
 }
+
+// An environment that names a region, for the tests of the URI's other parts.
+EnvLookup region_env() { return env_of({{"AWS_REGION", "eu-west-1"}}); }
 
 TEST(S3UriTest, ParsesBucketPrefixEndpointAndRegion) {
   auto l = parse_s3_uri(
@@ -48,31 +54,84 @@ TEST(S3UriTest, NormalisesThePrefix) {
       {"s3://abc/a b+c", "a b+c/"},
   };
   for (const auto& [uri, prefix] : cases) {
-    auto l = parse_s3_uri(uri, env_of({}));
+    auto l = parse_s3_uri(uri, region_env());
     ASSERT_TRUE(l.ok()) << uri << ": " << l.status().to_string();
     EXPECT_EQ(l->prefix, prefix) << uri;
     EXPECT_EQ(l->endpoint, "") << uri;
   }
 }
 
-TEST(S3UriTest, RegionComesFromTheUriThenTheEnvironmentThenUsEast1) {
-  EXPECT_EQ(parse_s3_uri("s3://abc", env_of({}))->region, "us-east-1");
+TEST(S3UriTest, RegionComesFromTheUriThenAsTheSdksResolveIt) {
   EXPECT_EQ(parse_s3_uri("s3://abc", env_of({{"AWS_DEFAULT_REGION", "eu-north-1"}}))->region,
             "eu-north-1");
   EXPECT_EQ(parse_s3_uri("s3://abc", env_of({{"AWS_REGION", "ap-south-1"},
                                              {"AWS_DEFAULT_REGION", "eu-north-1"}}))
                 ->region,
             "ap-south-1");
-  EXPECT_EQ(parse_s3_uri("s3://abc", env_of({{"AWS_REGION", ""}}))->region, "us-east-1");
   EXPECT_EQ(
       parse_s3_uri("s3://abc?region=sa-east-1", env_of({{"AWS_REGION", "ap-south-1"}}))->region,
       "sa-east-1");
+  const testing::TempDir dir("leasehold-s3-region-");
+  std::ofstream(dir.file("config")) << "[default]\nregion = ca-central-1\n";
+  EXPECT_EQ(parse_s3_uri("s3://abc/p", env_of({{"AWS_CONFIG_FILE", dir.file("config")}}))->region,
+            "ca-central-1");
+}
+
+// No region anywhere is refused, saying how to name one, never guessed.
+TEST(S3UriTest, NoRegionAnywhereIsRefusedSayingHowToNameOne) {
+  const testing::TempDir dir("leasehold-s3-region-");
+  for (const auto& [uri, add] : std::vector<std::pair<std::string, std::string>>{
+           {"s3://abc/p", "'?region=REGION'"},
+           {"s3://abc/p?endpoint=http://127.0.0.1:9000", "'&region=REGION'"}}) {
+    for (const EnvLookup& env : {env_of({}), env_of({{"HOME", dir.path().string()}}),
+                                 env_of({{"AWS_REGION", ""}, {"AWS_DEFAULT_REGION", ""}})}) {
+      auto l = parse_s3_uri(uri, env);
+      ASSERT_FALSE(l.ok()) << uri << " is in " << l->region;
+      EXPECT_EQ(l.status().code(), Code::kFailedPrecondition) << l.status().to_string();
+      EXPECT_THAT(l.status().message(), HasSubstr("names no region: add " + add));
+      EXPECT_THAT(l.status().message(), HasSubstr("or set AWS_REGION"));
+    }
+  }
+  std::ofstream(dir.file("config")) << "[default]\nregion = Bad!\n";
+  auto bad = parse_s3_uri("s3://abc", env_of({{"AWS_CONFIG_FILE", dir.file("config")}}));
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument) << bad.status().to_string();
 }
 
 TEST(S3UriTest, DecodesQueryValues) {
-  auto l = parse_s3_uri("s3://abc/p?endpoint=http%3A%2F%2F127.0.0.1%3A9000%2F", env_of({}));
+  auto l = parse_s3_uri("s3://abc/p?endpoint=http%3A%2F%2F127.0.0.1%3A9000%2F", region_env());
   ASSERT_TRUE(l.ok()) << l.status().to_string();
   EXPECT_EQ(l->endpoint, "http://127.0.0.1:9000");
+}
+
+// The endpoint is the URI's, else the one configured for S3, else AWS's.
+TEST(S3UriTest, EndpointComesFromTheUriThenTheConfiguredOne) {
+  const auto endpoint_of = [](const std::string& uri,
+                              std::map<std::string, std::string> vars) -> std::string {
+    vars.emplace("AWS_REGION", "eu-west-1");
+    auto l = parse_s3_uri(uri, env_of(std::move(vars)));
+    EXPECT_TRUE(l.ok()) << uri << ": " << l.status().to_string();
+    return l.ok() ? l->endpoint : "(refused)";
+  };
+  EXPECT_EQ(endpoint_of("s3://abc/p", {}), "");
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000/"}}),
+            "http://127.0.0.1:9000");
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL", "http://127.0.0.1:9001"}}),
+            "http://127.0.0.1:9001");
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000"},
+                                       {"AWS_ENDPOINT_URL", "http://127.0.0.1:9001"}}),
+            "http://127.0.0.1:9000");
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:9002"}}), "");
+  EXPECT_EQ(endpoint_of("s3://abc/p?endpoint=http://127.0.0.1:4566",
+                        {{"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000"}}),
+            "http://127.0.0.1:4566")
+      << "the URI's own endpoint wins";
+  EXPECT_EQ(endpoint_of("s3://abc/p", {{"AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9000"},
+                                       {"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true"}}),
+            "");
+  auto bad = parse_s3_uri("s3://abc/p", env_of({{"AWS_REGION", "eu-west-1"},
+                                                {"AWS_ENDPOINT_URL_S3", "ftp://127.0.0.1:9000"}}));
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("AWS_ENDPOINT_URL_S3"));
 }
 
 TEST(S3UriTest, RefusesBadUrisWithAClearMessage) {
@@ -105,7 +164,7 @@ TEST(S3UriTest, RefusesBadUrisWithAClearMessage) {
       {"s3://abc/p?endpoint=http://127.0.0.1:9000/path", "endpoint"},
   };
   for (const auto& [uri, words] : cases) {
-    auto l = parse_s3_uri(uri, env_of({}));
+    auto l = parse_s3_uri(uri, region_env());
     ASSERT_FALSE(l.ok()) << uri;
     EXPECT_EQ(l.status().code(), Code::kInvalidArgument) << uri;
     EXPECT_THAT(l.status().message(), HasSubstr(words)) << uri;
@@ -292,7 +351,65 @@ TEST(SigV4S3Test, PayloadHashMayBeGivenOrUnsigned) {
   EXPECT_THAT(reserved.status().message(), HasSubstr("set by the signer"));
 }
 
+// ---------------------------------------------------------------- regions
+
+TEST(S3RegionTest, AwsEndpointOfABucketInARegion) {
+  EXPECT_EQ(s3_internal::aws_endpoint("examplebucket", "eu-west-1"),
+            "https://examplebucket.s3.eu-west-1.amazonaws.com");
+  EXPECT_EQ(s3_internal::aws_endpoint("example.bucket", "ap-south-1"),
+            "https://s3.ap-south-1.amazonaws.com");
+}
+
+// The refusals botocore's S3RegionRedirectorv2 follows, and some it does not.
+TEST(S3RegionTest, TellsRefusalsForTheRegionFromOthers) {
+  const auto doc = [](std::string code, std::string extra = "") {
+    return "<Error><Code>" + code + "</Code><Message>m</Message>" + extra + "</Error>";
+  };
+  const std::vector<std::tuple<int, std::string, bool, bool>> cases = {
+      {301, doc("PermanentRedirect"), false, true},
+      {301, "", false, true},  // a HEAD's answer has no document
+      {307, doc("TemporaryRedirect"), true, true},
+      {400, doc("AuthorizationHeaderMalformed", "<Region>eu-west-1</Region>"), false, true},
+      {400, doc("AuthorizationHeaderMalformed"), false, false},
+      {400, doc("IllegalLocationConstraintException"), false, true},
+      {400, "", true, true},
+      {403, doc("AccessDenied"), true, true},
+      {403, doc("AccessDenied"), false, false},
+      {404, doc("NoSuchKey"), true, false},
+      {400, doc("ExpiredToken"), false, false},
+      {500, doc("InternalError"), true, false},
+      {200, "", true, false},
+  };
+  for (const auto& [status, body, names_region, refusal] : cases) {
+    EXPECT_EQ(s3_internal::is_region_refusal(status, body, names_region), refusal)
+        << status << " " << body << " " << names_region;
+  }
+}
+
 // ---------------------------------------------------------------- errors and XML
+
+TEST(S3ErrorTest, TellsAnErrorDocumentInA200) {
+  EXPECT_TRUE(s3_internal::is_error_document("<Error><Code>InternalError</Code></Error>"));
+  EXPECT_TRUE(s3_internal::is_error_document(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\n<Error><Code>X</Code></Error>"));
+  EXPECT_TRUE(s3_internal::is_error_document("  \n<Error xmlns=\"x\"><Code>X</Code></Error>"));
+  EXPECT_FALSE(s3_internal::is_error_document(""));
+  EXPECT_FALSE(s3_internal::is_error_document(
+      "<?xml version=\"1.0\"?><CompleteMultipartUploadResult><ETag>\"e-2\"</ETag>"
+      "</CompleteMultipartUploadResult>"));
+  EXPECT_FALSE(s3_internal::is_error_document("<Errors/>"));
+  EXPECT_FALSE(s3_internal::is_error_document("<Result><Error>in a value</Error></Result>"));
+}
+
+TEST(S3ErrorTest, TellsAMultipartETag) {
+  EXPECT_TRUE(s3_internal::is_multipart_etag("\"3858f62230ac3c915f300c664312c11f-3\"", 3));
+  EXPECT_TRUE(s3_internal::is_multipart_etag("3858f62230ac3c915f300c664312c11f-12", 12));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("\"3858f62230ac3c915f300c664312c11f-13\"", 3));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("\"3858f62230ac3c915f300c664312c11f-3\"", 13));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("\"9b2cf535f27731c974343645a3985328\"", 1));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("\"-3\"", 3));
+  EXPECT_FALSE(s3_internal::is_multipart_etag("", 0));
+}
 
 TEST(S3ErrorTest, MapsS3CodesToStatusCodes) {
   const auto error_doc = [](std::string code) {

@@ -14,7 +14,6 @@ namespace leasehold::aws {
 
 using s3_internal::is_throttled;
 using s3_internal::is_transient;
-using s3_internal::kDefaultRegion;
 using s3_internal::validate_bucket;
 using s3_internal::validate_region;
 
@@ -131,6 +130,24 @@ Status s3_internal::validate_key(std::string_view key) {
   return validate_key_text("key", key);
 }
 
+// ---------------------------------------------------------------- regions
+
+std::string s3_internal::aws_endpoint(std::string_view bucket, std::string_view region) {
+  const bool dotted = bucket.find('.') != std::string_view::npos;
+  return "https://" + (dotted ? std::string() : std::string(bucket) + ".") + "s3." +
+         std::string(region) + ".amazonaws.com";
+}
+
+bool s3_internal::is_region_refusal(int http_status, std::string_view body, bool names_region) {
+  if (http_status == 301 || http_status == 302 || http_status == 307) return true;
+  const std::string code = xml_element(body, "Code").value_or("");
+  if (code == "PermanentRedirect" || code == "IllegalLocationConstraintException") return true;
+  // AuthorizationHeaderMalformed says other things too (a bad date, say):
+  // only one naming a region is about the region.
+  if (code == "AuthorizationHeaderMalformed" && xml_element(body, "Region")) return true;
+  return (http_status == 400 || http_status == 403) && names_region;
+}
+
 // ---------------------------------------------------------------- URIs
 
 namespace {
@@ -182,12 +199,21 @@ Result<std::string> normalise_prefix(std::string_view raw) {
   return prefix;
 }
 
-std::string region_from_env(const EnvLookup& env) {
-  for (const char* name : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
-    std::optional<std::string> value = env ? env(name) : std::nullopt;
-    if (value && !value->empty()) return *value;
+// The region of a URI that names none: the one the AWS SDKs would use
+// (aws::resolve_region). None at all is refused, as the SDKs refuse to start
+// without one, rather than guessed: a request signed for the wrong region is
+// refused later, by S3, and less clearly.
+Result<std::string> region_from_env(const EnvLookup& env, std::string_view uri) {
+  Result<std::string> region = resolve_region(env);
+  if (region.ok()) return region;
+  const std::string quoted = "s3 uri '" + std::string(uri) + "'";
+  if (region.status().code() != Code::kFailedPrecondition) {
+    return region.status().with_context(quoted + ": its region");
   }
-  return std::string(kDefaultRegion);
+  const char* join = uri.find('?') == std::string_view::npos ? "?" : "&";
+  return failed_precondition(quoted + " names no region: add '" + join +
+                             "region=REGION' to it (eu-west-1, say), or set AWS_REGION (" +
+                             region.status().message() + ")");
 }
 
 }  // namespace
@@ -218,12 +244,23 @@ Result<S3Location> parse_s3_uri(std::string_view uri, const EnvLookup& env) {
   if (has_query) {
     LEASEHOLD_ASSIGN_OR_RETURN(params, parse_uri_params(query, uri));
   }
-  out.region = params.region ? *params.region : region_from_env(env);
+  if (params.region) {
+    out.region = *std::move(params.region);
+  } else {
+    LEASEHOLD_ASSIGN_OR_RETURN(out.region, region_from_env(env, uri));
+  }
   LEASEHOLD_RETURN_IF_ERROR(validate_region(out.region));
+  // The URI's own endpoint, else the one an operator configured for S3, as
+  // the AWS CLI and SDKs read it; neither: AWS itself.
+  std::string endpoint_from = "endpoint";
+  if (!params.endpoint) {
+    params.endpoint = configured_endpoint(env, "S3");
+    endpoint_from = "the configured endpoint (AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL)";
+  }
   if (params.endpoint) {
     Result<net::HttpEndpoint> endpoint = net::parse_http_endpoint(*params.endpoint);
-    if (!endpoint.ok()) return bad("endpoint: " + endpoint.status().message());
-    out.endpoint = *params.endpoint;
+    if (!endpoint.ok()) return bad(endpoint_from + ": " + endpoint.status().message());
+    out.endpoint = *std::move(params.endpoint);
     while (out.endpoint.ends_with('/')) out.endpoint.pop_back();
   }
   return out;
@@ -397,6 +434,34 @@ Status s3_error_status(int http_status, std::string_view body, std::string_view 
   }
   if (http_status >= 300 && http_status < 500) return invalid_argument(std::move(text));
   return internal_error(std::move(text));
+}
+
+bool s3_internal::is_error_document(std::string_view body) {
+  const auto skip_space = [&] {
+    while (!body.empty() && (body.front() == ' ' || body.front() == '\t' || body.front() == '\r' ||
+                             body.front() == '\n')) {
+      body.remove_prefix(1);
+    }
+  };
+  skip_space();
+  if (body.starts_with("<?xml")) {
+    const size_t end = body.find("?>");
+    if (end == std::string_view::npos) return false;
+    body.remove_prefix(end + 2);
+    skip_space();
+  }
+  if (!body.starts_with("<Error")) return false;
+  body.remove_prefix(6);
+  return !body.empty() && (body.front() == '>' || body.front() == ' ' || body.front() == '\t' ||
+                           body.front() == '\r' || body.front() == '\n');
+}
+
+bool s3_internal::is_multipart_etag(std::string_view etag, size_t parts) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  const std::string suffix = "-" + std::to_string(parts);
+  return parts > 0 && etag.size() > suffix.size() && etag.ends_with(suffix);
 }
 
 // ---------------------------------------------------------------- numbers and ranges

@@ -253,6 +253,7 @@ Result<std::unique_ptr<MediaStore>> open_media(const std::string& where,
   s3.multipart_threshold_bytes = options.s3_part_bytes;
   s3.part_size_bytes = options.s3_part_bytes;
   s3.request_timeout = options.s3_request_timeout;
+  s3.info_log = options.log;
   LEASEHOLD_ASSIGN_OR_RETURN(std::unique_ptr<aws::S3Client> client,
                              aws::S3Client::open(std::move(s3)));
   LEASEHOLD_ASSIGN_OR_RETURN(std::string work_dir, make_work_dir(options.temp_parent));

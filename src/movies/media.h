@@ -34,6 +34,7 @@
 #include <string>
 
 #include "leasehold/clock.h"
+#include "leasehold/logger.h"
 #include "leasehold/status.h"
 
 namespace leasehold::movies {
@@ -90,14 +91,18 @@ struct MediaOptions {
   uint64_t s3_part_bytes = uint64_t{8} << 20;
   // For S3: each request's bound (aws::S3ClientOptions::request_timeout).
   Duration s3_request_timeout = std::chrono::seconds(30);
+  // For S3: told that the bucket is in another region than the URI's (not
+  // owned; outlives the store). Null logs nothing.
+  Logger* log = nullptr;
 };
 
 // True for "s3://..." (which may still be malformed).
 bool is_s3_media(const std::string& where);
 
 // A folder (which must exist) or an S3 location: kInvalidArgument for a
-// folder that is not one or a malformed s3:// URI; the credentials chain's
-// errors. For S3 it sends nothing: the first call finds out whether the
+// folder that is not one or a malformed s3:// URI, kFailedPrecondition for
+// one that names no region where none is configured (aws::parse_s3_uri);
+// the credentials chain's errors. For S3 it sends nothing: the first call finds out whether the
 // bucket answers.
 Result<std::unique_ptr<MediaStore>> open_media(const std::string& where,
                                                const MediaOptions& options = {});

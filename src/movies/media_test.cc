@@ -63,7 +63,7 @@ class MediaTest : public ::testing::TestWithParam<bool> {
       ASSERT_NE(fauxqs_, nullptr);
       const std::string bucket = testing::unique_aws_name("media");
       ASSERT_NE(bucket_on(*fauxqs_, bucket), nullptr);
-      where_ = "s3://" + bucket + "/movies?endpoint=" + fauxqs_->endpoint();
+      where_ = "s3://" + bucket + "/movies?region=us-east-1&endpoint=" + fauxqs_->endpoint();
     } else {
       fs::create_directories(tmp_.path() / "media");
       where_ = (tmp_.path() / "media").string();
@@ -150,7 +150,7 @@ TEST(S3MediaTest, AStalledS3IsUnavailableNotMissing) {
   std::unique_ptr<aws::S3Client> s3 = bucket_on(**fauxqs, "stall");
   ASSERT_NE(s3, nullptr);
   ASSERT_TRUE(s3->put("m/a.avi", "bytes", "video/x-msvideo").ok());
-  auto media = open_media("s3://stall/m?endpoint=" + (*fauxqs)->endpoint(),
+  auto media = open_media("s3://stall/m?region=us-east-1&endpoint=" + (*fauxqs)->endpoint(),
                           {.temp_parent = tmp.path().string(),
                            .clock = nullptr,
                            .s3_part_bytes = 5 << 20,
@@ -191,7 +191,7 @@ TEST(S3MediaTest, AMissingBucketIsUnavailableNotAMissingFile) {
   testing::Fauxqs* fauxqs = testing::shared_fauxqs();
   ASSERT_NE(fauxqs, nullptr);
   const std::string bucket = testing::unique_aws_name("gone");
-  auto media = open_media("s3://" + bucket + "/m?endpoint=" + fauxqs->endpoint(),
+  auto media = open_media("s3://" + bucket + "/m?region=us-east-1&endpoint=" + fauxqs->endpoint(),
                           {.temp_parent = tmp.path().string()});
   ASSERT_TRUE(media.ok()) << media.status().to_string();
   expect_all_unavailable(**media, tmp.path(), "NoSuchBucket");
@@ -225,8 +225,8 @@ TEST(S3MediaTest, RefusedCredentialsAndAccessAreStorageUnavailable) {
                                 .content_type = "application/xml",
                                 .headers = {{"x-amz-request-id", "REQ4" + refusal.code}}};
     });
-    auto media =
-        open_media("s3://refusing/m?endpoint=" + s3.url(), {.temp_parent = tmp.path().string()});
+    auto media = open_media("s3://refusing/m?region=us-east-1&endpoint=" + s3.url(),
+                            {.temp_parent = tmp.path().string()});
     ASSERT_TRUE(media.ok()) << media.status().to_string();
     expect_all_unavailable(**media, tmp.path(), "AWS request ID REQ4" + refusal.code);
   }

@@ -57,8 +57,8 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
   // Not make_unique: the constructor is private, so that start() is the
   // only way to get a Service, and every Service runs.
   std::unique_ptr<Service> s(new Service());
-  LEASEHOLD_ASSIGN_OR_RETURN(s->media_,
-                             open_media(o.media_dir, {.temp_parent = {}, .clock = &clock}));
+  LEASEHOLD_ASSIGN_OR_RETURN(
+      s->media_, open_media(o.media_dir, {.temp_parent = {}, .clock = &clock, .log = o.logger}));
   LEASEHOLD_ASSIGN_OR_RETURN(s->trace_queue_,
                              open_job_queue(store, clock, random, o, kTraceQueueName));
   LEASEHOLD_ASSIGN_OR_RETURN(s->probe_queue_,

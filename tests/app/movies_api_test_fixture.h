@@ -100,7 +100,7 @@ class MoviesApiTest : public ::testing::TestWithParam<Backend> {
       auto client = aws::S3Client::open(std::move(s3));
       ASSERT_TRUE(client.ok()) << client.status().to_string();
       ASSERT_TRUE((*client)->create_bucket().ok());
-      o.movies.media_dir = "s3://" + bucket_ + "/m?endpoint=" + fauxqs->endpoint();
+      o.movies.media_dir = "s3://" + bucket_ + "/m?region=us-east-1&endpoint=" + fauxqs->endpoint();
       o.movies.queue = "sqs://us-east-1/" + bucket_ + "?endpoint=" + fauxqs->endpoint();
       ASSERT_TRUE(movies::create_sqs_job_queues(o.movies.queue).ok());
       s3_ = std::move(client).value();

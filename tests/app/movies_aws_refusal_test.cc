@@ -23,24 +23,32 @@ constexpr char kBucket[] = "leasehold-secret-bucket";
 constexpr char kPrefix[] = "secret-prefix";
 constexpr char kQueue[] = "secret-jobs";
 
-// How AWS refuses: the HTTP status and its error code.
+// How AWS refuses: the HTTP status and its error code, and for S3 the
+// bucket's region it names (x-amz-bucket-region), if any.
 struct Refusal {
   int status;
   std::string code;
+  std::string bucket_region = {};
 };
 
 // S3 refusing every request with `refusal`, as its REST API does: an error
-// document (none for a HEAD) and the request's ID in x-amz-request-id.
+// document (none for a HEAD) and the request's ID in x-amz-request-id. One
+// naming a region refuses that region too: the client follows it once, and
+// the second refusal is the answer.
 FakeReply s3_refusal(const FakeRequest& r, const Refusal& refusal) {
   const std::string id = "S3REQ-" + refusal.code;
   const std::string body = r.method == "HEAD" ? ""
                                               : "<Error><Code>" + refusal.code +
                                                     "</Code><Message>refused</Message><RequestId>" +
                                                     id + "</RequestId></Error>";
-  return {.status = refusal.status,
-          .body = body,
-          .content_type = "application/xml",
-          .headers = {{"x-amz-request-id", id}}};
+  FakeReply reply{.status = refusal.status,
+                  .body = body,
+                  .content_type = "application/xml",
+                  .headers = {{"x-amz-request-id", id}}};
+  if (!refusal.bucket_region.empty()) {
+    reply.headers.emplace_back("x-amz-bucket-region", refusal.bucket_region);
+  }
+  return reply;
 }
 
 // SQS that finds its queues (the server looks them up as it starts) and
@@ -168,13 +176,41 @@ TEST_F(MoviesAwsRefusalTest, S3RefusingTheDeploymentIsStorageUnavailableNotTheUs
   for (const Refusal& refusal :
        {Refusal{400, "ExpiredToken"}, Refusal{403, "AccessDenied"}, Refusal{404, "NoSuchBucket"},
         Refusal{403, "SignatureDoesNotMatch"}, Refusal{403, "InvalidAccessKeyId"},
-        Refusal{301, "PermanentRedirect"}, Refusal{400, "AuthorizationHeaderMalformed"}}) {
+        Refusal{301, "PermanentRedirect"}, Refusal{400, "AuthorizationHeaderMalformed"},
+        Refusal{301, "PermanentRedirect", "eu-west-1"}}) {
     SCOPED_TRACE(refusal.code);
     FakeEndpoint s3([&](const FakeRequest& r) { return s3_refusal(r, refusal); });
-    serve("s3://" + std::string(kBucket) + "/" + kPrefix + "?endpoint=" + s3.url(), "");
+    serve("s3://" + std::string(kBucket) + "/" + kPrefix + "?region=us-east-1&endpoint=" + s3.url(),
+          "");
     expect_storage_unavailable(upload(), refusal, "S3REQ-" + refusal.code);
     expect_nothing_kept();
   }
+}
+
+// A bucket in another region than the URI's is not a refusal: S3 names its
+// region, the upload is sent there and kept, and the server's log warns,
+// once, naming both regions, so that the operator sets the right one.
+TEST_F(MoviesAwsRefusalTest, S3BucketInAnotherRegionIsFollowedAndTheLogWarns) {
+  int refused = 0;
+  FakeEndpoint s3([&](const FakeRequest& r) -> FakeReply {
+    if (r.header("authorization").find("/eu-west-1/s3/aws4_request") == std::string::npos) {
+      ++refused;
+      return s3_refusal(r, {301, "PermanentRedirect", "eu-west-1"});
+    }
+    return {.status = 200, .body = "", .content_type = "application/xml"};
+  });
+  serve("s3://" + std::string(kBucket) + "/" + kPrefix + "?region=us-east-1&endpoint=" + s3.url(),
+        "");
+  EXPECT_EQ(upload().status, 201);
+  EXPECT_EQ(upload().status, 201);
+  EXPECT_EQ(refused, 1) << "the second upload went straight to eu-west-1";
+  std::vector<std::string> warned;
+  for (const CapturingLogger::Line& line : log_->lines()) {
+    if (line.message.find("is in region") != std::string::npos) warned.push_back(line.message);
+  }
+  ASSERT_EQ(warned.size(), 1u);
+  EXPECT_NE(warned[0].find("is in region eu-west-1, not us-east-1"), std::string::npos)
+      << warned[0];
 }
 
 // The movie is kept on S3 (fauxqs), and its probe cannot be queued: the
@@ -198,7 +234,7 @@ TEST_F(MoviesAwsRefusalTest, SqsRefusingTheDeploymentIsStorageUnavailableNotTheU
     std::string url;
     FakeEndpoint sqs([&](const FakeRequest& r) { return sqs_refusal(r, refusal, url); });
     url = sqs.url();
-    serve("s3://" + bucket + "/" + kPrefix + "?endpoint=" + fauxqs->endpoint(),
+    serve("s3://" + bucket + "/" + kPrefix + "?region=us-east-1&endpoint=" + fauxqs->endpoint(),
           "sqs://us-east-1/" + std::string(kQueue) + "?endpoint=" + sqs.url());
     expect_storage_unavailable(upload(), refusal, "SQSREQ-" + refusal.code);
     expect_nothing_kept();

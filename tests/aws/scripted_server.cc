@@ -64,8 +64,11 @@ std::optional<ScriptedServer::Request> read_one_request(int fd, std::string& pen
 
 std::string response_text(const ScriptedServer::Reply& reply) {
   std::string out = "HTTP/1.1 " + std::to_string(reply.status) +
-                    " X\r\nContent-Type: " + reply.content_type +
-                    "\r\nContent-Length: " + std::to_string(reply.body.size()) + "\r\n";
+                    " X\r\nContent-Type: " + reply.content_type + "\r\n";
+  const bool has_length =
+      std::any_of(reply.headers.begin(), reply.headers.end(),
+                  [](const auto& header) { return lower_case(header.first) == "content-length"; });
+  if (!has_length) out += "Content-Length: " + std::to_string(reply.body.size()) + "\r\n";
   for (const auto& [name, value] : reply.headers) out += name + ": " + value + "\r\n";
   return out + "\r\n" + reply.body;
 }

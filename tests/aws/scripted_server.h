@@ -48,7 +48,9 @@ class ScriptedServer {
     std::string body = "{}";
     bool drop = false;     // the connection is closed, unanswered
     bool hold = false;     // no reply until the server stops, then dropped
-    Headers headers = {};  // besides Content-Type and Content-Length
+    // Besides Content-Type and Content-Length; a Content-Length here is sent
+    // instead of the body's, for a HEAD's answer (the object's, no body).
+    Headers headers = {};
     std::string content_type = "application/x-amz-json-1.0";
   };
 

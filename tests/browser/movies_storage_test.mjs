@@ -58,7 +58,7 @@ const alice = await store.addUser({
   name: 'alice', displayName: 'Alice Liddell', password: 'down the rabbit hole',
 });
 const server = await Server.start(store, ['--trace-workers', '0'], {
-  mediaDir: `s3://${BUCKET}/${PREFIX}?endpoint=${encodeURIComponent(s3Endpoint)}`,
+  mediaDir: `s3://${BUCKET}/${PREFIX}?region=us-east-1&endpoint=${encodeURIComponent(s3Endpoint)}`,
 });
 const browser = await launchBrowser();
 

@@ -83,7 +83,7 @@ class TraceWorkerTest : public BackendTest {
       EXPECT_EQ(made.exit_code, 0) << made.err;
       const RunResult bucket = run({"curl", "-sf", "-X", "PUT", fauxqs->endpoint() + "/" + name});
       EXPECT_EQ(bucket.exit_code, 0) << bucket.err;
-      media_uri_ = "s3://" + name + "/movies?endpoint=" + fauxqs->endpoint();
+      media_uri_ = "s3://" + name + "/movies?region=us-east-1&endpoint=" + fauxqs->endpoint();
     }
     return {"--media-dir", media_uri_, "--queue", queue_uri_};
   }
@@ -457,6 +457,29 @@ TEST_F(ProcessTest, TraceWorkerAndServeRefuseBadMovieFlagsBeforeOpeningAnything)
     const RunResult r = lh(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.args[0] << " " << c.args.back() << ": " << r.err;
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+  }
+  // An s3:// URI without a region, where nothing configures one, is refused
+  // as the AWS SDKs refuse it, saying how to name one; no region is guessed.
+  for (const std::string command : {"serve", "trace-worker"}) {
+    std::vector<std::string> argv = {"env",
+                                     "-u",
+                                     "AWS_REGION",
+                                     "-u",
+                                     "AWS_DEFAULT_REGION",
+                                     "-u",
+                                     "AWS_PROFILE",
+                                     "AWS_CONFIG_FILE=" + (dir() / "no-config").string(),
+                                     "AWS_SHARED_CREDENTIALS_FILE=" + (dir() / "none").string()};
+    for (const std::string& arg : cli({command, "--media-dir", "s3://media-bucket/movies"})) {
+      argv.push_back(arg);
+    }
+    const RunResult r = run(argv);
+    EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
+    EXPECT_NE(r.err.find("--media-dir: s3 uri 's3://media-bucket/movies' names no region: add "
+                         "'?region=REGION' to it"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("or set AWS_REGION"), std::string::npos) << r.err;
   }
   EXPECT_FALSE(std::filesystem::exists(db_path())) << "nothing was opened";
   EXPECT_FALSE(std::filesystem::exists(media)) << "nothing was made";
