@@ -6,7 +6,7 @@
 //             frame behind every open reader decoded from the start
 //   keyframe  the movie's own file, from the key frame at or before the frame
 //             (FrameReader::seek() with the movie's frame times)
-//   proxy     the movie's proxy (tracer::write_proxy(): a key frame every 15)
+//   proxy     the movie's proxy (tracer::write_proxy(): a key frame every 4)
 // For each: random frames (p50, p99), the next frame after one shown, and
 // the previous one (stepping back), each a frame not asked for before.
 //
@@ -176,8 +176,10 @@ int run(const Flags& flags) {
   bool failed = false;
   const int64_t frames = info->frame_count;
   fmt::print(stderr, "frames_bench: {} frames; start\n", frames);
+  // Each of its steps back decodes from the first frame: as few as its
+  // random frames.
   const Timings before = measure(**cache, "start", name, nullptr, frames, flags.start_random,
-                                 flags.steps, rng, failed);
+                                 std::min(flags.steps, flags.start_random), rng, failed);
   fmt::print(stderr, "frames_bench: keyframe\n");
   const Timings keyframe = measure(**cache, "keyframe", name, &info->times, frames, flags.random,
                                    flags.steps, rng, failed);

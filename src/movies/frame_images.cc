@@ -238,7 +238,7 @@ Result<uint64_t> FrameCache::decode_and_write(std::unique_ptr<tracer::FrameReade
     LEASEHOLD_ASSIGN_OR_RETURN(const std::shared_ptr<const LocalFile> video,
                                options_.media->local(file));
     Result<std::unique_ptr<tracer::FrameReader>> opened =
-        tracer::FrameReader::open(video->path(), options_.video_limits);
+        tracer::FrameReader::open(video->path(), reader_limits());
     if (!opened.ok()) return unreadable(opened.status());
     reader = std::move(opened).value();
     ++counted.readers_opened;

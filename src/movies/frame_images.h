@@ -48,6 +48,7 @@ namespace leasehold::movies {
 // The folder of the media folder that holds the images, one folder per movie.
 inline constexpr char kFrameCacheFolder[] = ".frames";
 inline constexpr size_t kFrameReadersMaxDefault = 4;
+inline constexpr int kFramesKeptDefault = 16;
 inline constexpr uint64_t kFrameCacheBytesMaxDefault = uint64_t{256} << 20;  // 256 MiB
 
 // The folder of a movie's images: <work_dir>/.frames/<movie_id>, in the
@@ -62,6 +63,10 @@ struct FrameCacheOptions {
   uint64_t cache_bytes_max = kFrameCacheBytesMaxDefault;  // the newest image is kept even if larger
   int jpeg_quality = tracer::kJpegQualityDefault;         // 1..100
   tracer::VideoLimits video_limits = {};
+  // The frames each reader keeps (tracer::VideoLimits::frames_kept), so
+  // that stepping back through a movie decodes nothing within them: about
+  // 3 MB each at 1080p.
+  int frames_kept = kFramesKeptDefault;
 };
 
 // What a FrameCache has done since it was made.
@@ -116,6 +121,11 @@ class FrameCache {
   };
 
   explicit FrameCache(FrameCacheOptions options);
+  tracer::VideoLimits reader_limits() const {
+    tracer::VideoLimits limits = options_.video_limits;
+    limits.frames_kept = options_.frames_kept;
+    return limits;
+  }
   std::string image_path(const std::string& movie_id, int64_t frame) const;
   // Decodes `frame` with `reader` (one of the movie's, or null: a new one
   // on the media's `file`, counted in `counted`) and writes its image to

@@ -366,7 +366,7 @@ TEST_F(MoviesTest, BadEditsAreRefusedAndWriteNothing) {
   EXPECT_EQ(raw(id), before);
 }
 
-// The proxy (every frame, a key frame every 15) is made once, kept in the
+// The proxy (every frame, a key frame every 4) is made once, kept in the
 // media beside the movie's file, named on the movie, and goes with it.
 TEST_F(MoviesTest, AProxyIsMadeOnceKeptBesideTheMovieAndGoesWithIt) {
   std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "proxied.avi",
@@ -377,7 +377,7 @@ TEST_F(MoviesTest, AProxyIsMadeOnceKeptBesideTheMovieAndGoesWithIt) {
   const Result<MovieDetail> m = movies_->get(id);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->proxy_file, "proxied-proxy.mp4");
-  EXPECT_EQ(m->proxy_key_every, 15);
+  EXPECT_EQ(m->proxy_key_every, 4);
   EXPECT_GT(m->proxy.pts_per_frame, 0);
   ASSERT_TRUE(std::filesystem::exists(dir_ / m->proxy_file));
   Result<tracer::VideoInfo> proxy = tracer::probe((dir_ / m->proxy_file).string());

@@ -38,6 +38,9 @@ class Decoder {
   virtual Result<bool> next(bool want_pixels) = 0;
   // Frames next() returned since the video was opened or last seek()ed, - 1.
   virtual int64_t frame() const = 0;
+  // Frames decoded since the video was opened (not those recall() gave
+  // again).
+  virtual int64_t frames_decoded() const = 0;
   virtual FrameImage image() const = 0;
   // The timestamp of the frame next() decoded last, in the stream's time
   // base (VideoFormat), and whether decoding can start at it (a key frame).
@@ -45,13 +48,17 @@ class Decoder {
   virtual bool key() const = 0;
   // Makes next() decode from the key frame at or before `pts`.
   virtual Status seek(int64_t pts) = 0;
+  // Makes the kept frame (VideoLimits::frames_kept) of timestamp `pts` the
+  // one next() gave last, next() going on through the kept frames after it;
+  // false, changing nothing, if no kept frame has it.
+  virtual bool recall(int64_t pts) = 0;
   // Converts the frame next() decoded last, when it was decoded without its
   // pixels, for image().
   virtual Status convert() = 0;
 };
 
 // Changes whenever the table or a type it passes changes.
-inline constexpr int kCodecsVersion = 3;
+inline constexpr int kCodecsVersion = 4;
 
 struct Codecs {
   int version = kCodecsVersion;

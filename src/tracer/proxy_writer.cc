@@ -59,7 +59,7 @@ class ProxyWriter {
     e.thread_count = 0;
     if (oc->oformat->flags & AVFMT_GLOBALHEADER) e.flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
     AVDictionary* options = nullptr;
-    av_dict_set(&options, "preset", "veryfast", 0);
+    av_dict_set(&options, "preset", "ultrafast", 0);
     av_dict_set(&options, "tune", "fastdecode", 0);
     av_dict_set(&options, "crf", std::to_string(o.crf).c_str(), 0);
     // Exactly every key_every frames, each an IDR frame (no scene cuts in

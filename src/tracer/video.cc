@@ -30,7 +30,6 @@ struct FrameReader::Impl {
   std::unique_ptr<codecs::Decoder> decoder;
   int64_t frame = -1;     // the number of the frame decoded last
   int64_t origin = 0;     // frame 0's timestamp
-  int64_t decoded = 0;    // all frames decoded
   bool has_pixels = false;
 
   // The decoder's next frame, counted.
@@ -38,7 +37,6 @@ struct FrameReader::Impl {
     has_pixels = false;
     LEASEHOLD_ASSIGN_OR_RETURN(const bool more, decoder->next(want_pixels));
     if (!more) return false;
-    ++decoded;
     has_pixels = want_pixels;
     return true;
   }
@@ -65,7 +63,7 @@ const VideoFormat& FrameReader::format() const { return impl_->decoder->format()
 
 int64_t FrameReader::frame() const { return impl_->frame; }
 
-int64_t FrameReader::frames_decoded() const { return impl_->decoded; }
+int64_t FrameReader::frames_decoded() const { return impl_->decoder->frames_decoded(); }
 
 int64_t FrameReader::time_us() const {
   const VideoFormat& f = format();
@@ -94,6 +92,17 @@ Result<bool> FrameReader::seek(int64_t frame, const FrameTimes& times, bool want
   if (frame == r.frame) {
     LEASEHOLD_RETURN_IF_ERROR(r.decoder->convert());
     r.has_pixels = true;
+    return true;
+  }
+  // One of the frames the reader kept (VideoLimits::frames_kept): a step
+  // back decodes nothing.
+  if (r.decoder->recall(times.pts[static_cast<size_t>(frame)])) {
+    r.frame = frame;
+    r.has_pixels = false;
+    if (want_pixels) {
+      LEASEHOLD_RETURN_IF_ERROR(r.decoder->convert());
+      r.has_pixels = true;
+    }
     return true;
   }
   // The key frame at or before it.

@@ -44,6 +44,10 @@ struct VideoLimits {
   int64_t frames_max = 100'000;  // about an hour at 25 frames per second
   int side_max_px = 4096;        // width and height
   double fps_max = 1000;
+  // A reader keeps the last frames it decoded (as the decoder holds them:
+  // about 3 MB each at 1080p), so that seek() back to one of them decodes
+  // nothing: a page stepping back through a movie.
+  int frames_kept = 0;
 };
 
 // What the container says about a video.
@@ -104,10 +108,12 @@ Result<VideoInfo> probe(const std::string& path, const VideoLimits& limits = {},
 // frames and no B-frames, so that any frame decodes after at most
 // key_every - 1 others, whatever the movie's own key frames (phones write
 // one every few seconds). Lossy: its frames look as the movie's, not to the
-// bit (crf: libx264's quality, 0 lossless .. 51; 18 is visually lossless).
+// bit (crf: libx264's quality, 0 lossless .. 51; about 18 to 23 look the
+// same). Encoded at libx264's fastest preset (a long movie's proxy takes
+// about as long as decoding it twice), tuned for fast decoding.
 struct ProxyOptions {
-  int key_every = 15;
-  int crf = 18;
+  int key_every = 4;
+  int crf = 20;
 };
 
 // What write_proxy() wrote: its frames, and their timestamps (frame n's is
@@ -173,14 +179,15 @@ class FrameReader {
 
   // Decodes frame `frame`, as next() would have from the start, but from the
   // key frame at or before it (or on from the frame decoded last, when that
-  // is nearer), using the times probe() noted for this file. Afterwards
+  // is nearer; or not at all when it is one of the frames kept,
+  // VideoLimits::frames_kept), using the times probe() noted for this file. Afterwards
   // frame() is `frame` and next() goes on from it. False if the video has
   // no such frame; kInvalidArgument if `times` are not seekable() or do not
   // match the file (a frame not where they say).
   Result<bool> seek(int64_t frame, const FrameTimes& times, bool want_pixels);
 
   // Frames decoded since the reader opened, whether handed out or passed
-  // over on the way to a seek()'s frame.
+  // over on the way to a seek()'s frame (not the kept frames given again).
   int64_t frames_decoded() const;
 
   // The frame next() decoded last. Valid until the next call to next().

@@ -121,6 +121,18 @@ Status AvDecoder::open() {
 
 Result<bool> AvDecoder::next(bool want_pixels) {
   has_pixels_ = false;
+  // Going on through the kept frames after a recall(), up to the last one
+  // decoded.
+  if (replay_ >= 0) {
+    ++replay_;
+    current_ = kept_[static_cast<size_t>(replay_)].get();
+    if (static_cast<size_t>(replay_) + 1 == kept_.size()) replay_ = -1;
+    pts_ = current_->pts;
+    key_ = current_->key_frame != 0;
+    if (!want_pixels) return true;
+    LEASEHOLD_RETURN_IF_ERROR(convert());
+    return true;
+  }
   for (;;) {
     const int got = avcodec_receive_frame(codec_ctx_.get(), frame_.get());
     if (got == 0) break;
@@ -131,6 +143,7 @@ Result<bool> AvDecoder::next(bool want_pixels) {
     return invalid_argument(fmt::format("'{}' has more than {} frames", path_, limits_.frames_max));
   }
   ++decoded_;
+  ++decoded_total_;
   // The frame's presentation time: its own, else FFmpeg's best guess,
   // else one frame after the last (a frame's duration, or the nominal rate).
   int64_t pts = frame_->best_effort_timestamp;
@@ -143,11 +156,21 @@ Result<bool> AvDecoder::next(bool want_pixels) {
                                                               stream_->time_base));
   }
   pts_ = pts;
+  frame_->pts = pts;  // as a kept frame says it
   key_ = frame_->key_frame != 0;
+  current_ = frame_.get();
   if (frame_->width != format_.width || frame_->height != format_.height) {
     return invalid_argument(fmt::format("frame {} of '{}' is {}x{} px, not {}x{} as the video",
                                         frame(), path_, frame_->width, frame_->height,
                                         format_.width, format_.height));
+  }
+  if (limits_.frames_kept > 0) {
+    // A new reference to the decoder's buffers, not a copy of the pixels.
+    std::unique_ptr<AVFrame, FrameFreer> kept(av_frame_clone(frame_.get()));
+    if (!kept) return resource_exhausted("out of memory keeping a frame");
+    if (static_cast<int>(kept_.size()) >= limits_.frames_kept) kept_.pop_front();
+    kept_.push_back(std::move(kept));
+    current_ = kept_.back().get();
   }
   if (!want_pixels) return true;
   LEASEHOLD_RETURN_IF_ERROR(convert());
@@ -161,6 +184,19 @@ Status AvDecoder::convert() {
   return Status();
 }
 
+bool AvDecoder::recall(int64_t pts) {
+  for (size_t i = 0; i < kept_.size(); ++i) {
+    if (kept_[i]->pts != pts) continue;
+    current_ = kept_[i].get();
+    replay_ = i + 1 == kept_.size() ? -1 : static_cast<int>(i);
+    pts_ = pts;
+    key_ = current_->key_frame != 0;
+    has_pixels_ = false;
+    return true;
+  }
+  return false;
+}
+
 Status AvDecoder::seek(int64_t pts) {
   // Backward: the key frame at or before `pts` (the demuxer's index of
   // sync samples); the caller decodes forward from there.
@@ -168,6 +204,9 @@ Status AvDecoder::seek(int64_t pts) {
     return invalid_argument(fmt::format("'{}' cannot seek to time {}", path_, pts));
   }
   avcodec_flush_buffers(codec_ctx_.get());
+  kept_.clear();
+  replay_ = -1;
+  current_ = nullptr;
   draining_ = false;
   decoded_ = 0;  // frames_max bounds the frames decoded after each start
   has_pixels_ = false;
@@ -204,7 +243,7 @@ bool AvDecoder::send_next_packet() {
 
 // The frame into pixels_: blue, green, red (grey stays grey), 8 bits.
 Status AvDecoder::convert_frame() {
-  const auto source = static_cast<AVPixelFormat>(frame_->format);
+  const auto source = static_cast<AVPixelFormat>(current_->format);
   const bool grey = source == AV_PIX_FMT_GRAY8;
   const AVPixelFormat target = grey ? AV_PIX_FMT_GRAY8 : AV_PIX_FMT_BGR24;
   channels_ = grey ? 1 : 3;
@@ -219,7 +258,7 @@ Status AvDecoder::convert_frame() {
   pixels_.resize(row_bytes_ * static_cast<size_t>(format_.height));
   uint8_t* planes[4] = {pixels_.data(), nullptr, nullptr, nullptr};
   int strides[4] = {static_cast<int>(row_bytes_), 0, 0, 0};
-  if (sws_scale(scale_.get(), frame_->data, frame_->linesize, 0, format_.height, planes, strides) !=
+  if (sws_scale(scale_.get(), current_->data, current_->linesize, 0, format_.height, planes, strides) !=
       format_.height) {
     return invalid_argument(fmt::format("frame {} of '{}' could not be converted", frame(), path_));
   }

@@ -310,6 +310,34 @@ TEST_F(RecordedMovieTest, AProxyHasEveryFrameAndAKeyFrameEveryFew) {
             Code::kInvalidArgument);
 }
 
+// A reader that keeps its last frames goes back to one of them without
+// decoding (a page stepping back), and on from it through the others, then
+// decodes again past the last it decoded.
+TEST_F(RecordedMovieTest, SteppingBackThroughKeptFramesDecodesNothing) {
+  const std::string path = recorded("kept.mp4", 3, "", 90);
+  Result<VideoInfo> info = probe(path);
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  const std::vector<std::string> frames = every_frame(path);
+  auto reader = FrameReader::open(path, VideoLimits{.frames_kept = 16});
+  ASSERT_TRUE(reader.ok());
+  FrameReader& r = **reader;
+  ASSERT_TRUE(*r.seek(40, info->times, true));
+  const int64_t decoded = r.frames_decoded();
+  for (int64_t n = 39; n >= 25; --n) {
+    ASSERT_TRUE(*r.seek(n, info->times, true)) << n;
+    EXPECT_EQ(r.frame(), n);
+    EXPECT_EQ(r.time_us(), info->times.us(n));
+    EXPECT_TRUE(pixels_of(r.image()) == frames[static_cast<size_t>(n)]) << "frame " << n;
+  }
+  EXPECT_EQ(r.frames_decoded(), decoded) << "the 15 frames before 40 were kept";
+  for (int64_t n = 26; n <= 42; ++n) {
+    ASSERT_TRUE(*r.next(true)) << n;
+    EXPECT_EQ(r.frame(), n);
+    EXPECT_TRUE(pixels_of(r.image()) == frames[static_cast<size_t>(n)]) << "frame " << n;
+  }
+  EXPECT_EQ(r.frames_decoded(), decoded + 2) << "41 and 42 decoded, the others replayed";
+}
+
 TEST_F(RecordedMovieTest, TimesThatDoNotMatchTheFileAreRefused) {
   const std::string path = recorded("other.mp4", 2, "", 30);
   Result<VideoInfo> info = probe(path);
