@@ -54,7 +54,8 @@ bool is_well_formed(const Response& response) {
 constexpr std::string_view kSecurityHeaders =
     "Content-Security-Policy: "
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'\r\n"
+    "media-src 'self' https:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "form-action 'self'\r\n"
     "X-Content-Type-Options: nosniff\r\n"
     "Referrer-Policy: same-origin\r\n"
     "X-Frame-Options: DENY\r\n";

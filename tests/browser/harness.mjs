@@ -235,6 +235,11 @@ export class Server {
     return new URL(pathAndQuery, this.origin).href;
   }
 
+  // The server's process ID (to read its CPU time in /proc).
+  get pid() {
+    return this.#child.pid;
+  }
+
   // Everything the server has written so far (stdout, then stderr).
   logs() {
     return `${this.#stdout}\n${this.#stderr}`;

@@ -27,7 +27,8 @@ void expect_standard_headers(const HttpResponse& response) {
       << id;
   EXPECT_EQ(response.header("content-security-policy"),
             "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-            "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'");
+            "media-src 'self' https:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+            "form-action 'self'");
   EXPECT_EQ(response.header("x-content-type-options"), "nosniff");
   EXPECT_EQ(response.header("referrer-policy"), "same-origin");
   EXPECT_EQ(response.header("x-frame-options"), "DENY");

@@ -10,7 +10,7 @@
 // top-left pixel.
 import { h, icon } from './dom.js';
 import { FrameTimes } from './frame-times.js';
-import { frameImageUrl } from './movies-api.js';
+import { frameImageUrl, videoUrl } from './movies-api.js';
 
 // Marker colours, picked in turn; distinct on light and dark frames alike.
 export const MARKER_COLOURS = ['#ff3b6b', '#1fb6ff', '#ffc400', '#2fd37d', '#b26bff',
@@ -239,6 +239,10 @@ export class FrameViewer {
     const frame = Math.max(0, Math.min(this.movie.frame_count - 1, Math.round(n)));
     const changed = frame !== this.frame;
     this.frame = frame;
+    if (this.playing && this.video && !this.video.paused) {
+      // Playing in the browser: it goes on from there.
+      this.video.currentTime = this.times.seconds(frame) + 1e-4;
+    }
     if (String(frame) !== this.slider.value) this.slider.value = String(frame);
     this.showPosition();
     this.canvas.setAttribute('aria-label', this.canvasLabel());
@@ -283,6 +287,14 @@ export class FrameViewer {
     else this.play();
   }
 
+  // Playing is the browser's own where it plays the movie's codec: the
+  // movie's file (or, on S3, a presigned URL of it) in a <video>, each frame
+  // it presents drawn here with the markers and tracks of the frame its
+  // time says (requestVideoFrameCallback's mediaTime, frame-times.js): the
+  // server sends the file and decodes nothing. Where the browser cannot
+  // play it (HEVC, AVI in most browsers), the server's frame images, one
+  // after another (nextTick). Paused, the frame shown is the server's exact
+  // image again.
   play() {
     if (this.playing) return;
     if (this.frame >= this.movie.frame_count - 1) this.showFrame(0);
@@ -290,11 +302,66 @@ export class FrameViewer {
     this.playButton.replaceChildren(icon('pause', 18));
     this.playButton.setAttribute('aria-label', 'Pause');
     this.playButton.title = 'Pause';
-    this.nextTick(performance.now());
+    this.playNatively().then((native) => {
+      this.element.dataset.playing = native ? 'browser' : 'server';
+      if (!native && this.playing) this.nextTick(performance.now());
+    });
+  }
+
+  // Resolves whether the browser plays the movie (false: it cannot).
+  async playNatively() {
+    if (this.nativeFailed || typeof HTMLVideoElement.prototype.requestVideoFrameCallback
+      !== 'function') return false;
+    if (!this.video) {
+      this.video = h('video', { class: 'viewer-video', muted: true, playsinline: true,
+        preload: 'auto', 'aria-hidden': 'true' });
+      this.video.muted = true;
+      this.stage.append(this.video);
+      this.video.src = videoUrl(this.movie.id);
+    }
+    const video = this.video;
+    try {
+      video.currentTime = this.times.seconds(this.frame) + 1e-4;
+      await video.play();
+    } catch {
+      this.nativeFailed = true; // not a codec the browser plays, or no file
+      video.removeAttribute('src');
+      video.remove();
+      this.video = null;
+      return false;
+    }
+    if (!this.playing) {
+      video.pause();
+      return true;
+    }
+    const onFrame = (now, meta) => {
+      if (!this.playing || this.video !== video) return;
+      const frame = this.times.frameAt(meta.mediaTime + 1e-4);
+      this.shown = video;
+      if (frame !== this.frame) {
+        this.frame = frame;
+        this.slider.value = String(frame);
+        this.showPosition();
+        this.handlers.onFrame(frame);
+      }
+      this.draw();
+      this.canvas.dataset.shownFrame = String(frame);
+      video.requestVideoFrameCallback(onFrame);
+    };
+    video.requestVideoFrameCallback(onFrame);
+    video.onended = () => this.pause();
+    return true;
   }
 
   pause() {
+    const wasNative = this.playing && this.video && !this.video.paused;
     this.playing = false;
+    if (this.video) this.video.pause();
+    if (wasNative) {
+      // The exact frame, as the server decodes it, for placing markers (the
+      // browser's stays on screen until it comes).
+      this.fetchCurrent();
+    }
     window.clearTimeout(this.playTimer);
     this.playButton.replaceChildren(icon('play', 18));
     this.playButton.setAttribute('aria-label', 'Play');
@@ -496,6 +563,11 @@ export class FrameViewer {
   destroy() {
     this.destroyed = true;
     this.pause();
+    if (this.video) {
+      this.video.removeAttribute('src');
+      this.video.load();
+      this.video.remove();
+    }
     this.resizeObserver.disconnect();
     for (const { image } of this.images.values()) image.src = '';
     this.images.clear();
