@@ -19,7 +19,9 @@
 # capacity units (`cost`, on DynamoDB Local), and what one open Fleet page's
 # polling costs at up to 100,000 connections (`page`).
 # Then the movie tracer (build/bin/tracer_bench, built by `make bench`):
-# tracing a synthetic movie against decoding it alone, in the same run; and
+# tracing a synthetic movie against decoding it alone, in the same run; the
+# Analyze page's frame images on long movies (build/bin/frames_bench): as the
+# route was, from the movie's key frames and from its proxy; and
 # `bench movies`: 100 viewers polling a movie's metadata while it is traced,
 # against the same polling idle.
 # Every JSON line goes to stdout; BENCH_SECONDS (default 10) sets the length
@@ -79,6 +81,14 @@ echo "leasehold: fleet_bench" >&2
 
 echo "leasehold: tracer_bench" >&2
 build/bin/tracer_bench
+
+# The Analyze page's frames on 10-minute 1080p movies with a key frame every
+# 10 s, H.264 and HEVC (made with ffmpeg once, kept in BENCH_MOVIES_DIR,
+# default .bench-movies: some 1.5 GB each with its proxy).
+movies_dir="${BENCH_MOVIES_DIR:-.bench-movies}"
+echo "leasehold: frames_bench (movies in $movies_dir)" >&2
+build/bin/frames_bench --dir "$movies_dir" --codec h264
+build/bin/frames_bench --dir "$movies_dir" --codec hevc
 
 echo "leasehold: bench movies" >&2
 env -u LEASEHOLD_STORE "$bin" bench movies  # a fresh SQLite file of its own
