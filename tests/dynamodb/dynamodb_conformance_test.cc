@@ -418,6 +418,33 @@ TEST(DynamoDbFaults, RetriesAreBoundedAndEndUnavailable) {
   }
 }
 
+// An error DynamoDB answered names AWS's ID of the request, which AWS
+// support asks for; a failed condition, an answer about the item, does not.
+TEST(DynamoDbFaults, ErrorsNameAwsRequestId) {
+  const auto with_id = [](ScriptedServer::Reply reply, std::string id) {
+    reply.headers = {{"x-amzn-RequestId", std::move(id)}};
+    return reply;
+  };
+  ScriptedServer server({{200, kDescribed},
+                         with_id(error_reply(400, "AccessDeniedException"), "REQ1"),
+                         with_id(error_reply(400, "ValidationException"), "REQ2"),
+                         with_id(error_reply(400, "ConditionalCheckFailedException"), "REQ3")});
+  auto store = store_for(server, nullptr);
+  ASSERT_NE(store, nullptr);
+  const Status refused = store->get("t", {"a", ""}, true).status();
+  EXPECT_EQ(refused.code(), Code::kUnavailable);
+  EXPECT_NE(refused.message().find("AccessDeniedException: scripted"), std::string::npos)
+      << refused.message();
+  EXPECT_NE(refused.message().find("(AWS request ID REQ1)"), std::string::npos)
+      << refused.message();
+  const Status invalid = store->put("t", {{"k", "a"}}, {});
+  EXPECT_EQ(invalid.code(), Code::kInvalidArgument);
+  EXPECT_NE(invalid.message().find("(AWS request ID REQ2)"), std::string::npos)
+      << invalid.message();
+  const Status failed = store->put("t", {{"k", "a"}}, cond::not_exists("k"));
+  EXPECT_EQ(failed, condition_failed("the condition is false"));
+}
+
 // A service that never stops throttling spends the store's retry quota (500
 // tokens, 5 a retry): after 100 retries each call makes one attempt, without
 // a pause, and says why. Each success without a retry gives a token back:

@@ -22,6 +22,15 @@ std::string_view target_prefix(Api api) {
   return api == Api::kStreams ? "DynamoDBStreams_20120810." : "DynamoDB_20120810.";
 }
 
+// An error DynamoDB answered, with AWS's ID of the request (its
+// x-amzn-RequestId), which AWS support asks for. Not a failed condition:
+// that is an answer about the item, which callers expect and never log.
+Status with_request_id(const Status& error, const net::HttpResponse& response) {
+  const std::optional<std::string_view> id = response.header("x-amzn-RequestId");
+  if (error.code() == Code::kConditionFailed || !id || id->empty()) return error;
+  return Status(error.code(), error.message() + " (AWS request ID " + std::string(*id) + ")");
+}
+
 }  // namespace
 
 DynamoDbStore::DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpClient> http,
@@ -94,6 +103,7 @@ aws::Attempt<json::object> DynamoDbStore::attempt(Api api, std::string_view op,
       response.ok()
           ? interpret_reply(op, response->status, response->body, &verdict, storage, &error)
           : Result<json::object>(response.status().with_context(op));
+  if (response.ok() && !reply.ok()) reply = with_request_id(reply.status(), *response);
   // Refused at the door, for the time it was signed at: nothing was done.
   if (response.ok() && !reply.ok() &&
       skew_.learn(error.type, error.message, response->header("Date"), signed_at,

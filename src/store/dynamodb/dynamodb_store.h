@@ -41,8 +41,9 @@
 // later requests (aws::ClockSkew in aws/retries.h). update_each() honours its
 // timeout (update() and the rest have none): each attempt waits at most the
 // time left, no pause runs past it, and no write is sent after it. Error
-// messages carry DynamoDB's exception name and message, never credentials or
-// item values.
+// messages carry DynamoDB's exception name and message, and AWS's ID of the
+// request (x-amzn-RequestId) for every error DynamoDB answered but a failed
+// condition; never credentials or item values.
 //
 // A DynamoDbStore, and each of its feeds, is safe for concurrent use by many
 // threads (the HTTP clients pool connections; the schema cache and the feeds
