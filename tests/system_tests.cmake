@@ -6,6 +6,7 @@
 # Multi-process tests: the real `leasehold` binary, many processes, one
 # SQLite file per test (tests/process/).
 add_executable(process_tests
+  process/aws_smoke_test.cc
   process/bad_input_test.cc
   process/bench_test.cc
   process/fleet_liveness_test.cc
@@ -31,18 +32,38 @@ target_compile_definitions(process_tests PRIVATE LEASEHOLD_BIN="$<TARGET_FILE:le
                                                  LEASEHOLD_TEST_VERSION="${PROJECT_VERSION}"
                                                  FOREIGN_WORKER_BIN="$<TARGET_FILE:foreign_worker>"
                                                  MAKE_TEST_MOVIE_BIN="$<TARGET_FILE:make_test_movie>"
+                                                 AWS_SMOKE_BIN="$<TARGET_FILE:aws_smoke>"
                                                  PYTHON3="${Python3_EXECUTABLE}")
-add_dependencies(process_tests leasehold foreign_worker make_test_movie)
+add_dependencies(process_tests leasehold foreign_worker make_test_movie aws_smoke)
 # The accounts library checks what `leasehold user` wrote (user_commands_test.cc);
 # the lease library plays a worker on the connections (conn_commands_test.cc);
 # OpenSSL makes serve_test.cc's TLS certificate; the WebSocket client reads
 # `leasehold upstream-sim` (upstream_sim_test.cc); SqsQueue sends a job
-# message twice (trace_worker_test.cc).
+# message twice (trace_worker_test.cc); the AWS clients look at what the AWS
+# smoke test left on its emulators (aws_smoke_test.cc).
 target_link_libraries(process_tests PRIVATE leasehold_base leasehold_accounts leasehold_lease
                       leasehold_open_store leasehold_net leasehold_sqs leasehold_testing test_servers
                       Boost::json OpenSSL::Crypto GTest::gtest_main GTest::gmock)
 leasehold_test_binary(process_tests JSON)
 leasehold_discover_tests(process_tests system LABEL process TIMEOUT 120)
+
+# The AWS smoke test (aws/aws_smoke.cc): against real AWS, what a deployment
+# does there (the store's tables and a lease on DynamoDB, the job queues on
+# SQS, an object on S3), end to end, deleting what it made. Off unless
+# LEASEHOLD_AWS_SMOKE=1: it exits 77, which ctest reports as skipped
+# (docs/server.md#checking-a-deployment-on-aws). The test preset turns EC2's
+# metadata service off, so that no test waits on it; this test must find the
+# credentials the deployment would, an instance role's among them. The
+# process tests run the same binary on DynamoDB Local and fauxqs
+# (process/aws_smoke_test.cc).
+add_executable(aws_smoke aws/aws_smoke.cc)
+target_include_directories(aws_smoke PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(aws_smoke PRIVATE leasehold_cli_lib leasehold_runtime leasehold_movies
+                      leasehold_sqs leasehold_aws leasehold_net Boost::json)
+leasehold_test_target(aws_smoke system)
+add_test(NAME aws_smoke COMMAND aws_smoke)
+set_tests_properties(aws_smoke PROPERTIES LABELS aws_smoke SKIP_RETURN_CODE 77 TIMEOUT 1200
+                     ENVIRONMENT_MODIFICATION AWS_EC2_METADATA_DISABLED=unset:)
 
 # SigV4 against botocore (python3-botocore, from scripts/setup.sh): a few
 # hundred generated DynamoDB requests, and the S3 client's requests and

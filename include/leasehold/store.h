@@ -447,7 +447,9 @@ class ItemStore {
 //   sqlite:PATH        (sqlite::memory: is refused: it cannot be shared)
 //   dynamodb://REGION/TABLE_PREFIX[?endpoint=URL]
 //                      Amazon DynamoDB (or a compatible endpoint); table T is
-//                      TABLE_PREFIX + T
+//                      TABLE_PREFIX + T. Without endpoint=, the environment's
+//                      AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else
+//                      AWS's own
 //   memory:            an in-process store for tests
 // A malformed URI or unknown scheme is kInvalidArgument (nothing is created);
 // a store that cannot be opened is kUnavailable.

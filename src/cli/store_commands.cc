@@ -16,6 +16,14 @@
 
 namespace leasehold::cli {
 
+std::vector<TableSpec> store_tables() {
+  std::vector<TableSpec> specs = {lease_table_spec(), fleet::connections_table_spec(),
+                                  fleet::workers_table_spec(), accounts::Accounts::table_spec(),
+                                  StoreQueue::table_spec()};
+  for (TableSpec& spec : movies::movie_table_specs()) specs.push_back(std::move(spec));
+  return specs;
+}
+
 int run_store_init(const std::string& store_uri, const std::string& queue_flag, Logger& logger) {
   // The queue is checked before anything is made.
   const Result<std::string> queue = queue_uri(queue_flag);
@@ -26,11 +34,7 @@ int run_store_init(const std::string& store_uri, const std::string& queue_flag, 
   auto runtime = runtime::Runtime::open(std::move(options));
   if (!runtime.ok()) return report(runtime.status());
   ItemStore& store = (*runtime)->store();
-  std::vector<TableSpec> specs = {lease_table_spec(), fleet::connections_table_spec(),
-                                  fleet::workers_table_spec(), accounts::Accounts::table_spec(),
-                                  StoreQueue::table_spec()};
-  for (TableSpec& spec : movies::movie_table_specs()) specs.push_back(std::move(spec));
-  for (const TableSpec& spec : specs) {
+  for (const TableSpec& spec : store_tables()) {
     const Status ensured = store.ensure_table(spec);
     if (!ensured.ok())
       return report(ensured.with_context("cannot create table '" + spec.name + "'"));

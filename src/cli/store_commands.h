@@ -3,10 +3,15 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "leasehold/logger.h"
+#include "leasehold/store.h"
 
 namespace leasehold::cli {
+
+// Every table leasehold uses, in the order `store init` creates them.
+std::vector<TableSpec> store_tables();
 
 // Prints one JSON line per table ({"table":..., "status":"ready"}), and per
 // SQS job queue when `queue` (the --queue flag: `store` or an SQS URI) names

@@ -146,6 +146,82 @@ TEST(DynamoDbUri, ParametersAreParsed) {
   EXPECT_EQ(options->table_active_timeout, Duration(std::chrono::minutes(20)));
 }
 
+// The environment of the URI and credential tests.
+aws::EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string endpoint_from(std::string_view rest, const aws::EnvLookup& env) {
+  const Result<DynamoDbOptions> options = store::dynamodb::dynamodb_options_from_uri(rest, env);
+  EXPECT_TRUE(options.ok()) << options.status().to_string();
+  return options.ok() ? options->endpoint : "(failed)";
+}
+
+// As the AWS SDKs read it: the service's own variable, else the shared one,
+// neither when told to ignore them; the URI's own endpoint wins over both.
+TEST(DynamoDbUri, EndpointComesFromTheUriElseTheEnvironmentElseAws) {
+  const aws::EnvLookup both = env_of({{"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8001"},
+                                      {"AWS_ENDPOINT_URL", "http://127.0.0.1:8002"}});
+  EXPECT_EQ(endpoint_from("//eu-west-1/p_", both), "http://127.0.0.1:8001");
+  EXPECT_EQ(endpoint_from("//eu-west-1/p_?endpoint=http://127.0.0.1:8003", both),
+            "http://127.0.0.1:8003");
+  EXPECT_EQ(endpoint_from("//eu-west-1/p_", env_of({{"AWS_ENDPOINT_URL", "https://ddb.example"}})),
+            "https://ddb.example");
+  EXPECT_EQ(
+      endpoint_from("//eu-west-1/p_", env_of({{"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:1"}})),
+      "");
+  EXPECT_EQ(endpoint_from("//eu-west-1/p_",
+                          env_of({{"AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8001"},
+                                  {"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "true"}})),
+            "");
+  EXPECT_EQ(endpoint_from("//eu-west-1/p_", env_of({})), "");
+}
+
+// A configured endpoint is checked as the URI's is, and its error names the
+// variables; a malformed URI is still reported as the URI's fault.
+TEST(DynamoDbUri, ConfiguredEndpointIsCheckedAndBlamed) {
+  for (const char* bad : {"ftp://x", "http://10.1.2.3:8000", "http://127.0.0.1:1/path"}) {
+    const aws::EnvLookup env = env_of({{"AWS_ENDPOINT_URL_DYNAMODB", bad}});
+    const Status status = store::dynamodb::validate_dynamodb_uri("//eu-west-1/p_", env);
+    EXPECT_EQ(status.code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(status.message().find("AWS_ENDPOINT_URL_DYNAMODB"), std::string::npos)
+        << status.to_string();
+    EXPECT_EQ(store::dynamodb::open_dynamodb_store_from_uri("//eu-west-1/p_", env).status().code(),
+              Code::kInvalidArgument)
+        << bad;
+  }
+  const Status malformed = store::dynamodb::validate_dynamodb_uri(
+      "//eu-west-1/bad prefix", env_of({{"AWS_ENDPOINT_URL_DYNAMODB", "ftp://x"}}));
+  EXPECT_EQ(malformed.code(), Code::kInvalidArgument);
+  EXPECT_EQ(malformed.message().find("AWS_ENDPOINT_URL"), std::string::npos) << malformed.message();
+  // The URI's own endpoint wins, so a bad configured one is never read.
+  EXPECT_TRUE(
+      store::dynamodb::validate_dynamodb_uri("//eu-west-1/p_?endpoint=http://127.0.0.1:8000",
+                                             env_of({{"AWS_ENDPOINT_URL_DYNAMODB", "ftp://x"}}))
+          .ok());
+}
+
+// The store opened from a URI without an endpoint talks to the one the
+// environment names, with the environment's credentials.
+TEST(DynamoDbUri, ConfiguredEndpointIsWhereTheStoreTalks) {
+  const testing::Dynalite* dynalite = shared_dynalite();
+  ASSERT_NE(dynalite, nullptr);
+  const aws::EnvLookup env = env_of({{"AWS_ENDPOINT_URL_DYNAMODB", dynalite->endpoint()},
+                                     {"AWS_ACCESS_KEY_ID", "AKIDDYNALITE"},
+                                     {"AWS_SECRET_ACCESS_KEY", "dynalite-does-not-check-secrets"}});
+  auto store = store::dynamodb::open_dynamodb_store_from_uri("//us-east-1/env_uri_test.", env);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  ASSERT_TRUE((*store)->ensure_table({"tbl", "k", "", {}}).ok());
+  ASSERT_TRUE((*store)->put("tbl", {{"k", "a"}, {"v", int64_t{8}}}, {}).ok());
+  auto item = (*store)->get("tbl", {"a", ""}, true);
+  ASSERT_TRUE(item.ok()) << item.status().to_string();
+  EXPECT_EQ(item->at("v"), Value(int64_t{8}));
+}
+
 TEST(DynamoDbUri, WellFormedUriOpensAndTalksToDynalite) {
   const testing::Dynalite* dynalite = shared_dynalite();
   ASSERT_NE(dynalite, nullptr);
@@ -340,6 +416,33 @@ TEST(DynamoDbFaults, RetriesAreBoundedAndEndUnavailable) {
       EXPECT_LE(pauses[retry - 1], pause_max(write, retry)) << retry;
     }
   }
+}
+
+// An error DynamoDB answered names AWS's ID of the request, which AWS
+// support asks for; a failed condition, an answer about the item, does not.
+TEST(DynamoDbFaults, ErrorsNameAwsRequestId) {
+  const auto with_id = [](ScriptedServer::Reply reply, std::string id) {
+    reply.headers = {{"x-amzn-RequestId", std::move(id)}};
+    return reply;
+  };
+  ScriptedServer server({{200, kDescribed},
+                         with_id(error_reply(400, "AccessDeniedException"), "REQ1"),
+                         with_id(error_reply(400, "ValidationException"), "REQ2"),
+                         with_id(error_reply(400, "ConditionalCheckFailedException"), "REQ3")});
+  auto store = store_for(server, nullptr);
+  ASSERT_NE(store, nullptr);
+  const Status refused = store->get("t", {"a", ""}, true).status();
+  EXPECT_EQ(refused.code(), Code::kUnavailable);
+  EXPECT_NE(refused.message().find("AccessDeniedException: scripted"), std::string::npos)
+      << refused.message();
+  EXPECT_NE(refused.message().find("(AWS request ID REQ1)"), std::string::npos)
+      << refused.message();
+  const Status invalid = store->put("t", {{"k", "a"}}, {});
+  EXPECT_EQ(invalid.code(), Code::kInvalidArgument);
+  EXPECT_NE(invalid.message().find("(AWS request ID REQ2)"), std::string::npos)
+      << invalid.message();
+  const Status failed = store->put("t", {{"k", "a"}}, cond::not_exists("k"));
+  EXPECT_EQ(failed, condition_failed("the condition is false"));
 }
 
 // A service that never stops throttling spends the store's retry quota (500
@@ -834,14 +937,6 @@ TEST(DynamoDbFeed, AnImageItCannotReadIsLeftOutAndTheReadGoesOn) {
 }
 
 // ---------------------------------------------------------------- credentials
-
-aws::EnvLookup env_of(std::map<std::string, std::string> vars) {
-  return [vars = std::move(vars)](const std::string& name) -> std::optional<std::string> {
-    const auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
 
 TEST(DynamoDbCredentials, EnvironmentComesFirst) {
   auto c = aws::load_credentials(env_of({{"AWS_ACCESS_KEY_ID", "AKID"},

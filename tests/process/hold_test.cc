@@ -7,8 +7,6 @@
 namespace leasehold::process_test {
 namespace {
 
-constexpr milliseconds kEventTimeout{15'000};
-
 class HoldTest : public BackendTest {
  protected:
   // Waits for the command to write its pid to `pid_file` and returns it.

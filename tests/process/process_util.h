@@ -28,6 +28,10 @@ using leasehold::testing::eventually;
 using leasehold::testing::TempDir;
 using std::chrono::milliseconds;
 
+// How long a test waits for a process it started to show that it did what
+// was expected of it (took a lease, noticed a loss, exited).
+inline constexpr milliseconds kEventTimeout{15'000};
+
 // The path of the binary under test (a compile definition).
 std::string leasehold_bin();
 

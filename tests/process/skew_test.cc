@@ -12,8 +12,6 @@
 namespace leasehold::process_test {
 namespace {
 
-constexpr milliseconds kEventTimeout{15'000};
-
 std::string faketime_library() {
   for (const char* path : {"/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
                            "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",

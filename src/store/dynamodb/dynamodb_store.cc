@@ -22,6 +22,15 @@ std::string_view target_prefix(Api api) {
   return api == Api::kStreams ? "DynamoDBStreams_20120810." : "DynamoDB_20120810.";
 }
 
+// An error DynamoDB answered, with AWS's ID of the request (its
+// x-amzn-RequestId), which AWS support asks for. Not a failed condition:
+// that is an answer about the item, which callers expect and never log.
+Status with_request_id(const Status& error, const net::HttpResponse& response) {
+  const std::optional<std::string_view> id = response.header("x-amzn-RequestId");
+  if (error.code() == Code::kConditionFailed || !id || id->empty()) return error;
+  return Status(error.code(), error.message() + " (AWS request ID " + std::string(*id) + ")");
+}
+
 }  // namespace
 
 DynamoDbStore::DynamoDbStore(DynamoDbOptions options, std::unique_ptr<net::HttpClient> http,
@@ -94,6 +103,7 @@ aws::Attempt<json::object> DynamoDbStore::attempt(Api api, std::string_view op,
       response.ok()
           ? interpret_reply(op, response->status, response->body, &verdict, storage, &error)
           : Result<json::object>(response.status().with_context(op));
+  if (response.ok() && !reply.ok()) reply = with_request_id(reply.status(), *response);
   // Refused at the door, for the time it was signed at: nothing was done.
   if (response.ok() && !reply.ok() &&
       skew_.learn(error.type, error.message, response->header("Date"), signed_at,
@@ -282,13 +292,6 @@ Status apply_uri_params(std::string_view query, DynamoDbOptions& options) {
   return Status::ok_status();
 }
 
-// parse_dynamodb_uri() and then everything but the credentials.
-Result<DynamoDbOptions> parse_and_check_uri(std::string_view rest) {
-  LEASEHOLD_ASSIGN_OR_RETURN(DynamoDbOptions options, parse_dynamodb_uri(rest));
-  LEASEHOLD_RETURN_IF_ERROR(check_options(options, false).status());
-  return options;
-}
-
 }  // namespace
 
 Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options) {
@@ -326,14 +329,36 @@ Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest) {
   return options;
 }
 
-Status validate_dynamodb_uri(std::string_view rest) { return parse_and_check_uri(rest).status(); }
+Result<DynamoDbOptions> dynamodb_options_from_uri(std::string_view rest,
+                                                  const aws::EnvLookup& env) {
+  LEASEHOLD_ASSIGN_OR_RETURN(DynamoDbOptions options, parse_dynamodb_uri(rest));
+  LEASEHOLD_RETURN_IF_ERROR(check_options(options, false).status());
+  // The URI's own endpoint wins, as a client's endpoint_url wins over the
+  // environment's in botocore.
+  if (!options.endpoint.empty()) return options;
+  std::optional<std::string> configured = aws::configured_endpoint(env, "DYNAMODB");
+  if (!configured) return options;
+  options.endpoint = std::move(*configured);
+  // Checked again, now with the endpoint, so that an error here is the
+  // variable's, and says so.
+  const Status checked = check_options(options, false).status();
+  if (!checked.ok()) {
+    return checked.with_context("DynamoDB endpoint '" + options.endpoint +
+                                "' (from AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL)");
+  }
+  return options;
+}
 
-Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest) {
+Status validate_dynamodb_uri(std::string_view rest, const aws::EnvLookup& env) {
+  return dynamodb_options_from_uri(rest, env).status();
+}
+
+Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest,
+                                                                const aws::EnvLookup& env) {
   // Check everything but the credentials first, so that a malformed URI is
   // reported as such even on a machine without credentials.
-  LEASEHOLD_ASSIGN_OR_RETURN(DynamoDbOptions options, parse_and_check_uri(rest));
-  LEASEHOLD_ASSIGN_OR_RETURN(options.credentials_source,
-                             aws::default_credentials(aws::process_env()));
+  LEASEHOLD_ASSIGN_OR_RETURN(DynamoDbOptions options, dynamodb_options_from_uri(rest, env));
+  LEASEHOLD_ASSIGN_OR_RETURN(options.credentials_source, aws::default_credentials(env));
   return open_dynamodb_store(std::move(options));
 }
 

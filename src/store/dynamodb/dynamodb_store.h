@@ -41,8 +41,9 @@
 // later requests (aws::ClockSkew in aws/retries.h). update_each() honours its
 // timeout (update() and the rest have none): each attempt waits at most the
 // time left, no pause runs past it, and no write is sent after it. Error
-// messages carry DynamoDB's exception name and message, never credentials or
-// item values.
+// messages carry DynamoDB's exception name and message, and AWS's ID of the
+// request (x-amzn-RequestId) for every error DynamoDB answered but a failed
+// condition; never credentials or item values.
 //
 // A DynamoDbStore, and each of its feeds, is safe for concurrent use by many
 // threads (the HTTP clients pool connections; the schema cache and the feeds
@@ -123,14 +124,25 @@ Result<std::unique_ptr<ItemStore>> open_dynamodb_store(DynamoDbOptions options);
 // form is checked: open_dynamodb_store() checks the rest.
 Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest);
 
-// Checks the URI as open_dynamodb_store_from_uri() does, with the same
-// errors, but for the credentials (which are not part of it); builds nothing
-// and sends nothing.
-Status validate_dynamodb_uri(std::string_view rest);
+// The options open_dynamodb_store_from_uri() opens, but for the credentials:
+// parse_dynamodb_uri()'s, and, when the URI names no endpoint, the one the
+// environment configures for DynamoDB (aws::configured_endpoint(env,
+// "DYNAMODB"): AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL), as the
+// AWS SDKs read it; without either, AWS's own. Checked as
+// open_dynamodb_store() checks them; a configured endpoint it refuses is
+// kInvalidArgument naming the variables.
+Result<DynamoDbOptions> dynamodb_options_from_uri(std::string_view rest, const aws::EnvLookup& env);
+
+// Checks the URI (and the endpoint `env` configures) as
+// open_dynamodb_store_from_uri() does, with the same errors, but for the
+// credentials (which are not part of it); builds nothing and sends nothing.
+Status validate_dynamodb_uri(std::string_view rest, const aws::EnvLookup& env);
 
 // "dynamodb://REGION/TABLE_PREFIX?endpoint=URL": `rest` is what follows
-// "dynamodb:". Credentials come from default_credentials(process_env()):
-// the environment, the shared file, then the container endpoint.
-Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest);
+// "dynamodb:". The endpoint as dynamodb_options_from_uri() finds it, the
+// credentials from default_credentials(env). open_store() passes
+// aws::process_env().
+Result<std::unique_ptr<ItemStore>> open_dynamodb_store_from_uri(std::string_view rest,
+                                                                const aws::EnvLookup& env);
 
 }  // namespace leasehold::store::dynamodb
