@@ -237,6 +237,30 @@ TEST_F(FrameCacheTest, WithItsTimesAFrameIsDecodedFromTheKeyFrameBeforeIt) {
   EXPECT_EQ(cache->stats().readers_opened, 1) << "one reader seeks back and forth";
 }
 
+// A proxy's frames, asked for as a page asks (a run forward, a jump, its
+// look-ahead out of order, a jump to the end), are each the frame of its
+// number: a movie of variable rate, 2 s at 30 fps then 4 s at 10 fps.
+TEST_F(FrameCacheTest, AProxysFramesComeInAnyOrder) {
+  const std::string file = "vfr.mp4";
+  const std::string command =
+      "ffmpeg -hide_banner -loglevel error -y -f lavfi -i testsrc2=size=320x240:rate=30 -t 6 "
+      "-vf \"select='lt(t,2)+gte(t,2)*not(mod(n,3))'\" -fps_mode passthrough -c:v libx264 "
+      "-preset ultrafast -g 30 -pix_fmt yuv420p '" + (media_ / file).string() + "'";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  const std::string proxy_file = "vfr-proxy.mp4";
+  Result<tracer::ProxyInfo> proxy =
+      tracer::write_proxy((media_ / file).string(), (media_ / proxy_file).string());
+  ASSERT_TRUE(proxy.ok()) << proxy.status().to_string();
+  ASSERT_EQ(proxy->frames, 100);
+  const tracer::FrameTimes times = tracer::proxy_times(*proxy, tracer::ProxyOptions{}.key_every);
+  auto cache = open_cache();
+  ASSERT_TRUE(cache);
+  for (const int64_t n : {30, 31, 32, 33, 34, 70, 72, 71, 73, 74, 99, 98, 0, 97, 60}) {
+    Result<std::string> path = cache->jpeg("vfr", proxy_file, n, &times);
+    ASSERT_TRUE(path.ok()) << n << ": " << path.status().to_string();
+  }
+}
+
 TEST_F(FrameCacheTest, TheReadersAreBoundedAndTheLeastRecentlyUsedIsClosed) {
   auto cache = open_cache({.readers_max = 2});
   ASSERT_TRUE(cache);

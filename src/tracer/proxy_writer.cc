@@ -133,6 +133,10 @@ class ProxyWriter {
       if (got == AVERROR(EAGAIN) || got == AVERROR_EOF) return Status();
       if (got < 0) return internal_error("libx264 failed: " + av_text(got));
       av_packet_rescale_ts(packet_.get(), encoder_->time_base, stream_->time_base);
+      // Every frame lasts one frame, the last too: the MP4 muxer's edit list
+      // spans the durations, and a last frame of none would fall outside it
+      // (its demuxer would then mark it to be discarded).
+      packet_->duration = per_frame_;
       packet_->stream_index = stream_->index;
       const int muxed = av_interleaved_write_frame(output_.get(), packet_.get());
       if (muxed < 0) return unavailable(fmt::format("cannot write '{}': {}", out_, av_text(muxed)));

@@ -17,7 +17,7 @@ export const MARKER_COLOURS = ['#ff3b6b', '#1fb6ff', '#ffc400', '#2fd37d', '#b26
   '#ff8a1f', '#00e0d0', '#ff6bd6'];
 
 const IMAGES_KEPT = 96; // decoded frame images held by the page
-const PRELOAD_AHEAD = 4; // frames fetched ahead of the current one
+const PRELOAD_AHEAD = 4; // frames fetched ahead of the current one (behind, stepping back)
 const ZOOMS = [1, 1.5, 2, 3, 4, 6, 8];
 const HIT_RADIUS_PX = 14; // how near a marker a press must be to grab it (CSS px)
 const DRAG_SLOP_PX = 3; // a press that moves less is a click
@@ -238,6 +238,8 @@ export class FrameViewer {
   showFrame(n) {
     const frame = Math.max(0, Math.min(this.movie.frame_count - 1, Math.round(n)));
     const changed = frame !== this.frame;
+    // Which way the frames go, for the ones fetched before they are asked.
+    if (changed) this.direction = frame < this.frame ? -1 : 1;
     this.frame = frame;
     if (this.playing && this.video && !this.video.paused) {
       // Playing in the browser: it goes on from there.
@@ -268,8 +270,11 @@ export class FrameViewer {
           this.draw();
           // Which frame is on screen (tests and tools wait for it).
           this.canvas.dataset.shownFrame = ok ? String(frame) : '';
-          for (let i = 1; i <= PRELOAD_AHEAD && frame + i < this.movie.frame_count; ++i) {
-            this.image(frame + i);
+          const step = this.direction || 1;
+          for (let i = 1; i <= PRELOAD_AHEAD; ++i) {
+            const next = frame + step * i;
+            if (next < 0 || next >= this.movie.frame_count) break;
+            this.image(next);
           }
           return ok;
         }
