@@ -73,7 +73,9 @@ json::object detail_json(const movies::MovieDetail& m) {
   const auto probed_or_null = [probed](json::value v) { return probed ? v : json::value(nullptr); };
   o["fps"] = probed_or_null(m.fps);
   o["frame_rate_varies"] = probed_or_null(m.frame_rate_varies);
-  o["duration_s"] = probed_or_null(static_cast<double>(m.duration_us) / 1e6);
+  // null too for a movie probed before durations were kept.
+  o["duration_s"] = m.duration_us > 0 ? json::value(static_cast<double>(m.duration_us) / 1e6)
+                                      : json::value(nullptr);
   o["width"] = probed_or_null(m.width);
   o["height"] = probed_or_null(m.height);
   o["frame_count"] = probed_or_null(m.frame_count);
