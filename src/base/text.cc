@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <string>
 
 namespace leasehold {
@@ -61,6 +62,16 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
     return std::tolower(static_cast<unsigned char>(x)) ==
            std::tolower(static_cast<unsigned char>(y));
   });
+}
+
+bool next_int(std::string_view& text, int64_t& out) {
+  const size_t start = text.find_first_not_of(' ');
+  if (start == std::string_view::npos) return false;
+  text.remove_prefix(start);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  if (ec != std::errc()) return false;
+  text.remove_prefix(static_cast<size_t>(end - text.data()));
+  return true;
 }
 
 }  // namespace leasehold

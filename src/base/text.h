@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -23,5 +24,10 @@ void append_json_string(std::string_view s, std::string& out);
 // Whether `a` and `b` are the same text but for the case of ASCII letters:
 // how HTTP's header names and tokens compare.
 bool equal_ignoring_case(std::string_view a, std::string_view b);
+
+// Reads the decimal integer at the start of `text` (after spaces) into
+// `out` and removes it from `text`; false, with `text` past its spaces
+// only, if none is there. For packed lines of numbers ("3 17 42").
+bool next_int(std::string_view& text, int64_t& out);
 
 }  // namespace leasehold

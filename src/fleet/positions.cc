@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cassert>
-#include <charconv>
 #include <optional>
 #include <vector>
 
 #include "base/packed.h"
+#include "base/text.h"
 #include "fleet/members.h"
 
 namespace leasehold::fleet {
@@ -24,16 +24,6 @@ constexpr char kPackedAttr[] = "positions_z";
 constexpr size_t kUnpackedMax = kPositionsPerPart * 256;
 // More parts than this are not read: the most a worker may hold, in parts.
 constexpr int64_t kPartsMax = 100'000 / static_cast<int64_t>(kPositionsPerPart) + 1;
-
-bool next_int(std::string_view& text, int64_t& out) {
-  const size_t start = text.find_first_not_of(' ');
-  if (start == std::string_view::npos) return false;
-  text.remove_prefix(start);
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  if (ec != std::errc()) return false;
-  text.remove_prefix(static_cast<size_t>(end - text.data()));
-  return true;
-}
 
 // A position, or the more advanced of two of the same lease.
 void keep(Positions& out, Position p) {

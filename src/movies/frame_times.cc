@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <string_view>
 
 #include "base/packed.h"
+#include "base/text.h"
 #include "movies/schema.h"
 
 namespace leasehold::movies {
@@ -38,14 +38,6 @@ std::string part_text(const tracer::FrameTimes& t, int64_t first, int64_t count,
   }
   text += '\n';
   return text;
-}
-
-bool next_int(std::string_view& text, int64_t& out) {
-  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  if (ec != std::errc()) return false;
-  text.remove_prefix(static_cast<size_t>(end - text.data()));
-  return true;
 }
 
 std::string_view next_line(std::string_view& text) {

@@ -11,12 +11,19 @@
 
 namespace leasehold::tracer {
 
+namespace {
+
+// `ticks` of num/den seconds in microseconds, rounded to the nearest.
+int64_t ticks_to_us(int64_t ticks, int num, int den) {
+  const __int128 scaled = static_cast<__int128>(ticks) * num * 1'000'000;
+  const __int128 half = den / 2;
+  return static_cast<int64_t>(scaled >= 0 ? (scaled + half) / den : (scaled - half) / den);
+}
+
+}  // namespace
+
 int64_t FrameTimes::us(int64_t n) const {
-  const __int128 ticks = static_cast<__int128>(pts[static_cast<size_t>(n)] - pts.front());
-  const __int128 scaled = ticks * time_base_num * 1'000'000;
-  const __int128 half = time_base_den / 2;
-  return static_cast<int64_t>(scaled >= 0 ? (scaled + half) / time_base_den
-                                          : (scaled - half) / time_base_den);
+  return ticks_to_us(pts[static_cast<size_t>(n)] - pts.front(), time_base_num, time_base_den);
 }
 
 bool FrameTimes::seekable() const {
@@ -67,11 +74,7 @@ int64_t FrameReader::frames_decoded() const { return impl_->decoder->frames_deco
 
 int64_t FrameReader::time_us() const {
   const VideoFormat& f = format();
-  FrameTimes one{.time_base_num = f.time_base_num,
-                 .time_base_den = f.time_base_den,
-                 .pts = {impl_->origin, impl_->decoder->pts()},
-                 .keys = {}};
-  return one.us(1);
+  return ticks_to_us(impl_->decoder->pts() - impl_->origin, f.time_base_num, f.time_base_den);
 }
 
 Result<bool> FrameReader::next(bool want_pixels) {
