@@ -3,13 +3,15 @@
 #               throwaway SQLite store (Ctrl-C stops it); `make serve` serves the web app alone
 #   make test   build, then run every test: the system tests on the optimised build, the unit
 #               tests under ASan+UBSan
+#   make nemesis  build, then run the system under faults for NEMESIS_SECONDS
+#               (default 600) on SQLite and on DynamoDB Local, and check it
 #   make bench  build, then run the lease benchmarks on SQLite and dynalite, `bench http`,
 #               the stream fleet's (bench/fleet_bench.py), the tracer's (bench/tracer_bench.cc)
 #               and `bench movies`
 
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build run serve test test-system test-unit bench clean
+.PHONY: all setup build run serve test test-system test-unit bench nemesis clean
 
 all: build
 
@@ -51,6 +53,12 @@ test: build
 bench: build
 	@cmake --build --preset default -j $(JOBS) --target bare_ws_reader tracer_bench frames_bench
 	@scripts/bench.sh
+
+# The whole system under a seeded random schedule of faults, then a checker
+# over what it wrote (scripts/nemesis.sh: NEMESIS_SECONDS, NEMESIS_STORES,
+# NEMESIS_SEED, NEMESIS_SKEW_MS, NEMESIS_PLANT; docs/reliability.md).
+nemesis: build
+	@scripts/nemesis.sh
 
 clean:
 	rm -rf build build-asan

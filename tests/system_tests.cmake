@@ -248,3 +248,10 @@ add_test(NAME metrics_pass_promtool
           -DOUTPUT=${CMAKE_CURRENT_BINARY_DIR}/metrics_sample.prom
           -P ${CMAKE_CURRENT_SOURCE_DIR}/metrics/promtool_check.cmake)
 set_tests_properties(metrics_pass_promtool PROPERTIES LABELS lint TIMEOUT 60)
+
+# The nemesis's checker (tests/nemesis/checker.py) against histories with
+# each kind of violation planted, and a clean one that must pass. The
+# nemesis itself is `make nemesis`, not part of the tests.
+add_test(NAME nemesis_checker
+  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/nemesis/checker_test.py)
+set_tests_properties(nemesis_checker PROPERTIES LABELS nemesis TIMEOUT 60)

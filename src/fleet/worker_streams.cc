@@ -21,10 +21,15 @@ class LeasedWrite final : public BeforeWrite {
 
   Result<std::string_view> lines() override {
     checked_at_ = clock_.mono_now();
+    // A planted bug, built only with -DLEASEHOLD_PLANT=sink-unchecked, to
+    // show that the nemesis catches a sink write that skips this check
+    // (docs/reliability.md).
+#ifndef LEASEHOLD_PLANT_SINK_UNCHECKED
     if (checked_at_ >= valid_until_) {
       return deadline_exceeded(
           "the lease reached its local deadline before the sink took the write");
     }
+#endif
     written_at_ms_ = to_unix_ms(clock_.wall_now());
     batch_.stamp(written_at_ms_);
     return batch_.text();

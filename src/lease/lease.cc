@@ -214,7 +214,18 @@ Status check_timing(const LeaseConfig& config, Duration ttl, Duration renew_ever
   return {};
 }
 
-Duration LeaseManager::validity(Duration ttl) const { return leasehold::validity(config_, ttl); }
+// A planted bug, built only with -DLEASEHOLD_PLANT=lease-overtrust, to show
+// that the nemesis catches a holder that trusts its lease 1 s too long
+// (docs/reliability.md). Zero in every other build.
+#ifdef LEASEHOLD_PLANT_LEASE_OVERTRUST
+constexpr Duration kPlantedOvertrust = std::chrono::seconds(1);
+#else
+constexpr Duration kPlantedOvertrust = Duration::zero();
+#endif
+
+Duration LeaseManager::validity(Duration ttl) const {
+  return leasehold::validity(config_, ttl) + kPlantedOvertrust;
+}
 
 Duration default_renew_every(const LeaseConfig& config, Duration ttl) {
   return validity(config, ttl) / 3;
