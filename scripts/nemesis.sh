@@ -22,7 +22,9 @@ if [[ -n "${NEMESIS_PLANT:-}" ]]; then
   dir="build-plant-${NEMESIS_PLANT}"
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=ON \
     -DLEASEHOLD_TESTS=system -DLEASEHOLD_PLANT="$NEMESIS_PLANT" >/dev/null
-  cmake --build "$dir" -j "${JOBS:-$(nproc)}" --target leasehold
+  # bin/leasehold: the build tree's binary, with the upstream simulator (the
+  # target named leasehold may be taken for product/bin/leasehold).
+  ninja -C "$dir" -j "${JOBS:-$(nproc)}" bin/leasehold
   bin="$dir/bin/leasehold"
 fi
 

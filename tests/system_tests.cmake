@@ -255,3 +255,12 @@ set_tests_properties(metrics_pass_promtool PROPERTIES LABELS lint TIMEOUT 60)
 add_test(NAME nemesis_checker
   COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/nemesis/checker_test.py)
 set_tests_properties(nemesis_checker PROPERTIES LABELS nemesis TIMEOUT 60)
+
+# A short nemesis on SQLite (make nemesis runs the long ones): 30 s of faults
+# on a fixed schedule, then every check. Alone (RUN_SERIAL): it keeps both
+# cores busy, and other tests' timing would suffer beside it.
+add_test(NAME nemesis_smoke
+  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/nemesis/nemesis.py
+          --bin $<TARGET_FILE:leasehold> --tool-dir $<TARGET_FILE_DIR:make_test_movie>
+          --store sqlite --seconds 30 --seed 7 --connections 12)
+set_tests_properties(nemesis_smoke PROPERTIES LABELS nemesis TIMEOUT 600 RUN_SERIAL TRUE)

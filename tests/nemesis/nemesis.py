@@ -651,6 +651,7 @@ class Nemesis:
             self.healed(f)
 
     def run(self, seconds):
+        self.began_ms = now_ms()
         end = time.monotonic() + seconds
         next_fault = time.monotonic() + self.rng.uniform(1, self.s.args.fault_every)
         while time.monotonic() < end:
@@ -726,6 +727,11 @@ def report(system, nemesis, users, violations):
         if v["at_ms"] is not None:
             for e in system.events.around(v["at_ms"]):
                 print("    " + json.dumps(e))
+    timed = [v["at_ms"] for v in violations if v["at_ms"] is not None]
+    if timed:
+        kinds = collections.Counter(v["kind"] for v in violations)
+        print(f"first violation {(min(timed) - nemesis.began_ms) / 1000:.0f} s after the faults "
+              f"began; by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
     print(f"nemesis: {len(nemesis.faults)} faults, {len(violations)} violations", flush=True)
 
 
