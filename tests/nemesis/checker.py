@@ -57,18 +57,19 @@ def check_streams(writers):
             span[0], span[1] = min(span[0], t), max(span[1], t)
             span[2].add(w["name"])
     for conn, by_epoch in sorted(spans.items()):
-        latest_end, latest_epoch = None, None
+        latest_end, latest_epoch, latest_names = None, None, set()
         for epoch in sorted(by_epoch):
             first, last, names = by_epoch[epoch]
             if len(names) > 1:
                 violations.append(_v("shared-epoch", first, f"{conn} epoch {epoch} written by "
                                      + ", ".join(sorted(names))))
             if latest_end is not None and latest_end > first:
-                violations.append(_v("overlap", first, f"{conn}: epoch {latest_epoch} wrote until "
+                violations.append(_v("overlap", first, f"{conn}: epoch {latest_epoch} "
+                                     f"({', '.join(sorted(latest_names))}) wrote until "
                                      f"{latest_end}, {latest_end - first} ms after epoch {epoch} "
                                      f"({', '.join(sorted(names))}) began at {first}"))
             if latest_end is None or last > latest_end:
-                latest_end, latest_epoch = last, epoch
+                latest_end, latest_epoch, latest_names = last, epoch, names
     for conn, got in sorted(seqs.items()):
         missing = sorted(set(range(1, max(got) + 1)) - got)
         if missing:
