@@ -814,6 +814,9 @@ def main():
         args.seed = random.SystemRandom().randrange(1 << 31)
     if args.workers < 2 or args.connections < 1 or args.seconds <= 0:
         ap.error("--workers must be at least 2, --connections and --seconds positive")
+    args.bin = os.path.abspath(args.bin)  # the processes run in the work folder
+    if args.tool_dir:
+        args.tool_dir = os.path.abspath(args.tool_dir)
     if not os.access(args.bin, os.X_OK):
         ap.error(f"no leasehold binary at {args.bin}: build first (make build)")
     work = args.work or tempfile.mkdtemp(prefix="nemesis-")
