@@ -387,9 +387,12 @@ TEST_F(SweepTest, TheSweeperSweepsEachPeriodAndCountsItsRepairs) {
   auto created = movies_->create("spots", kAda, "spots.avi");
   ASSERT_TRUE(created.ok());
   metrics::Registry registry;
-  auto sweeper = Sweeper::start(
-      *movies_, *probe_queue_, clock_, random_,
-      {.id = "s", .every = seconds(1), .sweep = {.grace = kGrace}, .metrics = &registry});
+  SweeperOptions options;
+  options.id = "s";
+  options.every = seconds(1);
+  options.sweep.grace = kGrace;
+  options.metrics = &registry;
+  auto sweeper = Sweeper::start(*movies_, *probe_queue_, clock_, random_, options);
   ASSERT_TRUE(sweeper.ok()) << sweeper.status().to_string();
   // A sweep at least every 1.5 s of the clock: each advance of 2 s brings one.
   for (int i = 0; i < 6; ++i) {
@@ -408,9 +411,8 @@ TEST_F(SweepTest, TheSweeperSweepsEachPeriodAndCountsItsRepairs) {
       << text;
   EXPECT_NE(text.find("leasehold_movies_sweeps_total{outcome=\"ok\"} "), std::string::npos) << text;
   (*sweeper)->stop();
-  EXPECT_EQ(Sweeper::start(*movies_, *probe_queue_, clock_, random_, {.every = Duration::zero()})
-                .status()
-                .code(),
+  options.every = Duration::zero();
+  EXPECT_EQ(Sweeper::start(*movies_, *probe_queue_, clock_, random_, options).status().code(),
             Code::kInvalidArgument);
 }
 
