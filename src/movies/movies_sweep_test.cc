@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
@@ -123,6 +124,14 @@ class SweepTest : public MoviesTest {
   }
 
   std::string status_of(const std::string& id) { return get_string_or(raw(id), attr::kStatus); }
+
+  // A ready movie of a copy of the test movie, which its removal may take
+  // away.
+  std::string removable_movie() {
+    std::filesystem::copy_file(dir_ / "spots.avi", dir_ / "removable.avi",
+                               std::filesystem::copy_options::overwrite_existing);
+    return ready_movie("removable.avi");
+  }
 
   std::unique_ptr<StoreQueue> probe_queue_;
   // A second process's Movies, whose repairs wait for `racing_store_.before`.
@@ -266,7 +275,7 @@ TEST_F(SweepTest, ADeadWorkersJobIsEndedWithoutAReader) {
 
 // A removal whose job was lost: its job again each grace until it is done.
 TEST_F(SweepTest, AMovieLeftDeletingHasItsRemovalQueuedAgainUntilItIsGone) {
-  const std::string id = ready_movie();
+  const std::string id = removable_movie();
   ASSERT_TRUE(movies_->remove(id, "ada", false).ok());
   clock_.advance(seconds(9));
   EXPECT_EQ(sweep().repairs(), 0u);
@@ -280,7 +289,10 @@ TEST_F(SweepTest, AMovieLeftDeletingHasItsRemovalQueuedAgainUntilItIsGone) {
   clock_.advance(kPastGrace);
   EXPECT_EQ(sweep().read, 0u);
   EXPECT_EQ(movies_->get(id).status().code(), Code::kNotFound);
-  EXPECT_EQ(store_->get(kAuditTable, Key{movie_pk(id), ""}, true).status().code(), Code::kNotFound);
+  auto audit = store_->query(kAuditTable, movie_pk(id), KeyRange::all(), QueryOptions{});
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->items.empty()) << "the audit went with the movie";
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "removable.avi"));
 }
 
 // Two processes sweep at once: the one whose write comes second finds the
@@ -354,6 +366,8 @@ TEST_F(SweepTest, ASweepRacingTheTraceWorkerChangesNothing) {
   EXPECT_EQ(sweep(racing_.get()).repairs(), 0u);
   EXPECT_EQ(status_of(id), kStatusTracing);
   EXPECT_EQ(get_string(raw(id), attr::kSweptFor), nullptr);
+  // The message it sent before its write: one too many, stale for a worker.
+  EXPECT_EQ(take_all(*queue_), std::vector<std::string>{trace_job(id, job)});
 
   const auto [other, other_job] = queued_movie();
   ASSERT_EQ(drain_queue().size(), 1u);
@@ -371,7 +385,7 @@ TEST_F(SweepTest, ASweepRacingTheTraceWorkerChangesNothing) {
 
 // And with the removal: it finishes between the sweep's read and its write.
 TEST_F(SweepTest, ASweepRacingTheRemovalChangesNothing) {
-  const std::string id = ready_movie();
+  const std::string id = removable_movie();
   ASSERT_TRUE(movies_->remove(id, "ada", false).ok());
   clock_.advance(kPastGrace);
   racing_store_.before = [&] { ASSERT_TRUE(movies_->finish_remove(id).ok()); };
@@ -381,9 +395,9 @@ TEST_F(SweepTest, ASweepRacingTheRemovalChangesNothing) {
   EXPECT_EQ(movies_->finish_remove(id).code(), Code::kNotFound);
 }
 
-// The Sweeper sweeps every period on its clock, counts its sweeps and
-// repairs, and stops promptly.
-TEST_F(SweepTest, TheSweeperSweepsEachPeriodAndCountsItsRepairs) {
+// The Sweeper sweeps as its clock moves on, and at once when asked, and
+// counts its sweeps and repairs.
+TEST_F(SweepTest, TheSweeperSweepsAsItsClockMovesAndWhenAsked) {
   auto created = movies_->create("spots", kAda, "spots.avi");
   ASSERT_TRUE(created.ok());
   metrics::Registry registry;
@@ -392,15 +406,24 @@ TEST_F(SweepTest, TheSweeperSweepsEachPeriodAndCountsItsRepairs) {
   options.every = seconds(1);
   options.sweep.grace = kGrace;
   options.metrics = &registry;
+  const MonoTime start = clock_.mono_now();
   auto sweeper = Sweeper::start(*movies_, *probe_queue_, clock_, random_, options);
   ASSERT_TRUE(sweeper.ok()) << sweeper.status().to_string();
-  // A sweep at least every 1.5 s of the clock: each advance of 2 s brings one.
-  for (int i = 0; i < 6; ++i) {
-    const uint64_t before = (*sweeper)->stats().sweeps;
-    clock_.advance(seconds(2));
-    ASSERT_TRUE(leasehold::testing::eventually([&] { return (*sweeper)->stats().sweeps > before; },
-                                               seconds(20)));
-  }
+  // The clock moves on a little at each look, until a sweep past the
+  // movie's grace has repaired it.
+  ASSERT_TRUE(leasehold::testing::eventually(
+      [&] {
+        clock_.advance(milliseconds(200));
+        return (*sweeper)->stats().repairs > 0;
+      },
+      seconds(20)));
+  EXPECT_GE(clock_.mono_now() - start, kGrace);
+  EXPECT_GE((*sweeper)->stats().sweeps, 2u) << "one sweep a period at least";
+  // sweep_now() sweeps at once, the clock standing still.
+  const uint64_t before = (*sweeper)->stats().sweeps;
+  (*sweeper)->sweep_now();
+  ASSERT_TRUE(leasehold::testing::eventually(
+      [&] { return (*sweeper)->stats().sweeps > before; }, seconds(20)));
   EXPECT_EQ((*sweeper)->stats().repairs, 1u);
   EXPECT_EQ((*sweeper)->stats().failed, 0u);
   EXPECT_EQ(status_of(created->id), kStatusProcessing);
