@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -359,7 +360,10 @@ TEST_F(SweepTest, ASweepRacingTheProbeChangesNothing) {
 // and its write, when the sweep would send the message again and when it
 // would end the job.
 TEST_F(SweepTest, ASweepRacingTheTraceWorkerChangesNothing) {
-  const auto [id, job] = queued_movie();
+  // Plain strings, not structured bindings, which clang's lambdas do not
+  // capture before C++20's P1091.
+  std::string id, job;
+  std::tie(id, job) = queued_movie();
   ASSERT_EQ(drain_queue().size(), 1u);
   clock_.advance(kPastTracingTtl);
   racing_store_.before = [&] { ASSERT_TRUE(claim(id, job).ok()); };
@@ -369,14 +373,13 @@ TEST_F(SweepTest, ASweepRacingTheTraceWorkerChangesNothing) {
   // The message it sent before its write: one too many, stale for a worker.
   EXPECT_EQ(take_all(*queue_), std::vector<std::string>{trace_job(id, job)});
 
-  const auto [other, other_job] = queued_movie();
+  std::string other, other_job;
+  std::tie(other, other_job) = queued_movie();
   ASSERT_EQ(drain_queue().size(), 1u);
   clock_.advance(kPastTracingTtl);
   EXPECT_EQ(sweep().traces_requeued, 1u);  // ends the first job too: its worker is gone
   clock_.advance(kPastGrace);
-  racing_store_.before = [&, &other = other, &other_job = other_job] {
-    ASSERT_TRUE(claim(other, other_job).ok());
-  };
+  racing_store_.before = [&] { ASSERT_TRUE(claim(other, other_job).ok()); };
   EXPECT_EQ(sweep(racing_.get()).traces_ended, 0u);
   EXPECT_EQ(status_of(other), kStatusTracing);
   EXPECT_EQ(events(other),
