@@ -21,6 +21,7 @@ add_executable(process_tests
   process/serve_test.cc
   process/skew_test.cc
   process/store_init_test.cc
+  process/sweep_test.cc
   process/trace_worker_test.cc
   process/upstream_sim_test.cc
   process/user_commands_test.cc

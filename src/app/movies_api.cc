@@ -8,6 +8,7 @@
 #include <functional>
 #include <utility>
 
+#include "base/crash_point.h"
 #include "base/text.h"
 #include "movies/frame_images.h"
 #include "movies/probe_worker.h"
@@ -190,6 +191,7 @@ Response upload(Request& request, const MoviesDeps& d) {
     (void)d.options.media->remove(file);
     return failed_response(created.status(), request, d.log);
   }
+  crash_point(CrashPoint::kUploadAfterCreate);
   if (const Status queued = movies::enqueue_probe(d.probe_queue, created->id); !queued.ok()) {
     // Unprobed, the movie would stay `processing`: take it back, file and
     // all (it has no rows yet; a probe job that did get queued then finds
@@ -440,6 +442,7 @@ Response remove_movie(const Request& request, const MoviesDeps& d) {
   const std::string& id = request.params.at("id");
   const Status removed = d.movies.remove(id, request.caller->name, request.caller->admin);
   if (!removed.ok()) return failed_response(removed, request, d.log);
+  crash_point(CrashPoint::kDeleteAfterMark);
   const Status queued = movies::enqueue_remove(d.probe_queue, id);
   if (!queued.ok()) {
     return failed_response(

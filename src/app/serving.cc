@@ -70,6 +70,8 @@ movies::ServiceOptions movies_service_options(const MoviesServingOptions& o, std
   so.probe_workers = o.probe_workers;
   so.trace_nice = o.trace_nice;
   so.trace_progress_deadline = o.trace_progress_deadline;
+  so.sweep_every = o.sweep_every;
+  so.sweep_grace = o.sweep_grace;
   so.worker_prefix = std::string(kind) + "-" + host + "-" + std::to_string(getpid());
   so.lease = lease;
   so.logger = log;

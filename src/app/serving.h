@@ -47,6 +47,9 @@ struct MoviesServingOptions {
   int trace_nice = 10;       // the trace workers' nice value (movies/trace_worker.h)
   // TraceWorkerOptions::progress_deadline.
   Duration trace_progress_deadline = std::chrono::minutes(2);
+  // The sweep of movies left unfinished (movies::ServiceOptions).
+  Duration sweep_every = std::chrono::minutes(1);
+  Duration sweep_grace = movies::kDefaultSweepGrace;
 };
 
 // The movies service's options for a process, its workers named after the

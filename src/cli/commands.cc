@@ -7,6 +7,7 @@
 #include <iostream>
 #include <vector>
 
+#include "base/crash_point.h"
 #include "cli/common.h"
 #include "cli/conn_commands.h"
 #include "cli/hold.h"
@@ -385,6 +386,9 @@ int run_cli(int argc, char** argv, std::span<const CommandFactory> commands) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   global.store_given = store_option->count() > 0;
+  // A crash point that names none (a test's typo) is bad input, not a
+  // crash that never comes (base/crash_point.h).
+  if (const Status crash_at = check_crash_point_env(); !crash_at.ok()) return report(crash_at);
   // Logs go to stderr so that stdout carries only the commands' JSON lines
   // (and, under `lease hold`, the command's own output).
   const std::unique_ptr<Logger> log =

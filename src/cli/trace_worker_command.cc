@@ -15,6 +15,8 @@
 namespace leasehold::cli {
 namespace {
 
+constexpr Duration kSweepEveryMin = std::chrono::milliseconds(100);
+
 // A lease ttl for the movies' leases, checked with the lease layer's timing
 // rules (default configuration) at the default renew period.
 Result<Duration> movie_ttl(std::string_view flag, const std::string& text) {
@@ -64,6 +66,16 @@ void add_movies_flags(CLI::App& sub, MoviesArgs& a) {
                  "The longest a trace may go without writing a frame (a decode stuck in a "
                  "broken file) before it is stopped and published as failed")
       ->capture_default_str();
+  sub.add_option("--sweep-every", a.sweep_every,
+                 "How often this process sweeps the movies left unfinished by a crash "
+                 "(processing, queued, tracing or deleting past their bound) and repairs them; "
+                 "0 never (other processes still do)")
+      ->capture_default_str();
+  sub.add_option("--sweep-grace", a.sweep_grace,
+                 "How long a movie's probe or removal may show no sign of life before the sweep "
+                 "queues it again, and a queued trace may wait once queued again before it is "
+                 "failed")
+      ->capture_default_str();
 }
 
 Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& a) {
@@ -87,6 +99,17 @@ Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& a) {
     return invalid_argument("--trace-progress-deadline must be a duration of at least 1s");
   }
   o.trace_progress_deadline = *deadline;
+  Result<Duration> every =
+      a.sweep_every == "0" ? Result<Duration>(Duration::zero()) : parse_duration(a.sweep_every);
+  if (!every.ok() || (*every != Duration::zero() && *every < kSweepEveryMin)) {
+    return invalid_argument("--sweep-every must be 0 (no sweep) or a duration of at least 100ms");
+  }
+  o.sweep_every = *every;
+  Result<Duration> grace = parse_duration(a.sweep_grace);
+  if (!grace.ok() || *grace < std::chrono::seconds(1)) {
+    return invalid_argument("--sweep-grace must be a duration of at least 1s");
+  }
+  o.sweep_grace = *grace;
   return o;
 }
 

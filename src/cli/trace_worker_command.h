@@ -28,10 +28,13 @@ struct MoviesArgs {
   std::string tracing_lease_ttl = "15m";
   size_t trace_workers = 1;
   std::string trace_progress_deadline = "2m";
+  std::string sweep_every = "1m";
+  std::string sweep_grace = "5m";
 };
 
 // Adds --media-dir, --queue, --analysis-lease-ttl, --tracing-lease-ttl,
-// --trace-workers and --trace-progress-deadline to `sub`.
+// --trace-workers, --trace-progress-deadline, --sweep-every and
+// --sweep-grace to `sub`.
 void add_movies_flags(CLI::App& sub, MoviesArgs& args);
 
 // --queue checked: "" for `store`, else the SQS URI (kInvalidArgument for

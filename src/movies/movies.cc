@@ -12,6 +12,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "base/crash_point.h"
 #include "base/logging.h"
 #include "base/text.h"
 #include "movies/frame_images.h"
@@ -205,6 +206,9 @@ Result<MovieDetail> Movies::Impl::create(const std::string& name, const User& ow
 Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token stop) {
   LEASEHOLD_ASSIGN_OR_RETURN(MovieDetail m, read(id));
   if (m.status != kStatusProcessing) return failed_precondition("movie is not being processed");
+  // Seen probing from now (the sweep waits a grace from here before it
+  // queues the probe again).
+  LEASEHOLD_RETURN_IF_ERROR(probe_alive(id));
   // A file the media cannot give is probed as a file that is not a video.
   Result<std::shared_ptr<const LocalFile>> local = options_.media->local(m.file);
   if (!local.ok() && local.status().code() != Code::kNotFound) return local.status();
@@ -238,6 +242,7 @@ Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token s
     update.set(attr::kStatus, std::string(kStatusInvalid))
         .set(attr::kFailureSummary, probe_summary(info.status()));
   }
+  crash_point(CrashPoint::kProbeBeforeStatus);
   Result<Item> written = store_.update(kMoviesTable, movie_key(id), update,
                                        cond::eq(attr::kStatus, kStatusProcessing));
   if (!written.ok()) {
@@ -247,6 +252,17 @@ Result<MovieDetail> Movies::Impl::probe(const std::string& id, std::stop_token s
     return written.status();
   }
   return internal::parse_movie(*written, leases_);
+}
+
+Status Movies::Impl::probe_alive(const std::string& id) {
+  Update seen;
+  seen.set(attr::kProbeSeenAtMs, to_unix_ms(clock_.wall_now())).returning_updated_only();
+  const Result<Item> written =
+      store_.update(kMoviesTable, movie_key(id), seen, cond::eq(attr::kStatus, kStatusProcessing));
+  if (!written.ok() && written.status().code() == Code::kConditionFailed) {
+    return failed_precondition("movie is not being processed");
+  }
+  return written.status();
 }
 
 Status Movies::Impl::make_proxy(const std::string& id, std::stop_token stop) {
@@ -394,7 +410,7 @@ Status Movies::Impl::remove(const std::string& id, const std::string& user_name,
                              slot_free(SlotNames(kTracingSlot), now_ms) &&
                              cond::ne(attr::kStatus, kStatusQueued);
   Update mark;
-  mark.set(attr::kStatus, std::string(kStatusDeleting));
+  mark.set(attr::kStatus, std::string(kStatusDeleting)).set(attr::kRemovalStartedAtMs, now_ms);
   const Result<Item> marked =
       store_.update(kMoviesTable, movie_key(id), mark, cond::exists(attr::kPk) && unlocked);
   if (!marked.ok() && marked.status().code() == Code::kConditionFailed) {
@@ -414,6 +430,7 @@ Status Movies::Impl::finish_remove(const std::string& id) {
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kFramesTable, id));
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kTimesTable, id));
   LEASEHOLD_RETURN_IF_ERROR(remove_partition(kAuditTable, id));
+  crash_point(CrashPoint::kDeleteAfterRows);
   for (const char* name : {attr::kProxyFile, attr::kFile}) {
     const std::string file = get_string_or(item, name);
     if (!file.empty()) LEASEHOLD_RETURN_IF_ERROR(options_.media->remove(file));
@@ -423,6 +440,7 @@ Status Movies::Impl::finish_remove(const std::string& id) {
   std::error_code ec;
   std::filesystem::remove_all(frame_cache_dir(options_.media->work_dir(), id), ec);
   if (ec) return unavailable("the movie's frame images could not be removed: " + ec.message());
+  crash_point(CrashPoint::kDeleteBeforeItem);
   const Status removed =
       store_.remove(kMoviesTable, movie_key(id), cond::eq(attr::kStatus, kStatusDeleting));
   if (removed.code() == Code::kConditionFailed) return {};  // removed by another worker
@@ -470,6 +488,7 @@ Result<MovieDetail> Movies::create(const std::string& name, const User& owner,
 Result<MovieDetail> Movies::probe(const std::string& id, std::stop_token stop) {
   return impl_->probe(id, stop);
 }
+Status Movies::probe_alive(const std::string& id) { return impl_->probe_alive(id); }
 Status Movies::make_proxy(const std::string& id, std::stop_token stop) {
   return impl_->make_proxy(id, stop);
 }
@@ -479,5 +498,8 @@ Status Movies::remove(const std::string& id, const std::string& user_name, bool 
   return impl_->remove(id, user_name, is_admin);
 }
 Status Movies::finish_remove(const std::string& id) { return impl_->finish_remove(id); }
+Result<SweepReport> Movies::sweep(Queue& probe_queue, const SweepOptions& options) {
+  return impl_->sweep(probe_queue, options);
+}
 
 }  // namespace leasehold::movies

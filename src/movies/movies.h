@@ -30,6 +30,26 @@
 // job_audit_pending, and the job's two audit entries (internal::record_job_audit) are then written,
 // by the ender or the next reader, once each.
 //
+// What a crash leaves unfinished, the sweep (Movies::sweep, run every minute
+// or so by a Sweeper, movies/sweeper.h, in every process of the service)
+// finishes or fails, each by one write conditioned on the state it read,
+// so that two sweeps, or a sweep and the worker it thought gone, change a
+// movie once:
+//   - `processing` with no sign of a probe for a grace (since its creation,
+//     the last time a probe said it was probing, or the sweep's last
+//     requeue): its probe job is queued again, at most kProbeRequeuesMax
+//     times; then it is `invalid` ("the movie could not be probed").
+//   - `queued` past its tracing lease's expiry (its message lost, or a dead
+//     letter): its message is sent again, once; still queued a grace later,
+//     the job is ended as `tracing failed` by the one write that ends a job.
+//   - `tracing` past its tracing lease's expiry (its worker went away, and
+//     nobody read the movie since): ended as a read would end it.
+//   - `deleting` for a grace since it was marked or last requeued: its
+//     removal job is queued again, for as long as it takes.
+// Each repair but the last is recorded in the audit as kEventRepaired, once
+// (sweep_audit_pending, written like a job's audit); a removal's audit goes
+// with the movie.
+//
 // Rules, each enforced by one conditional write on the movie item:
 //   - acquire_analysis: the slot is free or expired, no live tracing lease,
 //     and the movie is traceable (ready, traced, tracing failed; a job whose
@@ -103,6 +123,13 @@ inline constexpr size_t kFramesLimitMax = 10'000;
 inline constexpr size_t kFramesCsvRowsPerPart = 1000;
 inline constexpr size_t kAuditEntriesMax = 1000;
 inline constexpr Duration kDefaultLeaseTtl = std::chrono::minutes(15);
+// The sweep (Movies::sweep): how long a movie may go with nothing seen of
+// its probe or removal by default; how often its probe is queued again
+// before it is given up; the movies one sweep reads of each status, at most
+// (the rest wait for the next sweep).
+inline constexpr Duration kDefaultSweepGrace = std::chrono::minutes(5);
+inline constexpr int64_t kProbeRequeuesMax = 2;
+inline constexpr size_t kSweepMoviesMax = 1000;
 // The queue the jobs go through (QueueOptions::name).
 inline constexpr char kTraceQueueName[] = "movie-trace";
 // The audit event of Movies::break_analysis() (the others are in schema.h).
@@ -224,6 +251,32 @@ struct AuditEntry {
   std::string summary;
 };
 
+struct SweepOptions {
+  // A movie whose probe or removal has shown no sign of life for this long
+  // is repaired; so is a job still queued this long after its message was
+  // sent again. Positive.
+  Duration grace = kDefaultSweepGrace;
+};
+
+// What one sweep read and did.
+struct SweepReport {
+  size_t read = 0;               // movies in a status it looks at
+  size_t probes_requeued = 0;    // processing: probe job queued again
+  size_t probes_given_up = 0;    // processing: made invalid
+  size_t traces_requeued = 0;    // queued: job message sent again
+  size_t traces_ended = 0;       // queued: ended as tracing failed
+  size_t dead_traces_ended = 0;  // tracing: its worker went away
+  size_t removals_requeued = 0;  // deleting: removal job queued again
+  // Reads and repairs that failed on the store or a queue (the next sweep
+  // tries again), and the first of their errors.
+  size_t errors = 0;
+  Status first_error;
+  size_t repairs() const {
+    return probes_requeued + probes_given_up + traces_requeued + traces_ended + dead_traces_ended +
+           removals_requeued;
+  }
+};
+
 struct MoviesOptions {
   // Where the movie files are (required; not owned); create() names a file
   // kept there.
@@ -261,6 +314,10 @@ class Movies {
   // unless the movie is `processing`, and, with nothing written, once `stop`
   // is requested while the file is being decoded.
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop = {});
+  // Says a probe is under way (probe() at its start, and its worker while
+  // it runs): probe_seen_at_ms, from which the sweep counts its grace, in
+  // one write. kFailedPrecondition if the movie is not `processing`.
+  Status probe_alive(const std::string& id);
   // Makes the proxy of a probed movie (tracer::write_proxy(): every frame
   // with a key frame every MoviesOptions::proxy.key_every), keeps it in the
   // media beside the movie's file, and names it on the movie, whose frame
@@ -295,6 +352,18 @@ class Movies {
   // by calling it again. kFailedPrecondition if the movie is not
   // `deleting`; kNotFound once it is gone.
   Status finish_remove(const std::string& id);
+
+  // Finishes or fails what crashes left unfinished (see the file comment):
+  // reads the movies that are `processing`, `queued`, `tracing` or
+  // `deleting` (the status index: keys of at most kSweepMoviesMax of each,
+  // then the items, consistently) and repairs those stuck past their bound,
+  // each by one conditional write on what it read; a write that finds the
+  // movie changed does nothing. Probe and removal jobs go to `probe_queue`
+  // (the ProbeWorkers' queue), trace jobs to the Movies' queue. A read or a
+  // repair that fails on the store or a queue is counted in the report and
+  // the sweep goes on with the others. kInvalidArgument, with nothing read,
+  // for a grace that is not positive.
+  Result<SweepReport> sweep(Queue& probe_queue, const SweepOptions& options = {});
 
   // Takes the analysis lease. kAlreadyExists if held: then `*holder` (if not
   // null) says by whom. A queued trace holds its movie however long it
@@ -426,8 +495,11 @@ Condition job_is(const JobEnd& end, std::string_view status);
 // Writes the audit of the job an item names in job_audit_pending: its start
 // and its end, each under a key of its own made from the job ID (a second
 // writer finds them written), then clears the cue. Nothing when no job
-// awaits its audit.
+// awaits its audit, or the movie is being removed (its audit goes with it).
 Status record_job_audit(ItemStore& store, const std::string& movie_id, const Item& item);
+// The same for the sweep's last repair (sweep_audit_pending): one
+// kEventRepaired entry under a key made from swept_for and sweeps.
+Status record_sweep_audit(ItemStore& store, const std::string& movie_id, const Item& item);
 // Markers as stored (a JSON array of {id, label, frame, x, y}).
 std::string markers_json(const std::vector<tracer::Marker>& markers);
 Result<std::vector<tracer::Marker>> parse_markers(const std::string& json);

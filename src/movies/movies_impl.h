@@ -6,6 +6,7 @@
 //   movies_trace.cc     trace jobs: their start, their end (exactly once) and
 //                       their audit
 //   movies_frames.cc    a trace's frame rows: pages, and the CSV
+//   movies_sweep.cc     the sweep: movies that crashes left unfinished
 // Thread-safety as Movies': an Impl keeps no mutable state of its own.
 #pragma once
 
@@ -55,6 +56,7 @@ class Movies::Impl {
   // movies.cc: the records.
   Result<MovieDetail> create(const std::string& name, const User& owner, const std::string& file);
   Result<MovieDetail> probe(const std::string& id, std::stop_token stop);
+  Status probe_alive(const std::string& id);
   Status make_proxy(const std::string& id, std::stop_token stop);
   Result<MoviePage> list(const ListOptions& options);
   Result<MovieDetail> get(const std::string& id);
@@ -82,8 +84,24 @@ class Movies::Impl {
   Result<TraceStarted> start_trace(const std::string& id, const User& user,
                                    const std::string& lease_id);
   Result<bool> end_unqueued(const std::string& id, const Lease& lease, const Status& why);
-  Result<Item> settle(const std::string& id, Item item);
+  // Sends trace job `job_id`'s message: the queue's errors.
+  Status send_trace_job(const std::string& id, const std::string& job_id);
+  // `*ended` (if given) is set when this call ended a job whose worker went
+  // away.
+  Result<Item> settle(const std::string& id, Item item, bool* ended = nullptr);
   Result<std::vector<AuditEntry>> audit(const std::string& id);
+
+  // movies_sweep.cc: the sweep.
+  Result<SweepReport> sweep(Queue& probe_queue, const SweepOptions& options);
+  Status sweep_movie(const Item& item, Queue& probe_queue, const SweepOptions& options,
+                     SweepReport& report);
+  Status sweep_processing(const std::string& id, const Item& item, Queue& probe_queue,
+                          const SweepOptions& options, SweepReport& report);
+  Status sweep_queued(const std::string& id, const Item& item, const SweepOptions& options,
+                      SweepReport& report);
+  Status sweep_deleting(const std::string& id, const Item& item, Queue& probe_queue,
+                        const SweepOptions& options, SweepReport& report);
+  Result<std::vector<Key>> movies_in(std::string_view status, const KeyRange& created);
 
   // movies_frames.cc: a trace's frame rows.
   Result<tracer::FrameTimes> frame_times(const std::string& id);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/crash_point.h"
 #include "base/logging.h"
 #include "movies/movies.h"
 #include "movies/movies_impl.h"
@@ -73,8 +74,9 @@ Condition job_is(const JobEnd& end, std::string_view status) {
 
 Status record_job_audit(ItemStore& store, const std::string& movie_id, const Item& item) {
   const std::string* job_id = get_string(item, attr::kJobAuditPending);
-  if (job_id == nullptr) return {};
   const std::string status = get_string_or(item, attr::kStatus);
+  // A removal takes the audit away: an entry written now could outlive it.
+  if (job_id == nullptr || status == kStatusDeleting) return {};
   const int64_t started_at_ms = get_int_or(item, attr::kJobStartedAtMs);
   const int64_t ended_at_ms = std::max(started_at_ms, get_int_or(item, attr::kJobEndedAtMs));
   const std::string* started_by = get_string(item, attr::kJobStartedBy);
@@ -103,6 +105,33 @@ Status record_job_audit(ItemStore& store, const std::string& movie_id, const Ite
   return cleared.status();
 }
 
+Status record_sweep_audit(ItemStore& store, const std::string& movie_id, const Item& item) {
+  const std::string* summary = get_string(item, attr::kSweepAuditPending);
+  if (summary == nullptr || get_string_or(item, attr::kStatus) == kStatusDeleting) return {};
+  const std::string what = get_string_or(item, attr::kSweptFor);
+  const int64_t sweeps = get_int_or(item, attr::kSweeps);
+  const int64_t at_ms = get_int_or(item, attr::kSweptAtMs);
+  // The same key for the same repair, whoever writes it.
+  Item entry{{attr::kPk, movie_pk(movie_id)},
+             {attr::kSk, job_audit_sk(at_ms, 1, "sweep#" + what + "#" + std::to_string(sweeps))},
+             {"event", std::string(kEventRepaired)},
+             {"user_display_name", std::string()},
+             {"at_ms", at_ms},
+             {"summary", *summary}};
+  constexpr std::string_view kQueued = "queued:";
+  if (what.starts_with(kQueued)) entry[attr::kJobId] = what.substr(kQueued.size());
+  const Status put = store.put(kAuditTable, entry, cond::not_exists(attr::kPk));
+  if (!put.ok() && put.code() != Code::kConditionFailed) return put;
+  Update done;
+  done.remove(attr::kSweepAuditPending);
+  const Result<Item> cleared =
+      store.update(kMoviesTable, movie_key(movie_id), done,
+                   cond::exists(attr::kSweepAuditPending) && cond::eq(attr::kSweptFor, what) &&
+                       cond::eq(attr::kSweeps, sweeps));
+  if (cleared.ok() || cleared.status().code() == Code::kConditionFailed) return {};
+  return cleared.status();
+}
+
 Status record_audit(ItemStore& store, Clock& clock, Random& random, const std::string& movie_id,
                     const AuditEntry& entry) {
   const int64_t at_ms = entry.at_ms != 0 ? entry.at_ms : to_unix_ms(clock.wall_now());
@@ -124,10 +153,10 @@ Status record_audit(ItemStore& store, Clock& clock, Random& random, const std::s
 }  // namespace internal
 
 // Ends a dead job by one conditional write (one reader among many wins; the
-// others find it ended), and writes the audit a job's ender did not. A store
-// failure here fails nothing: the item read is returned, the next reader
-// tries again.
-Result<Item> Movies::Impl::settle(const std::string& id, Item item) {
+// others find it ended), and writes the audit a job's ender, or the sweep,
+// did not. A store failure here fails nothing: the item read is returned,
+// the next reader tries again.
+Result<Item> Movies::Impl::settle(const std::string& id, Item item, bool* ended_here) {
   if (std::optional<internal::JobEnd> dead = internal::dead_job(item, leases_)) {
     const int64_t now_ms = to_unix_ms(clock_.wall_now());
     Result<Item> ended = store_.update(
@@ -136,6 +165,7 @@ Result<Item> Movies::Impl::settle(const std::string& id, Item item) {
     if (ended.ok()) {
       log_to(options_.logger, LogLevel::kWarn, "movie {}: job {} ended: its worker went away", id,
              dead->job_id);
+      if (ended_here != nullptr) *ended_here = true;
       item = std::move(*ended);
     } else if (ended.status().code() == Code::kConditionFailed) {
       LEASEHOLD_ASSIGN_OR_RETURN(item, read_item(id));
@@ -146,7 +176,16 @@ Result<Item> Movies::Impl::settle(const std::string& id, Item item) {
     log_to(options_.logger, LogLevel::kInfo, "movie {}: job audit not written yet: {}", id,
            audited.to_string());
   }
+  const Status repaired = internal::record_sweep_audit(store_, id, item);
+  if (!repaired.ok()) {
+    log_to(options_.logger, LogLevel::kInfo, "movie {}: repair audit not written yet: {}", id,
+           repaired.to_string());
+  }
   return item;
+}
+
+Status Movies::Impl::send_trace_job(const std::string& id, const std::string& job_id) {
+  return queue_.send(json::serialize(json::object{{"movie_id", id}, {"job_id", job_id}})).status();
 }
 
 Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User& user,
@@ -202,6 +241,7 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
     }
     return failed_precondition("the movie changed while the trace was started; reload it");
   }
+  crash_point(CrashPoint::kTraceAfterStart);
   // Its start in the audit now (a settle writes it later if this fails).
   const Status audited = put_job_event(store_, id, lease->token, 0, kEventTracingStarted, now_ms,
                                        user.display_name, "");
@@ -209,14 +249,13 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
     log_to(options_.logger, LogLevel::kWarn, "movie {}: audit not recorded: {}", id,
            audited.to_string());
   }
-  const std::string body =
-      json::serialize(json::object{{"movie_id", id}, {"job_id", lease->token}});
-  Result<std::string> sent = queue_.send(body);
+  crash_point(CrashPoint::kTraceBeforeEnqueue);
+  const Status sent = send_trace_job(id, lease->token);
   if (!sent.ok()) {
-    LEASEHOLD_ASSIGN_OR_RETURN(bool ended, end_unqueued(id, *lease, sent.status()));
+    LEASEHOLD_ASSIGN_OR_RETURN(bool ended, end_unqueued(id, *lease, sent));
     // Not ended: a worker claimed the job, so the message was sent after all.
     // Ended: the outcome is known now, whatever the queue said.
-    if (ended) return unavailable("the trace could not be queued: " + sent.status().message());
+    if (ended) return unavailable("the trace could not be queued: " + sent.message());
   }
   return TraceStarted{lease->token, frames_total, lease->expires_at_ms};
 }

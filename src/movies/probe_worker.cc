@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "metrics/registry.h"
+#include "movies/schema.h"
 
 namespace leasehold::movies {
 namespace {
@@ -173,15 +174,17 @@ void ProbeWorker::Impl::wait_idle() {
 
 // Runs the job while a thread of its own keeps it hidden from other workers
 // (a probe may take minutes; the visibility is short so that a dead
-// worker's job comes back soon).
+// worker's job comes back soon), and says on the movie that its probe is
+// alive, so that the sweep leaves it be.
 Status ProbeWorker::Impl::run_keeping_hidden(const MovieJob& job, const std::string& receipt) {
   // Its thread ends as soon as the probe is done, when `keeper` goes.
-  const Extender keeper(clock_, options_.visibility / 3, [this, &receipt] {
+  const Extender keeper(clock_, options_.visibility / 3, [this, &job, &receipt] {
     const Result<int64_t> extended = queue_.extend_visibility(receipt, options_.visibility);
     if (!extended.ok()) {
       log_to(options_.logger, LogLevel::kInfo, "probe worker {}: visibility not extended: {}",
              options_.id, extended.status().to_string());
     }
+    if (!job.remove) (void)movies_.probe_alive(job.movie_id);
   });
   if (job.remove) return movies_.finish_remove(job.movie_id);
   Result<MovieDetail> probed = movies_.probe(job.movie_id, stop_.get_token());

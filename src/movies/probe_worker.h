@@ -11,7 +11,10 @@
 // The job goes through a Queue (at-least-once, kProbeQueueName), so a
 // process that dies while probing leaves the job to be delivered again to
 // another one once its visibility ends: the visibility is short, and
-// extended every third of it while the probe runs. A repeated job is a
+// extended every third of it while the probe runs, when the worker also
+// says on the movie that its probe is alive (Movies::probe_alive). A job
+// lost altogether (never queued, or a dead letter) is queued again by the
+// sweep (Movies::sweep). A repeated job is a
 // no-op: probe()
 // is one conditional write on `status = processing`, and a job whose movie
 // is no longer processing (probed already, or removed) is deleted unread.

@@ -4,7 +4,9 @@
 //                 truth for its state, its edits and its two lease slots,
 //                 `analysis` (the browser that edits) and `tracing` (the job
 //                 that traces; its token is the job ID). Index
-//                 kind-created_at_ms-index (kind = "movie") lists movies.
+//                 kind-created_at_ms-index (kind = "movie") lists movies;
+//                 index status-created_at_ms-index (keys only) finds the
+//                 movies in one status, for the sweep (Movies::sweep).
 //   movie_frames  traced rows, pk "MOVIE#<id>", sk "<frame, 10 digits>#<marker id>"
 //   movie_times   each frame's time (movies/frame_times.h), pk "MOVIE#<id>",
 //                 sk "<first frame, 10 digits>": parts of packed timestamps
@@ -33,6 +35,7 @@ inline constexpr char kFramesTable[] = "movie_frames";
 inline constexpr char kAuditTable[] = "movie_audit";
 inline constexpr char kTimesTable[] = "movie_times";
 inline constexpr char kMoviesIndex[] = "kind-created_at_ms-index";
+inline constexpr char kStatusIndex[] = "status-created_at_ms-index";
 inline constexpr char kMovieKind[] = "movie";
 
 // Lease slots of a movie item (include/leasehold/lease.h).
@@ -55,6 +58,8 @@ inline constexpr char kStatusDeleting[] = "deleting";
 inline constexpr char kEventTracingStarted[] = "movie.tracing.started";
 inline constexpr char kEventTracingCompleted[] = "movie.tracing.completed";
 inline constexpr char kEventTracingFailed[] = "movie.tracing.failed";
+// What the sweep did to a movie left unfinished (Movies::sweep).
+inline constexpr char kEventRepaired[] = "movie.repaired";
 
 // Attributes of a movie item besides the lease slots.
 namespace attr {
@@ -96,6 +101,18 @@ inline constexpr char kJobStartedAtMs[] = "job_started_at_ms";
 inline constexpr char kJobStartedBy[] = "job_started_by";
 inline constexpr char kJobEndedAtMs[] = "job_ended_at_ms";
 inline constexpr char kJobAuditPending[] = "job_audit_pending";
+// The sweep (Movies::sweep). When a probe last said it was probing a
+// `processing` movie (Movies::probe_alive), and when the movie was marked
+// `deleting`: the times from which the sweep counts its grace.
+inline constexpr char kProbeSeenAtMs[] = "probe_seen_at_ms";
+inline constexpr char kRemovalStartedAtMs[] = "removal_started_at_ms";
+// The sweep's last repair of the movie: what it repaired ("processing",
+// "deleting", or "queued:<job ID>"), how many times it has repaired that,
+// and when; and, until its audit entry is written, what it did.
+inline constexpr char kSweptFor[] = "swept_for";
+inline constexpr char kSweeps[] = "sweeps";
+inline constexpr char kSweptAtMs[] = "swept_at_ms";
+inline constexpr char kSweepAuditPending[] = "sweep_audit_pending";
 // Frame rows.
 inline constexpr char kSk[] = "sk";
 inline constexpr char kJobId[] = "job_id";

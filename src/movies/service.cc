@@ -97,6 +97,16 @@ Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, 
         auto worker, TraceWorker::start(store, clock, random, *s->trace_queue_, std::move(to)));
     s->trace_workers_.push_back(std::move(worker));
   }
+  if (o.sweep_every > Duration::zero()) {
+    SweeperOptions so;
+    so.id = o.worker_prefix + "-sweep";
+    so.every = o.sweep_every;
+    so.sweep.grace = o.sweep_grace;
+    so.logger = o.logger;
+    so.metrics = o.metrics;
+    LEASEHOLD_ASSIGN_OR_RETURN(
+        s->sweeper_, Sweeper::start(*s->movies_, *s->probe_queue_, clock, random, std::move(so)));
+  }
   return s;
 }
 
@@ -111,6 +121,7 @@ void Service::trace_queued() {
 }
 
 void Service::stop() {
+  if (sweeper_) sweeper_->stop();
   for (const auto& w : trace_workers_) w->stop();
   for (const auto& w : probe_workers_) w->stop();
 }

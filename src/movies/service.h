@@ -1,11 +1,13 @@
 // Service: the movie tracing service of one process, wired the same way by
 // `leasehold serve` (which adds the HTTP API, app/movies_api.h) and by
 // `leasehold trace-worker`: the two job queues on the store (traces and
-// probes, StoreQueue), Movies over them, and the probe and trace workers
-// that run in this process.
+// probes, StoreQueue), Movies over them, the probe and trace workers that
+// run in this process, and its Sweeper (movies/sweeper.h), which repairs
+// the movies crashes left unfinished, whichever process left them.
 //
-// stop() stops the workers: a trace under way is published as interrupted
-// (TraceWorker::stop) and a probe under way is handed back to the queue.
+// stop() stops the sweeper and the workers: a trace under way is published
+// as interrupted (TraceWorker::stop) and a probe under way is handed back
+// to the queue.
 //
 // Thread-safe: movies(), probe_queue() and the wake calls may be used from
 // any thread; stop() from one.
@@ -26,6 +28,7 @@
 #include "movies/media.h"
 #include "movies/movies.h"
 #include "movies/probe_worker.h"
+#include "movies/sweeper.h"
 #include "movies/trace_worker.h"
 
 namespace leasehold::movies {
@@ -53,6 +56,10 @@ struct ServiceOptions {
   int trace_nice = 10;       // TraceWorkerOptions::nice
   Duration trace_progress_deadline =
       std::chrono::minutes(2);  // TraceWorkerOptions::progress_deadline
+  // How often this process sweeps the movies (Sweeper; zero: never) and
+  // the sweep's grace (SweepOptions::grace).
+  Duration sweep_every = std::chrono::minutes(1);
+  Duration sweep_grace = kDefaultSweepGrace;
   // Names the workers: "<prefix>-trace0", "<prefix>-probe0", ... Unique
   // among the processes of a fleet (host name and process ID, say).
   std::string worker_prefix;
@@ -105,6 +112,7 @@ class Service {
   std::unique_ptr<Movies> movies_;
   std::vector<std::unique_ptr<TraceWorker>> trace_workers_;
   std::vector<std::unique_ptr<ProbeWorker>> probe_workers_;
+  std::unique_ptr<Sweeper> sweeper_;  // null when this process does not sweep
 };
 
 }  // namespace leasehold::movies

@@ -14,6 +14,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "base/crash_point.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "leasehold/renewer.h"
@@ -307,6 +308,7 @@ void TraceWorker::Impl::handle(const Message& message) {
     (void)queue_.remove(message.receipt);
     return;
   }
+  crash_point(CrashPoint::kTraceAfterClaim);
   count(&TraceWorkerStats::claimed);
   const Status removed = queue_.remove(message.receipt);
   if (!removed.ok()) {
@@ -570,6 +572,7 @@ void TraceWorker::Impl::publish(const JobState& state, const Lease& lease, const
            options_.id, job.job_id, released.to_string());
     return;
   }
+  crash_point(CrashPoint::kTraceAfterPublish);
   Result<Item> movie = store_.get(kMoviesTable, movie_key(job.movie_id), true);
   const Status audited =
       movie.ok() ? internal::record_job_audit(store_, job.movie_id, *movie) : movie.status();

@@ -19,7 +19,7 @@ TEST_F(ProcessTest, StoreInitCreatesEveryTableAndIsIdempotent) {
     EXPECT_EQ(parse_object(lines[4]).at("table"), "queue_messages");
     EXPECT_EQ(parse_object(lines[4]).at("indexes"), 1);
     EXPECT_EQ(parse_object(lines[5]).at("table"), "movies");
-    EXPECT_EQ(parse_object(lines[5]).at("indexes"), 1);
+    EXPECT_EQ(parse_object(lines[5]).at("indexes"), 2);
     EXPECT_EQ(parse_object(lines[6]).at("table"), "movie_frames");
     EXPECT_EQ(parse_object(lines[7]).at("table"), "movie_times");
     EXPECT_EQ(parse_object(lines[8]).at("table"), "movie_audit");
