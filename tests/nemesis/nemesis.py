@@ -69,8 +69,17 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 FAKETIME_LIBS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
                  "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
                  "/usr/lib/faketime/libfaketimeMT.so.1")
+# base/crash_point.h: the steps of an upload, a probe, a trace and a removal
+# where a process may be armed to kill itself (LEASEHOLD_CRASH_AT).
+CRASH_POINTS = ("movies.upload.after_create", "movies.probe.before_status",
+                "movies.trace.after_start", "movies.trace.before_enqueue",
+                "movies.trace.after_claim", "movies.trace.after_publish",
+                "movies.delete.after_mark", "movies.delete.after_rows",
+                "movies.delete.before_item")
 TRACING_TTL_S = 5
 ANALYSIS_TTL_S = 10
+SWEEP_EVERY_S = 2  # the movies' sweep: what a crash left half-way is repaired
+SWEEP_GRACE_S = 5  # within a grace and 1.5 periods (docs/reliability.md)
 
 
 def now_ms():
@@ -130,6 +139,7 @@ class Instance:
         self.sink = None
         self.lines, self.read_to = [], 0  # the sink's lines read so far
         self.stopped = False  # SIGSTOPped
+        self.crash_at = None  # the crash point it was armed with
         self.ended_by_fault = False  # killed or stopped by the nemesis
 
     def alive(self):
@@ -206,8 +216,9 @@ class System:
         half = self.args.skew_ms / 2
         return int(round(self.rng.uniform(-half, half)))
 
-    def start(self, slot, role, new_id=False):
-        """Starts (or restarts) the process of `slot`."""
+    def start(self, slot, role, new_id=False, crash_at=None):
+        """Starts (or restarts) the process of `slot`; armed to kill itself
+        at the crash point `crash_at`, if given."""
         with self.lock:
             self.gens[slot] += 1
             gen = self.gens[slot]
@@ -229,6 +240,9 @@ class System:
                 argv = ["trace-worker", "--media-dir", self.media, *self.movie_flags()]
             env = dict(os.environ, LD_PRELOAD=self.faketime,
                        FAKETIME="%+.3f" % (inst.skew_ms / 1000), DONT_FAKE_MONOTONIC="1")
+            inst.crash_at = crash_at
+            if crash_at:
+                env["LEASEHOLD_CRASH_AT"] = crash_at
             err = open(os.path.join(self.work, "logs", inst.name + ".log"), "ab")
             inst.popen = subprocess.Popen([self.args.bin, "--store", self.store_uri(port), *argv],
                                           env=env, stdout=subprocess.DEVNULL, stderr=err,
@@ -236,12 +250,13 @@ class System:
             self.current[slot] = inst
             self.instances.append(inst)
             self.events.add("start", process=inst.name, id=wid, pid=inst.popen.pid,
-                            skew_ms=inst.skew_ms)
+                            skew_ms=inst.skew_ms, **({"crash_at": crash_at} if crash_at else {}))
             return inst
 
     def movie_flags(self):
         return ["--tracing-lease-ttl", f"{TRACING_TTL_S}s", "--analysis-lease-ttl",
-                f"{ANALYSIS_TTL_S}s"]
+                f"{ANALYSIS_TTL_S}s", "--sweep-every", f"{SWEEP_EVERY_S}s", "--sweep-grace",
+                f"{SWEEP_GRACE_S}s"]
 
     def send(self, inst, sig):
         if inst.alive():
@@ -515,11 +530,13 @@ class Nemesis:
         self.pending = []  # (due monotonic, what, fn)
         self.faults = []  # {"kind", "at_ms", "heal_ms", "victim", "conns"}
         self.unexpected_exits = []  # (process, exit code)
+        self.crashes = collections.Counter()  # crash point -> processes killed there
 
     def choose(self):
         kinds = [("kill-9 worker", 4), ("SIGSTOP worker", 3), ("SIGTERM worker", 2),
                  ("kill-9 trace-worker", 2), ("SIGSTOP trace-worker", 1), ("kill-9 serve", 1),
-                 ("SIGTERM trace-worker", 1), ("upstream flap", 1), ("conn stop-start", 2)]
+                 ("SIGTERM trace-worker", 1), ("upstream flap", 1), ("conn stop-start", 2),
+                 ("crash point", 2)]
         if self.s.args.store == "sqlite":
             kinds += [("store lock", 1)]
         else:
@@ -596,6 +613,20 @@ class Nemesis:
                 victim.stopped = False
                 self.healed(f)
             self.later(pause, resume)
+        elif kind == "crash point":
+            # serve or a trace worker restarted armed to kill itself at a
+            # step of an upload, a probe, a trace or a removal
+            victim = self.rng.choice([i for i in s.current.values()
+                                      if i.role in ("serve", "trace-worker") and i.alive()
+                                      and not i.stopped and not i.crash_at] or [None])
+            if victim is None:
+                return
+            point = self.rng.choice(CRASH_POINTS)
+            f = self.fault(kind, victim, [], point=point)
+            victim.ended_by_fault = True
+            s.end(victim, signal.SIGTERM)
+            s.start(victim.slot, victim.role, crash_at=point)
+            self.healed(f)
         elif kind == "upstream flap":
             f = self.fault(kind, None, list(s.conns))
             s.upstream.kill()
@@ -671,9 +702,13 @@ class Nemesis:
         an event, counted in the report, and started again."""
         for inst in list(self.s.current.values()):
             if inst.popen.poll() is not None and not inst.ended_by_fault:
-                self.s.events.add("exited", process=inst.name, code=inst.popen.returncode)
-                self.unexpected_exits.append((inst.name, inst.popen.returncode))
                 inst.ended_by_fault = True
+                if inst.crash_at and inst.popen.returncode == -signal.SIGKILL:
+                    self.s.events.add("crashed", process=inst.name, point=inst.crash_at)
+                    self.crashes[inst.crash_at] += 1
+                else:
+                    self.s.events.add("exited", process=inst.name, code=inst.popen.returncode)
+                    self.unexpected_exits.append((inst.name, inst.popen.returncode))
                 self.later(1, lambda inst=inst: self.s.start(inst.slot, inst.role))
 
     def heal_all(self):
@@ -688,6 +723,8 @@ class Nemesis:
                 inst.stopped = False
             if inst.proxy is not None:
                 inst.proxy.set_mode("ok")
+            if inst.crash_at and inst.alive():  # still armed: replaced by one that is not
+                s.end(inst)
             if not inst.alive():
                 s.start(inst.slot, inst.role)
         if s.upstream.poll() is not None:
@@ -715,6 +752,9 @@ def report(system, nemesis, users, violations):
         cells = ["-" if v is None else str(v) for v in cells]
         print(f"{kind:24} {counts[kind]:>6} {len(rec) + unrecovered[kind]:>6} "
               f"{cells[0]:>8} {cells[1]:>8} {cells[2]:>8}")
+    if nemesis.crashes:
+        print("killed at crash points: " + ", ".join(f"{p} {n}" for p, n in
+                                                     sorted(nemesis.crashes.items())))
     for name, code in nemesis.unexpected_exits:
         print(f"exited on its own: {name} (exit {code})")
     lines = sum(len(w["lines"]) for w in writers)
