@@ -6,6 +6,7 @@
 
 #include "base/packed.h"
 #include "base/text.h"
+#include "movies/frame_times_internal.h"
 #include "movies/schema.h"
 
 namespace leasehold::movies {
@@ -17,6 +18,15 @@ constexpr char kTimesAttr[] = "times_z";
 constexpr size_t kPartTextMax = kFramesPerTimesPart * 44 + 256;
 
 std::string part_sk(int64_t first) { return fmt::format("{:010}", first); }
+
+std::string_view next_line(std::string_view& text) {
+  const size_t end = text.find('\n');
+  const std::string_view line = text.substr(0, end);
+  text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  return line;
+}
+
+}  // namespace
 
 // "v1 NUM DEN FIRST COUNT\nPTS D D D...\nKEY D D...\n": the part's frames
 // FIRST .. FIRST + COUNT - 1, their timestamps, and its key frames (the first
@@ -40,12 +50,6 @@ std::string part_text(const tracer::FrameTimes& t, int64_t first, int64_t count,
   return text;
 }
 
-std::string_view next_line(std::string_view& text) {
-  const size_t end = text.find('\n');
-  const std::string_view line = text.substr(0, end);
-  text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-  return line;
-}
 
 // Appends the part `text` to `out`, whose frames so far end where it must
 // start. False if it is not such a part.
@@ -80,8 +84,6 @@ bool parse_part(std::string_view text, tracer::FrameTimes& out) {
   }
   return true;
 }
-
-}  // namespace
 
 Status write_frame_times(ItemStore& store, const std::string& id, const tracer::FrameTimes& times) {
   if (times.pts.empty() || !times.seekable()) {
