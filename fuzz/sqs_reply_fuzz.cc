@@ -32,6 +32,7 @@ void check_answer(const json::object& answer) {
                    " bytes");
     return;
   }
+  if (messages->empty()) return;
   const json::array& given = answer.at("Messages").get_array();
   size_t i = 0;
   for (const leasehold::Message& m : *messages) {

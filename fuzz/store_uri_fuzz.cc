@@ -58,7 +58,7 @@ void check_split(std::string_view uri) {
   }
   if (parts->scheme == "sqlite") (void)store::parse_sqlite_uri(parts->rest);
   if (parts->scheme == "dynamodb") {
-    (void)store::parse_dynamodb_uri(parts->rest);
+    (void)store::dynamodb::parse_dynamodb_uri(parts->rest);
     (void)store::dynamodb::validate_dynamodb_uri(parts->rest, fixed_env);
   }
   // memory: and sqlite: create nothing when validated (dynamodb: reads the
