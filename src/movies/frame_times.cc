@@ -68,15 +68,18 @@ bool parse_part(std::string_view text, tracer::FrameTimes& out) {
   out.time_base_num = static_cast<int>(num);
   out.time_base_den = static_cast<int>(den);
   std::string_view pts = next_line(text);
+  // A damaged part's differences may add up past int64: not such a part.
   for (int64_t n = 0; n < count; ++n) {
     int64_t value = 0;
     if (!next_int(pts, value)) return false;
-    out.pts.push_back(n == 0 ? value : out.pts.back() + value);
+    if (n > 0 && __builtin_add_overflow(out.pts.back(), value, &value)) return false;
+    out.pts.push_back(value);
   }
   std::string_view keys = next_line(text);
   int64_t key = -1;
   for (int64_t value = 0; next_int(keys, value);) {
-    key = key < 0 ? value : key + value;
+    if (key >= 0 && __builtin_add_overflow(key, value, &value)) return false;
+    key = value;
     if (key < first || key >= first + count || (!out.keys.empty() && key <= out.keys.back())) {
       return false;
     }

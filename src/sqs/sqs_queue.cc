@@ -158,11 +158,19 @@ Result<std::vector<Message>> received_messages(const boost::json::object& answer
     Message message;
     message.id = id_of(string_or_empty(m, "MessageId"));
     if (!is_well_formed_token(message.id)) {
-      return internal_error("ReceiveMessage: message ID '" + string_or_empty(m, "MessageId") +
-                            "' is not a UUID");
+      return internal_error("ReceiveMessage: message ID '" +
+                            string_or_empty(m, "MessageId").substr(0, 64) + "' is not a UUID");
+    }
+    // A message handed out must be removable: one without a receipt handle
+    // (or with one past SQS's 1,024 bytes that the receipt could not carry)
+    // would be processed, then fail at remove().
+    const std::string handle = string_or_empty(m, "ReceiptHandle");
+    message.receipt = message.id + "." + handle;
+    if (handle.empty() || !handle_of(message.receipt).ok()) {
+      return internal_error("ReceiveMessage: message " + message.id +
+                            " has no usable receipt handle");
     }
     message.body = string_or_empty(m, "Body");
-    message.receipt = message.id + "." + string_or_empty(m, "ReceiptHandle");
     message.receive_count = int_attribute(m, "ApproximateReceiveCount");
     message.sent_at_ms = int_attribute(m, "SentTimestamp");
     message.visible_at_ms = visible_at_ms;
