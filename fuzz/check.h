@@ -39,28 +39,26 @@ inline std::string escaped(std::string_view bytes) {
 
 [[noreturn]] inline void fail(const char* condition, const char* file, int line,
                               const std::string& detail) {
-  std::fprintf(stderr, "%s:%d: property failed: %s\n  %s\n", file, line, condition,
-               detail.c_str());
+  std::fprintf(stderr, "%s:%d: property failed: %s\n  %s\n", file, line, condition, detail.c_str());
   std::fflush(stderr);
   std::abort();
 }
 
 }  // namespace leasehold::fuzz
 
-#define FUZZ_CHECK(condition, detail)                                          \
-  do {                                                                         \
+#define FUZZ_CHECK(condition, detail)                                                    \
+  do {                                                                                   \
     if (!(condition)) ::leasehold::fuzz::fail(#condition, __FILE__, __LINE__, (detail)); \
   } while (false)
 
 // Strings (or anything with a std::string conversion through `show`) equal.
-#define FUZZ_CHECK_EQ(actual, expected, what)                                          \
-  do {                                                                                 \
-    if (!((actual) == (expected))) {                                                   \
-      ::leasehold::fuzz::fail(#actual " == " #expected, __FILE__, __LINE__,            \
-                              std::string(what) + ": got " +                           \
-                                  ::leasehold::fuzz::show(actual) + ", expected " +    \
-                                  ::leasehold::fuzz::show(expected));                  \
-    }                                                                                  \
+#define FUZZ_CHECK_EQ(actual, expected, what)                                                  \
+  do {                                                                                         \
+    if (!((actual) == (expected))) {                                                           \
+      ::leasehold::fuzz::fail(#actual " == " #expected, __FILE__, __LINE__,                    \
+                              std::string(what) + ": got " + ::leasehold::fuzz::show(actual) + \
+                                  ", expected " + ::leasehold::fuzz::show(expected));          \
+    }                                                                                          \
   } while (false)
 
 namespace leasehold::fuzz {
@@ -69,9 +67,6 @@ inline std::string show(std::string_view s) { return escaped(s); }
 inline std::string show(const std::string& s) { return escaped(s); }
 inline std::string show(const char* s) { return escaped(s); }
 template <class Int>
-  requires std::is_integral_v<Int>
-std::string show(Int n) {
-  return std::to_string(n);
-}
+requires std::is_integral_v<Int> std::string show(Int n) { return std::to_string(n); }
 
 }  // namespace leasehold::fuzz

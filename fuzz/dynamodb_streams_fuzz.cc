@@ -42,7 +42,8 @@ void check_shards(const json::array& listed) {
   for (size_t i = 0; i < ordered.size(); ++i) {
     const FeedShard& s = ordered[i];
     if (s.parent_id.empty()) continue;
-    FUZZ_CHECK(at.contains(s.parent_id), "a parent kept that is not listed: " + escaped(s.parent_id));
+    FUZZ_CHECK(at.contains(s.parent_id),
+               "a parent kept that is not listed: " + escaped(s.parent_id));
     // Is the parent on a cycle? Walk up at most shards.size() steps.
     std::string up = s.parent_id;
     size_t steps = 0;
@@ -52,8 +53,8 @@ void check_shards(const json::array& listed) {
     }
     const bool cycle = !up.empty();
     if (!cycle) {
-      FUZZ_CHECK(at[s.parent_id] < i, "shard " + escaped(s.id) + " before its parent " +
-                                          escaped(s.parent_id));
+      FUZZ_CHECK(at[s.parent_id] < i,
+                 "shard " + escaped(s.id) + " before its parent " + escaped(s.parent_id));
     }
   }
 }
@@ -71,8 +72,8 @@ void check_records(const json::array& records) {
       if (!sk.empty()) {
         FUZZ_CHECK_EQ(record->key.sk, std::get<std::string>(keys->at("sk")), "the record's sk");
       }
-      for (const auto& [field, image] : {std::pair{"NewImage", &record->new_image},
-                                         std::pair{"OldImage", &record->old_image}}) {
+      for (const auto& [field, image] :
+           {std::pair{"NewImage", &record->new_image}, std::pair{"OldImage", &record->old_image}}) {
         const json::object* given = ddb::object_field(change, field);
         const bool readable = given != nullptr && ddb::decode_item(*given).ok();
         FUZZ_CHECK(image->has_value() == readable, std::string(field) + " kept or dropped wrongly");

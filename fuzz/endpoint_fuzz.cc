@@ -3,11 +3,11 @@
 // wss:// URLs of the fleet's upstreams.
 //
 // The first byte picks the parser; the rest is the URL.
-// Properties: an endpoint taken has a scheme of http or https, a host and
-// a port, and written again ("scheme://host:port", brackets around an IPv6
-// literal) reads back the same; a WebSocket URL taken has a host, a target
-// starting with '/', no byte a request line cannot carry, and written again
-// reads back the same.
+// Properties: an endpoint taken has a scheme of http or https, a host (no
+// space or control character: it goes into the Host header) and a port, and written again
+// ("scheme://host:port", brackets around an IPv6 literal) reads back the same; a WebSocket URL
+// taken has a host, a target starting with '/', no byte a request line cannot carry, and written
+// again reads back the same.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -30,6 +30,11 @@ void check_http(std::string_view url) {
   if (!e.ok()) return;
   FUZZ_CHECK((e->scheme == "http" || e->scheme == "https") && !e->host.empty() && e->port != 0,
              "endpoint " + escaped(url));
+  for (const char c : e->host) {
+    const auto byte = static_cast<unsigned char>(c);
+    FUZZ_CHECK(byte > 0x20 && byte < 0x7f,
+               "a host a Host header cannot carry: " + escaped(e->host));
+  }
   const std::string again_text = e->scheme + "://" + authority(e->host, e->port);
   const auto again = net::parse_http_endpoint(again_text);
   FUZZ_CHECK(again.ok(), escaped(again_text) + ", written from " + escaped(url) + ", is refused");
@@ -46,8 +51,8 @@ void check_ws(std::string_view url) {
   FUZZ_CHECK(!u->host.empty() && u->port != 0 && u->target.starts_with('/'), "URL " + escaped(url));
   for (const char c : u->target) {
     const auto byte = static_cast<unsigned char>(c);
-    FUZZ_CHECK(byte > 0x20 && byte < 0x7f, "a target a request line cannot carry: " +
-                                               escaped(u->target));
+    FUZZ_CHECK(byte > 0x20 && byte < 0x7f,
+               "a target a request line cannot carry: " + escaped(u->target));
   }
   const std::string again_text =
       std::string(u->tls ? "wss://" : "ws://") + authority(u->host, u->port) + u->target;

@@ -39,9 +39,9 @@ void check_size(std::string_view text) {
   FUZZ_CHECK(*bytes >= 1 && *bytes <= (uint64_t{1} << 62), "size " + escaped(text));
   const size_t digits = text.find_first_not_of("0123456789");
   const std::string_view number = text.substr(0, digits);
-  FUZZ_CHECK(std::stoull(std::string(number)) != 0 &&
-                 *bytes % std::stoull(std::string(number)) == 0,
-             "size " + escaped(text) + " read as " + std::to_string(*bytes));
+  FUZZ_CHECK(
+      std::stoull(std::string(number)) != 0 && *bytes % std::stoull(std::string(number)) == 0,
+      "size " + escaped(text) + " read as " + std::to_string(*bytes));
 }
 
 void check_lease_times(std::string_view text) {

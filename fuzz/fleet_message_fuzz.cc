@@ -8,12 +8,11 @@
 // last value), and finds the same number; the sink line of a message taken
 // is one line of JSON whose fields are the record's, its msg the message,
 // and stays so once SinkBatch::stamp() has rewritten its time.
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json.hpp>
 
 #include "check.h"
 #include "fleet/connections.h"

@@ -36,7 +36,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       movies::part_text(times, 0, static_cast<int64_t>(times.pts.size()), key_at);
   FUZZ_CHECK_EQ(key_at, times.keys.size(), "the key frames written");
   tracer::FrameTimes again;
-  FUZZ_CHECK(movies::parse_part(written, again), "part_text's text is refused: " + escaped(written));
+  FUZZ_CHECK(movies::parse_part(written, again),
+             "part_text's text is refused: " + escaped(written));
   FUZZ_CHECK(again.pts == times.pts && again.keys == times.keys &&
                  again.time_base_num == times.time_base_num &&
                  again.time_base_den == times.time_base_den,

@@ -57,11 +57,12 @@ bool has_control(std::string_view text) {
 void check_target(std::string_view text) {
   const auto target = server::parse_target(text);
   if (!target.ok()) return;
-  FUZZ_CHECK(!has_control(target->path), "a control character in the path " + escaped(target->path));
+  FUZZ_CHECK(!has_control(target->path),
+             "a control character in the path " + escaped(target->path));
   FUZZ_CHECK(target->path.starts_with('/'), "a path that is not one: " + escaped(target->path));
-  const std::string again_text =
-      percent_encode(target->path) + (text.find('?') != std::string_view::npos ? "?" : "") +
-      target->query;
+  const std::string again_text = percent_encode(target->path) +
+                                 (text.find('?') != std::string_view::npos ? "?" : "") +
+                                 target->query;
   const auto again = server::parse_target(again_text);
   FUZZ_CHECK(again.ok(), "the path encoded again is refused: " + escaped(again_text));
   FUZZ_CHECK_EQ(again->path, target->path, "the path read back from " + escaped(again_text));

@@ -3,17 +3,17 @@
 //
 // Input: the Content-Type header's value, a newline, then the body.
 // Properties: a body taken is a JSON object whose text, written again,
-// parses to the same object; an integer field read is the number the
+// parses to the same object (unless it holds a number past a double's
+// range, which JSON cannot write); an integer field read is the number the
 // body holds, exactly; a number field read is finite; a string field read
 // is the field's string. A body refused is refused with 400 or 415, never
 // with a 5xx.
 #include <algorithm>
+#include <boost/json.hpp>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 #include "check.h"
 #include "server/json.h"
@@ -49,6 +49,23 @@ bool same(const json::value& a, const json::value& b) {
     return true;
   }
   return a == b;
+}
+
+// Whether `v` holds a number that is not finite ("1e400" parses to
+// infinity), which JSON cannot write: Boost.JSON serialises it as Infinity.
+bool has_non_finite(const json::value& v) {
+  if (v.is_double()) return !std::isfinite(v.get_double());
+  if (v.is_object()) {
+    for (const auto& field : v.get_object()) {
+      if (has_non_finite(field.value())) return true;
+    }
+  }
+  if (v.is_array()) {
+    for (const json::value& e : v.get_array()) {
+      if (has_non_finite(e)) return true;
+    }
+  }
+  return false;
 }
 
 void check_fields(const json::object& body) {
@@ -100,11 +117,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                "a body refused with " + std::to_string(refused->status));
     return 0;
   }
+  check_fields(body);
+  if (has_non_finite(json::value(body))) return 0;
   const std::string text = json::serialize(body);
   json::error_code ec;
   const json::value again = json::parse(text, ec);
   FUZZ_CHECK(!ec && same(again, json::value(body)),
              "the body written again does not read back: " + escaped(text));
-  check_fields(body);
   return 0;
 }

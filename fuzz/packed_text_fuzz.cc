@@ -7,8 +7,8 @@
 //      base64 (what an item's string can hold).
 //   2: a positions text, after an 8-byte written_at_ms. The positions read,
 //      written again at that time, read back the same.
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -37,9 +37,10 @@ void check_unpack(std::string_view packed) {
 void check_pack(std::string_view text) {
   const std::string packed = leasehold::pack_text(text);
   FUZZ_CHECK(!packed.empty(), "pack_text failed");
-  FUZZ_CHECK(packed.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") ==
-                 std::string::npos,
-             "packed text that is not base64: " + escaped(packed));
+  FUZZ_CHECK(
+      packed.find_first_not_of(
+          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=") == std::string::npos,
+      "packed text that is not base64: " + escaped(packed));
   const std::optional<std::string> unpacked =
       leasehold::unpack_text(packed, std::max<size_t>(text.size(), 1));
   FUZZ_CHECK(unpacked.has_value(), "packed text that does not unpack: " + escaped(text));

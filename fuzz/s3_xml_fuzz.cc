@@ -30,12 +30,12 @@ void check_body(int status, std::string_view body) {
   for (const char* tag : {"Code", "Message", "RequestId", "Region"}) {
     const std::optional<std::string> text = aws::xml_element(body, tag);
     if (!text) continue;
-    const std::string element = std::string("<") + tag + ">" + s3::xml_escape(*text) + "</" +
-                                tag + ">";
-    const std::optional<std::string> again = aws::xml_element("<Error>" + element + "</Error>", tag);
-    FUZZ_CHECK(again && *again == *text,
-               "the text of <" + std::string(tag) + "> escaped does not read back: " +
-                   escaped(element));
+    const std::string element =
+        std::string("<") + tag + ">" + s3::xml_escape(*text) + "</" + tag + ">";
+    const std::optional<std::string> again =
+        aws::xml_element("<Error>" + element + "</Error>", tag);
+    FUZZ_CHECK(again && *again == *text, "the text of <" + std::string(tag) +
+                                             "> escaped does not read back: " + escaped(element));
   }
   const leasehold::Status error = aws::s3_error_status(status, body, "GetObject", "bucket", "");
   const std::string& message = error.message();

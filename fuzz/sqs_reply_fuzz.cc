@@ -6,11 +6,10 @@
 // a receipt that handle_of() takes back to SQS's receipt handle (a message
 // that could not be removed must not be handed out); a refusal's message
 // stays bounded; a receipt taken is "<id>.<handle>".
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 #include "base/text.h"
 #include "check.h"
@@ -27,9 +26,9 @@ constexpr size_t kStatusMessageBytesMax = 1024;
 void check_answer(const json::object& answer) {
   const auto messages = sqs::received_messages(answer, 1'000'000);
   if (!messages.ok()) {
-    FUZZ_CHECK(messages.status().message().size() <= kStatusMessageBytesMax,
-               "a refusal's message of " + std::to_string(messages.status().message().size()) +
-                   " bytes");
+    FUZZ_CHECK(
+        messages.status().message().size() <= kStatusMessageBytesMax,
+        "a refusal's message of " + std::to_string(messages.status().message().size()) + " bytes");
     return;
   }
   if (messages->empty()) return;
@@ -40,9 +39,10 @@ void check_answer(const json::object& answer) {
     const json::object& sent = given[i++].get_object();
     FUZZ_CHECK(leasehold::is_well_formed_token(m.id), "message ID " + escaped(m.id));
     const json::value* body = sent.if_contains("Body");
-    FUZZ_CHECK_EQ(m.body, body != nullptr && body->is_string() ? std::string(body->get_string())
-                                                                : std::string(),
-                  "the body");
+    FUZZ_CHECK_EQ(
+        m.body,
+        body != nullptr && body->is_string() ? std::string(body->get_string()) : std::string(),
+        "the body");
     const auto handle = sqs::handle_of(m.receipt);
     FUZZ_CHECK(handle.ok(), "a message taken whose receipt is refused: " + escaped(m.receipt));
     FUZZ_CHECK_EQ(std::string(*handle), std::string(sent.at("ReceiptHandle").get_string()),
@@ -54,10 +54,10 @@ void check_answer(const json::object& answer) {
 void check_receipt(std::string_view receipt) {
   const auto handle = sqs::handle_of(receipt);
   if (!handle.ok()) return;
-  FUZZ_CHECK(!handle->empty() && receipt.ends_with("." + std::string(*handle)) &&
-                 leasehold::is_well_formed_token(
-                     receipt.substr(0, receipt.size() - handle->size() - 1)),
-             "receipt " + escaped(receipt));
+  FUZZ_CHECK(
+      !handle->empty() && receipt.ends_with("." + std::string(*handle)) &&
+          leasehold::is_well_formed_token(receipt.substr(0, receipt.size() - handle->size() - 1)),
+      "receipt " + escaped(receipt));
 }
 
 }  // namespace

@@ -215,7 +215,6 @@ Result<ExpiringCredentials> parse_credentials_json(std::string_view body, const 
   return out;
 }
 
-
 Result<std::optional<CredentialsFetch>> container_fetch(const EnvLookup& env,
                                                         const CredentialsOptions& options) {
   const std::string relative = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI").value_or("");

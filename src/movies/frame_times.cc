@@ -50,7 +50,6 @@ std::string part_text(const tracer::FrameTimes& t, int64_t first, int64_t count,
   return text;
 }
 
-
 // Appends the part `text` to `out`, whose frames so far end where it must
 // start. False if it is not such a part.
 bool parse_part(std::string_view text, tracer::FrameTimes& out) {

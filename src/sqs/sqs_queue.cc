@@ -189,7 +189,6 @@ Result<std::string_view> handle_of(std::string_view receipt) {
   return receipt.substr(dot + 1);
 }
 
-
 // A dead letter found by its ID, and the others the scan hid meanwhile.
 struct SqsQueue::Found {
   Message letter;
