@@ -9,17 +9,12 @@ namespace leasehold::store::dynamodb {
 
 namespace json = boost::json;
 
-// DescribeStream's Shards[] entry; EndingSequenceNumber is there once the
-// shard has closed.
 FeedShard decode_shard(const json::object& shard) {
   const json::object* range = object_field(shard, "SequenceNumberRange");
   return {string_field(shard, "ShardId"), string_field(shard, "ParentShardId"),
           range != nullptr && !string_field(*range, "EndingSequenceNumber").empty()};
 }
 
-// `shards` with each parent before its children, as the interface promises
-// and DynamoDB does not, otherwise in the order DescribeStream listed them.
-// A parent that is not listed has been trimmed, and is forgotten.
 std::vector<FeedShard> parents_first(std::vector<FeedShard> shards) {
   std::map<std::string, size_t, std::less<>> at;
   for (size_t i = 0; i < shards.size(); ++i) at.emplace(shards[i].id, i);
