@@ -8,10 +8,13 @@
 #   make bench  build, then run the lease benchmarks on SQLite and dynalite, `bench http`,
 #               the stream fleet's (bench/fleet_bench.py), the tracer's (bench/tracer_bench.cc)
 #               and `bench movies`
+#   make fuzz   build the fuzz targets (fuzz/: clang 14, libFuzzer, ASan+UBSan) and run each
+#               for FUZZ_SECONDS (default 180); FUZZ_TARGETS="a b" picks some, FUZZ_MERGE=1
+#               merges new inputs into fuzz/corpus/ (scripts/fuzz.sh; docs/reliability.md)
 
 JOBS ?= $(shell nproc)
 
-.PHONY: all setup build run serve test test-system test-unit bench nemesis clean
+.PHONY: all setup build run serve test test-system test-unit bench nemesis fuzz clean
 
 all: build
 
@@ -60,5 +63,10 @@ bench: build
 nemesis: build
 	@scripts/nemesis.sh
 
+# Each fuzz target runs in turn, from its corpus; any finding makes it fail,
+# with the input's path in the output. The unit tests replay the corpora.
+fuzz: setup
+	@scripts/fuzz.sh
+
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

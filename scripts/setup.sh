@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev
   libfaketime
   clang  # the thread-safety analysis (make test)
+  clang-14 libclang-rt-14-dev  # libFuzzer and the sanitizers' runtimes (make fuzz)
   libargon2-dev  # password hashes (leasehold serve)
   # OpenCV for the movie tracer (src/tracer/): these four modules, not
   # libopencv-dev, which brings every module and about 400 MB more

@@ -383,17 +383,43 @@ bool credentials_refused(std::string_view code) {
 
 namespace leasehold::aws::credentials_internal {
 
+namespace {
+
+// The decimal number of text[at, at + digits): digits only, no sign or
+// blank (which sscanf's %d would take); -1 otherwise.
+int field(std::string_view text, size_t at, size_t digits) {
+  int value = 0;
+  for (size_t i = at; i < at + digits; ++i) {
+    if (text[i] < '0' || text[i] > '9') return -1;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
 std::optional<WallTime> parse_iso8601_utc(std::string_view text) {
   // "YYYY-MM-DDTHH:MM:SS", then optional ".fraction", then "Z" or "+00:00".
-  if (text.size() < 20) return std::nullopt;
-  std::tm tm{};
-  int consumed = 0;
-  const std::string head(text.substr(0, 19));
-  if (std::sscanf(head.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &consumed) != 6 ||
-      consumed != 19) {
+  // A field out of its range ("2026-13-01", "2026-02-30") is refused rather
+  // than carried into the next, and so is a year a WallTime cannot hold
+  // (nanoseconds from 1970 in int64 reach 1677 to 2262).
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':') {
     return std::nullopt;
   }
+  std::tm tm{};
+  tm.tm_year = field(text, 0, 4);
+  tm.tm_mon = field(text, 5, 2);
+  tm.tm_mday = field(text, 8, 2);
+  tm.tm_hour = field(text, 11, 2);
+  tm.tm_min = field(text, 14, 2);
+  tm.tm_sec = field(text, 17, 2);
+  if (tm.tm_year < 1970 || tm.tm_year > 2200 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 ||
+      tm.tm_hour < 0 || tm.tm_hour > 23 || tm.tm_min < 0 || tm.tm_min > 59 || tm.tm_sec < 0 ||
+      tm.tm_sec > 59) {
+    return std::nullopt;
+  }
+  const std::tm given = tm;
   std::string_view rest = text.substr(19);
   std::chrono::nanoseconds fraction{0};
   if (!rest.empty() && rest.front() == '.') {
@@ -412,7 +438,8 @@ std::optional<WallTime> parse_iso8601_utc(std::string_view text) {
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
   const time_t t = timegm(&tm);
-  if (t == static_cast<time_t>(-1)) return std::nullopt;
+  // timegm() normalises a day past its month's end into the next month.
+  if (t == static_cast<time_t>(-1) || tm.tm_mday != given.tm_mday) return std::nullopt;
   return WallTime(std::chrono::seconds(t)) +
          std::chrono::duration_cast<WallTime::duration>(fraction);
 }

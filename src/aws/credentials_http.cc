@@ -42,35 +42,6 @@ std::pair<std::string, std::string> split_url(const std::string& url) {
   return {url.substr(0, path_start), url.substr(path_start)};
 }
 
-// The credentials in a container endpoint's or IMDS's JSON answer. `what`
-// names the endpoint in errors, which never quote the body.
-Result<ExpiringCredentials> parse_credentials_json(std::string_view body, const std::string& what,
-                                                   const char* token_field) {
-  boost::system::error_code ec;
-  const boost::json::value parsed = boost::json::parse(body, ec);
-  const boost::json::object* o = ec ? nullptr : parsed.if_object();
-  if (o == nullptr) return unavailable(what + " answered something other than a JSON object");
-  const auto text = [&](const char* field) -> std::string {
-    const auto* v = o->if_contains(field);
-    return v && v->is_string() ? std::string(v->get_string()) : std::string();
-  };
-  const std::string code = text("Code");
-  if (!code.empty() && code != "Success") {
-    return unavailable(what + " answered Code " + code.substr(0, 64));
-  }
-  ExpiringCredentials out;
-  out.credentials = {text("AccessKeyId"), text("SecretAccessKey"), text(token_field)};
-  const std::string expiration = text("Expiration");
-  if (out.credentials.access_key_id.empty() || out.credentials.secret_access_key.empty()) {
-    return unavailable(what + " sent no AccessKeyId or no SecretAccessKey");
-  }
-  if (!expiration.empty()) {
-    out.expires = parse_iso8601_utc(expiration);
-    if (!out.expires) return unavailable(what + " sent an Expiration that is not ISO 8601");
-  }
-  return out;
-}
-
 Result<std::shared_ptr<net::HttpClient>> open_plain_client(const std::string& origin) {
   net::HttpClientOptions http;
   LEASEHOLD_ASSIGN_OR_RETURN(http.endpoint, net::parse_http_endpoint(origin));
@@ -216,6 +187,33 @@ void read_positive(const EnvLookup& env, const char* name, auto apply) {
 }
 
 }  // namespace
+
+Result<ExpiringCredentials> parse_credentials_json(std::string_view body, const std::string& what,
+                                                   const char* token_field) {
+  boost::system::error_code ec;
+  const boost::json::value parsed = boost::json::parse(body, ec);
+  const boost::json::object* o = ec ? nullptr : parsed.if_object();
+  if (o == nullptr) return unavailable(what + " answered something other than a JSON object");
+  const auto text = [&](const char* field) -> std::string {
+    const auto* v = o->if_contains(field);
+    return v && v->is_string() ? std::string(v->get_string()) : std::string();
+  };
+  const std::string code = text("Code");
+  if (!code.empty() && code != "Success") {
+    return unavailable(what + " answered Code " + code.substr(0, 64));
+  }
+  ExpiringCredentials out;
+  out.credentials = {text("AccessKeyId"), text("SecretAccessKey"), text(token_field)};
+  const std::string expiration = text("Expiration");
+  if (out.credentials.access_key_id.empty() || out.credentials.secret_access_key.empty()) {
+    return unavailable(what + " sent no AccessKeyId or no SecretAccessKey");
+  }
+  if (!expiration.empty()) {
+    out.expires = parse_iso8601_utc(expiration);
+    if (!out.expires) return unavailable(what + " sent an Expiration that is not ISO 8601");
+  }
+  return out;
+}
 
 Result<std::optional<CredentialsFetch>> container_fetch(const EnvLookup& env,
                                                         const CredentialsOptions& options) {

@@ -104,6 +104,12 @@ Result<ExpiringCredentials> parse_process_output(std::string_view json);
 // backslash escapes. kInvalidArgument for an unclosed quote.
 Result<std::vector<std::string>> split_command(std::string_view command);
 
+// The credentials in a container endpoint's or IMDS's JSON answer, the
+// session token under `token_field` ("Token"). kUnavailable, naming the
+// endpoint as `what` and never quoting the body, for anything else.
+Result<ExpiringCredentials> parse_credentials_json(std::string_view body, const std::string& what,
+                                                   const char* token_field);
+
 // The <Credentials> of an STS AssumeRole or AssumeRoleWithWebIdentity reply
 // (HTTP 200), or the <Error>'s Code and Message of any other.
 Result<ExpiringCredentials> parse_sts_reply(int http_status, std::string_view body,

@@ -94,6 +94,19 @@ TEST(CredentialsWire, Iso8601WithFractionsAndOffsets) {
   }
 }
 
+// Found by fuzzing (fuzz/credentials_answers_fuzz.cc): sscanf took signs and
+// blanks, timegm() carried a field out of its range into the next, and a
+// year far from 1970 overflowed WallTime's nanoseconds.
+TEST(CredentialsWire, Iso8601RefusesFieldsOutOfRange) {
+  EXPECT_EQ(to_unix_ms(*parse_iso8601_utc("2024-02-29T23:59:59Z")), 1'709'251'199'000);
+  for (const char* bad : {"2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-04-31T00:00:00Z",
+                          "2026-11-29T24:00:00Z", "2026-11-29T21:60:00Z", "+026-11-29T21:00:00Z",
+                          "2026-1-029T21:00:00Z", " 2026-11-29T21:00:00Z", "1013-11-29T21:00:00Z",
+                          "9999-12-31T23:59:59Z"}) {
+    EXPECT_FALSE(parse_iso8601_utc(bad).has_value()) << bad;
+  }
+}
+
 TEST(CredentialsWire, CommandsSplitAsShlexDoes) {
   EXPECT_EQ(*split_command("/bin/tool  --profile 'a b' \"c \\\"d\\\"\" e\\ f"),
             (std::vector<std::string>{"/bin/tool", "--profile", "a b", "c \"d\"", "e f"}));

@@ -199,11 +199,15 @@ void append_sink_line(const SinkRecord& record, std::string& out, size_t* stamp_
   if (stamp_at != nullptr) *stamp_at = out.size();
   append_int(out, record.written_at_ms);
   out += ",\"msg\":";
-  const std::string_view msg = record.msg;
-  if (msg.find('\n') == std::string_view::npos && msg.find('\r') == std::string_view::npos) {
-    out += msg;
-  } else {
-    out += boost::json::serialize(boost::json::parse(msg));
+  // In valid JSON a raw CR or LF can only be whitespace between tokens
+  // (inside a string it must be escaped), so a message that spans lines
+  // goes in with each one as a space: the same JSON, on one line, its
+  // numbers as they came (parsing and serialising it again could change a
+  // double's last digit).
+  const size_t at = out.size();
+  out += record.msg;
+  for (size_t i = at; i < out.size(); ++i) {
+    if (out[i] == '\n' || out[i] == '\r') out[i] = ' ';
   }
   out += '}';
 }

@@ -38,8 +38,9 @@ struct SinkRecord {
 };
 
 // Appends `record` as one line of JSON, without the newline, to `out`. The
-// message goes in as it came, unless it spans lines: then re-serialised on
-// one. Sets `*stamp_at`, if given, to where written_at_ms's digits begin.
+// message goes in as it came, but for its line breaks (whitespace between
+// tokens in valid JSON), which become spaces. Sets `*stamp_at`, if given, to where written_at_ms's
+// digits begin.
 void append_sink_line(const SinkRecord& record, std::string& out, size_t* stamp_at = nullptr);
 
 // Sink lines of one connection for one sink write: each ends in a newline,

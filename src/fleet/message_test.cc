@@ -138,6 +138,16 @@ TEST(SinkLineTest, AMessageOnSeveralLinesIsPutOnOne) {
   EXPECT_EQ(parsed.at("worker").as_string(), "w\"1");
 }
 
+// Found by fuzzing (fuzz/fleet_message_fuzz.cc): a message on several lines
+// was parsed and serialised again, which could change a double's last
+// digit; its line breaks are now spaces, and its numbers stay as they came.
+TEST(SinkLineTest, AMessageOnSeveralLinesKeepsItsNumbers) {
+  std::string line;
+  append_sink_line({"a", 1, "w", 1, 5, "{\"seq\":1,\n\"x\":[1.9223372036854774E17,1.0]}"}, line);
+  EXPECT_EQ(line, R"({"conn":"a","seq":1,"worker":"w","epoch":1,"written_at_ms":5,)"
+                  R"("msg":{"seq":1, "x":[1.9223372036854774E17,1.0]}})");
+}
+
 TEST(SinkBatchTest, LinesEndInNewlinesAndAPartWriteCountsOnlyWholeLines) {
   SinkBatch batch;
   EXPECT_TRUE(batch.empty());

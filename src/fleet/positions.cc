@@ -102,7 +102,10 @@ void parse_positions(std::string_view text, int64_t written_at_ms, Positions& ou
         !next_int(line, p.reconnects) || !next_int(line, age) || !line.empty()) {
       continue;
     }
-    p.last_message_at_ms = age < 0 ? 0 : written_at_ms - age;
+    // An age that takes the time past int64 (a damaged item) is not a
+    // position.
+    if (age >= 0 && __builtin_sub_overflow(written_at_ms, age, &p.last_message_at_ms)) continue;
+    if (age < 0) p.last_message_at_ms = 0;
     keep(out, std::move(p));
   }
 }

@@ -6,6 +6,7 @@
 
 #include "base/packed.h"
 #include "base/text.h"
+#include "movies/frame_times_internal.h"
 #include "movies/schema.h"
 
 namespace leasehold::movies {
@@ -17,6 +18,15 @@ constexpr char kTimesAttr[] = "times_z";
 constexpr size_t kPartTextMax = kFramesPerTimesPart * 44 + 256;
 
 std::string part_sk(int64_t first) { return fmt::format("{:010}", first); }
+
+std::string_view next_line(std::string_view& text) {
+  const size_t end = text.find('\n');
+  const std::string_view line = text.substr(0, end);
+  text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  return line;
+}
+
+}  // namespace
 
 // "v1 NUM DEN FIRST COUNT\nPTS D D D...\nKEY D D...\n": the part's frames
 // FIRST .. FIRST + COUNT - 1, their timestamps, and its key frames (the first
@@ -40,13 +50,6 @@ std::string part_text(const tracer::FrameTimes& t, int64_t first, int64_t count,
   return text;
 }
 
-std::string_view next_line(std::string_view& text) {
-  const size_t end = text.find('\n');
-  const std::string_view line = text.substr(0, end);
-  text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
-  return line;
-}
-
 // Appends the part `text` to `out`, whose frames so far end where it must
 // start. False if it is not such a part.
 bool parse_part(std::string_view text, tracer::FrameTimes& out) {
@@ -64,15 +67,18 @@ bool parse_part(std::string_view text, tracer::FrameTimes& out) {
   out.time_base_num = static_cast<int>(num);
   out.time_base_den = static_cast<int>(den);
   std::string_view pts = next_line(text);
+  // A damaged part's differences may add up past int64: not such a part.
   for (int64_t n = 0; n < count; ++n) {
     int64_t value = 0;
     if (!next_int(pts, value)) return false;
-    out.pts.push_back(n == 0 ? value : out.pts.back() + value);
+    if (n > 0 && __builtin_add_overflow(out.pts.back(), value, &value)) return false;
+    out.pts.push_back(value);
   }
   std::string_view keys = next_line(text);
   int64_t key = -1;
   for (int64_t value = 0; next_int(keys, value);) {
-    key = key < 0 ? value : key + value;
+    if (key >= 0 && __builtin_add_overflow(key, value, &value)) return false;
+    key = value;
     if (key < first || key >= first + count || (!out.keys.empty() && key <= out.keys.back())) {
       return false;
     }
@@ -80,8 +86,6 @@ bool parse_part(std::string_view text, tracer::FrameTimes& out) {
   }
   return true;
 }
-
-}  // namespace
 
 Status write_frame_times(ItemStore& store, const std::string& id, const tracer::FrameTimes& times) {
   if (times.pts.empty() || !times.seekable()) {

@@ -131,7 +131,6 @@ class TraceWorker::Impl {
   Impl(ItemStore& store, Clock& clock, Random& random, Queue& queue, TraceWorkerOptions options)
       : store_(store),
         clock_(clock),
-        random_(random),
         queue_(queue),
         options_(std::move(options)),
         leases_(store, clock, random, options_.lease),
@@ -199,7 +198,6 @@ class TraceWorker::Impl {
 
   ItemStore& store_;
   Clock& clock_;
-  Random& random_;
   Queue& queue_;
   const TraceWorkerOptions options_;
   LeaseManager leases_;

@@ -15,7 +15,9 @@
 // GCC 12 reports a false -Wmaybe-uninitialized inside Beast's parser
 // (boost::optional in content_length) when building with sanitizers.
 #pragma GCC diagnostic push
+#if !defined(__clang__)  // clang has no such warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>

@@ -30,6 +30,10 @@ Result<HttpEndpoint> parse_authority(std::string_view rest, uint16_t default_por
     size_t close = rest.find(']');
     if (close == std::string_view::npos) return invalid_argument("endpoint has an unclosed '['");
     e.host = std::string(rest.substr(1, close - 1));
+    // Brackets hold an IPv6 literal and nothing else ("[[1]" is no host).
+    if (e.host.find(':') == std::string::npos || !is_ip_literal(e.host)) {
+      return invalid_argument("endpoint: brackets that do not hold an IPv6 address");
+    }
     rest.remove_prefix(close + 1);
     if (!rest.empty() && rest.front() != ':') return invalid_argument("endpoint: junk after ']'");
     has_port = !rest.empty();
@@ -41,6 +45,16 @@ Result<HttpEndpoint> parse_authority(std::string_view rest, uint16_t default_por
     if (has_port) port_text = rest.substr(colon + 1);
   }
   if (e.host.empty()) return invalid_argument("endpoint has no host");
+  // The host goes into the Host header and the TLS name: no byte that would
+  // end either, and no bracket outside an IPv6 literal's.
+  for (const char c : e.host) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte >= 0x7f || (c == '[' || c == ']')) {
+      return invalid_argument(
+          "endpoint host has a space, a control character, a bracket or a "
+          "non-ASCII character");
+    }
+  }
   LEASEHOLD_ASSIGN_OR_RETURN(e.port, parse_port(port_text, has_port, default_port));
   return e;
 }

@@ -52,6 +52,18 @@ TEST(WsUrlTest, Parses) {
             Code::kInvalidArgument);
 }
 
+// Found by fuzzing (fuzz/endpoint_fuzz.cc): "http://[[1]:45" was taken with
+// the host "[1", which no URL written from it reads back as; a host may not
+// carry what would end a Host header either.
+TEST(HttpEndpointTest, RefusesHostsNoHeaderCanCarry) {
+  for (const char* bad : {"http://[[1]:45", "http://[host]:80", "http://[1.2.3.4]", "http://a]b",
+                          "http://a\rb", "http://a\x7f", "http://caf\xc3\xa9"}) {
+    EXPECT_EQ(parse_http_endpoint(bad).status().code(), Code::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(parse_ws_url("ws://[[1]]/").status().code(), Code::kInvalidArgument);
+  EXPECT_TRUE(parse_http_endpoint("http://[fd00:ec2::254]").ok());
+}
+
 TEST(HttpEndpointTest, LoopbackHostsAndIpLiterals) {
   for (const char* host : {"localhost", "LOCALHOST", "127.0.0.1", "127.1.2.3", "::1"}) {
     EXPECT_TRUE(is_loopback_host(host)) << host;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "leasehold/random.h"
+#include "sqs/sqs_wire.h"
 #include "store/uri.h"
 
 namespace leasehold::sqs {
@@ -105,16 +106,6 @@ int64_t int_attribute(const json::object& message, std::string_view name) {
   return text.empty() ? 0 : std::strtoll(text.c_str(), nullptr, 10);
 }
 
-// The SQS receipt handle in a receipt "<id>.<handle>".
-Result<std::string_view> handle_of(std::string_view receipt) {
-  const size_t dot = receipt.find('.');
-  if (dot == std::string_view::npos || !is_well_formed_token(receipt.substr(0, dot)) ||
-      dot + 1 == receipt.size() || receipt.size() > 4096) {
-    return invalid_argument("malformed receipt (expected \"<id>.<SQS receipt handle>\")");
-  }
-  return receipt.substr(dot + 1);
-}
-
 json::array system_attributes() { return json::array{"ApproximateReceiveCount", "SentTimestamp"}; }
 
 // What SQS's refusal of a queue operation means to a caller of the Queue,
@@ -155,6 +146,48 @@ Status queue_failure(const Status& s) {
 }
 
 }  // namespace
+
+Result<std::vector<Message>> received_messages(const boost::json::object& answer,
+                                               int64_t visible_at_ms) {
+  std::vector<Message> out;
+  const json::value* messages = answer.if_contains("Messages");
+  if (messages == nullptr || !messages->is_array()) return out;
+  for (const json::value& v : messages->as_array()) {
+    if (!v.is_object()) continue;
+    const json::object& m = v.as_object();
+    Message message;
+    message.id = id_of(string_or_empty(m, "MessageId"));
+    if (!is_well_formed_token(message.id)) {
+      return internal_error("ReceiveMessage: message ID '" +
+                            string_or_empty(m, "MessageId").substr(0, 64) + "' is not a UUID");
+    }
+    // A message handed out must be removable: one without a receipt handle
+    // (or with one past SQS's 1,024 bytes that the receipt could not carry)
+    // would be processed, then fail at remove().
+    const std::string handle = string_or_empty(m, "ReceiptHandle");
+    message.receipt = message.id + "." + handle;
+    if (handle.empty() || !handle_of(message.receipt).ok()) {
+      return internal_error("ReceiveMessage: message " + message.id +
+                            " has no usable receipt handle");
+    }
+    message.body = string_or_empty(m, "Body");
+    message.receive_count = int_attribute(m, "ApproximateReceiveCount");
+    message.sent_at_ms = int_attribute(m, "SentTimestamp");
+    message.visible_at_ms = visible_at_ms;
+    out.push_back(std::move(message));
+  }
+  return out;
+}
+
+// The SQS receipt handle in a receipt "<id>.<handle>".
+Result<std::string_view> handle_of(std::string_view receipt) {
+  const size_t dot = receipt.find('.');
+  if (dot == std::string_view::npos || !is_well_formed_token(receipt.substr(0, dot)) ||
+      dot + 1 == receipt.size() || receipt.size() > 4096) {
+    return invalid_argument("malformed receipt (expected \"<id>.<SQS receipt handle>\")");
+  }
+  return receipt.substr(dot + 1);
+}
 
 // A dead letter found by its ID, and the others the scan hid meanwhile.
 struct SqsQueue::Found {
@@ -363,26 +396,7 @@ Result<std::vector<Message>> SqsQueue::receive_from(const std::string& url, int 
                                    {"AttributeNames", system_attributes()},
                                    {"MessageSystemAttributeNames", system_attributes()}},
                                   true, std::chrono::seconds(wait_s)));
-  std::vector<Message> out;
-  const json::value* messages = got.if_contains("Messages");
-  if (messages == nullptr || !messages->is_array()) return out;
-  for (const json::value& v : messages->as_array()) {
-    if (!v.is_object()) continue;
-    const json::object& m = v.as_object();
-    Message message;
-    message.id = id_of(string_or_empty(m, "MessageId"));
-    if (!is_well_formed_token(message.id)) {
-      return internal_error("ReceiveMessage: message ID '" + string_or_empty(m, "MessageId") +
-                            "' is not a UUID");
-    }
-    message.body = string_or_empty(m, "Body");
-    message.receipt = message.id + "." + string_or_empty(m, "ReceiptHandle");
-    message.receive_count = int_attribute(m, "ApproximateReceiveCount");
-    message.sent_at_ms = int_attribute(m, "SentTimestamp");
-    message.visible_at_ms = now_ms + int64_t{visibility_s} * 1000;
-    out.push_back(std::move(message));
-  }
-  return out;
+  return received_messages(got, now_ms + int64_t{visibility_s} * 1000);
 }
 
 Result<std::vector<Message>> SqsQueue::receive(int max, Duration visibility) {

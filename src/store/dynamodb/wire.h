@@ -1,8 +1,8 @@
 // DynamoDB's JSON wire format: the item store's values, items, conditions,
 // updates, key ranges and query cursors (wire.cc); table schemas as
 // CreateTable takes them and DescribeTable shows them, streams included
-// (wire_tables.cc); and
-// what a reply, or a failure to get one, means for a request: the error
+// (wire_tables.cc); DynamoDB Streams' shards and records (wire_streams.cc);
+// and what a reply, or a failure to get one, means for a request: the error
 // table that decides what is sent again (wire_errors.cc).
 //
 // Values map one to one: string <-> {"S": ...}, int64 <-> {"N": "..."},
@@ -219,6 +219,22 @@ StreamState stream_of(const boost::json::object& table);
 // `shown`.
 Result<bool> needs_stream(const TableSpec& wanted, const boost::json::object& table,
                           const std::string& shown);
+
+// DescribeStream's Shards[] entry; EndingSequenceNumber is there once the
+// shard has closed.
+FeedShard decode_shard(const boost::json::object& shard);
+
+// `shards` with each parent before its children, as the change feed
+// promises and DynamoDB does not, otherwise in the order DescribeStream
+// listed them. A parent that is not listed has been trimmed, and is
+// forgotten (its parent_id cleared).
+std::vector<FeedShard> parents_first(std::vector<FeedShard> shards);
+
+// One of GetRecords' Records[] of a table keyed by `pk_attr` (and `sk_attr`,
+// unless empty). kInternal for a record without its sequence number or the
+// table's keys; an image holding what the store cannot read is left out.
+Result<FeedRecord> decode_record(const boost::json::value& value, const std::string& pk_attr,
+                                 const std::string& sk_attr);
 
 // ---------------------------------------------------------------- errors
 
