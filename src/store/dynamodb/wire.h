@@ -239,6 +239,9 @@ Result<FeedRecord> decode_record(const boost::json::value& value, const std::str
 // ---------------------------------------------------------------- errors
 
 inline constexpr size_t kErrorMessageBytesMax = 300;  // DynamoDB's own message, truncated
+// An exception's name in a Status, truncated: DynamoDB's are short, but a
+// proxy's or an emulator's reply may carry anything in __type.
+inline constexpr size_t kErrorTypeBytesMax = 128;
 
 // What one attempt at a request says about the request's effect. DynamoDB
 // documents that a request answered with a 500 may have been applied all the
@@ -287,7 +290,8 @@ struct Judged {
 // '#' in __type). Any other one, and a reply that is not DynamoDB's JSON
 // (`type` empty: a load balancer's page), is judged by its HTTP status alone:
 // kMayHaveApplied (kUnavailable) from 500 up, else kUnrecognised
-// (kInvalidArgument). `message` is DynamoDB's, cut to kErrorMessageBytesMax.
+// (kInvalidArgument). `message` is DynamoDB's, cut to kErrorMessageBytesMax,
+// and the name shown is cut to kErrorTypeBytesMax.
 Judged classify(std::string_view op, int http_status, std::string_view type, std::string message);
 
 // DynamoDB's exception name in a __type ("com.amazonaws...#Name" -> "Name").

@@ -71,10 +71,10 @@ std::string exception_name(std::string_view type) {
 
 Judged classify(std::string_view op, int http_status, std::string_view type, std::string message) {
   if (message.size() > kErrorMessageBytesMax) message.resize(kErrorMessageBytesMax);
-  const std::string what =
-      std::string(op) + ": " +
-      (type.empty() ? "HTTP " + std::to_string(http_status) : std::string(type)) +
-      (message.empty() ? "" : ": " + message);
+  const std::string what = std::string(op) + ": " +
+                           (type.empty() ? "HTTP " + std::to_string(http_status)
+                                         : std::string(type.substr(0, kErrorTypeBytesMax))) +
+                           (message.empty() ? "" : ": " + message);
   const auto rule = std::find_if(std::begin(kErrorRules), std::end(kErrorRules),
                                  [&](const ErrorRule& r) { return r.type == type; });
   if (rule == std::end(kErrorRules)) {

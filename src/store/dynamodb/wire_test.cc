@@ -207,6 +207,14 @@ TEST(WireErrors, MessagesAreCutAndOptional) {
   EXPECT_EQ(classify("GetItem", 502, "", "").status.message(), "GetItem: HTTP 502");
 }
 
+// Found by fuzzing (fuzz/dynamodb_reply_fuzz.cc): an unknown exception's
+// name went into the Status whole, however long a proxy's __type was.
+TEST(WireErrors, ExceptionNamesAreCut) {
+  const Judged judged = classify("GetItem", 400, std::string(2000, 'A'), "m");
+  EXPECT_EQ(judged.status.message(), "GetItem: " + std::string(kErrorTypeBytesMax, 'A') + ": m");
+  EXPECT_EQ(judged.verdict, Verdict::kUnrecognised);
+}
+
 // What the store does after each verdict: the table in wire.h.
 TEST(WireErrors, NextStepSendsAWriteAgainOnlyWhenNothingApplied) {
   struct Row {
