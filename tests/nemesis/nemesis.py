@@ -440,13 +440,12 @@ class Users:
             t.join(60)
 
     def call(self, user, method, path, ok, **kw):
-        """The call, tried until it answers one of `ok` (or 4xx other than
-        409/423), or the users stop: (status, body)."""
+        """The call, tried until it answers one of `ok` or a 4xx other than
+        409 and 423 (held: it may be free later), or the users stop:
+        (status, body)."""
         while not self.stop.is_set():
             status, body = self.s.http(user, method, path, **kw)
-            if status in ok or (400 <= status < 500 and status not in (404, 409, 423)):
-                return status, body
-            if status == 404 and 404 not in ok:
+            if status in ok or (400 <= status < 500 and status not in (409, 423)):
                 return status, body
             time.sleep(0.5)
         return 0, None
