@@ -28,7 +28,12 @@ trap stop_background EXIT
 trap 'exit 130' INT TERM
 
 failed=()
-ctest --preset default -j "$jobs" -LE lint || failed+=("the system tests")
+# What failed, kept apart: the lint run below writes to the same directory.
+rm -f build/system-failed.log build-asan/unit-failed.log
+if ! ctest --preset default -j "$jobs" -LE lint; then
+  failed+=("the system tests")
+  cp build/Testing/Temporary/LastTestsFailed.log build/system-failed.log 2>/dev/null
+fi
 
 lint_log=build/lint.log
 ctest --preset default -L lint >"$lint_log" 2>&1 &
@@ -39,7 +44,10 @@ if kill -0 "$builder" 2>/dev/null; then
 fi
 if wait "$builder"; then
   builder=
-  ctest --preset asan -j "$jobs" || failed+=("the unit tests")
+  if ! ctest --preset asan -j "$jobs"; then
+    failed+=("the unit tests")
+    cp build-asan/Testing/Temporary/LastTestsFailed.log build-asan/unit-failed.log 2>/dev/null
+  fi
 else
   builder=
   tail -n 40 "$log"
@@ -52,6 +60,14 @@ echo "test: the lint checks, beside the unit tests:"
 cat "$lint_log"
 
 if ((${#failed[@]})); then
+  # Named again here, at the end, where a log cut to its last lines still
+  # shows them.
+  for list in build/system-failed.log build-asan/unit-failed.log; do
+    if [ -s "$list" ]; then
+      echo "test: failed ($list):" >&2
+      sed 's/^/  /' "$list" >&2
+    fi
+  done
   echo "test: failed: ${failed[*]}" >&2
   exit 1
 fi

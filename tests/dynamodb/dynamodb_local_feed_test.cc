@@ -26,6 +26,7 @@
 #include "leasehold/store.h"
 #include "testing/eventually.h"
 #include "tests/dynamodb/dynamodb_local_store.h"
+#include "tests/dynamodb/fault_proxy.h"
 
 namespace leasehold {
 namespace {
@@ -282,6 +283,47 @@ TEST(DynamoDbLocalFeed, BadPositionsFailClearly) {
   EXPECT_EQ(code_name(no_shard.code()), code_name(Code::kNotFound)) << no_shard.to_string();
   EXPECT_TRUE(no_shard.message().starts_with("GetShardIterator: ResourceNotFoundException"))
       << no_shard.to_string();
+}
+
+// A feed call that gets no answer (a partition, a lost reply) fails within
+// moments, not after the store's request timeout three times over: the
+// reader's thread, which a stopping worker waits for before it hands its
+// connections over, is not held. Through the fault proxy, which also relays
+// a reply too large for DynamoDB Local to send but in chunks.
+TEST(DynamoDbLocalFeed, ACallThatGetsNoAnswerFailsWithinMoments) {
+  const testing::DynamoDbLocal* server = testing::shared_dynamodb_local();
+  ASSERT_NE(server, nullptr);
+  auto proxy = testing::FaultProxy::start(server->port());
+  ASSERT_TRUE(proxy.ok()) << proxy.status().to_string();
+  store::dynamodb::DynamoDbOptions options = testing::dynamodb_local_options(*server);
+  options.endpoint = "http://127.0.0.1:" + std::to_string((*proxy)->port());
+  auto store = open_store(options);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->ensure_table(items_spec(true)).ok());
+  ChangeFeed* feed = store->change_feed("feed_items");
+  ASSERT_NE(feed, nullptr);
+  const std::string filler(400, 'x');
+  constexpr int kWrites = 200;
+  for (int i = 0; i < kWrites; ++i) {
+    ASSERT_TRUE(
+        store->update("feed_items", {"k" + std::to_string(i), "p"}, Update().set("v", filler), {})
+            .ok());
+  }
+  Follower reader(*feed, FeedStart::kOldest);
+  EXPECT_EQ(reader.read_until(kWrites).size(), static_cast<size_t>(kWrites))
+      << "every record, some 200 KB in one reply";
+  const Result<std::vector<FeedShard>> shards = feed->shards();
+  ASSERT_TRUE(shards.ok() && !shards->empty());
+  const Result<std::string> position = feed->position(shards->back().id, FeedStart::kOldest);
+  ASSERT_TRUE(position.ok()) << position.status().to_string();
+
+  (*proxy)->add_rule({"DynamoDBStreams_20120810.GetRecords", std::chrono::seconds(60),
+                      testing::FaultAction::kForward, -1, 0, ""});
+  const auto start = std::chrono::steady_clock::now();
+  const Result<FeedPage> page = feed->read(*position, 10);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(page.ok());
+  EXPECT_LT(took, options.request_timeout) << "within one request timeout";
 }
 
 // A table made before it asked for a feed gets one from ensure_table()

@@ -40,16 +40,69 @@ std::optional<std::string> header(const std::string& head, std::string_view name
 }
 
 // One HTTP/1.1 message: its head (start line and headers, without the blank
-// line) and its body, framed by Content-Length.
+// line) and its body as it was sent.
 struct Message {
   std::string head;
   std::string body;
   std::string raw() const { return head + "\r\n\r\n" + body; }
 };
 
+// Reads from `fd` into `pending` until it holds at least `size` bytes; false
+// at end of stream or on an error.
+bool fill(int fd, std::string& pending, size_t size) {
+  char chunk[16 * 1024];
+  while (pending.size() < size) {
+    const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
+    if (n <= 0) return false;
+    pending.append(chunk, static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// The length of the chunked body that starts at `from` in `pending` (its
+// chunks, the last empty one and the trailers), reading what it needs from
+// `fd`; nullopt at end of stream, on an error or on a malformed chunk.
+// DynamoDB Local sends a large reply (GetRecords after many writes) chunked.
+std::optional<size_t> chunked_length(int fd, std::string& pending, size_t from) {
+  size_t at = from;
+  while (true) {
+    size_t eol;
+    while ((eol = pending.find("\r\n", at)) == std::string::npos) {
+      if (pending.size() - at > kHeadBytesMax || !fill(fd, pending, pending.size() + 1)) {
+        return std::nullopt;
+      }
+    }
+    size_t size = 0;
+    const char* first = pending.data() + at;
+    const char* last = pending.data() + eol;
+    const auto [ptr, err] = std::from_chars(first, last, size, 16);
+    if (err != std::errc() || (ptr != last && *ptr != ';') || size > kBodyBytesMax) {
+      return std::nullopt;
+    }
+    at = eol + 2;
+    if (size == 0) break;
+    if (!fill(fd, pending, at + size + 2)) return std::nullopt;
+    at += size + 2;
+  }
+  // Trailers, if any, up to the blank line.
+  while (true) {
+    size_t eol;
+    while ((eol = pending.find("\r\n", at)) == std::string::npos) {
+      if (pending.size() - at > kHeadBytesMax || !fill(fd, pending, pending.size() + 1)) {
+        return std::nullopt;
+      }
+    }
+    const bool blank = eol == at;
+    at = eol + 2;
+    if (blank) return at - from;
+  }
+}
+
 // Reads one message from `fd`; bytes read past it stay in `pending`. Nullopt
-// at end of stream, on an error, or on a message without a usable
-// Content-Length (DynamoDB and dynalite always send one).
+// at end of stream, on an error, or on a malformed Content-Length or chunk.
+// A body is framed by Content-Length (our requests, DynamoDB's and
+// dynalite's replies) or sent in chunks; a chunked body is kept as sent,
+// chunks and all, for raw() to forward.
 std::optional<Message> read_message(int fd, std::string& pending) {
   char chunk[16 * 1024];
   size_t end;
@@ -62,16 +115,16 @@ std::optional<Message> read_message(int fd, std::string& pending) {
   Message message;
   message.head = pending.substr(0, end);
   size_t length = 0;
-  if (const auto text = header(message.head + "\r\n", "content-length")) {
+  const auto coding = header(message.head + "\r\n", "transfer-encoding");
+  if (coding && lower(*coding).find("chunked") != std::string::npos) {
+    const std::optional<size_t> chunked = chunked_length(fd, pending, end + 4);
+    if (!chunked) return std::nullopt;
+    length = *chunked;
+  } else if (const auto text = header(message.head + "\r\n", "content-length")) {
     const auto [ptr, err] = std::from_chars(text->data(), text->data() + text->size(), length);
     if (err != std::errc() || ptr != text->data() + text->size()) return std::nullopt;
   }
-  if (length > kBodyBytesMax) return std::nullopt;
-  while (pending.size() < end + 4 + length) {
-    const ssize_t n = ::recv(fd, chunk, sizeof(chunk), 0);
-    if (n <= 0) return std::nullopt;
-    pending.append(chunk, static_cast<size_t>(n));
-  }
+  if (length > kBodyBytesMax || !fill(fd, pending, end + 4 + length)) return std::nullopt;
   message.body = pending.substr(end + 4, length);
   pending.erase(0, end + 4 + length);
   return message;

@@ -396,10 +396,18 @@ TEST_P(FleetLiveness, DeadMembersAreRemovedSoThatReadsStayFlat) {
   EXPECT_TRUE(eventually([&] { return members() == 1; }, seconds(10)))
       << members() << " members left";
   // Each removed by someone: mostly w1, but a worker alive for a moment may
-  // remove those that died before it.
-  uint64_t pruned = 0;
-  for (const Running* r : all) pruned += r->worker->stats().members_pruned;
-  EXPECT_GE(pruned, 12u);
+  // remove those that died before it. A removal whose reply was lost (a
+  // loaded store answering after the client's timeout) may have applied
+  // uncounted: it is logged as a failure, and the next reconcile finds the
+  // member gone.
+  uint64_t pruned = 0, unknown = 0;
+  for (const Running* r : all) {
+    pruned += r->worker->stats().members_pruned;
+    for (const auto& line : r->log->lines()) {
+      if (line.message.find("removing worker") != std::string::npos) ++unknown;
+    }
+  }
+  EXPECT_GE(pruned + unknown, 12u) << unknown << " removals without an answer";
 }
 
 // What is written to the fleet is acted on within moments though nobody

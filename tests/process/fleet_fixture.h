@@ -253,7 +253,9 @@ class FleetFixture : public BackendTest {
       if (!w->exited()) ::kill(w->pid(), SIGTERM);
     }
     for (auto& w : workers) {
-      ASSERT_TRUE(w->wait_for(20s));
+      // Its log's end says what it was waiting on.
+      ASSERT_TRUE(w->wait_for(20s)) << "still running 20 s after SIGTERM:\n"
+                                    << tail_of(w->err_so_far(), 40);
     }
   }
 

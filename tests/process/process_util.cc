@@ -125,6 +125,14 @@ boost::json::object parse_object(const std::string& line) {
   return v.as_object();
 }
 
+std::string tail_of(const std::string& text, size_t n) {
+  size_t from = text.size();
+  for (size_t lines = 0; from > 0; --from) {
+    if (text[from - 1] == '\n' && from != text.size() && ++lines == n) break;
+  }
+  return text.substr(from);
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);

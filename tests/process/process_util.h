@@ -75,6 +75,8 @@ std::string read_file(const std::filesystem::path& path);
 boost::json::object parse_object(const std::string& line);
 // Every non-empty line of `text`.
 std::vector<std::string> lines_of(const std::string& text);
+// The last `n` lines of `text` (all of it if it has fewer).
+std::string tail_of(const std::string& text, size_t n);
 // The string `field` of `o` (which must hold one).
 std::string str(const boost::json::object& o, const char* field);
 // The wall clock, in ms since the Unix epoch: the time in the leases that

@@ -16,6 +16,12 @@ constexpr int kShardsPerPage = 100;  // DescribeStream's Limit, at most 100
 // shards() forever: 100,000 shards, far more than a stream holds.
 constexpr int kShardPagesMax = 1000;
 constexpr int kRecordsPerReadMax = 1000;  // GetRecords' Limit, at most 1000
+// How long one feed call may take, its retries included. Streams answers in
+// tens of milliseconds; a call that gets no answer (a partition, a lost
+// reply) fails by then and the reader tries again on its next step, rather
+// than holding its thread for the store's request timeout three times over:
+// a stopping worker waits for that thread before it hands over.
+constexpr Duration kFeedCallMax = std::chrono::seconds(3);
 
 std::string_view iterator_type(FeedStart start) {
   switch (start) {
@@ -51,7 +57,8 @@ ChangeFeed* DynamoDbStore::change_feed(std::string_view table) {
 }
 
 Result<json::object> DynamoDbFeed::call(std::string_view op, const json::object& body) {
-  return store_.call(op, body, /*idempotent=*/true, {}, kNoDeadline, Api::kStreams);
+  return store_.call(op, body, /*idempotent=*/true, {}, store_.deadline_after(kFeedCallMax),
+                     Api::kStreams);
 }
 
 Result<std::vector<FeedShard>> DynamoDbFeed::shards() {
