@@ -46,9 +46,9 @@ test-unit: setup
 	@cmake --build --preset asan -j $(JOBS) --target test_binaries
 	ctest --preset asan -j $(JOBS)
 
-# Both, with the sanitized build compiled beside the system tests at the
-# lowest CPU priority (scripts/test.sh).
-test: build
+# Both, with the sanitized build and the lint checks beside the build and
+# the system tests at the lowest CPU priority (scripts/test.sh).
+test: setup
 	@JOBS=$(JOBS) scripts/test.sh
 
 # The fleet's throughput baseline and the tracer benchmark are built only here:

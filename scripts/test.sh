@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# make test: the system tests on the optimised build (already built), then
-# the unit tests under ASan+UBSan. The sanitized build compiles while the
-# system tests run, at the lowest CPU priority (nice 19): those tests spend
-# most of their time waiting on processes, timers and sockets, and the
-# compiler takes only the CPU they leave idle. The lint checks (clang's
-# thread-safety analysis above all) need nothing but the CPU, and run beside
-# the unit tests, which leave some of it idle, rather than beside the
-# build, which leaves none. Every part goes ahead whatever the others'
-# outcome; the exit status is non-zero if any failed or the build did.
+# make test: the optimised build and its system tests, then the unit tests
+# under ASan+UBSan. Measured on 2 cores, the system tests keep under half of
+# the CPU busy: they spend most of their time waiting on processes, timers,
+# sockets and browsers. So:
+# - the sanitized build starts first, at the lowest CPU priority (nice 19),
+#   and takes only the CPU that the optimised build (its links above all)
+#   and then the system tests leave idle; the lint checks (clang's
+#   thread-safety analysis above all, CPU and nothing else) join it once the
+#   optimised build is done;
+# - the system tests run one more at a time than there are cores; a browser
+#   test counts as two (tests/system_tests.cmake, PROCESSORS).
+# Every part goes ahead whatever the others' outcome; the exit status is
+# non-zero if any failed or a build did.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 jobs=${JOBS:-$(nproc)}
 
+cmake --preset default >/dev/null || exit 1
 cmake --preset asan >/dev/null || exit 1
 log=build-asan/test_binaries.log
-echo "test: the sanitized build runs beside the system tests, at nice 19 (its log: $log)"
+echo "test: the sanitized build runs beside the rest, at nice 19 (its log: $log)"
 # In a session of its own, so that it is stopped whole (ninja and the
 # compilers under it) if this script is.
 setsid nice -n 19 cmake --build --preset asan -j "$jobs" --target test_binaries >"$log" 2>&1 &
@@ -27,17 +32,20 @@ stop_background() {
 trap stop_background EXIT
 trap 'exit 130' INT TERM
 
+cmake --build --preset default -j "$jobs" || exit 1
+
+# Two ctest runs share build/Testing/: what each prints goes to its own
+# place, and what failed in the system tests is copied as soon as they end.
+lint_log=build/lint.log
+nice -n 19 ctest --preset default -L lint >"$lint_log" 2>&1 &
+linter=$!
+
 failed=()
-# What failed, kept apart: the lint run below writes to the same directory.
 rm -f build/system-failed.log build-asan/unit-failed.log
-if ! ctest --preset default -j "$jobs" -LE lint; then
+if ! ctest --preset default -j "$((jobs + 1))" -LE lint; then
   failed+=("the system tests")
   cp build/Testing/Temporary/LastTestsFailed.log build/system-failed.log 2>/dev/null
 fi
-
-lint_log=build/lint.log
-ctest --preset default -L lint >"$lint_log" 2>&1 &
-linter=$!
 
 if kill -0 "$builder" 2>/dev/null; then
   echo "test: waiting for the sanitized build, at $(tail -n 1 "$log" | cut -d' ' -f1)"
@@ -56,7 +64,7 @@ fi
 
 wait "$linter" || failed+=("the lint checks")
 linter=
-echo "test: the lint checks, beside the unit tests:"
+echo "test: the lint checks, beside the system tests:"
 cat "$lint_log"
 
 if ((${#failed[@]})); then
