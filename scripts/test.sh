@@ -8,8 +8,9 @@
 #   and then the system tests leave idle; the lint checks (clang's
 #   thread-safety analysis above all, CPU and nothing else) join it once the
 #   optimised build is done;
-# - the system tests run one more at a time than there are cores; a browser
-#   test counts as two (tests/system_tests.cmake, PROCESSORS).
+# - the system tests, and then the unit tests, run one more at a time than
+#   there are cores; a browser test counts as two (tests/system_tests.cmake,
+#   PROCESSORS).
 # Every part goes ahead whatever the others' outcome; the exit status is
 # non-zero if any failed or a build did.
 set -uo pipefail
@@ -58,7 +59,7 @@ if kill -0 "$builder" 2>/dev/null; then
 fi
 if wait "$builder"; then
   builder=
-  if ! ctest --preset asan -j "$jobs"; then
+  if ! ctest --preset asan -j "$((jobs + 1))"; then
     failed+=("the unit tests")
     cp build-asan/Testing/Temporary/LastTestsFailed.log build-asan/unit-failed.log 2>/dev/null
   fi
