@@ -31,8 +31,7 @@ inline constexpr char kSessionCookie[] = "leasehold_session";
 // The value of cookie `name` in the request's Cookie headers: that of the
 // first pair "NAME=VALUE" (pairs split at ';', spaces before a name
 // skipped), as sent; nullopt if no pair has that name.
-std::optional<std::string_view> cookie_value(const server::Request& request,
-                                             std::string_view name);
+std::optional<std::string_view> cookie_value(const server::Request& request, std::string_view name);
 
 // The token of "Authorization: Bearer TOKEN" (the scheme in any case),
 // what follows "Bearer " as sent. Credentials of another kind (or "Bearer "

@@ -26,8 +26,8 @@ Result<TraceJob> parse_trace_job(std::string_view body) {
   const json::object* o = ec ? nullptr : v.if_object();
   const json::string* movie = o != nullptr ? string_field(*o, "movie_id") : nullptr;
   const json::string* job = o != nullptr ? string_field(*o, "job_id") : nullptr;
-  if (movie == nullptr || job == nullptr || movie->empty() ||
-      movie->size() > kJobMovieIdBytesMax || !is_well_formed_token(std::string_view(*job))) {
+  if (movie == nullptr || job == nullptr || movie->empty() || movie->size() > kJobMovieIdBytesMax ||
+      !is_well_formed_token(std::string_view(*job))) {
     return invalid_argument("malformed job message");
   }
   return TraceJob{std::string(*movie), std::string(*job)};

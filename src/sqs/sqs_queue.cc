@@ -496,9 +496,9 @@ Result<int64_t> SqsQueue::count_dead(int64_t max) {
     return invalid_argument("count up to " + std::to_string(max) + ": ask for 1.." +
                             std::to_string(kDeadCountMax));
   }
-  Result<json::object> got = call(
-      "GetQueueAttributes", {{"QueueUrl", dead_url_}, {"AttributeNames", dead_count_attributes()}},
-      true);
+  Result<json::object> got =
+      call("GetQueueAttributes",
+           {{"QueueUrl", dead_url_}, {"AttributeNames", dead_count_attributes()}}, true);
   if (!got.ok()) return got.status().with_context(context("count dead letters"));
   return dead_letter_count(*got, max);
 }

@@ -19,8 +19,8 @@ namespace leasehold::sqs {
 // The messages of a ReceiveMessage answer, each to be visible again at
 // `visible_at_ms`: ID, body, receipt ("<id>.<SQS receipt handle>") and the
 // system attributes ApproximateReceiveCount and SentTimestamp (0 when
-// absent, or not a whole number from 0 to INT64_MAX). Entries that are not objects are skipped; kInternal for a
-// message whose MessageId is not a UUID.
+// absent, or not a whole number from 0 to INT64_MAX). Entries that are not
+// objects are skipped; kInternal for a message whose MessageId is not a UUID.
 Result<std::vector<Message>> received_messages(const boost::json::object& answer,
                                                int64_t visible_at_ms);
 

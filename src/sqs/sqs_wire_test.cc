@@ -35,11 +35,11 @@ TEST(SqsDeadLetters, ANegativeAttributeCountsAsNone) {
       "ApproximateNumberOfMessagesNotVisible":"3"}})"),
                               100),
             3);
-  const auto messages = received_messages(
-      answer(R"({"Messages":[{"MessageId":"5fea7756-0ea4-451a-a703-a558b933e274",
+  const auto messages =
+      received_messages(answer(R"({"Messages":[{"MessageId":"5fea7756-0ea4-451a-a703-a558b933e274",
           "ReceiptHandle":"AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a","Body":"x",
           "Attributes":{"ApproximateReceiveCount":"-1","SentTimestamp":"-1699998000000"}}]})"),
-      0);
+                        0);
   ASSERT_TRUE(messages.ok()) << messages.status().to_string();
   const DeadLetterPage page = dead_letter_page(*messages);
   ASSERT_EQ(page.letters.size(), 1u);
