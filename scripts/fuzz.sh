@@ -36,15 +36,21 @@ read -r -a targets <<<"${FUZZ_TARGETS:-${all[*]}}"
 # names and flags little.
 max_len() {
   case "$1" in
-    dynamodb_reply | dynamodb_streams | sqs_reply | json_body | item_json | fleet_message) echo 8192 ;;
-    credentials_files | credentials_answers | s3_xml | frame_times | packed_text) echo 4096 ;;
+    dynamodb_reply | dynamodb_streams | sqs_reply | json_body | item_json | fleet_message | \
+      sqs_dead_letters | movies_stored) echo 8192 ;;
+    credentials_files | credentials_answers | s3_xml | frame_times | packed_text | app_requests | \
+      json_client_errors) echo 4096 ;;
     *) echo 1024 ;;
   esac
 }
 
 dict() {
   case "$1" in
-    dynamodb_reply | dynamodb_streams | sqs_reply | json_body | item_json | fleet_message) echo fuzz/dicts/json.dict ;;
+    dynamodb_reply | dynamodb_streams | sqs_reply | json_body | item_json | fleet_message | \
+      sqs_dead_letters) echo fuzz/dicts/json.dict ;;
+    movies_stored) echo fuzz/dicts/movies.dict ;;
+    app_requests) echo fuzz/dicts/app_requests.dict ;;
+    json_client_errors) echo fuzz/dicts/json_client.dict ;;
     s3_xml) echo fuzz/dicts/xml.dict ;;
     credentials_answers) echo fuzz/dicts/credentials.dict ;;
     http_request | endpoint | store_uri) echo fuzz/dicts/http.dict ;;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "app/request_parsing.h"
 #include "base/mutex.h"
 #include "server/errors.h"
 #include "server/json.h"
@@ -53,35 +54,6 @@ json::object user_json(const Caller& caller, json::storage_ptr storage = {}) {
 Caller caller_of(const accounts::User& user) { return {user.name, user.display_name, user.admin}; }
 Caller caller_of(accounts::User&& user) {
   return {std::move(user.name), std::move(user.display_name), user.admin};
-}
-
-// The value of cookie `name` in a Cookie header, if present.
-std::optional<std::string_view> cookie_value(const Request& request, std::string_view name) {
-  for (const auto& [header, value] : request.headers) {
-    if (header != "cookie") continue;
-    std::string_view rest = value;
-    while (!rest.empty()) {
-      const size_t end = rest.find(';');
-      std::string_view pair = rest.substr(0, end);
-      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-      while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
-      const size_t eq = pair.find('=');
-      if (eq != std::string_view::npos && pair.substr(0, eq) == name) return pair.substr(eq + 1);
-    }
-  }
-  return std::nullopt;
-}
-
-// "Bearer TOKEN" -> TOKEN.
-std::optional<std::string_view> bearer_token(const Request& request) {
-  const auto header = request.header("authorization");
-  if (!header) return std::nullopt;
-  constexpr std::string_view kScheme = "Bearer ";
-  if (header->size() <= kScheme.size() ||
-      strncasecmp(header->data(), kScheme.data(), kScheme.size()) != 0) {
-    return std::string_view();  // credentials of another kind: never valid here
-  }
-  return header->substr(kScheme.size());
 }
 
 bool is_safe_method(std::string_view method) {

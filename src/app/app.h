@@ -26,8 +26,6 @@
 
 namespace leasehold::app {
 
-inline constexpr char kSessionCookie[] = "leasehold_session";
-
 struct AppOptions {
   bool tls = false;                         // cookies get Secure, and the expected Origin is https
   std::string accounts_table = "accounts";  // read by /readyz

@@ -10,6 +10,7 @@
 #include <optional>
 #include <utility>
 
+#include "app/request_parsing.h"
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "fleet/connections.h"
@@ -222,25 +223,6 @@ json::object fleet_summary_json(const fleet::FleetSummary& s) {
           {"free", std::move(free)},
           {"more_free", s.more_free},
           {"attention", std::move(attention)}};
-}
-
-// The body of POST /api/fleet/connections: {"id", "url", "seq_field"?,
-// "stopped"?} and nothing else. Each message starts with the field it is
-// about ("url: ..."), so that a form can show it beside that field.
-Result<fleet::NewConnection> parse_new_connection(const json::object& body) {
-  LEASEHOLD_RETURN_IF_ERROR(server::check_fields(body, {"id", "url", "seq_field", "stopped"}));
-  fleet::NewConnection c;
-  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(body, "id", true, c.id));
-  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(body, "url", true, c.url));
-  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(body, "seq_field", false, c.seq_field));
-  if (const json::value* stopped = body.if_contains("stopped")) {
-    if (!stopped->is_bool()) return invalid_argument("stopped: expected true or false");
-    c.stopped = stopped->as_bool();
-  }
-  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_connection_id(c.id).with_context("id"));
-  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_url_template(c.url).with_context("url"));
-  LEASEHOLD_RETURN_IF_ERROR(fleet::validate_seq_field(c.seq_field).with_context("seq_field"));
-  return c;
 }
 
 // The parameters of a page of the list; nullopt when the request names

@@ -1,13 +1,13 @@
 #include "app/movies_api.h"
 
 #include <boost/json.hpp>
-#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <utility>
 
+#include "app/request_parsing.h"
 #include "base/crash_point.h"
 #include "base/text.h"
 #include "movies/frame_images.h"
@@ -163,14 +163,6 @@ bool first_frame_decodes(const std::string& path, const tracer::VideoLimits& lim
   if (!reader.ok()) return false;
   Result<bool> first = (*reader)->next(/*want_pixels=*/true);
   return first.ok() && *first;
-}
-
-Result<std::string> movie_name(const Request& request) {
-  LEASEHOLD_ASSIGN_OR_RETURN(std::optional<std::string> name,
-                             server::query_value(request.query, "name"));
-  if (!name) return invalid_argument("name: missing; give ?name=NAME");
-  LEASEHOLD_RETURN_IF_ERROR(validate_text("name", *name, movies::kMovieNameBytesMax, false));
-  return *name;
 }
 
 Response upload(Request& request, const MoviesDeps& d) {
@@ -347,19 +339,6 @@ Response get_frame_times(const Request& request, const MoviesDeps& d) {
                                                 {"steps_us", std::move(steps)}}));
 }
 
-// A frame image's name, "N.jpg": N a plain decimal (no sign, no leading
-// zero, so that each frame has one URL to cache), else none.
-std::optional<int64_t> frame_number(std::string_view name) {
-  if (!name.ends_with(".jpg")) return std::nullopt;
-  name.remove_suffix(4);
-  if (name.empty() || (name.size() > 1 && name.front() == '0')) return std::nullopt;
-  int64_t n = 0;
-  const char* end = name.data() + name.size();
-  const auto [stop, ec] = std::from_chars(name.data(), end, n);
-  if (ec != std::errc() || stop != end || n < 0) return std::nullopt;
-  return n;
-}
-
 // The image of one exact frame (movies/frame_images.h). It never changes,
 // so a browser keeps it for a year and its ETag answers a revalidation
 // with 304 before anything is decoded.
@@ -525,36 +504,6 @@ Response break_analysis(Request& request, const MoviesDeps& d) {
 Response edited(const Status& status, const Request& request, const MoviesDeps& d) {
   if (!status.ok()) return failed_response(status, request, d.log);
   return get_movie(request, d);
-}
-
-Result<tracer::Marker> parse_marker(const json::value& value) {
-  const json::object* o = value.if_object();
-  if (o == nullptr) return invalid_argument("expected an object {id, label, frame, x, y}");
-  LEASEHOLD_RETURN_IF_ERROR(server::check_fields(*o, {"id", "label", "frame", "x", "y"}));
-  tracer::Marker m;
-  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(*o, "id", true, m.id));
-  LEASEHOLD_RETURN_IF_ERROR(server::read_string_field(*o, "label", false, m.label));
-  LEASEHOLD_RETURN_IF_ERROR(server::read_int_field(*o, "frame", true, m.frame));
-  LEASEHOLD_RETURN_IF_ERROR(server::read_number_field(*o, "x", true, m.x));
-  LEASEHOLD_RETURN_IF_ERROR(server::read_number_field(*o, "y", true, m.y));
-  return m;
-}
-
-Result<std::vector<tracer::Marker>> parse_markers(const json::object& body) {
-  const json::value* value = body.if_contains("markers");
-  if (value == nullptr) return invalid_argument("markers: missing; expected an array");
-  if (!value->is_array()) return invalid_argument("markers: expected an array");
-  const json::array& array = value->as_array();
-  if (array.size() > movies::kMarkersMax) {
-    return invalid_argument("markers: at most " + std::to_string(movies::kMarkersMax));
-  }
-  std::vector<tracer::Marker> out;
-  for (size_t i = 0; i < array.size(); ++i) {
-    Result<tracer::Marker> m = parse_marker(array[i]);
-    if (!m.ok()) return m.status().with_context("markers[" + std::to_string(i) + "]");
-    out.push_back(std::move(*m));
-  }
-  return out;
 }
 
 Response put_markers(Request& request, const MoviesDeps& d) {

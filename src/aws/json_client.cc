@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "aws/json_client_internal.h"
 #include "aws/retries.h"
 #include "aws/sigv4.h"
 #include "net/endpoint.h"
@@ -15,6 +16,22 @@ namespace json = boost::json;
 constexpr std::string_view kContentType = "application/x-amz-json-1.0";
 // A Status message of a service error: "<op>: <code>: <message>".
 constexpr std::string_view kSeparator = ": ";
+// What of a service's error reply goes into a Status: its code and AWS's
+// request ID, and its message, cut as the DynamoDB and S3 clients cut
+// theirs. A proxy's or an emulator's reply may carry anything there.
+constexpr size_t kErrorCodeBytesMax = 128;
+constexpr size_t kErrorMessageBytesMax = 300;
+
+// `text` as a Status may carry it into a log: at most `bytes_max` bytes
+// ("..." after a cut), each control character or byte past ASCII a '?'.
+std::string shown(std::string_view text, size_t bytes_max) {
+  std::string out;
+  for (const unsigned char c : text.substr(0, bytes_max)) {
+    out += (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
+  }
+  if (text.size() > bytes_max) out += "...";
+  return out;
+}
 
 // "com.amazonaws.sqs#QueueDoesNotExist" -> "QueueDoesNotExist".
 std::string_view short_code(std::string_view type) {
@@ -24,14 +41,11 @@ std::string_view short_code(std::string_view type) {
   return type.substr(0, colon);
 }
 
-// A service error's code (__type) and message, either empty when the body
-// does not say.
-struct ErrorReply {
-  std::string code;
-  std::string message;
-};
+}  // namespace
 
-ErrorReply parse_error(const std::string& body) {
+namespace json_client_internal {
+
+ErrorReply parse_error(std::string_view body) {
   ErrorReply out;
   boost::system::error_code ec;
   const json::value parsed = json::parse(body, ec);
@@ -48,9 +62,34 @@ ErrorReply parse_error(const std::string& body) {
   return out;
 }
 
-}  // namespace
+Status error_status(std::string_view op, int http_status, const ErrorReply& error,
+                    std::string_view request_id, std::string_view service,
+                    std::span<const JsonErrorRule> rules, bool* throttled) {
+  const std::string code = error.code.empty() ? "HTTP" + std::to_string(http_status) : error.code;
+  std::string text = std::string(op) + std::string(kSeparator) + shown(code, kErrorCodeBytesMax);
+  if (!error.message.empty()) {
+    text += std::string(kSeparator) + shown(error.message, kErrorMessageBytesMax);
+  }
+  if (!request_id.empty()) {
+    text += " (AWS request ID " + shown(request_id, kErrorCodeBytesMax) + ")";
+  }
+  *throttled = is_throttling_error(code);
+  if (*throttled) return unavailable(text + " (throttled)");
+  if (credentials_refused(code)) {
+    return unauthenticated(text + " (" + std::string(service) + " refused the credentials)");
+  }
+  if (code == "AccessDenied" || code == "AccessDeniedException") return permission_denied(text);
+  for (const JsonErrorRule& rule : rules) {
+    if (rule.aws_code == code) return {rule.code, text};
+  }
+  return {http_status >= 500 ? Code::kUnavailable : Code::kInvalidArgument, text};
+}
+
+}  // namespace json_client_internal
 
 struct JsonClient::Impl {
+  using ErrorReply = json_client_internal::ErrorReply;
+
   JsonClientOptions options;
   RealClock real_clock;
   SystemRandom system_random;
@@ -77,25 +116,11 @@ struct JsonClient::Impl {
     return request;
   }
 
-  // What an error reply means as a Status; *throttled: the service refused it
-  // before doing anything, so it may be sent again. `request_id` is AWS's ID
-  // of the request, which AWS support asks for.
+  // What an error reply means as a Status (json_client_internal::error_status).
   Status interpret_error(std::string_view op, int http_status, const ErrorReply& error,
                          std::string_view request_id, bool* throttled) {
-    std::string code = error.code.empty() ? "HTTP" + std::to_string(http_status) : error.code;
-    std::string text = std::string(op) + std::string(kSeparator) + code;
-    if (!error.message.empty()) text += std::string(kSeparator) + error.message;
-    if (!request_id.empty()) text += " (AWS request ID " + std::string(request_id) + ")";
-    *throttled = is_throttling_error(code);
-    if (*throttled) return unavailable(text + " (throttled)");
-    if (credentials_refused(code)) {
-      return unauthenticated(text + " (" + options.service + " refused the credentials)");
-    }
-    if (code == "AccessDenied" || code == "AccessDeniedException") return permission_denied(text);
-    for (const JsonErrorRule& rule : options.errors) {
-      if (rule.aws_code == code) return {rule.code, text};
-    }
-    return {http_status >= 500 ? Code::kUnavailable : Code::kInvalidArgument, text};
+    return json_client_internal::error_status(op, http_status, error, request_id, options.service,
+                                              options.errors, throttled);
   }
 
   Attempt<json::object> attempt(std::string_view op, const std::string& text, bool idempotent,
@@ -184,7 +209,7 @@ Attempt<json::object> JsonClient::Impl::judge_error(std::string_view op,
                                                     const net::HttpResponse& response,
                                                     WallTime signed_at, bool idempotent,
                                                     std::string* aws_code) {
-  const ErrorReply error = parse_error(response.body);
+  const ErrorReply error = json_client_internal::parse_error(response.body);
   if (aws_code != nullptr) *aws_code = error.code;
   bool throttled = false;
   Status status = interpret_error(op, response.status, error,

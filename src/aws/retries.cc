@@ -60,9 +60,12 @@ int digits(std::string_view s, size_t n) {
   return v;
 }
 
+// A field out of its range ("31 Feb") is refused rather than carried into
+// the next, and so is a year a WallTime cannot hold (nanoseconds from 1970
+// in int64 reach 2262), as parse_iso8601_utc does.
 std::optional<WallTime> from_utc(int year, int month, int day, int hour, int minute, int second) {
-  if (year < 1970 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
-      second > 60) {
+  if (year < 1970 || year > 2200 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 ||
+      minute > 59 || second > 60) {
     return std::nullopt;
   }
   std::tm tm{};
@@ -73,7 +76,8 @@ std::optional<WallTime> from_utc(int year, int month, int day, int hour, int min
   tm.tm_min = minute;
   tm.tm_sec = second;
   const time_t t = timegm(&tm);
-  if (t == static_cast<time_t>(-1)) return std::nullopt;
+  // timegm() normalises a day past its month's end into the next month.
+  if (t == static_cast<time_t>(-1) || tm.tm_mday != day) return std::nullopt;
   return WallTime(std::chrono::seconds(t));
 }
 

@@ -79,6 +79,23 @@ TEST(AwsClockSkew, ReadsHttpDatesAndTheTimeARefusalQuotes) {
   EXPECT_EQ(service_time(std::nullopt, "(2023)"), std::nullopt);
 }
 
+// A date whose day is past its month's end was carried into the next month,
+// and one far from 1970 overflowed WallTime (UBSan; found by fuzzing,
+// fuzz/corpus/json_client_errors/regress-*): both are refused.
+TEST(AwsClockSkew, RefusesDatesOutOfRangeRatherThanCarryingThem) {
+  EXPECT_EQ(parse_http_date("Thu, 29 Feb 2024 00:00:00 GMT"),
+            from_unix_ms(1'709'164'800'000));  // a leap day
+  for (const char* bad : {"Sat, 31 Feb 2026 10:00:00 GMT", "Sun, 29 Feb 2026 10:00:00 GMT",
+                          "Mon, 31 Apr 2026 10:00:00 GMT", "Mon, 07 Dec 8794 18:49:32 GMT",
+                          "Fri, 31 Dec 9999 23:59:59 GMT"}) {
+    EXPECT_EQ(parse_http_date(bad), std::nullopt) << bad;
+  }
+  EXPECT_EQ(service_time(std::nullopt, "Signature expired: (99991231T235959Z - 5 min.)"),
+            std::nullopt);
+  EXPECT_EQ(service_time(std::nullopt, "Signature expired: (20260230T000000Z - 5 min.)"),
+            std::nullopt);
+}
+
 // A clock 20 minutes ahead learns the service's time from one refusal and
 // signs with it from then on; a refusal that is not about the time, or
 // whose time is near the request's, teaches nothing.

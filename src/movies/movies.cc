@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <string_view>
 #include <tuple>
@@ -92,6 +93,9 @@ Result<std::vector<tracer::Marker>> parse_markers(const std::string& text) {
     } catch (const std::exception&) {
       return internal_error("malformed marker");
     }
+    // A number past a double's range ("1e400") reads as infinity, which
+    // markers_json() could not write back as JSON.
+    if (!std::isfinite(m.x) || !std::isfinite(m.y)) return internal_error("malformed marker");
     out.push_back(std::move(m));
   }
   return out;

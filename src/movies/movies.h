@@ -500,7 +500,8 @@ Status record_job_audit(ItemStore& store, const std::string& movie_id, const Ite
 // The same for the sweep's last repair (sweep_audit_pending): one
 // kEventRepaired entry under a key made from swept_for and sweeps.
 Status record_sweep_audit(ItemStore& store, const std::string& movie_id, const Item& item);
-// Markers as stored (a JSON array of {id, label, frame, x, y}).
+// Markers as stored (a JSON array of {id, label, frame, x, y}); kInternal
+// for anything else, a place that is not finite among it.
 std::string markers_json(const std::vector<tracer::Marker>& markers);
 Result<std::vector<tracer::Marker>> parse_markers(const std::string& json);
 // Appends an audit entry (sk time-ordered and unique).

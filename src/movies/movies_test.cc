@@ -47,6 +47,21 @@ class TiesReversedStore final : public store::StoreWrapper {
   }
 };
 
+// Stored markers whose place is past a double's range read as infinity,
+// which markers_json() wrote back as "Infinity", not JSON (found replaying
+// the movies_stored fuzz target's inputs, fuzz/corpus/movies_stored/regress-*).
+TEST(StoredMarkers, ReadBackTheSameAndRefuseAPlaceThatIsNotFinite) {
+  const std::string text =
+      R"([{"id":"m1","label":"left knee","frame":3,"x":320.5,"y":0.30000000000000004}])";
+  const auto markers = internal::parse_markers(text);
+  ASSERT_TRUE(markers.ok()) << markers.status().to_string();
+  EXPECT_EQ(internal::markers_json(*markers), text);
+  for (const char* bad : {R"([{"id":"m1","label":"","frame":3,"x":1e400,"y":2}])",
+                          R"([{"id":"m1","label":"","frame":3,"x":1,"y":-1e999}])"}) {
+    EXPECT_EQ(internal::parse_markers(bad).status().code(), Code::kInternal) << bad;
+  }
+}
+
 TEST_F(MoviesTest, CreateProbeGetAndList) {
   auto created = movies_->create("spots", kAda, "spots.avi");
   ASSERT_TRUE(created.ok()) << created.status().to_string();

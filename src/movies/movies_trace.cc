@@ -5,7 +5,6 @@
 // a failed send); and the movie's audit, a job's two entries written once
 // each by its ender or the next reader.
 #include <algorithm>
-#include <boost/json.hpp>
 #include <cinttypes>
 #include <cstdio>
 #include <string>
@@ -13,14 +12,13 @@
 
 #include "base/crash_point.h"
 #include "base/logging.h"
+#include "movies/job_messages.h"
 #include "movies/movies.h"
 #include "movies/movies_impl.h"
 #include "movies/schema.h"
 
 namespace leasehold::movies {
 namespace {
-
-namespace json = boost::json;
 
 using movies_parts::slot_free;
 using movies_parts::traceable_status;
@@ -185,7 +183,7 @@ Result<Item> Movies::Impl::settle(const std::string& id, Item item, bool* ended_
 }
 
 Status Movies::Impl::send_trace_job(const std::string& id, const std::string& job_id) {
-  return queue_.send(json::serialize(json::object{{"movie_id", id}, {"job_id", job_id}})).status();
+  return queue_.send(internal::trace_job_body({.movie_id = id, .job_id = job_id})).status();
 }
 
 Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User& user,

@@ -1,6 +1,5 @@
 #include "movies/probe_worker.h"
 
-#include <boost/json.hpp>
 #include <functional>
 #include <stop_token>
 #include <thread>
@@ -8,34 +7,13 @@
 #include "base/logging.h"
 #include "base/mutex.h"
 #include "metrics/registry.h"
+#include "movies/job_messages.h"
 #include "movies/schema.h"
 
 namespace leasehold::movies {
 namespace {
 
-namespace json = boost::json;
-
-constexpr size_t kMovieIdBytesMax = 64;
-
-// What a job asks: {"movie_id"} probes, {"movie_id", "job": "remove"}
-// finishes a removal.
-struct MovieJob {
-  std::string movie_id;  // empty if the body is not a job
-  bool remove = false;
-};
-
-MovieJob job_of(std::string_view body) {
-  boost::system::error_code ec;
-  const json::value v = json::parse(body, ec);
-  const json::object* o = ec ? nullptr : v.if_object();
-  const json::value* id = o != nullptr ? o->if_contains("movie_id") : nullptr;
-  if (id == nullptr || !id->is_string()) return {};
-  const json::string& s = id->as_string();
-  if (s.empty() || s.size() > kMovieIdBytesMax) return {};
-  const json::value* job = o->if_contains("job");
-  if (job != nullptr && !(job->is_string() && job->as_string() == "remove")) return {};
-  return MovieJob{std::string(s), job != nullptr};
-}
+using internal::MovieJob;
 
 // Runs `extend` every `period` on `clock`, from a thread of its own, until
 // it is destroyed.
@@ -79,11 +57,11 @@ class Extender {
 }  // namespace
 
 Status enqueue_probe(Queue& queue, const std::string& id) {
-  return queue.send(json::serialize(json::object{{"movie_id", id}})).status();
+  return queue.send(internal::movie_job_body({.movie_id = id, .remove = false})).status();
 }
 
 Status enqueue_remove(Queue& queue, const std::string& id) {
-  return queue.send(json::serialize(json::object{{"movie_id", id}, {"job", "remove"}})).status();
+  return queue.send(internal::movie_job_body({.movie_id = id, .remove = true})).status();
 }
 
 class ProbeWorker::Impl {
@@ -205,7 +183,7 @@ Status ProbeWorker::Impl::run_keeping_hidden(const MovieJob& job, const std::str
 
 void ProbeWorker::Impl::handle(const Message& message) {
   count(&ProbeWorkerStats::messages);
-  const MovieJob job = job_of(message.body);
+  const MovieJob job = internal::parse_movie_job(message.body);
   if (job.movie_id.empty()) {
     log_to(options_.logger, LogLevel::kWarn, "probe worker {}: message {} is not a movie job",
            options_.id, message.id);

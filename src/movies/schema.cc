@@ -1,6 +1,7 @@
 #include "movies/schema.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -60,8 +61,13 @@ std::string format_double(double v) {
 }
 
 bool parse_double(std::string_view text, double& out) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && end == text.data() + text.size();
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  // from_chars() also reads "inf" and "nan", which no decimal number is: a
+  // movie's fps or a row's place must be finite (JSON cannot carry others).
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return false;
+  out = v;
+  return true;
 }
 
 }  // namespace leasehold::movies

@@ -139,7 +139,8 @@ std::string job_audit_sk(int64_t at_ms, int phase, std::string_view job_id);
 // Doubles are stored as strings (the store has no floating point type), in
 // the shortest form that reads back as the same double.
 std::string format_double(double v);
-// False if `text` is not a whole decimal number.
+// False, leaving `out` as it was, if `text` is not a whole decimal number
+// (so not "inf" or "nan").
 bool parse_double(std::string_view text, double& out);
 
 }  // namespace leasehold::movies

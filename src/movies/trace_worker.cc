@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <boost/json.hpp>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -19,22 +18,18 @@
 #include "base/mutex.h"
 #include "leasehold/renewer.h"
 #include "metrics/registry.h"
+#include "movies/job_messages.h"
 #include "movies/movies.h"
 #include "movies/schema.h"
 
 namespace leasehold::movies {
-
-namespace json = boost::json;
 
 // The types TraceWorker::Impl holds are named in this namespace, not an
 // anonymous one: a class every file may name must not hold a member of a
 // type that is this file's alone (GCC's -Wsubobject-linkage, which sees
 // this file as a header in the unity build).
 
-struct JobMessage {
-  std::string movie_id;
-  std::string job_id;
-};
+using JobMessage = internal::TraceJob;
 
 // The worker's counters in a registry: each TraceWorkerStats field that has
 // one, by outcome.
@@ -81,24 +76,6 @@ struct JobState {
 };
 
 namespace {
-
-const json::string* string_field(const json::object& o, std::string_view name) {
-  const json::value* v = o.if_contains(name);
-  return v != nullptr ? v->if_string() : nullptr;
-}
-
-Result<JobMessage> parse_job(std::string_view body) {
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  const json::object* o = ec ? nullptr : v.if_object();
-  const json::string* movie = o != nullptr ? string_field(*o, "movie_id") : nullptr;
-  const json::string* job = o != nullptr ? string_field(*o, "job_id") : nullptr;
-  if (movie == nullptr || job == nullptr || movie->empty() || movie->size() > 64 ||
-      !is_well_formed_token(std::string_view(*job))) {
-    return invalid_argument("malformed job message");
-  }
-  return JobMessage{std::string(*movie), std::string(*job)};
-}
 
 // What users may see of a failed trace: a fixed sentence per kind of
 // failure, never a path or an internal message (those go to the log).
@@ -284,7 +261,7 @@ void TraceWorker::Impl::pause(Duration d, bool until_woken) {
 
 void TraceWorker::Impl::handle(const Message& message) {
   count(&TraceWorkerStats::messages);
-  Result<JobMessage> job = parse_job(message.body);
+  Result<JobMessage> job = internal::parse_trace_job(message.body);
   if (!job.ok()) {
     log_to(options_.logger, LogLevel::kWarn, "trace worker {}: message {} dropped: {}", options_.id,
            message.id, job.status().message());

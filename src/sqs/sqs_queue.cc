@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
 #include <set>
 
 #include "leasehold/random.h"
@@ -99,11 +100,17 @@ std::string string_or_empty(const json::object& o, std::string_view key) {
   return v != nullptr && v->is_string() ? std::string(v->as_string()) : std::string();
 }
 
+// A system attribute that counts (ApproximateReceiveCount,
+// ApproximateNumberOfMessages) or is a time in Unix ms (SentTimestamp): a
+// whole decimal number from 0 to INT64_MAX, else 0, as when it is absent.
 int64_t int_attribute(const json::object& message, std::string_view name) {
   const json::value* attrs = message.if_contains("Attributes");
   if (attrs == nullptr || !attrs->is_object()) return 0;
   const std::string text = string_or_empty(attrs->as_object(), name);
-  return text.empty() ? 0 : std::strtoll(text.c_str(), nullptr, 10);
+  int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n < 0) return 0;
+  return n;
 }
 
 json::array system_attributes() { return json::array{"ApproximateReceiveCount", "SentTimestamp"}; }
@@ -177,6 +184,35 @@ Result<std::vector<Message>> received_messages(const boost::json::object& answer
     out.push_back(std::move(message));
   }
   return out;
+}
+
+DeadLetterPage dead_letter_page(std::vector<Message> messages) {
+  DeadLetterPage page;
+  for (Message& m : messages) {
+    page.letters.push_back({.id = std::move(m.id),
+                            .body = std::move(m.body),
+                            .receive_count = m.receive_count,
+                            .sent_at_ms = m.sent_at_ms,
+                            .dead_at_ms = 0});
+  }
+  std::sort(page.letters.begin(), page.letters.end(),
+            [](const DeadLetter& a, const DeadLetter& b) { return a.sent_at_ms < b.sent_at_ms; });
+  return page;
+}
+
+json::array dead_count_attributes() {
+  return json::array{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                     "ApproximateNumberOfMessagesDelayed"};
+}
+
+int64_t dead_letter_count(const boost::json::object& answer, int64_t max) {
+  // Added up to `max` at most, so that no sum overflows.
+  int64_t n = 0;
+  for (const json::value& name : dead_count_attributes()) {
+    const int64_t more = int_attribute(answer, name.as_string());
+    n = more >= max - n ? max : n + more;
+  }
+  return n;
 }
 
 // The SQS receipt handle in a receipt "<id>.<handle>".
@@ -452,17 +488,7 @@ Result<DeadLetterPage> SqsQueue::list_dead(int limit, std::string_view cursor) {
   Result<std::vector<Message>> got =
       receive_from(dead_url_, std::min(limit, kReceiveBatchMax), 0, 0);
   if (!got.ok()) return got.status().with_context(context("list dead letters"));
-  DeadLetterPage page;
-  for (Message& m : *got) {
-    page.letters.push_back({.id = std::move(m.id),
-                            .body = std::move(m.body),
-                            .receive_count = m.receive_count,
-                            .sent_at_ms = m.sent_at_ms,
-                            .dead_at_ms = 0});
-  }
-  std::sort(page.letters.begin(), page.letters.end(),
-            [](const DeadLetter& a, const DeadLetter& b) { return a.sent_at_ms < b.sent_at_ms; });
-  return page;
+  return dead_letter_page(*std::move(got));
 }
 
 Result<int64_t> SqsQueue::count_dead(int64_t max) {
@@ -470,14 +496,11 @@ Result<int64_t> SqsQueue::count_dead(int64_t max) {
     return invalid_argument("count up to " + std::to_string(max) + ": ask for 1.." +
                             std::to_string(kDeadCountMax));
   }
-  const json::array names{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
-                          "ApproximateNumberOfMessagesDelayed"};
   Result<json::object> got =
-      call("GetQueueAttributes", {{"QueueUrl", dead_url_}, {"AttributeNames", names}}, true);
+      call("GetQueueAttributes",
+           {{"QueueUrl", dead_url_}, {"AttributeNames", dead_count_attributes()}}, true);
   if (!got.ok()) return got.status().with_context(context("count dead letters"));
-  int64_t n = 0;
-  for (const json::value& name : names) n += int_attribute(*got, name.as_string());
-  return std::min(n, max);
+  return dead_letter_count(*got, max);
 }
 
 Status SqsQueue::release(const std::string& url, const std::vector<std::string>& handles) {

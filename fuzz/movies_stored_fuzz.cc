@@ -1,0 +1,185 @@
+// What the movie service reads back of what it stored (movies/): a movie's
+// item (internal::parse_movie: its markers' JSON, what its probe found, its
+// proxy, its two leases), the markers' JSON alone (internal::parse_markers),
+// and the jobs it queues (movies/job_messages.h: a trace job, a probe or
+// removal job).
+//
+// Input: any text, read as each of them: as a movie item in the store's
+// JSON (store/item_json.h), as the markers' JSON, and as a job's body.
+// Properties: a movie read has the item's ID and status and the markers its
+// markers' text holds; a movie `tracing` holds its tracing lease; a proxy
+// used is the one the item describes, in numbers that fit. Markers read,
+// written again with markers_json(), read back the same and write the same
+// text again (Movies::start_trace's write is conditioned on that text), and
+// their places are finite. A double taken from its text (parse_double: the
+// fps, a frame row's numbers) is finite and reads back from format_double().
+// A job taken names a movie ID of 1 to 64 bytes
+// (and a token for a trace job) and reads back from its own body.
+// Refusals of an item or of markers are kInternal.
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "check.h"
+#include "leasehold/clock.h"
+#include "leasehold/lease.h"
+#include "leasehold/random.h"
+#include "movies/job_messages.h"
+#include "movies/movies.h"
+#include "movies/schema.h"
+#include "store/item_json.h"
+#include "store/memory/memory_store.h"
+
+namespace {
+
+namespace json = boost::json;
+namespace movies = leasehold::movies;
+namespace internal = leasehold::movies::internal;
+namespace attr = leasehold::movies::attr;
+using leasehold::Code;
+using leasehold::Item;
+using leasehold::fuzz::escaped;
+
+// The lease manager parse_movie() reads the leases with; its store is
+// never used. A movie's lease is live when it expires after this clock.
+struct Leases {
+  leasehold::SimulatedClock clock;
+  leasehold::SeededRandom random{1};
+  std::unique_ptr<leasehold::ItemStore> store = leasehold::store::make_memory_store();
+  leasehold::LeaseManager manager{*store, clock, random};
+};
+
+bool same(const leasehold::tracer::Marker& a, const leasehold::tracer::Marker& b) {
+  return a.id == b.id && a.label == b.label && a.frame == b.frame && a.x == b.x && a.y == b.y;
+}
+
+bool same(const std::vector<leasehold::tracer::Marker>& a,
+          const std::vector<leasehold::tracer::Marker>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (!same(a[i], b[i])) return false;
+  }
+  return true;
+}
+
+void check_markers(const std::string& text) {
+  const auto markers = internal::parse_markers(text);
+  if (!markers.ok()) {
+    FUZZ_CHECK(markers.status().code() == Code::kInternal,
+               "markers refused with " + markers.status().to_string());
+    return;
+  }
+  for (const leasehold::tracer::Marker& m : *markers) {
+    FUZZ_CHECK(std::isfinite(m.x) && std::isfinite(m.y),
+               "a marker's place is not finite in " + escaped(text));
+  }
+  const std::string written = internal::markers_json(*markers);
+  const auto again = internal::parse_markers(written);
+  FUZZ_CHECK(again.ok(), "markers written do not read back: " + escaped(written));
+  FUZZ_CHECK(same(*again, *markers), "markers read back differ: " + escaped(written));
+  FUZZ_CHECK_EQ(internal::markers_json(*again), written, "the markers' text written again");
+}
+
+void check_proxy(const movies::MovieDetail& m, const Item& item) {
+  if (m.proxy_file.empty()) return;
+  FUZZ_CHECK_EQ(m.proxy_file, leasehold::get_string_or(item, attr::kProxyFile), "the proxy file");
+  FUZZ_CHECK(m.proxy.time_base_num > 0 && m.proxy.time_base_den > 0,
+             "the proxy's time base " + leasehold::get_string_or(item, attr::kProxyTimeBase));
+  FUZZ_CHECK(m.proxy.pts_per_frame >= 1 && m.proxy_key_every >= 1, "the proxy's steps");
+  FUZZ_CHECK(m.proxy.pts_per_frame == leasehold::get_int_or(item, attr::kProxyPtsPerFrame) &&
+                 m.proxy_key_every == leasehold::get_int_or(item, attr::kProxyKeyEvery),
+             "a proxy used is the item's: key frame every " + std::to_string(m.proxy_key_every));
+}
+
+void check_movie(std::string_view text, Leases& leases) {
+  const auto item = leasehold::store::decode_item(text);
+  if (!item.ok()) return;
+  const auto m = internal::parse_movie(*item, leases.manager);
+  if (!m.ok()) {
+    FUZZ_CHECK(m.status().code() == Code::kInternal,
+               "a movie refused with " + m.status().to_string());
+    return;
+  }
+  const std::string* id = leasehold::get_string(*item, attr::kId);
+  const std::string* status = leasehold::get_string(*item, attr::kStatus);
+  FUZZ_CHECK(id != nullptr && status != nullptr, "a movie without an ID or a status");
+  FUZZ_CHECK_EQ(m->id, *id, "the movie's ID");
+  const auto markers = internal::parse_markers(leasehold::get_string_or(*item, attr::kMarkers));
+  FUZZ_CHECK(markers.ok() && same(m->markers, *markers), "the movie's markers");
+  if (m->status == movies::kStatusTracing) {
+    FUZZ_CHECK(m->lock && m->lock->kind == movies::kTracingSlot,
+               "a movie tracing without its tracing lease");
+  } else if (*status != movies::kStatusTracing) {
+    FUZZ_CHECK_EQ(m->status, *status, "the movie's status");
+  }
+  double fps = 0;
+  if (const std::string* given = leasehold::get_string(*item, attr::kFps);
+      given != nullptr && movies::parse_double(*given, fps)) {
+    FUZZ_CHECK(m->fps == fps, "fps " + *given);
+  }
+  FUZZ_CHECK(m->every_frames == leasehold::get_int_or(*item, attr::kEveryFrames, 1),
+             "every_frames");
+  check_proxy(*m, *item);
+}
+
+// Doubles as stored (schema.h): a number taken is finite, and its shortest
+// form reads back the same.
+void check_double(std::string_view text) {
+  double d = 0;
+  if (!movies::parse_double(text, d)) return;
+  FUZZ_CHECK(std::isfinite(d), "parse_double took " + escaped(text));
+  double again = 0;
+  FUZZ_CHECK(movies::parse_double(movies::format_double(d), again) && again == d,
+             "a double read back from " + movies::format_double(d));
+}
+
+void check_trace_job(std::string_view body) {
+  const auto job = internal::parse_trace_job(body);
+  if (!job.ok()) {
+    FUZZ_CHECK(job.status().code() == Code::kInvalidArgument, job.status().to_string());
+    return;
+  }
+  FUZZ_CHECK(!job->movie_id.empty() && job->movie_id.size() <= internal::kJobMovieIdBytesMax,
+             "a trace job's movie ID " + escaped(job->movie_id));
+  FUZZ_CHECK(leasehold::is_well_formed_token(job->job_id), "a job ID " + escaped(job->job_id));
+  const json::value parsed = json::parse(body);
+  const json::object& given = parsed.as_object();
+  FUZZ_CHECK_EQ(job->movie_id, std::string_view(given.at("movie_id").as_string()), "movie_id");
+  FUZZ_CHECK_EQ(job->job_id, std::string_view(given.at("job_id").as_string()), "job_id");
+  const std::string written = internal::trace_job_body(*job);
+  const auto again = internal::parse_trace_job(written);
+  FUZZ_CHECK(again.ok() && again->movie_id == job->movie_id && again->job_id == job->job_id,
+             "a trace job read back from " + escaped(written));
+}
+
+void check_movie_job(std::string_view body) {
+  const internal::MovieJob job = internal::parse_movie_job(body);
+  if (job.movie_id.empty()) return;
+  FUZZ_CHECK(job.movie_id.size() <= internal::kJobMovieIdBytesMax,
+             "a movie job's ID of " + std::to_string(job.movie_id.size()) + " bytes");
+  const json::value parsed = json::parse(body);
+  const json::object& given = parsed.as_object();
+  FUZZ_CHECK_EQ(job.movie_id, std::string_view(given.at("movie_id").as_string()), "movie_id");
+  FUZZ_CHECK(job.remove == given.contains("job"), "a removal job");
+  const std::string written = internal::movie_job_body(job);
+  const internal::MovieJob again = internal::parse_movie_job(written);
+  FUZZ_CHECK(again.movie_id == job.movie_id && again.remove == job.remove,
+             "a movie job read back from " + escaped(written));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static Leases* leases = new Leases;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  check_movie(text, *leases);
+  check_markers(text);
+  check_double(text);
+  check_trace_job(text);
+  check_movie_job(text);
+  return 0;
+}
