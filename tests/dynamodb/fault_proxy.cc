@@ -59,6 +59,19 @@ bool fill(int fd, std::string& pending, size_t size) {
   return true;
 }
 
+// Where the line that starts at `at` in `pending` ends (its "\r\n"),
+// reading from `fd` until it does; nullopt at end of stream, on an error or
+// past kHeadBytesMax.
+std::optional<size_t> line_end(int fd, std::string& pending, size_t at) {
+  size_t eol;
+  while ((eol = pending.find("\r\n", at)) == std::string::npos) {
+    if (pending.size() - at > kHeadBytesMax || !fill(fd, pending, pending.size() + 1)) {
+      return std::nullopt;
+    }
+  }
+  return eol;
+}
+
 // The length of the chunked body that starts at `from` in `pending` (its
 // chunks, the last empty one and the trailers), reading what it needs from
 // `fd`; nullopt at end of stream, on an error or on a malformed chunk.
@@ -66,34 +79,26 @@ bool fill(int fd, std::string& pending, size_t size) {
 std::optional<size_t> chunked_length(int fd, std::string& pending, size_t from) {
   size_t at = from;
   while (true) {
-    size_t eol;
-    while ((eol = pending.find("\r\n", at)) == std::string::npos) {
-      if (pending.size() - at > kHeadBytesMax || !fill(fd, pending, pending.size() + 1)) {
-        return std::nullopt;
-      }
-    }
+    const std::optional<size_t> eol = line_end(fd, pending, at);
+    if (!eol) return std::nullopt;
     size_t size = 0;
     const char* first = pending.data() + at;
-    const char* last = pending.data() + eol;
+    const char* last = pending.data() + *eol;
     const auto [ptr, err] = std::from_chars(first, last, size, 16);
     if (err != std::errc() || (ptr != last && *ptr != ';') || size > kBodyBytesMax) {
       return std::nullopt;
     }
-    at = eol + 2;
+    at = *eol + 2;
     if (size == 0) break;
     if (!fill(fd, pending, at + size + 2)) return std::nullopt;
     at += size + 2;
   }
   // Trailers, if any, up to the blank line.
   while (true) {
-    size_t eol;
-    while ((eol = pending.find("\r\n", at)) == std::string::npos) {
-      if (pending.size() - at > kHeadBytesMax || !fill(fd, pending, pending.size() + 1)) {
-        return std::nullopt;
-      }
-    }
-    const bool blank = eol == at;
-    at = eol + 2;
+    const std::optional<size_t> eol = line_end(fd, pending, at);
+    if (!eol) return std::nullopt;
+    const bool blank = *eol == at;
+    at = *eol + 2;
     if (blank) return at - from;
   }
 }
