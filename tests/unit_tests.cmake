@@ -43,7 +43,7 @@ leasehold_test_binary(fleet_liveness_cases)
 add_executable(conformance_tests conformance/backends_test.cc)
 target_link_libraries(conformance_tests PRIVATE conformance_cases queue_conformance_cases
                       fleet_liveness_cases leasehold_memory leasehold_sqlite GTest::gtest_main)
-leasehold_discover_tests(conformance_tests unit LABEL unit)
+leasehold_discover_tests(conformance_tests unit LABEL unit BY_SUITE)
 
 # The deterministic simulations: many lease holders, and the stream fleet's
 # workers, under faults.
@@ -53,7 +53,7 @@ add_executable(sim_tests
 )
 target_link_libraries(sim_tests PRIVATE leasehold_fleet leasehold_lease leasehold_memory
                       leasehold_net leasehold_testing Boost::json GTest::gtest_main)
-leasehold_discover_tests(sim_tests unit LABEL unit)
+leasehold_discover_tests(sim_tests unit LABEL unit BY_SUITE)
 
 # The DynamoDB backend against dynalite (node_modules/ is installed by
 # scripts/setup.sh) and against scripted loopback servers.
@@ -67,7 +67,7 @@ target_link_libraries(dynamodb_tests PRIVATE conformance_cases queue_conformance
                       leasehold_dynamodb leasehold_open_store leasehold_memory leasehold_sqlite
                       GTest::gtest_main)
 leasehold_test_binary(dynamodb_tests)
-leasehold_discover_tests(dynamodb_tests unit LABEL dynamodb TIMEOUT 120)
+leasehold_discover_tests(dynamodb_tests unit LABEL dynamodb TIMEOUT 300 BY_SUITE)
 
 # The same suites on AWS's own DynamoDB Local (a JVM, slow to start: one
 # process runs them all, as one test, on one server), and the change feed
@@ -107,4 +107,4 @@ target_compile_definitions(aws_tests PRIVATE LEASEHOLD_SOURCE_DIR="${PROJECT_SOU
 target_link_libraries(aws_tests PRIVATE queue_conformance_cases test_servers leasehold_aws leasehold_sqs
                       leasehold_testing GTest::gtest_main)
 leasehold_test_binary(aws_tests)
-leasehold_discover_tests(aws_tests unit LABEL aws TIMEOUT 120)
+leasehold_discover_tests(aws_tests unit LABEL aws TIMEOUT 300 BY_SUITE)
