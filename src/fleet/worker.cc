@@ -206,9 +206,14 @@ void Worker::Impl::stop() {
            to_ms(kStopWaitMax));
   }
   // Everything handed over with its last checkpoint on its own item: the
-  // session's positions are of no more use. (Otherwise the leader removes
-  // them with the member.)
-  if (!positions_session_.empty() && pending_releases_.empty()) {
+  // session's positions are of no more use. Not so if the session was lost
+  // (a store outage, a pause) before the stop: its streams went with it
+  // unhanded, their items still name it, and its positions are where they
+  // got to, which whoever takes them reads. (The leader removes them with
+  // the member, and a dead session's sweep once nothing names it.)
+  const std::optional<SessionNow> session = current_session();
+  if (!positions_session_.empty() && pending_releases_.empty() && session &&
+      session->token == positions_session_) {
     const Status removed = remove_positions(store_, positions_session_);
     if (!removed.ok()) {
       log_to(options_.logger, LogLevel::kWarn, "leaving the fleet: {}", removed.message());

@@ -4,6 +4,8 @@
 // session writes nothing more under it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <map>
 
 #include "base/mutex.h"
@@ -498,6 +500,109 @@ TEST_F(WorkerSessionTest, AStoreOutageStopsEveryStreamBeforeTheSessionsDeadline)
   }
   EXPECT_EQ(w->stats().sessions_started, 2u);
   EXPECT_EQ(sink.seqs("a").back(), seq + 1);
+}
+
+// A store that answers nothing but its calls on sessions' positions (as
+// SQLite locked by another process, but for the removal this is about):
+// a session cannot be renewed, nor a new one started, nor a checkpoint
+// written to a connection's item.
+class AllButPositionsDown final : public store::StoreWrapper {
+ public:
+  using StoreWrapper::StoreWrapper;
+  std::atomic<bool> down{false};
+
+  Result<Item> get(std::string_view t, const Key& k, bool consistent) override {
+    if (refused(k)) return unreachable();
+    return StoreWrapper::get(t, k, consistent);
+  }
+  Result<std::vector<Item>> batch_get(std::string_view t, std::span<const Key> keys) override {
+    if (std::any_of(keys.begin(), keys.end(), [&](const Key& k) { return refused(k); })) {
+      return unreachable();
+    }
+    return StoreWrapper::batch_get(t, keys);
+  }
+  Status put(std::string_view t, const Item& item, const Condition& c) override {
+    if (down) return unreachable();
+    return StoreWrapper::put(t, item, c);
+  }
+  Result<Item> update(std::string_view t, const Key& k, const Update& u,
+                      const Condition& c) override {
+    if (refused(k)) return unreachable();
+    return StoreWrapper::update(t, k, u, c);
+  }
+  Status remove(std::string_view t, const Key& k, const Condition& c) override {
+    if (refused(k)) return unreachable();
+    return StoreWrapper::remove(t, k, c);
+  }
+  Result<Page> query(std::string_view t, std::string_view pk, const KeyRange& range,
+                     const QueryOptions& o) override {
+    if (down) return unreachable();
+    return StoreWrapper::query(t, pk, range, o);
+  }
+  Result<Page> query_index(std::string_view t, std::string_view index, std::string_view hash,
+                           const KeyRange& range, const QueryOptions& o) override {
+    if (down) return unreachable();
+    return StoreWrapper::query_index(t, index, hash, range, o);
+  }
+  using StoreWrapper::update_each;
+  std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> r,
+                                        Duration timeout) override {
+    if (std::any_of(r.begin(), r.end(), [&](const UpdateRequest& w) { return refused(w.key); })) {
+      return std::vector<Result<Item>>(r.size(), Result<Item>(unreachable()));
+    }
+    return StoreWrapper::update_each(t, r, timeout);
+  }
+
+ private:
+  bool refused(const Key& k) const { return down && !k.pk.starts_with("POSITIONS#"); }
+  static Status unreachable() { return unavailable("the store answers only on positions (test)"); }
+};
+
+// A worker stopped after its session was lost (the store did not answer its
+// renewals, then SIGTERM) hands nothing over: its streams went with the session, and their
+// items still name it. So the session's positions stay, and the worker that
+// takes the connections resumes where they say, not from the items' older
+// checkpoints (the nemesis found a takeover 230 messages back, replayed for
+// a minute).
+TEST_F(WorkerSessionTest, AWorkerStoppedAfterItsSessionWasLostLeavesItsPositions) {
+  AllButPositionsDown store(*store_);
+  const std::vector<std::string> ids = {"a", "b"};
+  for (const auto& id : ids) add(id);
+  CapturingSink sink;
+  auto w = start("w1", sink, &store);
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }, kWaitMax));
+  for (int64_t seq = 1; seq <= 5; ++seq) {
+    for (const auto& id : ids) ASSERT_TRUE(upstream_.send(prefix(id), msg(seq)));
+  }
+  const std::string session = get_string_or(member("w1"), "lease_token");
+  const auto position = [&](const std::string& id) -> int64_t {
+    Result<Positions> positions = read_positions(*store_, session, true);
+    const Position* p = positions.ok() ? find_position(*positions, id, 1) : nullptr;
+    return p != nullptr ? p->seq : 0;
+  };
+  ASSERT_TRUE(eventually([&] { return position("a") == 5 && position("b") == 5; }, kWaitMax));
+
+  store.down = true;
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == 0; }, kWaitMax));
+  w->stop();
+  store.down = false;
+  EXPECT_EQ(position("a"), 5);
+  EXPECT_EQ(position("b"), 5);
+  const auto item_seq = [&](const std::string& id) {
+    Result<Item> item = store_->get(kConnectionsTable, connection_key(id), true);
+    EXPECT_TRUE(item.ok()) << item.status().to_string();
+    return item.ok() ? get_int_or(*item, "last_seq") : -1;
+  };
+  for (const auto& id : ids) EXPECT_EQ(item_seq(id), 0) << id << ": nothing handed over";
+
+  // The next holder tells each item where it resumes before it streams.
+  CapturingSink next;
+  auto w2 = start("w2", next);
+  ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == ids.size(); }, kWaitMax));
+  for (const auto& id : ids) {
+    EXPECT_EQ(stored(id).owner, "w2");
+    EXPECT_EQ(item_seq(id), 5) << id << ": resumed where the positions say";
+  }
 }
 
 }  // namespace
