@@ -10,7 +10,8 @@
 #               and `bench movies`
 #   make fuzz   build the fuzz targets (fuzz/: clang 14, libFuzzer, ASan+UBSan) and run each
 #               for FUZZ_SECONDS (default 180); FUZZ_TARGETS="a b" picks some, FUZZ_MERGE=1
-#               merges new inputs into fuzz/corpus/ (scripts/fuzz.sh; docs/reliability.md)
+#               merges new inputs into fuzz/corpus/, FUZZ_PARALLEL=2 runs two at once
+#               (scripts/fuzz.sh; docs/reliability.md)
 
 JOBS ?= $(shell nproc)
 

@@ -1,18 +1,27 @@
 // The store's item JSON (store/item_json.h): what the SQLite backend reads
-// back as every item, and what query cursors carry.
+// back as every item, and what query cursors carry; and the table spec it
+// keeps beside each table as JSON (spec_from_json, store/sqlite/
+// sqlite_schema.h), whose names go into SQL.
 //
 // Properties: decode_item() takes exactly what boost::json::parse() reads
 // as an object of strings, booleans and integers that fit int64, and reads
 // the same item from it (a name given twice keeps its last value, as
 // there, but for an earlier value it cannot hold, which is refused); an item decoded, encoded
-// again, decodes to itself, and encodes to the same text.
+// again, decodes to itself, and encodes to the same text. A table spec
+// taken passes the checks a new table's does (validate_table_spec,
+// validate_sql_names: what goes into SQL is as safe as when it was first
+// written), is written again by spec_to_json() to text that reads back as
+// the same spec, and makes its DDL.
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "check.h"
+#include "store/eval.h"
 #include "store/item_json.h"
+#include "store/sqlite/sqlite_schema.h"
 
 namespace {
 
@@ -48,10 +57,43 @@ std::optional<Item> reference_item(std::string_view text) {
 
 std::string show(const Item& item) { return escaped(leasehold::store::encode_item(item)); }
 
+bool same(const leasehold::IndexSpec& a, const leasehold::IndexSpec& b) {
+  return a.name == b.name && a.hash_attr == b.hash_attr && a.range_attr == b.range_attr &&
+         a.range_type == b.range_type && a.projects_all == b.projects_all &&
+         a.projected == b.projected;
+}
+
+bool same(const leasehold::TableSpec& a, const leasehold::TableSpec& b) {
+  return a.name == b.name && a.pk_attr == b.pk_attr && a.sk_attr == b.sk_attr &&
+         std::ranges::equal(a.indexes, b.indexes,
+                            [](const auto& x, const auto& y) { return same(x, y); });
+}
+
+void check_table_spec(std::string_view text) {
+  namespace sqlite = leasehold::store::sqlite;
+  const leasehold::Result<leasehold::TableSpec> spec = sqlite::spec_from_json(text);
+  if (!spec.ok()) {
+    FUZZ_CHECK(spec.status().code() == leasehold::Code::kInternal,
+               "a stored spec refused as " + spec.status().to_string());
+    return;
+  }
+  FUZZ_CHECK(
+      leasehold::store::validate_table_spec(*spec).ok() && sqlite::validate_sql_names(*spec).ok(),
+      "spec_from_json took a spec a new table could not have: " + escaped(text));
+  const std::string written = sqlite::spec_to_json(*spec);
+  const leasehold::Result<leasehold::TableSpec> again = sqlite::spec_from_json(written);
+  FUZZ_CHECK(again.ok() && same(*again, *spec),
+             "spec_to_json's text does not read back: " + escaped(written));
+  FUZZ_CHECK_EQ(sqlite::spec_to_json(*again), written, "the spec written twice");
+  (void)sqlite::create_items_ddl(*spec);
+  for (size_t i = 0; i < spec->indexes.size(); ++i) (void)sqlite::add_index_ddl(*spec, i);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
+  check_table_spec(text);
   const leasehold::Result<Item> decoded = leasehold::store::decode_item(text);
   const std::optional<Item> expected = reference_item(text);
   // One difference is by design: a name given twice whose earlier value is

@@ -2,7 +2,9 @@
 // item (internal::parse_movie: its markers' JSON, what its probe found, its
 // proxy, its two leases), the markers' JSON alone (internal::parse_markers),
 // and the jobs it queues (movies/job_messages.h: a trace job, a probe or
-// removal job).
+// removal job); what the sweep reads of a movie (Movies::sweep: the times
+// and counts of its grace and its repairs); and the cursor of a page of a
+// trace's frames (internal::parse_frames_cursor: GET .../frames?after=).
 //
 // Input: any text, read as each of them: as a movie item in the store's
 // JSON (store/item_json.h), as the markers' JSON, and as a job's body.
@@ -15,8 +17,15 @@
 // fps, a frame row's numbers) is finite and reads back from format_double().
 // A job taken names a movie ID of 1 to 64 bytes
 // (and a token for a trace job) and reads back from its own body.
-// Refusals of an item or of markers are kInternal.
+// Refusals of an item or of markers are kInternal. A movie swept (stored
+// as the item, under its ID's key) is repaired at most once, to a status
+// the service knows, and a second sweep at the same instant repairs
+// nothing. A frames cursor taken has an epoch from 1 and a row's sort key,
+// and written again reads back the same.
+#include <stdlib.h>
+
 #include <boost/json.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -27,9 +36,12 @@
 #include "check.h"
 #include "leasehold/clock.h"
 #include "leasehold/lease.h"
+#include "leasehold/queue.h"
 #include "leasehold/random.h"
 #include "movies/job_messages.h"
+#include "movies/media.h"
 #include "movies/movies.h"
+#include "movies/probe_worker.h"
 #include "movies/schema.h"
 #include "store/item_json.h"
 #include "store/memory/memory_store.h"
@@ -171,6 +183,86 @@ void check_movie_job(std::string_view body) {
              "a movie job read back from " + escaped(written));
 }
 
+// A movie service on a store of its own, for one input: its movies table
+// holds only what the input puts there.
+struct Service {
+  explicit Service(movies::MediaStore& media) {
+    FUZZ_CHECK(store->ensure_table(leasehold::StoreQueue::table_spec()).ok(), "the queue table");
+    for (const leasehold::TableSpec& spec : movies::movie_table_specs()) {
+      FUZZ_CHECK(store->ensure_table(spec).ok(), "the table " + spec.name);
+    }
+    trace_queue =
+        leasehold::StoreQueue::open(*store, clock, random, {.name = movies::kTraceQueueName})
+            .value();
+    probe_queue =
+        leasehold::StoreQueue::open(*store, clock, random, {.name = movies::kProbeQueueName})
+            .value();
+    movies::MoviesOptions options;
+    options.media = &media;
+    service = movies::Movies::open(*store, clock, random, *trace_queue, options).value();
+  }
+
+  leasehold::SimulatedClock clock;
+  leasehold::SeededRandom random{1};
+  std::unique_ptr<leasehold::ItemStore> store = leasehold::store::make_memory_store();
+  std::unique_ptr<leasehold::StoreQueue> trace_queue;
+  std::unique_ptr<leasehold::StoreQueue> probe_queue;
+  std::unique_ptr<movies::Movies> service;
+};
+
+bool known_status(std::string_view status) {
+  for (const std::string_view known :
+       {movies::kStatusProcessing, movies::kStatusReady, movies::kStatusInvalid,
+        movies::kStatusQueued, movies::kStatusTracing, movies::kStatusTraced,
+        movies::kStatusTracingFailed, movies::kStatusDeleting}) {
+    if (status == known) return true;
+  }
+  return false;
+}
+
+void check_sweep(std::string_view text, movies::MediaStore& media) {
+  auto item = leasehold::store::decode_item(text);
+  if (!item.ok()) return;
+  const std::string* id = leasehold::get_string(*item, attr::kId);
+  if (id == nullptr || id->empty() || id->size() > 64) return;
+  const leasehold::Key key = movies::movie_key(*id);
+  (*item)[attr::kPk] = key.pk;
+  Service s(media);
+  if (!s.store->put(movies::kMoviesTable, *item, {}).ok()) return;
+  const std::string before = leasehold::get_string_or(*item, attr::kStatus);
+  const movies::SweepOptions options{.grace = std::chrono::seconds(60)};
+  const auto first = s.service->sweep(*s.probe_queue, options);
+  FUZZ_CHECK(first.ok(), "the sweep: " + first.status().to_string());
+  FUZZ_CHECK(first->repairs() <= 1,
+             "one movie repaired " + std::to_string(first->repairs()) + " times: " + escaped(text));
+  const auto after = s.store->get(movies::kMoviesTable, key, true);
+  FUZZ_CHECK(after.ok(), "the movie read after the sweep");
+  const std::string status = leasehold::get_string_or(*after, attr::kStatus);
+  FUZZ_CHECK(status == before || known_status(status),
+             "swept from " + escaped(before) + " to " + escaped(status));
+  const auto second = s.service->sweep(*s.probe_queue, options);
+  FUZZ_CHECK(second.ok() && second->repairs() == 0,
+             "a second sweep at the same instant repaired it again: " + escaped(text));
+}
+
+// A frames cursor taken names a row of a trace; written again, it reads
+// back the same.
+void check_frames_cursor(std::string_view text) {
+  const auto position = internal::parse_frames_cursor(text);
+  if (!position.ok()) {
+    FUZZ_CHECK(position.status().code() == Code::kInvalidArgument,
+               "a cursor refused with " + position.status().to_string());
+    return;
+  }
+  FUZZ_CHECK(position->epoch >= 1, "a cursor's epoch " + std::to_string(position->epoch));
+  FUZZ_CHECK(position->sk.size() > 11 && position->sk[10] == '#',
+             "a cursor's row " + escaped(position->sk));
+  const std::string written = internal::frames_cursor(position->epoch, position->sk);
+  const auto again = internal::parse_frames_cursor(written);
+  FUZZ_CHECK(again.ok() && again->epoch == position->epoch && again->sk == position->sk,
+             "a cursor read back from " + escaped(written));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -181,5 +273,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_double(text);
   check_trace_job(text);
   check_movie_job(text);
+  check_frames_cursor(text);
+  static movies::MediaStore* media = [] {
+    std::string dir = "/tmp/movies_stored_fuzz-XXXXXX";
+    FUZZ_CHECK(::mkdtemp(dir.data()) != nullptr, "a media folder");
+    return movies::open_media(dir).value().release();
+  }();
+  check_sweep(text, *media);
   return 0;
 }

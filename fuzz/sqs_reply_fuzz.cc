@@ -1,11 +1,14 @@
-// SQS's ReceiveMessage answers (sqs/sqs_wire.h) and the receipts callers
-// hand back from them.
+// SQS's ReceiveMessage answers (sqs/sqs_wire.h), the receipts callers hand
+// back from them, and ChangeMessageVisibilityBatch's answers.
 //
-// Input: a ReceiveMessage answer (JSON), or, when it is not JSON, a receipt.
+// Input: a ReceiveMessage answer and a ChangeMessageVisibilityBatch answer
+// (JSON), or, when it is not JSON, a receipt.
 // Properties: every message taken has a 32-digit ID, the body SQS sent, and
 // a receipt that handle_of() takes back to SQS's receipt handle (a message
 // that could not be removed must not be handed out); a refusal's message
-// stays bounded; a receipt taken is "<id>.<handle>".
+// stays bounded; a receipt taken is "<id>.<handle>". A batch answer is
+// OK exactly when its Failed list is empty or absent, else kUnavailable,
+// bounded and printable (it goes into a log as one line).
 #include <boost/json.hpp>
 #include <cstdint>
 #include <string>
@@ -22,6 +25,20 @@ namespace sqs = leasehold::sqs;
 using leasehold::fuzz::escaped;
 
 constexpr size_t kStatusMessageBytesMax = 1024;
+
+void check_release(const json::object& answer) {
+  const leasehold::Status s = sqs::release_failures(answer, 10);
+  const json::value* failed = answer.if_contains("Failed");
+  const bool any = failed != nullptr && failed->is_array() && !failed->get_array().empty();
+  FUZZ_CHECK(s.ok() != any, "release_failures: " + s.to_string());
+  if (s.ok()) return;
+  FUZZ_CHECK(s.code() == leasehold::Code::kUnavailable, s.to_string());
+  FUZZ_CHECK(s.message().size() <= 256,
+             "a failure's message of " + std::to_string(s.message().size()) + " bytes");
+  for (const unsigned char c : s.message()) {
+    FUZZ_CHECK(c >= 0x20 && c < 0x7f, "a failure's message " + escaped(s.message()));
+  }
+}
 
 void check_answer(const json::object& answer) {
   const auto messages = sqs::received_messages(answer, 1'000'000);
@@ -68,6 +85,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const json::value parsed = json::parse(text, ec);
   if (!ec && parsed.is_object()) {
     check_answer(parsed.get_object());
+    check_release(parsed.get_object());
   } else {
     check_receipt(text);
   }

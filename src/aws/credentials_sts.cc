@@ -19,6 +19,7 @@
 
 #include "aws/credentials_internal.h"
 #include "aws/s3.h"
+#include "base/text.h"
 #include "net/http_client.h"
 
 namespace leasehold::aws::credentials_internal {
@@ -26,14 +27,8 @@ namespace {
 
 constexpr std::string_view kStsVersion = "2011-06-15";
 
-// Printable ASCII, at most 200 bytes: STS's message goes into a Status.
-std::string clean(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, 200)) {
-    out += (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
-  }
-  return out;
-}
+// STS's message and code go into a Status: printable, at most 200 bytes.
+constexpr size_t kStsTextBytesMax = 200;
 
 std::string form(const std::vector<std::pair<std::string, std::string>>& params) {
   std::string body;
@@ -126,9 +121,10 @@ Result<ExpiringCredentials> parse_sts_reply(int http_status, std::string_view bo
   const std::string what = "STS " + std::string(action);
   if (http_status != 200) {
     const std::string code = xml_element(body, "Code").value_or("");
-    const std::string message = clean(xml_element(body, "Message").value_or(""));
+    const std::string message =
+        printable(xml_element(body, "Message").value_or(""), kStsTextBytesMax);
     const std::string text = what + " failed: HTTP " + std::to_string(http_status) +
-                             (code.empty() ? "" : " " + clean(code)) +
+                             (code.empty() ? "" : " " + printable(code, kStsTextBytesMax)) +
                              (message.empty() ? "" : ": " + message);
     if (http_status >= 500 || code == "Throttling" || code == "IDPCommunicationError" ||
         code == "RequestTimeout") {

@@ -5,6 +5,7 @@
 #include "aws/json_client_internal.h"
 #include "aws/retries.h"
 #include "aws/sigv4.h"
+#include "base/text.h"
 #include "net/endpoint.h"
 #include "net/http_client.h"
 
@@ -21,17 +22,6 @@ constexpr std::string_view kSeparator = ": ";
 // theirs. A proxy's or an emulator's reply may carry anything there.
 constexpr size_t kErrorCodeBytesMax = 128;
 constexpr size_t kErrorMessageBytesMax = 300;
-
-// `text` as a Status may carry it into a log: at most `bytes_max` bytes
-// ("..." after a cut), each control character or byte past ASCII a '?'.
-std::string shown(std::string_view text, size_t bytes_max) {
-  std::string out;
-  for (const unsigned char c : text.substr(0, bytes_max)) {
-    out += (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
-  }
-  if (text.size() > bytes_max) out += "...";
-  return out;
-}
 
 // "com.amazonaws.sqs#QueueDoesNotExist" -> "QueueDoesNotExist".
 std::string_view short_code(std::string_view type) {
@@ -66,12 +56,13 @@ Status error_status(std::string_view op, int http_status, const ErrorReply& erro
                     std::string_view request_id, std::string_view service,
                     std::span<const JsonErrorRule> rules, bool* throttled) {
   const std::string code = error.code.empty() ? "HTTP" + std::to_string(http_status) : error.code;
-  std::string text = std::string(op) + std::string(kSeparator) + shown(code, kErrorCodeBytesMax);
+  std::string text =
+      std::string(op) + std::string(kSeparator) + printable(code, kErrorCodeBytesMax);
   if (!error.message.empty()) {
-    text += std::string(kSeparator) + shown(error.message, kErrorMessageBytesMax);
+    text += std::string(kSeparator) + printable(error.message, kErrorMessageBytesMax);
   }
   if (!request_id.empty()) {
-    text += " (AWS request ID " + shown(request_id, kErrorCodeBytesMax) + ")";
+    text += " (AWS request ID " + printable(request_id, kErrorCodeBytesMax) + ")";
   }
   *throttled = is_throttling_error(code);
   if (*throttled) return unavailable(text + " (throttled)");

@@ -8,6 +8,7 @@
 #include "aws/retries.h"
 #include "aws/s3.h"
 #include "aws/s3_internal.h"
+#include "base/text.h"
 #include "net/endpoint.h"
 
 namespace leasehold::aws {
@@ -373,21 +374,6 @@ std::optional<std::string> xml_element(std::string_view xml, std::string_view ta
 
 // ---------------------------------------------------------------- errors
 
-namespace {
-
-// Printable ASCII, at most kErrorMessageBytesMax bytes: S3's text goes into
-// a Status as it is, and must not carry control characters into a log.
-std::string clean_message(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text.substr(0, kErrorMessageBytesMax)) {
-    out += (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
-  }
-  if (text.size() > kErrorMessageBytesMax) out += "...";
-  return out;
-}
-
-}  // namespace
-
 bool s3_internal::is_throttled(int http_status, std::string_view code) {
   return is_throttling_error(code) || http_status == 503;
 }
@@ -400,14 +386,16 @@ bool s3_internal::is_transient(int http_status, std::string_view code) {
 Status s3_error_status(int http_status, std::string_view body, std::string_view what,
                        std::string_view bucket, std::string_view request_id) {
   const std::string code = xml_element(body, "Code").value_or("");
-  const std::string message = clean_message(xml_element(body, "Message").value_or(""));
+  const std::string message =
+      printable(xml_element(body, "Message").value_or(""), kErrorMessageBytesMax);
   // The ID AWS support asks for; a HEAD's answer carries it only in its header.
   const std::string id =
-      clean_message(request_id.empty() ? xml_element(body, "RequestId").value_or("") : request_id);
+      printable(request_id.empty() ? xml_element(body, "RequestId").value_or("") : request_id,
+                kErrorMessageBytesMax);
   const std::string answer = "HTTP " + std::to_string(http_status) +
                              (id.empty() ? std::string() : ", AWS request ID " + id) + ")";
-  std::string text =
-      std::string(what) + ": " + (code.empty() ? "no error code" : clean_message(code));
+  std::string text = std::string(what) + ": " +
+                     (code.empty() ? "no error code" : printable(code, kErrorMessageBytesMax));
   if (!message.empty()) text += ": " + message;
   text += " (" + answer;
   // The client's one bucket gone is not an object missing: nothing the client

@@ -22,6 +22,15 @@ Status validate_text(std::string_view what, std::string_view text, size_t bytes_
   return {};
 }
 
+std::string printable(std::string_view text, size_t bytes_max) {
+  std::string out;
+  for (const unsigned char c : text.substr(0, bytes_max)) {
+    out += (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
+  }
+  if (text.size() > bytes_max) out += "...";
+  return out;
+}
+
 void append_json_string(std::string_view s, std::string& out) {
   static constexpr char kHex[] = "0123456789abcdef";
   out += '"';

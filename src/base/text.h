@@ -21,6 +21,12 @@ Status validate_text(std::string_view what, std::string_view text, size_t bytes_
 // text, where building a tree to serialise would cost more than the text.
 void append_json_string(std::string_view s, std::string& out);
 
+// `text` as a Status or a log line may carry it: at most `bytes_max` bytes
+// ("..." after a cut), each control character or byte past ASCII a '?'. For
+// what another party sent (an error code or message of a service, a proxy's
+// reply), which may hold anything.
+std::string printable(std::string_view text, size_t bytes_max);
+
 // Whether `a` and `b` are the same text but for the case of ASCII letters:
 // how HTTP's header names and tokens compare.
 bool equal_ignoring_case(std::string_view a, std::string_view b);

@@ -507,6 +507,18 @@ Result<std::vector<tracer::Marker>> parse_markers(const std::string& json);
 // Appends an audit entry (sk time-ordered and unique).
 Status record_audit(ItemStore& store, Clock& clock, Random& random, const std::string& movie_id,
                     const AuditEntry& entry);
+
+// Where a page of a trace's frame rows ended (movies_frames.cc): the trace's
+// epoch and the sort key of the page's last row, "<frame, 10 digits>#<marker
+// id>". Its cursor (FramesOptions::after) is "<epoch>.<sort key in hex>",
+// which reads as nothing in particular and needs no escaping in a URL;
+// parse_frames_cursor() is kInvalidArgument for anything else.
+struct FramesPosition {
+  int64_t epoch = 0;
+  std::string sk;
+};
+std::string frames_cursor(int64_t epoch, std::string_view sk);
+Result<FramesPosition> parse_frames_cursor(std::string_view cursor);
 }  // namespace internal
 
 }  // namespace leasehold::movies

@@ -73,9 +73,10 @@ FrameRow frame_row_of(const Item& item) {
   return r;
 }
 
-// A frames cursor: the trace's epoch and the sort key of the page's last
-// row, "<epoch>.<sort key in hex>", which reads as nothing in particular
-// and needs no escaping in a URL.
+}  // namespace
+
+namespace internal {
+
 std::string frames_cursor(int64_t epoch, std::string_view sk) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out = std::to_string(epoch) + ".";
@@ -86,11 +87,6 @@ std::string frames_cursor(int64_t epoch, std::string_view sk) {
   }
   return out;
 }
-
-struct FramesPosition {
-  int64_t epoch = 0;
-  std::string sk;  // of a row, "<frame, 10 digits>#<marker id>"
-};
 
 Result<FramesPosition> parse_frames_cursor(std::string_view cursor) {
   const Status bad = invalid_argument("after: not a cursor of this movie's frames");
@@ -118,7 +114,7 @@ Result<FramesPosition> parse_frames_cursor(std::string_view cursor) {
   return p;
 }
 
-}  // namespace
+}  // namespace internal
 
 // Rows of older traces are skipped (they are removed in the background), so
 // a page may read past more rows than it returns. One row beyond the page
@@ -127,9 +123,9 @@ Result<FramePage> Movies::Impl::frames(const std::string& id, const FramesOption
   if (options.limit < 1 || options.limit > kFramesLimitMax) {
     return invalid_argument("limit: expected 1 to " + std::to_string(kFramesLimitMax));
   }
-  std::optional<FramesPosition> after;
+  std::optional<internal::FramesPosition> after;
   if (!options.after.empty()) {
-    LEASEHOLD_ASSIGN_OR_RETURN(after, parse_frames_cursor(options.after));
+    LEASEHOLD_ASSIGN_OR_RETURN(after, internal::parse_frames_cursor(options.after));
   }
   LEASEHOLD_ASSIGN_OR_RETURN(const Item movie, read_item(id));
   const int64_t epoch = leases_.view_of(movie, movie_key(id), kTracingSlot).epoch;
@@ -148,7 +144,7 @@ Result<FramePage> Movies::Impl::frames(const std::string& id, const FramesOption
     for (const Item& item : page.items) {
       if (get_int_or(item, attr::kJobEpoch) != epoch) continue;
       if (out.items.size() == options.limit) {
-        out.next_after = frames_cursor(epoch, last_sk);
+        out.next_after = internal::frames_cursor(epoch, last_sk);
         return out;
       }
       out.items.push_back(frame_row_of(item));

@@ -33,9 +33,22 @@ constexpr char kSummaryTraceRequeued[] =
 constexpr char kSummaryTraceLost[] = "the trace never started: its job was lost";
 
 // How many times the sweep has repaired `what` on this movie: 0 if its last
-// repair (if any) was of something else.
+// repair (if any) was of something else. A count the sweep never writes
+// (below 0, or past a million: another program's) is taken as its nearest,
+// so that one more cannot overflow.
 int64_t sweeps_of(const Item& item, const std::string& what) {
-  return get_string_or(item, attr::kSweptFor) == what ? get_int_or(item, attr::kSweeps) : 0;
+  constexpr int64_t kSweepsCountedMax = 1'000'000;
+  if (get_string_or(item, attr::kSweptFor) != what) return 0;
+  return std::clamp(get_int_or(item, attr::kSweeps), int64_t{0}, kSweepsCountedMax);
+}
+
+// Whether less than `grace` has passed from `since_ms`, a time read from the
+// movie, to `now_ms`. Any time is taken, however far off (another program
+// may have written it): the difference saturates rather than overflows.
+bool within_grace(int64_t now_ms, int64_t since_ms, Duration grace) {
+  int64_t elapsed_ms = 0;
+  if (__builtin_sub_overflow(now_ms, since_ms, &elapsed_ms)) return since_ms > now_ms;
+  return elapsed_ms < to_ms(grace);
 }
 
 // The sweep's record on the movie is as read: no repair since.
@@ -147,7 +160,7 @@ Status Movies::Impl::sweep_processing(const std::string& id, const Item& item, Q
   const int64_t seen_ms =
       std::max({get_int_or(item, attr::kCreatedAtMs), get_int_or(item, attr::kProbeSeenAtMs),
                 sweeps > 0 ? get_int_or(item, attr::kSweptAtMs) : int64_t{0}});
-  if (now_ms - seen_ms < to_ms(options.grace)) return {};
+  if (within_grace(now_ms, seen_ms, options.grace)) return {};
   const bool give_up = sweeps >= kProbeRequeuesMax;
   if (!give_up) LEASEHOLD_RETURN_IF_ERROR(enqueue_probe(probe_queue, id));
   Update update = sweep_mark(kStatusProcessing, sweeps + 1, now_ms,
@@ -180,7 +193,9 @@ Status Movies::Impl::sweep_queued(const std::string& id, const Item& item,
   if (tracing.held || tracing.token.empty()) return {};  // it waits within its lease
   const std::string what = kQueuedPrefix + tracing.token;
   const int64_t sweeps = sweeps_of(item, what);
-  if (sweeps > 0 && now_ms - get_int_or(item, attr::kSweptAtMs) < to_ms(options.grace)) return {};
+  if (sweeps > 0 && within_grace(now_ms, get_int_or(item, attr::kSweptAtMs), options.grace)) {
+    return {};
+  }
   const internal::JobEnd end{tracing.token, kStatusTracingFailed, kSummaryTraceLost};
   const Condition unchanged = internal::job_is(end, kStatusQueued) &&
                               slot_free(SlotNames(kTracingSlot), now_ms) && sweep_unchanged(item);
@@ -210,7 +225,7 @@ Status Movies::Impl::sweep_deleting(const std::string& id, const Item& item, Que
   const int64_t sweeps = sweeps_of(item, kStatusDeleting);
   const int64_t since_ms = std::max(get_int_or(item, attr::kRemovalStartedAtMs),
                                     sweeps > 0 ? get_int_or(item, attr::kSweptAtMs) : int64_t{0});
-  if (now_ms - since_ms < to_ms(options.grace)) return {};
+  if (within_grace(now_ms, since_ms, options.grace)) return {};
   LEASEHOLD_RETURN_IF_ERROR(enqueue_remove(probe_queue, id));
   const Result<Item> written = store_.update(
       kMoviesTable, movie_key(id), sweep_mark(kStatusDeleting, sweeps + 1, now_ms, ""),

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -440,6 +441,36 @@ TEST_F(SweepTest, TheSweeperSweepsAsItsClockMovesAndWhenAsked) {
   options.every = Duration::zero();
   EXPECT_EQ(Sweeper::start(*movies_, *probe_queue_, clock_, random_, options).status().code(),
             Code::kInvalidArgument);
+}
+
+// Times and counts another program wrote, however far off, are read
+// without overflowing (fuzz/movies_stored_fuzz.cc found both): a time long
+// past is past the grace, one in the future within it, and a count past
+// any the sweep writes is past its most.
+TEST_F(SweepTest, TimesAndCountsFarOffAreReadWithoutOverflow) {
+  auto created = movies_->create("spots", kAda, "spots.avi");
+  ASSERT_TRUE(created.ok());
+  const std::string id = created->id;
+  const auto set = [&](const char* name, Value value) {
+    Update u;
+    u.set(name, std::move(value));
+    ASSERT_TRUE(store_->update(kMoviesTable, movie_key(id), u, {}).ok());
+  };
+  set(attr::kSweptFor, std::string(kStatusProcessing));
+  set(attr::kSweeps, int64_t{1});
+  set(attr::kCreatedAtMs, INT64_MIN);
+  set(attr::kProbeSeenAtMs, INT64_MIN);
+  set(attr::kSweptAtMs, INT64_MAX);
+  SweepReport r = sweep();
+  EXPECT_EQ(r.read, 1u);
+  EXPECT_EQ(r.repairs(), 0u) << "swept in the far future: within the grace";
+  set(attr::kSweptAtMs, INT64_MIN);
+  EXPECT_EQ(sweep().probes_requeued, 1u) << "every time long past";
+  EXPECT_EQ(take_all(*probe_queue_), std::vector<std::string>{probe_job(id)});
+  set(attr::kSweptAtMs, INT64_MIN);
+  set(attr::kSweeps, INT64_MAX);
+  EXPECT_EQ(sweep().probes_given_up, 1u) << "a count past the most";
+  EXPECT_EQ(status_of(id), kStatusInvalid);
 }
 
 TEST_F(SweepTest, AGraceThatIsNotPositiveIsRefused) {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <set>
 
+#include "base/text.h"
 #include "leasehold/random.h"
 #include "sqs/sqs_wire.h"
 #include "store/uri.h"
@@ -223,6 +224,17 @@ Result<std::string_view> handle_of(std::string_view receipt) {
     return invalid_argument("malformed receipt (expected \"<id>.<SQS receipt handle>\")");
   }
   return receipt.substr(dot + 1);
+}
+
+Status release_failures(const json::object& answer, size_t entries) {
+  constexpr size_t kCodeBytesMax = 128;
+  const json::value* failed = answer.if_contains("Failed");
+  if (failed == nullptr || !failed->is_array() || failed->as_array().empty()) return {};
+  const json::value& one = failed->as_array().front();
+  const std::string code = one.is_object() ? string_or_empty(one.as_object(), "Code") : "";
+  return unavailable("ChangeMessageVisibilityBatch: " + std::to_string(failed->as_array().size()) +
+                     " of " + std::to_string(entries) + " not made visible (" +
+                     printable(code, kCodeBytesMax) + ")");
 }
 
 // A dead letter found by its ID, and the others the scan hid meanwhile.
@@ -522,14 +534,7 @@ Status SqsQueue::release(const std::string& url, const std::vector<std::string>&
       if (first.ok()) first = made_visible.status();
       continue;
     }
-    const json::value* failed = made_visible->if_contains("Failed");
-    if (first.ok() && failed != nullptr && failed->is_array() && !failed->as_array().empty()) {
-      const json::value& one = failed->as_array().front();
-      first = unavailable(
-          "ChangeMessageVisibilityBatch: " + std::to_string(failed->as_array().size()) + " of " +
-          std::to_string(entries.size()) + " not made visible (" +
-          (one.is_object() ? string_or_empty(one.as_object(), "Code") : std::string()) + ")");
-    }
+    if (first.ok()) first = release_failures(*made_visible, entries.size());
   }
   return first;
 }

@@ -7,6 +7,7 @@
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,11 @@ DeadLetterPage dead_letter_page(std::vector<Message> messages);
 // added up, from 0 to `max`. REQUIRES: max >= 0.
 boost::json::array dead_count_attributes();
 int64_t dead_letter_count(const boost::json::object& answer, int64_t max);
+
+// What a ChangeMessageVisibilityBatch `answer` to `entries` entries says:
+// OK if no entry is in its Failed list; else kUnavailable naming how many
+// failed and the first one's Code (printable, at most 128 bytes).
+Status release_failures(const boost::json::object& answer, size_t entries);
 
 // The SQS receipt handle in a receipt "<id>.<handle>"; kInvalidArgument for
 // anything else, or one longer than 4096 bytes.
