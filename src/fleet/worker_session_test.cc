@@ -4,8 +4,6 @@
 // session writes nothing more under it.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <atomic>
 #include <map>
 
 #include "base/mutex.h"
@@ -502,62 +500,6 @@ TEST_F(WorkerSessionTest, AStoreOutageStopsEveryStreamBeforeTheSessionsDeadline)
   EXPECT_EQ(sink.seqs("a").back(), seq + 1);
 }
 
-// A store that answers nothing but its calls on sessions' positions (as
-// SQLite locked by another process, but for the removal this is about):
-// a session cannot be renewed, nor a new one started, nor a checkpoint
-// written to a connection's item.
-class AllButPositionsDown final : public store::StoreWrapper {
- public:
-  using StoreWrapper::StoreWrapper;
-  std::atomic<bool> down{false};
-
-  Result<Item> get(std::string_view t, const Key& k, bool consistent) override {
-    if (refused(k)) return unreachable();
-    return StoreWrapper::get(t, k, consistent);
-  }
-  Result<std::vector<Item>> batch_get(std::string_view t, std::span<const Key> keys) override {
-    if (std::any_of(keys.begin(), keys.end(), [&](const Key& k) { return refused(k); })) {
-      return unreachable();
-    }
-    return StoreWrapper::batch_get(t, keys);
-  }
-  Status put(std::string_view t, const Item& item, const Condition& c) override {
-    if (down) return unreachable();
-    return StoreWrapper::put(t, item, c);
-  }
-  Result<Item> update(std::string_view t, const Key& k, const Update& u,
-                      const Condition& c) override {
-    if (refused(k)) return unreachable();
-    return StoreWrapper::update(t, k, u, c);
-  }
-  Status remove(std::string_view t, const Key& k, const Condition& c) override {
-    if (refused(k)) return unreachable();
-    return StoreWrapper::remove(t, k, c);
-  }
-  Result<Page> query(std::string_view t, std::string_view pk, const KeyRange& range,
-                     const QueryOptions& o) override {
-    if (down) return unreachable();
-    return StoreWrapper::query(t, pk, range, o);
-  }
-  Result<Page> query_index(std::string_view t, std::string_view index, std::string_view hash,
-                           const KeyRange& range, const QueryOptions& o) override {
-    if (down) return unreachable();
-    return StoreWrapper::query_index(t, index, hash, range, o);
-  }
-  using StoreWrapper::update_each;
-  std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> r,
-                                        Duration timeout) override {
-    if (std::any_of(r.begin(), r.end(), [&](const UpdateRequest& w) { return refused(w.key); })) {
-      return std::vector<Result<Item>>(r.size(), Result<Item>(unreachable()));
-    }
-    return StoreWrapper::update_each(t, r, timeout);
-  }
-
- private:
-  bool refused(const Key& k) const { return down && !k.pk.starts_with("POSITIONS#"); }
-  static Status unreachable() { return unavailable("the store answers only on positions (test)"); }
-};
-
 // A worker stopped after its session was lost (the store did not answer its
 // renewals, then SIGTERM) hands nothing over: its streams went with the session, and their
 // items still name it. So the session's positions stay, and the worker that
@@ -565,7 +507,7 @@ class AllButPositionsDown final : public store::StoreWrapper {
 // checkpoints (the nemesis found a takeover 230 messages back, replayed for
 // a minute).
 TEST_F(WorkerSessionTest, AWorkerStoppedAfterItsSessionWasLostLeavesItsPositions) {
-  AllButPositionsDown store(*store_);
+  OutageStore store(*store_);
   const std::vector<std::string> ids = {"a", "b"};
   for (const auto& id : ids) add(id);
   CapturingSink sink;
@@ -582,10 +524,10 @@ TEST_F(WorkerSessionTest, AWorkerStoppedAfterItsSessionWasLostLeavesItsPositions
   };
   ASSERT_TRUE(eventually([&] { return position("a") == 5 && position("b") == 5; }, kWaitMax));
 
-  store.down = true;
+  store.set_down(true, /*spare_positions=*/true);
   ASSERT_TRUE(eventually([&] { return upstream_.open_streams() == 0; }, kWaitMax));
   w->stop();
-  store.down = false;
+  store.set_down(false);
   EXPECT_EQ(position("a"), 5);
   EXPECT_EQ(position("b"), 5);
   const auto item_seq = [&](const std::string& id) {

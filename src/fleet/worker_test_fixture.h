@@ -280,7 +280,12 @@ class CapturingSink final : public Sink {
 class OutageStore final : public store::StoreWrapper {
  public:
   using StoreWrapper::StoreWrapper;
-  void set_down(bool down) { down_ = down; }
+  // `spare_positions`: down for every call but those on a session's
+  // positions (as SQLite locked by another process, but for those).
+  void set_down(bool down, bool spare_positions = false) {
+    spare_positions_ = spare_positions;
+    down_ = down;
+  }
 
   // Checkpoint writes sent one by one, and the most sent in one batch.
   size_t single_checkpoints() const { return single_.load(); }
@@ -291,11 +296,13 @@ class OutageStore final : public store::StoreWrapper {
   size_t largest_checkpoint_batch() const { return largest_batch_.load(); }
 
   Result<Item> get(std::string_view t, const Key& k, bool consistent) override {
-    if (down_) return down();
+    if (refused(k)) return down();
     return StoreWrapper::get(t, k, consistent);
   }
   Result<std::vector<Item>> batch_get(std::string_view t, std::span<const Key> keys) override {
-    if (down_) return down();
+    if (std::any_of(keys.begin(), keys.end(), [&](const Key& k) { return refused(k); })) {
+      return down();
+    }
     return StoreWrapper::batch_get(t, keys);
   }
   Status put(std::string_view t, const Item& item, const Condition& c) override {
@@ -304,14 +311,14 @@ class OutageStore final : public store::StoreWrapper {
   }
   Result<Item> update(std::string_view t, const Key& k, const Update& u,
                       const Condition& c) override {
-    if (down_) return down();
+    if (refused(k)) return down();
     if (sets_last_seq(u)) ++single_;
     if (sets(u, "last_error")) ++error_writes_;
     report_checkpoint(u);
     return StoreWrapper::update(t, k, u, c);
   }
   Status remove(std::string_view t, const Key& k, const Condition& c) override {
-    if (down_) return down();
+    if (refused(k)) return down();
     return StoreWrapper::remove(t, k, c);
   }
   Result<Page> query_index(std::string_view t, std::string_view index, std::string_view hash,
@@ -322,7 +329,9 @@ class OutageStore final : public store::StoreWrapper {
   using StoreWrapper::update_each;
   std::vector<Result<Item>> update_each(std::string_view t, std::span<const UpdateRequest> r,
                                         Duration timeout) override {
-    if (down_) return std::vector<Result<Item>>(r.size(), Result<Item>(down()));
+    if (std::any_of(r.begin(), r.end(), [&](const UpdateRequest& w) { return refused(w.key); })) {
+      return std::vector<Result<Item>>(r.size(), Result<Item>(down()));
+    }
     for (const UpdateRequest& w : r) report_checkpoint(w.update);
     error_writes_ += static_cast<size_t>(std::count_if(
         r.begin(), r.end(), [](const auto& w) { return sets(w.update, "last_error"); }));
@@ -347,8 +356,12 @@ class OutageStore final : public store::StoreWrapper {
       if (a.attr == "last_seq") on_checkpoint_(std::get<int64_t>(a.value));
     }
   }
+  bool refused(const Key& k) const {
+    return down_ && !(spare_positions_ && k.pk.starts_with("POSITIONS#"));
+  }
   std::function<void(int64_t)> on_checkpoint_;
   std::atomic<bool> down_{false};
+  std::atomic<bool> spare_positions_{false};
   std::atomic<size_t> single_{0}, largest_batch_{0}, error_writes_{0};
 };
 
