@@ -211,9 +211,12 @@ Result<TraceStarted> Movies::Impl::start_trace(const std::string& id, const User
   to.slot = kTracingSlot;
   to.ttl = options_.tracing_ttl;
   // The request validated above is the one traced: the edits it was read
-  // from are part of the condition.
+  // from are part of the condition, the markers as the text read (written
+  // again, they need not be the same text: Boost.JSON's reading of a number
+  // can be one unit in the last place off, and the shortest text of that
+  // double another).
   to.extra_condition =
-      traceable_status() && cond::eq(attr::kMarkers, internal::markers_json(m.markers)) &&
+      traceable_status() && cond::eq(attr::kMarkers, get_string_or(item, attr::kMarkers)) &&
       cond::eq(attr::kTrimStart, m.trim.start_frame) &&
       cond::eq(attr::kTrimEnd, m.trim.end_frame) && cond::eq(attr::kEveryFrames, m.every_frames);
   // After the last job's end in the audit, even within its millisecond (or

@@ -65,6 +65,24 @@ TEST_F(MoviesTest, StartTraceReplacesTheAnalysisLeaseQueuesTheJobAndAudits) {
   EXPECT_EQ(movies_->remove(id, "ada", false).code(), Code::kFailedPrecondition);
 }
 
+// A marker whose place Boost.JSON reads back one unit in the last place off
+// (12.161061266363463, stored as 1.2161061266363463E1, reads back as
+// 12.161061266363465): the trace starts all the same, its condition being
+// the markers' text as read (fuzz/movies_stored_fuzz.cc found it; some 14%
+// of random places in a frame do this, none of the tenths the page sends).
+TEST_F(MoviesTest, StartTraceTakesMarkersWhosePlaceDoesNotReadBackExactly) {
+  const std::string id = ready_movie();
+  auto lease = movies_->acquire_analysis(id, kAda);
+  ASSERT_TRUE(lease.ok());
+  const std::vector<tracer::Marker> markers = {{"m1", "spot", 0, 12.161061266363463, 30.5}};
+  ASSERT_TRUE(movies_->set_markers(id, "ada", lease->lease_id, markers).ok());
+  auto read = internal::parse_markers(get_string_or(raw(id), "markers"));
+  ASSERT_TRUE(read.ok());
+  if (read->front().x == 12.161061266363463) GTEST_SKIP() << "this Boost.JSON reads it exactly";
+  auto started = movies_->start_trace(id, kAda, lease->lease_id);
+  EXPECT_TRUE(started.ok()) << started.status().to_string();
+}
+
 TEST_F(MoviesTest, StartTraceRefusalsWriteNothing) {
   const std::string id = ready_movie();
   auto lease = movies_->acquire_analysis(id, kAda);
