@@ -25,6 +25,7 @@
 #include <string_view>
 
 #include "app/request_parsing.h"
+#include "aws/sigv4.h"
 #include "check.h"
 #include "movies/movies.h"
 #include "server/target.h"
@@ -87,23 +88,6 @@ void check_cookie(std::string_view line) {
   FUZZ_CHECK_EQ(*again, line, "the session cookie read back");
 }
 
-std::string percent_encoded(std::string_view s) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    if ((b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') || b == '-' ||
-        b == '.' || b == '_' || b == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[b >> 4];
-      out += kHex[b & 0xf];
-    }
-  }
-  return out;
-}
-
 void check_movie_name(std::string_view line) {
   server::Request r;
   r.query = std::string(line);
@@ -121,7 +105,7 @@ void check_movie_name(std::string_view line) {
   const auto given = server::query_value(line, "name");
   FUZZ_CHECK(given.ok() && given->has_value() && **given == *name, "the query's name");
   server::Request again;
-  again.query = "name=" + percent_encoded(*name);
+  again.query = "name=" + leasehold::aws::uri_encode(*name, /*keep_slash=*/false);
   const auto read_back = app::movie_name(again);
   FUZZ_CHECK(read_back.ok() && *read_back == *name, "the name read back from " + again.query);
 }

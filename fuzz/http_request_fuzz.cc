@@ -18,33 +18,16 @@
 #include <string>
 #include <string_view>
 
+#include "aws/sigv4.h"
 #include "check.h"
 #include "server/range.h"
 #include "server/target.h"
 
 namespace {
 
+using leasehold::aws::uri_encode;
 using leasehold::fuzz::escaped;
 namespace server = leasehold::server;
-
-// Every byte but the unreserved ones as %XX, so that nothing is left to be
-// read as a separator.
-std::string percent_encode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-        c == '.' || c == '_' || c == '~' || c == '/') {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
-    }
-  }
-  return out;
-}
 
 bool has_control(std::string_view text) {
   for (const char c : text) {
@@ -60,7 +43,7 @@ void check_target(std::string_view text) {
   FUZZ_CHECK(!has_control(target->path),
              "a control character in the path " + escaped(target->path));
   FUZZ_CHECK(target->path.starts_with('/'), "a path that is not one: " + escaped(target->path));
-  const std::string again_text = percent_encode(target->path) +
+  const std::string again_text = uri_encode(target->path, /*keep_slash=*/true) +
                                  (text.find('?') != std::string_view::npos ? "?" : "") +
                                  target->query;
   const auto again = server::parse_target(again_text);
@@ -76,7 +59,7 @@ void check_query(std::string_view text) {
   const auto value = server::query_value(query, name);
   if (!value.ok() || !value->has_value()) return;
   FUZZ_CHECK(!has_control(**value), "a control character in the value " + escaped(**value));
-  const std::string pair = percent_encode(name) + "=" + percent_encode(**value);
+  const std::string pair = uri_encode(name, /*keep_slash=*/true) + "=" + uri_encode(**value, /*keep_slash=*/true);
   const auto again = server::query_value(pair, name);
   FUZZ_CHECK(again.ok() && again->has_value(), "the value encoded again is not found: " + pair);
   FUZZ_CHECK_EQ(**again, **value, "the value read back from " + pair);

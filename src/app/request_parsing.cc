@@ -112,7 +112,7 @@ std::optional<int64_t> frame_number(std::string_view name) {
   int64_t n = 0;
   const char* end = name.data() + name.size();
   const auto [stop, ec] = std::from_chars(name.data(), end, n);
-  if (ec != std::errc() || stop != end || n < 0) return std::nullopt;
+  if (ec != std::errc() || stop != end) return std::nullopt;  // past INT64_MAX
   return n;
 }
 
