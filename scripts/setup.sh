@@ -2,28 +2,51 @@
 # Installs what leasehold needs to build and test, on Debian 12. Idempotent:
 # packages already present are not touched, and nothing is fetched when
 # everything is there.
+#
+#   scripts/setup.sh          everything `make run`, `make test`, `make bench` and
+#                             `make fuzz` need: the build's packages, the test tools
+#                             (apt and npm) and DynamoDB Local
+#   scripts/setup.sh --build  only what configuring with the default preset and
+#                             building and installing the `leasehold` binary need:
+#                             the build's packages and uPlot, no test tool (the
+#                             Dockerfile's build stage)
 set -euo pipefail
 
+case "${1:-}" in
+  "") mode=all ;;
+  --build) mode=build ;;
+  *) echo "usage: scripts/setup.sh [--build]" >&2; exit 2 ;;
+esac
+
+# What `cmake --preset default` finds and the binary links.
 packages=(
-  cmake ninja-build g++ pkg-config make
+  cmake ninja-build g++ pkg-config
   libboost1.81-dev libboost-json1.81-dev
-  libsqlite3-dev sqlite3 libssl-dev
+  libsqlite3-dev libssl-dev
   zlib1g-dev  # the fleet's positions are deflated
-  openssl  # the command: a self-signed certificate for make bench's wss:// upstream
   libcli11-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev
-  libfaketime
-  clang  # the thread-safety analysis (make test)
-  clang-14 libclang-rt-14-dev  # libFuzzer and the sanitizers' runtimes (make fuzz)
+  libgtest-dev libgmock-dev  # find_package(GTest) when configuring
+  python3  # find_package(Python3) when configuring (tests/CMakeLists.txt)
+  ca-certificates  # npm fetches uPlot over HTTPS
   libargon2-dev  # password hashes (leasehold serve)
   # OpenCV for the movie tracer (src/tracer/): these four modules, not
   # libopencv-dev, which brings every module and about 400 MB more
   # (cmake/FindOpenCV.cmake finds them without OpenCV's CMake package).
   libopencv-core-dev libopencv-imgcodecs-dev libopencv-imgproc-dev libopencv-videoio-dev
   # FFmpeg's libraries read movies with each frame's time and seek to key
-  # frames (src/tracer/video_decoder.cc); the ffmpeg command makes the tests'
-  # movies of variable frame rate and the benchmark's long H.264 and HEVC ones.
-  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
+  # frames (src/tracer/video_decoder.cc).
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+)
+# What the tests, the benchmarks and the fuzz targets need besides.
+test_packages=(
+  make sqlite3
+  openssl  # the command: a self-signed certificate for make bench's wss:// upstream
+  libfaketime
+  clang  # the thread-safety analysis (make test)
+  clang-14 libclang-rt-14-dev  # libFuzzer and the sanitizers' runtimes (make fuzz)
+  # The ffmpeg command makes the tests' movies of variable frame rate and the
+  # benchmark's long H.264 and HEVC ones.
+  ffmpeg
   chromium  # the browser tests, driven by playwright-core from package.json
   prometheus  # promtool checks the /metrics output in a test
   curl  # the serve process tests
@@ -31,6 +54,9 @@ packages=(
   python3-websockets  # tests/fleet/upstream.py, the independent WebSocket upstream
   openjdk-17-jre-headless  # DynamoDB Local (below), AWS's own DynamoDB emulator, for the tests
 )
+if [[ $mode == all ]]; then
+  packages+=("${test_packages[@]}")
+fi
 
 # npm installs uPlot, which the build embeds (the Analyze page's plots), and
 # Node.js runs dynalite and the browser tests; most machines have them.
@@ -53,6 +79,24 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# --build: uPlot, which the build embeds, with package-lock.json's other
+# "dependencies" (npm installs no less), but not their install scripts: the
+# test tools among them are not run, and Debian 12's node 18 is enough.
+# npm's record of what it installed is removed, so that a later full set-up
+# installs the test tools over this.
+if [[ $mode == build ]]; then
+  uplot="$repo_root/node_modules/uplot/package.json"
+  if [[ ! -f "$uplot" || "$repo_root/package-lock.json" -nt "$uplot" ]]; then
+    echo "setup: installing node_modules for the build (npm ci --omit=dev)"
+    (cd "$repo_root" &&
+       npm ci --omit=dev --ignore-scripts --no-audit --no-fund --loglevel=error)
+    rm -f "$repo_root/node_modules/.package-lock.json"
+  fi
+  exit 0
+fi
+
 # The npm tools pinned in package-lock.json (dynalite, the AWS SDK,
 # playwright-core) need Node.js 20 or later; Debian 12's own nodejs is 18.
 # Say so plainly: the C++ build needs only npm's copy of uPlot, and its
@@ -69,7 +113,6 @@ fi
 # --include=dev installs even where NODE_ENV=production would leave them out.
 # npm records what it installed in node_modules/.package-lock.json; reinstall
 # only when that is missing or older than the lock file.
-repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ ! -f "$repo_root/node_modules/.package-lock.json" ||
       "$repo_root/package-lock.json" -nt "$repo_root/node_modules/.package-lock.json" ]]; then
   echo "setup: installing node_modules (npm ci)"

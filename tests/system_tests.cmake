@@ -224,6 +224,18 @@ add_test(NAME installed_package_holds_no_harness
 set_tests_properties(installed_package_holds_no_harness PROPERTIES LABELS install TIMEOUT 300
                      RESOURCE_LOCK leasehold_install)
 
+# The Dockerfile against the binary that `cmake --install` ships and its
+# codecs module, without a Docker engine (tests/deploy/dockerfile_check.py):
+# every library ldd lists comes from a package the runtime stage installs
+# (dpkg -S), a numeric user that is not root, the health check on /healthz,
+# an exec-form entry point; and copies with a mistake planted in each must
+# fail, naming it.
+add_test(NAME dockerfile_matches_binary
+  COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/deploy/dockerfile_test.py
+          ${PROJECT_SOURCE_DIR}/Dockerfile $<TARGET_FILE:leasehold_product>
+          $<TARGET_FILE:leasehold_codecs>)
+set_tests_properties(dockerfile_matches_binary PROPERTIES LABELS deploy TIMEOUT 60)
+
 # Clang's thread-safety analysis: GCC ignores the GUARDED_BY and REQUIRES
 # annotations (src/base/thread_annotations.h), so clang++ (from
 # scripts/setup.sh) reads the files that include base/mutex.h once more,
