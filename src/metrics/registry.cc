@@ -282,6 +282,40 @@ void Family<Series>::render(std::string& out) const {
   for (const auto* entry : created_) append_series(out, *this, entry->first, entry->second);
 }
 
+namespace {
+
+void add_series(FamilyTotal& out, const Counter& counter) { out.value += counter.value(); }
+void add_series(FamilyTotal& out, const Gauge& gauge) { out.value += gauge.value(); }
+void add_series(FamilyTotal& out, const Histogram& histogram) {
+  const std::vector<uint64_t> cumulative = histogram.cumulative_counts();
+  out.counts.resize(cumulative.size());
+  for (size_t i = 0; i < cumulative.size(); ++i) {
+    out.counts[i] += cumulative[i] - (i > 0 ? cumulative[i - 1] : 0);
+  }
+  out.sum += histogram.sum();
+}
+
+// `out` named after `family`, with nothing added yet.
+void start_total(FamilyTotal& out, const detail::FamilyBase& family, bool collected) {
+  out = FamilyTotal{};
+  out.type = family.type();
+  out.name = family.name();
+  out.label_names = family.label_names();
+  out.collected = collected;
+  out.bounds = family.bounds();
+  if (family.type() == detail::Type::kHistogram) out.counts.assign(family.bounds().size() + 1, 0);
+}
+
+}  // namespace
+
+template <typename Series>
+void Family<Series>::add_totals(FamilyTotal& out) const {
+  start_total(out, *this, /*collected=*/false);
+  MutexLock lock(mu_);
+  for (const auto* entry : created_) add_series(out, entry->second);
+  out.series = created_.size();
+}
+
 template class Family<Counter>;
 template class Family<Gauge>;
 template class Family<Histogram>;
@@ -310,6 +344,15 @@ void Collected::render(std::string& out) const {
     out += format_number(sample.value);
     out += '\n';
   }
+}
+
+void Collected::add_totals(FamilyTotal& out) const {
+  start_total(out, *this, /*collected=*/true);
+  std::vector<Sample> samples;
+  MutexLock lock(mu_);
+  for (const auto& [id, collect] : collects_) collect(samples);
+  for (const Sample& sample : samples) out.value += sample.value;
+  out.series = samples.size();
 }
 
 // ---------------------------------------------------------------- registry
@@ -382,6 +425,14 @@ std::string Registry::render() const {
   std::string out;
   MutexLock lock(mu_);
   for (const auto& family : families_) family->render(out);
+  return out;
+}
+
+std::vector<FamilyTotal> Registry::totals() const {
+  std::vector<FamilyTotal> out;
+  MutexLock lock(mu_);
+  out.resize(families_.size());
+  for (size_t i = 0; i < families_.size(); ++i) families_[i]->add_totals(out[i]);
   return out;
 }
 

@@ -118,6 +118,27 @@ namespace detail {
 
 enum class Type { kCounter, kGauge, kHistogram };
 
+}  // namespace detail
+
+// One family's series added up, for outputs that drop the labels
+// (metrics/emf.h): Registry::totals().
+struct FamilyTotal {
+  detail::Type type = detail::Type::kGauge;
+  std::string name;
+  std::vector<std::string> label_names;
+  bool collected = false;  // a Collected family
+  size_t series = 0;       // how many series were added up
+  double value = 0;        // counters and gauges: the sum of the series
+  // Histograms: the bounds, the observations in each bucket (not
+  // cumulative: one for each bound, then the +Inf bucket) and their sum,
+  // over every series.
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts;
+  double sum = 0;
+};
+
+namespace detail {
+
 // What the registry keeps of every family, whatever the type of its series.
 class FamilyBase {
  public:
@@ -130,6 +151,8 @@ class FamilyBase {
   // Appends the family's HELP, TYPE and series lines to `out` (nothing if it
   // has no series yet).
   virtual void render(std::string& out) const = 0;
+  // Adds every series of the family into `out` (FamilyTotal).
+  virtual void add_totals(FamilyTotal& out) const = 0;
 
   Type type() const { return type_; }
   const std::string& name() const { return name_; }
@@ -160,6 +183,7 @@ class Family final : public detail::FamilyBase {
   Series& with(const std::vector<std::string>& label_values) EXCLUDES(mu_);
 
   void render(std::string& out) const override EXCLUDES(mu_);
+  void add_totals(FamilyTotal& out) const override EXCLUDES(mu_);
 
  private:
   friend class Registry;
@@ -201,6 +225,7 @@ class Collected final : public detail::FamilyBase {
   void remove(Id id) EXCLUDES(mu_);
 
   void render(std::string& out) const override EXCLUDES(mu_);
+  void add_totals(FamilyTotal& out) const override EXCLUDES(mu_);
 
  private:
   friend class Registry;
@@ -237,6 +262,11 @@ class Registry {
 
   // Every family, in the order registered, each series in the order created.
   std::string render() const EXCLUDES(mu_);
+
+  // Every family, in the order registered, its series added up: what an
+  // output without labels shows. A family with no series yet has a total
+  // of no series (series == 0).
+  std::vector<FamilyTotal> totals() const EXCLUDES(mu_);
 
  private:
   template <typename Series>
