@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "aws/actions.h"
 #include "aws/json_client_internal.h"
 #include "aws/retries.h"
 #include "aws/sigv4.h"
@@ -223,6 +224,7 @@ Result<json::object> JsonClient::call(std::string_view op, const json::object& b
                                       bool idempotent, Duration extra, std::string* aws_code) {
   Impl& d = *impl_;
   if (aws_code != nullptr) aws_code->clear();
+  LEASEHOLD_RETURN_IF_ERROR(check_action(iam_action(d.options.service, op)));
   const std::string text = json::serialize(body);
   const Duration timeout = d.options.request_timeout + extra;
   return send_with_retries<json::object>(

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "aws/actions.h"
 #include "aws/retries.h"
 #include "aws/s3_internal.h"
 #include "base/logging.h"
@@ -136,8 +137,8 @@ namespace {
 
 // One request, as the operations describe it; send() signs each attempt.
 struct S3Call {
-  S3Call(std::string_view method, std::string_view key, std::string what)
-      : method(method), key(key), what(std::move(what)) {}
+  S3Call(std::string_view method, std::string_view key, std::string_view action, std::string what)
+      : method(method), key(key), action(action), what(std::move(what)) {}
 
   std::string_view method;
   std::string key;   // "" for the bucket itself
@@ -151,7 +152,8 @@ struct S3Call {
   bool follows_region = true;
   // S3 may answer it 200 and fail it in the body (CompleteMultipartUpload).
   bool error_in_200 = false;
-  std::string what;  // "s3 GET s3://bucket/key", for messages
+  std::string_view action;  // the IAM action that authorises it: "s3:GetObject"
+  std::string what;         // "s3 GET s3://bucket/key", for messages
   // Attempts sent so far: S3 may have acted on any of them.
   int attempts_sent = 0;
 };
@@ -331,6 +333,7 @@ Attempt<net::HttpResponse> S3Client::Impl::attempt(S3Call& call, const std::stri
 // Sends `call` on `route`, again while the rules of s3.h allow, and returns
 // S3's last answer whatever its status, or the failure it gave up on.
 Result<net::HttpResponse> S3Client::Impl::send_to(S3Call& call, const Route& route) {
+  LEASEHOLD_RETURN_IF_ERROR(check_action(call.action).with_context(call.what));
   const std::string payload_hash = sha256_hex(call.body);
   return send_with_retries<net::HttpResponse>(
       *retrier, MonoTime::max(),
@@ -371,7 +374,7 @@ std::optional<std::string> S3Client::Impl::bucket_region(const net::HttpResponse
   if (const auto named = refusal.header(kBucketRegionHeader)) region = std::string(*named);
   if (!region) region = xml_element(refusal.body, "Region");
   if (!region) {
-    S3Call head("HEAD", "", what("HeadBucket", ""));
+    S3Call head("HEAD", "", "s3:ListBucket", what("HeadBucket", ""));
     head.follows_region = false;
     const Result<net::HttpResponse> answer = send_to(head, route);
     if (answer.ok()) {
@@ -481,7 +484,7 @@ Result<std::unique_ptr<S3Client>> S3Client::open(S3ClientOptions options) {
 // ---------------------------------------------------------------- buckets and small objects
 
 Status S3Client::create_bucket() {
-  S3Call call("PUT", "", impl_->what("CreateBucket", ""));
+  S3Call call("PUT", "", "s3:CreateBucket", impl_->what("CreateBucket", ""));
   call.follows_region = false;
   // us-east-1 is S3's default location, which it refuses to be named.
   if (impl_->options.region != kDefaultRegion) {
@@ -498,7 +501,7 @@ Status S3Client::create_bucket() {
 
 Status S3Client::Impl::put_bytes(std::string_view key, std::string bytes,
                                  std::string_view content_type) {
-  S3Call call("PUT", key, what("PUT", key));
+  S3Call call("PUT", key, "s3:PutObject", what("PUT", key));
   call.headers.emplace_back("Content-Type",
                             content_type.empty() ? kDefaultContentType : content_type);
   call.body = std::move(bytes);
@@ -516,7 +519,7 @@ Status S3Client::put(std::string_view key, std::string_view bytes, std::string_v
 
 Status S3Client::remove(std::string_view key) {
   LEASEHOLD_RETURN_IF_ERROR(validate_key(key));
-  S3Call call("DELETE", key, impl_->what("DELETE", key));
+  S3Call call("DELETE", key, "s3:DeleteObject", impl_->what("DELETE", key));
   LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, impl_->send(call));
   if (response.status >= 200 && response.status < 300) return Status::ok_status();
   // S3 answers 204 for a missing key; a server that says NoSuchKey agrees.
@@ -547,7 +550,7 @@ Result<std::string> S3Client::presign_get(std::string_view key, Duration expires
 // object is no longer that version.
 Result<S3Range> S3Client::Impl::range_get(std::string_view key, uint64_t first, uint64_t last,
                                           const std::string& if_match) {
-  S3Call call("GET", key, what("GET", key));
+  S3Call call("GET", key, "s3:GetObject", what("GET", key));
   call.headers.emplace_back("Range", "bytes=" + std::to_string(first) + "-" + std::to_string(last));
   if (!if_match.empty()) call.headers.emplace_back("If-Match", if_match);
   LEASEHOLD_ASSIGN_OR_RETURN(net::HttpResponse response, send(call));
@@ -585,7 +588,7 @@ Result<S3Range> S3Client::Impl::range_get(std::string_view key, uint64_t first, 
 // S3 answers a HEAD with the object's headers and no body: an error is
 // known by its status alone (404 for a missing key or bucket).
 Result<S3ObjectInfo> S3Client::Impl::head_object(std::string_view key) {
-  S3Call call("HEAD", key, what("HEAD", key));
+  S3Call call("HEAD", key, "s3:GetObject", what("HEAD", key));
   LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send_ok(call));
   const std::optional<uint64_t> size = parse_u64(header_or_empty(response, "Content-Length"));
   if (!size) return internal_error(call.what + ": the reply has no valid Content-Length");
@@ -649,7 +652,7 @@ Status S3Client::get_to_file(std::string_view key, const std::string& path,
 
 Result<std::string> S3Client::Impl::create_upload(std::string_view key,
                                                   std::string_view content_type) {
-  S3Call call("POST", key, what("CreateMultipartUpload", key));
+  S3Call call("POST", key, "s3:PutObject", what("CreateMultipartUpload", key));
   call.query = {{"uploads", ""}};
   call.idempotent = false;
   call.headers.emplace_back("Content-Type", content_type);
@@ -663,7 +666,7 @@ Result<std::string> S3Client::Impl::create_upload(std::string_view key,
 // Sends one part and returns its ETag.
 Result<std::string> S3Client::Impl::upload_part(std::string_view key, const std::string& upload_id,
                                                 int number, std::string body) {
-  S3Call call("PUT", key, what("UploadPart " + std::to_string(number), key));
+  S3Call call("PUT", key, "s3:PutObject", what("UploadPart " + std::to_string(number), key));
   call.query = {{"partNumber", std::to_string(number)}, {"uploadId", upload_id}};
   call.body = std::move(body);
   LEASEHOLD_ASSIGN_OR_RETURN(const net::HttpResponse response, send_ok(call));
@@ -678,7 +681,7 @@ Result<std::string> S3Client::Impl::upload_part(std::string_view key, const std:
 // attempt completed it and its answer was lost) is told by the object.
 Status S3Client::Impl::complete_upload(std::string_view key, const std::string& upload_id,
                                        const std::vector<std::string>& etags, uint64_t size) {
-  S3Call call("POST", key, what("CompleteMultipartUpload", key));
+  S3Call call("POST", key, "s3:PutObject", what("CompleteMultipartUpload", key));
   call.query = {{"uploadId", upload_id}};
   call.error_in_200 = true;
   call.body = "<CompleteMultipartUpload xmlns=\"" + std::string(kXmlNamespace) + "\">";
@@ -708,7 +711,7 @@ bool S3Client::Impl::completed_before(std::string_view key, size_t parts, uint64
 }
 
 Status S3Client::Impl::abort_upload(std::string_view key, const std::string& upload_id) {
-  S3Call call("DELETE", key, what("AbortMultipartUpload", key));
+  S3Call call("DELETE", key, "s3:AbortMultipartUpload", what("AbortMultipartUpload", key));
   call.query = {{"uploadId", upload_id}};
   return send_ok(call).status();
 }

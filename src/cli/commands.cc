@@ -152,17 +152,26 @@ class StoreCommand final : public Command {
                       "Also create the SQS job queues of sqs://REGION/NAME[?endpoint=URL] "
                       "(NAME-movie-trace, NAME-movie-probe and their -dead queues), as "
                       "`serve` and `trace-worker` are given it");
+    schema_ = store->add_subcommand(
+        "schema",
+        "Print what `store init` makes on DynamoDB and SQS (each table's CreateTable request, "
+        "the queues) and the AWS actions `worker`, `serve` and `trace-worker` send, by "
+        "resource: what a deployment's tables and roles must be. Opens no store");
+    schema_->add_flag("--json", schema_json_, "One JSON object (for tools) instead of text");
     return store;
   }
 
   int run(const GlobalArgs& global, Logger& log) override {
     if (init_->parsed()) return run_store_init(global.store_uri, queue_, log);
+    if (schema_->parsed()) return run_store_schema(schema_json_);
     return no_subcommand();
   }
 
  private:
   CLI::App* init_ = nullptr;
+  CLI::App* schema_ = nullptr;
   std::string queue_ = "store";
+  bool schema_json_ = false;
 };
 
 void add_user_name(CLI::App* sub, UserArgs& u) {

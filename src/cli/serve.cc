@@ -6,6 +6,7 @@
 
 #include "app/serving.h"
 #include "cli/common.h"
+#include "cli/permissions.h"
 #include "cli/validate.h"
 #include "net/endpoint.h"
 #include "runtime/stderr_logger.h"
@@ -66,6 +67,7 @@ Status check_serve(const ServeArgs& args) {
 
 int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose) {
   if (const Status ok = check_serve(args); !ok.ok()) return report(ok);
+  limit_to_process_permissions("serve");
   const sigset_t stop_signals = block_stop_signals();
   const std::unique_ptr<Logger> log =
       runtime::make_json_stderr_logger(verbose ? LogLevel::kDebug : LogLevel::kInfo);

@@ -7,6 +7,7 @@
 
 #include "base/duration.h"
 #include "cli/common.h"
+#include "cli/permissions.h"
 #include "cli/serve.h"
 #include "cli/worker_process.h"
 #include "movies/service.h"
@@ -136,6 +137,7 @@ int run_trace_worker(const TraceWorkerArgs& args, const std::string& store_uri, 
   if (!args.metrics_listen.empty()) {
     if (const Status ok = check_metrics_listen(args.metrics_listen); !ok.ok()) return report(ok);
   }
+  limit_to_process_permissions("trace-worker");
   const sigset_t stop_signals = block_stop_signals();
   auto process = start_worker_process(store_uri, verbose, args.metrics_listen);
   if (!process.ok()) return report(process.status());

@@ -1,15 +1,20 @@
 #include "cli/worker_command.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 
 #include "base/duration.h"
 #include "cli/common.h"
+#include "cli/permissions.h"
 #include "cli/serve.h"
 #include "cli/worker_process.h"
 #include "fleet/sink.h"
 #include "fleet/worker.h"
+#include "leasehold/random.h"
 #include "net/websocket.h"
 
 namespace leasehold::cli {
@@ -21,6 +26,26 @@ Result<Duration> flag_duration(std::string_view flag, const std::string& text) {
   Result<Duration> d = parse_duration(text);
   if (!d.ok()) return invalid_argument(std::string(flag) + ": " + d.status().message());
   return d;
+}
+
+// A name for a worker given no --id: its host's (in a container, the
+// task's) and a random suffix, so that tasks started from one definition
+// differ, and a restarted one joins as a new member rather than waiting out
+// its previous run's session.
+std::string default_worker_id() {
+  char host[256] = {};
+  std::string id = gethostname(host, sizeof host - 1) == 0 ? host : "worker";
+  id.erase(std::remove_if(id.begin(), id.end(),
+                          [](char c) {
+                            return !std::isalnum(static_cast<unsigned char>(c)) && c != '.' &&
+                                   c != '-' && c != '_';
+                          }),
+           id.end());
+  if (id.empty()) id = "worker";
+  SystemRandom random;
+  const std::string suffix = random_token(random).substr(0, 8);
+  id.resize(std::min(id.size(), fleet::kWorkerIdBytesMax - suffix.size() - 1));
+  return id + "-" + suffix;
 }
 
 Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
@@ -86,7 +111,9 @@ Health health_of(const fleet::WorkerHealth& h) {
 CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
   CLI::App* w = app.add_subcommand(
       "worker", "Own upstream WebSocket connections of the stream fleet and stream them to a sink");
-  w->add_option("--id", a.id, "This worker's name, unique in the fleet")->required();
+  w->add_option("--id", a.id,
+                "This worker's name, unique in the fleet (default: its host's name and 8 random "
+                "hex digits, new at each start)");
   w->add_option("--max-connections", a.max_connections, "The most connections to own")
       ->capture_default_str();
   w->add_option("--session-ttl", a.session_ttl,
@@ -138,8 +165,11 @@ Status check_worker(const WorkerArgs& args) {
   return {};
 }
 
-int run_worker(const WorkerArgs& args, const std::string& store_uri, bool verbose) {
+int run_worker(const WorkerArgs& given, const std::string& store_uri, bool verbose) {
+  WorkerArgs args = given;
+  if (args.id.empty()) args.id = default_worker_id();
   if (const Status ok = check_worker(args); !ok.ok()) return report(ok);
+  limit_to_process_permissions("worker");
   const sigset_t stop_signals = block_stop_signals();
   auto process = start_worker_process(store_uri, verbose, args.metrics_listen);
   if (!process.ok()) return report(process.status());

@@ -47,6 +47,17 @@ Status create_sqs_job_queues(std::string_view queue_uri) {
   return {};
 }
 
+std::vector<SqsJobQueueSpec> sqs_job_queue_specs() {
+  std::vector<SqsJobQueueSpec> out;
+  for (std::string_view kind : {kTraceQueueName, kProbeQueueName}) {
+    out.push_back({.name = std::string(kind),
+                   .dead_letter_name = std::string(kind) + "-dead",
+                   .max_receives = kJobReceivesMax,
+                   .dead_letter_retention_seconds = sqs::kDeadLetterRetentionSeconds});
+  }
+  return out;
+}
+
 Result<std::unique_ptr<Service>> Service::start(ItemStore& store, Clock& clock, Random& random,
                                                 ServiceOptions o) {
   if (o.trace_workers > kWorkersMax || o.probe_workers > kWorkersMax) {

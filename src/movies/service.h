@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,15 @@ std::string sqs_job_queue_name(std::string_view name, std::string_view kind);
 // Creates the SQS job queues of `queue_uri` and their dead-letter queues,
 // idempotently (SqsQueue::create); kInvalidArgument for a malformed URI.
 Status create_sqs_job_queues(std::string_view queue_uri);
+
+// What create_sqs_job_queues() makes, named as under the URI's NAME + "-".
+struct SqsJobQueueSpec {
+  std::string name;              // "movie-trace"
+  std::string dead_letter_name;  // "movie-trace-dead"
+  int max_receives = 0;          // deliveries before a job becomes a dead letter
+  int64_t dead_letter_retention_seconds = 0;
+};
+std::vector<SqsJobQueueSpec> sqs_job_queue_specs();
 
 class Service {
  public:

@@ -1,5 +1,7 @@
 #include "runtime/runtime.h"
 
+#include "aws/actions.h"
+#include "metrics/registry.h"
 #include "runtime/metered_store.h"
 
 namespace leasehold::runtime {
@@ -9,7 +11,20 @@ Runtime::Runtime(Logger* logger, metrics::Registry* metrics, BlockingPoolOptions
       metrics_(metrics),
       blocking_(std::make_unique<BlockingPool>(blocking)) {}
 
-Runtime::~Runtime() = default;
+namespace {
+
+metrics::Collected& aws_requests(metrics::Registry& registry) {
+  return registry.collected(/*counter=*/true, "leasehold_aws_requests_total",
+                            "AWS requests sent, by the IAM action that authorises them (in a "
+                            "process limited to its role's actions: worker, serve, trace-worker)",
+                            {"action"});
+}
+
+}  // namespace
+
+Runtime::~Runtime() {
+  if (aws_requests_collector_ != 0) aws_requests(*metrics_).remove(aws_requests_collector_);
+}
 
 Result<std::unique_ptr<Runtime>> Runtime::open(RuntimeOptions options) {
   // Not make_unique: the constructor is private, so that open() is the only
@@ -25,6 +40,12 @@ Result<std::unique_ptr<Runtime>> Runtime::open(RuntimeOptions options) {
     runtime->metered_ =
         std::make_unique<MeteredStore>(*runtime->opened_, *runtime->metrics_, runtime->clock_);
     runtime->store_ = runtime->metered_.get();
+    runtime->aws_requests_collector_ =
+        aws_requests(*runtime->metrics_).add([](std::vector<metrics::Collected::Sample>& out) {
+          for (auto& [action, sent] : aws::actions_sent()) {
+            if (sent > 0) out.push_back({{std::move(action)}, static_cast<double>(sent)});
+          }
+        });
   }
   options.lease.info_log = runtime->logger_;
   runtime->leases_ = std::make_unique<LeaseManager>(*runtime->store_, runtime->clock_,

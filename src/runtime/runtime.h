@@ -22,6 +22,7 @@
 // use, and the runtime itself is not modified after open().
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -51,7 +52,9 @@ struct RuntimeOptions {
   LeaseConfig lease;
   // The pool on which event-loop code calls the store (blocking_pool()).
   BlockingPoolOptions blocking;
-  // Where the store's metrics go (runtime/metered_store.h). Not owned; must
+  // Where the store's metrics go (runtime/metered_store.h), and the count of
+  // the AWS requests the process sent, by IAM action, once it is limited to
+  // its role's (leasehold_aws_requests_total; aws/actions.h). Not owned; must
   // outlive the runtime. Null: the store is not wrapped, and costs nothing.
   metrics::Registry* metrics = nullptr;
 };
@@ -96,6 +99,9 @@ class Runtime {
   NullLogger no_logger_;
   Logger* const logger_;              // the caller's, or &no_logger_
   metrics::Registry* const metrics_;  // the caller's, or null
+  // Collects leasehold_aws_requests_total into metrics_ while the runtime
+  // lives (0: no metrics).
+  uint64_t aws_requests_collector_ = 0;
   // Declared after what they refer to, so they are destroyed first.
   std::unique_ptr<ItemStore> opened_;      // what open_store() gave
   std::unique_ptr<MeteredStore> metered_;  // over opened_, with metrics only

@@ -368,8 +368,8 @@ Status SqsQueue::create(const SqsQueueOptions& given, int max_receives) {
       json::object dead,
       client->call("CreateQueue",
                    {{"QueueName", o.dead_queue_name},
-                    // Dead letters are kept as long as SQS keeps anything: 14 days.
-                    {"Attributes", {{"MessageRetentionPeriod", "1209600"}}}},
+                    {"Attributes",
+                     {{"MessageRetentionPeriod", std::to_string(kDeadLetterRetentionSeconds)}}}},
                    true));
   const std::string dead_url = string_or_empty(dead, "QueueUrl");
   LEASEHOLD_ASSIGN_OR_RETURN(

@@ -46,6 +46,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -64,6 +65,9 @@ inline constexpr size_t kSqsQueueNameBytesMax = 80;
 inline constexpr Duration kReceiveWaitMax = std::chrono::seconds(20);
 // Dead letters redrive() and remove_dead() look through for one ID.
 inline constexpr int kDeadScanMax = 1000;
+// How long a dead-letter queue keeps its messages: as long as SQS keeps
+// anything, 14 days.
+inline constexpr int64_t kDeadLetterRetentionSeconds = 14 * 24 * 3600;
 
 struct SqsQueueOptions {
   std::string region = {};      // "eu-west-1"

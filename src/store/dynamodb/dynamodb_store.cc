@@ -8,6 +8,7 @@
 #include <cassert>
 #include <set>
 
+#include "aws/actions.h"
 #include "aws/credentials.h"
 #include "base/duration.h"
 #include "store/dynamodb/dynamodb_store_impl.h"
@@ -216,6 +217,8 @@ void DynamoDbStore::note_capacity(std::string_view op, const json::object& reply
 Result<json::object> DynamoDbStore::call_text(std::string_view op, const std::string& given,
                                               bool idempotent, json::storage_ptr storage,
                                               MonoTime deadline, Api api) {
+  // DynamoDB Streams' operations are dynamodb: actions too.
+  LEASEHOLD_RETURN_IF_ERROR(aws::check_action(aws::iam_action("dynamodb", op)));
   const bool items = api == Api::kDynamoDb && (reads_items(op) || writes_items(op));
   const std::string asking = items ? asking_capacity(given) : std::string();
   const std::string& text = items ? asking : given;

@@ -133,6 +133,13 @@ Result<DynamoDbOptions> parse_dynamodb_uri(std::string_view rest);
 // kInvalidArgument naming the variables.
 Result<DynamoDbOptions> dynamodb_options_from_uri(std::string_view rest, const aws::EnvLookup& env);
 
+// The CreateTable request (its JSON body) that ensure_table() sends to make
+// `spec` as the table `table_name` (the store's prefix + spec.name): what
+// `leasehold store schema` shows, so that a deployment that makes the tables
+// itself (deploy/aws) makes them exactly so. kInvalidArgument for a spec
+// whose key attributes disagree on a type.
+Result<std::string> create_table_request(const TableSpec& spec, const std::string& table_name);
+
 // Checks the URI (and the endpoint `env` configures) as
 // open_dynamodb_store_from_uri() does, with the same errors, but for the
 // credentials (which are not part of it); builds nothing and sends nothing.

@@ -57,20 +57,16 @@ DynamoDbStore::KnownPtr DynamoDbStore::cache(TableSpec spec, const json::object&
 }
 
 Status DynamoDbStore::create_table(const TableSpec& spec) {
-  LEASEHOLD_ASSIGN_OR_RETURN(json::array definitions, attribute_definitions(spec));
-  json::object body{{"TableName", physical(spec.name)},
-                    {"BillingMode", "PAY_PER_REQUEST"},
-                    {"AttributeDefinitions", std::move(definitions)},
-                    {"KeySchema", key_schema_json(spec.pk_attr, spec.sk_attr)}};
-  if (!spec.indexes.empty()) {
-    json::array gsis;
-    for (const auto& index : spec.indexes) gsis.push_back(gsi_json(index));
-    body["GlobalSecondaryIndexes"] = std::move(gsis);
-  }
-  if (spec.change_feed) body["StreamSpecification"] = feed_stream_json();
+  LEASEHOLD_ASSIGN_OR_RETURN(const json::object body, create_table_json(spec, physical(spec.name)));
   // Safe to send again: a CreateTable that had applied is then refused with
   // ResourceInUseException, which ensure_table() takes as "created".
   return call("CreateTable", body, true).status();
+}
+
+Result<std::string> create_table_request(const TableSpec& spec, const std::string& table_name) {
+  LEASEHOLD_RETURN_IF_ERROR(validate_table_spec(spec));
+  LEASEHOLD_ASSIGN_OR_RETURN(const json::object body, create_table_json(spec, table_name));
+  return json::serialize(body);
 }
 
 Status DynamoDbStore::add_index(TableSpec& have, const IndexSpec& index) {

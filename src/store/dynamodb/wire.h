@@ -177,8 +177,13 @@ boost::json::array key_schema_json(const std::string& hash, const std::string& r
 // with kInvalidArgument.
 Result<boost::json::array> attribute_definitions(const TableSpec& spec);
 
-// A GlobalSecondaryIndexes entry: `index`'s keys, projecting ALL.
+// A GlobalSecondaryIndexes entry: `index`'s keys and projection.
 boost::json::object gsi_json(const IndexSpec& index);
+
+// The body of the CreateTable request that makes `spec` as the table
+// `table_name`: on-demand, its keys, every index a GSI, and the stream of a
+// change feed if it asks for one. kInvalidArgument as attribute_definitions().
+Result<boost::json::object> create_table_json(const TableSpec& spec, const std::string& table_name);
 
 // The spec of a table as DescribeTable's "Table" shows it, named `logical`;
 // change_feed when it has a stream a change feed can read (stream_of()).

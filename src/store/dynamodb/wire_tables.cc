@@ -70,6 +70,21 @@ json::object gsi_json(const IndexSpec& index) {
           {"Projection", std::move(projection)}};
 }
 
+Result<json::object> create_table_json(const TableSpec& spec, const std::string& table_name) {
+  LEASEHOLD_ASSIGN_OR_RETURN(json::array definitions, attribute_definitions(spec));
+  json::object body{{"TableName", table_name},
+                    {"BillingMode", "PAY_PER_REQUEST"},
+                    {"AttributeDefinitions", std::move(definitions)},
+                    {"KeySchema", key_schema_json(spec.pk_attr, spec.sk_attr)}};
+  if (!spec.indexes.empty()) {
+    json::array gsis;
+    for (const auto& index : spec.indexes) gsis.push_back(gsi_json(index));
+    body["GlobalSecondaryIndexes"] = std::move(gsis);
+  }
+  if (spec.change_feed) body["StreamSpecification"] = feed_stream_json();
+  return body;
+}
+
 TableSpec spec_from_description(std::string_view logical, const json::object& table) {
   std::map<std::string, std::string> types;
   if (const json::array* defs = array_field(table, "AttributeDefinitions")) {
