@@ -236,6 +236,20 @@ add_test(NAME dockerfile_matches_binary
           $<TARGET_FILE:leasehold_codecs>)
 set_tests_properties(dockerfile_matches_binary PROPERTIES LABELS deploy TIMEOUT 60)
 
+# The Terraform deployment (deploy/aws/, tests/deploy/terraform_check.mjs):
+# every .tf file parsed with @cdktf/hcl2json and held against the binary:
+# the tables against `store schema --json`, each task role against the
+# actions its process sends, every flag of a task's command against
+# --help, ports, health checks and stop timeouts against each other;
+# `terraform fmt -check` and `validate` where terraform (and, for validate,
+# a provider mirror) is at hand. The second test plants a mistake in each
+# check and expects it to fail, naming it.
+leasehold_node_test(deploy_terraform
+  ${CMAKE_CURRENT_SOURCE_DIR}/deploy/terraform_check.mjs $<TARGET_FILE:leasehold>)
+leasehold_node_test(deploy_terraform_planted
+  ${CMAKE_CURRENT_SOURCE_DIR}/deploy/terraform_check.mjs $<TARGET_FILE:leasehold> --planted)
+set_tests_properties(deploy_terraform deploy_terraform_planted PROPERTIES LABELS deploy TIMEOUT 60)
+
 # Clang's thread-safety analysis: GCC ignores the GUARDED_BY and REQUIRES
 # annotations (src/base/thread_annotations.h), so clang++ (from
 # scripts/setup.sh) reads the files that include base/mutex.h once more,

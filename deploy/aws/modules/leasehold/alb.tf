@@ -41,7 +41,7 @@ resource "aws_lb_target_group" "serve" {
 
   health_check {
     path                = local.health_check.path
-    port                = tostring(local.serve_port)
+    port                = local.serve_port
     protocol            = "HTTP"
     matcher             = "200"
     interval            = 10

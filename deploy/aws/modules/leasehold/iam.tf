@@ -40,14 +40,17 @@ locals {
     bucket = [aws_s3_bucket.media.arn]
   }
 
-  # What each process's task role grants, by the kind of resource.
+  # What each process's task role grants, by the kind of resource: the
+  # schema's `processes`. Not its `processes_if_missing` (serve's
+  # CreateTable, UpdateTable, ListStreams): those are sent only when a table
+  # is missing, and Terraform makes every table.
   task_grants = {
     worker = {
+      # Items by key; queries go to the indexes only.
       tables = [
         "dynamodb:DescribeTable",
         "dynamodb:GetItem",
         "dynamodb:BatchGetItem",
-        "dynamodb:Query",
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
         "dynamodb:DeleteItem",
@@ -103,8 +106,15 @@ locals {
         "sqs:DeleteMessage",
         "sqs:ChangeMessageVisibility",
       ]
-      objects = ["s3:GetObject"]
-      bucket  = ["s3:ListBucket"]
+      # A trace worker runs probe workers too, which finish removals, and
+      # the sweep, which repairs uploads and removals a crash left.
+      objects = [
+        "s3:PutObject",
+        "s3:GetObject",
+        "s3:DeleteObject",
+        "s3:AbortMultipartUpload",
+      ]
+      bucket = ["s3:ListBucket"]
     }
   }
 }
