@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/json.hpp>
 #include <chrono>
 #include <map>
@@ -121,12 +122,23 @@ struct PageCache {
   std::map<std::string, Entry, std::less<>> entries GUARDED_BY(mu);
 };
 
+// The connection figures of the last summary read from the store, for the
+// metrics (FleetFigures): atomics, so that rendering the metrics never waits
+// for a read under way.
+struct SummaryFigures {
+  std::atomic<bool> read{false};
+  std::atomic<int64_t> started{0};
+  std::atomic<int64_t> streaming{0};
+  std::atomic<int64_t> not_streaming{0};
+};
+
 // What the handlers share: the store's pacing and what was read.
 struct FleetReads {
   ReadPacing summary_pacing;
   ReadPacing page_pacing;
   SummaryCache summary;
   PageCache pages;
+  SummaryFigures figures;
 };
 
 // What the handlers use; held by value in each route's handler.
@@ -196,8 +208,13 @@ json::object summary_worker_json(const fleet::Member& m) {
   return out;
 }
 
+int64_t started_of(const fleet::FleetSummary& s) { return std::max<int64_t>(0, s.counts.started); }
+int64_t not_streaming_of(const fleet::FleetSummary& s) {
+  return std::max<int64_t>(0, started_of(s) - s.streams.streaming);
+}
+
 json::object fleet_summary_json(const fleet::FleetSummary& s) {
-  const int64_t started = std::max<int64_t>(0, s.counts.started);
+  const int64_t started = started_of(s);
   json::object connections{{"total", started + std::max<int64_t>(0, s.counts.stopped)},
                            {"started", started},
                            {"stopped", std::max<int64_t>(0, s.counts.stopped)},
@@ -205,7 +222,7 @@ json::object fleet_summary_json(const fleet::FleetSummary& s) {
                            {"owned", s.owned},
                            {"streams_known", s.streams_known}};
   for (auto& [key, value] : stream_counts_json(s.streams)) connections.emplace(key, value);
-  connections.emplace("not_streaming", std::max<int64_t>(0, started - s.streams.streaming));
+  connections.emplace("not_streaming", not_streaming_of(s));
   json::array free;
   for (const fleet::FreeConnection& f : s.free) {
     free.push_back(json::object{
@@ -383,6 +400,11 @@ Status cached_summary(const FleetDeps& d, fleet::FleetSummary* summary, Response
         recount = true;
       }
       cache.answer = json_response(200, fleet_summary_json(*s));
+      SummaryFigures& figures = d.reads->figures;
+      figures.started = started_of(*s);
+      figures.streaming = s->streams.streaming;
+      figures.not_streaming = not_streaming_of(*s);
+      figures.read = true;
       cache.summary = *std::move(s);
       cache.read_at = now;
       cache.fresh_for = d.reads->summary_pacing.fresh_for(read_units_spent(d.store) - units_before);
@@ -511,10 +533,36 @@ std::string redact_url_query(std::string_view url) {
   return std::string(url.substr(0, query)) + kRedactedQuery;
 }
 
-void add_fleet_routes(Router& router, ItemStore& store, Clock& clock, Logger& log) {
+namespace {
+
+// The summary's figures as gauges, read from the last summary read.
+void add_figures(metrics::Registry& registry, const std::shared_ptr<FleetReads>& reads) {
+  const auto gauge = [&](const char* name, const char* help,
+                         std::atomic<int64_t> SummaryFigures::*v) {
+    registry.collected(/*counter=*/false, name, help, {})
+        .add([reads, v](std::vector<metrics::Collected::Sample>& out) {
+          if (reads->figures.read)
+            out.push_back({{}, static_cast<double>((reads->figures.*v).load())});
+        });
+  };
+  gauge(kStartedGauge, "Connections whose desired state is STARTED (the fleet summary's)",
+        &SummaryFigures::started);
+  gauge(kStreamingGauge, "Connections the live workers stream (the fleet summary's)",
+        &SummaryFigures::streaming);
+  gauge(kNotStreamingGauge,
+        "STARTED connections not streaming: no live worker holds them, or it is not connected "
+        "(the fleet summary's)",
+        &SummaryFigures::not_streaming);
+}
+
+}  // namespace
+
+FleetFigures add_fleet_routes(Router& router, ItemStore& store, Clock& clock, Logger& log,
+                              metrics::Registry* metrics) {
   auto reads = std::make_shared<FleetReads>();
   reads->summary_pacing = summary_pacing(store);
   reads->page_pacing = page_pacing(store);
+  if (metrics != nullptr) add_figures(*metrics, reads);
   const FleetDeps d{store, clock, log, std::move(reads)};
   const RouteOptions user{.access = Access::kUser};
   const RouteOptions admin{.access = Access::kAdmin};
@@ -536,6 +584,7 @@ void add_fleet_routes(Router& router, ItemStore& store, Clock& clock, Logger& lo
       "GET", "/api/fleet/workers", [d](Request& r) { return list_workers(r, d); }, user);
   router.add(
       "GET", "/api/fleet/summary", [d](Request& r) { return fleet_summary(r, d); }, user);
+  return [d] { return cached_summary(d, nullptr, nullptr); };
 }
 
 }  // namespace leasehold::app

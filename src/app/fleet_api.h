@@ -29,22 +29,41 @@
 // (under a mutex), and are safe on many threads.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
 #include "leasehold/clock.h"
 #include "leasehold/logger.h"
 #include "leasehold/store.h"
+#include "metrics/registry.h"
 #include "server/router.h"
 
 namespace leasehold::app {
 
-// Adds the routes above to `router`. A store failure behind a 5xx answer is
-// logged to `log` with the request's ID (the answer names only the ID).
-// REQUIRES: store, clock and log outlive the router; the store has the
-// tables fleet::connections_table_spec() and fleet::workers_table_spec()
-// (Serving ensures them).
-void add_fleet_routes(server::Router& router, ItemStore& store, Clock& clock, Logger& log);
+// The summary's connection figures as gauges, for the metrics of `serve`:
+// what the last summary read from the store said, by a request or by
+// FleetFigures; nothing before the first read. Rendering them never reads
+// the store.
+inline constexpr char kStartedGauge[] = "leasehold_fleet_connections_started";
+inline constexpr char kStreamingGauge[] = "leasehold_fleet_connections_streaming";
+inline constexpr char kNotStreamingGauge[] = "leasehold_fleet_connections_not_streaming";
+
+// Reads the summary, as GET /api/fleet/summary does (from the store only
+// if its last read is stale: at most once a second, or as its cost paces
+// it on DynamoDB), so that the gauges above are fresh. The store's error.
+// Thread-safe.
+using FleetFigures = std::function<Status()>;
+
+// Adds the routes above to `router`, and the gauges above to `metrics` if
+// it is not null. A store failure behind a 5xx answer is logged to `log`
+// with the request's ID (the answer names only the ID). Returns the read
+// that refreshes the gauges.
+// REQUIRES: store, clock and log outlive the router and what is returned;
+// the store has the tables fleet::connections_table_spec() and
+// fleet::workers_table_spec() (Serving ensures them).
+FleetFigures add_fleet_routes(server::Router& router, ItemStore& store, Clock& clock, Logger& log,
+                              metrics::Registry* metrics = nullptr);
 
 // `url` with everything from its first '?' replaced by "?…" ("wss://h/s?…");
 // a URL without a query is returned as it is.

@@ -116,8 +116,8 @@ Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
   runtime::Runtime& rt = *s->runtime_;
   const TableSpec table = accounts::Accounts::table_spec();
   std::vector<TableSpec> specs = movies::movie_table_specs();
-  for (const TableSpec& spec :
-       {table, fleet::connections_table_spec(), fleet::workers_table_spec(), StoreQueue::table_spec()}) {
+  for (const TableSpec& spec : {table, fleet::connections_table_spec(), fleet::workers_table_spec(),
+                                StoreQueue::table_spec()}) {
     specs.push_back(spec);
   }
   for (const TableSpec& spec : specs) LEASEHOLD_RETURN_IF_ERROR(rt.store().ensure_table(spec));
@@ -135,7 +135,8 @@ Result<std::unique_ptr<Serving>> Serving::start(ServingOptions options) {
                                .accounts_table = table.name};
   Logger& log = options.log != nullptr ? *options.log : rt.logger();
   s->app_ = std::make_unique<App>(rt, *s->accounts_, s->registry_, log, app_options);
-  add_fleet_routes(s->app_->router(), rt.store(), rt.clock(), log);
+  s->fleet_figures_ =
+      add_fleet_routes(s->app_->router(), rt.store(), rt.clock(), log, &s->registry_);
   LEASEHOLD_RETURN_IF_ERROR(s->start_movies(options.movies, log));
   LEASEHOLD_ASSIGN_OR_RETURN(
       s->server_, server::Server::start(server_options, s->app_->router(), s->app_->hooks()));

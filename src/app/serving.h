@@ -17,6 +17,7 @@
 
 #include "accounts/accounts.h"
 #include "app/app.h"
+#include "app/fleet_api.h"
 #include "app/movies_api.h"
 #include "leasehold/logger.h"
 #include "metrics/registry.h"
@@ -97,6 +98,13 @@ class Serving {
   accounts::Accounts& accounts() { return *accounts_; }
   movies::Service& movies() { return *movies_; }
   server::Server& server() { return *server_; }
+  // The metrics GET /metrics shows (and `serve --metrics-format emf` prints).
+  metrics::Registry& registry() { return registry_; }
+  // Reads the fleet summary if its last read is stale, so that its gauges
+  // in the registry (leasehold_fleet_connections_started, ..._streaming,
+  // ..._not_streaming; app/fleet_api.h) are fresh. The store's error.
+  // Thread-safe.
+  Status read_fleet_figures() { return fleet_figures_(); }
   // The I/O threads the server runs.
   size_t threads() const { return threads_; }
 
@@ -109,6 +117,7 @@ class Serving {
   std::unique_ptr<accounts::Accounts> accounts_;
   std::unique_ptr<movies::Service> movies_;
   std::unique_ptr<App> app_;
+  FleetFigures fleet_figures_;
   std::unique_ptr<server::Server> server_;
   size_t threads_ = 0;
 };

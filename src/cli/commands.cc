@@ -328,6 +328,7 @@ CLI::App* add_serve_command(CLI::App& app, ServeArgs& a) {
   serve->add_flag("--insecure-http", a.insecure_http,
                   "Allow plain HTTP on a non-loopback address (behind a TLS proxy)");
   add_movies_flags(*serve, a.movies);
+  add_metrics_output_flags(*serve, a.metrics_output);
   serve->add_option("--upload-max", a.upload_max, "The largest movie upload (2GiB, 500MiB)")
       ->capture_default_str();
   return serve;

@@ -62,6 +62,7 @@ Status check_serve(const ServeArgs& args) {
     return invalid_argument("--threads must be 1.." + std::to_string(kServeThreadsMax));
   }
   LEASEHOLD_RETURN_IF_ERROR(movies_serving_options(args.movies).status());
+  LEASEHOLD_RETURN_IF_ERROR(parse_metrics_output(args.metrics_output).status());
   return parse_byte_size("--upload-max", args.upload_max).status();
 }
 
@@ -95,6 +96,19 @@ int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose)
                                 {"threads", static_cast<int64_t>(s.threads())},
                                 {"store", std::string_view(s.runtime().store().backend_name())}};
   log->log_fields(LogLevel::kInfo, "listening", listening);
+  // The fleet's figures are read (as often as the API's pacing allows)
+  // before each line: the alarm on STARTED connections not streaming needs
+  // them whether or not a page is open.
+  auto emf = start_emf_output(
+      parse_metrics_output(args.metrics_output).value(), "serve", s.registry(), s.runtime().clock(),
+      nullptr,
+      [&s, &log] {
+        if (const Status read = s.read_fleet_figures(); !read.ok()) {
+          log->log(LogLevel::kWarn, "reading the fleet summary for the metrics: " + read.message());
+        }
+      },
+      log.get());
+  if (!emf.ok()) return report(emf.status());
 
   int signal = 0;
   sigwait(&stop_signals, &signal);
@@ -102,6 +116,7 @@ int run_serve(const ServeArgs& args, const std::string& store_uri, bool verbose)
       {"signal", std::string_view(signal == SIGINT ? "SIGINT" : "SIGTERM")}};
   log->log_fields(LogLevel::kInfo, "stopping", stopping);
   s.stop();
+  if (*emf) (*emf)->stop();  // the last line, with what the drain counted
   log->log(LogLevel::kInfo, "stopped");
   return kExitOk;
 }

@@ -21,6 +21,7 @@ struct ServeArgs {
   bool insecure_http = false;
   MoviesArgs movies;
   std::string upload_max = "2GiB";
+  MetricsOutputArgs metrics_output;
 };
 
 // Where to listen, checked: an IP literal (or localhost) and a port.
@@ -32,7 +33,8 @@ Result<ListenAddress> parse_listen(std::string_view text);
 
 // Every rule on the flags, before anything is opened: a loopback address, or
 // TLS, or --insecure-http; both TLS files or neither; 1..kServeThreadsMax
-// threads; the movie flags (trace_worker_command.h) and --upload-max.
+// threads; the movie flags (trace_worker_command.h), --upload-max and the
+// metrics output's (metrics_output.h).
 Status check_serve(const ServeArgs& args);
 
 // Blocks SIGTERM and SIGINT in this thread and every thread it starts after

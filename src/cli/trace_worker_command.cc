@@ -122,6 +122,7 @@ CLI::App* add_trace_worker_command(CLI::App& app, TraceWorkerArgs& a) {
   add_movies_flags(*w, a.movies);
   w->add_option("--metrics-listen", a.metrics_listen,
                 "Serve GET /metrics and /healthz on HOST:PORT (loopback)");
+  add_metrics_output_flags(*w, a.metrics_output);
   return w;
 }
 
@@ -137,6 +138,8 @@ int run_trace_worker(const TraceWorkerArgs& args, const std::string& store_uri, 
   if (!args.metrics_listen.empty()) {
     if (const Status ok = check_metrics_listen(args.metrics_listen); !ok.ok()) return report(ok);
   }
+  const Result<MetricsOutput> metrics_output = parse_metrics_output(args.metrics_output);
+  if (!metrics_output.ok()) return report(metrics_output.status());
   limit_to_process_permissions("trace-worker");
   const sigset_t stop_signals = block_stop_signals();
   auto process = start_worker_process(store_uri, verbose, args.metrics_listen);
@@ -153,9 +156,13 @@ int run_trace_worker(const TraceWorkerArgs& args, const std::string& store_uri, 
                               {"media_dir", std::string_view(options->media_dir)},
                               {"metrics_port", static_cast<int64_t>(p.metrics_port())}};
   p.log->log_fields(LogLevel::kInfo, "trace worker started", started);
+  auto emf = start_emf_output(*metrics_output, "trace-worker", p.registry, rt.clock(), nullptr,
+                              nullptr, p.log.get());
+  if (!emf.ok()) return report(emf.status());
 
   wait_for_stop_signal(stop_signals, *p.log);
   (*service)->stop();
+  if (*emf) (*emf)->stop();  // the last line, with what the stop counted
   p.log->log(LogLevel::kInfo, "stopped");
   return kExitOk;
 }

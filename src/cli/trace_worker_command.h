@@ -12,6 +12,7 @@
 #include <string>
 
 #include "app/serving.h"
+#include "cli/metrics_output.h"
 #include "leasehold/status.h"
 
 namespace CLI {
@@ -48,6 +49,7 @@ Result<app::MoviesServingOptions> movies_serving_options(const MoviesArgs& args)
 struct TraceWorkerArgs {
   MoviesArgs movies;
   std::string metrics_listen;  // empty: no metrics server
+  MetricsOutputArgs metrics_output;
 };
 
 CLI::App* add_trace_worker_command(CLI::App& app, TraceWorkerArgs& args);

@@ -152,6 +152,7 @@ CLI::App* add_worker_command(CLI::App& app, WorkerArgs& a) {
   w->add_option("--sink", a.sink, "Where messages go: jsonl:PATH or stdout")->capture_default_str();
   w->add_option("--metrics-listen", a.metrics_listen,
                 "Serve GET /metrics and /healthz on HOST:PORT (loopback)");
+  add_metrics_output_flags(*w, a.metrics_output);
   w->add_option("--ca-file", a.ca_file, "PEM CAs to trust for wss:// (default: the system's)")
       ->check(CLI::ExistingFile);
   return w;
@@ -162,7 +163,7 @@ Status check_worker(const WorkerArgs& args) {
   LEASEHOLD_RETURN_IF_ERROR(fleet::validate_sink_spec(args.sink));
   if (!args.metrics_listen.empty())
     LEASEHOLD_RETURN_IF_ERROR(check_metrics_listen(args.metrics_listen));
-  return {};
+  return parse_metrics_output(args.metrics_output).status();
 }
 
 int run_worker(const WorkerArgs& given, const std::string& store_uri, bool verbose) {
@@ -202,9 +203,16 @@ int run_worker(const WorkerArgs& given, const std::string& store_uri, bool verbo
 
   fleet::Worker& running = **worker;
   p.health.set([&running] { return health_of(running.health()); });
+  // On the worker's sink when that is stdout: one lock orders both lines.
+  auto emf = start_emf_output(parse_metrics_output(args.metrics_output).value(), "worker",
+                              p.registry, rt.clock(), args.sink == "stdout" ? sink->get() : nullptr,
+                              nullptr, p.log.get());
+  if (!emf.ok()) return report(emf.status());
 
   wait_for_stop_signal(stop_signals, *p.log);
   (*worker)->stop();
+  // The last line, with what the handovers counted.
+  if (*emf) (*emf)->stop();
   p.health.set(nullptr);  // before the worker goes
   return kExitOk;
 }

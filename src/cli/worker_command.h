@@ -1,12 +1,15 @@
 // `leasehold worker`: one member of the stream fleet (fleet/worker.h) on the
 // runtime's store, streaming to a sink until SIGTERM or SIGINT, then handing
 // every connection over. With --metrics-listen it also serves GET /metrics
-// (the worker's metrics and the store's) and GET /healthz.
+// (the worker's metrics and the store's) and GET /healthz; with
+// --metrics-format emf it prints them on stdout too (cli/metrics_output.h),
+// through the stdout sink's lock when that is its sink.
 #pragma once
 
 #include <cstddef>
 #include <string>
 
+#include "cli/metrics_output.h"
 #include "leasehold/status.h"
 
 namespace CLI {
@@ -31,6 +34,7 @@ struct WorkerArgs {
   std::string sink = "stdout";
   std::string metrics_listen;  // empty: no metrics server
   std::string ca_file;         // PEM CAs for wss:// instead of the system store
+  MetricsOutputArgs metrics_output;
 };
 
 // Adds the `worker` subcommand to `app`, filling `args`.

@@ -25,6 +25,10 @@ constexpr std::chrono::milliseconds kRejoinEvery{200};
 constexpr std::chrono::milliseconds kReactEvery{100};
 constexpr int kReactOrphansMax = 100;
 
+// Whether `seen` (as the index showed it) was held by a worker that did
+// not hand it over: an owner and a lease that was never released.
+bool taken_over(const Connection& seen) { return !seen.owner.empty() && seen.expires_at_ms != 0; }
+
 }  // namespace
 
 using std::chrono::milliseconds;
@@ -578,8 +582,13 @@ bool Worker::Impl::adopt(const Connection& seen, const Lease& lease,
   // did, the item is told before anything is streamed, so that whoever takes
   // the connection next finds at least that.
   int64_t from = now->last_seq;
+  // Taken over: where the holder before recorded its last message (its
+  // positions, or without a session the item), for the takeover's gap.
+  int64_t prior_message_at_ms = seen.session.empty() ? now->last_message_at_ms : 0;
   if (!seen.session.empty() && seen.epoch == lease.epoch - 1) {
-    from = std::max(from, prior_position(seen.session, seen.id, seen.epoch));
+    const Position prior = prior_position(seen.session, seen.id, seen.epoch);
+    from = std::max(from, prior.seq);
+    prior_message_at_ms = prior.last_message_at_ms;
   }
   if (from > now->last_seq) {
     const Result<Item> told =
@@ -597,6 +606,7 @@ bool Worker::Impl::adopt(const Connection& seen, const Lease& lease,
     stream->written_seq = stream->checkpointed_seq = stream->resume_seq = from;
     stream->last_error = now->last_error;
     stream->acquired_at = clock_.mono_now();
+    stream->taken_after_message_at_ms = taken_over(seen) ? prior_message_at_ms : 0;
   }
   std::weak_ptr<Stream> weak = stream;
   stream->renew_id = renewer_.add(lease, [this, weak](const Lease&, const Status& why) {
@@ -621,7 +631,7 @@ bool Worker::Impl::adopt(const Connection& seen, const Lease& lease,
 void Worker::Impl::note_acquired(const Connection& seen, const std::string& id, int64_t epoch,
                                  int64_t from_seq, bool from_session) {
   ++acquired_;
-  const bool takeover = !seen.owner.empty() && seen.expires_at_ms != 0;
+  const bool takeover = taken_over(seen);
   if (takeover) {
     ++takeovers_;
     m_.takeovers.inc();
@@ -632,20 +642,20 @@ void Worker::Impl::note_acquired(const Connection& seen, const std::string& id, 
          from_session ? " after its session ended" : "");
 }
 
-int64_t Worker::Impl::prior_position(const std::string& session, const std::string& id,
-                                     int64_t epoch) {
+Position Worker::Impl::prior_position(const std::string& session, const std::string& id,
+                                      int64_t epoch) {
   auto it = positions_read_.find(session);
   if (it == positions_read_.end()) {
     Result<Positions> read = read_positions(store_, session, /*consistent=*/true);
     if (!read.ok()) {
       // Not remembered: the next acquisition reads again.
       log_to(options_.logger, LogLevel::kWarn, "{}", read.status().message());
-      return 0;
+      return Position{};
     }
     it = positions_read_.emplace(session, *std::move(read)).first;
   }
   const Position* p = find_position(it->second, id, epoch);
-  return p != nullptr ? p->seq : 0;
+  return p != nullptr ? *p : Position{};
 }
 
 std::string Worker::Impl::fresh_token() {

@@ -6,6 +6,7 @@
 
 #include "fleet/worker.h"
 #include "fleet/worker_test_fixture.h"
+#include "metrics/registry.h"
 
 namespace leasehold::fleet::testing {
 namespace {
@@ -170,6 +171,54 @@ TEST_F(WorkerTest, ACrashedOwnersConnectionsAreTakenBeyondTheShareAtOnce) {
   ASSERT_TRUE(eventually([&] { return w->owned().size() == 4; }, seconds(5)))
       << "the dead worker's connections were not taken while its membership lives";
   EXPECT_EQ(w->stats().takeovers, 2u);
+}
+
+// The takeover gap (docs/fleet.md): from the dead holder's last message, as
+// it recorded it, to the taker's first; nothing for a connection whose
+// holder recorded none.
+TEST_F(WorkerTest, ATakeoverObservesTheGapSinceTheDeadHoldersLastMessage) {
+  add("c0");
+  add("c1");
+  LeaseManager conns = leases_on(kConnectionsTable);
+  AcquireOptions dead;
+  dead.owner = "dead";
+  dead.ttl = milliseconds(1000);
+  const int64_t last_message_at_ms = to_unix_ms(clock_.wall_now()) - 2000;
+  Result<Lease> c0 = conns.acquire(connection_key("c0"), dead);
+  ASSERT_TRUE(c0.ok());
+  ASSERT_TRUE(conns.fenced_write(*c0, Update().set(kLastMessageAtMsAttr, last_message_at_ms)).ok());
+  ASSERT_TRUE(conns.acquire(connection_key("c1"), dead).ok());  // no message recorded
+
+  metrics::Registry registry;
+  const auto gap = [&registry] {
+    for (const metrics::FamilyTotal& t : registry.totals()) {
+      if (t.name == "leasehold_fleet_takeover_gap_seconds") return t;
+    }
+    return metrics::FamilyTotal{};
+  };
+  CapturingSink sink;
+  WorkerOptions o = options("w1");
+  o.metrics = &registry;
+  auto w = Worker::start(*store_, clock_, random_, upstream_, sink, std::move(o));
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(eventually([&] { return (*w)->stats().takeovers == 2; }, seconds(5)));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("c0")) != nullptr; }, kWaitMax));
+  ASSERT_TRUE(eventually([&] { return upstream_.find(prefix("c1")) != nullptr; }, kWaitMax));
+  EXPECT_EQ(gap().sum, 0) << "nothing observed before the taker's first message";
+
+  ASSERT_TRUE(upstream_.send(prefix("c0"), msg(1)));
+  ASSERT_TRUE(upstream_.send(prefix("c1"), msg(1)));
+  ASSERT_TRUE(upstream_.send(prefix("c0"), msg(2)));
+  ASSERT_TRUE(eventually([&] { return sink.seqs("c0").size() == 2 && sink.seqs("c1").size() == 1; },
+                         kWaitMax));
+  const metrics::FamilyTotal observed = gap();
+  uint64_t count = 0;
+  for (uint64_t n : observed.counts) count += n;
+  EXPECT_EQ(count, 1u) << "one takeover with a record, measured at its first message only";
+  const double waited = static_cast<double>(to_unix_ms(clock_.wall_now()) - last_message_at_ms);
+  EXPECT_GE(observed.sum, 2.0) << "at least the 2 s since the recorded message";
+  EXPECT_LE(observed.sum, waited / 1000) << "no more than the time since it";
+  (*w)->stop();
 }
 
 // One worker of 5 with 6 connections streams 5, not 1; a second of 5 takes

@@ -93,6 +93,10 @@ struct Stream {
   uint64_t reconnects GUARDED_BY(mu) = 0;
   int64_t last_message_at_ms GUARDED_BY(mu) = 0;  // wall; 0: none yet
   MonoTime last_message_mono GUARDED_BY(mu){};
+  // Taken over: when the holder before wrote its last message (wall ms, as
+  // it recorded it), until this worker writes its first; 0: nothing to
+  // measure (not a takeover, no record, or measured).
+  int64_t taken_after_message_at_ms GUARDED_BY(mu) = 0;
   bool reconnects_changed GUARDED_BY(mu) = false;  // not yet on the item
 };
 
@@ -123,6 +127,12 @@ class OpenStreams {
   size_t count_ GUARDED_BY(mu_) = 0;
 };
 
+// 0.1 s to 10 min: a takeover waits out the dead holder's session or lease
+// (seconds with the defaults, an hour or two at most without a session).
+inline std::vector<double> takeover_gap_buckets() {
+  return {0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600};
+}
+
 struct Metrics {
   explicit Metrics(metrics::Registry& r)
       : owned(
@@ -149,6 +159,11 @@ struct Metrics {
         reconcile_seconds(
             r.histogram("leasehold_fleet_reconcile_seconds", "Time one reconcile took", {})
                 .with({})),
+        takeover_gap(r.histogram("leasehold_fleet_takeover_gap_seconds",
+                                 "On a takeover, the time from the previous holder's last message "
+                                 "on the connection to this worker's first",
+                                 {}, takeover_gap_buckets())
+                         .with({})),
         reconnects(r.counter("leasehold_fleet_upstream_reconnects_total",
                              "Upstream connections that ended and were retried")
                        .with({})),
@@ -193,6 +208,7 @@ struct Metrics {
   metrics::Counter& handovers;
   metrics::Counter& losses;
   metrics::Histogram& reconcile_seconds;
+  metrics::Histogram& takeover_gap;
   metrics::Counter& reconnects;
   metrics::Counter& conflicts;
   metrics::Collected& connection_messages;
@@ -399,8 +415,9 @@ class Worker::Impl {
   bool adopt(const Connection& seen, const Lease& lease, const std::optional<SessionNow>& session,
              bool from_session);
   // Where session `session` had got to in connection `id` under lease
-  // `epoch` (its positions, read once a reconcile): 0 if it wrote none.
-  int64_t prior_position(const std::string& session, const std::string& id, int64_t epoch);
+  // `epoch` (its positions, read once a reconcile): all zero if it wrote
+  // none.
+  Position prior_position(const std::string& session, const std::string& id, int64_t epoch);
   void note_acquired(const Connection& seen, const std::string& id, int64_t epoch, int64_t from_seq,
                      bool from_session);
   std::string fresh_token() EXCLUDES(random_mu_);
@@ -603,8 +620,8 @@ class Worker::Impl {
   std::map<std::string, MonoTime, std::less<>> take_hints_ GUARDED_BY(mu_);
   // Control thread only: this reconcile's read of its session's index.
   std::optional<SessionView> session_view_;
-  MonoTime next_reap_{};           // control thread only
-  MonoTime next_recount_{};        // control thread only
+  MonoTime next_reap_{};     // control thread only
+  MonoTime next_recount_{};  // control thread only
   // Control thread only (and stop(), after it): what its attention item
   // says, under which session, and since when each connection in it has
   // been in trouble.

@@ -363,7 +363,7 @@ void Worker::Impl::retire(const Connection& connection, const std::string& token
   // Where the dead holder had got to goes to the item with the release: the
   // item no longer names the session whose positions say it.
   Update last;
-  const int64_t seq = prior_position(token, connection.id, connection.epoch);
+  const int64_t seq = prior_position(token, connection.id, connection.epoch).seq;
   if (seq > 0) last.set(kLastSeqAttr, seq);
   const Status released = conn_leases_.release_ended(
       connection_key(connection.id), AcquireOptions::SessionRef{connection.owner, token},

@@ -237,6 +237,11 @@ Status Worker::Impl::write_batch(Stream& stream, SinkBatch& batch) {
     stream.messages += lines;
     stream.last_message_at_ms = written_at_ms;
     stream.last_message_mono = written_at;
+    if (stream.taken_after_message_at_ms != 0) {
+      const int64_t gap_ms = std::max<int64_t>(0, written_at_ms - stream.taken_after_message_at_ms);
+      m_.takeover_gap.observe(static_cast<double>(gap_ms) / 1000);
+      stream.taken_after_message_at_ms = 0;
+    }
     messages_ += lines;
     m_.messages.inc(static_cast<double>(lines));
   }
