@@ -241,9 +241,10 @@ set_tests_properties(dockerfile_matches_binary PROPERTIES LABELS deploy TIMEOUT 
 # the tables against `store schema --json`, each task role against the
 # actions its process sends, every flag of a task's command against
 # --help, ports, health checks and stop timeouts against each other;
-# `terraform fmt -check` and `validate` where terraform (and, for validate,
-# a provider mirror) is at hand. The second test plants a mistake in each
-# check and expects it to fail, naming it.
+# `terraform fmt -check` where terraform is at hand, and with a provider
+# mirror too, a plan of the example with the provider mocked, checked the
+# same way. The second test plants a mistake in each check and expects it
+# to fail, naming it.
 leasehold_node_test(deploy_terraform
   ${CMAKE_CURRENT_SOURCE_DIR}/deploy/terraform_check.mjs $<TARGET_FILE:leasehold>)
 leasehold_node_test(deploy_terraform_planted

@@ -1,7 +1,7 @@
 // The Terraform deployment (deploy/aws/) held against the binary it deploys.
 //
 // No provider can be downloaded where the tests run, so `terraform validate`
-// and `plan` are not the test. Instead every .tf file is parsed with
+// and `plan` cannot be the test. Instead every .tf file is parsed with
 // @cdktf/hcl2json (pinned in package-lock.json) and what the module says is
 // checked against what the built `leasehold` says of itself:
 //
@@ -20,10 +20,13 @@
 //   its containerPort, the target group and its health check; /healthz on
 //   the right port in every container; stop timeouts within Fargate's 120 s
 //   and above what the processes need; Container Insights on;
-// - `terraform fmt -check` passes, where terraform is on PATH, and
-//   `terraform validate`, where a local provider mirror holds hashicorp/aws
-//   (LEASEHOLD_TF_PLUGIN_MIRROR, else /opt/tf-plugins or terraform's own
-//   plugin folders); each is skipped otherwise, saying so.
+// - `terraform fmt -check` passes, where terraform is on PATH; and, where a
+//   local provider mirror holds hashicorp/aws (LEASEHOLD_TF_PLUGIN_MIRROR,
+//   else /opt/tf-plugins or terraform's own plugin folders), the example
+//   plans under `terraform test` with the provider mocked (no credentials,
+//   no AWS), and what the plan would send (the rendered commands, ports,
+//   health checks, policies, names) is checked against the binary once
+//   more. Each is skipped otherwise, saying so.
 //
 // With --planted, each check is instead shown to catch a mistake: every
 // planted mistake (a dropped index, an extra or a missing IAM action, an
@@ -810,25 +813,104 @@ function providerMirror() {
   return candidates.find((d) => d && existsSync(join(d, 'registry.terraform.io/hashicorp/aws')));
 }
 
-function terraformValidate() {
-  if (!onPath('terraform')) return 'skipped: terraform is not on PATH';
+// The example planned with `terraform test` and a mocked AWS provider: no
+// credentials, no AWS, but every expression of the module is evaluated with
+// the example's values, every variable's validation and every precondition
+// run, and the plan says what ECS, IAM, DynamoDB and SQS would be sent.
+const MOCKED_PLAN_TEST = `# Written by tests/deploy/terraform_check.mjs in a copy of deploy/aws.
+mock_provider "aws" {
+  mock_data "aws_region" {
+    defaults = { name = "eu-west-1" }
+  }
+  mock_data "aws_caller_identity" {
+    defaults = { account_id = "123456789012" }
+  }
+  # A policy document's JSON is made by the provider, which a mock does not
+  # run: an empty object stands for it.
+  mock_data "aws_iam_policy_document" {
+    defaults = { json = "{}" }
+  }
+}
+
+run "plan" {
+  command = plan
+}
+`;
+
+function terraformPlan() {
+  if (!onPath('terraform')) return { skipped: 'skipped: terraform is not on PATH' };
   const mirror = providerMirror();
-  if (!mirror) return 'skipped: no provider mirror with hashicorp/aws (set LEASEHOLD_TF_PLUGIN_MIRROR)';
+  if (!mirror) return { skipped: 'skipped: no provider mirror with hashicorp/aws (set LEASEHOLD_TF_PLUGIN_MIRROR)' };
   const work = mkdtempSync(join(tmpdir(), 'leasehold-tf-'));
   try {
     cpSync(deployDir, join(work, 'aws'), { recursive: true });
     const config = join(work, 'terraformrc');
     writeFileSync(config, `provider_installation {\n  filesystem_mirror {\n    path = ${JSON.stringify(mirror)}\n  }\n  direct {\n    exclude = ["registry.terraform.io/*/*"]\n  }\n}\n`);
-    const env = { ...process.env, TF_CLI_CONFIG_FILE: config, TF_IN_AUTOMATION: '1', CHECKPOINT_DISABLE: '1' };
     const cwd = join(work, 'aws/example');
-    for (const args of [['init', '-backend=false', '-input=false', '-no-color'], ['validate', '-no-color']]) {
-      const r = spawnSync('terraform', args, { cwd, env, encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`terraform ${args[0]} failed:\n${r.stdout}${r.stderr}`);
+    writeFileSync(join(cwd, 'mocked.tftest.hcl'), MOCKED_PLAN_TEST);
+    const env = { ...process.env, TF_CLI_CONFIG_FILE: config, TF_IN_AUTOMATION: '1', CHECKPOINT_DISABLE: '1' };
+    const init = spawnSync('terraform', ['init', '-backend=false', '-input=false', '-no-color'], { cwd, env, encoding: 'utf8' });
+    if (init.status !== 0) throw new Error(`terraform init failed:\n${init.stdout}${init.stderr}`);
+    const test = spawnSync('terraform', ['test', '-verbose', '-json', '-no-color'], { cwd, env, encoding: 'utf8', maxBuffer: 1 << 30 });
+    const events = test.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    const plan = events.find((e) => e.type === 'test_plan')?.test_plan;
+    if (test.status !== 0 || !plan) {
+      const why = events.filter((e) => e['@level'] === 'error').map((e) => e['@message']);
+      throw new Error(`terraform test (a plan of the example, the provider mocked) failed:\n  ${why.join('\n  ') || test.stderr}`);
     }
+    return { mirror, plan };
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
-  return `terraform validate: the example and the module are valid (providers from ${mirror})`;
+}
+
+// What the plan would send, against the binary: the rendered commands, the
+// ports and health checks, the task roles' actions, the tables' and queues'
+// names. These read the values Terraform computed, not the .tf text, so they
+// also stand behind this test's reading of the text.
+function checkPlan(plan, b) {
+  const errors = [];
+  const after = new Map(plan.resource_changes.map((r) => [r.address.replace(/^module\.\w+\./, ''), r.change.after]));
+  const output = (name) => plan.output_changes?.[name]?.after;
+  const container = (process) =>
+    JSON.parse(after.get(`aws_ecs_task_definition.service["${process}"]`)?.container_definitions ?? '[{}]')[0];
+  const serveCommand = container('serve').command ?? [];
+  // The store URI as the example outputs it; the queue URI as serve is given it.
+  const storeUri = output('store_uri');
+  const prefix = String(storeUri).split('/').pop();
+  const queueName = String(serveCommand[serveCommand.indexOf('--queue') + 1]).split('/').pop();
+  const names = (type) => [...after].filter(([a]) => a.startsWith(`${type}.`)).map(([, v]) => v.name);
+  const wantTables = b.schema.tables.map((t) => `${prefix}${t.TableName}`);
+  if (!sameSet(names('aws_dynamodb_table'), wantTables)) {
+    errors.push(`plan: tables ${list(names('aws_dynamodb_table'))}, not ${list(wantTables)}`);
+  }
+  const wantQueues = b.schema.queues.flatMap((q) => [`${queueName}-${q.name}`, `${queueName}-${q.dead_letter_queue}`]);
+  if (!sameSet(names('aws_sqs_queue'), wantQueues)) errors.push(`plan: queues ${list(names('aws_sqs_queue'))}, not ${list(wantQueues)}`);
+  const tg = after.get('aws_lb_target_group.serve');
+  for (const process of Object.keys(b.schema.processes)) {
+    const c = container(process);
+    const where = `plan: ${process}`;
+    const command = c.command ?? [];
+    errors.push(...checkFlags(`${where}: command`, command, b));
+    const flag = (name) => command[command.indexOf(name) + 1];
+    const port = portOf(process === 'serve' ? flag('--listen') : flag('--metrics-listen'));
+    if (process === 'serve') {
+      const ports = [c.portMappings?.[0]?.containerPort, tg?.port, Number(tg?.health_check?.[0]?.port)];
+      if (!ports.every((p) => p === port)) errors.push(`${where}: --listen's port ${port}, but containerPort, target group and its health check ${ports.join(', ')}`);
+      if (tg?.health_check?.[0]?.path !== HEALTH_PATH) errors.push(`${where}: the target group checks ${tg?.health_check?.[0]?.path}`);
+    }
+    if (c.healthCheck?.command?.[3] !== `http://127.0.0.1:${port}${HEALTH_PATH}`) errors.push(`${where}: health check ${c.healthCheck?.command}`);
+    if (!(c.stopTimeout >= 2 && c.stopTimeout <= FARGATE_STOP_TIMEOUT_MAX)) errors.push(`${where}: stopTimeout ${c.stopTimeout}`);
+    const env = Object.fromEntries((c.environment ?? []).map((e) => [e.name, e.value]));
+    if (env.LEASEHOLD_STORE !== storeUri) errors.push(`${where}: LEASEHOLD_STORE ${env.LEASEHOLD_STORE}, not the output store_uri ${storeUri}`);
+    // The statements' actions by their Sid, which names the kind of resource.
+    const statements = after.get(`data.aws_iam_policy_document.task["${process}"]`)?.statement ?? [];
+    const have = statements.flatMap((st) => st.actions.map((a) => `${a} on ${st.sid.toLowerCase()}`));
+    const want = b.schema.processes[process].map((p) => `${p.action} on ${p.on}`);
+    for (const p of want) if (!have.includes(p)) errors.push(`${where}: the task role's policy lacks ${p}`);
+    for (const p of have) if (!want.includes(p)) errors.push(`${where}: the task role's policy grants ${p}, which it never sends`);
+  }
+  return errors;
 }
 
 // ---------------------------------------------------------------- main
@@ -855,13 +937,28 @@ if (!planted) {
       for (const e of errors) console.log(`        ${e}`);
     }
   }
-  for (const step of [terraformFmt, terraformValidate]) {
-    try {
-      console.log(`ok      ${step()}`);
-    } catch (e) {
-      failed += 1;
-      console.log(`FAILED  ${e.message}`);
+  try {
+    console.log(`ok      ${terraformFmt()}`);
+  } catch (e) {
+    failed += 1;
+    console.log(`FAILED  ${e.message}`);
+  }
+  try {
+    const { skipped, mirror, plan } = terraformPlan();
+    const errors = skipped ? [] : checkPlan(plan, b);
+    if (skipped) {
+      console.log(`ok      terraform plan ${skipped}`);
+    } else if (errors.length === 0) {
+      console.log(`ok      terraform plan of the example (provider mocked, from ${mirror}): ` +
+        `${plan.resource_changes.length} resources, what they would send agrees with the binary`);
+    } else {
+      failed += errors.length;
+      console.log('FAILED  terraform plan of the example');
+      for (const e of errors) console.log(`        ${e}`);
     }
+  } catch (e) {
+    failed += 1;
+    console.log(`FAILED  ${e.message}`);
   }
   console.log(`${failed === 0 ? 'passed' : `${failed} mistakes found`} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   process.exit(failed === 0 ? 0 : 1);
