@@ -43,7 +43,13 @@ import { dirname, join, relative, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const require = createRequire(import.meta.url);
-const { parse: parseHcl } = require('@cdktf/hcl2json');
+let parseHcl;
+try {
+  ({ parse: parseHcl } = require('@cdktf/hcl2json'));
+} catch (e) {
+  console.log(`FAILED  @cdktf/hcl2json cannot be loaded (run scripts/setup.sh, which installs package-lock.json): ${e.message}`);
+  process.exit(1);
+}
 
 const binary = process.argv[2];
 assert.ok(binary && !binary.startsWith('--'),
@@ -679,6 +685,10 @@ function checkExample(example, m) {
     if (!v.description) errors.push(`variable ${name}: no description`);
     if (!v.type) errors.push(`variable ${name}: no type`);
   }
+  // deploy/aws/README.md names every input and output.
+  for (const [kind, names] of [['input', Object.keys(m.variable)], ['output', Object.keys(m.output)]]) {
+    for (const name of names) if (!m.readme.includes(`\`${name}\``)) errors.push(`README: the ${kind} ${name} is not named in deploy/aws/README.md`);
+  }
   for (const [name, o] of Object.entries(example.output)) {
     const ref = String(o.value).match(/^\$\{module\.\w+\.(\w+)\}$/);
     if (ref && !(ref[1] in m.output)) errors.push(`example: output ${name} reads module output ${ref[1]}, which does not exist`);
@@ -785,6 +795,9 @@ const PLANTED = [
   { name: 'the lifecycle rule dropped',
     plant: (m) => { delete m.resource.aws_s3_bucket_lifecycle_configuration; },
     expect: /bucket: no enabled lifecycle rule aborts incomplete multipart uploads/ },
+  { name: 'a variable the README does not name',
+    plant: (m) => { m.variable.worker_colour = { description: 'x', type: '${string}', default: 'blue' }; },
+    expect: /README: the input worker_colour is not named/ },
   { name: 'a redrive after 3 deliveries',
     plant: (m) => { m.locals.redrive.trace.maxReceiveCount = 3; },
     expect: /queue movie-trace: maxReceiveCount 3, not 5/ },
@@ -917,6 +930,7 @@ function checkPlan(plan, b) {
 
 const started = Date.now();
 const m = moduleModel(await parseDir(moduleDir));
+m.readme = readFileSync(join(deployDir, 'README.md'), 'utf8');
 const example = moduleModel(await parseDir(exampleDir));
 const commands = new Set(containers(m).map(([, c]) => commandPath(c.command ?? [])).filter(Boolean));
 for (const { args } of operatorCommands(m)) commands.add(commandPath(args));

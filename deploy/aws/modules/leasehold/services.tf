@@ -87,6 +87,7 @@ locals {
         "worker",
         "--max-connections", tostring(var.worker_max_connections),
         "--sink", var.worker_sink,
+        "--stall-after", var.worker_stall_after,
         "--metrics-listen", "127.0.0.1:${local.metrics_port}",
         "--metrics-format", "emf",
         "--metrics-every", "60s",

@@ -158,6 +158,17 @@ variable "worker_target_connections" {
   }
 }
 
+variable "worker_stall_after" {
+  description = "A worker's --stall-after: a connection without a message for this long counts as stalled, and a worker all of whose connections are stalled answers /healthz 503, so ECS replaces it after three failed checks. Raise it for upstreams that may be silent longer; \"0\" never counts a connection stalled."
+  type        = string
+  default     = "60s"
+
+  validation {
+    condition     = can(regex("^[0-9]+(ms|s|m|h)?$", var.worker_stall_after))
+    error_message = "worker_stall_after must be a duration such as 60s, 5m or 0."
+  }
+}
+
 variable "worker_sink" {
   description = "A worker's --sink. `stdout` sends each upstream message to the worker's log group; a jsonl:PATH sink is lost with the task's storage."
   type        = string
