@@ -13,13 +13,17 @@
 //   multipart uploads;
 // - each task role grants exactly the (action, resource) pairs the schema
 //   lists for its process, on the right ARNs, and nothing else;
-// - every flag of a task's command is one `leasehold <command> --help` or
+// - every flag of a task's command, and of the `leasehold` commands the
+//   outputs give the operator, is one `leasehold <command> --help` or
 //   `leasehold --help` lists, every required one is given, and the store
 //   comes in the environment variable --help names;
 // - ports, health check paths and stop timeouts agree: serve's --listen,
 //   its containerPort, the target group and its health check; /healthz on
 //   the right port in every container; stop timeouts within Fargate's 120 s
-//   and above what the processes need; Container Insights on;
+//   and above what the processes need; Container Insights on; rolling
+//   deployments without a gap; the alarms and autoscaling read metrics
+//   that a process writes; the example calls the module with its
+//   variables; deploy/aws/README.md names every input and output;
 // - `terraform fmt -check` passes, where terraform is on PATH; and, where a
 //   local provider mirror holds hashicorp/aws (LEASEHOLD_TF_PLUGIN_MIRROR,
 //   else /opt/tf-plugins or terraform's own plugin folders), the example
@@ -928,7 +932,21 @@ function checkPlan(plan, b) {
 
 // ---------------------------------------------------------------- main
 
+// Every .tf file under deploy/aws, so that none escapes the checks.
+function allTfFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return e.name.startsWith('.') ? [] : allTfFiles(path);
+    return e.name.endsWith('.tf') ? [path] : [];
+  });
+}
+
 const started = Date.now();
+const unchecked = allTfFiles(deployDir).filter((f) => ![moduleDir, exampleDir].includes(dirname(f)));
+if (unchecked.length > 0) {
+  console.log(`FAILED  .tf files this test does not read: ${unchecked.map((f) => relative(repoRoot, f)).join(', ')}`);
+  process.exit(1);
+}
 const m = moduleModel(await parseDir(moduleDir));
 m.readme = readFileSync(join(deployDir, 'README.md'), 'utf8');
 const example = moduleModel(await parseDir(exampleDir));

@@ -51,9 +51,11 @@ locals {
     "trace-worker" = 30
   }
 
-  # Checked every 30 s inside the task; three failures in a row replace it.
-  # The start period covers a worker restarted under a name whose session
-  # has not expired yet (a session ttl, 3 s) and the store's first answers.
+  # Checked every 30 s inside the task; three failures in a row (the store
+  # unreachable, the sink failing, or, for a worker, every stream it owns
+  # stalled: docs/fleet.md, "Health") replace the task. The start period
+  # covers opening the store, looking the queues up and a worker's first
+  # reconciles.
   health_check = {
     path         = "/healthz"
     interval     = 30
