@@ -11,6 +11,7 @@
 
 #include <boost/json.hpp>
 #include <regex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -172,11 +173,38 @@ class TraceWorkerTest : public BackendTest {
                .exit_code == 0;
   }
 
-  std::unique_ptr<Process> start_worker() {
+  std::unique_ptr<Process> start_worker(const std::vector<std::string>& more = {}) {
     std::vector<std::string> argv = {"trace-worker", "--tracing-lease-ttl", kTracingTtl};
     const std::vector<std::string> where = where_flags();
     argv.insert(argv.end(), where.begin(), where.end());
+    argv.insert(argv.end(), more.begin(), more.end());
     return start_lh(argv);
+  }
+
+  // The AWS actions a process sent, from its /metrics at `url`
+  // (leasehold_aws_requests_total{action="..."} N).
+  std::set<std::string> aws_actions_sent(const std::string& url) {
+    const RunResult r = run({"curl", "-sf", url});
+    EXPECT_EQ(r.exit_code, 0) << url;
+    std::set<std::string> out;
+    const std::regex sent(R"re(leasehold_aws_requests_total\{action="([^"]+)"\} [1-9])re");
+    for (std::sregex_iterator it(r.out.begin(), r.out.end(), sent), end; it != end; ++it) {
+      out.insert((*it)[1].str());
+    }
+    return out;
+  }
+
+  // The actions `store schema --json` lists for `process`, the only ones it
+  // may send.
+  std::set<std::string> actions_listed(const std::string& process) {
+    const RunResult r = lh({"store", "schema", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const json::object schema = parse_object(r.out);
+    std::set<std::string> out;
+    for (const json::value& p : schema.at("processes").at(process).as_array()) {
+      out.emplace(p.at("action").as_string());
+    }
+    return out;
   }
 
   // The audit's events, each "event job_id".
@@ -320,7 +348,7 @@ TEST_P(AwsTraceWorkerTest, TwoWorkersSharingNoFolderTraceTenMoviesOnceEach) {
   for (const std::string& id : ids) {
     ASSERT_TRUE(eventually([&] { return status_of(id) == "ready"; }, 60s)) << status_of(id);
   }
-  std::unique_ptr<Process> w1 = start_worker();
+  std::unique_ptr<Process> w1 = start_worker({"--metrics-listen", "127.0.0.1:0"});
   std::unique_ptr<Process> w2 = start_worker();
   std::vector<std::string> jobs;
   for (const std::string& id : ids) jobs.push_back(trace(id, kFrames - 1));
@@ -338,6 +366,27 @@ TEST_P(AwsTraceWorkerTest, TwoWorkersSharingNoFolderTraceTenMoviesOnceEach) {
       EXPECT_EQ(rows[f].at("status"), "tracked") << "movie " << i << " frame " << f;
     }
   }
+
+  // What each process sent to SQS and S3 is in its list (it may send
+  // nothing else), and counted: serve queued the jobs and uploaded the
+  // movies; the trace worker took jobs and read the movies.
+  const std::regex port_of(R"("metrics_port":([0-9]+))");
+  std::smatch port;
+  const std::string w1_log = w1->err_so_far();
+  ASSERT_TRUE(std::regex_search(w1_log, port, port_of)) << w1_log;
+  const std::set<std::string> by_serve = aws_actions_sent(base_ + "/metrics");
+  const std::set<std::string> by_worker =
+      aws_actions_sent("http://127.0.0.1:" + port[1].str() + "/metrics");
+  for (const char* a : {"sqs:GetQueueUrl", "sqs:SendMessage", "s3:PutObject"}) {
+    EXPECT_TRUE(by_serve.contains(a)) << a;
+  }
+  for (const char* a : {"sqs:ReceiveMessage", "sqs:DeleteMessage", "s3:GetObject"}) {
+    EXPECT_TRUE(by_worker.contains(a)) << a;
+  }
+  const std::set<std::string> serve_may = actions_listed("serve");
+  const std::set<std::string> worker_may = actions_listed("trace-worker");
+  for (const std::string& a : by_serve) EXPECT_TRUE(serve_may.contains(a)) << a;
+  for (const std::string& a : by_worker) EXPECT_TRUE(worker_may.contains(a)) << a;
 }
 
 // A download is a redirect to S3 (a presigned URL) that gives the uploaded
