@@ -10,6 +10,7 @@
 
 #include "app/request_parsing.h"
 #include "base/mutex.h"
+#include "base/text.h"
 #include "server/errors.h"
 #include "server/json.h"
 #include "web/assets.h"
@@ -142,7 +143,9 @@ class App::Impl {
   Response sign_out(Request& request);
   Response readyz(Request& request);
   Response list_users(Request& request);
-  std::string session_cookie(std::string_view value, std::chrono::seconds max_age) const;
+  bool browser_used_https(const Request& request) const;
+  std::string session_cookie(const Request& request, std::string_view value,
+                             std::chrono::seconds max_age) const;
 
   runtime::Runtime& runtime_;
   accounts::Accounts& accounts_;
@@ -277,7 +280,21 @@ bool App::Impl::admit_blocks(const Request& request) const {
   return cookie_value(request, kSessionCookie).has_value();
 }
 
-// The origin this server is reached at, from the Host the browser used.
+// Whether the browser reached this server over HTTPS: it serves TLS itself,
+// or it speaks plain HTTP behind a TLS proxy that says the browser used
+// HTTPS (X-Forwarded-Proto: https, as AWS's load balancers and the nginx
+// recipe of docs/server.md send). Believing the header lets no other site
+// in: a page cannot add it to a cross-site request without a CORS
+// preflight, which this server never grants; and what it changes is only
+// the scheme the Origin must have and whether the cookie is Secure.
+bool App::Impl::browser_used_https(const Request& request) const {
+  if (options_.tls) return true;
+  const auto proto = request.header("x-forwarded-proto");
+  return proto && equal_ignoring_case(*proto, "https");
+}
+
+// The origin this server is reached at, from the Host and the scheme the
+// browser used.
 std::optional<Response> App::Impl::check_origin(const Request& request) const {
   const auto origin = request.header("origin");
   const auto host = request.header("host");
@@ -287,7 +304,7 @@ std::optional<Response> App::Impl::check_origin(const Request& request) const {
     return error_response(permission_denied("a cookie-authenticated write needs an Origin header"),
                           request.request_id);
   }
-  const std::string expected = std::string(options_.tls ? "https://" : "http://") +
+  const std::string expected = std::string(browser_used_https(request) ? "https://" : "http://") +
                                std::string(host ? *host : std::string_view());
   if (!host || *origin != expected) {
     return error_response(permission_denied("cross-origin request refused"), request.request_id);
@@ -342,11 +359,12 @@ App::Impl::AnswerSeries App::Impl::answer_series(std::string_view route, std::st
   return series;
 }
 
-std::string App::Impl::session_cookie(std::string_view value, std::chrono::seconds max_age) const {
+std::string App::Impl::session_cookie(const Request& request, std::string_view value,
+                                      std::chrono::seconds max_age) const {
   std::string cookie =
       std::string(kSessionCookie) + "=" + std::string(value) +
       "; Path=/; HttpOnly; SameSite=Strict; Max-Age=" + std::to_string(max_age.count());
-  if (options_.tls) cookie += "; Secure";
+  if (browser_used_https(request)) cookie += "; Secure";
   return cookie;
 }
 
@@ -381,7 +399,7 @@ Response App::Impl::sign_in(Request& request) {
   const auto max_age = std::chrono::duration_cast<std::chrono::seconds>(
       session.expires_at - runtime_.clock().wall_now());
   r.set_header("Set-Cookie",
-               session_cookie(session.id, std::max(max_age, std::chrono::seconds(1))));
+               session_cookie(request, session.id, std::max(max_age, std::chrono::seconds(1))));
   return r;
 }
 
@@ -392,7 +410,7 @@ Response App::Impl::sign_out(Request& request) {
   }
   Response r;
   r.status = 204;
-  r.set_header("Set-Cookie", session_cookie("", std::chrono::seconds(0)));
+  r.set_header("Set-Cookie", session_cookie(request, "", std::chrono::seconds(0)));
   return r;
 }
 

@@ -27,7 +27,10 @@
 namespace leasehold::app {
 
 struct AppOptions {
-  bool tls = false;                         // cookies get Secure, and the expected Origin is https
+  // The server speaks TLS: cookies get Secure, and the expected Origin is
+  // https (also, on plain HTTP, for a request a TLS proxy forwarded with
+  // X-Forwarded-Proto: https).
+  bool tls = false;
   std::string accounts_table = "accounts";  // read by /readyz
 };
 

@@ -193,6 +193,43 @@ TEST_F(AppTest, ACookieWriteNeedsTheServersOwnOrigin) {
             403);
 }
 
+// Behind a TLS proxy (an AWS load balancer, nginx) the server speaks plain
+// HTTP and the browser's Origin is https: the proxy's X-Forwarded-Proto says
+// so, and the cookie is then Secure. Without the header, https is another
+// origin; with it, http is.
+TEST_F(AppTest, BehindATlsProxyTheOriginIsHttpsAndTheCookieSecure) {
+  const std::string host = origin_.substr(std::string("http://").size());
+  const std::string https_origin = "https://" + host;
+  const std::string json = "Content-Type: application/json\r\n";
+  const std::string body = sign_in_body("bob", "battery staple horse");
+  EXPECT_EQ(call("POST", "/api/session", json + "Origin: " + https_origin + "\r\n", body).status,
+            403)
+      << "https without the proxy's word";
+  EXPECT_EQ(call("POST", "/api/session",
+                 json + "Origin: " + origin_ + "\r\nX-Forwarded-Proto: https\r\n", body)
+                .status,
+            403)
+      << "http where the proxy says the browser used https";
+  const HttpResponse proxied =
+      call("POST", "/api/session",
+           json + "Origin: " + https_origin + "\r\nX-Forwarded-Proto: HTTPS\r\n", body);
+  ASSERT_EQ(proxied.status, 200) << proxied.body;
+  EXPECT_NE(proxied.header("set-cookie").find("; Secure"), std::string::npos)
+      << proxied.header("set-cookie");
+  const std::string cookie = "Cookie: " + cookie_of(proxied) + "\r\n";
+  EXPECT_EQ(call("DELETE", "/api/session",
+                 cookie + "Origin: http://evil.example\r\nX-Forwarded-Proto: https\r\n")
+                .status,
+            403);
+  EXPECT_EQ(call("DELETE", "/api/session",
+                 cookie + "Origin: " + https_origin + "\r\nX-Forwarded-Proto: https\r\n")
+                .status,
+            204);
+  const HttpResponse direct = sign_in("bob", "battery staple horse");
+  ASSERT_EQ(direct.status, 200) << direct.body;
+  EXPECT_EQ(direct.header("set-cookie").find("Secure"), std::string::npos) << "plain HTTP";
+}
+
 TEST_F(AppTest, FailedSignInsAreLimitedWithRetryAfter) {
   const accounts::AccountsOptions defaults;
   for (int i = 0; i < defaults.failures_per_name_max; ++i) {
