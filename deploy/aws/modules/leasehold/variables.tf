@@ -137,7 +137,7 @@ variable "worker_max_count" {
 }
 
 variable "worker_max_connections" {
-  description = "A worker's --max-connections: the most connections one worker owns. At most 10,000, so that handing them all over fits well inside the worker's 30 s stop timeout (1,000 take 0.4 to 0.7 s on DynamoDB)."
+  description = "A worker's --max-connections: the most connections one worker owns. At most 10,000, so that handing them all over fits well inside the worker's 60 s stop timeout (1,000 take 0.4 to 0.7 s on DynamoDB)."
   type        = number
   default     = 1000
 
