@@ -11,6 +11,8 @@
 // the flag.
 #include <signal.h>
 
+#include <functional>
+#include <regex>
 #include <set>
 
 #include "process_util.h"
@@ -69,17 +71,19 @@ class EmfProcessTest : public ProcessTest {
   }
 
   // Starts `args` with the EMF flags, waits for `lines` EMF lines on its
-  // stdout, stops it with SIGTERM and returns what it printed (exit 0).
+  // stdout, calls `meanwhile` (if given), stops it with SIGTERM and returns
+  // what it printed (exit 0).
   RunResult run_until_lines(std::vector<std::string> args, size_t lines,
-                            const std::string& every = "1s") {
-    for (const char* flag : {"--metrics-format", "emf", "--metrics-every"}) args.push_back(flag);
-    args.push_back(every);
-    args.push_back("--metrics-namespace");
-    args.push_back(kNamespace);
+                            const std::function<void(Process&)>& meanwhile = nullptr) {
+    for (const char* flag :
+         {"--metrics-format", "emf", "--metrics-every", "1s", "--metrics-namespace", kNamespace}) {
+      args.push_back(flag);
+    }
     auto p = start_lh(args);
     EXPECT_TRUE(eventually(
         [&] { return emf_lines_in(p->out_so_far()) >= lines || p->wait_for(0ms); }, kEventTimeout))
         << p->err_so_far();
+    if (meanwhile) meanwhile(*p);
     EXPECT_EQ(::kill(p->pid(), SIGTERM), 0);
     EXPECT_TRUE(p->wait_for(kEventTimeout));
     const RunResult r = p->exited() ? p->result() : RunResult{};
@@ -155,8 +159,20 @@ TEST_F(EmfProcessTest, ServePrintsTheFleetSummarysFigures) {
         lh({"conn", "add", id, "--url", std::string("ws://127.0.0.1:9/s/") + id});
     ASSERT_EQ(added.exit_code, 0) << added.err;
   }
+  const auto metrics_served = [&](Process& serve) {
+    const std::regex listening(R"re("msg":"listening","address":"127\.0\.0\.1:([0-9]+)")re");
+    std::smatch port;
+    const std::string err = serve.err_so_far();
+    ASSERT_TRUE(std::regex_search(err, port, listening)) << err;
+    const RunResult metrics =
+        run({"curl", "-sf", "http://127.0.0.1:" + port[1].str() + "/metrics"});
+    EXPECT_NE(metrics.out.find("\nleasehold_fleet_connections_not_streaming 2\n"),
+              std::string::npos)
+        << "GET /metrics has the figures an EMF line read: " << metrics.out;
+  };
   const RunResult r = run_until_lines(
-      {"serve", "--listen", "127.0.0.1:0", "--media-dir", (dir() / "media").string()}, 2);
+      {"serve", "--listen", "127.0.0.1:0", "--media-dir", (dir() / "media").string()}, 2,
+      metrics_served);
   const std::vector<json::object> docs = emf_documents(r.out, "serve", 2);
   ASSERT_FALSE(docs.empty());
   const json::object& last = docs.back();
@@ -179,8 +195,21 @@ TEST_F(EmfProcessTest, AWorkersSinkLinesAndEmfLinesNeverMixAndItsCountsAddUp) {
         lh({"conn", "add", id, "--url", "ws://" + listening + "/s/" + id + "?from={next_seq}"});
     ASSERT_EQ(added.exit_code, 0) << added.err;
   }
-  const RunResult r = run_until_lines(
-      {"worker", "--id", "w1", "--reconcile-every", "500ms", "--sink", "stdout"}, 3);
+  const auto metrics_served = [&](Process& worker) {
+    std::string port;
+    for (const std::string& line : lines_of(worker.err_so_far())) {
+      const json::object o = parse_object(line);
+      if (o.contains("metrics_port")) port = std::to_string(o.at("metrics_port").as_int64());
+    }
+    ASSERT_FALSE(port.empty()) << worker.err_so_far();
+    const RunResult metrics = run({"curl", "-sf", "http://127.0.0.1:" + port + "/metrics"});
+    EXPECT_NE(metrics.out.find("# TYPE leasehold_fleet_takeover_gap_seconds histogram"),
+              std::string::npos)
+        << "GET /metrics is served as before, the takeover gap among its families";
+  };
+  const RunResult r = run_until_lines({"worker", "--id", "w1", "--reconcile-every", "500ms",
+                                       "--sink", "stdout", "--metrics-listen", "127.0.0.1:0"},
+                                      3, metrics_served);
   size_t messages = 0;
   std::set<std::string> conns;
   for (const std::string& line : lines_of(r.out)) {
