@@ -50,7 +50,7 @@ std::string default_worker_id() {
 
 Result<fleet::WorkerOptions> worker_options(const WorkerArgs& a) {
   fleet::WorkerOptions o;
-  o.id = a.id;
+  o.id = a.id.value_or("");
   o.max_connections = a.max_connections;
   LEASEHOLD_ASSIGN_OR_RETURN(o.session_ttl, flag_duration("--session-ttl", a.session_ttl));
   const bool session = o.session_ttl > Duration::zero();
@@ -168,7 +168,7 @@ Status check_worker(const WorkerArgs& args) {
 
 int run_worker(const WorkerArgs& given, const std::string& store_uri, bool verbose) {
   WorkerArgs args = given;
-  if (args.id.empty()) args.id = default_worker_id();
+  if (!args.id) args.id = default_worker_id();
   if (const Status ok = check_worker(args); !ok.ok()) return report(ok);
   limit_to_process_permissions("worker");
   const sigset_t stop_signals = block_stop_signals();
@@ -195,7 +195,7 @@ int run_worker(const WorkerArgs& given, const std::string& store_uri, bool verbo
   auto worker = fleet::Worker::start(rt.store(), rt.clock(), rt.random(), **upstream, **sink,
                                      std::move(options));
   if (!worker.ok()) return report(worker.status());
-  const LogField started[] = {{"worker", std::string_view(args.id)},
+  const LogField started[] = {{"worker", std::string_view(*args.id)},
                               {"store", std::string_view(rt.store().backend_name())},
                               {"sink", std::string_view(args.sink)},
                               {"metrics_port", static_cast<int64_t>(p.metrics_port())}};

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "cli/metrics_output.h"
@@ -19,7 +20,7 @@ class App;
 namespace leasehold::cli {
 
 struct WorkerArgs {
-  std::string id;
+  std::optional<std::string> id;  // none: default_worker_id() at start
   size_t max_connections = 1000;
   std::string lease_ttl;            // empty: 20s, or 2h with a session
   std::string renew_every;          // empty: 5s, or 40m with a session

@@ -480,7 +480,7 @@ TEST_P(FleetTest, ConnSetUrlMovesTheStreamUnderANewEpochWithoutOverlap) {
 
 TEST_P(FleetTest, BadWorkerFlagsAreRefusedBeforeAnythingStarts) {
   for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
-           {"worker"},
+           {"worker", "--id", ""},
            {"worker", "--id", "a b"},
            {"worker", "--id", "w", "--lease-ttl", "1s", "--renew-every", "1s"},
            {"worker", "--id", "w", "--sink", "file:/tmp/x"},
@@ -503,6 +503,45 @@ TEST_P(FleetTest, BadWorkerFlagsAreRefusedBeforeAnythingStarts) {
 INSTANTIATE_TEST_SUITE_P(Backends, FleetTest,
                          ::testing::Values(Backend::kSqlite, Backend::kDynamoDb,
                                            Backend::kDynamoDbLocal),
+                         backend_name);
+
+// What the command line does alike on every store: on SQLite only.
+class FleetNamingTest : public FleetTest {};
+
+// A worker given no --id (as tasks of one ECS task definition are) names
+// itself after its host and 8 random hex digits, and owns connections under
+// that name; a second one started alike gets another name.
+TEST_P(FleetNamingTest, WorkersWithoutAnIdNameThemselvesApart) {
+  add_connections(2);
+  std::vector<std::unique_ptr<Process>> workers;
+  for (const char* sink : {"a.jsonl", "b.jsonl"}) {
+    workers.push_back(start_lh({"worker", "--reconcile-every", "500ms", "--sink",
+                                "jsonl:" + (dir() / sink).string()}));
+  }
+  const std::regex named(R"re("msg":"worker started".*"worker":"([A-Za-z0-9._~-]+-[0-9a-f]{8})")re");
+  std::vector<std::string> names;
+  for (const auto& w : workers) {
+    std::smatch name;
+    ASSERT_TRUE(eventually(
+        [&] {
+          const std::string err = w->err_so_far();
+          return std::regex_search(err, name, named);
+        },
+        20s))
+        << w->err_so_far();
+    names.push_back(name[1].str());
+  }
+  EXPECT_NE(names[0], names[1]);
+  ASSERT_TRUE(eventually(
+      [&] {
+        auto c = owned_counts();
+        return c[""] == 0 && c[names[0]] + c[names[1]] == 2;
+      },
+      20s))
+      << counts_text();
+}
+
+INSTANTIATE_TEST_SUITE_P(Sqlite, FleetNamingTest, ::testing::Values(Backend::kSqlite),
                          backend_name);
 
 }  // namespace
