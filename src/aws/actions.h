@@ -46,7 +46,8 @@ std::vector<std::pair<std::string, uint64_t>> actions_sent();
 
 namespace internal {
 // Lifts the limit, so that a test may set another (the unit tests of other
-// suites may share the process).
+// suites may share the process). REQUIRES: no other thread is in
+// check_action() or actions_sent().
 void forget_limit_for_test();
 }  // namespace internal
 
