@@ -47,9 +47,6 @@ target_link_libraries(process_tests PRIVATE leasehold_base leasehold_accounts le
                       leasehold_open_store leasehold_net leasehold_sqs leasehold_testing test_servers
                       Boost::json OpenSSL::Crypto GTest::gtest_main GTest::gmock)
 leasehold_test_binary(process_tests JSON)
-# emf_test.cc compiles alone: in a batch it would move sweep_test.cc and
-# trace_worker_test.cc, which both define an Http helper, into one.
-set_source_files_properties(process/emf_test.cc PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 leasehold_discover_tests(process_tests system LABEL process TIMEOUT 120)
 
 # The AWS smoke test (aws/aws_smoke.cc): against real AWS, what a deployment

@@ -176,6 +176,20 @@ std::optional<boost::json::object> ProcessTest::show(const std::string& key) con
   return parse_object(r.out);
 }
 
+Http ProcessTest::call_api(const std::string& base, const std::string& token,
+                           const std::string& method, const std::string& path,
+                           const std::string& body) const {
+  std::vector<std::string> argv = {"curl", "-s", "-X", method, "-w", "\n%{http_code}",
+                                   "-H",   "Authorization: Bearer " + token};
+  if (!body.empty())
+    argv.insert(argv.end(), {"-H", "Content-Type: application/json", "--data", body});
+  argv.push_back(base + path);
+  const RunResult r = run(argv);
+  const size_t newline = r.out.rfind('\n');
+  if (r.exit_code != 0 || newline == std::string::npos) return {};
+  return Http{std::stoi(r.out.substr(newline + 1)), r.out.substr(0, newline)};
+}
+
 std::string backend_name(const ::testing::TestParamInfo<Backend>& info) {
   switch (info.param) {
     case Backend::kSqlite:

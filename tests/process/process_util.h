@@ -83,6 +83,14 @@ std::string str(const boost::json::object& o, const char* field);
 // the binary writes.
 int64_t wall_now_ms();
 
+// What `leasehold serve` answered a request: its status (0 if curl could
+// not make the request) and body.
+struct Http {
+  int status = 0;
+  std::string body;
+  boost::json::value json() const { return boost::json::parse(body); }
+};
+
 // A test with its own directory and SQLite file, and shorthands for running
 // `leasehold --store sqlite:DIR/leases.db ...`.
 class ProcessTest : public ::testing::Test {
@@ -101,6 +109,10 @@ class ProcessTest : public ::testing::Test {
   RunResult lh(const std::vector<std::string>& args) const;
   // Runs any command to completion under the same deadline.
   RunResult run(const std::vector<std::string>& argv) const;
+  // `METHOD base + path` with curl, as the bearer of `token`, with a JSON
+  // body if `body` is not empty.
+  Http call_api(const std::string& base, const std::string& token, const std::string& method,
+                const std::string& path, const std::string& body = "") const;
   std::unique_ptr<Process> start_lh(const std::vector<std::string>& args) const;
 
   // `lease acquire KEY --owner OWNER --ttl TTL`, which must succeed; its JSON.

@@ -25,12 +25,6 @@ constexpr int64_t kMovieFrames = 200;
 // How long a repair may take here: a grace, a sweep period and the work.
 constexpr milliseconds kRepairTimeout{30'000};
 
-struct Http {
-  int status = 0;
-  std::string body;
-  json::value json() const { return json::parse(body); }
-};
-
 class SweepTest : public BackendTest {
  protected:
   void SetUp() override {
@@ -76,17 +70,7 @@ class SweepTest : public BackendTest {
   }
 
   Http http(const std::string& method, const std::string& path, const std::string& body = "") {
-    std::vector<std::string> argv = {"curl", "-s",
-                                     "-X",   method,
-                                     "-w",   "\n%{http_code}",
-                                     "-H",   "Authorization: Bearer " + token_};
-    if (!body.empty())
-      argv.insert(argv.end(), {"-H", "Content-Type: application/json", "--data", body});
-    argv.push_back(base_ + path);
-    const RunResult r = run(argv);
-    const size_t newline = r.out.rfind('\n');
-    if (r.exit_code != 0 || newline == std::string::npos) return {};
-    return Http{std::stoi(r.out.substr(newline + 1)), r.out.substr(0, newline)};
+    return call_api(base_, token_, method, path, body);
   }
 
   std::string status_of(const std::string& id) {

@@ -29,12 +29,6 @@ using namespace std::chrono_literals;
 constexpr char kTracingTtl[] = "3s";
 constexpr int64_t kLongMovieFrames = 2500;
 
-struct Http {
-  int status = 0;
-  std::string body;
-  json::value json() const { return json::parse(body); }
-};
-
 class TraceWorkerTest : public BackendTest {
  protected:
   void SetUp() override {
@@ -90,17 +84,7 @@ class TraceWorkerTest : public BackendTest {
   }
 
   Http http(const std::string& method, const std::string& path, const std::string& body = "") {
-    std::vector<std::string> argv = {"curl", "-s",
-                                     "-X",   method,
-                                     "-w",   "\n%{http_code}",
-                                     "-H",   "Authorization: Bearer " + token_};
-    if (!body.empty())
-      argv.insert(argv.end(), {"-H", "Content-Type: application/json", "--data", body});
-    argv.push_back(base_ + path);
-    const RunResult r = run(argv);
-    const size_t newline = r.out.rfind('\n');
-    if (r.exit_code != 0 || newline == std::string::npos) return {};
-    return Http{std::stoi(r.out.substr(newline + 1)), r.out.substr(0, newline)};
+    return call_api(base_, token_, method, path, body);
   }
 
   json::object movie(const std::string& id) {
