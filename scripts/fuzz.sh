@@ -38,7 +38,7 @@ read -r -a targets <<<"${FUZZ_TARGETS:-${all[*]}}"
 max_len() {
   case "$1" in
     dynamodb_reply | dynamodb_streams | sqs_reply | json_body | item_json | fleet_message | \
-      sqs_dead_letters | movies_stored) echo 8192 ;;
+      sqs_dead_letters | sqs_fifo_reply | movies_stored) echo 8192 ;;
     credentials_files | credentials_answers | s3_xml | frame_times | packed_text | app_requests | \
       json_client_errors) echo 4096 ;;
     *) echo 1024 ;;
@@ -48,7 +48,7 @@ max_len() {
 dict() {
   case "$1" in
     dynamodb_reply | dynamodb_streams | sqs_reply | json_body | item_json | fleet_message | \
-      sqs_dead_letters) echo fuzz/dicts/json.dict ;;
+      sqs_dead_letters | sqs_fifo_reply) echo fuzz/dicts/json.dict ;;
     movies_stored) echo fuzz/dicts/movies.dict ;;
     app_requests) echo fuzz/dicts/app_requests.dict ;;
     json_client_errors) echo fuzz/dicts/json_client.dict ;;

@@ -45,41 +45,6 @@ Status check_visibility(Duration visibility) {
   return {};
 }
 
-// Strict UTF-8 holding only what SQS accepts in a body: #x9 #xA #xD,
-// #x20..#xD7FF, #xE000..#xFFFD, #x10000..#x10FFFF.
-bool sqs_accepts(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto b = static_cast<unsigned char>(s[i]);
-    uint32_t cp = 0;
-    size_t n = 0;
-    if (b < 0x80) {
-      cp = b, n = 1;
-    } else if ((b & 0xe0) == 0xc0) {
-      cp = b & 0x1f, n = 2;
-    } else if ((b & 0xf0) == 0xe0) {
-      cp = b & 0x0f, n = 3;
-    } else if ((b & 0xf8) == 0xf0) {
-      cp = b & 0x07, n = 4;
-    } else {
-      return false;
-    }
-    if (i + n > s.size()) return false;
-    for (size_t k = 1; k < n; ++k) {
-      const auto c = static_cast<unsigned char>(s[i + k]);
-      if ((c & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (c & 0x3f);
-    }
-    static constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kLeast[n]) return false;  // overlong
-    const bool allowed = cp == 0x9 || cp == 0xa || cp == 0xd || (cp >= 0x20 && cp <= 0xd7ff) ||
-                         (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
-    if (!allowed) return false;
-    i += n;
-  }
-  return true;
-}
-
 bool valid_name(std::string_view name) {
   return !name.empty() && name.size() <= kSqsQueueNameBytesMax &&
          name.find_first_not_of(
@@ -154,6 +119,39 @@ Status queue_failure(const Status& s) {
 }
 
 }  // namespace
+
+bool sqs_accepts(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    uint32_t cp = 0;
+    size_t n = 0;
+    if (b < 0x80) {
+      cp = b, n = 1;
+    } else if ((b & 0xe0) == 0xc0) {
+      cp = b & 0x1f, n = 2;
+    } else if ((b & 0xf0) == 0xe0) {
+      cp = b & 0x0f, n = 3;
+    } else if ((b & 0xf8) == 0xf0) {
+      cp = b & 0x07, n = 4;
+    } else {
+      return false;
+    }
+    if (i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    static constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kLeast[n]) return false;  // overlong
+    const bool allowed = cp == 0x9 || cp == 0xa || cp == 0xd || (cp >= 0x20 && cp <= 0xd7ff) ||
+                         (cp >= 0xe000 && cp <= 0xfffd) || (cp >= 0x10000 && cp <= 0x10ffff);
+    if (!allowed) return false;
+    i += n;
+  }
+  return true;
+}
 
 Result<std::vector<Message>> received_messages(const boost::json::object& answer,
                                                int64_t visible_at_ms) {

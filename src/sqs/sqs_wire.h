@@ -42,6 +42,12 @@ int64_t dead_letter_count(const boost::json::object& answer, int64_t max);
 // failed and the first one's Code (printable, at most 128 bytes).
 Status release_failures(const boost::json::object& answer, size_t entries);
 
+// Whether `body` is strict UTF-8 of only the characters SQS accepts in a
+// message: #x9 #xA #xD, #x20..#xD7FF, #xE000..#xFFFD, #x10000..#x10FFFF
+// (SQS's message quotas, "Message content"; no overlong forms, no
+// surrogates). Empty text passes: its size is the caller's check.
+bool sqs_accepts(std::string_view body);
+
 // The SQS receipt handle in a receipt "<id>.<handle>"; kInvalidArgument for
 // anything else, or one longer than 4096 bytes.
 Result<std::string_view> handle_of(std::string_view receipt);
